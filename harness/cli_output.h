@@ -1,0 +1,20 @@
+// Small helpers shared by the subcommands' human-readable output.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace h0::cli {
+
+// True when stdout is a terminal and NO_COLOR is unset.
+bool use_color();
+// Wraps `text` in an ANSI color when use_color(); `code` is e.g. "32" (green), "31" (red).
+std::string colored(const std::string& text, const char* code);
+// 1536 -> "1.5 KiB".
+std::string human_bytes(uint64_t bytes);
+// A number in %.6g form.
+std::string short_number(double v);
+// The golden/ directory: `flag` if given, else ./golden, else the source tree's.
+std::string golden_root(const std::string& flag);
+
+}  // namespace h0::cli

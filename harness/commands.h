@@ -1,0 +1,20 @@
+// The subcommands of `harness`. Each file harness/<name>_command.cpp defines one register
+// function: it adds its subcommand and options to the app and sets `run` to what executes when
+// that subcommand is chosen. main.cpp lists them in one table.
+#pragma once
+
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace h0::cli {
+
+using Run = std::function<int()>;
+
+void register_inspect(CLI::App& app, Run* run);
+void register_compare(CLI::App& app, Run* run);
+void register_day0(CLI::App& app, Run* run);
+
+}  // namespace h0::cli

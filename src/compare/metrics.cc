@@ -1,0 +1,254 @@
+#include "compare/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+#include "base/parallel.h"
+#include "compare/metrics_kernel.h"
+#include "tensor/convert.h"
+
+namespace h0::compare {
+namespace {
+
+using tensor::DType;
+
+constexpr size_t kBlock = 2048;     // elements per kernel call (and per f64 buffer: L1)
+constexpr size_t kChunk = 1 << 18;  // elements per parallel task; fixes the summation order
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kMaxFinite = std::numeric_limits<double>::max();
+
+// Sums and extremes of one chunk; merged in chunk order.
+struct Partial {
+  double finite = 0, lt_1e3 = 0, lt_5e3 = 0, violations = 0;
+  double nan_a = 0, nan_e = 0, inf_a = 0, inf_e = 0, nan_mismatch = 0, inf_mismatch = 0;
+  double sum_d = 0, sum_d2 = 0, sum_aa = 0, sum_ee = 0, sum_ae = 0;
+  double max_d = -1, max_rel = 0, max_excess = -kInf;
+  int64_t max_d_index = -1, max_excess_index = -1;
+  uint64_t max_ulp = 0;
+};
+
+// The general path, for blocks holding a NaN or an infinity (and for the rare f64 squares that
+// overflow): n upcast elements, every case handled. Returns the block's max |a-e| and max
+// excess over the tolerance, for locate_maxima.
+std::pair<double, double> accumulate(const double* a, const double* e, size_t n, double eps_e,
+                                     double rtol, double atol, Partial& p) {
+  double finite = 0, lt_1e3 = 0, lt_5e3 = 0, violations = 0;
+  double nan_a = 0, nan_e = 0, inf_a = 0, inf_e = 0, nan_mismatch = 0, inf_mismatch = 0;
+  double sum_d = 0, sum_d2 = 0, sum_aa = 0, sum_ee = 0, sum_ae = 0;
+  double max_d = -1, max_rel = 0, max_excess = -kInf;
+  for (size_t i = 0; i < n; ++i) {
+    const double av = a[i], ev = e[i];
+    const double abs_a = std::fabs(av), abs_e = std::fabs(ev);
+    const bool na = av != av, ne = ev != ev;
+    const bool ia = abs_a == kInf, ie = abs_e == kInf;
+    const bool both = abs_a <= kMaxFinite && abs_e <= kMaxFinite;
+    const double d = both ? std::fabs(av - ev) : 0.0;
+    const double rel = both ? d / (ev != 0.0 ? abs_e : eps_e) : 0.0;
+    finite += both ? 1.0 : 0.0;
+    lt_1e3 += both && rel < 1e-3 ? 1.0 : 0.0;
+    lt_5e3 += both && rel < 5e-3 ? 1.0 : 0.0;
+    nan_a += na ? 1.0 : 0.0;
+    nan_e += ne ? 1.0 : 0.0;
+    inf_a += ia ? 1.0 : 0.0;
+    inf_e += ie ? 1.0 : 0.0;
+    nan_mismatch += na != ne ? 1.0 : 0.0;
+    inf_mismatch += !(na || ne) && (ia || ie) && av != ev ? 1.0 : 0.0;
+    sum_d += d;
+    sum_d2 += d * d;
+    sum_aa += both ? av * av : 0.0;
+    sum_ee += both ? ev * ev : 0.0;
+    sum_ae += both ? av * ev : 0.0;
+    max_d = std::max(max_d, both ? d : -1.0);
+    max_rel = std::max(max_rel, rel);
+    const double excess = both ? d - (atol + rtol * abs_e) : -kInf;
+    violations += excess > 0.0 ? 1.0 : 0.0;
+    max_excess = std::max(max_excess, excess);
+  }
+  p.finite += finite, p.lt_1e3 += lt_1e3, p.lt_5e3 += lt_5e3, p.violations += violations;
+  p.nan_a += nan_a, p.nan_e += nan_e, p.inf_a += inf_a, p.inf_e += inf_e;
+  p.nan_mismatch += nan_mismatch, p.inf_mismatch += inf_mismatch;
+  p.sum_d += sum_d, p.sum_d2 += sum_d2, p.sum_aa += sum_aa, p.sum_ee += sum_ee, p.sum_ae += sum_ae;
+  p.max_rel = std::max(p.max_rel, max_rel);
+  return {max_d, max_excess};
+}
+
+// Records the first position of a block's maxima when they beat the chunk's so far. Only
+// called when they do, so the second look at the block is rare.
+void locate_maxima(const double* a, const double* e, size_t n, int64_t base, double block_max_d,
+                   double block_max_excess, double rtol, double atol, Partial& p) {
+  bool new_d = block_max_d > p.max_d, new_excess = block_max_excess > p.max_excess;
+  for (size_t i = 0; i < n && (new_d || new_excess); ++i) {
+    if (!(std::fabs(a[i]) <= kMaxFinite && std::fabs(e[i]) <= kMaxFinite)) continue;
+    const double d = std::fabs(a[i] - e[i]);
+    if (new_d && d == block_max_d) {
+      p.max_d = d, p.max_d_index = base + static_cast<int64_t>(i);
+      new_d = false;
+    }
+    if (new_excess && d - (atol + rtol * std::fabs(e[i])) == block_max_excess) {
+      p.max_excess = block_max_excess, p.max_excess_index = base + static_cast<int64_t>(i);
+      new_excess = false;
+    }
+  }
+}
+
+// Max ULP distance over one block of same-dtype raw elements that may hold NaNs (`a`/`e` are
+// the same elements upcast): NaN positions are skipped.
+uint64_t ulp_block_with_nans(detail::UlpKernel ulp, size_t size, const std::byte* a_raw,
+                             const std::byte* e_raw, const double* a, const double* e, size_t n) {
+  uint64_t best = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isnan(a[i]) && !std::isnan(e[i])) {
+      best = std::max(best, ulp(a_raw + i * size, e_raw + i * size, 1));
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expected,
+                        const ElementTolerance& tolerance) {
+  const DType da = actual.dtype(), de = expected.dtype();
+  if (actual.numel() != expected.numel()) {
+    throw InputError("", "element counts differ: actual " + tensor::shape_string(actual.shape()) +
+                             ", expected " + tensor::shape_string(expected.shape()));
+  }
+  const size_t n = static_cast<size_t>(actual.numel());
+  // Integer expected values are exact: a zero there gets a unit denominator.
+  const double eps_e = tensor::is_float(de) ? tensor::info(de).epsilon : 1.0;
+  const bool same_dtype = da == de && tensor::is_float(da);
+  const auto* a_raw = static_cast<const std::byte*>(actual.data());
+  const auto* e_raw = static_cast<const std::byte*>(expected.data());
+  const size_t sa = tensor::dtype_size(da), se = tensor::dtype_size(de);
+
+  const detail::BlockKernel direct = detail::block_kernel(da, de, same_dtype);
+  const detail::BlockKernel upcast = detail::block_kernel(DType::kF64, DType::kF64);
+  const detail::UlpKernel ulp = same_dtype ? detail::ulp_kernel(da) : nullptr;
+  // Disabled element-wise check: an infinite atol means no position ever exceeds it.
+  const double rtol = tolerance.enabled ? tolerance.rtol : 0.0;
+  const double atol = tolerance.enabled ? tolerance.atol : kInf;
+  const detail::KernelParams params{eps_e, rtol, atol};
+
+  std::vector<Partial> partials((n + kChunk - 1) / kChunk);
+  base::parallel_for(n, kChunk, [&](size_t chunk, size_t begin, size_t end) {
+    Partial& p = partials[chunk];
+    alignas(64) double a_buf[kBlock], e_buf[kBlock];
+    for (size_t off = begin; off < end; off += kBlock) {
+      const size_t m = std::min(kBlock, end - off);
+      const std::byte* a_blk = a_raw + off * sa;
+      const std::byte* e_blk = e_raw + off * se;
+      bool upcast_done = false;
+      auto upcast_block = [&] {
+        if (upcast_done) return;
+        tensor::convert(a_blk, da, a_buf, DType::kF64, m);
+        tensor::convert(e_blk, de, e_buf, DType::kF64, m);
+        upcast_done = true;
+      };
+      detail::BlockSums s;
+      if (direct != nullptr) {
+        s = direct(a_blk, e_blk, m, params);
+      } else {
+        upcast_block();
+        s = upcast(a_buf, e_buf, m, params);
+      }
+      const int64_t base = static_cast<int64_t>(off);
+      const double nan_count = p.nan_a + p.nan_e;
+      double block_max_d = s.max_d, block_max_excess = s.max_excess;
+      if (!std::isfinite(s.sum_aa) || !std::isfinite(s.sum_ee)) {
+        upcast_block();
+        std::tie(block_max_d, block_max_excess) = accumulate(a_buf, e_buf, m, eps_e, rtol, atol, p);
+      } else {
+        p.finite += static_cast<double>(m);
+        p.lt_1e3 += s.lt_1e3, p.lt_5e3 += s.lt_5e3, p.violations += s.violations;
+        p.sum_d += s.sum_d, p.sum_d2 += s.sum_d2;
+        p.sum_aa += s.sum_aa, p.sum_ee += s.sum_ee, p.sum_ae += s.sum_ae;
+        p.max_rel = std::max(p.max_rel, s.max_rel);
+      }
+      if (block_max_d > p.max_d || block_max_excess > p.max_excess) {
+        upcast_block();
+        locate_maxima(a_buf, e_buf, m, base, block_max_d, block_max_excess, rtol, atol, p);
+      }
+      if (ulp != nullptr) {
+        if (nan_count != p.nan_a + p.nan_e) {
+          p.max_ulp = std::max(p.max_ulp, ulp_block_with_nans(ulp, sa, a_blk, e_blk, a_buf, e_buf, m));
+        } else {
+          p.max_ulp = std::max(p.max_ulp, direct != nullptr ? s.max_ulp : ulp(a_blk, e_blk, m));
+        }
+      }
+    }
+  });
+
+  Partial t;
+  for (const Partial& p : partials) {
+    t.finite += p.finite, t.lt_1e3 += p.lt_1e3, t.lt_5e3 += p.lt_5e3, t.violations += p.violations;
+    t.nan_a += p.nan_a, t.nan_e += p.nan_e, t.inf_a += p.inf_a, t.inf_e += p.inf_e;
+    t.nan_mismatch += p.nan_mismatch, t.inf_mismatch += p.inf_mismatch;
+    t.sum_d += p.sum_d, t.sum_d2 += p.sum_d2;
+    t.sum_aa += p.sum_aa, t.sum_ee += p.sum_ee, t.sum_ae += p.sum_ae;
+    t.max_rel = std::max(t.max_rel, p.max_rel);
+    t.max_ulp = std::max(t.max_ulp, p.max_ulp);
+    if (p.max_d > t.max_d) t.max_d = p.max_d, t.max_d_index = p.max_d_index;
+    if (p.max_excess > t.max_excess) t.max_excess = p.max_excess, t.max_excess_index = p.max_excess_index;
+  }
+
+  Metrics m;
+  m.count = static_cast<int64_t>(n);
+  m.finite_count = static_cast<int64_t>(t.finite);
+  if (m.finite_count > 0) {
+    const double nf = t.finite;
+    m.max_abs_err = t.max_d;
+    m.max_rel_err = t.max_rel;
+    m.mean_abs_err = t.sum_d / nf;
+    m.rmse = std::sqrt(t.sum_d2 / nf);
+    m.ratio_rel_lt_1e3 = t.lt_1e3 / nf;
+    m.ratio_rel_lt_5e3 = t.lt_5e3 / nf;
+    m.worst_index = t.max_d_index;
+    m.worst_actual = actual.at(t.max_d_index);
+    m.worst_expected = expected.at(t.max_d_index);
+  }
+  if (t.sum_aa == 0 && t.sum_ee == 0) m.cosine = 1;
+  else if (t.sum_aa == 0 || t.sum_ee == 0) m.cosine = 0;
+  else m.cosine = std::clamp(t.sum_ae / (std::sqrt(t.sum_aa) * std::sqrt(t.sum_ee)), -1.0, 1.0);
+  if (same_dtype) m.max_ulp = t.max_ulp;
+  m.nan_actual = static_cast<int64_t>(t.nan_a);
+  m.nan_expected = static_cast<int64_t>(t.nan_e);
+  m.inf_actual = static_cast<int64_t>(t.inf_a);
+  m.inf_expected = static_cast<int64_t>(t.inf_e);
+  m.nan_mismatch = static_cast<int64_t>(t.nan_mismatch);
+  m.inf_mismatch = static_cast<int64_t>(t.inf_mismatch);
+  if (tolerance.enabled) {
+    m.mismatch_count = static_cast<int64_t>(t.violations) + m.nan_mismatch + m.inf_mismatch;
+    if (t.max_excess > 0) {
+      m.worst_excess_index = t.max_excess_index;
+      m.worst_excess = t.max_excess;
+    }
+  } else {
+    m.mismatch_count = m.nan_mismatch + m.inf_mismatch;
+  }
+  return m;
+}
+
+std::vector<std::pair<std::string, double>> metric_values(const Metrics& m) {
+  std::vector<std::pair<std::string, double>> out = {
+      {"max_abs_err", m.max_abs_err},
+      {"max_rel_err", m.max_rel_err},
+      {"mean_abs_err", m.mean_abs_err},
+      {"rmse", m.rmse},
+      {"cosine", m.cosine},
+      {"ratio_rel_lt_1e-3", m.ratio_rel_lt_1e3},
+      {"ratio_rel_lt_5e-3", m.ratio_rel_lt_5e3},
+  };
+  if (m.max_ulp) out.emplace_back("max_ulp", static_cast<double>(*m.max_ulp));
+  out.emplace_back("nan_mismatch", static_cast<double>(m.nan_mismatch));
+  out.emplace_back("inf_mismatch", static_cast<double>(m.inf_mismatch));
+  out.emplace_back("mismatch_count", static_cast<double>(m.mismatch_count));
+  return out;
+}
+
+}  // namespace h0::compare

@@ -1,0 +1,65 @@
+// Accuracy metrics of an actual tensor against an expected one, in one pass over both,
+// accumulating in f64. Either side may be any dtype (each is upcast to f64; integers compare
+// exactly under the `exact` preset); the element counts must match. Positions where either side is NaN or infinite count only in
+// the NaN/Inf statistics; every error metric is over the positions where both are finite.
+//
+//   max_abs_err, mean_abs_err, rmse   of d = |a - e|
+//   max_rel_err                       of d / |e|, and d / eps(expected dtype) where e == 0
+//                                     (msprobe's convention: it shifts both sides by eps there)
+//   ratio_rel_lt_1e-3, _5e-3          share of positions with that relative error below 1e-3 / 5e-3
+//   cosine                            a.e / (|a| |e|); 1 when both norms are 0, 0 when one is
+//   max_ulp                           largest distance in units in the last place, same float dtype only
+//   nan_mismatch                      positions where exactly one side is NaN
+//   inf_mismatch                      positions, neither NaN, with an infinity and a != e
+// The element-wise tolerance |a - e| <= atol + rtol |e| is evaluated in the same pass.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace h0::compare {
+
+struct ElementTolerance {
+  double rtol = 0;
+  double atol = 0;
+  bool enabled = true;  // false: skip the element-wise check (metric thresholds only)
+};
+
+struct Metrics {
+  int64_t count = 0;         // elements compared
+  int64_t finite_count = 0;  // positions where both are finite
+  double max_abs_err = 0;
+  double max_rel_err = 0;
+  double mean_abs_err = 0;
+  double rmse = 0;
+  double cosine = 1;
+  double ratio_rel_lt_1e3 = 1;
+  double ratio_rel_lt_5e3 = 1;
+  std::optional<uint64_t> max_ulp;  // absent when the dtypes differ
+  int64_t nan_actual = 0, nan_expected = 0, inf_actual = 0, inf_expected = 0;
+  int64_t nan_mismatch = 0, inf_mismatch = 0;
+  int64_t worst_index = -1;  // first position of max_abs_err; -1 if none
+  double worst_actual = 0, worst_expected = 0;
+  // Element-wise tolerance: positions outside it (NaN/Inf mismatches included) and the
+  // position exceeding it by the most (-1 if none).
+  int64_t mismatch_count = 0;
+  int64_t worst_excess_index = -1;
+  double worst_excess = 0;  // |a - e| - (atol + rtol |e|) there
+};
+
+// Computes every metric above. Throws InputError if the element counts differ. Runs on worker threads for large inputs; the result does not depend on the
+// thread count.
+Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expected,
+                        const ElementTolerance& tolerance);
+
+// The metrics under their stable names (max_abs_err, max_rel_err, mean_abs_err, rmse, cosine,
+// ratio_rel_lt_1e-3, ratio_rel_lt_5e-3, max_ulp (if defined), nan_mismatch, inf_mismatch,
+// mismatch_count). These names reach the store and never change.
+std::vector<std::pair<std::string, double>> metric_values(const Metrics& m);
+
+}  // namespace h0::compare

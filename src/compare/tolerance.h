@@ -1,0 +1,53 @@
+// The tolerance policy: an element-wise bound |a - e| <= atol + rtol |e| from a per-dtype
+// preset (PyTorch assert_close's defaults as the starting point), plus optional bounds on any
+// metric by name: `cosine_min: 0.9999`, `max_abs_max: 0.05`, `max_ulp_max: 2`, ...
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "compare/metrics.h"
+#include "tensor/dtype.h"
+
+namespace h0::compare {
+
+// A bound on one metric.
+struct Threshold {
+  std::string key;     // as written: "cosine_min", "max_abs_max"
+  std::string metric;  // the stable metric name: "cosine", "max_abs_err"
+  bool is_min = false; // true: metric >= value; false: metric <= value
+  double value = 0;
+};
+
+struct Tolerance {
+  std::string preset;  // "auto", "f64", "f32", "f16", "bf16", "f8_e4m3", "f8_e5m2", "exact", "none"
+  ElementTolerance element;
+  std::vector<Threshold> thresholds;
+};
+
+// A named preset; nullopt if unknown. "exact": rtol = atol = 0; "none": no element-wise check;
+// "auto": resolved by compare_tensors to the preset of the less precise dtype.
+std::optional<Tolerance> preset(std::string_view name);
+// "f64, f32, ..." for error messages.
+std::string preset_names();
+// The preset of the less precise of the two dtypes (what `auto` means).
+Tolerance auto_preset(tensor::DType actual, tensor::DType expected);
+
+// Parses "<metric>_min" / "<metric>_max" (metric names of metric_values, or the short forms
+// max_abs, max_rel, mean_abs). nullopt if the key names no known metric.
+std::optional<Threshold> parse_threshold(std::string_view key, double value);
+// The accepted threshold keys, for error messages.
+std::string threshold_keys();
+
+struct Verdict {
+  bool pass = true;
+  std::vector<std::string> failures;  // e.g. "cosine 0.99120 < cosine_min 0.9999"
+};
+
+// Applies the element-wise bound (no position outside it) and every threshold.
+Verdict evaluate(const Metrics& m, const Tolerance& tolerance);
+
+}  // namespace h0::compare

@@ -1,0 +1,167 @@
+// The `harness` binary end to end: exit codes, --help/--json on each subcommand, error text,
+// and `harness compare` metrics against numpy's.
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors_reader.h"
+#include "io/safetensors_writer.h"
+#include "test_util.h"
+
+namespace h0 {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Result run(const std::string& args) {
+  test::TempDir dir;
+  const std::string cmd = std::string(H0_HARNESS_BIN) + " " + args + " 2>" + dir.file("err");
+  Result r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(dir.file("err"));
+  r.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  return r;
+}
+
+const std::string kAllDtypes = test::golden_path("foundation/st/all_dtypes.safetensors");
+
+TEST(Cli, VersionAndHelp) {
+  const Result v = run("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_EQ(v.out.rfind("harness 0.", 0), 0u) << v.out;
+  for (const char* sub : {"inspect", "compare", "day0"}) {
+    const Result h = run(std::string(sub) + " --help");
+    EXPECT_EQ(h.code, 0) << sub;
+    EXPECT_NE(h.out.find("--json"), std::string::npos) << sub << ": " << h.out;
+  }
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(run("").code, 2);
+  EXPECT_EQ(run("frobnicate").code, 2);
+  EXPECT_EQ(run("inspect").code, 2);
+  EXPECT_EQ(run("inspect " + kAllDtypes + " --bogus").code, 2);
+  const Result bad_preset = run("compare " + kAllDtypes + " " + kAllDtypes + " --preset fp99");
+  EXPECT_EQ(bad_preset.code, 2);
+  EXPECT_NE(bad_preset.err.find("unknown preset 'fp99'"), std::string::npos) << bad_preset.err;
+  const Result bad_threshold = run("compare " + kAllDtypes + " " + kAllDtypes + " --threshold cosine=1");
+  EXPECT_EQ(bad_threshold.code, 2);
+  EXPECT_NE(bad_threshold.err.find("unknown key"), std::string::npos) << bad_threshold.err;
+}
+
+TEST(Cli, InputErrorsNameTheFileAndExitTwo) {
+  test::TempDir dir;
+  std::ofstream(dir.file("bad.safetensors")) << "\x05\0\0\0\0\0\0\0{oops" << std::flush;
+  const Result r = run("inspect " + dir.file("bad.safetensors"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.rfind("harness: error: " + dir.file("bad.safetensors") + ": ", 0), 0u) << r.err;
+  const Result missing = run("inspect " + dir.file("absent.safetensors"));
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("absent.safetensors: cannot open"), std::string::npos) << missing.err;
+}
+
+TEST(Cli, InspectJsonListsEveryTensorWithItsHash) {
+  const Result r = run("inspect --json " + kAllDtypes);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tensors"].size(), 13u);
+  EXPECT_EQ(j["metadata"]["format"], "pt");
+  const auto& first = j["tensors"][0];
+  EXPECT_EQ(first["name"], "bf16");
+  EXPECT_EQ(first["dtype"], "bf16");
+  EXPECT_EQ(first["shape"], (std::vector<int>{2, 3, 4}));
+  EXPECT_EQ(first["bytes"], 48);
+  EXPECT_EQ(first["sha256"], "07c8db49d5499d5b36e191aaf2c1eaefb3b4b579aaa185b95e214fcc30bedd5d");
+  const Result plain = run("inspect " + kAllDtypes);
+  EXPECT_NE(plain.out.find("f8_e4m3  f8_e4m3  2x3x4"), std::string::npos) << plain.out;
+}
+
+// Writes case `name` of the compare goldens as actual.safetensors / expected.safetensors.
+void write_case(const test::TempDir& dir, const std::string& name) {
+  const auto pairs = io::SafetensorsFile::open(test::golden_path("foundation/compare_pairs.safetensors"));
+  io::write_safetensors(dir.file("actual.safetensors"), {{"t", pairs.get(name + ".actual")}});
+  io::write_safetensors(dir.file("expected.safetensors"), {{"t", pairs.get(name + ".expected")}});
+}
+
+TEST(Cli, CompareMetricsEqualNumpys) {
+  std::ifstream in(test::golden_path("foundation/compare_metrics.json"));
+  const auto golden = nlohmann::json::parse(in);
+  for (const char* name : {"f64_small", "bf16_vs_f32", "f32_nan_inf", "f32_zeros"}) {
+    SCOPED_TRACE(name);
+    test::TempDir dir;
+    write_case(dir, name);
+    const auto& want = golden[name];
+    const Result r = run("compare --json " + dir.file("actual.safetensors") + " " +
+                         dir.file("expected.safetensors") + " --preset " + want["preset"].get<std::string>());
+    const auto j = nlohmann::json::parse(r.out);
+    const auto& t = j["tensors"][0];
+    for (const char* metric : {"max_abs_err", "max_rel_err", "mean_abs_err", "rmse", "cosine",
+                               "ratio_rel_lt_1e-3", "ratio_rel_lt_5e-3", "nan_mismatch", "inf_mismatch",
+                               "mismatch_count"}) {
+      const double got = t["metrics"][metric], expected = want[metric];
+      EXPECT_NEAR(got, expected, 1e-9 * std::fabs(expected)) << metric;
+    }
+    EXPECT_EQ(t["metrics"]["max_ulp"], want["max_ulp"]);
+    const bool pass = want["mismatch_count"] == 0;
+    EXPECT_EQ(r.code, pass ? 0 : 1);
+    EXPECT_EQ(t["status"], pass ? "pass" : "fail");
+  }
+}
+
+TEST(Cli, CompareReportsMissingAndExtraTensors) {
+  test::TempDir dir;
+  const tensor::Tensor t = tensor::Tensor::zeros(tensor::DType::kF32, {4});
+  io::write_safetensors(dir.file("a.safetensors"), {{"x", t}, {"extra", t}});
+  io::write_safetensors(dir.file("e.safetensors"), {{"x", t}, {"needed", t}});
+  const Result r = run("compare --json " + dir.file("a.safetensors") + " " + dir.file("e.safetensors"));
+  EXPECT_EQ(r.code, 1);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["only_in_expected"], std::vector<std::string>{"needed"});
+  EXPECT_EQ(j["only_in_actual"], std::vector<std::string>{"extra"});
+  EXPECT_EQ(j["tensors"][0]["status"], "pass");
+  const Result only_x = run("compare " + dir.file("a.safetensors") + " " + dir.file("e.safetensors") + " --tensor x");
+  EXPECT_EQ(only_x.code, 0) << only_x.out;
+  const Result absent = run("compare " + dir.file("a.safetensors") + " " + dir.file("e.safetensors") + " --tensor nope");
+  EXPECT_EQ(absent.code, 2);
+}
+
+TEST(Cli, CompareThresholdsTurnAPassIntoAFailure) {
+  test::TempDir dir;
+  write_case(dir, "bf16_vs_f32");
+  const std::string files = dir.file("actual.safetensors") + " " + dir.file("expected.safetensors");
+  EXPECT_EQ(run("compare " + files).code, 0);
+  const Result strict = run("compare " + files + " --threshold max_abs_max=1e-9");
+  EXPECT_EQ(strict.code, 1);
+  EXPECT_NE(strict.out.find("> max_abs_max 1e-09"), std::string::npos) << strict.out;
+  EXPECT_EQ(run("compare " + files + " --preset f32").code, 1);  // bf16 rounding exceeds f32 bounds
+}
+
+TEST(Cli, Day0ListsStagesAsUnavailableNeverPassed) {
+  const Result r = run("day0 --json");
+  EXPECT_EQ(r.code, 1) << r.err;  // not every stage passed
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["preflight"]["golden_manifest"], "pass");
+  EXPECT_EQ(j["ready"], false);
+  ASSERT_EQ(j["stages"].size(), 14u);
+  for (const auto& s : j["stages"]) EXPECT_EQ(s["status"], "unavailable") << s["id"];
+  const Result text = run("day0");
+  EXPECT_NE(text.out.find("NOT established"), std::string::npos) << text.out;
+}
+
+}  // namespace
+}  // namespace h0
