@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compare/metrics_kernel.h"
 #include "compare/tensor_compare.h"
 #include "compare/tolerance.h"
 #include "io/safetensors_reader.h"
@@ -104,6 +105,34 @@ TEST(Metrics, LargeInputAcrossChunksMatchesAPlainLoopAndIsDeterministic) {
   const Metrics again = compute_metrics(ta, te, {1e-3, 1e-3, true});
   EXPECT_EQ(std::bit_cast<uint64_t>(again.mean_abs_err), std::bit_cast<uint64_t>(m.mean_abs_err));
   EXPECT_EQ(std::bit_cast<uint64_t>(again.cosine), std::bit_cast<uint64_t>(m.cosine));
+}
+
+// Every instruction-set variant of the kernel gives the same bits (fixed lanes, no FMA).
+TEST(Metrics, EveryIsaVariantGivesTheSameBits) {
+  const size_t n = 100'003;
+  std::vector<float> e(n), a(n);
+  tensor::Philox(9, 0).fill_normal(e.data(), n);
+  tensor::Philox(9, 1).fill_normal(a.data(), n);
+  for (size_t i = 0; i < n; ++i) a[i] = e[i] + 0.01f * a[i];
+  e[77] = 0.0f;  // an expected zero: the epsilon denominator
+  const Tensor te = Tensor::view(DType::kF32, {int64_t(n)}, e.data(), nullptr);
+  const Tensor ta = Tensor::view(DType::kF32, {int64_t(n)}, a.data(), nullptr);
+  const int detected = detail::isa_level();
+  for (const auto& [actual, expected] : {std::pair{ta, te}, std::pair{ta.to(DType::kBF16), te.to(DType::kBF16)},
+                                          std::pair{ta.to(DType::kF16), te}}) {
+    std::vector<std::vector<std::pair<std::string, double>>> per_level;
+    for (int level = 0; level <= detected; ++level) {
+      detail::force_isa_level(level);
+      per_level.push_back(metric_values(compute_metrics(actual, expected, {1e-3, 1e-5, true})));
+    }
+    detail::force_isa_level(detected);
+    for (size_t level = 1; level < per_level.size(); ++level) {
+      for (size_t k = 0; k < per_level[0].size(); ++k) {
+        EXPECT_EQ(std::bit_cast<uint64_t>(per_level[level][k].second), std::bit_cast<uint64_t>(per_level[0][k].second))
+            << tensor::dtype_name(actual.dtype()) << " " << per_level[0][k].first << " at ISA level " << level;
+      }
+    }
+  }
 }
 
 Tensor f32(std::vector<float> v) { return Tensor::copy_of(DType::kF32, {int64_t(v.size())}, v.data()); }
