@@ -47,6 +47,18 @@ constexpr uint32_t round_magnitude(uint32_t abs) {
   return static_cast<uint32_t>(q);
 }
 
+// f32 -> an 8-bit format: NaN -> S.1111111 (the NaN of both formats), anything that rounds
+// beyond the largest pattern kTop (an infinity included) -> kTop.
+template <int M, int B, uint8_t kTop>
+constexpr uint8_t f32_to_f8_bits(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint8_t sign = static_cast<uint8_t>((x >> 24) & 0x80u);
+  const uint32_t abs = x & 0x7FFFFFFFu;
+  if (abs > 0x7F800000u) return sign | 0x7Fu;
+  const uint32_t r = round_magnitude<M, B>(abs);
+  return sign | static_cast<uint8_t>(r < kTop ? r : kTop);
+}
+
 }  // namespace detail
 
 constexpr float f16_bits_to_f32(uint16_t h) {
@@ -101,29 +113,15 @@ constexpr float f8e4m3_bits_to_f32(uint8_t v) {
   return std::bit_cast<float>(sign | ((exp + 120) << 23) | (mant << 20));
 }
 
-constexpr uint8_t f32_to_f8e4m3_bits(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint8_t sign = static_cast<uint8_t>((x >> 24) & 0x80u);
-  const uint32_t abs = x & 0x7FFFFFFFu;
-  if (abs > 0x7F800000u) return sign | 0x7Fu;
-  if (abs == 0x7F800000u) return sign | 0x7Eu;
-  const uint32_t r = detail::round_magnitude<3, 7>(abs);
-  return sign | static_cast<uint8_t>(r >= 0x7Fu ? 0x7Eu : r);
-}
+// e4m3fn saturates at 448 (0x7E; 0x7F is NaN), infinity included, as torch 2.x does.
+constexpr uint8_t f32_to_f8e4m3_bits(float f) { return detail::f32_to_f8_bits<3, 7, 0x7E>(f); }
 
 constexpr float f8e5m2_bits_to_f32(uint8_t v) {
   return f16_bits_to_f32(static_cast<uint16_t>(v << 8));  // e5m2 is the top byte of an f16
 }
 
-constexpr uint8_t f32_to_f8e5m2_bits(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint8_t sign = static_cast<uint8_t>((x >> 24) & 0x80u);
-  const uint32_t abs = x & 0x7FFFFFFFu;
-  if (abs > 0x7F800000u) return sign | 0x7Fu;
-  if (abs == 0x7F800000u) return sign | 0x7Cu;
-  const uint32_t r = detail::round_magnitude<2, 15>(abs);
-  return sign | static_cast<uint8_t>(r >= 0x7Cu ? 0x7Cu : r);
-}
+// e5m2 overflows to infinity (0x7C) like any IEEE format.
+constexpr uint8_t f32_to_f8e5m2_bits(float f) { return detail::f32_to_f8_bits<2, 15, 0x7C>(f); }
 
 // Conversions of the storage types, for templates that treat every float alike.
 constexpr float to_f32(f16_t v) { return f16_bits_to_f32(v.bits); }
