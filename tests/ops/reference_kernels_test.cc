@@ -1,0 +1,2 @@
+// Placeholder; filled by the ops catalogue work.
+#include <gtest/gtest.h>
