@@ -42,3 +42,14 @@ std::string golden_root(const std::string& flag) {
 }
 
 }  // namespace h0::cli
+
+namespace h0::cli {
+
+std::string default_platform(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  const char* rel = "configs/platforms/cpu.yaml";
+  if (std::filesystem::exists(rel)) return rel;
+  return std::string(HARNESS_SOURCE_DIR) + "/" + rel;
+}
+
+}  // namespace h0::cli

@@ -16,5 +16,7 @@ std::string human_bytes(uint64_t bytes);
 std::string short_number(double v);
 // The golden/ directory: `flag` if given, else ./golden, else the source tree's.
 std::string golden_root(const std::string& flag);
+// The platform config: `flag` if given, else configs/platforms/cpu.yaml here or in the source tree.
+std::string default_platform(const std::string& flag);
 
 }  // namespace h0::cli

@@ -16,5 +16,9 @@ using Run = std::function<int()>;
 void register_inspect(CLI::App& app, Run* run);
 void register_compare(CLI::App& app, Run* run);
 void register_day0(CLI::App& app, Run* run);
+void register_run(CLI::App& app, Run* run);
+void register_list(CLI::App& app, Run* run);
+void register_op(CLI::App& app, Run* run);
+void register_coverage(CLI::App& app, Run* run);
 
 }  // namespace h0::cli

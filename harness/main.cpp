@@ -19,6 +19,10 @@ struct Subcommand {
 
 // Adding a subcommand: one new file and one row here.
 constexpr Subcommand kSubcommands[] = {
+    {h0::cli::register_run},
+    {h0::cli::register_list},
+    {h0::cli::register_op},
+    {h0::cli::register_coverage},
     {h0::cli::register_inspect},
     {h0::cli::register_compare},
     {h0::cli::register_day0},

@@ -8,7 +8,7 @@
 //   {ints: {low: 0, high: 100}}      low + floor(word(i) * (high - low) / 2^32): integers in
 //                                    [low, high), stored in the operand's dtype (float operands
 //                                    get integral values: ties for argmax / top-k)
-//   {arange: {start: 0, step: 1}}    start + i * step (flat index i)
+//   {arange: {start: 0, step: 1, mod: 0}}  start + i * step (flat index i), modulo `mod` if > 0
 //   {permutation: {}}                a permutation of 0..numel-1: indices sorted by word(i),
 //                                    ties by index (a shuffled block table)
 //   {topk_ids: {experts: E}}         for shape [T, k]: row t holds the k indices of [0, E) with

@@ -108,15 +108,18 @@ Json validate_attrs(const OpDef& op, const Json& attrs) {
         throw InputError(where(op), "unknown attr '" + key + "' (" +
                                         (known.empty() ? "it takes none" : "expected " + known) + ")");
       }
-      if (!has_type(spec->type, value)) {
+      // null is accepted where it is the default ("use the default"), e.g. rotary_dim.
+      const bool null_default = value.is_null() && spec->default_json != nullptr &&
+                                std::string_view(spec->default_json) == "null";
+      if (!null_default && !has_type(spec->type, value)) {
         throw InputError(where(op), "attr '" + key + "' must be " + type_name(spec->type) +
                                         ", got " + value.dump());
       }
-      if (spec->choices != nullptr && !in_choices(spec->choices, value.get<std::string>())) {
+      if (spec->choices != nullptr && value.is_string() && !in_choices(spec->choices, value.get<std::string>())) {
         throw InputError(where(op), "attr '" + key + "' must be one of " + spec->choices +
                                         ", got " + value.dump());
       }
-      out[key] = spec->type == AttrType::kFloat ? Json(value.get<double>()) : value;
+      out[key] = spec->type == AttrType::kFloat && value.is_number() ? Json(value.get<double>()) : value;
     }
   }
   for (const auto& a : op.attrs) {

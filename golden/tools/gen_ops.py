@@ -1,0 +1,870 @@
+#!/usr/bin/env python3
+"""Generate the operator goldens (golden/ops/...) from a harness case dump.
+
+Usage:
+  python3 golden/tools/gen_ops.py --dump DIR [--root REPO_ROOT]
+  python3 golden/tools/gen_ops.py --harness build/bin/harness [--suite suites/ops.yaml] [--root REPO_ROOT]
+
+Input: a case dump written by `harness run SUITE --dump-cases DIR` (the
+`--harness` form runs `harness run SUITE --dump-cases <tmp> --no-run` itself):
+
+  DIR/cases.json        {"suite": ..., "cases": [{"id", "op", "attrs", "dtype",
+                         "inputs_file", "inputs": [operand names in operand
+                         order], "outputs": [{"name", "dtype", "shape"}],
+                         "golden": "golden/ops/x.safetensors" | "reference"}]}
+  DIR/inputs/*.safetensors   one file per case, tensors named by operand
+
+Output: for every distinct `golden` path (cases whose golden is "reference"
+are skipped) one safetensors file under REPO_ROOT holding `<case id>/<output
+name>` for each of its cases.  Float outputs are computed in float64 from the
+(already rounded) inputs and stored as float32; integer outputs keep their
+integer dtype (i64 argmax/sample ids, i32 moe_gate ids); quantize's q keeps its
+quantized dtype.  `__metadata__` holds format, producer and, per case,
+`inputs:<case id>` = sha256 of the raw bytes of the case's input tensors
+concatenated in the order of "inputs".  golden/manifest.json is updated.
+
+Every op is written here from the operator spec with PyTorch (and, for RoPE,
+HuggingFace transformers' own inv_freq / apply_rotary_pos_emb functions); none
+of it is derived from the harness's C++ code.  The same dump always gives
+byte-identical files.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Pin PyTorch's portable scalar CPU kernels (see gen_foundation.py / README) and
+# MKL's conditional-numerical-reproducibility mode, so that the float64
+# reductions and GEMMs -- and hence the goldens -- do not depend on the host's
+# instruction set.  This has to happen before torch is imported.
+if "torch" in sys.modules and os.environ.get("ATEN_CPU_CAPABILITY") != "default":
+    raise RuntimeError("gen_ops.py must set ATEN_CPU_CAPABILITY before torch is imported")
+os.environ["ATEN_CPU_CAPABILITY"] = "default"
+os.environ.setdefault("MKL_CBWR", "COMPATIBLE")
+
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from safetensors.torch import load_file, save as st_save  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
+
+import transformers  # noqa: E402
+from transformers.modeling_rope_utils import (  # noqa: E402
+    ROPE_INIT_FUNCTIONS,
+    RotaryEmbeddingConfigMixin,
+)
+from transformers.models.gptj import modeling_gptj as hf_gptj  # noqa: E402
+from transformers.models.llama import modeling_llama as hf_llama  # noqa: E402
+
+TOOLS_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(TOOLS_DIR))
+import philox  # noqa: E402
+from manifest import update_manifest  # noqa: E402
+
+PRODUCER = "golden/tools/gen_ops.py"
+DEFAULT_ROOT = TOOLS_DIR.parent.parent
+F64 = torch.float64
+
+torch.set_num_threads(1)
+
+# Harness dtype names -> torch dtypes.
+DTYPES: dict[str, torch.dtype] = {
+    "f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+    "f8_e4m3": torch.float8_e4m3fn, "f8_e5m2": torch.float8_e5m2,
+    "i64": torch.int64, "i32": torch.int32, "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool,
+}
+# Outputs stored in their own dtype (everything else is a float output: f32).
+EXACT_OUTPUT_DTYPES = {"i64", "i32", "i8", "u8", "bool", "f8_e4m3", "f8_e5m2"}
+QMAX = {"i8": 127.0, "f8_e4m3": 448.0, "f8_e5m2": 57344.0}
+
+
+class GenError(Exception):
+    """A case the generator cannot compute (bad dump, unsupported attrs)."""
+
+
+def attr(attrs: dict, name: str, default: Any) -> Any:
+    """attrs[name], with a missing key or null meaning the default."""
+    value = attrs.get(name)
+    return default if value is None else value
+
+
+def f64(t: torch.Tensor) -> torch.Tensor:
+    return t.to(F64)
+
+
+# --------------------------------------------------------------------------
+# Ops: each takes (inputs in operand order, attrs) and returns the outputs in
+# output order; float results in float64, integer results in their dtype.
+# --------------------------------------------------------------------------
+
+OPS: dict[str, Callable[[list[torch.Tensor], dict], list[torch.Tensor]]] = {}
+
+
+def op(name: str):
+    def register(fn):
+        OPS[name] = fn
+        return fn
+    return register
+
+
+@op("matmul")
+def op_matmul(inp, attrs):
+    a, b = inp
+    return [torch.matmul(f64(a), f64(b))]
+
+
+@op("linear")
+def op_linear(inp, attrs):
+    x, w = inp[0], inp[1]
+    bias = f64(inp[2]) if len(inp) > 2 else None
+    return [F.linear(f64(x), f64(w), bias)]
+
+
+@op("embedding")
+def op_embedding(inp, attrs):
+    ids, table = inp
+    return [F.embedding(ids.to(torch.int64), f64(table))]
+
+
+@op("add")
+def op_add(inp, attrs):
+    return [f64(inp[0]) + f64(inp[1])]
+
+
+@op("mul")
+def op_mul(inp, attrs):
+    return [f64(inp[0]) * f64(inp[1])]
+
+
+@op("silu")
+def op_silu(inp, attrs):
+    return [F.silu(f64(inp[0]))]
+
+
+@op("gelu")
+def op_gelu(inp, attrs):
+    approximate = attr(attrs, "approximate", "none")
+    if approximate not in ("none", "tanh"):
+        raise GenError(f"gelu: approximate must be none or tanh, got {approximate!r}")
+    return [F.gelu(f64(inp[0]), approximate=approximate)]
+
+
+@op("swiglu")
+def op_swiglu(inp, attrs):
+    gate, up = inp
+    return [F.silu(f64(gate)) * f64(up)]
+
+
+@op("rmsnorm")
+def op_rmsnorm(inp, attrs):
+    # HF LlamaRMSNorm.forward, in float64.
+    x, w = f64(inp[0]), f64(inp[1])
+    eps = float(attr(attrs, "eps", 1e-6))
+    variance = x.pow(2).mean(-1, keepdim=True)
+    return [w * (x * torch.rsqrt(variance + eps))]
+
+
+@op("layernorm")
+def op_layernorm(inp, attrs):
+    x, w, b = (f64(t) for t in inp)
+    eps = float(attr(attrs, "eps", 1e-5))
+    return [F.layer_norm(x, (x.shape[-1],), w, b, eps)]
+
+
+@op("softmax")
+def op_softmax(inp, attrs):
+    return [torch.softmax(f64(inp[0]), dim=-1)]
+
+
+# ---- RoPE ----------------------------------------------------------------
+
+
+class _RopeConfig(RotaryEmbeddingConfigMixin):
+    """The minimal config object HF's RoPE init functions read: rope_parameters
+    (rope_type, rope_theta and the scaling keys) and head_dim.  head_dim is set
+    to rotary_dim, so partial rotation needs no partial_rotary_factor."""
+
+    def __init__(self, rope_parameters: dict, rotary_dim: int):
+        self.rope_parameters = rope_parameters
+        self.head_dim = rotary_dim
+        self.hidden_size = rotary_dim
+        self.num_attention_heads = 1
+        # Only read by HF when original_max_position_embeddings / factor are
+        # missing, which rope_parameters() below rejects.
+        self.max_position_embeddings = rope_parameters.get("original_max_position_embeddings", 0)
+
+
+def rope_parameters(theta: float, scaling: dict | None) -> dict:
+    """The HF rope_parameters dict for the op's theta and scaling attrs."""
+    if scaling is None:
+        return {"rope_type": "default", "rope_theta": float(theta)}
+    if not isinstance(scaling, dict):
+        raise GenError(f"rope: scaling must be an object or null, got {scaling!r}")
+    params = dict(scaling)
+    rope_type = params.pop("rope_type", None) or params.pop("type", None) or "default"
+    params.pop("type", None)
+    # rotary_dim says how many dims rotate; a partial_rotary_factor here would
+    # shrink them a second time inside HF.
+    params.pop("partial_rotary_factor", None)
+    if "rope_theta" in params and float(params["rope_theta"]) != float(theta):
+        raise GenError(f"rope: scaling.rope_theta {params['rope_theta']} != theta {theta}")
+    params["rope_type"] = rope_type
+    params["rope_theta"] = float(theta)
+    if rope_type not in ("default", "linear", "llama3", "yarn"):
+        raise GenError(f"rope: unsupported rope_type {rope_type!r} (linear, llama3, yarn)")
+    if rope_type != "default" and params.get("factor") is None:
+        raise GenError(f"rope: {rope_type} scaling needs 'factor'")
+    if rope_type in ("llama3", "yarn") and params.get("original_max_position_embeddings") is None:
+        raise GenError(f"rope: {rope_type} scaling needs 'original_max_position_embeddings'")
+    if rope_type == "llama3" and (params.get("low_freq_factor") is None
+                                  or params.get("high_freq_factor") is None):
+        raise GenError("rope: llama3 scaling needs low_freq_factor and high_freq_factor")
+    return params
+
+
+def _hf_rope_init(params: dict, rotary_dim: int) -> tuple[torch.Tensor, float]:
+    config = _RopeConfig(dict(params), rotary_dim)
+    if params["rope_type"] == "default":
+        # transformers 5 has no "default" entry in ROPE_INIT_FUNCTIONS: every
+        # model carries compute_default_rope_parameters; Llama's is the canonical one.
+        fn = hf_llama.LlamaRotaryEmbedding.compute_default_rope_parameters
+    else:
+        fn = ROPE_INIT_FUNCTIONS[params["rope_type"]]
+    inv_freq, attention_factor = fn(config)
+    return inv_freq, float(attention_factor)
+
+
+class _Float32AsFloat64(TorchFunctionMode):
+    """Runs torch code with every float32 request turned into float64.
+
+    HF's RoPE init functions hard-code torch.float (float32).  Evaluating the
+    very same code with float32 promoted gives HF's formulas in float64, which
+    is what the goldens need (they are exact references: an f32 inv_freq
+    times a position of a few thousand already errs by ~1e-4 rad)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if kwargs.get("dtype") is torch.float32:
+            kwargs["dtype"] = torch.float64
+        args = tuple(torch.float64 if a is torch.float32 else a for a in args)
+        if func is torch.Tensor.float:
+            func = torch.Tensor.double
+        return func(*args, **kwargs)
+
+
+def hf_inv_freq_f64(params: dict, rotary_dim: int) -> tuple[torch.Tensor, float]:
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with _Float32AsFloat64():
+            inv_freq, attention_factor = _hf_rope_init(params, rotary_dim)
+    finally:
+        torch.set_default_dtype(previous)
+    if inv_freq.dtype != torch.float64:
+        raise GenError(f"rope: HF inv_freq came out {inv_freq.dtype} under float64 promotion")
+    return inv_freq, attention_factor
+
+
+def hand_inv_freq(params: dict, rotary_dim: int) -> tuple[list[float], float]:
+    """inv_freq and attention factor written independently from the spec and
+    the original papers / reference code (Meta's llama3 apply_scaling, YaRN's
+    find_correction_range / linear ramp / get_mscale), in plain Python floats."""
+    theta = float(params["rope_theta"])
+    rd = rotary_dim
+    base = [1.0 / theta ** ((2 * i) / rd) for i in range(rd // 2)]
+    kind = params["rope_type"]
+    if kind == "default":
+        return base, 1.0
+    factor = float(params["factor"])
+    if kind == "linear":
+        return [f / factor for f in base], 1.0
+    if kind == "llama3":
+        old = float(params["original_max_position_embeddings"])
+        low, high = float(params["low_freq_factor"]), float(params["high_freq_factor"])
+        out = []
+        for f in base:
+            wavelen = 2 * math.pi / f
+            if wavelen < old / high:
+                out.append(f)
+            elif wavelen > old / low:
+                out.append(f / factor)
+            else:
+                smooth = (old / wavelen - low) / (high - low)
+                out.append((1 - smooth) * f / factor + smooth * f)
+        return out, 1.0
+    if kind == "yarn":
+        old = float(params["original_max_position_embeddings"])
+        beta_fast = params.get("beta_fast") or 32
+        beta_slow = params.get("beta_slow") or 1
+
+        def corr_dim(rot):
+            return rd * math.log(old / (rot * 2 * math.pi)) / (2 * math.log(theta))
+
+        lo, hi = corr_dim(beta_fast), corr_dim(beta_slow)
+        if params.get("truncate", True):
+            lo, hi = math.floor(lo), math.ceil(hi)
+        lo, hi = max(lo, 0), min(hi, rd - 1)
+        if lo == hi:
+            hi += 0.001
+        out = []
+        for i, f in enumerate(base):
+            ramp = min(max((i - lo) / (hi - lo), 0.0), 1.0)
+            extrap = 1.0 - ramp  # share of the unscaled (extrapolated) frequency
+            out.append((f / factor) * (1.0 - extrap) + f * extrap)
+
+        def mscale(s, m=1.0):
+            return 1.0 if s <= 1 else 0.1 * m * math.log(s) + 1.0
+
+        att = params.get("attention_factor")
+        if att is None:
+            m, m_all = params.get("mscale"), params.get("mscale_all_dim")
+            att = mscale(factor, m) / mscale(factor, m_all) if (m and m_all) else mscale(factor)
+        return out, float(att)
+    raise GenError(f"rope: no hand computation for {kind!r}")
+
+
+def rope_frequencies(params: dict, rotary_dim: int) -> tuple[torch.Tensor, float]:
+    """inv_freq (float64) and attention factor from HF, cross-checked against
+    HF's own float32 evaluation and against hand_inv_freq."""
+    inv64, att = hf_inv_freq_f64(params, rotary_dim)
+    inv32, att32 = _hf_rope_init(params, rotary_dim)
+    hand, att_hand = hand_inv_freq(params, rotary_dim)
+    hand = torch.tensor(hand, dtype=F64)
+    if inv64.shape != (rotary_dim // 2,):
+        raise GenError(f"rope: HF inv_freq has shape {tuple(inv64.shape)}, want [{rotary_dim // 2}]")
+    rel_hand = ((inv64 - hand).abs() / hand.abs()).max().item()
+    rel_f32 = ((inv32.to(F64) - inv64).abs() / inv64.abs()).max().item()
+    if rel_hand > 1e-12 or abs(att - att_hand) > 1e-12 * abs(att_hand):
+        raise GenError(f"rope {params}: HF inv_freq/attention factor disagree with the hand "
+                       f"computation (rel {rel_hand:.3g}, factor {att} vs {att_hand})")
+    if rel_f32 > 4e-6 or att != att32:
+        raise GenError(f"rope {params}: float64-promoted HF inv_freq strays from HF's float32 "
+                       f"one (rel {rel_f32:.3g})")
+    return inv64, att
+
+
+def self_check_rope() -> None:
+    """The llama3 and yarn inv_freq of real model configs against the hand computation."""
+    configs = [
+        # Llama 3.1 8B
+        (500000.0, 128, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+        # DeepSeek-V3 (rope head dim 64, mscale == mscale_all_dim)
+        (10000.0, 64, {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096,
+                       "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}),
+        # Qwen2.5 long-context yarn
+        (1000000.0, 128, {"rope_type": "yarn", "factor": 4.0,
+                          "original_max_position_embeddings": 32768}),
+        # mscale != mscale_all_dim, explicit attention_factor, truncate off
+        (10000.0, 32, {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 2048,
+                       "mscale": 0.707, "mscale_all_dim": 1.0, "truncate": False}),
+        (10000.0, 32, {"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 2048,
+                       "attention_factor": 1.25}),
+        (10000.0, 64, {"type": "linear", "factor": 2.0}),
+        (10000.0, 64, None),
+    ]
+    for theta, rd, scaling in configs:
+        rope_frequencies(rope_parameters(theta, scaling), rd)
+    # Spot values: Llama 3.1's highest frequency is untouched, its lowest is /8.
+    inv, _ = rope_frequencies(rope_parameters(500000.0, configs[0][2]), 128)
+    assert inv[0].item() == 1.0
+    assert abs(inv[-1].item() - 500000.0 ** (-126 / 128) / 8) < 1e-18
+
+
+@op("rope")
+def op_rope(inp, attrs):
+    x, positions = inp
+    if x.dim() != 3:
+        raise GenError(f"rope: x must be [T,H,Dh], got {list(x.shape)}")
+    head_dim = x.shape[-1]
+    rd = int(attr(attrs, "rotary_dim", head_dim))
+    if rd <= 0 or rd > head_dim or rd % 2:
+        raise GenError(f"rope: rotary_dim {rd} must be even and in (0, {head_dim}]")
+    style = attr(attrs, "style", "neox")
+    params = rope_parameters(float(attr(attrs, "theta", 10000.0)), attrs.get("scaling"))
+    inv_freq, scaling = rope_frequencies(params, rd)
+
+    freqs = f64(positions.to(torch.int64))[:, None] * inv_freq[None, :]  # [T, rd/2]
+    x64 = f64(x)
+    x_rot, x_pass = x64[..., :rd], x64[..., rd:]
+    if style == "neox":
+        emb = torch.cat((freqs, freqs), dim=-1)  # as LlamaRotaryEmbedding.forward
+        cos, sin = emb.cos() * scaling, emb.sin() * scaling
+        y_rot, _ = hf_llama.apply_rotary_pos_emb(x_rot, x_rot, cos, sin, unsqueeze_dim=1)
+    elif style == "gptj":
+        sin, cos = (freqs.sin() * scaling)[None], (freqs.cos() * scaling)[None]  # [1, T, rd/2]
+        y_rot = hf_gptj.apply_rotary_pos_emb(x_rot[None], sin, cos)[0]
+    else:
+        raise GenError(f"rope: style must be neox or gptj, got {style!r}")
+    return [torch.cat((y_rot, x_pass), dim=-1)]
+
+
+# ---- attention -----------------------------------------------------------
+
+
+def attention_f64(q, k, v, *, causal: bool, scale: float | None, q_offset: int | None,
+                  window: int) -> torch.Tensor:
+    """q[T,Hq,Dh], k[S,Hkv,Dh], v[S,Hkv,Dv] (float64) -> o[T,Hq,Dv]."""
+    T, Hq, Dh = q.shape
+    S, Hkv, _ = k.shape
+    if Hkv == 0 or Hq % Hkv:
+        raise GenError(f"attention: Hq={Hq} is not a multiple of Hkv={Hkv}")
+    if scale is None:
+        scale = 1.0 / math.sqrt(Dh)
+    if q_offset is None:
+        q_offset = S - T
+    pos = q_offset + torch.arange(T, dtype=torch.int64)[:, None]
+    key = torch.arange(S, dtype=torch.int64)[None, :]
+    mask = torch.ones(T, S, dtype=torch.bool)
+    if causal:
+        mask &= key <= pos
+    if window > 0:
+        mask &= key > pos - window
+    empty = ~mask.any(dim=-1)  # queries that see no key: zeros
+    mask[empty] = True         # (keep SDPA away from all-masked rows)
+    n_rep = Hq // Hkv
+    qh = q.permute(1, 0, 2)[None]                               # [1, Hq, T, Dh]
+    kh = hf_llama.repeat_kv(k.permute(1, 0, 2)[None], n_rep)    # [1, Hq, S, Dh]
+    vh = hf_llama.repeat_kv(v.permute(1, 0, 2)[None], n_rep)    # [1, Hq, S, Dv]
+    out = F.scaled_dot_product_attention(qh, kh, vh, attn_mask=mask, scale=float(scale))
+    out = out[0].permute(1, 0, 2).contiguous()                  # [T, Hq, Dv]
+    out[empty] = 0.0
+    return out
+
+
+@op("attention")
+def op_attention(inp, attrs):
+    q, k, v = (f64(t) for t in inp)
+    q_offset = attrs.get("q_offset")
+    return [attention_f64(q, k, v, causal=bool(attr(attrs, "causal", True)),
+                          scale=attrs.get("scale"),
+                          q_offset=None if q_offset is None else int(q_offset),
+                          window=int(attr(attrs, "sliding_window", 0)))]
+
+
+def gather_paged(k_cache, v_cache, block_table, context_len: int):
+    """Keys/values 0..context_len-1: key j lives at block_table[j / B], slot j % B."""
+    B = k_cache.shape[1]
+    j = torch.arange(context_len, dtype=torch.int64)
+    blocks = block_table.to(torch.int64)[j // B]
+    return k_cache[blocks, j % B], v_cache[blocks, j % B]
+
+
+@op("paged_attention")
+def op_paged_attention(inp, attrs):
+    q, k_cache, v_cache = (f64(t) for t in inp[:3])
+    block_table = inp[3]
+    B = k_cache.shape[1]
+    n = block_table.shape[0]
+    context_len = int(attr(attrs, "context_len", n * B))
+    if context_len > n * B:
+        raise GenError(f"paged_attention: context_len {context_len} > {n} blocks of {B}")
+    k, v = gather_paged(k_cache, v_cache, block_table, context_len)
+    q_offset = attrs.get("q_offset")
+    return [attention_f64(q, k, v, causal=bool(attr(attrs, "causal", True)),
+                          scale=attrs.get("scale"),
+                          q_offset=context_len - q.shape[0] if q_offset is None else int(q_offset),
+                          window=int(attr(attrs, "sliding_window", 0)))]
+
+
+# ---- MoE -----------------------------------------------------------------
+
+
+def _order_desc(values: np.ndarray) -> np.ndarray:
+    """Indices by value descending, ties -> lower index (stable sort on (-v, i))."""
+    return np.lexsort((np.arange(values.shape[0]), -values))
+
+
+@op("moe_gate")
+def op_moe_gate(inp, attrs):
+    # DeepSeek-V3 MoEGate (grouped, biased selection) / Mixtral router
+    # (softmax, top-k, renormalise), with the spec's deterministic tie rule.
+    logits = f64(inp[0])
+    bias = f64(inp[1]) if len(inp) > 1 else None
+    T, E = logits.shape
+    top_k = int(attr(attrs, "top_k", 2))
+    scoring = attr(attrs, "scoring", "softmax")
+    normalize = bool(attr(attrs, "normalize", False))
+    n_group = int(attr(attrs, "n_group", 1))
+    topk_group = int(attr(attrs, "topk_group", 1))
+    factor = float(attr(attrs, "routed_scaling_factor", 1.0))
+    if scoring == "softmax":
+        scores = torch.softmax(logits, dim=-1)
+    elif scoring == "sigmoid":
+        scores = torch.sigmoid(logits)
+    else:
+        raise GenError(f"moe_gate: scoring must be softmax or sigmoid, got {scoring!r}")
+    sel = scores + bias if bias is not None else scores.clone()
+    if n_group > 1:
+        if E % n_group:
+            raise GenError(f"moe_gate: E={E} not divisible by n_group={n_group}")
+        if not 1 <= topk_group <= n_group:
+            raise GenError(f"moe_gate: topk_group={topk_group} not in [1, {n_group}]")
+        gsize = E // n_group
+        if top_k > topk_group * gsize:
+            raise GenError(f"moe_gate: top_k={top_k} > experts in {topk_group} groups of {gsize}")
+    elif not 1 <= top_k <= E:
+        raise GenError(f"moe_gate: top_k={top_k} not in [1, {E}]")
+    scores_np, sel_np = scores.numpy(), sel.numpy()
+    weights = np.zeros((T, top_k), dtype=np.float64)
+    ids = np.zeros((T, top_k), dtype=np.int32)
+    for t in range(T):
+        row = sel_np[t].copy()
+        if n_group > 1:
+            groups = row.reshape(n_group, gsize)
+            top2 = min(2, gsize)
+            gscore = np.array([np.sort(g)[::-1][:top2].sum() for g in groups])
+            kept = _order_desc(gscore)[:topk_group]
+            allowed = np.zeros(n_group, dtype=bool)
+            allowed[kept] = True
+            row = np.where(np.repeat(allowed, gsize), row, -np.inf)
+        pick = _order_desc(row)[:top_k]
+        w = scores_np[t, pick]
+        if normalize:
+            w = w / w.sum()
+        weights[t] = w * factor
+        ids[t] = pick
+    return [torch.from_numpy(weights), torch.from_numpy(ids)]
+
+
+@op("moe_experts")
+def op_moe_experts(inp, attrs):
+    x, weights = f64(inp[0]), f64(inp[1])
+    ids = inp[2].to(torch.int64)
+    w_gate, w_up, w_down = (f64(t) for t in inp[3:6])
+    T, k = ids.shape
+    E = w_gate.shape[0]
+    y = torch.zeros(T, w_down.shape[1], dtype=F64)
+    for t in range(T):
+        for j in range(k):
+            e = int(ids[t, j])
+            if not 0 <= e < E:
+                raise GenError(f"moe_experts: expert id {e} out of range [0, {E})")
+            h = F.silu(w_gate[e] @ x[t]) * (w_up[e] @ x[t])
+            y[t] += weights[t, j] * (w_down[e] @ h)
+    return [y]
+
+
+# ---- vision --------------------------------------------------------------
+
+
+@op("patch_embed")
+def op_patch_embed(inp, attrs):
+    # CLIPVisionEmbeddings: Conv2d(kernel=stride=P) then flatten(2).transpose(1, 2).
+    pixels, w = f64(inp[0]), f64(inp[1])
+    b = f64(inp[2]) if len(inp) > 2 else None
+    P = int(attrs["patch"])
+    out = F.conv2d(pixels[None], w, b, stride=P)  # [1, D, Hi/P, Wi/P]
+    return [out.flatten(2).transpose(1, 2)[0]]
+
+
+# ---- quantization --------------------------------------------------------
+
+
+def _f8_grid(dtype: torch.dtype) -> np.ndarray:
+    """All finite non-negative values of an f8 format, by bit pattern 0, 1, ..."""
+    bits = torch.arange(0, 128, dtype=torch.int32).to(torch.uint8)
+    vals = bits.view(dtype).to(F64).numpy()
+    return vals[np.isfinite(vals)]  # patterns 0..last finite; increasing
+
+
+def round_to_f8(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """float64 values (|v| <= max finite) -> nearest value of the f8 format,
+    ties to the even bit pattern; sign kept (so -tiny -> -0).  Done directly
+    from float64: torch's own conversion goes through float32 and could round
+    twice."""
+    grid = _f8_grid(dtype)
+    a = np.abs(v.numpy())
+    if np.any(a > grid[-1]):
+        raise GenError("round_to_f8: value beyond the format's range")
+    lo = np.searchsorted(grid, a, side="right") - 1
+    hi = np.minimum(lo + 1, grid.size - 1)
+    d_lo, d_hi = a - grid[lo], grid[hi] - a
+    pick = np.where(d_lo < d_hi, lo, np.where(d_hi < d_lo, hi, np.where(lo % 2 == 0, lo, hi)))
+    mag = grid[pick]
+    out = np.where(np.signbit(v.numpy()), -mag, mag)
+    q = torch.from_numpy(out).to(torch.float32).to(dtype)  # exact: f8 values
+    # Cross-check against torch where float32 holds v exactly (no double rounding).
+    exact = torch.from_numpy(v.numpy().astype(np.float32).astype(np.float64) == v.numpy())
+    via_torch = v.to(torch.float32).to(dtype)
+    if not torch.equal(q.view(torch.uint8)[exact], via_torch.view(torch.uint8)[exact]):
+        raise GenError("round_to_f8 disagrees with torch's float32 -> f8 conversion")
+    return q
+
+
+def _groups(x: torch.Tensor, granularity: str, block: int) -> tuple[torch.Tensor, list[int]]:
+    """x -> (x viewed as [..., G, g] groups along the last axis padded with 0, scale shape)."""
+    N = x.shape[-1]
+    if granularity == "tensor":
+        return x.reshape(1, 1, -1), [1]
+    if granularity == "channel":
+        return x.reshape(*x.shape[:-1], 1, N), list(x.shape[:-1])
+    if granularity == "block":
+        if block <= 0:
+            raise GenError(f"quantize: block must be positive, got {block}")
+        nb = -(-N // block)
+        padded = F.pad(x, (0, nb * block - N))
+        return padded.reshape(*x.shape[:-1], nb, block), list(x.shape[:-1]) + [nb]
+    raise GenError(f"quantize: granularity must be tensor, channel or block, got {granularity!r}")
+
+
+def _expand_scale(scale: torch.Tensor, x_shape, granularity: str, block: int) -> torch.Tensor:
+    """Scale (f64) broadcast to x's shape."""
+    N = x_shape[-1]
+    if granularity == "tensor":
+        return scale.reshape([1] * len(x_shape)).expand(x_shape)
+    if granularity == "channel":
+        return scale.reshape(*x_shape[:-1], 1).expand(x_shape)
+    return scale.repeat_interleave(block, dim=-1)[..., :N]
+
+
+@op("quantize")
+def op_quantize(inp, attrs):
+    x = f64(inp[0])
+    qdtype = attr(attrs, "dtype", "i8")
+    granularity = attr(attrs, "granularity", "tensor")
+    block = int(attr(attrs, "block", 128))
+    if qdtype not in QMAX:
+        raise GenError(f"quantize: dtype must be i8, f8_e4m3 or f8_e5m2, got {qdtype!r}")
+    qmax = QMAX[qdtype]
+    groups, scale_shape = _groups(x, granularity, block)
+    amax = torch.amax(groups.abs(), dim=-1)                       # f64, exact
+    scale32 = (amax / qmax).to(torch.float32)                     # f32(amax/qmax)
+    scale32 = torch.where(amax == 0, torch.ones_like(scale32), scale32)
+    scale32 = scale32.reshape(scale_shape)
+    v = x / _expand_scale(f64(scale32), x.shape, granularity, block)  # f64 from the f32 scale
+    if qdtype == "i8":
+        q = torch.clamp(torch.round(v), -qmax, qmax).to(torch.int8)  # round half to even
+    else:
+        q = round_to_f8(torch.clamp(v, -qmax, qmax).contiguous(), DTYPES[qdtype])
+    return [q, scale32]
+
+
+@op("dequantize")
+def op_dequantize(inp, attrs):
+    q, scale = inp
+    granularity = attr(attrs, "granularity", "tensor")
+    block = int(attr(attrs, "block", 128))
+    qdtype = attr(attrs, "dtype", "i8")
+    if q.dtype != DTYPES.get(qdtype):
+        raise GenError(f"dequantize: q is {q.dtype}, attr dtype says {qdtype}")
+    q64 = f64(q)
+    return [q64 * _expand_scale(f64(scale), q64.shape, granularity, block)]
+
+
+# ---- token selection -----------------------------------------------------
+
+
+@op("argmax")
+def op_argmax(inp, attrs):
+    return [torch.argmax(f64(inp[0]), dim=-1).to(torch.int64)]  # first maximum
+
+
+def sample_rows(logits: np.ndarray, temperature: float, top_k: int, top_p: float,
+                seed: int, step: int) -> np.ndarray:
+    """The spec's sampler, row by row, in float64."""
+    T, V = logits.shape
+    out = np.zeros(T, dtype=np.int64)
+    if T == 0:
+        return out
+    u_all = philox.uniform_f32(seed, step, 0, T).astype(np.float64)
+    for r in range(T):
+        if temperature <= 0:
+            out[r] = int(np.argmax(logits[r]))
+            continue
+        z = logits[r] / temperature
+        order = _order_desc(z)
+        if top_k > 0:
+            order = order[:top_k]
+        zk = z[order]
+        p = np.exp(zk - zk.max())
+        p = p / p.sum()
+        if top_p < 1.0:
+            cum = np.cumsum(p)
+            n = int(np.argmax(cum >= top_p)) + 1 if np.any(cum >= top_p) else p.size
+            order, p = order[:n], p[:n] / p[:n].sum()
+        cum = np.cumsum(p)
+        hit = np.nonzero(cum > u_all[r])[0]
+        out[r] = int(order[hit[0]] if hit.size else order[-1])
+    return out
+
+
+@op("sample")
+def op_sample(inp, attrs):
+    logits = f64(inp[0]).numpy()
+    ids = sample_rows(logits,
+                      temperature=float(attr(attrs, "temperature", 1.0)),
+                      top_k=int(attr(attrs, "top_k", 0)),
+                      top_p=float(attr(attrs, "top_p", 1.0)),
+                      seed=int(attr(attrs, "seed", 0)),
+                      step=int(attr(attrs, "step", 0)))
+    return [torch.from_numpy(ids)]
+
+
+# --------------------------------------------------------------------------
+# Dump reading, golden writing
+# --------------------------------------------------------------------------
+
+
+def raw_tensor_bytes(path: Path) -> dict[str, bytes]:
+    """name -> the raw little-endian data bytes of each tensor in a safetensors file."""
+    data = path.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    base = 8 + n
+    return {name: data[base + e["data_offsets"][0]: base + e["data_offsets"][1]]
+            for name, e in header.items() if name != "__metadata__"}
+
+
+def inputs_digest(path: Path, names: list[str]) -> str:
+    raw = raw_tensor_bytes(path)
+    digest = hashlib.sha256()
+    for name in names:
+        if name not in raw:
+            raise GenError(f"{path}: no tensor '{name}'")
+        digest.update(raw[name])
+    return digest.hexdigest()
+
+
+def compute_case(case: dict, dump: Path) -> tuple[dict[str, torch.Tensor], str]:
+    """The golden tensors of one case and its inputs digest."""
+    op_name = case["op"]
+    if op_name not in OPS:
+        raise GenError(f"unknown op {op_name!r}")
+    path = dump / case["inputs_file"]
+    tensors = load_file(str(path))
+    names = list(case["inputs"])
+    missing = [n for n in names if n not in tensors]
+    if missing:
+        raise GenError(f"{path}: missing inputs {missing}")
+    attrs = case.get("attrs") or {}
+    results = OPS[op_name]([tensors[n] for n in names], attrs)
+    outputs = case["outputs"]
+    if len(results) != len(outputs):
+        raise GenError(f"{op_name} gives {len(results)} outputs, the case lists {len(outputs)}")
+    golden: dict[str, torch.Tensor] = {}
+    for result, spec in zip(results, outputs):
+        if list(result.shape) != list(spec["shape"]):
+            raise GenError(f"output '{spec['name']}': computed shape {list(result.shape)}, "
+                           f"case says {spec['shape']}")
+        dtype = spec["dtype"]
+        if dtype in EXACT_OUTPUT_DTYPES:
+            if result.dtype != DTYPES[dtype]:
+                raise GenError(f"output '{spec['name']}': computed {result.dtype}, case says {dtype}")
+            stored = result
+        else:
+            if not result.dtype.is_floating_point:
+                raise GenError(f"output '{spec['name']}': computed {result.dtype}, case says {dtype}")
+            stored = result.to(torch.float32)
+        golden[f"{case['id']}/{spec['name']}"] = stored.contiguous()
+    return golden, inputs_digest(path, names)
+
+
+def save_canonical(tensors: dict[str, torch.Tensor], metadata: dict[str, str], path: Path) -> None:
+    """safetensors.torch.save with a canonical header.
+
+    safetensors serialises __metadata__ from a hash map, so its key order (and
+    with it the file's bytes) changes from run to run.  The header is rewritten
+    with sorted metadata keys and the tensors in data order; the data section
+    is kept as safetensors wrote it."""
+    blob = st_save(tensors, metadata=metadata)
+    n = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    canon: dict[str, Any] = {"__metadata__": dict(sorted(meta.items()))}
+    for name, entry in sorted(header.items(), key=lambda kv: (kv[1]["data_offsets"], kv[0])):
+        canon[name] = entry
+    text = json.dumps(canon, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    data = len(text).to_bytes(8, "little") + text + blob[8 + n:]
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    check = load_file(str(tmp))
+    same = set(check) == set(tensors) and all(
+        check[k].dtype == t.dtype and check[k].shape == t.shape
+        and check[k].contiguous().view(torch.uint8).equal(t.contiguous().view(torch.uint8))
+        for k, t in tensors.items())
+    if not same:
+        raise GenError(f"{path}: canonical rewrite does not read back")
+    os.replace(tmp, path)
+
+
+def generate(dump: Path, root: Path, log=print) -> list[Path]:
+    """Write every golden file of the dump under root; returns their paths."""
+    with open(dump / "cases.json", "r", encoding="utf-8") as handle:
+        cases = json.load(handle)["cases"]
+    self_check_rope()
+    golden_root = (root / "golden").resolve()
+    per_file: dict[str, tuple[dict, dict]] = {}
+    for case in cases:
+        gpath = case.get("golden")
+        if gpath is None or gpath == "reference":
+            continue
+        try:
+            tensors, digest = compute_case(case, dump)
+        except GenError as exc:
+            raise GenError(f"case {case.get('id')!r}: {exc}") from None
+        file_tensors, file_meta = per_file.setdefault(gpath, ({}, {}))
+        dup = set(tensors) & set(file_tensors)
+        if dup:
+            raise GenError(f"{gpath}: duplicate tensors {sorted(dup)}")
+        file_tensors.update(tensors)
+        file_meta[f"inputs:{case['id']}"] = digest
+    written = []
+    for gpath, (tensors, meta) in per_file.items():
+        out = (root / gpath).resolve()
+        try:
+            out.relative_to(golden_root)
+        except ValueError:
+            raise GenError(f"golden path {gpath} is not under {golden_root}") from None
+        out.parent.mkdir(parents=True, exist_ok=True)
+        metadata = {"format": "pt", "producer": PRODUCER, **meta}
+        save_canonical(tensors, metadata, out)
+        written.append(out)
+        log(f"wrote {out.relative_to(root.resolve())}: {len(meta)} cases, {len(tensors)} tensors")
+    if written:
+        update_manifest(golden_root, [p.relative_to(golden_root) for p in written], PRODUCER)
+        log(f"updated {golden_root / 'manifest.json'} (transformers {transformers.__version__})")
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--dump", type=Path, help="a directory written by harness run --dump-cases")
+    source.add_argument("--harness", type=Path, help="harness binary: dump SUITE's cases first")
+    parser.add_argument("--suite", default="suites/ops.yaml", help="with --harness (default suites/ops.yaml)")
+    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="repository root")
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    try:
+        if args.dump is not None:
+            generate(args.dump, root)
+        else:
+            tmp = Path(tempfile.mkdtemp(prefix="gen_ops_dump_"))
+            try:
+                cmd = [str(args.harness.resolve()), "run", args.suite, "--dump-cases", str(tmp), "--no-run"]
+                print("+", " ".join(cmd))
+                subprocess.run(cmd, cwd=root, check=True)
+                generate(tmp, root)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    except (GenError, subprocess.CalledProcessError, OSError, KeyError) as exc:
+        print(f"gen_ops.py: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

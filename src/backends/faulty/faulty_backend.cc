@@ -1,0 +1,236 @@
+// The `faulty` plugin: a complete platform plugin built against harness_backend.h alone, the
+// example a vendor copies. It runs every op through the harness's host reference kernel
+// (host->reference_op) in plain host memory, then injects one fault chosen by the options, so
+// the harness can prove it catches what it claims to catch:
+//
+//   {"op": "rmsnorm", "fault": "scale", "magnitude": 0.01}   outputs * (1 + magnitude)
+//   {"op": "softmax", "fault": "nan"}                          output element `index` (0) = NaN
+//   {"op": "linear", "fault": "bf16_truncate"}                 f32 outputs truncated to bf16 precision
+//   {"op": "rope", "fault": "slow", "factor": 1.3}             takes factor x as long
+//   {"op": "attention", "fault": "crash"}                      abort()
+//   {"op": "attention", "fault": "hang"}                       never returns
+// "op" may be "*" (every op); "call": N faults only the Nth call (0-based) of that op;
+// {"fault": "none"} (the default) is a faithful backend.
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "harness_backend.h"
+
+namespace {
+
+struct Options {
+  std::string op = "*";
+  std::string fault = "none";
+  double magnitude = 1e-2;
+  double factor = 1.3;
+  long call = -1;   // -1: every call
+  long index = 0;   // element set to NaN
+};
+
+struct Faulty {
+  const hb_host_api* host = nullptr;
+  Options options;
+  long calls = 0;  // calls of the targeted op so far
+  std::string last_error;
+};
+
+Faulty g_faulty;
+
+// Reads "key": value from a flat JSON object (enough for our options; a real plugin would use
+// its favourite JSON library). Returns false if the key is absent.
+bool json_value(const char* json, const char* key, std::string* out) {
+  const std::string needle = std::string("\"") + key + "\"";
+  const char* p = strstr(json, needle.c_str());
+  if (p == nullptr) return false;
+  p += needle.size();
+  while (*p == ' ' || *p == ':') ++p;
+  if (*p == '"') {
+    const char* end = strchr(p + 1, '"');
+    if (end == nullptr) return false;
+    out->assign(p + 1, end);
+  } else {
+    const char* end = p;
+    while (*end != '\0' && *end != ',' && *end != '}' && *end != ' ') ++end;
+    out->assign(p, end);
+  }
+  return true;
+}
+
+// bf16 and f16 <-> f32, enough for the faults (round-to-nearest-even on the way back).
+float bf16_to_f32(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+float f16_to_f32(uint16_t h) {
+  const int exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
+  const float sign = (h & 0x8000) ? -1.0f : 1.0f;
+  if (exp == 0) return sign * std::ldexp(static_cast<float>(mant), -24);
+  if (exp == 31) return mant ? NAN : sign * INFINITY;
+  return sign * std::ldexp(static_cast<float>(mant | 0x400), exp - 25);
+}
+uint16_t f32_to_f16(float f) {
+  // Simple and exact enough for a fault injector: via the nearest representable by ldexp.
+  if (std::isnan(f)) return 0x7E00;
+  const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
+  float a = std::fabs(f);
+  if (a >= 65520.0f) return sign | 0x7C00;
+  if (a < std::ldexp(1.0f, -14)) return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
+  int e;
+  const float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  const uint32_t q = static_cast<uint32_t>(std::nearbyint(std::ldexp(m, 11)));  // 11 bits
+  const uint32_t bits = (static_cast<uint32_t>(e + 14) << 10) + (q - 0x400);  // carry lands in exp
+  return sign | static_cast<uint16_t>(bits);
+}
+
+int64_t numel(const hb_tensor& t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t.ndim; ++i) n *= t.shape[i];
+  return n;
+}
+
+// Applies `fn` to every element of a float tensor as f64, writing the result back.
+template <typename Fn>
+void map_floats(hb_tensor& t, Fn fn) {
+  const int64_t n = numel(t);
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t.dtype) {
+      case HB_F64: { double* p = static_cast<double*>(t.data) + i; *p = fn(*p, i); break; }
+      case HB_F32: { float* p = static_cast<float*>(t.data) + i; *p = static_cast<float>(fn(*p, i)); break; }
+      case HB_BF16: {
+        uint16_t* p = static_cast<uint16_t*>(t.data) + i;
+        *p = f32_to_bf16(static_cast<float>(fn(bf16_to_f32(*p), i)));
+        break;
+      }
+      case HB_F16: {
+        uint16_t* p = static_cast<uint16_t*>(t.data) + i;
+        *p = f32_to_f16(static_cast<float>(fn(f16_to_f32(*p), i)));
+        break;
+      }
+      default: return;  // integer outputs (ids) are left alone
+    }
+  }
+}
+
+void inject(Faulty& f, hb_tensor* outputs, int32_t n_outputs) {
+  const Options& o = f.options;
+  for (int32_t k = 0; k < n_outputs; ++k) {
+    hb_tensor& t = outputs[k];
+    if (o.fault == "scale") {
+      map_floats(t, [&](double v, int64_t) { return v * (1.0 + o.magnitude); });
+    } else if (o.fault == "nan") {
+      map_floats(t, [&](double v, int64_t i) { return i == o.index ? NAN : v; });
+    } else if (o.fault == "bf16_truncate") {
+      // What a kernel that stores f32 results through a truncating bf16 path would produce.
+      map_floats(t, [](double v, int64_t) {
+        float f32 = static_cast<float>(v);
+        uint32_t u;
+        memcpy(&u, &f32, 4);
+        u &= 0xFFFF0000u;
+        memcpy(&f32, &u, 4);
+        return static_cast<double>(f32);
+      });
+    }
+  }
+}
+
+hb_status init(void* self, const hb_host_api* host, const char* options_json) {
+  Faulty& f = *static_cast<Faulty*>(self);
+  f.host = host;
+  const char* json = options_json != nullptr ? options_json : "{}";
+  std::string v;
+  if (json_value(json, "op", &v)) f.options.op = v;
+  if (json_value(json, "fault", &v)) f.options.fault = v;
+  if (json_value(json, "magnitude", &v)) f.options.magnitude = atof(v.c_str());
+  if (json_value(json, "factor", &v)) f.options.factor = atof(v.c_str());
+  if (json_value(json, "call", &v)) f.options.call = atol(v.c_str());
+  if (json_value(json, "index", &v)) f.options.index = atol(v.c_str());
+  static const char* kFaults[] = {"none", "scale", "nan", "bf16_truncate", "slow", "crash", "hang"};
+  bool known = false;
+  for (const char* k : kFaults) known = known || f.options.fault == k;
+  if (!known) {
+    f.last_error = "unknown fault '" + f.options.fault + "' (none, scale, nan, bf16_truncate, slow, crash, hang)";
+    return HB_INVALID_ARGUMENT;
+  }
+  std::string msg = "faulty: op " + f.options.op + ", fault " + f.options.fault;
+  host->log(1, msg.c_str());
+  return HB_OK;
+}
+
+const char* stack_info_json(void*) {
+  return R"({"device":"host","driver":"none","runtime":"faulty plugin","op_library":"h0 host reference + fault injection","compiler":")" __VERSION__ R"("})";
+}
+
+int32_t supports(void*, const char*, hb_dtype dtype) {
+  return dtype == HB_F64 || dtype == HB_F32 || dtype == HB_BF16 || dtype == HB_F16;
+}
+
+hb_status alloc(void*, size_t bytes, void** ptr) {
+  *ptr = malloc(bytes == 0 ? 1 : bytes);
+  return *ptr != nullptr ? HB_OK : HB_OUT_OF_MEMORY;
+}
+
+void release(void*, void* ptr) { free(ptr); }
+
+hb_status copy(void*, void* dst, const void* src, size_t bytes) {
+  memcpy(dst, src, bytes);
+  return HB_OK;
+}
+
+hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, hb_tensor* out,
+                 int32_t n_out, const char* attrs) {
+  Faulty& f = *static_cast<Faulty*>(self);
+  const bool targeted = f.options.fault != "none" && (f.options.op == "*" || f.options.op == op) &&
+                        (f.options.call < 0 || f.calls == f.options.call);
+  if (f.options.op == "*" || f.options.op == op) ++f.calls;
+  if (targeted && f.options.fault == "crash") abort();
+  if (targeted && f.options.fault == "hang") {
+    for (;;) pause();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const hb_status s = f.host->reference_op(op, in, n_in, out, n_out, attrs);
+  if (s != HB_OK) {
+    f.last_error = std::string("reference_op failed for ") + op;
+    return s;
+  }
+  if (targeted && f.options.fault == "slow") {
+    const auto took = std::chrono::steady_clock::now() - start;
+    const auto until = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(took * f.options.factor);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  } else if (targeted) {
+    inject(f, out, n_out);
+  }
+  return HB_OK;
+}
+
+hb_status synchronize(void*) { return HB_OK; }
+hb_status memory_info(void*, size_t*, size_t*) { return HB_UNSUPPORTED; }
+const char* last_error(void* self) { return static_cast<Faulty*>(self)->last_error.c_str(); }
+void shutdown(void*) {}
+
+const hb_backend kBackend = {
+    HB_ABI_VERSION, "faulty", &g_faulty, &init, &stack_info_json, &supports, &alloc, &release,
+    &copy,          &copy,    &run_op,   &synchronize, &memory_info, &last_error, &shutdown,
+};
+
+}  // namespace
+
+// The one symbol a plugin exports (everything else is hidden: -fvisibility=hidden).
+extern "C" __attribute__((visibility("default"))) const hb_backend* hb_backend_entry(void) {
+  return &kBackend;
+}

@@ -1,0 +1,130 @@
+#include "checks/check.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/backend.h"
+#include "checks/op_check.h"
+#include "suite/suite.h"
+
+namespace h0::checks {
+namespace {
+
+constexpr const char* kStatusNames[] = {"pass", "fail", "error", "skip", "crash", "timeout", "xfail", "xpass"};
+
+}  // namespace
+
+const char* status_name(Status s) { return kStatusNames[static_cast<int>(s)]; }
+
+bool parse_status(const std::string& s, Status* out) {
+  for (int i = 0; i < 8; ++i) {
+    if (s == kStatusNames[i]) {
+      *out = static_cast<Status>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool is_failure(Status s) {
+  return s == Status::kFail || s == Status::kError || s == Status::kCrash || s == Status::kTimeout;
+}
+
+ProfileRow summarize(std::string phase, std::string name, std::vector<double> samples) {
+  ProfileRow r;
+  r.phase = std::move(phase);
+  r.name = std::move(name);
+  r.count = static_cast<int64_t>(samples.size());
+  r.samples_ns = samples;
+  if (samples.empty()) return r;
+  std::sort(samples.begin(), samples.end());
+  for (double s : samples) r.total_ns += s;
+  r.min_ns = samples.front();
+  const size_t n = samples.size();
+  r.median_ns = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  r.p99_ns = samples[std::min(n - 1, static_cast<size_t>(std::ceil(0.99 * static_cast<double>(n))) - 1)];
+  r.mean_ns = r.total_ns / static_cast<double>(n);
+  double var = 0;
+  for (double s : samples) var += (s - r.mean_ns) * (s - r.mean_ns);
+  r.stddev_ns = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) : 0;
+  return r;
+}
+
+nlohmann::json CheckResult::to_json() const {
+  nlohmann::json j = {{"status", status_name(status)}, {"message", message}, {"duration_s", duration_s}};
+  nlohmann::json m = nlohmann::json::object();
+  for (const auto& [k, v] : metrics) m[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(std::to_string(v));
+  j["metrics"] = m;
+  nlohmann::json p = nlohmann::json::array();
+  for (const auto& r : profile) {
+    p.push_back({{"phase", r.phase}, {"name", r.name}, {"count", r.count}, {"total_ns", r.total_ns},
+                 {"min_ns", r.min_ns}, {"median_ns", r.median_ns}, {"p99_ns", r.p99_ns}, {"mean_ns", r.mean_ns},
+                 {"stddev_ns", r.stddev_ns}, {"bytes", r.bytes}, {"flops", r.flops}, {"samples_ns", r.samples_ns}});
+  }
+  j["profile"] = p;
+  j["details"] = details;
+  j["artifacts"] = artifacts;
+  return j;
+}
+
+CheckResult CheckResult::from_json(const nlohmann::json& j) {
+  CheckResult r;
+  parse_status(j.at("status").get<std::string>(), &r.status);
+  r.message = j.value("message", "");
+  r.duration_s = j.value("duration_s", 0.0);
+  for (const auto& [k, v] : j.at("metrics").items()) {
+    r.metrics.emplace_back(k, v.is_number() ? v.get<double>() : std::stod(v.get<std::string>()));
+  }
+  for (const auto& p : j.at("profile")) {
+    ProfileRow row;
+    row.phase = p.at("phase");
+    row.name = p.at("name");
+    row.count = p.at("count");
+    row.total_ns = p.at("total_ns");
+    row.min_ns = p.at("min_ns");
+    row.median_ns = p.at("median_ns");
+    row.p99_ns = p.at("p99_ns");
+    row.mean_ns = p.at("mean_ns");
+    row.stddev_ns = p.at("stddev_ns");
+    row.bytes = p.at("bytes");
+    row.flops = p.at("flops");
+    row.samples_ns = p.at("samples_ns").get<std::vector<double>>();
+    r.profile.push_back(std::move(row));
+  }
+  r.details = j.at("details");
+  r.artifacts = j.at("artifacts").get<std::vector<std::string>>();
+  return r;
+}
+
+RunContext::RunContext(const suite::Platform& platform) : platform_(platform) {}
+RunContext::~RunContext() = default;
+
+backend::Backend& RunContext::backend() {
+  if (!backend_) backend_ = backend::Backend::open({platform_.backend, platform_.lib, platform_.options});
+  return *backend_;
+}
+
+const std::vector<CheckKind>& check_kinds() {
+  static const std::vector<CheckKind> kinds = {op_check_kind()};
+  return kinds;
+}
+
+const CheckKind* find_kind(const std::string& name) {
+  for (const auto& k : check_kinds()) {
+    if (name == k.name) return &k;
+  }
+  return nullptr;
+}
+
+void register_kinds_with_suite_parser() {
+  for (const auto& k : check_kinds()) suite::register_kind({k.name, k.fields});
+}
+
+YAML::Node case_field(const suite::Case& c, const std::string& name) {
+  for (const auto& [param, value] : c.params) {
+    if (param == name) return value;
+  }
+  return c.check->node[name];
+}
+
+}  // namespace h0::checks

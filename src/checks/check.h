@@ -1,0 +1,98 @@
+// The contract every check kind implements (one file per kind, src/checks/<kind>_check.cc),
+// and the result every check returns. A kind is a row of a table: its name, the YAML fields it
+// accepts, and `prepare`, which turns one expanded suite case into a PreparedCase that runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "suite/matrix.h"
+#include "suite/platform.h"
+#include "tensor/tensor.h"
+
+namespace h0::backend {
+class Backend;
+}
+
+namespace h0::checks {
+
+// Status strings reach the store and never change.
+enum class Status { kPass, kFail, kError, kSkip, kCrash, kTimeout, kXfail, kXpass };
+const char* status_name(Status s);
+bool parse_status(const std::string& s, Status* out);
+// Whether a status makes the run fail (exit 1): fail, error, crash, timeout.
+bool is_failure(Status s);
+
+// Timings of one measured phase (e.g. "steady" repetitions of a kernel).
+struct ProfileRow {
+  std::string phase;  // "first_call", "steady", ...
+  std::string name;   // what ran, e.g. the op and shape
+  int64_t count = 0;
+  double total_ns = 0, min_ns = 0, median_ns = 0, p99_ns = 0, mean_ns = 0, stddev_ns = 0;
+  double bytes = 0, flops = 0;  // per repetition
+  std::vector<double> samples_ns;  // the raw samples (for significance tests across runs)
+};
+// Summary statistics of raw samples (nearest-rank p99).
+ProfileRow summarize(std::string phase, std::string name, std::vector<double> samples_ns);
+
+struct CheckResult {
+  Status status = Status::kError;
+  std::string message;  // why it failed / was skipped, human-readable
+  std::vector<std::pair<std::string, double>> metrics;
+  std::vector<ProfileRow> profile;
+  nlohmann::json details = nlohmann::json::object();  // kind-specific evidence (routes, worst element, ...)
+  std::vector<std::string> artifacts;                  // files written
+  double duration_s = 0;
+
+  nlohmann::json to_json() const;
+  static CheckResult from_json(const nlohmann::json& j);
+};
+
+// What a prepared case sees when it runs: the platform and its backend (opened on first use,
+// in the process that runs the case).
+class RunContext {
+ public:
+  explicit RunContext(const suite::Platform& platform);
+  ~RunContext();
+  const suite::Platform& platform() const { return platform_; }
+  // Opens the platform's backend on first use. Throws InputError / BackendError.
+  backend::Backend& backend();
+
+ private:
+  const suite::Platform& platform_;
+  std::unique_ptr<backend::Backend> backend_;
+};
+
+class PreparedCase {
+ public:
+  virtual ~PreparedCase() = default;
+  // Runs the case. Errors of the platform become results; a bug of ours may throw.
+  virtual CheckResult run(RunContext& ctx) = 0;
+  // For `--dump-cases`: the case as JSON plus the tensors it would feed the platform.
+  virtual nlohmann::json describe() const = 0;
+  virtual std::vector<std::pair<std::string, tensor::Tensor>> dump_inputs() const { return {}; }
+  double timeout_s = 0;  // 0: the platform's case_timeout
+};
+
+struct CheckKind {
+  const char* name;
+  std::vector<std::string> fields;  // accepted YAML fields besides the common ones
+  // Validates the case's fields (errors at file:line:col) and prepares it.
+  std::unique_ptr<PreparedCase> (*prepare)(const suite::Case& c, const suite::Platform& platform);
+};
+
+// The table of check kinds; registers their schemas with the suite parser on first use.
+const std::vector<CheckKind>& check_kinds();
+const CheckKind* find_kind(const std::string& name);
+void register_kinds_with_suite_parser();
+
+// The value of field `name` for a case: its matrix parameter if it has one, else the check's
+// (defaults already merged). An undefined node if neither has it.
+YAML::Node case_field(const suite::Case& c, const std::string& name);
+
+}  // namespace h0::checks

@@ -1,0 +1,149 @@
+#include "checks/isolation.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+
+#include "base/check.h"
+
+namespace h0::checks {
+namespace {
+
+bool write_all(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* data, size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool send_message(int fd, const std::string& m) {
+  const uint64_t n = m.size();
+  return write_all(fd, &n, sizeof n) && write_all(fd, m.data(), m.size());
+}
+
+bool receive_message(int fd, std::string* m) {
+  uint64_t n = 0;
+  if (!read_all(fd, &n, sizeof n)) return false;
+  m->resize(n);
+  return read_all(fd, m->data(), n);
+}
+
+// Waits until `fd` is readable or the deadline passes. False on timeout.
+bool wait_readable(int fd, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    const int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1 << 30)));
+    if (rc > 0) return true;
+    if (rc < 0 && errno != EINTR) return true;  // let the read report the error
+  }
+}
+
+}  // namespace
+
+Worker::Worker(Serve serve) {
+  ::signal(SIGPIPE, SIG_IGN);  // a dead worker must not kill the harness on write
+  int down[2], up[2];
+  H0_CHECK(::pipe(down) == 0 && ::pipe(up) == 0) << std::strerror(errno);
+  std::fflush(nullptr);
+  pid_ = ::fork();
+  H0_CHECK(pid_ >= 0) << "fork: " << std::strerror(errno);
+  if (pid_ == 0) {
+    ::close(down[1]);
+    ::close(up[0]);
+    std::string request;
+    while (receive_message(down[0], &request)) {
+      if (!send_message(up[1], serve(request))) break;
+    }
+    std::fflush(nullptr);
+    ::_exit(0);
+  }
+  ::close(down[0]);
+  ::close(up[1]);
+  to_child_ = down[1];
+  from_child_ = up[0];
+}
+
+Worker::~Worker() {
+  if (pid_ > 0) {
+    ::close(to_child_);  // the worker's loop ends on EOF
+    to_child_ = -1;
+    std::string ignored;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    int status = 0;
+    while (::waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+      ::usleep(1000);
+    }
+    pid_ = -1;
+  }
+  if (to_child_ >= 0) ::close(to_child_);
+  if (from_child_ >= 0) ::close(from_child_);
+}
+
+void Worker::reap(std::string* why, bool kill_first) {
+  if (kill_first) ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  if (!kill_first && why != nullptr) {
+    if (WIFSIGNALED(status)) {
+      *why = std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + ::strsignal(WTERMSIG(status)) + ")";
+    } else if (WIFEXITED(status)) {
+      *why = "exited with status " + std::to_string(WEXITSTATUS(status));
+    }
+  }
+  ::close(to_child_);
+  ::close(from_child_);
+  to_child_ = from_child_ = -1;
+  pid_ = -1;
+}
+
+Worker::Reply Worker::call(const std::string& request, double timeout_s, std::string* response, std::string* why) {
+  H0_CHECK(pid_ > 0) << "call on a dead worker";
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
+  if (!send_message(to_child_, request)) {
+    reap(why, false);
+    return Reply::kCrashed;
+  }
+  if (!wait_readable(from_child_, deadline)) {
+    *why = "no answer within " + std::to_string(timeout_s) + " s; killed";
+    reap(nullptr, true);
+    return Reply::kTimedOut;
+  }
+  if (!receive_message(from_child_, response)) {
+    reap(why, false);
+    return Reply::kCrashed;
+  }
+  return Reply::kOk;
+}
+
+}  // namespace h0::checks

@@ -1,0 +1,451 @@
+#include "checks/op_check.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include "backend/backend.h"
+#include "backend/executor.h"
+#include "base/error.h"
+#include "base/sha256.h"
+#include "checks/input_synth.h"
+#include "checks/op_tolerance.h"
+#include "compare/tensor_compare.h"
+#include "io/safetensors_reader.h"
+#include "suite/location.h"
+#include "suite/platform.h"
+
+namespace h0::checks {
+namespace {
+
+namespace fs = std::filesystem;
+using ops::Json;
+using tensor::DType;
+using tensor::Tensor;
+
+// One problem size of a case: dims, and the descs they give.
+struct Problem {
+  ops::Dims dims;
+  std::string label;  // "7x4096"
+  std::vector<ops::TensorDesc> inputs, outputs;
+};
+
+struct OpCaseSpec {
+  std::string id, check_id, file;
+  const ops::OpDef* op = nullptr;
+  Json attrs;
+  DType dtype = DType::kF32, index_dtype = DType::kI64;
+  std::set<std::string> with;
+  std::vector<Problem> problems;  // the case's own, then any dynamic shapes
+  uint64_t seed = 0;
+  Json dists;                     // operand -> distribution, defaults merged
+  std::string golden = "reference";
+  std::string golden_path;        // resolved file path
+  Json tolerance = Json::object();
+  int warmup = 1, repeats = 5;
+  backend::FallbackMode fallback = backend::FallbackMode::kDecompose;
+};
+
+suite::Location at(const suite::Case& c, const YAML::Node& node) {
+  return node.IsDefined() ? suite::location_of(c.check->file, node) : c.check->where;
+}
+
+[[noreturn]] void fail(const suite::Case& c, const YAML::Node& node, const std::string& message) {
+  suite::fail_at(at(c, node), message);
+}
+
+int64_t as_int(const suite::Case& c, const YAML::Node& n, const std::string& what) {
+  try {
+    if (n.IsScalar()) return n.as<int64_t>();
+  } catch (const YAML::Exception&) {
+  }
+  fail(c, n, what + " must be an integer, got '" + (n.IsScalar() ? n.Scalar() : std::string("a ") + (n.IsMap() ? "mapping" : "sequence")) + "'");
+}
+
+std::string as_string(const suite::Case& c, const YAML::Node& n, const std::string& what) {
+  if (!n.IsScalar()) fail(c, n, what + " must be a string");
+  return n.Scalar();
+}
+
+// dims from `shape: [...]` (the op's dims in order) or `dims: {name: n}`.
+ops::Dims parse_dims(const suite::Case& c, const ops::OpDef& op, const YAML::Node& shape, const YAML::Node& dims) {
+  ops::Dims out;
+  const bool full_shape = op.dims.size() == 1 && std::string(op.dims[0]) == "*";
+  if (shape.IsDefined()) {
+    if (!shape.IsSequence()) fail(c, shape, "shape must be a sequence of integers");
+    if (!full_shape && shape.size() > op.dims.size()) {
+      std::string names;
+      for (const char* d : op.dims) names += (names.empty() ? "" : ", ") + std::string(d);
+      fail(c, shape, "shape has " + std::to_string(shape.size()) + " dims but " + op.name + " takes at most " +
+                         std::to_string(op.dims.size()) + " (" + names + ")");
+    }
+    for (size_t i = 0; i < shape.size(); ++i) {
+      const int64_t v = as_int(c, shape[i], "a shape entry");
+      if (v < 0) fail(c, shape[i], "dims must be >= 0");
+      out[full_shape ? "d" + std::to_string(i) : std::string(op.dims[i])] = v;
+    }
+  }
+  if (dims.IsDefined() && !dims.IsNull()) {
+    if (!dims.IsMap()) fail(c, dims, "dims must be a mapping of dim name to size");
+    for (const auto& kv : dims) {
+      const std::string name = kv.first.Scalar();
+      bool known = false;
+      for (const char* d : op.dims) known = known || name == d;
+      if (!known || full_shape) fail(c, kv.first, std::string("op '") + op.name + "' has no dim '" + name + "'");
+      out[name] = as_int(c, kv.second, "dim '" + name + "'");
+    }
+  }
+  return out;
+}
+
+Problem make_problem(const suite::Case& c, const YAML::Node& where, const OpCaseSpec& s, ops::Dims dims) {
+  Problem p;
+  p.dims = std::move(dims);
+  for (const auto& [k, v] : p.dims) p.label += (p.label.empty() ? "" : "x") + std::to_string(v);
+  try {
+    p.inputs = s.op->operands(p.dims, s.attrs, s.dtype, s.index_dtype, s.with);
+    p.outputs = ops::infer_outputs(*s.op, p.inputs, s.attrs);
+  } catch (const InputError& e) {
+    fail(c, where, e.what());
+  }
+  return p;
+}
+
+OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
+  OpCaseSpec s;
+  s.id = c.id;
+  s.check_id = c.check->id;
+  s.file = c.check->file;
+  const YAML::Node op_node = case_field(c, "op");
+  if (!op_node.IsDefined()) fail(c, c.check->node, "kind op needs an `op` field");
+  try {
+    s.op = &ops::require_op(as_string(c, op_node, "op"));
+  } catch (const InputError& e) {
+    fail(c, op_node, e.what());
+  }
+  const ops::OpDef& op = *s.op;
+
+  // attrs: validate as a whole; on error find the offending key for the location.
+  const YAML::Node attrs = case_field(c, "attrs");
+  Json attrs_json = attrs.IsDefined() ? suite::yaml_to_json(c.check->file, attrs) : Json::object();
+  try {
+    s.attrs = ops::validate_attrs(op, attrs_json);
+  } catch (const InputError& e) {
+    if (attrs.IsMap()) {
+      for (const auto& kv : attrs) {
+        try {
+          ops::validate_attrs(op, Json{{kv.first.Scalar(), suite::yaml_to_json(c.check->file, kv.second)}});
+        } catch (const InputError& one) {
+          const std::string why = one.what();
+          if (why.find("unknown attr") != std::string::npos) fail(c, kv.first, why);
+          if (why.find("missing attr") == std::string::npos) fail(c, kv.second, why);
+        }
+      }
+    }
+    fail(c, attrs, e.what());
+  }
+
+  if (const YAML::Node d = case_field(c, "dtype"); d.IsDefined()) {
+    const auto dt = tensor::parse_dtype(as_string(c, d, "dtype"));
+    if (!dt || !tensor::is_float(*dt) || tensor::dtype_size(*dt) == 1) {
+      fail(c, d, "dtype must be one of f64, f32, bf16, f16, got '" + d.Scalar() + "'");
+    }
+    s.dtype = *dt;
+  }
+  if (const YAML::Node d = case_field(c, "index_dtype"); d.IsDefined()) {
+    const auto dt = tensor::parse_dtype(as_string(c, d, "index_dtype"));
+    if (!dt || (*dt != DType::kI32 && *dt != DType::kI64)) fail(c, d, "index_dtype must be i32 or i64");
+    s.index_dtype = *dt;
+  }
+  if (const YAML::Node w = case_field(c, "with"); w.IsDefined()) {
+    if (!w.IsSequence()) fail(c, w, "with must be a sequence of optional operand names");
+    for (const auto& item : w) {
+      const std::string name = as_string(c, item, "an operand name");
+      bool optional = false;
+      for (const auto& in : op.inputs) optional = optional || (in.optional && name == in.name);
+      if (!optional) fail(c, item, std::string("op '") + op.name + "' has no optional operand '" + name + "'");
+      s.with.insert(name);
+    }
+  }
+
+  const YAML::Node shape = case_field(c, "shape"), dims = case_field(c, "dims");
+  s.problems.push_back(make_problem(c, shape.IsDefined() ? shape : dims, s, parse_dims(c, op, shape, dims)));
+  if (const YAML::Node dyn = case_field(c, "dynamic_shapes"); dyn.IsDefined()) {
+    if (!dyn.IsSequence() || dyn.size() == 0) fail(c, dyn, "dynamic_shapes must be a non-empty sequence of shapes");
+    for (const auto& item : dyn) s.problems.push_back(make_problem(c, item, s, parse_dims(c, op, item, YAML::Node())));
+  }
+
+  // inputs: seed and per-operand distributions over the op's defaults.
+  s.dists = op.default_inputs ? op.default_inputs(s.problems[0].dims, s.attrs) : Json::object();
+  if (const YAML::Node in = case_field(c, "inputs"); in.IsDefined()) {
+    if (!in.IsMap()) fail(c, in, "inputs must be a mapping: {seed: N, <operand>: <distribution>}");
+    for (const auto& kv : in) {
+      const std::string key = kv.first.Scalar();
+      if (key == "seed") {
+        s.seed = static_cast<uint64_t>(as_int(c, kv.second, "seed"));
+        continue;
+      }
+      bool known = false;
+      for (const auto& operand : op.inputs) known = known || key == operand.name;
+      if (!known) fail(c, kv.first, std::string("op '") + op.name + "' has no input '" + key + "'");
+      const Json dist = suite::yaml_to_json(c.check->file, kv.second);
+      if (const std::string err = check_distribution(dist); !err.empty()) fail(c, kv.second, err);
+      s.dists[key] = dist;
+    }
+  }
+
+  if (const YAML::Node g = case_field(c, "golden"); g.IsDefined()) {
+    s.golden = as_string(c, g, "golden");
+    if (s.golden != "reference") {
+      // Relative to the working directory, else to the repository holding the suite (suites/..).
+      fs::path p(s.golden);
+      if (p.is_relative() && !fs::exists(p)) p = fs::path(c.check->file).parent_path().parent_path() / s.golden;
+      s.golden_path = p.string();
+    }
+  }
+
+  // Tolerance: the platform's (for this op or `*`) under the check's, key by key.
+  if (platform.tolerance.IsDefined() && platform.tolerance.IsMap()) {
+    for (const char* key : {"*", op.name}) {
+      if (const YAML::Node t = platform.tolerance[key]; t.IsDefined()) s.tolerance.update(suite::yaml_to_json(platform.file, t));
+    }
+  }
+  if (const YAML::Node t = case_field(c, "tolerance"); t.IsDefined()) {
+    if (!t.IsMap()) fail(c, t, "tolerance must be a mapping");
+    s.tolerance.update(suite::yaml_to_json(c.check->file, t));
+    try {
+      for (const auto& out : s.problems[0].outputs) op_tolerance(op, out.dtype, {}, s.tolerance, 0);
+    } catch (const InputError& e) {
+      fail(c, t, e.message());
+    }
+  }
+  if (const YAML::Node n = case_field(c, "warmup"); n.IsDefined()) s.warmup = static_cast<int>(as_int(c, n, "warmup"));
+  if (const YAML::Node n = case_field(c, "repeats"); n.IsDefined()) {
+    s.repeats = static_cast<int>(as_int(c, n, "repeats"));
+    if (s.repeats < 1) fail(c, n, "repeats must be >= 1");
+  }
+  if (const YAML::Node f = case_field(c, "fallback"); f.IsDefined()) {
+    if (!backend::parse_fallback(as_string(c, f, "fallback"), &s.fallback)) {
+      fail(c, f, "fallback must be none, decompose or host, got '" + f.Scalar() + "'");
+    }
+  }
+  if (s.problems.size() > 1 && s.golden != "reference") {
+    fail(c, case_field(c, "dynamic_shapes"), "dynamic_shapes needs `golden: reference` (golden files hold one shape per case)");
+  }
+  return s;
+}
+
+// Golden files are read once per process.
+std::shared_ptr<const io::SafetensorsFile> golden_file(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const io::SafetensorsFile>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[path];
+  if (!slot) slot = std::make_shared<io::SafetensorsFile>(io::SafetensorsFile::open(path));
+  return slot;
+}
+
+std::string inputs_sha256(const std::vector<Tensor>& inputs) {
+  base::Sha256 h;
+  for (const auto& t : inputs) h.update(t.data(), t.nbytes());
+  return h.hex_digest();
+}
+
+double rms(const Tensor& t) {
+  if (t.numel() == 0 || !tensor::is_float(t.dtype())) return 0;
+  double sum = 0;
+  int64_t n = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = t.at(i);
+    if (std::isfinite(v)) sum += v * v, ++n;
+  }
+  return n ? std::sqrt(sum / static_cast<double>(n)) : 0;
+}
+
+class OpCase : public PreparedCase {
+ public:
+  explicit OpCase(OpCaseSpec spec) : s_(std::move(spec)) {}
+
+  nlohmann::json describe() const override {
+    const Problem& p = s_.problems[0];
+    nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
+    for (size_t i = 0; i < p.inputs.size(); ++i) inputs.push_back(s_.op->inputs[i].name);
+    for (size_t i = 0; i < p.outputs.size(); ++i) {
+      outputs.push_back({{"name", s_.op->outputs[i].name}, {"dtype", tensor::dtype_name(p.outputs[i].dtype)},
+                         {"shape", p.outputs[i].shape}});
+    }
+    return {{"id", s_.id}, {"check", s_.check_id}, {"kind", "op"}, {"op", s_.op->name}, {"attrs", s_.attrs},
+            {"dtype", tensor::dtype_name(s_.dtype)}, {"inputs", inputs}, {"outputs", outputs},
+            {"golden", s_.golden}, {"seed", s_.seed}};
+  }
+
+  std::vector<std::pair<std::string, Tensor>> dump_inputs() const override {
+    std::vector<std::pair<std::string, Tensor>> out;
+    const auto tensors = make_inputs(s_.problems[0]);
+    for (size_t i = 0; i < tensors.size(); ++i) out.emplace_back(s_.op->inputs[i].name, tensors[i]);
+    return out;
+  }
+
+  CheckResult run(RunContext& ctx) override {
+    CheckResult r;
+    backend::Backend& be = ctx.backend();
+    const Problem& first = s_.problems[0];
+    const DType call = backend::call_dtype(*s_.op, first.inputs, first.outputs);
+    const backend::Outcome planned = backend::plan(be, *s_.op, call, s_.fallback);
+    r.details["route"] = backend::route_name(planned.route);
+    if (!planned.detail.empty()) r.details["route_detail"] = planned.detail;
+    if (planned.route == backend::Route::kUnsupported) {
+      r.status = Status::kSkip;
+      r.message = planned.detail;
+      return r;
+    }
+    r.status = Status::kPass;
+    nlohmann::json problems = nlohmann::json::array();
+    for (const Problem& p : s_.problems) {
+      nlohmann::json detail;
+      const std::string failure = run_problem(be, p, s_.problems.size() > 1, &r, &detail);
+      problems.push_back(detail);
+      if (!failure.empty() && r.status == Status::kPass) {
+        r.status = Status::kFail;
+        r.message = failure;
+      }
+    }
+    r.details[s_.problems.size() > 1 ? "shapes" : "outputs"] =
+        s_.problems.size() > 1 ? problems : problems[0]["outputs"];
+    return r;
+  }
+
+ private:
+  std::vector<Tensor> make_inputs(const Problem& p) const {
+    std::vector<Tensor> out;
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      const char* name = s_.op->inputs[i].name;
+      const Json dist = s_.dists.contains(name) ? s_.dists[name] : Json{{"normal", {{"mean", 0}, {"std", 1}}}};
+      out.push_back(synthesize(dist, p.inputs[i].dtype, p.inputs[i].shape, s_.seed, i));
+    }
+    return out;
+  }
+
+  // The golden outputs of a problem: from the golden file, or the host reference in f64.
+  // Returns "" or why there is none (which makes the case an error).
+  std::string golden_outputs(const Problem& p, const std::vector<Tensor>& inputs, std::vector<Tensor>* golden) const {
+    if (s_.golden == "reference") {
+      std::vector<const Tensor*> in(s_.op->inputs.size(), nullptr);
+      for (size_t i = 0; i < inputs.size(); ++i) in[i] = &inputs[i];
+      std::vector<Tensor*> out;
+      for (size_t i = 0; i < p.outputs.size(); ++i) {
+        const DType d = tensor::is_float(p.outputs[i].dtype) && s_.op->outputs[i].kind == ops::OperandKind::kFloat
+                            ? DType::kF64 : p.outputs[i].dtype;
+        golden->push_back(Tensor::zeros(d, p.outputs[i].shape));
+      }
+      for (auto& t : *golden) out.push_back(&t);
+      s_.op->reference(in, out, s_.attrs);
+      return "";
+    }
+    if (!fs::exists(s_.golden_path)) return "golden file " + s_.golden_path + " does not exist (generate it with golden/tools/gen_ops.py)";
+    const auto file = golden_file(s_.golden_path);
+    const auto& meta = file->metadata();
+    if (auto it = meta.find("inputs:" + s_.id); it != meta.end() && it->second != inputs_sha256(inputs)) {
+      return "golden " + s_.golden_path + " was made from different inputs for this case (regenerate with golden/tools/gen_ops.py)";
+    }
+    for (size_t i = 0; i < p.outputs.size(); ++i) {
+      const std::string key = s_.id + "/" + s_.op->outputs[i].name;
+      if (!file->find(key)) return "golden " + s_.golden_path + " has no tensor '" + key + "'";
+      golden->push_back(file->get(key));
+    }
+    return "";
+  }
+
+  // Runs one problem: timed repetitions, then the comparison. Returns "" or the first failure.
+  std::string run_problem(backend::Backend& be, const Problem& p, bool label_rows, CheckResult* r,
+                          nlohmann::json* detail) const {
+    const std::vector<Tensor> inputs = make_inputs(p);
+    std::vector<backend::DeviceTensor> dev_in, dev_out;
+    for (const auto& t : inputs) dev_in.push_back(be.upload(t));
+    for (const auto& d : p.outputs) dev_out.push_back(be.allocate(d.dtype, d.shape));
+    std::vector<const backend::DeviceTensor*> in_ptrs;
+    std::vector<backend::DeviceTensor*> out_ptrs;
+    for (auto& t : dev_in) in_ptrs.push_back(&t);
+    for (auto& t : dev_out) out_ptrs.push_back(&t);
+
+    const ops::Cost cost = s_.op->cost(p.inputs, p.outputs, s_.attrs);
+    auto timed = [&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      backend::execute(be, *s_.op, in_ptrs, out_ptrs, s_.attrs, s_.fallback);
+      be.synchronize();
+      return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    };
+    const std::string name = std::string(s_.op->name) + "[" + p.label + "]";
+    const std::string suffix = label_rows ? "[shape=" + p.label + "]" : "";
+    ProfileRow first_call = summarize("first_call" + suffix, name, {timed()});
+    for (int i = 1; i < s_.warmup; ++i) timed();
+    std::vector<double> samples;
+    for (int i = 0; i < s_.repeats; ++i) samples.push_back(timed());
+    ProfileRow steady = summarize("steady" + suffix, name, samples);
+    for (ProfileRow* row : {&first_call, &steady}) row->bytes = cost.bytes, row->flops = cost.flops;
+    r->profile.push_back(first_call);
+    r->profile.push_back(steady);
+    const std::string metric_suffix = label_rows ? suffix : "";
+    if (steady.median_ns > 0) {
+      r->metrics.emplace_back("gbps" + metric_suffix, cost.bytes / steady.median_ns);
+      r->metrics.emplace_back("gflops" + metric_suffix, cost.flops / steady.median_ns);
+    }
+    r->metrics.emplace_back("first_call_ms" + metric_suffix, first_call.median_ns * 1e-6);
+    r->metrics.emplace_back("median_ms" + metric_suffix, steady.median_ns * 1e-6);
+
+    std::vector<Tensor> actual;
+    for (const auto& t : dev_out) actual.push_back(be.download(t));
+    std::vector<Tensor> golden;
+    if (const std::string why = golden_outputs(p, inputs, &golden); !why.empty()) {
+      throw InputError(s_.id, why);
+    }
+    std::string failure;
+    (*detail)["shape"] = p.label;
+    (*detail)["outputs"] = nlohmann::json::array();
+    for (size_t i = 0; i < actual.size(); ++i) {
+      const char* out_name = s_.op->outputs[i].name;
+      const compare::Tolerance tol = op_tolerance(*s_.op, p.outputs[i].dtype, cost, s_.tolerance, rms(golden[i]));
+      const compare::Comparison c = compare::compare_tensors(actual[i], golden[i], tol);
+      const std::string prefix = (actual.size() > 1 ? std::string(out_name) + "." : "");
+      if (c.metrics_valid) {
+        for (const auto& [k, v] : compare::metric_values(c.metrics)) r->metrics.emplace_back(prefix + k + metric_suffix, v);
+      }
+      nlohmann::json o = {{"name", out_name}, {"dtype", tensor::dtype_name(p.outputs[i].dtype)},
+                          {"preset", c.tolerance.preset}, {"rtol", c.tolerance.element.rtol},
+                          {"atol", c.tolerance.element.atol}, {"pass", c.pass}, {"failures", c.failures}};
+      if (c.metrics_valid && c.metrics.worst_index >= 0) {
+        o["worst_index"] = c.metrics.worst_index;
+        o["worst_actual"] = c.metrics.worst_actual;
+        o["worst_expected"] = c.metrics.worst_expected;
+      }
+      (*detail)["outputs"].push_back(o);
+      if (!c.pass && failure.empty()) {
+        failure = (actual.size() > 1 ? std::string(out_name) + ": " : "") + c.failures.front();
+        if (label_rows) failure = "shape " + p.label + ": " + failure;
+      }
+    }
+    return failure;
+  }
+
+  OpCaseSpec s_;
+};
+
+std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform& platform) {
+  OpCaseSpec spec = parse(c, platform);
+  auto prepared = std::make_unique<OpCase>(std::move(spec));
+  if (const YAML::Node t = case_field(c, "timeout"); t.IsDefined()) prepared->timeout_s = suite::parse_duration_s(c.check->file, t);
+  return prepared;
+}
+
+}  // namespace
+
+CheckKind op_check_kind() {
+  return {"op",
+          {"op", "attrs", "dtype", "shape", "dims", "with", "index_dtype", "inputs", "golden", "warmup", "repeats",
+           "dynamic_shapes", "fallback", "timeout", "description"},
+          &prepare};
+}
+
+}  // namespace h0::checks

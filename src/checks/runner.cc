@@ -1,0 +1,208 @@
+#include "checks/runner.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "backend/backend.h"
+#include "base/error.h"
+#include "checks/isolation.h"
+#include "io/safetensors_writer.h"
+#include "suite/filter.h"
+#include "suite/matrix.h"
+
+namespace h0::checks {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Prepared {
+  suite::Case c;
+  std::unique_ptr<PreparedCase> prepared;
+};
+
+std::vector<Prepared> prepare_all(const suite::Suite& suite, const suite::Platform& platform, const std::string& filter) {
+  register_kinds_with_suite_parser();
+  const suite::Filter f(filter);
+  std::vector<Prepared> out;
+  for (const suite::Case& c : suite::expand(suite)) {
+    if (!f.matches(c.id)) continue;
+    const CheckKind* kind = find_kind(c.check->kind);
+    if (kind == nullptr) suite::fail_at(c.check->where, "unknown kind '" + c.check->kind + "'");
+    out.push_back({c, kind->prepare(c, platform)});
+  }
+  return out;
+}
+
+// Runs one case in this process; every failure becomes the result.
+CheckResult run_here(PreparedCase& p, RunContext& ctx) {
+  const auto t0 = Clock::now();
+  CheckResult r;
+  try {
+    r = p.run(ctx);
+  } catch (const backend::BackendError& e) {
+    r.status = Status::kError;
+    r.message = e.what();
+  } catch (const InputError& e) {
+    r.status = Status::kError;
+    r.message = e.what();
+  } catch (const std::exception& e) {
+    r.status = Status::kError;
+    r.message = std::string("internal error: ") + e.what();
+  }
+  r.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return r;
+}
+
+void dump(const std::vector<Prepared>& cases, const suite::Suite& suite, const std::string& dir) {
+  fs::create_directories(fs::path(dir) / "inputs");
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    nlohmann::json d = cases[i].prepared->describe();
+    char name[32];
+    std::snprintf(name, sizeof name, "inputs/%06zu.safetensors", i);
+    std::vector<io::NamedTensor> tensors;
+    for (auto& [n, t] : cases[i].prepared->dump_inputs()) tensors.push_back({n, t});
+    if (!tensors.empty()) {
+      io::write_safetensors((fs::path(dir) / name).string(), tensors);
+      d["inputs_file"] = name;
+    }
+    list.push_back(d);
+  }
+  std::FILE* f = std::fopen((fs::path(dir) / "cases.json").c_str(), "w");
+  if (f == nullptr) throw InputError(dir, "cannot write cases.json");
+  const std::string text = nlohmann::json{{"suite", suite.name}, {"cases", list}}.dump(1) + "\n";
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+}
+
+}  // namespace
+
+std::map<std::string, int> RunReport::counts() const {
+  std::map<std::string, int> out;
+  for (const auto& c : cases) out[status_name(c.result.status)]++;
+  return out;
+}
+
+bool RunReport::failed() const {
+  for (const auto& c : cases) {
+    if (is_failure(c.result.status)) return true;
+  }
+  return false;
+}
+
+nlohmann::json RunReport::to_json() const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& c : cases) {
+    nlohmann::json j = c.result.to_json();
+    j["id"] = c.id;
+    j["check"] = c.check;
+    j["kind"] = c.kind;
+    j["tags"] = c.tags;
+    list.push_back(j);
+  }
+  return {{"suite", {{"name", suite_name}, {"file", suite_file}, {"sha256", suite_sha256}}},
+          {"platform", {{"name", platform_name}, {"file", platform_file}, {"sha256", platform_sha256}}},
+          {"stack", stack},
+          {"duration_s", duration_s},
+          {"counts", counts()},
+          {"cases", list}};
+}
+
+std::vector<std::string> list_cases(const suite::Suite& suite, const std::string& filter) {
+  register_kinds_with_suite_parser();
+  const suite::Filter f(filter);
+  std::vector<std::string> ids;
+  for (const suite::Case& c : suite::expand(suite)) {
+    if (f.matches(c.id)) ids.push_back(c.id);
+  }
+  return ids;
+}
+
+RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, const RunOptions& options,
+                    const CaseListener& listener) {
+  const auto start = Clock::now();
+  std::vector<Prepared> cases = prepare_all(suite, platform, options.filter);
+  RunReport report;
+  report.suite_name = suite.name;
+  report.suite_file = suite.file;
+  report.suite_sha256 = suite.sha256;
+  report.platform_name = platform.name;
+  report.platform_file = platform.file;
+  report.platform_sha256 = platform.sha256;
+  if (!options.dump_dir.empty()) dump(cases, suite, options.dump_dir);
+  if (!options.run) return report;
+
+  // The worker's side: request "stack" -> stack info; request "<index>" -> that case's result.
+  RunContext ctx(platform);
+  auto serve = [&](const std::string& request) -> std::string {
+    if (request == "stack") {
+      try {
+        return nlohmann::json{{"stack", ctx.backend().stack_info()}}.dump();
+      } catch (const InputError& e) {
+        return nlohmann::json{{"input_error", e.what()}}.dump();
+      } catch (const std::exception& e) {
+        return nlohmann::json{{"error", e.what()}}.dump();
+      }
+    }
+    return run_here(*cases[std::stoul(request)].prepared, ctx).to_json().dump();
+  };
+
+  std::unique_ptr<Worker> worker;
+  auto ask = [&](const std::string& request, double timeout_s, CheckResult* result) -> std::string {
+    if (!options.isolate) return serve(request);
+    if (!worker || !worker->alive()) worker = std::make_unique<Worker>(serve);
+    std::string response, why;
+    const auto t0 = Clock::now();
+    switch (worker->call(request, timeout_s, &response, &why)) {
+      case Worker::Reply::kOk: return response;
+      case Worker::Reply::kCrashed: result->status = Status::kCrash; break;
+      case Worker::Reply::kTimedOut: result->status = Status::kTimeout; break;
+    }
+    result->message = "the platform's process " + why;
+    result->duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    return "";
+  };
+
+  CheckResult stack_failure;
+  const std::string stack_reply = ask("stack", platform.case_timeout_s, &stack_failure);
+  if (!stack_reply.empty()) {
+    const auto j = nlohmann::json::parse(stack_reply);
+    if (j.contains("input_error")) throw InputError(platform.file, j["input_error"].get<std::string>());
+    report.stack = j.contains("stack") ? j["stack"] : nlohmann::json{{"error", j.value("error", "")}};
+  } else {
+    report.stack = {{"error", "opening the backend: " + stack_failure.message}};
+  }
+
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const suite::Case& c = cases[i].c;
+    CaseOutcome outcome{c.id, c.check->id, c.check->kind, c.check->tags, {}};
+    if (!c.check->skip_reason.empty()) {
+      outcome.result.status = Status::kSkip;
+      outcome.result.message = c.check->skip_reason;
+    } else {
+      const double timeout = options.timeout_s > 0 ? options.timeout_s
+                             : cases[i].prepared->timeout_s > 0 ? cases[i].prepared->timeout_s
+                                                                : platform.case_timeout_s;
+      const std::string reply = ask(std::to_string(i), timeout, &outcome.result);
+      if (!reply.empty()) outcome.result = CheckResult::from_json(nlohmann::json::parse(reply));
+      if (!c.check->xfail_reason.empty()) {
+        if (outcome.result.status == Status::kPass) {
+          outcome.result.status = Status::kXpass;
+          outcome.result.message = "expected to fail (" + c.check->xfail_reason + ") but passed";
+        } else if (is_failure(outcome.result.status)) {
+          outcome.result.message = "expected failure (" + c.check->xfail_reason + "): " + outcome.result.message;
+          outcome.result.status = Status::kXfail;
+        }
+      }
+    }
+    report.cases.push_back(std::move(outcome));
+    if (listener) listener(i + 1, cases.size(), report.cases.back());
+  }
+  report.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return report;
+}
+
+}  // namespace h0::checks

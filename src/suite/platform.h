@@ -1,0 +1,62 @@
+// A platform file (configs/platforms/*.yaml): the backend under test, its device memory and
+// peak rates (for rooflines), tolerance overrides, and how cases are run.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace h0::suite {
+
+struct Platform {
+  std::string file;     // the path given to load_platform
+  std::string sha256;   // of the file's contents
+  std::string content;  // the file's text, as read
+  std::string name;     // `platform:`
+  std::string backend;  // a built-in backend's name, e.g. "cpu"; empty when `lib` is set
+  std::string lib;  // a plugin's path, resolved against the platform file's directory if relative
+  nlohmann::json options = nlohmann::json::object();  // the plugin's `options`, for init()
+  double device_memory_bytes = 0;                     // 0 = not stated
+  double peak_gbps = 0;                               // memory bandwidth, GB/s; 0 = not stated
+  std::map<std::string, double> peak_tflops;          // dtype name ("bf16") -> TFLOP/s
+  // Tolerance overrides as written (a Null node if none). A yaml-cpp node: copy-construct a
+  // Platform rather than assigning over one (a node's assignment writes through).
+  YAML::Node tolerance;
+  double case_timeout_s = 120;
+  std::string isolation = "process";  // "process" (each case in a child) or "none"
+};
+
+// Reads and validates a platform file:
+//   platform: cpu                  # name (required)
+//   backend: cpu                   # a built-in name, or {lib: path/to/plugin.so, options: {...}}
+//   device_memory: 24GiB
+//   peaks: {memory_gbps: 40, tflops: {f32: 1.2, bf16: 1.2}}
+//   tolerance: {...}
+//   case_timeout: 120s
+//   isolation: process             # or none
+// Throws InputError naming file:line:col on any mistake.
+Platform load_platform(const std::string& path);
+
+// A YAML node as JSON, scalars resolved by YAML 1.2's core schema: plain null/~ -> null,
+// true/false -> booleans, integers (decimal, 0x, 0o) -> integers, decimals and exponents ->
+// floats, anything else -> strings. Quoted or tagged scalars stay strings. Fails (naming
+// file:line:col) at .inf/.nan, which JSON cannot hold, and at non-string or repeated keys.
+nlohmann::json yaml_to_json(const std::string& file, const YAML::Node& node);
+
+// A size in bytes: a plain number of bytes, or a number with a unit: B, KB, MB, GB, TB (powers
+// of 1000) or KiB, MiB, GiB, TiB (powers of 1024), e.g. 24GiB or "1.5 GB". Fails at the node.
+double parse_size(const std::string& file, const YAML::Node& node);
+
+// A duration in seconds: a plain number of seconds, or a number with a unit: ms, s, m, h,
+// e.g. 120s, 1.5h, 500ms. Fails at the node.
+double parse_duration_s(const std::string& file, const YAML::Node& node);
+
+// The same without the file's name: errors name only "line:col". Prefer the forms above
+// where the file is known.
+nlohmann::json yaml_to_json(const YAML::Node& node);
+double parse_size(const YAML::Node& node);
+double parse_duration_s(const YAML::Node& node);
+
+}  // namespace h0::suite
