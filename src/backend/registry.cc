@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/reference/reference_backend.h"
 #include "base/error.h"
 
@@ -11,6 +12,8 @@ const std::vector<BuiltinBackend>& builtin_backends() {
   static const std::vector<BuiltinBackend> table = {
       {"reference", &h0_reference_backend_entry,
        "the catalogue's plain reference kernels on host memory (f64 accumulation)"},
+      {"cpu", &h0_cpu_backend_entry,
+       "the default platform under test: OpenBLAS GEMM, f32 accumulation, threaded kernels"},
   };
   return table;
 }

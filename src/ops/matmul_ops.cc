@@ -1,7 +1,142 @@
-// STUB: to be replaced by the real catalogue entries.
+// matmul and linear.
+//   matmul(a[M,K], b[K,N]) = c[M,N]                         flops 2MKN
+//   linear(x[T,K], w[N,K], optional bias[N]) = x·wᵀ + bias  flops 2TKN (+ TN with bias),
+//     w stored [out, in] as torch.nn.Linear keeps it
+// Dot products over K in f64; one rounding to the output dtype. Reduction length K.
+#include <cmath>
+
 #include "ops/op_list.h"
+#include "ops/op_util.h"
 
 namespace h0::ops {
-const OpDef& matmul_op() { static const OpDef op = {.name = "matmul"}; return op; }
-const OpDef& linear_op() { static const OpDef op = {.name = "linear"}; return op; }
+namespace {
+
+using util::desc;
+
+// c[M,N] = a[M,K] · op(b), where op(b) is b[K,N] or, with `b_transposed`, b[N,K]ᵀ.
+void gemm_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                    bool b_transposed) {
+  const int64_t m = in[0]->dim(0), k = in[0]->dim(1);
+  const int64_t n = b_transposed ? in[1]->dim(0) : in[1]->dim(1);
+  const auto a = util::to_f64(*in[0]);
+  const auto b = util::to_f64(*in[1]);
+  const auto bias =
+      in.size() > 2 && in[2] != nullptr ? util::to_f64(*in[2]) : std::vector<double>();
+  std::vector<double> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double bv =
+            b_transposed ? b[static_cast<size_t>(j * k + p)] : b[static_cast<size_t>(p * n + j)];
+        acc += a[static_cast<size_t>(i * k + p)] * bv;
+      }
+      if (!bias.empty()) acc += bias[static_cast<size_t>(j)];
+      c[static_cast<size_t>(i * n + j)] = acc;
+    }
+  }
+  util::from_f64(c, out[0]);
+}
+
+}  // namespace
+
+const OpDef& matmul_op() {
+  static const OpDef op = {
+      .name = "matmul",
+      .inputs = {{"a", OperandKind::kFloat}, {"b", OperandKind::kFloat}},
+      .outputs = {{"c", OperandKind::kFloat}},
+      .attrs = {},
+      .dims = {"M", "K", "N"},
+      .dim_defaults = {},
+      .tolerance = ToleranceClass::kReduction,
+      .operands =
+          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
+            const OpDef& self = matmul_op();
+            const int64_t m = util::dim(self, dims, "M"), k = util::dim(self, dims, "K"),
+                          n = util::dim(self, dims, "N");
+            return std::vector<TensorDesc>{desc(dtype, {m, k}), desc(dtype, {k, n})};
+          },
+      .infer =
+          [](const std::vector<TensorDesc>& in, const Json&) {
+            const OpDef& self = matmul_op();
+            const TensorDesc &a = in[0], &b = in[1];
+            util::require_shape(self, a.shape.size() == 2, "a", a, "[M, K]");
+            util::require_shape(self, b.shape.size() == 2 && b.shape[0] == a.shape[1], "b", b,
+                                "[K, N] with K = " + std::to_string(a.shape[1]));
+            return std::vector<TensorDesc>{desc(a.dtype, {a.shape[0], b.shape[1]})};
+          },
+      .cost =
+          [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
+            const double m = static_cast<double>(in[0].shape[0]),
+                         k = static_cast<double>(in[0].shape[1]),
+                         n = static_cast<double>(in[1].shape[1]);
+            return Cost{2 * m * k * n, util::bytes_of(in) + util::bytes_of(out), k};
+          },
+      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                      const Json&) { gemm_reference(in, out, false); },
+      .default_inputs =
+          [](const Dims& dims, const Json&) {
+            const double k = static_cast<double>(util::dim(matmul_op(), dims, "K"));
+            return Json{{"a", {{"normal", {{"mean", 0}, {"std", 1}}}}},
+                        {"b", {{"normal", {{"mean", 0}, {"std", 1 / std::sqrt(k)}}}}}};
+          },
+  };
+  return op;
+}
+
+const OpDef& linear_op() {
+  static const OpDef op = {
+      .name = "linear",
+      .inputs = {{"x", OperandKind::kFloat},
+                 {"w", OperandKind::kFloat},
+                 {"bias", OperandKind::kFloat, true}},
+      .outputs = {{"y", OperandKind::kFloat}},
+      .attrs = {},
+      .dims = {"T", "K", "N"},
+      .dim_defaults = {},
+      .tolerance = ToleranceClass::kReduction,
+      .operands =
+          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>& with) {
+            const OpDef& self = linear_op();
+            const int64_t t = util::dim(self, dims, "T"), k = util::dim(self, dims, "K"),
+                          n = util::dim(self, dims, "N");
+            std::vector<TensorDesc> in = {desc(dtype, {t, k}), desc(dtype, {n, k})};
+            if (with.count("bias")) in.push_back(desc(dtype, {n}));
+            return in;
+          },
+      .infer =
+          [](const std::vector<TensorDesc>& in, const Json&) {
+            const OpDef& self = linear_op();
+            const TensorDesc &x = in[0], &w = in[1];
+            const TensorDesc bias = in.size() > 2 ? in[2] : util::absent();
+            util::require_shape(self, x.shape.size() == 2, "x", x, "[T, K]");
+            util::require_shape(self, w.shape.size() == 2 && w.shape[1] == x.shape[1], "w", w,
+                                "[N, K] with K = " + std::to_string(x.shape[1]));
+            if (bias.present) {
+              util::require_shape(self, bias.shape == Shape{w.shape[0]}, "bias", bias,
+                                  "[N] = [" + std::to_string(w.shape[0]) + "]");
+            }
+            return std::vector<TensorDesc>{desc(x.dtype, {x.shape[0], w.shape[0]})};
+          },
+      .cost =
+          [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
+            const double t = static_cast<double>(in[0].shape[0]),
+                         k = static_cast<double>(in[0].shape[1]),
+                         n = static_cast<double>(in[1].shape[0]);
+            const double bias_flops = in.size() > 2 && in[2].present ? t * n : 0;
+            return Cost{2 * t * k * n + bias_flops, util::bytes_of(in) + util::bytes_of(out), k};
+          },
+      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                      const Json&) { gemm_reference(in, out, true); },
+      .default_inputs =
+          [](const Dims& dims, const Json&) {
+            const double k = static_cast<double>(util::dim(linear_op(), dims, "K"));
+            return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},
+                        {"w", {{"normal", {{"mean", 0}, {"std", 1 / std::sqrt(k)}}}}},
+                        {"bias", {{"normal", {{"mean", 0}, {"std", 0.1}}}}}};
+          },
+  };
+  return op;
+}
+
 }  // namespace h0::ops

@@ -1,5 +1,8 @@
 #include "ops/op_util.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "tensor/convert.h"
 
 namespace h0::ops::util {
@@ -8,6 +11,21 @@ int64_t dim(const OpDef& op, const Dims& dims, const char* name) {
   if (auto it = dims.find(name); it != dims.end()) return it->second;
   if (auto it = op.dim_defaults.find(name); it != op.dim_defaults.end()) return it->second;
   throw InputError(std::string("op '") + op.name + "'", std::string("missing dim '") + name + "'");
+}
+
+Shape full_shape(const Dims& dims) {
+  Shape shape;
+  for (;;) {
+    std::string key = "d";
+    key += std::to_string(shape.size());
+    const auto it = dims.find(key);
+    if (it == dims.end()) return shape;
+    shape.push_back(it->second);
+  }
+}
+
+void fail(const OpDef& op, const std::string& message) {
+  throw InputError(std::string("op '") + op.name + "'", message);
 }
 
 void require_shape(const OpDef& op, bool ok, const char* operand, const TensorDesc& d,
@@ -21,9 +39,22 @@ void require_shape(const OpDef& op, bool ok, const char* operand, const TensorDe
 double bytes_of(const std::vector<TensorDesc>& descs) {
   double total = 0;
   for (const auto& d : descs) {
-    if (d.present) total += static_cast<double>(tensor::numel(d.shape) * static_cast<int64_t>(tensor::dtype_size(d.dtype)));
+    if (!d.present) continue;
+    total += static_cast<double>(tensor::numel(d.shape) *
+                                 static_cast<int64_t>(tensor::dtype_size(d.dtype)));
   }
   return total;
+}
+
+void softmax_inplace(double* x, int64_t n) {
+  if (n <= 0) return;
+  const double m = *std::max_element(x, x + n);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - m);
+    sum += x[i];
+  }
+  for (int64_t i = 0; i < n; ++i) x[i] /= sum;
 }
 
 std::vector<double> to_f64(const Tensor& t) {

@@ -2,6 +2,7 @@
 // files under src/ops/.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -13,12 +14,18 @@ namespace h0::ops::util {
 // The value of dim `name`, or its default; throws InputError("op 'x'", "missing dim 'D'").
 int64_t dim(const OpDef& op, const Dims& dims, const char* name);
 
+// The full shape of an op that takes any shape (dims = {"*"}): dims "d0", "d1", ... in order.
+Shape full_shape(const Dims& dims);
+
 inline TensorDesc desc(DType dtype, Shape shape) { return {dtype, std::move(shape), true}; }
 inline TensorDesc absent() { return {DType::kF32, {}, false}; }
 
 // Throws InputError("op 'x'", "<operand> must be <what>, got <shape>") unless `ok`.
 void require_shape(const OpDef& op, bool ok, const char* operand, const TensorDesc& d,
                    const std::string& what);
+
+// Throws InputError("op 'x'", message): an attr value or input data the op cannot take.
+[[noreturn]] void fail(const OpDef& op, const std::string& message);
 
 // Bytes of a list of descs (absent ones count zero).
 double bytes_of(const std::vector<TensorDesc>& descs);
@@ -29,10 +36,26 @@ std::vector<double> to_f64(const Tensor& t);
 // tensor/convert.h). values.size() must equal out->numel().
 void from_f64(const std::vector<double>& values, Tensor* out);
 
+// x[0..n) <- softmax(x[0..n)): max-subtracted, summed in f64.
+void softmax_inplace(double* x, int64_t n);
+
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+// silu(x) = x * sigmoid(x) (HF SiLU).
+inline double silu(double x) { return x * sigmoid(x); }
+
 // Attr accessors (attrs are validated and defaulted before any kernel sees them).
 inline double attr_f(const Json& attrs, const char* name) { return attrs.at(name).get<double>(); }
 inline int64_t attr_i(const Json& attrs, const char* name) { return attrs.at(name).get<int64_t>(); }
 inline bool attr_b(const Json& attrs, const char* name) { return attrs.at(name).get<bool>(); }
+// A nullable attr (default null): its value, or `fallback` when null.
+inline double attr_f_or(const Json& attrs, const char* name, double fallback) {
+  const Json& v = attrs.at(name);
+  return v.is_null() ? fallback : v.get<double>();
+}
+inline int64_t attr_i_or(const Json& attrs, const char* name, int64_t fallback) {
+  const Json& v = attrs.at(name);
+  return v.is_null() ? fallback : v.get<int64_t>();
+}
 inline std::string attr_s(const Json& attrs, const char* name) {
   return attrs.at(name).get<std::string>();
 }

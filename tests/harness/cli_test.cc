@@ -1,7 +1,5 @@
 // The `harness` binary end to end: exit codes, --help/--json on each subcommand, error text,
 // and `harness compare` metrics against numpy's.
-#include <sys/wait.h>
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,30 +11,14 @@
 
 #include "io/safetensors_reader.h"
 #include "io/safetensors_writer.h"
+#include "harness/cli_util.h"
 #include "test_util.h"
 
 namespace h0 {
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-Result run(const std::string& args) {
-  test::TempDir dir;
-  const std::string cmd = std::string(H0_HARNESS_BIN) + " " + args + " 2>" + dir.file("err");
-  Result r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(dir.file("err"));
-  r.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
-  return r;
-}
+using test::Result;
+Result run(const std::string& args) { return test::run_harness(args); }
 
 const std::string kAllDtypes = test::golden_path("foundation/st/all_dtypes.safetensors");
 
@@ -44,7 +26,7 @@ TEST(Cli, VersionAndHelp) {
   const Result v = run("--version");
   EXPECT_EQ(v.code, 0);
   EXPECT_EQ(v.out.rfind("harness 0.", 0), 0u) << v.out;
-  for (const char* sub : {"inspect", "compare", "day0"}) {
+  for (const char* sub : {"inspect", "compare", "day0", "run", "list", "op", "coverage"}) {
     const Result h = run(std::string(sub) + " --help");
     EXPECT_EQ(h.code, 0) << sub;
     EXPECT_NE(h.out.find("--json"), std::string::npos) << sub << ": " << h.out;

@@ -1,0 +1,150 @@
+// Scaled dot-product attention over a contiguous KV (attention) or a paged KV cache
+// (paged_attention, gathered into contiguous f32 keys and values first).
+//   q[T,Hq,Dh], k[S,Hkv,Dh], v[S,Hkv,Dv] -> o[T,Hq,Dv]
+// Query t sits at position p = q_offset + t and sees key j iff (!causal || j <= p) and
+// (window == 0 || j > p − window); query head h reads kv head h / (Hq / Hkv). o is the softmax
+// of scale·q·k over the visible keys applied to v; a query that sees no key gets zeros.
+// One task per (t, h) row, f32 dot products and f32 accumulation of the weighted values.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "base/parallel.h"
+
+namespace h0::backends::cpu {
+namespace {
+
+struct AttentionShape {
+  int64_t t, s, hq, hkv, dh, dv;
+  float scale;
+  int64_t q_offset;
+  bool causal;
+  int64_t window;
+};
+
+// q, k, v as f32; writes o (the output tensor's dtype).
+void attend(const AttentionShape& a, const float* q, const float* k, const float* v,
+            const hb_tensor& out) {
+  const int64_t rows = a.t * a.hq, group = a.hq / a.hkv;
+  const int64_t work = std::max<int64_t>(1, a.s) * (a.dh + a.dv);
+  base::parallel_for(static_cast<size_t>(rows), row_grain(work), [&](size_t, size_t b, size_t e) {
+    std::vector<float> scores(static_cast<size_t>(std::max<int64_t>(1, a.s)));
+    std::vector<float> acc(static_cast<size_t>(a.dv));
+    for (size_t r = b; r < e; ++r) {
+      const int64_t t = static_cast<int64_t>(r) / a.hq, h = static_cast<int64_t>(r) % a.hq,
+                    g = h / group;
+      const int64_t p = a.q_offset + t;
+      int64_t lo = 0, hi = a.s - 1;  // visible keys: [lo, hi]
+      if (a.causal) hi = std::min(hi, p);
+      if (a.window > 0) lo = std::max(lo, p - a.window + 1);
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      if (lo <= hi) {
+        const float* qr = q + r * static_cast<size_t>(a.dh);
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t j = lo; j <= hi; ++j) {
+          const float* kr = k + (j * a.hkv + g) * a.dh;
+          float dot = 0;
+#pragma omp simd reduction(+ : dot)
+          for (int64_t i = 0; i < a.dh; ++i) dot += qr[i] * kr[i];
+          const float sc = dot * a.scale;
+          scores[static_cast<size_t>(j - lo)] = sc;
+          mx = std::max(mx, sc);
+        }
+        float sum = 0;
+        for (int64_t j = lo; j <= hi; ++j) {
+          const float w = std::exp(scores[static_cast<size_t>(j - lo)] - mx);
+          sum += w;
+          const float* vr = v + (j * a.hkv + g) * a.dv;
+          float* o = acc.data();
+#pragma omp simd
+          for (int64_t i = 0; i < a.dv; ++i) o[i] += w * vr[i];
+        }
+        for (float& o : acc) o /= sum;
+      }
+      store_f32(acc.data(), out, r * static_cast<size_t>(a.dv), static_cast<size_t>(a.dv));
+    }
+  });
+}
+
+// Checks q, the head counts and the output; fills the shape fields of q and the attrs.
+AttentionShape check_query(const OpCall& call, int64_t s, int64_t hkv, int64_t dv,
+                           int64_t default_len) {
+  const hb_tensor& q = call.in[0];
+  require_tensor(call, q, "q", {-1, -1, -1}, q.dtype);
+  AttentionShape a{};
+  a.t = q.shape[0];
+  a.hq = q.shape[1];
+  a.dh = q.shape[2];
+  a.s = s;
+  a.hkv = hkv;
+  a.dv = dv;
+  require(call, a.hkv > 0 && a.hq % a.hkv == 0,
+          "q heads (" + std::to_string(a.hq) + ") must be a multiple of kv heads (" +
+              std::to_string(a.hkv) + ")");
+  require_tensor(call, call.out[0], "o", {a.t, a.hq, a.dv}, q.dtype);
+  a.scale =
+      static_cast<float>(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(static_cast<double>(a.dh))
+                                                        : attr_f(call.attrs, "scale", 0));
+  a.q_offset =
+      attr_null(call.attrs, "q_offset") ? default_len - a.t : attr_i(call.attrs, "q_offset", 0);
+  a.causal = attr_b(call.attrs, "causal", true);
+  a.window = attr_i(call.attrs, "sliding_window", 0);
+  require(call, a.window >= 0, "attr sliding_window must be >= 0, got " + std::to_string(a.window));
+  return a;
+}
+
+}  // namespace
+
+void attention_kernel(const OpCall& call) {
+  const hb_tensor &q = call.in[0], &k = call.in[1], &v = call.in[2];
+  require_tensor(call, q, "q", {-1, -1, -1}, q.dtype);
+  require_tensor(call, k, "k", {-1, -1, q.shape[2]}, q.dtype);
+  require_tensor(call, v, "v", {k.shape[0], k.shape[1], -1}, q.dtype);
+  const AttentionShape a = check_query(call, k.shape[0], k.shape[1], v.shape[2], k.shape[0]);
+  const F32View qf(q), kf(k), vf(v);
+  attend(a, qf.data(), kf.data(), vf.data(), call.out[0]);
+}
+
+void paged_attention_kernel(const OpCall& call) {
+  const hb_tensor &q = call.in[0], &kc = call.in[1], &vc = call.in[2], &table = call.in[3];
+  require_tensor(call, q, "q", {-1, -1, -1}, q.dtype);
+  require_tensor(call, kc, "k_cache", {-1, -1, -1, q.shape[2]}, q.dtype);
+  const int64_t nb = kc.shape[0], bsz = kc.shape[1], hkv = kc.shape[2], dh = q.shape[2];
+  require_tensor(call, vc, "v_cache", {nb, bsz, hkv, -1}, q.dtype);
+  const int64_t dv = vc.shape[3];
+  require(call, bsz > 0, "k_cache must have a positive block size, got " + describe(kc));
+  require_tensor(call, table, "block_table", {-1}, HB_I32);
+  const int64_t capacity = table.shape[0] * bsz;
+  const int64_t len =
+      attr_null(call.attrs, "context_len") ? capacity : attr_i(call.attrs, "context_len", 0);
+  require(call, len >= 0 && len <= capacity,
+          "attr context_len must be in [0, " + std::to_string(capacity) +
+              "] (block_table entries x block size), got " + std::to_string(len));
+  const AttentionShape a = check_query(call, len, hkv, dv, len);
+
+  const auto* blocks = static_cast<const int32_t*>(table.data);
+  for (int64_t i = 0; i * bsz < len; ++i) {
+    require(call, blocks[i] >= 0 && blocks[i] < nb,
+            "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) +
+                " is outside the cache's " + std::to_string(nb) + " blocks");
+  }
+  // Gather key j from block_table[j / B], slot j % B, into contiguous [len, Hkv, D] f32.
+  std::vector<float> k(static_cast<size_t>(len * hkv * dh)), v(static_cast<size_t>(len * hkv * dv));
+  base::parallel_for(
+      static_cast<size_t>(len), row_grain(hkv * (dh + dv)), [&](size_t, size_t b, size_t e) {
+        for (size_t j = b; j < e; ++j) {
+          const int64_t slot =
+              blocks[j / static_cast<size_t>(bsz)] * bsz + static_cast<int64_t>(j) % bsz;
+          load_f32(kc, static_cast<size_t>(slot * hkv * dh), static_cast<size_t>(hkv * dh),
+                   k.data() + j * hkv * dh);
+          load_f32(vc, static_cast<size_t>(slot * hkv * dv), static_cast<size_t>(hkv * dv),
+                   v.data() + j * hkv * dv);
+        }
+      });
+  const F32View qf(q);
+  attend(a, qf.data(), k.data(), v.data(), call.out[0]);
+}
+
+}  // namespace h0::backends::cpu

@@ -1,0 +1,138 @@
+// Internal contract of the cpu backend's kernels (src/backends/cpu/cpu_*.cc); nothing outside
+// this folder includes it.
+//
+// A kernel gets the call's hb_tensors (contiguous, row-major, host memory) and the validated,
+// defaulted attrs. It checks the shapes it relies on and throws KernelError for anything it
+// cannot compute: HB_INVALID_ARGUMENT for a bad shape or bad data (an id out of range),
+// HB_UNSUPPORTED for a dtype or attr value it does not implement. cpu_backend.cc turns the
+// error into the status and last_error.
+//
+// Numerics: f32, bf16 and f16 operands are widened to f32, everything is computed and
+// accumulated in f32 and every result is rounded once to its dtype (round to nearest even,
+// tensor/convert.h). Work is split with base::parallel_for into chunks that depend only on
+// the problem size, and each output element is written by exactly one chunk, so results are
+// the same bits for any thread count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend/harness_backend.h"
+
+namespace h0::backends::cpu {
+
+using Json = nlohmann::json;
+
+class KernelError : public std::runtime_error {
+ public:
+  KernelError(hb_status status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  hb_status status() const { return status_; }
+
+ private:
+  hb_status status_;
+};
+
+// The operands of one run_op call. in[i] for i >= n_in is an absent optional operand.
+struct OpCall {
+  const char* op;
+  const hb_tensor* in;
+  int n_in;
+  hb_tensor* out;
+  int n_out;
+  const Json& attrs;
+};
+
+using KernelFn = void (*)(const OpCall& call);
+
+// Throws KernelError(HB_INVALID_ARGUMENT, "<op>: <message>") unless `ok`.
+void require(const OpCall& call, bool ok, const std::string& message);
+// Throws KernelError(HB_UNSUPPORTED, "<op>: <message>").
+[[noreturn]] void unsupported(const OpCall& call, const std::string& message);
+
+// "[2, 3, 4] bf16"
+std::string describe(const hb_tensor& t);
+int64_t numel(const hb_tensor& t);
+size_t elem_size(hb_dtype dtype);
+bool is_float(hb_dtype dtype);  // f32, bf16 or f16: the float dtypes this backend computes in
+
+// Checks that operand `t` (named `name` in messages) has exactly `dims` and dtype `dtype`.
+// A dim of -1 matches anything.
+void require_tensor(const OpCall& call, const hb_tensor& t, const char* name,
+                    std::initializer_list<int64_t> dims, hb_dtype dtype);
+// Checks that `t` has the dtype and the same shape as `like`.
+void require_like(const OpCall& call, const hb_tensor& t, const char* name, const hb_tensor& like);
+// Checks that index operand `t` (i32 or i64) has exactly `dims`.
+void require_index(const OpCall& call, const hb_tensor& t, const char* name,
+                   std::initializer_list<int64_t> dims);
+// Element i of an i32 or i64 tensor.
+inline int64_t index_at(const hb_tensor& t, int64_t i) {
+  return t.dtype == HB_I64 ? static_cast<const int64_t*>(t.data)[i]
+                           : static_cast<const int32_t*>(t.data)[i];
+}
+
+// Widens elements [first, first + n) of a float tensor into dst. O(n).
+void load_f32(const hb_tensor& t, size_t first, size_t n, float* dst);
+// Rounds n f32 values into elements [first, first + n) of a float tensor.
+void store_f32(const float* src, const hb_tensor& t, size_t first, size_t n);
+
+// A whole float tensor as f32: the tensor's own memory for f32 (zero-copy), else a widened
+// copy made on worker threads.
+class F32View {
+ public:
+  explicit F32View(const hb_tensor& t);
+  const float* data() const { return data_; }
+
+ private:
+  std::vector<float> owned_;
+  const float* data_;
+};
+
+// Writes a whole f32 buffer into a float tensor, rounding on worker threads.
+void store_all(const std::vector<float>& src, const hb_tensor& t);
+
+// Attr helpers: attrs arrive validated and defaulted; `fallback` only covers a caller that
+// passed them partially. A null value reads as absent.
+double attr_f(const Json& a, const char* name, double fallback);
+int64_t attr_i(const Json& a, const char* name, int64_t fallback);
+bool attr_b(const Json& a, const char* name, bool fallback);
+std::string attr_s(const Json& a, const char* name, const std::string& fallback);
+bool attr_null(const Json& a, const char* name);  // absent or null
+
+// Rows per parallel_for chunk so that a chunk holds about 64K elements of work.
+size_t row_grain(int64_t row_elements);
+
+// C[M,N] = A[M,K] · op(B) (+ C when accumulate), all f32 row-major; op(B) is B[K,N], or
+// B[N,K] transposed when `b_transposed`. OpenBLAS sgemm on its own threads.
+void sgemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool b_transposed,
+           float* c, bool accumulate);
+
+// The kernels, one per catalogue op, in their family files.
+void matmul_kernel(const OpCall& call);           // cpu_gemm.cc
+void linear_kernel(const OpCall& call);           // cpu_gemm.cc
+void embedding_kernel(const OpCall& call);        // cpu_elementwise.cc
+void add_kernel(const OpCall& call);              // cpu_elementwise.cc
+void mul_kernel(const OpCall& call);              // cpu_elementwise.cc
+void silu_kernel(const OpCall& call);             // cpu_elementwise.cc
+void gelu_kernel(const OpCall& call);             // cpu_elementwise.cc
+void swiglu_kernel(const OpCall& call);           // cpu_elementwise.cc
+void rmsnorm_kernel(const OpCall& call);          // cpu_norm.cc
+void layernorm_kernel(const OpCall& call);        // cpu_norm.cc
+void softmax_kernel(const OpCall& call);          // cpu_norm.cc
+void rope_kernel(const OpCall& call);             // cpu_rope.cc
+void attention_kernel(const OpCall& call);        // cpu_attention.cc
+void paged_attention_kernel(const OpCall& call);  // cpu_attention.cc
+void moe_gate_kernel(const OpCall& call);         // cpu_moe.cc
+void moe_experts_kernel(const OpCall& call);      // cpu_moe.cc
+void patch_embed_kernel(const OpCall& call);      // cpu_gemm.cc
+void quantize_kernel(const OpCall& call);         // cpu_quant.cc
+void dequantize_kernel(const OpCall& call);       // cpu_quant.cc
+void argmax_kernel(const OpCall& call);           // cpu_sampling.cc
+void sample_kernel(const OpCall& call);           // cpu_sampling.cc
+
+}  // namespace h0::backends::cpu

@@ -1,0 +1,107 @@
+// Row reductions: rmsnorm, layernorm and softmax, one row per task, f32 accumulation.
+//   rmsnorm(x[T,D], w[D])         = x / sqrt(mean(x²) + eps) · w
+//   layernorm(x[T,D], w[D], b[D]) = (x − mean) / sqrt(var + eps) · w + b   (biased variance)
+//   softmax(x[..., N])            = exp(x − max) / Σ exp(x − max), over the last axis
+// Sums use `omp simd` reductions: a fixed, vectorized order, identical on every run.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "base/parallel.h"
+
+namespace h0::backends::cpu {
+namespace {
+
+// Runs fn(row_in, row_out) for each of `rows` rows of `d` elements of x, with f32 buffers;
+// the output row is rounded into `out` afterwards.
+template <typename Fn>
+void for_rows(const hb_tensor& x, const hb_tensor& out, int64_t rows, int64_t d, Fn fn) {
+  base::parallel_for(static_cast<size_t>(rows), row_grain(d), [&](size_t, size_t b, size_t e) {
+    std::vector<float> in(static_cast<size_t>(d)), res(static_cast<size_t>(d));
+    for (size_t r = b; r < e; ++r) {
+      const size_t first = r * static_cast<size_t>(d);
+      const float* src = in.data();
+      if (x.dtype == HB_F32) {
+        src = static_cast<const float*>(x.data) + first;
+      } else {
+        load_f32(x, first, static_cast<size_t>(d), in.data());
+      }
+      float* dst = out.dtype == HB_F32 ? static_cast<float*>(out.data) + first : res.data();
+      fn(src, dst);
+      if (out.dtype != HB_F32) store_f32(res.data(), out, first, static_cast<size_t>(d));
+    }
+  });
+}
+
+void norm(const OpCall& call, bool center) {
+  const hb_tensor &x = call.in[0], &w_t = call.in[1];
+  const hb_dtype dt = x.dtype;
+  require_tensor(call, x, "x", {-1, -1}, dt);
+  const int64_t t = x.shape[0], d = x.shape[1];
+  require_tensor(call, w_t, "w", {d}, dt);
+  if (center) require_tensor(call, call.in[2], "b", {d}, dt);
+  require_tensor(call, call.out[0], "y", {t, d}, dt);
+  const float eps = static_cast<float>(attr_f(call.attrs, "eps", center ? 1e-5 : 1e-6));
+  const F32View w(w_t);
+  const float* bias = nullptr;
+  std::optional<F32View> b;
+  if (center) {
+    b.emplace(call.in[2]);
+    bias = b->data();
+  }
+  const float* wp = w.data();
+  const float inv_d = 1.0f / static_cast<float>(d);
+  for_rows(x, call.out[0], t, d, [&](const float* row, float* y) {
+    float mean = 0;
+    if (center) {
+      float s = 0;
+#pragma omp simd reduction(+ : s)
+      for (int64_t j = 0; j < d; ++j) s += row[j];
+      mean = s * inv_d;
+    }
+    float sq = 0;
+#pragma omp simd reduction(+ : sq)
+    for (int64_t j = 0; j < d; ++j) sq += (row[j] - mean) * (row[j] - mean);
+    const float inv = 1.0f / std::sqrt(sq * inv_d + eps);
+    if (center) {
+#pragma omp simd
+      for (int64_t j = 0; j < d; ++j) y[j] = (row[j] - mean) * inv * wp[j] + bias[j];
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < d; ++j) y[j] = row[j] * inv * wp[j];
+    }
+  });
+}
+
+}  // namespace
+
+void rmsnorm_kernel(const OpCall& call) { norm(call, false); }
+void layernorm_kernel(const OpCall& call) { norm(call, true); }
+
+void softmax_kernel(const OpCall& call) {
+  const hb_tensor& x = call.in[0];
+  require(call, x.ndim >= 1 && is_float(x.dtype),
+          "x must be [..., N] f32, bf16 or f16, got " + describe(x));
+  require_like(call, call.out[0], "y", x);
+  const int64_t n = x.shape[x.ndim - 1];
+  if (n == 0) return;
+  const int64_t rows = numel(x) / n;
+  for_rows(x, call.out[0], rows, n, [n](const float* row, float* y) {
+    float mx = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : mx)
+    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, row[j]);
+    float sum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      y[j] = std::exp(row[j] - mx);
+    }
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < n; ++j) sum += y[j];
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) y[j] /= sum;
+  });
+}
+
+}  // namespace h0::backends::cpu

@@ -1,0 +1,36 @@
+// Runs the built `harness` binary; helpers shared by the command-line tests.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "test_util.h"
+
+namespace h0::test {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs `harness ARGS` from the source tree root.
+inline Result run_harness(const std::string& args) {
+  TempDir dir;
+  const std::string cmd = "cd " + source_path("") + " && " + std::string(H0_HARNESS_BIN) + " " + args + " 2>" + dir.file("err");
+  Result r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(dir.file("err"));
+  r.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  return r;
+}
+
+}  // namespace h0::test
