@@ -2,15 +2,12 @@
 // The op x dtype support table of a platform's backend: native, by decomposition, by the host
 // reference, or missing. Given a model, the ops that model needs and how each would run.
 #include <cstdio>
-#include <fstream>
-#include <set>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "backend/backend.h"
-#include "backend/executor.h"
 #include "base/error.h"
+#include "checks/coverage.h"
 #include "cli_output.h"
 #include "commands.h"
 #include "ops/op.h"
@@ -24,78 +21,44 @@ struct CoverageOptions {
   bool json = false;
 };
 
-// The ops a model needs, read from its HF config.json: every decoder needs the same core; MoE
-// and vision towers add theirs. (The models module refines this per architecture.)
-std::set<std::string> ops_of_model(const nlohmann::json& config, std::string* dtype) {
-  const nlohmann::json& text = config.contains("text_config") ? config["text_config"] : config;
-  *dtype = text.value("torch_dtype", config.value("torch_dtype", std::string("bfloat16")));
-  std::set<std::string> need = {"embedding", "rmsnorm", "linear", "rope", "attention", "paged_attention",
-                                "swiglu", "add", "argmax", "sample"};
-  for (const char* key : {"num_experts", "n_routed_experts", "num_local_experts"}) {
-    if (text.contains(key) && text[key].is_number() && text[key].get<int64_t>() > 0) need.insert({"moe_gate", "moe_experts"});
-  }
-  if (config.contains("vision_config")) need.insert({"patch_embed", "layernorm", "gelu", "matmul", "softmax"});
-  if (config.contains("quantization_config")) need.insert({"quantize", "dequantize"});
-  return need;
-}
-
-std::string cell(const backend::Outcome& o) {
-  switch (o.route) {
-    case backend::Route::kNative: return "native";
-    case backend::Route::kDecomposed: return "decomposed";
-    case backend::Route::kHost: return "host";
-    default: return "missing";
-  }
-}
-
 int run_coverage(const CoverageOptions& opt) {
   const suite::Platform platform = suite::load_platform(default_platform(opt.platform));
   auto be = backend::Backend::open({platform.backend, platform.lib, platform.options});
-  const tensor::DType dtypes[] = {tensor::DType::kF32, tensor::DType::kBF16, tensor::DType::kF16, tensor::DType::kF64};
-
+  std::vector<tensor::DType> dtypes = {tensor::DType::kF32, tensor::DType::kBF16, tensor::DType::kF16, tensor::DType::kF64};
   std::set<std::string> needed;
   std::string model_dtype;
-  if (!opt.model.empty()) {
-    const std::string path = opt.model + "/config.json";
-    std::ifstream in(path);
-    if (!in) throw InputError(path, "cannot open");
-    try {
-      needed = ops_of_model(nlohmann::json::parse(in), &model_dtype);
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(path, std::string("not JSON: ") + e.what());
-    }
-  }
-  const auto dtype_of_model = tensor::parse_dtype(model_dtype);
+  if (!opt.model.empty()) needed = checks::ops_of_model(checks::read_model_config(opt.model), &model_dtype);
+  const auto rows = checks::coverage(*be, dtypes, needed);
+  const auto model_d = tensor::parse_dtype(model_dtype);
 
-  nlohmann::json rows = nlohmann::json::array();
-  for (const ops::OpDef* op : ops::all_ops()) {
-    if (!needed.empty() && needed.count(op->name) == 0) continue;
-    nlohmann::json row = {{"op", op->name}};
-    for (tensor::DType d : dtypes) row[tensor::dtype_name(d)] = cell(backend::plan(*be, *op, d, backend::FallbackMode::kHost));
-    if (dtype_of_model) row["model"] = cell(backend::plan(*be, *op, *dtype_of_model, backend::FallbackMode::kHost));
-    rows.push_back(row);
-  }
   if (opt.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& r : rows) {
+      nlohmann::json row = {{"op", r.op}};
+      for (const auto& [d, o] : r.routes) row[tensor::dtype_name(d)] = checks::coverage_word(o);
+      if (model_d) row["model"] = checks::coverage_word(backend::plan(*be, ops::require_op(r.op), *model_d, backend::FallbackMode::kHost));
+      list.push_back(row);
+    }
     std::printf("%s\n", nlohmann::json{{"backend", be->name()}, {"stack", be->stack_info()}, {"model", opt.model},
-                                       {"model_dtype", model_dtype}, {"ops", rows}}.dump(2).c_str());
+                                       {"model_dtype", model_dtype}, {"ops", list}}.dump(2).c_str());
     return kExitOk;
   }
+  auto show = [](const std::string& s) {
+    const char* color = s == "native" ? "32" : s == "missing" ? "31" : "33";
+    return colored(s, color) + std::string(11 - s.size(), ' ');
+  };
   std::printf("backend %s (%s)%s%s\n", be->name().c_str(), be->origin().c_str(),
               opt.model.empty() ? "" : ", ops needed by ", opt.model.c_str());
   std::printf("%-16s %-11s %-11s %-11s %-11s%s\n", "op", "f32", "bf16", "f16", "f64",
-              dtype_of_model ? ("  model (" + std::string(tensor::dtype_name(*dtype_of_model)) + ")").c_str() : "");
+              model_d ? ("  model (" + model_dtype + ")").c_str() : "");
   int missing = 0;
   for (const auto& r : rows) {
-    auto show = [](const std::string& s) {
-      return s == "native" ? colored(s, "32") + std::string(11 - s.size(), ' ')
-             : s == "missing" ? colored(s, "31") + std::string(11 - s.size(), ' ')
-                              : colored(s, "33") + std::string(11 - s.size(), ' ');
-    };
-    std::printf("%-16s %s %s %s %s", r["op"].get<std::string>().c_str(), show(r["f32"]).c_str(), show(r["bf16"]).c_str(),
-                show(r["f16"]).c_str(), show(r["f64"]).c_str());
-    if (r.contains("model")) {
-      std::printf("  %s", show(r["model"]).c_str());
-      missing += r["model"] == "missing";
+    std::printf("%-16s", r.op.c_str());
+    for (const auto& [d, o] : r.routes) std::printf(" %s", show(checks::coverage_word(o)).c_str());
+    if (model_d) {
+      const std::string word = checks::coverage_word(backend::plan(*be, ops::require_op(r.op), *model_d, backend::FallbackMode::kHost));
+      std::printf("  %s", show(word).c_str());
+      missing += word == "missing";
     }
     std::printf("\n");
   }

@@ -3,6 +3,10 @@
 // allocated, absent optional inputs passed as nullptr).
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cmath>
+
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -63,5 +67,17 @@ inline std::vector<double> run1(const std::string& name, const std::vector<Tenso
                                 const nlohmann::json& attrs = nlohmann::json::object()) {
   return values(run(name, inputs, attrs).at(0));
 }
+
+// Element-wise closeness, relative to max(1, |want|).
+inline void expect_near_all(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                            const std::string& what = "") {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(want[i]))) << what << " [" << i << "]";
+  }
+}
+
+inline double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+inline double silu(double x) { return x * sigmoid(x); }
 
 }  // namespace h0::ops::testing

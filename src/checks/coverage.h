@@ -1,0 +1,39 @@
+// Which ops a model needs and how a backend would run each: natively, by decomposition, on the
+// host reference, or not at all. Shared by `harness coverage` and the Day-0 coverage stage.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/backend.h"
+#include "backend/executor.h"
+
+namespace h0::checks {
+
+// The ops a model needs, from its HF config.json: every decoder needs the same core; MoE
+// experts, a vision tower and a quantization config add theirs. `dtype` gets the model's
+// torch_dtype in harness spelling ("bf16"), or "" if absent. (The models module refines this
+// per architecture.)
+std::set<std::string> ops_of_model(const nlohmann::json& config, std::string* dtype);
+
+// Reads <dir>/config.json. Throws InputError naming the file.
+nlohmann::json read_model_config(const std::string& dir);
+
+struct CoverageRow {
+  std::string op;
+  std::vector<std::pair<tensor::DType, backend::Outcome>> routes;
+};
+
+// One row per op (all of the catalogue, or just `only` if not empty) over `dtypes`, under
+// fallback mode `host` (so every answer says how the op would run, if at all).
+std::vector<CoverageRow> coverage(const backend::Backend& backend, const std::vector<tensor::DType>& dtypes,
+                                  const std::set<std::string>& only);
+
+// "native", "decomposed", "host" or "missing".
+std::string coverage_word(const backend::Outcome& outcome);
+
+}  // namespace h0::checks
