@@ -65,11 +65,11 @@ std::vector<TensorDesc> unary_infer(const std::vector<TensorDesc>& in) {
   return {desc(in[0].dtype, in[0].shape)};
 }
 
-}  // namespace
-
-const OpDef& add_op() {
-  static const OpDef op = {
-      .name = "add",
+// add and mul differ only in their name and their scalar function.
+template <const OpDef& (*kSelf)(), double (*kFn)(double, double)>
+OpDef binary_op(const char* name) {
+  return {
+      .name = name,
       .inputs = {{"a", OperandKind::kFloat}, {"b", OperandKind::kFloat}},
       .outputs = {{"c", OperandKind::kFloat}},
       .attrs = {},
@@ -78,46 +78,27 @@ const OpDef& add_op() {
       .tolerance = ToleranceClass::kElementwise,
       .operands = [](const Dims& dims, const Json&, DType dtype, DType,
                      const std::set<std::string>&) { return binary_operands(dims, dtype); },
-      .infer = [](const std::vector<TensorDesc>& in,
-                  const Json&) { return binary_infer(add_op(), in); },
+      .infer = [](const std::vector<TensorDesc>& in, const Json&) { return binary_infer(kSelf(), in); },
       .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
                  const Json&) { return elementwise_cost(in, out, 1); },
-      .reference =
-          [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json&) {
-            map_reference(in, out, [](double a, double b) { return a + b; });
-          },
-      .default_inputs =
-          [](const Dims&, const Json&) {
-            return normal_inputs({"a", "b"});
-          },
+      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                      const Json&) { map_reference(in, out, kFn); },
+      .default_inputs = [](const Dims&, const Json&) { return normal_inputs({"a", "b"}); },
   };
+}
+
+double plus(double a, double b) { return a + b; }
+double times(double a, double b) { return a * b; }
+
+}  // namespace
+
+const OpDef& add_op() {
+  static const OpDef op = binary_op<&add_op, &plus>("add");
   return op;
 }
 
 const OpDef& mul_op() {
-  static const OpDef op = {
-      .name = "mul",
-      .inputs = {{"a", OperandKind::kFloat}, {"b", OperandKind::kFloat}},
-      .outputs = {{"c", OperandKind::kFloat}},
-      .attrs = {},
-      .dims = {"*"},
-      .dim_defaults = {},
-      .tolerance = ToleranceClass::kElementwise,
-      .operands = [](const Dims& dims, const Json&, DType dtype, DType,
-                     const std::set<std::string>&) { return binary_operands(dims, dtype); },
-      .infer = [](const std::vector<TensorDesc>& in,
-                  const Json&) { return binary_infer(mul_op(), in); },
-      .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
-                 const Json&) { return elementwise_cost(in, out, 1); },
-      .reference =
-          [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json&) {
-            map_reference(in, out, [](double a, double b) { return a * b; });
-          },
-      .default_inputs =
-          [](const Dims&, const Json&) {
-            return normal_inputs({"a", "b"});
-          },
-  };
+  static const OpDef op = binary_op<&mul_op, &times>("mul");
   return op;
 }
 

@@ -7,21 +7,14 @@
 #include <string>
 
 #include "base/error.h"
+#include "suite/suite_test_util.h"
 #include "test_util.h"
 
 namespace h0::suite {
 namespace {
 
-// The kinds every suite test file registers, identically (see suite_test.cc).
-void register_test_kinds() {
-  register_kind({"op", {"op", "attrs", "inputs", "golden", "reference"}});
-  register_kind({"layer", {"model", "layer", "golden"}});
-}
-
-class MatrixTest : public ::testing::Test {
+class MatrixTest : public SuiteFixture {
  protected:
-  void SetUp() override { register_test_kinds(); }
-
   // Loads a suite file holding `text`.
   Suite load(const std::string& text) {
     std::ofstream(dir_.file("s.yaml")) << text;
@@ -34,16 +27,11 @@ class MatrixTest : public ::testing::Test {
     try {
       expand(suite);
     } catch (const InputError& e) {
-      std::string message = e.what();
-      const std::string prefix = dir_.path() + "/";
-      for (size_t at; (at = message.find(prefix)) != std::string::npos;)
-        message.erase(at, prefix.size());
-      return message;
+      return relative(e.what());
     }
     return "";
   }
 
-  test::TempDir dir_;
 };
 
 std::vector<std::string> ids(const std::vector<Case>& cases) {

@@ -10,37 +10,25 @@
 
 #include "base/error.h"
 #include "base/sha256.h"
+#include "suite/suite_test_util.h"
 #include "test_util.h"
 
 namespace h0::suite {
 namespace {
 
-class PlatformTest : public ::testing::Test {
+class PlatformTest : public SuiteFixture {
  protected:
-  // Writes `text` to `name` under the temporary directory; returns its path.
-  std::string write(const std::string& name, const std::string& text) {
-    const std::string path = dir_.file(name);
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-    std::ofstream(path) << text;
-    return path;
-  }
-
   // The message loading a platform file holding `text` fails with, its path cut to "p.yaml".
   std::string error_in(const std::string& text) {
     write("p.yaml", text);
     try {
       load_platform(dir_.file("p.yaml"));
     } catch (const InputError& e) {
-      std::string message = e.what();
-      const std::string prefix = dir_.path() + "/";
-      for (size_t at; (at = message.find(prefix)) != std::string::npos;)
-        message.erase(at, prefix.size());
-      return message;
+      return relative(e.what());
     }
     return "";
   }
 
-  test::TempDir dir_;
 };
 
 // The message parsing the YAML scalar `text` with `parse` fails with ("" if it parses).

@@ -7,29 +7,14 @@
 
 #include "base/error.h"
 #include "suite/suite.h"
+#include "suite/suite_test_util.h"
 #include "test_util.h"
 
 namespace h0::suite {
 namespace {
 
-// The kinds every suite test file registers, identically (see suite_test.cc).
-void register_test_kinds() {
-  register_kind({"op", {"op", "attrs", "inputs", "golden", "reference"}});
-  register_kind({"layer", {"model", "layer", "golden"}});
-}
-
-class SuiteErrors : public ::testing::Test {
+class SuiteErrors : public SuiteFixture {
  protected:
-  void SetUp() override { register_test_kinds(); }
-
-  // Writes `text` to `name` under the temporary directory; returns its path.
-  std::string write(const std::string& name, const std::string& text) {
-    const std::string path = dir_.file(name);
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-    std::ofstream(path) << text;
-    return path;
-  }
-
   // The message loading `name` fails with ("" if it loads).
   std::string error_of(const std::string& name) {
     try {
@@ -44,13 +29,9 @@ class SuiteErrors : public ::testing::Test {
   // "s.yaml".
   std::string error_in(const std::string& text) {
     write("s.yaml", text);
-    std::string e = error_of("s.yaml");
-    const std::string prefix = dir_.path() + "/";
-    for (size_t at; (at = e.find(prefix)) != std::string::npos;) e.erase(at, prefix.size());
-    return e;
+    return relative(error_of("s.yaml"));
   }
 
-  test::TempDir dir_;
 };
 
 constexpr const char* kOpFields =

@@ -8,37 +8,20 @@
 #include <string>
 
 #include "base/sha256.h"
+#include "suite/suite_test_util.h"
 #include "test_util.h"
 
 namespace h0::suite {
 namespace {
 
-// The kinds every suite test file registers, identically, so messages that list the
-// registered kinds do not depend on which test ran first.
-void register_test_kinds() {
-  register_kind({"op", {"op", "attrs", "inputs", "golden", "reference"}});
-  register_kind({"layer", {"model", "layer", "golden"}});
-}
-
-class SuiteTest : public ::testing::Test {
+class SuiteTest : public SuiteFixture {
  protected:
-  void SetUp() override { register_test_kinds(); }
-
-  // Writes `text` to `name` under the temporary directory; returns its path.
-  std::string write(const std::string& name, const std::string& text) {
-    const std::string path = dir_.file(name);
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-    std::ofstream(path) << text;
-    return path;
-  }
-
   std::vector<std::string> ids(const Suite& s) {
     std::vector<std::string> out;
     for (const auto& c : s.checks) out.push_back(c.id);
     return out;
   }
 
-  test::TempDir dir_;
 };
 
 TEST_F(SuiteTest, ReadsTheFields) {
