@@ -84,7 +84,9 @@ ops::Dims parse_dims(const suite::Case& c, const ops::OpDef& op, const YAML::Nod
     for (size_t i = 0; i < shape.size(); ++i) {
       const int64_t v = as_int(c, shape[i], "a shape entry");
       if (v < 0) fail(c, shape[i], "dims must be >= 0");
-      out[full_shape ? "d" + std::to_string(i) : std::string(op.dims[i])] = v;
+      std::string name = full_shape ? std::string("d") : std::string(op.dims[i]);
+      if (full_shape) name += std::to_string(i);
+      out[name] = v;
     }
   }
   if (dims.IsDefined() && !dims.IsNull()) {
@@ -103,7 +105,10 @@ ops::Dims parse_dims(const suite::Case& c, const ops::OpDef& op, const YAML::Nod
 Problem make_problem(const suite::Case& c, const YAML::Node& where, const OpCaseSpec& s, ops::Dims dims) {
   Problem p;
   p.dims = std::move(dims);
-  for (const auto& [k, v] : p.dims) p.label += (p.label.empty() ? "" : "x") + std::to_string(v);
+  for (const auto& [k, v] : p.dims) {
+    if (!p.label.empty()) p.label += 'x';
+    p.label += std::to_string(v);
+  }
   try {
     p.inputs = s.op->operands(p.dims, s.attrs, s.dtype, s.index_dtype, s.with);
     p.outputs = ops::infer_outputs(*s.op, p.inputs, s.attrs);

@@ -61,7 +61,7 @@ void dump(const std::vector<Prepared>& cases, const suite::Suite& suite, const s
   nlohmann::json list = nlohmann::json::array();
   for (size_t i = 0; i < cases.size(); ++i) {
     nlohmann::json d = cases[i].prepared->describe();
-    char name[32];
+    char name[64];
     std::snprintf(name, sizeof name, "inputs/%06zu.safetensors", i);
     std::vector<io::NamedTensor> tensors;
     for (auto& [n, t] : cases[i].prepared->dump_inputs()) tensors.push_back({n, t});

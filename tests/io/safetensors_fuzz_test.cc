@@ -40,7 +40,7 @@ TEST(SafetensorsFuzz, TenThousandMutationsNeverCrash) {
         case 4: s.resize(next(static_cast<uint32_t>(s.size()) + 1)); break;            // truncation
         default: s[next(8) % s.size()] = static_cast<char>(next(256)); break;          // length field
       }
-      if (s.empty()) s = "x";
+      if (s.empty()) s.push_back('x');
     }
     try {
       const auto f = SafetensorsFile::parse(reinterpret_cast<const std::byte*>(s.data()), s.size(),
