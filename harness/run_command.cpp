@@ -1,16 +1,22 @@
-// harness run SUITE [--platform P] [--filter F] [--json OUT] [--no-isolation] [--timeout S]
+// harness run SUITE [--platform P] [--filter F] [--db F | --no-db] [--label k=v]...
+//                   [--json OUT] [--junit OUT] [--no-isolation] [--timeout S] [-q]
 //                   [--dump-cases DIR [--no-run]]
-// Runs a suite on a platform: one line per case and a summary; exit 1 on any failure.
+// Runs a suite on a platform: one line per case and a summary; every result goes into the
+// store as it finishes (one run record, `running` until the end); exit 1 on any failure.
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "base/error.h"
+#include "checks/run_record.h"
 #include "checks/runner.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "report/json_writer.h"
+#include "report/junit_writer.h"
+#include "report/terminal.h"
+#include "store/sqlite_store.h"
 #include "suite/platform.h"
 #include "suite/suite.h"
 
@@ -18,32 +24,24 @@ namespace h0::cli {
 namespace {
 
 struct RunOptions {
-  std::string suite, platform, filter, json_out, dump_dir;
-  bool no_isolation = false, no_run = false, quiet = false;
+  std::string suite, platform, filter, json_out, junit_out, dump_dir, db = "reports/results.db";
+  std::vector<std::string> labels;
+  bool no_db = false, no_isolation = false, no_run = false, quiet = false;
   double timeout_s = 0;
 };
 
-// The most telling number of a case for its one line.
-std::string key_numbers(const checks::CheckResult& r) {
-  std::string out;
-  for (const char* name : {"max_abs_err", "cosine", "median_ms"}) {
-    for (const auto& [k, v] : r.metrics) {
-      if (k == name) out += std::string(out.empty() ? "" : "  ") + (k == "max_abs_err" ? "max_abs " : k == "cosine" ? "cos " : "") +
-                            short_number(v) + (k == "median_ms" ? " ms" : "");
-    }
+std::map<std::string, std::string> parse_labels(const std::vector<std::string>& items) {
+  std::map<std::string, std::string> out;
+  for (const auto& item : items) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) throw InputError("--label " + item, "expected KEY=VALUE, e.g. stack=cann-8.1.rc2");
+    out[item.substr(0, eq)] = item.substr(eq + 1);
   }
   return out;
 }
 
-const char* status_color(checks::Status s) {
-  switch (s) {
-    case checks::Status::kPass: return "32";
-    case checks::Status::kSkip: case checks::Status::kXfail: return "33";
-    default: return "31";
-  }
-}
-
 int run_run(const RunOptions& opt) {
+  const auto labels = parse_labels(opt.labels);
   checks::register_kinds_with_suite_parser();
   const suite::Suite s = suite::load_suite(opt.suite);
   const suite::Platform platform = suite::load_platform(default_platform(opt.platform));
@@ -54,33 +52,48 @@ int run_run(const RunOptions& opt) {
   ro.dump_dir = opt.dump_dir;
   ro.run = !opt.no_run;
   if (opt.no_run && opt.dump_dir.empty()) throw InputError("--no-run", "only makes sense with --dump-cases DIR");
-  const bool tty = use_color();
-  auto listener = [&](size_t done, size_t total, const checks::CaseOutcome& c) {
-    if (opt.quiet && !checks::is_failure(c.result.status)) return;
-    std::string status = checks::status_name(c.result.status);
-    for (auto& ch : status) ch = static_cast<char>(std::toupper(ch));
-    std::printf("[%*zu/%zu] %s %s  %s\n", static_cast<int>(std::to_string(total).size()), done, total,
-                colored(status + std::string(7 - std::min<size_t>(7, status.size()), ' '), status_color(c.result.status)).c_str(),
-                c.id.c_str(), key_numbers(c.result).c_str());
-    if (!c.result.message.empty() && c.result.status != checks::Status::kPass) {
-      std::printf("          %s\n", c.result.message.c_str());
+
+  // The store opens once the worker process exists (on_start): the worker's memory then never
+  // depends on whether the store file was new, which keeps timings comparable across runs.
+  std::unique_ptr<store::SqliteStore> db;
+  auto open_db = [&] {
+    if (opt.no_db || opt.no_run) return;
+    db = store::SqliteStore::open(opt.db);
+    for (const auto& r : db->interrupted_runs()) {
+      std::fprintf(stderr, "warning: %s: run %lld (%s on %s, started %s) was interrupted; it is marked incomplete\n",
+                   opt.db.c_str(), static_cast<long long>(r.id), r.suite.c_str(), r.platform.c_str(), r.started_at.c_str());
     }
-    if (tty) std::fflush(stdout);
   };
-  const checks::RunReport report = checks::run_suite(s, platform, ro, listener);
+  const bool color = report::color_enabled(1);
+  report::ProgressLine progress(stdout);
+  const std::string started_at = checks::iso_now();
+  int64_t run_id = 0;
+  auto on_start = [&](const checks::RunReport& report, size_t) {
+    open_db();
+    if (db) run_id = db->begin_run(checks::run_start(report, platform, labels, ""));
+  };
+  auto on_case = [&](size_t done, size_t total, const checks::CaseOutcome& c) {
+    const store::ResultData r = checks::result_data(c);
+    if (db) db->add_result(run_id, r);
+    if (!opt.quiet || checks::is_failure(c.result.status)) progress.print(report::case_line(r, done, total, color));
+    if (done < total) progress.update(done + 1, total, "");
+  };
+  const checks::RunReport report = checks::run_suite(s, platform, ro, on_case, on_start);
+  progress.clear();
   if (!opt.dump_dir.empty()) std::fprintf(stderr, "dumped %s cases to %s\n", s.name.c_str(), opt.dump_dir.c_str());
   if (opt.no_run) return kExitOk;
-  if (!opt.json_out.empty()) {
-    std::ofstream out(opt.json_out);
-    if (!out) throw InputError(opt.json_out, "cannot write");
-    out << report.to_json().dump(1) << "\n";
+
+  store::RunData run = checks::run_data(report, platform, labels, "");
+  run.started_at = started_at;
+  run.finished_at = checks::iso_now();
+  if (db) {
+    db->finish_run(run_id, run.status);
+    run = *db->load_run(run_id);  // ids, uuid and times as stored
   }
-  std::string summary;
-  for (const auto& [status, n] : report.counts()) summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + status;
-  std::printf("%s on %s (%s): %zu cases: %s in %.1f s: %s\n", s.name.c_str(), platform.name.c_str(),
-              report.stack.value("op_library", report.stack.dump()).c_str(), report.cases.size(),
-              summary.empty() ? "none" : summary.c_str(), report.duration_s,
-              report.failed() ? colored("FAIL", "31").c_str() : colored("PASS", "32").c_str());
+  if (!opt.json_out.empty()) report::write_json(opt.json_out, run);
+  if (!opt.junit_out.empty()) report::write_junit(opt.junit_out, run);
+  std::printf("%s", report::summary_line(run, color).c_str());
+  if (db) std::printf("stored as run %lld in %s\n", static_cast<long long>(run_id), opt.db.c_str());
   return report.failed() ? kExitMismatch : kExitOk;
 }
 
@@ -88,11 +101,15 @@ int run_run(const RunOptions& opt) {
 
 void register_run(CLI::App& app, Run* run) {
   auto opt = std::make_shared<RunOptions>();
-  CLI::App* sub = app.add_subcommand("run", "Run a suite on a platform and report every case");
+  CLI::App* sub = app.add_subcommand("run", "Run a suite on a platform, store and report every case");
   sub->add_option("suite", opt->suite, "Suite YAML file")->required();
   sub->add_option("--platform", opt->platform, "Platform config (default configs/platforms/cpu.yaml)");
   sub->add_option("--filter", opt->filter, "gtest-style case filter: 'rmsnorm*:rope*-*bf16*'");
-  sub->add_option("--json", opt->json_out, "Write every case's result as JSON to this file");
+  sub->add_option("--db", opt->db, "Results store (SQLite)")->capture_default_str();
+  sub->add_flag("--no-db", opt->no_db, "Do not write the results store");
+  sub->add_option("--label", opt->labels, "Stack label KEY=VALUE, e.g. stack=cann-8.1.rc2 (repeatable)");
+  sub->add_option("--json", opt->json_out, "Write the run as JSON to this file");
+  sub->add_option("--junit", opt->junit_out, "Write the run as JUnit XML to this file");
   sub->add_flag("--no-isolation", opt->no_isolation, "Run cases in this process (a crash ends the run)");
   sub->add_option("--timeout", opt->timeout_s, "Per-case timeout in seconds (default: the check's, else the platform's)");
   sub->add_option("--dump-cases", opt->dump_dir, "Write each case's description and inputs to DIR (for golden/tools)");

@@ -1,5 +1,6 @@
 #include "checks/isolation.h"
 
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -63,6 +64,16 @@ bool wait_readable(int fd, std::chrono::steady_clock::time_point deadline) {
   }
 }
 
+// Timings in the worker should not depend on the allocator's history: with glibc's defaults a
+// buffer of 128 KiB or more is mmap'd (and page-faulted) or not depending on what was freed
+// before, which moves an allocating kernel's time by tens of percent between processes. Keep
+// every allocation on the heap and never give memory back.
+void stable_allocator() {
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  ::mallopt(M_TOP_PAD, 64 << 20);
+}
+
 }  // namespace
 
 Worker::Worker(Serve serve) {
@@ -75,6 +86,7 @@ Worker::Worker(Serve serve) {
   if (pid_ == 0) {
     ::close(down[1]);
     ::close(up[0]);
+    stable_allocator();
     std::string request;
     while (receive_message(down[0], &request)) {
       if (!send_message(up[1], serve(request))) break;

@@ -16,6 +16,7 @@
 #include "io/safetensors_reader.h"
 #include "suite/location.h"
 #include "suite/platform.h"
+#include "tensor/philox.h"
 
 namespace h0::checks {
 namespace {
@@ -258,6 +259,20 @@ std::string inputs_sha256(const std::vector<Tensor>& inputs) {
   return h.hex_digest();
 }
 
+// A fixed amount of host work — a dependent chain of multiply-adds on doubles, no memory
+// traffic — timed between the repetitions of a kernel. Its time tracks how fast the machine is
+// right now (frequency, stolen time, a busy neighbour), so the diff can tell a slower stack from
+// a slower machine by comparing kernel times relative to it.
+double calibration_ns() {
+  double x = 1.0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < (1 << 14); ++i) x = x * 1.0000001 + 1e-9;
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  volatile double sink = x;
+  (void)sink;
+  return ns;
+}
+
 double rms(const Tensor& t) {
   if (t.numel() == 0 || !tensor::is_float(t.dtype())) return 0;
   double sum = 0;
@@ -367,18 +382,36 @@ class OpCase : public PreparedCase {
   std::string run_problem(backend::Backend& be, const Problem& p, bool label_rows, CheckResult* r,
                           nlohmann::json* detail) const {
     const std::vector<Tensor> inputs = make_inputs(p);
-    std::vector<backend::DeviceTensor> dev_in, dev_out;
-    for (const auto& t : inputs) dev_in.push_back(be.upload(t));
-    for (const auto& d : p.outputs) dev_out.push_back(be.allocate(d.dtype, d.shape));
-    std::vector<const backend::DeviceTensor*> in_ptrs;
-    std::vector<backend::DeviceTensor*> out_ptrs;
-    for (auto& t : dev_in) in_ptrs.push_back(&t);
-    for (auto& t : dev_out) out_ptrs.push_back(&t);
-
     const ops::Cost cost = s_.op->cost(p.inputs, p.outputs, s_.attrs);
+
+    // Timings depend on where buffers and temporaries land in memory (cache sets, page and
+    // 4 KiB-aliasing boundaries), and one process gets one layout: two runs of the same stack
+    // could then differ by tens of percent. So the repetitions rotate over several copies of
+    // the buffers, placed behind pads of different sizes, and run with the heap shifted by a
+    // different pad each time: one run's samples span many layouts (randomized placement, as
+    // in Stabilizer), and medians agree across runs. Large cases keep one copy.
+    constexpr double kRotationBudget = 256.0 * (1 << 20);
+    const int copies = cost.bytes * 4 <= kRotationBudget ? 4 : 1;
+    const tensor::Philox pads(s_.seed, 0x5eed);
+    std::vector<backend::DeviceTensor> spacers;
+    std::vector<std::vector<backend::DeviceTensor>> dev_in(copies), dev_out(copies);
+    std::vector<std::vector<const backend::DeviceTensor*>> in_ptrs(copies);
+    std::vector<std::vector<backend::DeviceTensor*>> out_ptrs(copies);
+    for (int k = 0; k < copies; ++k) {
+      spacers.push_back(be.allocate(DType::kU8, {64 * static_cast<int64_t>(1 + pads.word(1000 + k) % 256)}));
+      for (const auto& t : inputs) dev_in[k].push_back(be.upload(t));
+      for (const auto& d : p.outputs) dev_out[k].push_back(be.allocate(d.dtype, d.shape));
+      for (auto& t : dev_in[k]) in_ptrs[k].push_back(&t);
+      for (auto& t : dev_out[k]) out_ptrs[k].push_back(&t);
+    }
+    uint64_t repetition = 0;
     auto timed = [&] {
+      const size_t k = repetition % static_cast<uint64_t>(copies);
+      const size_t pad_bytes = 64 * static_cast<size_t>(pads.word(repetition++) % 4096);
+      std::unique_ptr<char[]> pad(new char[pad_bytes + 1]);
+      pad[pad_bytes] = 1;
       const auto t0 = std::chrono::steady_clock::now();
-      backend::execute(be, *s_.op, in_ptrs, out_ptrs, s_.attrs, s_.fallback);
+      backend::execute(be, *s_.op, in_ptrs[k], out_ptrs[k], s_.attrs, s_.fallback);
       be.synchronize();
       return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     };
@@ -386,9 +419,13 @@ class OpCase : public PreparedCase {
     const std::string suffix = label_rows ? "[shape=" + p.label + "]" : "";
     ProfileRow first_call = summarize("first_call" + suffix, name, {timed()});
     for (int i = 1; i < s_.warmup; ++i) timed();
-    std::vector<double> samples;
-    for (int i = 0; i < s_.repeats; ++i) samples.push_back(timed());
+    std::vector<double> samples, calibration;
+    for (int i = 0; i < s_.repeats; ++i) {
+      samples.push_back(timed());
+      calibration.push_back(calibration_ns());
+    }
     ProfileRow steady = summarize("steady" + suffix, name, samples);
+    r->profile.push_back(summarize("calibration" + suffix, "host", calibration));
     for (ProfileRow* row : {&first_call, &steady}) row->bytes = cost.bytes, row->flops = cost.flops;
     r->profile.push_back(first_call);
     r->profile.push_back(steady);
@@ -401,7 +438,7 @@ class OpCase : public PreparedCase {
     r->metrics.emplace_back("median_ms" + metric_suffix, steady.median_ns * 1e-6);
 
     std::vector<Tensor> actual;
-    for (const auto& t : dev_out) actual.push_back(be.download(t));
+    for (const auto& t : dev_out[0]) actual.push_back(be.download(t));
     std::vector<Tensor> golden;
     if (const std::string why = golden_outputs(p, inputs, &golden); !why.empty()) {
       throw InputError(s_.id, why);

@@ -122,7 +122,7 @@ std::vector<std::string> list_cases(const suite::Suite& suite, const std::string
 }
 
 RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, const RunOptions& options,
-                    const CaseListener& listener) {
+                    const CaseListener& listener, const StartListener& on_start) {
   const auto start = Clock::now();
   std::vector<Prepared> cases = prepare_all(suite, platform, options.filter);
   RunReport report;
@@ -176,6 +176,7 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, 
     report.stack = {{"error", "opening the backend: " + stack_failure.message}};
   }
 
+  if (on_start) on_start(report, cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
     const suite::Case& c = cases[i].c;
     CaseOutcome outcome{c.id, c.check->id, c.check->kind, c.check->tags, {}};

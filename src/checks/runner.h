@@ -43,6 +43,9 @@ struct RunReport {
 };
 
 using CaseListener = std::function<void(size_t done, size_t total, const CaseOutcome& outcome)>;
+// Called once the backend's stack is known, before the first case runs (the store opens the
+// run record here).
+using StartListener = std::function<void(const RunReport& report, size_t total_cases)>;
 
 // The case ids of a suite after filtering, in order. Throws InputError for a malformed suite.
 std::vector<std::string> list_cases(const suite::Suite& suite, const std::string& filter);
@@ -50,6 +53,6 @@ std::vector<std::string> list_cases(const suite::Suite& suite, const std::string
 // Throws InputError for a malformed suite or an unusable platform (a plugin that does not
 // load). Everything the platform does wrong is in the report.
 RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, const RunOptions& options,
-                    const CaseListener& listener);
+                    const CaseListener& listener, const StartListener& on_start = {});
 
 }  // namespace h0::checks

@@ -36,7 +36,7 @@ TEST(CliChecks, RunWritesJsonAndFailsOnAFault) {
   EXPECT_NE(r.out.find("PASS    add[dtype=f32,shape=7x4096]"), std::string::npos) << r.out;
   std::ifstream in(dir.file("out.json"));
   const auto j = nlohmann::json::parse(in);
-  EXPECT_EQ(j["platform"]["name"], "faulty");
+  EXPECT_EQ(j["run"]["platform"], "faulty");
   EXPECT_EQ(j["counts"]["fail"], 3);
   EXPECT_EQ(j["counts"]["pass"], 3);
   for (const auto& c : j["cases"]) {

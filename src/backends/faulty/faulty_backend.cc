@@ -10,7 +10,8 @@
 //   {"op": "attention", "fault": "crash"}                      abort()
 //   {"op": "attention", "fault": "hang"}                       never returns
 // "op" may be "*" (every op); "call": N faults only the Nth call (0-based) of that op;
-// {"fault": "none"} (the default) is a faithful backend.
+// {"fault": "none"} (the default) is a faithful backend. Several faults at once:
+//   {"faults": [{"op": "rmsnorm", "fault": "scale"}, {"op": "softmax", "fault": "slow"}]}
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,24 +21,25 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "harness_backend.h"
 
 namespace {
 
-struct Options {
+struct Fault {
   std::string op = "*";
   std::string fault = "none";
   double magnitude = 1e-2;
   double factor = 1.3;
   long call = -1;   // -1: every call
   long index = 0;   // element set to NaN
+  long calls = 0;   // calls of the targeted op so far
 };
 
 struct Faulty {
   const hb_host_api* host = nullptr;
-  Options options;
-  long calls = 0;  // calls of the targeted op so far
+  std::vector<Fault> faults;
   std::string last_error;
 };
 
@@ -126,8 +128,7 @@ void map_floats(hb_tensor& t, Fn fn) {
   }
 }
 
-void inject(Faulty& f, hb_tensor* outputs, int32_t n_outputs) {
-  const Options& o = f.options;
+void inject(const Fault& o, hb_tensor* outputs, int32_t n_outputs) {
   for (int32_t k = 0; k < n_outputs; ++k) {
     hb_tensor& t = outputs[k];
     if (o.fault == "scale") {
@@ -148,26 +149,47 @@ void inject(Faulty& f, hb_tensor* outputs, int32_t n_outputs) {
   }
 }
 
+// Reads one fault's keys from the flat JSON object text `json`.
+Fault parse_fault(const std::string& json) {
+  Fault f;
+  std::string v;
+  if (json_value(json.c_str(), "op", &v)) f.op = v;
+  if (json_value(json.c_str(), "fault", &v)) f.fault = v;
+  if (json_value(json.c_str(), "magnitude", &v)) f.magnitude = atof(v.c_str());
+  if (json_value(json.c_str(), "factor", &v)) f.factor = atof(v.c_str());
+  if (json_value(json.c_str(), "call", &v)) f.call = atol(v.c_str());
+  if (json_value(json.c_str(), "index", &v)) f.index = atol(v.c_str());
+  return f;
+}
+
 hb_status init(void* self, const hb_host_api* host, const char* options_json) {
   Faulty& f = *static_cast<Faulty*>(self);
   f.host = host;
-  const char* json = options_json != nullptr ? options_json : "{}";
-  std::string v;
-  if (json_value(json, "op", &v)) f.options.op = v;
-  if (json_value(json, "fault", &v)) f.options.fault = v;
-  if (json_value(json, "magnitude", &v)) f.options.magnitude = atof(v.c_str());
-  if (json_value(json, "factor", &v)) f.options.factor = atof(v.c_str());
-  if (json_value(json, "call", &v)) f.options.call = atol(v.c_str());
-  if (json_value(json, "index", &v)) f.options.index = atol(v.c_str());
-  static const char* kFaults[] = {"none", "scale", "nan", "bf16_truncate", "slow", "crash", "hang"};
-  bool known = false;
-  for (const char* k : kFaults) known = known || f.options.fault == k;
-  if (!known) {
-    f.last_error = "unknown fault '" + f.options.fault + "' (none, scale, nan, bf16_truncate, slow, crash, hang)";
-    return HB_INVALID_ARGUMENT;
+  f.faults.clear();
+  const std::string json = options_json != nullptr ? options_json : "{}";
+  const size_t list = json.find("\"faults\"");
+  if (list == std::string::npos) {
+    f.faults.push_back(parse_fault(json));
+  } else {
+    // Each {...} inside the list is one fault (no nesting in a fault's keys).
+    for (size_t open = json.find('{', list); open != std::string::npos; open = json.find('{', open + 1)) {
+      const size_t close = json.find('}', open);
+      if (close == std::string::npos) break;
+      f.faults.push_back(parse_fault(json.substr(open, close - open + 1)));
+      open = close;
+    }
   }
-  std::string msg = "faulty: op " + f.options.op + ", fault " + f.options.fault;
-  host->log(1, msg.c_str());
+  static const char* kFaults[] = {"none", "scale", "nan", "bf16_truncate", "slow", "crash", "hang"};
+  for (const Fault& fault : f.faults) {
+    bool known = false;
+    for (const char* k : kFaults) known = known || fault.fault == k;
+    if (!known) {
+      f.last_error = "unknown fault '" + fault.fault + "' (none, scale, nan, bf16_truncate, slow, crash, hang)";
+      return HB_INVALID_ARGUMENT;
+    }
+    const std::string msg = "faulty: op " + fault.op + ", fault " + fault.fault;
+    host->log(1, msg.c_str());
+  }
   return HB_OK;
 }
 
@@ -194,12 +216,18 @@ hb_status copy(void*, void* dst, const void* src, size_t bytes) {
 hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, hb_tensor* out,
                  int32_t n_out, const char* attrs) {
   Faulty& f = *static_cast<Faulty*>(self);
-  const bool targeted = f.options.fault != "none" && (f.options.op == "*" || f.options.op == op) &&
-                        (f.options.call < 0 || f.calls == f.options.call);
-  if (f.options.op == "*" || f.options.op == op) ++f.calls;
-  if (targeted && f.options.fault == "crash") abort();
-  if (targeted && f.options.fault == "hang") {
-    for (;;) pause();
+  // The faults that apply to this call (each counts the calls of its own op).
+  std::vector<const Fault*> active;
+  for (Fault& fault : f.faults) {
+    if (fault.op != "*" && fault.op != op) continue;
+    if (fault.fault != "none" && (fault.call < 0 || fault.calls == fault.call)) active.push_back(&fault);
+    ++fault.calls;
+  }
+  for (const Fault* fault : active) {
+    if (fault->fault == "crash") abort();
+    if (fault->fault == "hang") {
+      for (;;) pause();
+    }
   }
   const auto start = std::chrono::steady_clock::now();
   const hb_status s = f.host->reference_op(op, in, n_in, out, n_out, attrs);
@@ -207,13 +235,15 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
     f.last_error = std::string("reference_op failed for ") + op;
     return s;
   }
-  if (targeted && f.options.fault == "slow") {
-    const auto took = std::chrono::steady_clock::now() - start;
-    const auto until = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(took * f.options.factor);
-    while (std::chrono::steady_clock::now() < until) {
+  const auto took = std::chrono::steady_clock::now() - start;
+  for (const Fault* fault : active) {
+    if (fault->fault == "slow") {
+      const auto until = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(took * fault->factor);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    } else {
+      inject(*fault, out, n_out);
     }
-  } else if (targeted) {
-    inject(f, out, n_out);
   }
   return HB_OK;
 }

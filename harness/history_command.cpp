@@ -1,0 +1,67 @@
+// harness history --db F [--check GLOB] [--last N] [--json]
+// Every complete run of the results store, per stack and platform: how many runs, the pass rate
+// of the checks matching GLOB, and for each timed case whether (and at which run) its
+// steady-state median stepped to a new level within its last N runs.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "cli_output.h"
+#include "commands.h"
+#include "diff/history.h"
+#include "store/sqlite_store.h"
+
+namespace h0::cli {
+namespace {
+
+struct HistoryOptions {
+  std::string db = "reports/results.db";
+  std::string check = "*";
+  int last = 20;
+  bool json = false;
+};
+
+int run_history(const HistoryOptions& opt) {
+  if (opt.last < 0) throw InputError("--last", "expected a number of runs (0: all)");
+  if (!std::filesystem::is_regular_file(opt.db)) {
+    throw InputError(opt.db, "no results store here (write one with `harness run`, or pass --db)");
+  }
+  const auto db = store::SqliteStore::open(opt.db);
+  std::vector<store::RunData> runs;
+  for (const auto& summary : db->list_runs()) {  // newest first
+    if (summary.status != "pass" && summary.status != "fail") continue;
+    if (auto run = db->load_run(summary.id)) runs.push_back(std::move(*run));
+  }
+  std::reverse(runs.begin(), runs.end());
+  const diff::HistoryReport report = diff::history(runs, opt.check, opt.last);
+  if (opt.json) {
+    std::printf("%s\n", report.to_json().dump(2).c_str());
+  } else {
+    std::fputs(report.to_text(use_color()).c_str(), stdout);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_history(CLI::App& app, Run* run) {
+  auto opt = std::make_shared<HistoryOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "history", "Runs per stack and platform: pass rate and timing steps over time");
+  sub->add_option("--db", opt->db, "Results store")->capture_default_str();
+  sub->add_option("--check", opt->check,
+                  "Only cases whose case id or check id matches this glob ('*', '?')")
+      ->capture_default_str();
+  sub->add_option("--last", opt->last, "Look for timing steps in each case's last N runs (0: all)")
+      ->capture_default_str();
+  sub->add_flag("--json", opt->json, "Machine-readable output");
+  sub->callback([run, opt] { *run = [opt] { return run_history(*opt); }; });
+}
+
+}  // namespace h0::cli

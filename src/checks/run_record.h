@@ -1,0 +1,36 @@
+// How a run of checks becomes a store record: the stack fingerprint (what the backend reports
+// plus the harness's own version, commit and compiler, plus the user's labels), the run's
+// identity, and each case's result.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "checks/runner.h"
+#include "store/sqlite_store.h"
+
+namespace h0::checks {
+
+// {"backend": {...stack_info...}, "harness": {version, git_sha, compiler, build_type},
+//  "labels": {...}} — its sha256 is the stack fingerprint, so a new driver, a new op library,
+// a new harness or a new label makes a new stack.
+nlohmann::json stack_versions(const nlohmann::json& stack_info, const std::map<std::string, std::string>& labels);
+
+store::RunStart run_start(const RunReport& report, const suite::Platform& platform,
+                          const std::map<std::string, std::string>& labels, const std::string& mesh);
+
+store::ResultData result_data(const CaseOutcome& outcome);
+
+// The whole run as the store would hold it (for writers that need no database: JUnit, JSON).
+store::RunData run_data(const RunReport& report, const suite::Platform& platform,
+                        const std::map<std::string, std::string>& labels, const std::string& mesh);
+
+// Now as ISO 8601 UTC with milliseconds: "2026-11-30T12:00:00.123Z".
+std::string iso_now();
+
+// This machine's host name.
+std::string host_name();
+
+}  // namespace h0::checks

@@ -1,0 +1,107 @@
+// Comparison of two runs (`harness diff`): per case id, status flips, drift of the accuracy
+// metrics and changes of the steady-state timings, each judged against DiffOptions. Field names
+// of to_json() are stable: scripts and the dashboard read them.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/run_data.h"
+
+namespace h0::diff {
+
+struct DiffOptions {
+  // A metric that grows when worse regresses when head > metric_factor * max(base, metric_floor)
+  // and head > metric_floor.
+  double metric_factor = 2.0;
+  double metric_floor = 1e-6;
+  // A timing regresses when its median grew by more than perf_threshold (relative) and the
+  // Mann-Whitney p-value is below alpha. A result's details_json {"perf_threshold": x}
+  // overrides perf_threshold for its rows.
+  double perf_threshold = 0.05;
+  double alpha = 0.05;
+  int min_samples = 5;  // fewer raw samples on either side: "not enough samples"
+};
+
+// Who the run is, for the report header.
+struct RunInfo {
+  int64_t id = 0;
+  std::string uuid, suite, platform, started_at, status;
+  std::string stack;  // fingerprint, first 12 characters
+  std::string backend;
+  std::map<std::string, std::string> labels;
+};
+
+// kind: "regression" (pass/xfail -> fail/error/crash/timeout), "fixed" (the reverse),
+// "changed" (any other status change), "new" (only in head), "removed" (only in base).
+struct StatusChange {
+  std::string case_id, kind;
+  std::string base_status, head_status;  // empty on the side the case is absent from
+  std::string message;                   // head's message (base's for "removed")
+};
+
+// One accuracy metric whose error grew beyond the factor. `base_error`/`head_error` are the
+// metric itself, or 1 - metric for cosine and ratio_rel_lt_*.
+struct MetricDrift {
+  std::string case_id, metric;
+  double base = 0, head = 0;
+  double base_error = 0, head_error = 0;
+  double factor = 0;  // head_error / max(base_error, metric_floor)
+};
+
+// verdict: "regression", "improvement", "unchanged", "not enough samples".
+struct PerfChange {
+  std::string case_id, phase, name;
+  double base_median_ns = 0, head_median_ns = 0;
+  double change = 0;   // head / base - 1 (relative to each run's calibration when normalized)
+  double p_value = 1;  // NaN when not tested (not enough samples)
+  bool normalized = false;  // both sides had calibration rows: times compared relative to them
+  size_t base_samples = 0, head_samples = 0;
+  double threshold = 0;  // the one applied (options or the result's perf_threshold)
+  std::string verdict;
+};
+
+struct DiffSummary {
+  int compared = 0;  // cases present on both sides
+  int regressions = 0, fixed = 0, changed = 0, added = 0, removed = 0;
+  int metric_drift = 0;
+  int perf_regressions = 0, perf_improvements = 0, perf_unchanged = 0, perf_not_enough_samples = 0;
+  int perf_rows = 0;  // steady rows in the geometric mean
+  // Of head/base medians over those rows; NaN when there are none.
+  double geomean_ratio = std::numeric_limits<double>::quiet_NaN();
+};
+
+struct DiffReport {
+  RunInfo base, head;
+  DiffOptions options;
+  std::vector<StatusChange> statuses;  // head order, then base-only cases in base order
+  std::vector<MetricDrift> drifts;
+  std::vector<PerfChange> perf;  // every steady row present on both sides
+  DiffSummary summary;
+
+  // A status regression, a metric drift or a performance regression.
+  bool has_regression() const;
+  nlohmann::json to_json() const;
+  // The terminal report; `color` wraps verdicts in ANSI colors.
+  std::string to_text(bool color) const;
+};
+
+DiffReport diff_runs(const store::RunData& base, const store::RunData& head,
+                     const DiffOptions& options);
+
+// The error-like value of an accuracy metric (larger = worse); nullopt for a metric diff does
+// not judge. Matches the full name or the part after a '.', so "logits.max_abs_err" is
+// max_abs_err. cosine and ratio_rel_lt_* give 1 - value.
+std::optional<double> metric_error(const std::string& name, double value);
+
+RunInfo run_info(const store::RunData& run);
+
+// 1234567 -> "1.235 ms"; for timings in reports.
+std::string format_ns(double ns);
+
+}  // namespace h0::diff

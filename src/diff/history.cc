@@ -1,0 +1,240 @@
+#include "diff/history.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+#include "diff/diff.h"
+#include "diff/statistics.h"
+
+namespace h0::diff {
+namespace {
+
+constexpr size_t kMinBaseline = 3;  // values before a step candidate
+constexpr double kBandMads = 3.0;   // half-width of the noise band, in MADs
+constexpr double kMadFloor = 0.01;  // MAD at least this fraction of the median
+
+double row_median(const store::ProfileData& p) {
+  return p.samples_ns.empty() ? p.median_ns : median(p.samples_ns);
+}
+
+// The timings of one (case, phase, name) in one group: (run id, median), oldest first.
+struct Series {
+  std::string case_id, phase, name;
+  std::vector<std::pair<int64_t, double>> points;
+};
+
+struct Group {
+  StackHistory summary;
+  std::vector<Series> series;
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> index;
+};
+
+void add_run(const store::RunData& run, const std::string& glob, Group* g) {
+  StackHistory& s = g->summary;
+  if (s.runs++ == 0) {
+    s.first_run_id = run.id;
+    s.first_started_at = run.started_at;
+  }
+  s.last_run_id = run.id;
+  s.last_started_at = run.started_at;
+  for (const auto& r : run.results) {
+    if (!glob_match(glob, r.case_id) && !glob_match(glob, r.check_id)) continue;
+    if (r.status != "skip") {
+      ++s.results;
+      s.passed += r.status == "pass" || r.status == "xfail" ? 1 : 0;
+    }
+    for (const auto& p : r.profiles) {
+      if (!p.phase.starts_with("steady")) continue;
+      auto [it, added] = g->index.try_emplace({r.case_id, p.phase, p.name}, g->series.size());
+      if (added) g->series.push_back({r.case_id, p.phase, p.name, {}});
+      auto& points = g->series[it->second].points;
+      if (!points.empty() && points.back().first == run.id) continue;  // repeated row: first counts
+      points.emplace_back(run.id, row_median(p));
+    }
+  }
+}
+
+TimedCase timed_case(const Series& series, int last_n) {
+  size_t first = 0;
+  if (last_n > 0 && series.points.size() > static_cast<size_t>(last_n)) {
+    first = series.points.size() - static_cast<size_t>(last_n);
+  }
+  std::vector<double> medians;
+  for (size_t i = first; i < series.points.size(); ++i) medians.push_back(series.points[i].second);
+  TimedCase t{series.case_id, series.phase, series.name, static_cast<int>(medians.size()),
+              medians.back(), std::nullopt};
+  if (const auto at = find_step(medians)) {
+    Step step;
+    step.run_id = series.points[first + *at].first;
+    step.before_median_ns =
+        median({medians.begin(), medians.begin() + static_cast<std::ptrdiff_t>(*at)});
+    step.after_median_ns =
+        median({medians.begin() + static_cast<std::ptrdiff_t>(*at), medians.end()});
+    step.change = step.before_median_ns > 0 ? step.after_median_ns / step.before_median_ns - 1
+                                            : std::numeric_limits<double>::quiet_NaN();
+    t.step = step;
+  }
+  return t;
+}
+
+}  // namespace
+
+bool glob_match(std::string_view pattern, std::string_view text) {
+  size_t p = 0, t = 0;
+  size_t star = std::string_view::npos, star_text = 0;  // the last '*' and where it resumed
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p, ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      star_text = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;  // let the last '*' swallow one more character
+      t = ++star_text;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+std::optional<size_t> find_step(const std::vector<double>& medians) {
+  for (size_t i = kMinBaseline; i < medians.size(); ++i) {
+    const std::vector<double> before(medians.begin(),
+                                     medians.begin() + static_cast<std::ptrdiff_t>(i));
+    const double center = median(before);
+    const double mad = std::max(median_absolute_deviation(before), kMadFloor * std::abs(center));
+    const double lo = center - kBandMads * mad, hi = center + kBandMads * mad;
+    const bool above = medians[i] > hi;
+    if (!above && !(medians[i] < lo)) continue;
+    bool stays = true;
+    for (size_t j = i + 1; j < medians.size() && stays; ++j) {
+      stays = above ? medians[j] > hi : medians[j] < lo;
+    }
+    if (stays) return i;
+  }
+  return std::nullopt;
+}
+
+HistoryReport history(const std::vector<store::RunData>& runs_oldest_first,
+                      const std::string& check_glob, int last_n) {
+  HistoryReport report;
+  report.check_glob = check_glob;
+  report.last_n = last_n;
+  std::vector<Group> groups;
+  std::map<std::pair<std::string, std::string>, size_t> group_index;  // (fingerprint, platform)
+  for (const auto& run : runs_oldest_first) {
+    auto [it, added] =
+        group_index.try_emplace({run.stack.fingerprint, run.platform}, groups.size());
+    if (added) {
+      groups.emplace_back();
+      StackHistory& s = groups.back().summary;
+      s.stack = run.stack.fingerprint.substr(0, 12);
+      s.backend = run.stack.backend;
+      s.platform = run.platform;
+    }
+    add_run(run, check_glob, &groups[it->second]);
+  }
+  for (auto& g : groups) {
+    StackHistory s = std::move(g.summary);
+    if (s.results > 0) s.pass_rate = static_cast<double>(s.passed) / s.results;
+    for (const auto& series : g.series) s.timed.push_back(timed_case(series, last_n));
+    report.stacks.push_back(std::move(s));
+  }
+  return report;
+}
+
+// ---- output ---------------------------------------------------------------------------------
+
+namespace {
+
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
+
+std::string paint(const std::string& text, const char* code, bool color) {
+  return color ? std::string("\033[") + code + "m" + text + "\033[0m" : text;
+}
+
+std::string printf_string(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::json HistoryReport::to_json() const {
+  nlohmann::json stacks_json = nlohmann::json::array();
+  for (const auto& s : stacks) {
+    nlohmann::json timed_json = nlohmann::json::array();
+    for (const auto& t : s.timed) {
+      nlohmann::json step = nullptr;
+      if (t.step) {
+        step = {{"run_id", t.step->run_id},
+                {"before_median_ns", t.step->before_median_ns},
+                {"after_median_ns", t.step->after_median_ns},
+                {"change", number_or_null(t.step->change)}};
+      }
+      timed_json.push_back({{"case_id", t.case_id},
+                            {"phase", t.phase},
+                            {"name", t.name},
+                            {"runs", t.runs},
+                            {"latest_median_ns", t.latest_median_ns},
+                            {"step", step}});
+    }
+    stacks_json.push_back({{"stack", s.stack},
+                           {"backend", s.backend},
+                           {"platform", s.platform},
+                           {"runs", s.runs},
+                           {"first_run_id", s.first_run_id},
+                           {"last_run_id", s.last_run_id},
+                           {"first_started_at", s.first_started_at},
+                           {"last_started_at", s.last_started_at},
+                           {"results", s.results},
+                           {"passed", s.passed},
+                           {"pass_rate", number_or_null(s.pass_rate)},
+                           {"timed", timed_json}});
+  }
+  return {{"check", check_glob}, {"last", last_n}, {"stacks", stacks_json}};
+}
+
+std::string HistoryReport::to_text(bool color) const {
+  std::string out = "history of checks matching '" + check_glob + "'";
+  out += last_n > 0 ? ", steps over the last " + std::to_string(last_n) + " runs\n" : "\n";
+  if (stacks.empty()) return out + "no complete runs\n";
+  for (const auto& s : stacks) {
+    out += "\nstack " + paint(s.stack.empty() ? "?" : s.stack, "1", color) +
+           (s.backend.empty() ? "" : " (" + s.backend + ")") + "  platform " + s.platform + "\n";
+    out += "  " + std::to_string(s.runs) + (s.runs == 1 ? " run" : " runs") + " (run " +
+           std::to_string(s.first_run_id) + " " + s.first_started_at + " .. run " +
+           std::to_string(s.last_run_id) + " " + s.last_started_at + ")\n";
+    if (s.results > 0) {
+      const bool all = s.passed == s.results;
+      out += "  pass rate " +
+             paint(printf_string("%.1f%%", 100 * s.pass_rate), all ? "32" : "33", color) + " (" +
+             std::to_string(s.passed) + " of " + std::to_string(s.results) + " results)\n";
+    } else {
+      out += "  pass rate n/a (no matching results)\n";
+    }
+    int steps = 0;
+    for (const auto& t : s.timed) steps += t.step ? 1 : 0;
+    out += "  " + std::to_string(s.timed.size()) +
+           (s.timed.size() == 1 ? " timed case, " : " timed cases, ") + std::to_string(steps) +
+           (steps == 1 ? " step\n" : " steps\n");
+    for (const auto& t : s.timed) {
+      if (!t.step) continue;
+      const bool slower = t.step->after_median_ns > t.step->before_median_ns;
+      out += "    " + paint(slower ? "slower" : "faster", slower ? "31" : "32", color) + "  " +
+             t.case_id + "  " + t.phase + " " + t.name + "  at run " +
+             std::to_string(t.step->run_id) + ": " + format_ns(t.step->before_median_ns) + " -> " +
+             format_ns(t.step->after_median_ns) + " (" +
+             printf_string("%+.1f%%", 100 * t.step->change) + ")\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace h0::diff

@@ -1,0 +1,69 @@
+// History of many runs (`harness history`): per stack and platform, how many runs, the pass
+// rate of the selected checks, and for each timed case whether its steady-state median stepped
+// to a new level in its last N runs, and at which run.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/run_data.h"
+
+namespace h0::diff {
+
+// Where a timed case's median left the noise band of the runs before it and stayed out.
+struct Step {
+  int64_t run_id = 0;           // the first run at the new level
+  double before_median_ns = 0;  // median of the runs before it (in the window)
+  double after_median_ns = 0;   // median of it and the runs after it
+  double change = 0;            // after / before - 1
+};
+
+// One steady profile row of one case, followed over the runs of a stack and platform.
+struct TimedCase {
+  std::string case_id, phase, name;
+  int runs = 0;                 // runs in the window that timed it
+  double latest_median_ns = 0;  // in the newest of them
+  std::optional<Step> step;
+};
+
+struct StackHistory {
+  std::string stack;  // fingerprint, first 12 characters
+  std::string backend, platform;
+  int runs = 0;
+  int64_t first_run_id = 0, last_run_id = 0;
+  std::string first_started_at, last_started_at;
+  // Results of the matching cases over all runs: pass and xfail count as passed, skip is left out.
+  int results = 0, passed = 0;
+  double pass_rate = std::numeric_limits<double>::quiet_NaN();  // passed / results
+  std::vector<TimedCase> timed;                                 // first-seen order
+};
+
+struct HistoryReport {
+  std::string check_glob;
+  int last_n = 0;
+  std::vector<StackHistory> stacks;  // in the order their first run appears
+
+  nlohmann::json to_json() const;
+  std::string to_text(bool color) const;
+};
+
+// `runs_oldest_first` are complete runs with their results. Only cases whose case id or check id
+// matches `check_glob` count. Steps are looked for in each timed case's last `last_n` runs
+// (all of them when last_n <= 0).
+HistoryReport history(const std::vector<store::RunData>& runs_oldest_first,
+                      const std::string& check_glob, int last_n);
+
+// Shell-style glob over the whole text: '*' any run of characters (also '/'), '?' one.
+bool glob_match(std::string_view pattern, std::string_view text);
+
+// The index of the first value outside the noise band of the values before it (median ± 3 MAD,
+// MAD at least 1% of the median), which every later value also lies outside of on the same
+// side (or which is the last value). Needs 3 values before it; nullopt when there is no step.
+std::optional<size_t> find_step(const std::vector<double>& medians);
+
+}  // namespace h0::diff

@@ -1,0 +1,67 @@
+// The results store: one SQLite file (WAL, busy_timeout, prepared statements, every write in a
+// transaction). Schema (DESIGN.md): schema_version, stacks, runs, results, metrics, profiles.
+// A run is opened `running`, gets each result as it finishes (one transaction per result), and
+// is closed `pass` or `fail`; a run whose process died stays `running` until the next open
+// finds it (same host, pid gone) and marks it `incomplete` — and says so, through
+// interrupted_runs(). An incomplete run is never reported as complete.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/run_data.h"
+
+namespace h0::store {
+
+// Everything known at the start of a run (results come later).
+struct RunStart {
+  std::string suite, suite_file, suite_sha256;
+  std::string platform, platform_file, platform_sha256, platform_content;
+  std::string backend;
+  std::string versions_json;  // the stack fingerprint's content
+  std::string host, mesh;
+  std::map<std::string, std::string> labels;
+};
+
+class SqliteStore {
+ public:
+  // Opens (creating and migrating if needed) the store at `path`; creates parent directories.
+  // Throws InputError naming the file if it is not a harness store or cannot be opened.
+  static std::unique_ptr<SqliteStore> open(const std::string& path);
+  ~SqliteStore();
+
+  const std::string& path() const;
+  int schema_version() const;
+  // Runs found `running` by this open whose process is gone; they are now `incomplete`.
+  const std::vector<RunData>& interrupted_runs() const;
+
+  // Returns the new run's id.
+  int64_t begin_run(const RunStart& start);
+  // Writes one result (with its metrics and profiles) in one transaction; returns its id.
+  int64_t add_result(int64_t run_id, const ResultData& result);
+  // status: "pass" or "fail".
+  void finish_run(int64_t run_id, const std::string& status);
+
+  // Runs, newest first, without their results.
+  std::vector<RunData> list_runs() const;
+  // A run with all its results, metrics and profiles. nullopt if absent.
+  std::optional<RunData> load_run(int64_t run_id) const;
+  // The id a selector names: a run id, "latest", "latest~N" (N runs before the latest),
+  // "label:key=value" (the latest run with that label), "stack:<fingerprint prefix>",
+  // "platform:<name>" (the latest run of that platform). Throws InputError if none matches.
+  int64_t resolve(const std::string& selector) const;
+
+  // Copies every run of `other` not already here (same uuid) into this store, with its stack,
+  // results, metrics and profiles, in one transaction. Returns the number of runs copied;
+  // `conflicts` gets one line per run whose uuid exists here with different content.
+  int merge_from(const SqliteStore& other, std::vector<std::string>* conflicts);
+
+ private:
+  struct Impl;
+  explicit SqliteStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace h0::store

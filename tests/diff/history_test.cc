@@ -1,0 +1,201 @@
+#include "diff/history.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace h0::diff {
+namespace {
+
+using store::ProfileData;
+using store::ResultData;
+using store::RunData;
+
+// A value in [-1, 1) from a 32-bit LCG (Numerical Recipes constants): the same on every platform.
+double noise(uint32_t* state) {
+  *state = *state * 1664525u + 1013904223u;
+  return 2 * (static_cast<double>(*state) / 4294967296.0) - 1;
+}
+
+// Run `id` of stack `fingerprint` on platform cpu with one timed case "ops/matmul[64]" whose
+// steady median is `median_ns`, plus a plain case "ops/softmax[8]" with `softmax_status`.
+RunData run(int64_t id, double median_ns, const std::string& softmax_status = "pass",
+            const std::string& fingerprint = "0123456789abcdef0123") {
+  RunData r;
+  r.id = id;
+  r.platform = "cpu";
+  r.stack.fingerprint = fingerprint;
+  r.stack.backend = "cpu";
+  r.started_at = "2024-06-" + std::string(id < 10 ? "0" : "") + std::to_string(id) + "T02:00:00Z";
+  r.status = "pass";
+  ResultData timed;
+  timed.case_id = "ops/matmul[64]";
+  timed.check_id = "ops/matmul";
+  timed.status = "pass";
+  ProfileData p;
+  p.phase = "steady";
+  p.name = "matmul";
+  p.median_ns = median_ns;
+  timed.profiles = {p};
+  ProfileData warmup = p;
+  warmup.phase = "warmup";
+  warmup.median_ns = 50 * median_ns;  // never looked at
+  timed.profiles.push_back(warmup);
+  ResultData plain;
+  plain.case_id = "ops/softmax[8]";
+  plain.check_id = "ops/softmax";
+  plain.status = softmax_status;
+  r.results = {timed, plain};
+  return r;
+}
+
+// 12 runs, ids 1..12, medians 1 ms ± `noise_fraction`, times `step_factor` from run `step_at`.
+std::vector<RunData> series(double noise_fraction, int step_at, double step_factor, uint32_t seed) {
+  std::vector<RunData> runs;
+  uint32_t state = seed;
+  for (int id = 1; id <= 12; ++id) {
+    const double level = id >= step_at ? step_factor : 1.0;
+    runs.push_back(run(id, 1e6 * level * (1 + noise_fraction * noise(&state))));
+  }
+  return runs;
+}
+
+TEST(Glob, Matches) {
+  EXPECT_TRUE(glob_match("*", ""));
+  EXPECT_TRUE(glob_match("*", "ops/rmsnorm[f32]"));
+  EXPECT_TRUE(glob_match("ops/*", "ops/rmsnorm[f32]"));
+  EXPECT_TRUE(glob_match("*norm*", "ops/rmsnorm[f32]"));
+  EXPECT_TRUE(glob_match("ops/?msnorm", "ops/rmsnorm"));
+  EXPECT_TRUE(glob_match("a*b*c", "aXbYbZc"));
+  EXPECT_TRUE(glob_match("a**", "a"));
+  EXPECT_FALSE(glob_match("ops/?msnorm", "ops/msnorm"));
+  EXPECT_FALSE(glob_match("ops/*", "model/logits"));
+  EXPECT_FALSE(glob_match("a*b", "aXbY"));
+  EXPECT_FALSE(glob_match("", "a"));
+  EXPECT_FALSE(glob_match("abc", "ab"));
+}
+
+TEST(History, StepAtRunSeven) {
+  const HistoryReport h = history(series(0.01, 7, 1.3, 1), "*", 0);
+  ASSERT_EQ(h.stacks.size(), 1u);
+  const StackHistory& s = h.stacks[0];
+  EXPECT_EQ(s.stack, "0123456789ab");
+  EXPECT_EQ(s.runs, 12);
+  ASSERT_EQ(s.timed.size(), 1u);  // the warmup row is not timed
+  const TimedCase& t = s.timed[0];
+  EXPECT_EQ(t.case_id, "ops/matmul[64]");
+  EXPECT_EQ(t.runs, 12);
+  ASSERT_TRUE(t.step.has_value());
+  EXPECT_EQ(t.step->run_id, 7);
+  EXPECT_NEAR(t.step->before_median_ns, 1e6, 0.01e6);
+  EXPECT_NEAR(t.step->after_median_ns, 1.3e6, 0.013e6);
+  EXPECT_NEAR(t.step->change, 0.3, 0.03);
+}
+
+TEST(History, StepDownIsFound) {
+  const HistoryReport h = history(series(0.01, 7, 0.8, 2), "*", 0);
+  ASSERT_TRUE(h.stacks[0].timed[0].step.has_value());
+  EXPECT_EQ(h.stacks[0].timed[0].step->run_id, 7);
+  EXPECT_LT(h.stacks[0].timed[0].step->change, -0.15);
+}
+
+TEST(History, FlatNoisySeriesHasNoStep) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    const HistoryReport h = history(series(0.02, 100, 1.0, seed), "*", 0);
+    EXPECT_FALSE(h.stacks[0].timed[0].step.has_value()) << "seed " << seed;
+  }
+}
+
+TEST(History, SingleOutlierIsNoStepUnlessLast) {
+  std::vector<double> flat = {100, 101, 99, 100, 100, 150, 100, 101, 99};
+  EXPECT_EQ(find_step(flat), std::nullopt);
+  flat.back() = 150;  // the last run is out of the band: it may be the start of a step
+  EXPECT_EQ(find_step(flat), flat.size() - 1);
+  EXPECT_EQ(find_step({100, 200, 200}), std::nullopt);  // too few runs before it
+}
+
+TEST(History, LastNLimitsTheWindow) {
+  // The step at run 7 is older than the last 4 runs: those are all at the new level.
+  const HistoryReport h = history(series(0.01, 7, 1.3, 3), "*", 4);
+  EXPECT_EQ(h.stacks[0].timed[0].runs, 4);
+  EXPECT_FALSE(h.stacks[0].timed[0].step.has_value());
+  EXPECT_EQ(h.stacks[0].runs, 12);  // runs and pass rate still cover every run
+  // Runs 4..12: three runs before the step, the fewest find_step needs.
+  const HistoryReport wider = history(series(0.01, 7, 1.3, 3), "*", 9);
+  ASSERT_TRUE(wider.stacks[0].timed[0].step.has_value());
+  EXPECT_EQ(wider.stacks[0].timed[0].step->run_id, 7);
+}
+
+TEST(History, PassRateOverMatchingChecksPerStackAndPlatform) {
+  std::vector<RunData> runs = {run(1, 1e6, "pass"), run(2, 1e6, "fail"),
+                               run(3, 1e6, "skip", "fedcba9876543210fedc"), run(4, 1e6, "xfail")};
+  runs.push_back(run(5, 1e6, "pass"));
+  runs.back().platform = "cpu-avx512";
+  const HistoryReport all = history(runs, "*", 0);
+  ASSERT_EQ(all.stacks.size(), 3u);
+  EXPECT_EQ(all.stacks[0].runs, 3);  // runs 1, 2, 4
+  EXPECT_EQ(all.stacks[0].first_run_id, 1);
+  EXPECT_EQ(all.stacks[0].last_run_id, 4);
+  EXPECT_EQ(all.stacks[0].results, 6);
+  EXPECT_EQ(all.stacks[0].passed, 5);  // xfail counts as passed
+  EXPECT_EQ(all.stacks[1].stack, "fedcba987654");
+  EXPECT_EQ(all.stacks[1].results, 1);  // the skip is left out
+  EXPECT_EQ(all.stacks[2].platform, "cpu-avx512");
+
+  const HistoryReport softmax = history(runs, "ops/softmax", 0);  // a check id
+  EXPECT_EQ(softmax.stacks[0].results, 3);
+  EXPECT_NEAR(softmax.stacks[0].pass_rate, 2.0 / 3, 1e-12);
+  EXPECT_TRUE(softmax.stacks[0].timed.empty());
+  EXPECT_TRUE(std::isnan(softmax.stacks[1].pass_rate));
+
+  const HistoryReport matmul = history(runs, "ops/matmul[[]6?]", 0);  // a case id; '[' is literal
+  EXPECT_EQ(matmul.stacks[0].results, 0);
+  const HistoryReport by_case = history(runs, "ops/matmul[6?]", 0);
+  EXPECT_EQ(by_case.stacks[0].results, 3);
+  EXPECT_EQ(by_case.stacks[0].timed.size(), 1u);
+}
+
+TEST(History, JsonAndText) {
+  const HistoryReport h = history(series(0.01, 7, 1.3, 1), "ops/*", 0);
+  const nlohmann::json j = h.to_json();
+  EXPECT_EQ(j["check"], "ops/*");
+  EXPECT_EQ(j["last"], 0);
+  const auto& s = j["stacks"][0];
+  for (const char* key :
+       {"stack", "backend", "platform", "runs", "first_run_id", "last_run_id", "first_started_at",
+        "last_started_at", "results", "passed", "pass_rate", "timed"}) {
+    EXPECT_TRUE(s.contains(key)) << key;
+  }
+  EXPECT_EQ(s["pass_rate"], 1.0);
+  const auto& t = s["timed"][0];
+  for (const char* key : {"case_id", "phase", "name", "runs", "latest_median_ns", "step"}) {
+    EXPECT_TRUE(t.contains(key)) << key;
+  }
+  EXPECT_EQ(t["step"]["run_id"], 7);
+  for (const char* key : {"before_median_ns", "after_median_ns", "change"}) {
+    EXPECT_TRUE(t["step"].contains(key)) << key;
+  }
+  EXPECT_TRUE(history(series(0.01, 100, 1, 1), "*", 0)
+                  .to_json()["stacks"][0]["timed"][0]["step"]
+                  .is_null());
+
+  const std::string text = h.to_text(false);
+  EXPECT_NE(text.find("history of checks matching 'ops/*'\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nstack 0123456789ab (cpu)  platform cpu\n"
+                      "  12 runs (run 1 2024-06-01T02:00:00Z .. run 12 2024-06-12T02:00:00Z)\n"
+                      "  pass rate 100.0% (24 of 24 results)\n"
+                      "  1 timed case, 1 step\n"
+                      "    slower  ops/matmul[64]  steady matmul  at run 7: "),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find('\033'), std::string::npos);
+  EXPECT_NE(h.to_text(true).find("\033[31mslower"), std::string::npos);
+  EXPECT_EQ(history({}, "*", 10).to_text(false),
+            "history of checks matching '*', steps over the last 10 runs\nno complete runs\n");
+}
+
+}  // namespace
+}  // namespace h0::diff
