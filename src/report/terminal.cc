@@ -126,7 +126,13 @@ std::string cut(const std::string& s, size_t n) {
 
 std::string counter(size_t done, size_t total) {
   const std::string t = std::to_string(total), d = std::to_string(done);
-  return "[" + std::string(t.size() > d.size() ? t.size() - d.size() : 0, ' ') + d + "/" + t + "]";
+  std::string out(1, '[');
+  out.append(t.size() > d.size() ? t.size() - d.size() : 0, ' ');
+  out += d;
+  out += '/';
+  out += t;
+  out += ']';
+  return out;
 }
 
 }  // namespace
@@ -215,7 +221,10 @@ void ProgressLine::update(size_t done, size_t total, const std::string& what) {
 
 void ProgressLine::clear() {
   if (!active_ || shown_ == 0) return;
-  std::fputs(("\r" + std::string(shown_, ' ') + "\r").c_str(), out_);
+  std::string blank(1, '\r');
+  blank.append(shown_, ' ');
+  blank += '\r';
+  std::fputs(blank.c_str(), out_);
   std::fflush(out_);
   shown_ = 0;
 }
