@@ -83,7 +83,6 @@ StageResult run_op_accuracy_stage(Day0Context& ctx) {
     o.filter += (o.filter.empty() ? "" : ":") + op + "[*:" + op + "/*:*[op=" + op + ",*:dynamic/" + op + "*";
   }
   const checks::RunReport report = checks::run_suite(s, ctx.platform, o, nullptr);
-  const auto counts = report.counts();
   int failed = 0;
   std::string first_failure;
   for (const auto& c : report.cases) {

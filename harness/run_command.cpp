@@ -66,7 +66,7 @@ int run_run(const RunOptions& opt) {
   };
   const bool color = report::color_enabled(1);
   report::ProgressLine progress(stdout);
-  const std::string started_at = checks::iso_now();
+  const std::string started_at = store::utc_now();
   int64_t run_id = 0;
   auto on_start = [&](const checks::RunReport& report, size_t) {
     open_db();
@@ -85,7 +85,7 @@ int run_run(const RunOptions& opt) {
 
   store::RunData run = checks::run_data(report, platform, labels, "");
   run.started_at = started_at;
-  run.finished_at = checks::iso_now();
+  run.finished_at = store::utc_now();
   if (db) {
     db->finish_run(run_id, run.status);
     run = *db->load_run(run_id);  // ids, uuid and times as stored

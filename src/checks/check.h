@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "suite/matrix.h"
+#include "store/run_data.h"
 #include "suite/platform.h"
 #include "tensor/tensor.h"
 
@@ -28,15 +29,9 @@ bool parse_status(const std::string& s, Status* out);
 // Whether a status makes the run fail (exit 1): fail, error, crash, timeout.
 bool is_failure(Status s);
 
-// Timings of one measured phase (e.g. "steady" repetitions of a kernel).
-struct ProfileRow {
-  std::string phase;  // "first_call", "steady", ...
-  std::string name;   // what ran, e.g. the op and shape
-  int64_t count = 0;
-  double total_ns = 0, min_ns = 0, median_ns = 0, p99_ns = 0, mean_ns = 0, stddev_ns = 0;
-  double bytes = 0, flops = 0;  // per repetition
-  std::vector<double> samples_ns;  // the raw samples (for significance tests across runs)
-};
+// Timings of one measured phase (e.g. the "steady" repetitions of a kernel), exactly as the
+// store keeps them: count, total/min/median/p99/mean/stddev ns, bytes, flops, raw samples.
+using ProfileRow = store::ProfileData;
 // Summary statistics of raw samples (nearest-rank p99).
 ProfileRow summarize(std::string phase, std::string name, std::vector<double> samples_ns);
 

@@ -275,10 +275,12 @@ double calibration_ns() {
 
 double rms(const Tensor& t) {
   if (t.numel() == 0 || !tensor::is_float(t.dtype())) return 0;
+  const Tensor f64 = t.to(DType::kF64);
+  const double* values = f64.data_as<double>();
   double sum = 0;
   int64_t n = 0;
   for (int64_t i = 0; i < t.numel(); ++i) {
-    const double v = t.at(i);
+    const double v = values[i];
     if (std::isfinite(v)) sum += v * v, ++n;
   }
   return n ? std::sqrt(sum / static_cast<double>(n)) : 0;

@@ -27,10 +27,4 @@ store::ResultData result_data(const CaseOutcome& outcome);
 store::RunData run_data(const RunReport& report, const suite::Platform& platform,
                         const std::map<std::string, std::string>& labels, const std::string& mesh);
 
-// Now as ISO 8601 UTC with milliseconds: "2026-11-30T12:00:00.123Z".
-std::string iso_now();
-
-// This machine's host name.
-std::string host_name();
-
 }  // namespace h0::checks

@@ -23,12 +23,20 @@ struct Prepared {
   std::unique_ptr<PreparedCase> prepared;
 };
 
-std::vector<Prepared> prepare_all(const suite::Suite& suite, const suite::Platform& platform, const std::string& filter) {
+// The suite's cases that pass the filter, in order.
+std::vector<suite::Case> filtered_cases(const suite::Suite& suite, const std::string& filter) {
   register_kinds_with_suite_parser();
   const suite::Filter f(filter);
+  std::vector<suite::Case> out;
+  for (suite::Case& c : suite::expand(suite)) {
+    if (f.matches(c.id)) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<Prepared> prepare_all(const suite::Suite& suite, const suite::Platform& platform, const std::string& filter) {
   std::vector<Prepared> out;
-  for (const suite::Case& c : suite::expand(suite)) {
-    if (!f.matches(c.id)) continue;
+  for (const suite::Case& c : filtered_cases(suite, filter)) {
     const CheckKind* kind = find_kind(c.check->kind);
     if (kind == nullptr) suite::fail_at(c.check->where, "unknown kind '" + c.check->kind + "'");
     out.push_back({c, kind->prepare(c, platform)});
@@ -80,12 +88,6 @@ void dump(const std::vector<Prepared>& cases, const suite::Suite& suite, const s
 
 }  // namespace
 
-std::map<std::string, int> RunReport::counts() const {
-  std::map<std::string, int> out;
-  for (const auto& c : cases) out[status_name(c.result.status)]++;
-  return out;
-}
-
 bool RunReport::failed() const {
   for (const auto& c : cases) {
     if (is_failure(c.result.status)) return true;
@@ -93,31 +95,9 @@ bool RunReport::failed() const {
   return false;
 }
 
-nlohmann::json RunReport::to_json() const {
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& c : cases) {
-    nlohmann::json j = c.result.to_json();
-    j["id"] = c.id;
-    j["check"] = c.check;
-    j["kind"] = c.kind;
-    j["tags"] = c.tags;
-    list.push_back(j);
-  }
-  return {{"suite", {{"name", suite_name}, {"file", suite_file}, {"sha256", suite_sha256}}},
-          {"platform", {{"name", platform_name}, {"file", platform_file}, {"sha256", platform_sha256}}},
-          {"stack", stack},
-          {"duration_s", duration_s},
-          {"counts", counts()},
-          {"cases", list}};
-}
-
 std::vector<std::string> list_cases(const suite::Suite& suite, const std::string& filter) {
-  register_kinds_with_suite_parser();
-  const suite::Filter f(filter);
   std::vector<std::string> ids;
-  for (const suite::Case& c : suite::expand(suite)) {
-    if (f.matches(c.id)) ids.push_back(c.id);
-  }
+  for (const suite::Case& c : filtered_cases(suite, filter)) ids.push_back(c.id);
   return ids;
 }
 

@@ -36,10 +36,7 @@ struct RunReport {
   std::vector<CaseOutcome> cases;
   double duration_s = 0;
 
-  // Number of cases with each status.
-  std::map<std::string, int> counts() const;
   bool failed() const;  // any fail, error, crash or timeout
-  nlohmann::json to_json() const;
 };
 
 using CaseListener = std::function<void(size_t done, size_t total, const CaseOutcome& outcome)>;

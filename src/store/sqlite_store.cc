@@ -32,8 +32,9 @@ constexpr const char* kRunExists = "SELECT count(*) FROM runs WHERE id = ?1";
 constexpr const char* kStacksWithPrefix =
     "SELECT fingerprint FROM stacks WHERE substr(fingerprint, 1, length(?1)) = ?1";
 
-// Returns now as ISO 8601 UTC with milliseconds: "2026-11-30T12:00:00.123Z".
-std::string now_utc() {
+}  // namespace
+
+std::string utc_now() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   tm t{};
@@ -44,6 +45,8 @@ std::string now_utc() {
   std::snprintf(millis, sizeof(millis), ".%03dZ", static_cast<int>(ts.tv_nsec / 1000000));
   return std::string(date) + millis;
 }
+
+namespace {
 
 // Returns 32 lowercase hex digits from /dev/urandom.
 std::string random_uuid() {
@@ -62,11 +65,15 @@ std::string random_uuid() {
   return hex;
 }
 
-std::string this_host() {
+}  // namespace
+
+std::string host_name() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "";
   return name;
 }
+
+namespace {
 
 // True only when the process certainly does not exist (another user's process is alive).
 bool process_gone(int64_t pid) {
@@ -149,7 +156,7 @@ std::unique_ptr<SqliteStore> SqliteStore::open(const std::string& path) {
   db.exec("PRAGMA journal_mode = WAL");
   // Checkpoint (and fsync) every ~40 MiB of WAL rather than every 1000 pages.
   db.exec("PRAGMA wal_autocheckpoint = 40000");
-  impl->host = this_host();
+  impl->host = host_name();
   impl->mark_interrupted();
   return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(impl)));
 }
@@ -160,9 +167,8 @@ int SqliteStore::schema_version() const { return impl_->version; }
 
 const std::vector<RunData>& SqliteStore::interrupted_runs() const { return impl_->interrupted; }
 
-int64_t SqliteStore::begin_run(const RunStart& start) {
+RunData run_record_of(const RunStart& start) {
   RunData run;
-  run.uuid = random_uuid();
   run.suite = start.suite;
   run.suite_file = start.suite_file;
   run.suite_sha256 = start.suite_sha256;
@@ -174,11 +180,17 @@ int64_t SqliteStore::begin_run(const RunStart& start) {
   run.stack.versions_json = start.versions_json.empty() ? "{}" : start.versions_json;
   run.stack.fingerprint =
       base::sha256_hex(run.stack.versions_json.data(), run.stack.versions_json.size());
-  run.host = start.host.empty() ? impl_->host : start.host;
+  run.host = start.host.empty() ? host_name() : start.host;
   run.mesh = start.mesh;
-  run.started_at = now_utc();
+  run.started_at = utc_now();
   run.status = "running";
   run.labels = start.labels;
+  return run;
+}
+
+int64_t SqliteStore::begin_run(const RunStart& start) {
+  RunData run = run_record_of(start);
+  run.uuid = random_uuid();
   WriteTransaction tx(impl_->db);
   const int64_t id = insert_run(impl_->db, run, getpid());
   tx.commit();
@@ -194,7 +206,7 @@ int64_t SqliteStore::add_result(int64_t run_id, const ResultData& result) {
 
 void SqliteStore::finish_run(int64_t run_id, const std::string& status) {
   H0_CHECK(status == "pass" || status == "fail") << "finish_run status '" << status << "'";
-  const std::string finished_at = now_utc();
+  const std::string finished_at = utc_now();
   WriteTransaction tx(impl_->db);
   impl_->db.prepare(kFinishRun).bind(1, run_id).bind(2, finished_at).bind(3, status).run();
   H0_CHECK(impl_->db.changes() == 1) << "finish_run: no run " << run_id;

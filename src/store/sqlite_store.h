@@ -25,6 +25,14 @@ struct RunStart {
   std::map<std::string, std::string> labels;
 };
 
+// A new run's record from its start (no id or uuid yet): the stack fingerprint is the sha256
+// of versions_json ("{}" if empty), the host this machine's if empty, started now, `running`.
+RunData run_record_of(const RunStart& start);
+// Now as ISO 8601 UTC with milliseconds: "2026-11-30T12:00:00.123Z".
+std::string utc_now();
+// This machine's host name ("" if unknown).
+std::string host_name();
+
 class SqliteStore {
  public:
   // Opens (creating and migrating if needed) the store at `path`; creates parent directories.
