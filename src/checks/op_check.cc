@@ -46,6 +46,7 @@ struct OpCaseSpec {
   std::string golden_path;        // resolved file path
   Json tolerance = Json::object();
   int warmup = 1, repeats = 5;
+  double perf_threshold = -1;  // the diff's timing threshold for this check; < 0: the default
   backend::FallbackMode fallback = backend::FallbackMode::kDecompose;
 };
 
@@ -232,6 +233,11 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
     s.repeats = static_cast<int>(as_int(c, n, "repeats"));
     if (s.repeats < 1) fail(c, n, "repeats must be >= 1");
   }
+  if (const YAML::Node t = case_field(c, "perf_threshold"); t.IsDefined()) {
+    const Json v = suite::yaml_to_json(c.check->file, t);
+    if (!v.is_number() || v.get<double>() < 0) fail(c, t, "perf_threshold must be a number >= 0 (0.05 = 5%)");
+    s.perf_threshold = v.get<double>();
+  }
   if (const YAML::Node f = case_field(c, "fallback"); f.IsDefined()) {
     if (!backend::parse_fallback(as_string(c, f, "fallback"), &s.fallback)) {
       fail(c, f, "fallback must be none, decompose or host, got '" + f.Scalar() + "'");
@@ -317,6 +323,7 @@ class OpCase : public PreparedCase {
     const DType call = backend::call_dtype(*s_.op, first.inputs, first.outputs);
     const backend::Outcome planned = backend::plan(be, *s_.op, call, s_.fallback);
     r.details["route"] = backend::route_name(planned.route);
+    if (s_.perf_threshold >= 0) r.details["perf_threshold"] = s_.perf_threshold;
     if (!planned.detail.empty()) r.details["route_detail"] = planned.detail;
     if (planned.route == backend::Route::kUnsupported) {
       r.status = Status::kSkip;
@@ -488,7 +495,7 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
 CheckKind op_check_kind() {
   return {"op",
           {"op", "attrs", "dtype", "shape", "dims", "with", "index_dtype", "inputs", "golden", "warmup", "repeats",
-           "dynamic_shapes", "fallback", "timeout", "description"},
+           "dynamic_shapes", "fallback", "timeout", "perf_threshold", "description"},
           &prepare};
 }
 

@@ -15,6 +15,7 @@
 //     dynamic_shapes: [[1, 4096], [512, 4096]]   # first-call vs steady time per shape
 //     fallback: decompose                    # none | decompose | host, when the op is unsupported
 //     timeout: 60s
+//     perf_threshold: 0.10                   # `harness diff` flags this check's timing past 10%
 // Golden files hold `<case id>/<output name>` tensors and, in their metadata,
 // `inputs:<case id>` = sha256 of the inputs they were made from (golden/tools/gen_ops.py).
 #pragma once

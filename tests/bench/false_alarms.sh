@@ -17,7 +17,6 @@ defaults: {golden: reference, warmup: 2, repeats: 12, inputs: {seed: 5}}
 checks:
   - {id: linear, kind: op, op: linear, shape: [16, 512, 256]}
   - {id: matmul, kind: op, op: matmul, shape: [16, 512, 256]}
-  - {id: attention, kind: op, op: attention, shape: [16, 64, 4, 2, 32]}
   - {id: patch_embed, kind: op, op: patch_embed, shape: [3, 56, 56, 64], attrs: {patch: 14}}
 YAML
 printf 'platform: faulty\nbackend: {lib: %s, options: {fault: none}}\n' "$plugin" > "$work/good.yaml"

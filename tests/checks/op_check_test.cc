@@ -68,6 +68,8 @@ TEST(OpCheck, MalformedFieldsNameTheirPlace) {
             "s.yaml:7:16: unknown key 'cosine_minimum' (expected preset, rtol, atol or " + compare::threshold_keys() + ")");
   EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    fallback: maybe\n"),
             "s.yaml:7:15: fallback must be none, decompose or host, got 'maybe'");
+  EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    perf_threshold: -1\n"),
+            "s.yaml:7:21: perf_threshold must be a number >= 0 (0.05 = 5%)");
   EXPECT_EQ(prepare_error(head + "    shape: [2, 8]\n"), "s.yaml:3:5: kind op needs an `op` field");
   EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n"), "");
 }

@@ -90,15 +90,15 @@ TEST(CliStore, KilledRunStaysIncompleteWithItsFinishedCases) {
   EXPECT_TRUE(store::SqliteStore::open(db)->interrupted_runs().empty());
 }
 
-// Compute-bound cases of about a millisecond: their time is stable from run to run on a shared
-// machine (memory-bound microsecond kernels drift by 10-30% between processes with the memory
-// traffic of the neighbours, which no statistics on one run per side can tell from a change).
+// Cases of about a millisecond. On a shared machine their times still move between processes
+// (up to ~30% for the reference matmul, with the neighbours' memory traffic), more than one run
+// per side can tell from a change; so the cases whose timing the test does not target carry a
+// per-check threshold above that noise, and the slowed one (linear, the steadiest) keeps 10%.
 const char* kDiffSuite = R"(suite: timed
-defaults: {golden: reference, warmup: 2, repeats: 12, inputs: {seed: 5}}
+defaults: {golden: reference, warmup: 2, repeats: 12, inputs: {seed: 5}, perf_threshold: 0.6}
 checks:
-  - {id: linear, kind: op, op: linear, shape: [16, 512, 256]}
+  - {id: linear, kind: op, op: linear, shape: [16, 512, 256], perf_threshold: 0.10}
   - {id: matmul, kind: op, op: matmul, shape: [16, 512, 256]}
-  - {id: attention, kind: op, op: attention, shape: [16, 64, 4, 2, 32]}
   - {id: patch_embed, kind: op, op: patch_embed, shape: [3, 56, 56, 64], attrs: {patch: 14}}
 )";
 
@@ -113,7 +113,7 @@ TEST(CliStore, DiffFindsExactlyTheInjectedRegressions) {
   const std::string db = " --db " + dir.file("results.db");
   const std::string good = platform_file(dir, "good.yaml", "{fault: none}");
   const std::string bad = platform_file(dir, "bad.yaml",
-      R"({faults: [{op: linear, fault: scale, magnitude: 0.01}, {op: matmul, fault: slow, factor: 1.3}]})");
+      R"({faults: [{op: matmul, fault: scale, magnitude: 0.01}, {op: linear, fault: slow, factor: 1.3}]})");
   ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v1 --platform " + good + db).code, 0);
   EXPECT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v2 --platform " + bad + db).code, 1);
   const auto r = run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v2 --json");
@@ -130,8 +130,8 @@ TEST(CliStore, DiffFindsExactlyTheInjectedRegressions) {
       EXPECT_GT(p["change"].get<double>(), 0.05);  // the kernel is 1.3x; harness overhead dilutes it
     }
   }
-  EXPECT_EQ(flips, std::vector<std::string>{"linear"}) << r.out;
-  EXPECT_EQ(perf, std::vector<std::string>{"matmul"}) << r.out;
+  EXPECT_EQ(flips, std::vector<std::string>{"matmul"}) << r.out;
+  EXPECT_EQ(perf, std::vector<std::string>{"linear"}) << r.out;
 }
 
 // Two runs of the same stack: the diff says so (exit 0) when the timings agree. Whether they
@@ -149,7 +149,7 @@ TEST(CliStore, SameStackPairReportsNoRegression) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["statuses"].empty());
   EXPECT_TRUE(j["metric_drift"].empty());
-  EXPECT_EQ(j["performance"].size(), 4u);
+  EXPECT_EQ(j["performance"].size(), 3u);
   for (const auto& p : j["performance"]) EXPECT_TRUE(p["normalized"].get<bool>()) << p;
 }
 
