@@ -1,0 +1,133 @@
+// One description of a model's architecture, read from a Hugging Face config.json. One function
+// per family (architecture.cc: arch_llama, arch_qwen3_moe, arch_deepseek_v3, ...) looked up by
+// the config's `architectures` (then `model_type`); everything downstream (tensor inventory,
+// memory plan, executor) reads only this struct.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tensor/dtype.h"
+
+namespace h0::model {
+
+// RoPE frequency scaling. type: "default", "linear", "llama3", "yarn" (HF names).
+struct RopeScaling {
+  std::string type = "default";
+  double factor = 1;
+  double low_freq_factor = 1, high_freq_factor = 4;  // llama3
+  double beta_fast = 32, beta_slow = 1;              // yarn
+  double mscale = 0, mscale_all_dim = 0;             // yarn (DeepSeek)
+  int64_t original_max_position_embeddings = 0;
+};
+
+// Self-attention of a decoder layer. Standard (GQA) attention uses num_kv_heads and head_dim;
+// multi-head latent attention (mla) uses the low-rank fields and has one shared latent KV.
+struct Attention {
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;       // q/k/v head dim of standard attention
+  bool qkv_bias = false;      // Qwen2
+  bool o_bias = false;        // attention_bias on o_proj too (Llama's attention_bias)
+  bool qk_norm = false;       // Qwen3: RMSNorm over head_dim on q and k
+  bool mla = false;           // DeepSeek-V2/V3, Kimi-K2
+  int64_t q_lora_rank = 0;    // 0: q is projected directly (no q_a/q_b)
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+
+  int64_t qk_head_dim() const { return mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
+  int64_t value_head_dim() const { return mla ? v_head_dim : head_dim; }
+};
+
+// Mixture of experts. num_experts == 0: every layer is dense.
+struct Moe {
+  int64_t num_experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t expert_intermediate_size = 0;
+  int64_t num_shared_experts = 0;          // DeepSeek: one MLP of num_shared·expert_inter
+  std::string scoring = "softmax";         // "softmax" or "sigmoid" (DeepSeek-V3)
+  bool norm_topk_prob = false;
+  int64_t n_group = 1, topk_group = 1;     // grouped routing (DeepSeek-V3)
+  double routed_scaling_factor = 1;
+  bool correction_bias = false;            // gate.e_score_correction_bias (noaux_tc)
+  int64_t first_k_dense = 0;               // DeepSeek: layers [0, k) are dense
+  int64_t layer_freq = 1;                  // DeepSeek moe_layer_freq / Qwen decoder_sparse_step
+  std::vector<int64_t> dense_layers;       // Qwen3-MoE mlp_only_layers
+  // Tensor names: Mixtral "block_sparse_moe" with w1/w3/w2; others "mlp" with gate/up/down.
+  bool mixtral_names = false;
+};
+
+// The language model: a decoder-only transformer.
+struct TextModel {
+  std::string model_type;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;  // dense MLP
+  int64_t num_layers = 0;
+  int64_t vocab_size = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000;
+  RopeScaling rope_scaling;
+  int64_t max_position_embeddings = 0;
+  bool tie_word_embeddings = false;
+  bool mlp_bias = false;
+  std::string hidden_act = "silu";
+  Attention attn;
+  Moe moe;
+  int64_t num_nextn_predict_layers = 0;  // DeepSeek-V3 multi-token prediction (checkpoint only)
+  std::optional<tensor::DType> dtype;    // torch_dtype / dtype
+  // Weight-name prefixes: "model." for the decoder, "lm_head." for the head (LLaVA nests both).
+  std::string prefix = "model.";
+  std::string head_prefix = "lm_head.";
+
+  bool is_moe_layer(int64_t layer) const;
+};
+
+// A CLIP-style vision tower plus LLaVA's projector.
+struct Vision {
+  int64_t hidden_size = 0, intermediate_size = 0, num_layers = 0, num_heads = 0;
+  int64_t image_size = 0, patch_size = 0, num_channels = 3;
+  double layer_norm_eps = 1e-5;
+  std::string hidden_act = "quick_gelu";
+  std::string projector_hidden_act = "gelu";
+  bool projector_bias = true;
+  int64_t feature_layer = -2;  // hidden state LLaVA takes (negative: from the end)
+  std::string feature_select_strategy = "default";  // "default" drops the CLS token
+  int64_t image_token_index = 0;
+  std::string prefix = "vision_tower.";
+
+  int64_t num_patches() const { return (image_size / patch_size) * (image_size / patch_size); }
+};
+
+// Quantization the released checkpoint uses (config's quantization_config), for the planner.
+struct Quantization {
+  std::string method;                 // "fp8", ... ; empty: none
+  int64_t block_rows = 0, block_cols = 0;
+};
+
+struct Architecture {
+  std::string family;        // "llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3", "llava"
+  std::string architecture;  // the HF class, e.g. "LlamaForCausalLM"
+  TextModel text;
+  std::optional<Vision> vision;
+  Quantization quantization;
+
+  bool is_moe() const { return text.moe.num_experts > 0; }
+};
+
+// Parses a config.json object. `where` names it in errors: "config.json: text_config.hidden_size:
+// missing (an integer is required)". Unknown architectures are an InputError listing the known ones.
+Architecture parse_architecture(const nlohmann::json& config, const std::string& where);
+
+// Reads `path`: a config.json file or a model directory holding one.
+Architecture load_architecture(const std::string& path);
+// The config.json path for a directory or file path.
+std::string config_path(const std::string& path);
+
+// The families this build knows: "LlamaForCausalLM (llama), ...", for help and errors.
+std::string known_architectures();
+
+}  // namespace h0::model

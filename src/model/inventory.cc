@@ -1,0 +1,274 @@
+#include "model/inventory.h"
+
+#include <algorithm>
+
+namespace h0::model {
+namespace {
+
+using tensor::DType;
+
+// Appends weights in checkpoint order; one method per building block of the families.
+class InventoryBuilder {
+ public:
+  InventoryBuilder(const Architecture& arch, const InventoryOptions& options)
+      : arch_(arch), t_(arch.text), quant_(options.quantized && arch.quantization.method == "fp8") {
+    dtype_ = options.dtype ? *options.dtype : t_.dtype.value_or(DType::kBF16);
+  }
+
+  std::vector<WeightInfo> take() { return std::move(out_); }
+
+  void embedding(const std::string& prefix) {
+    add(prefix + "embed_tokens.weight", {t_.vocab_size, t_.hidden_size}, TpSplit::kVocab);
+  }
+  void final_norm_and_head() {
+    layer_ = t_.num_layers;
+    norm(t_.prefix + "norm.weight", t_.hidden_size);
+    if (!t_.tie_word_embeddings) add(t_.head_prefix + "weight", {t_.vocab_size, t_.hidden_size}, TpSplit::kVocab);
+  }
+
+  void decoder_layer(int64_t layer, const std::string& p) {
+    layer_ = layer;
+    norm(p + "input_layernorm.weight", t_.hidden_size);
+    if (t_.attn.mla) {
+      mla_attention(p + "self_attn.");
+    } else {
+      gqa_attention(p + "self_attn.");
+    }
+    norm(p + "post_attention_layernorm.weight", t_.hidden_size);
+    if (t_.is_moe_layer(layer)) {
+      moe(p);
+    } else {
+      mlp(p + "mlp.", t_.intermediate_size);
+    }
+  }
+
+  // DeepSeek-V3's multi-token-prediction layer as released checkpoints hold it.
+  void mtp_layer(int64_t layer) {
+    mtp_ = true;
+    const std::string p = t_.prefix + "layers." + std::to_string(layer) + ".";
+    embedding(p);
+    norm(p + "enorm.weight", t_.hidden_size);
+    norm(p + "hnorm.weight", t_.hidden_size);
+    add(p + "eh_proj.weight", {t_.hidden_size, 2 * t_.hidden_size}, TpSplit::kReplicated);
+    decoder_layer(layer, p);
+    layer_ = layer;
+    norm(p + "shared_head.norm.weight", t_.hidden_size);
+    add(p + "shared_head.head.weight", {t_.vocab_size, t_.hidden_size}, TpSplit::kVocab);
+    mtp_ = false;
+  }
+
+  void vision_tower(const Vision& v) {
+    layer_ = -1;
+    const std::string p = v.prefix;
+    add(p + "embeddings.class_embedding", {v.hidden_size}, TpSplit::kReplicated);
+    add(p + "embeddings.patch_embedding.weight", {v.hidden_size, v.num_channels, v.patch_size, v.patch_size},
+        TpSplit::kReplicated);
+    add(p + "embeddings.position_embedding.weight", {v.num_patches() + 1, v.hidden_size}, TpSplit::kReplicated);
+    layer_norm(p + "pre_layrnorm", v.hidden_size);  // sic: HF's CLIP name
+    for (int64_t i = 0; i < v.num_layers; ++i) {
+      const std::string l = p + "encoder.layers." + std::to_string(i) + ".";
+      for (const char* proj : {"k_proj", "v_proj", "q_proj", "out_proj"}) {
+        linear(l + "self_attn." + proj, v.hidden_size, v.hidden_size, true);
+      }
+      layer_norm(l + "layer_norm1", v.hidden_size);
+      linear(l + "mlp.fc1", v.intermediate_size, v.hidden_size, true);
+      linear(l + "mlp.fc2", v.hidden_size, v.intermediate_size, true);
+      layer_norm(l + "layer_norm2", v.hidden_size);
+    }
+    layer_norm(p + "post_layernorm", v.hidden_size);
+    linear("multi_modal_projector.linear_1", t_.hidden_size, v.hidden_size, v.projector_bias);
+    linear("multi_modal_projector.linear_2", t_.hidden_size, t_.hidden_size, v.projector_bias);
+  }
+
+ private:
+  WeightInfo& add(const std::string& name, std::vector<int64_t> shape, TpSplit tp, int64_t unit = 1) {
+    WeightInfo w;
+    w.name = name;
+    w.shape = std::move(shape);
+    w.dtype = dtype_;
+    w.tp = tp;
+    w.tp_unit = unit;
+    w.layer = layer_;
+    w.expert = expert_;
+    w.mtp = mtp_;
+    out_.push_back(std::move(w));
+    return out_.back();
+  }
+  void norm(const std::string& name, int64_t n) { add(name, {n}, TpSplit::kReplicated); }
+  void layer_norm(const std::string& p, int64_t n) {
+    add(p + ".weight", {n}, TpSplit::kReplicated);
+    add(p + ".bias", {n}, TpSplit::kReplicated);
+  }
+  void linear(const std::string& p, int64_t out, int64_t in, bool bias) {
+    add(p + ".weight", {out, in}, TpSplit::kReplicated);
+    if (bias) add(p + ".bias", {out}, TpSplit::kReplicated);
+  }
+
+  // A decoder-layer projection [out, in]: quantized when the checkpoint is, with its scales.
+  void proj(const std::string& p, int64_t out, int64_t in, TpSplit tp, int64_t unit, bool kv_heads = false) {
+    WeightInfo& w = add(p + ".weight", {out, in}, tp, unit);
+    w.kv_heads = kv_heads;
+    if (!quant_) return;
+    w.dtype = DType::kF8E4M3;
+    w.quantized = true;
+    const int64_t br = arch_.quantization.block_rows, bc = arch_.quantization.block_cols;
+    const int64_t scale_unit = tp == TpSplit::kColumn ? std::max<int64_t>(1, unit / br) : 1;
+    WeightInfo& s = add(p + ".weight_scale_inv", {(out + br - 1) / br, (in + bc - 1) / bc}, tp, scale_unit);
+    s.dtype = DType::kF32;
+    s.role = WeightRole::kQuantScale;
+    s.kv_heads = kv_heads;
+  }
+
+  void gqa_attention(const std::string& p) {
+    const Attention& a = t_.attn;
+    const int64_t hd = a.head_dim, h = t_.hidden_size;
+    proj(p + "q_proj", a.num_heads * hd, h, TpSplit::kColumn, hd);
+    if (a.qkv_bias) add(p + "q_proj.bias", {a.num_heads * hd}, TpSplit::kColumn, hd);
+    for (const char* kv : {"k_proj", "v_proj"}) {
+      proj(p + kv, a.num_kv_heads * hd, h, TpSplit::kColumn, hd, true);
+      if (a.qkv_bias) add(p + kv + ".bias", {a.num_kv_heads * hd}, TpSplit::kColumn, hd).kv_heads = true;
+    }
+    proj(p + "o_proj", h, a.num_heads * hd, TpSplit::kRow, hd);
+    if (a.o_bias) add(p + "o_proj.bias", {h}, TpSplit::kReplicated);
+    if (a.qk_norm) {
+      norm(p + "q_norm.weight", hd);
+      norm(p + "k_norm.weight", hd);
+    }
+  }
+
+  // Multi-head latent attention: the low-rank down projections and their norms are replicated;
+  // the up projections split by heads.
+  void mla_attention(const std::string& p) {
+    const Attention& a = t_.attn;
+    const int64_t h = t_.hidden_size, qk = a.qk_head_dim();
+    if (a.q_lora_rank > 0) {
+      proj(p + "q_a_proj", a.q_lora_rank, h, TpSplit::kReplicated, 1);
+      norm(p + "q_a_layernorm.weight", a.q_lora_rank);
+      proj(p + "q_b_proj", a.num_heads * qk, a.q_lora_rank, TpSplit::kColumn, qk);
+    } else {
+      proj(p + "q_proj", a.num_heads * qk, h, TpSplit::kColumn, qk);
+    }
+    proj(p + "kv_a_proj_with_mqa", a.kv_lora_rank + a.qk_rope_head_dim, h, TpSplit::kReplicated, 1);
+    norm(p + "kv_a_layernorm.weight", a.kv_lora_rank);
+    const int64_t kv_b = a.qk_nope_head_dim + a.v_head_dim;
+    proj(p + "kv_b_proj", a.num_heads * kv_b, a.kv_lora_rank, TpSplit::kColumn, kv_b);
+    proj(p + "o_proj", h, a.num_heads * a.v_head_dim, TpSplit::kRow, a.v_head_dim);
+  }
+
+  void mlp(const std::string& p, int64_t inter) {
+    const int64_t h = t_.hidden_size;
+    proj(p + "gate_proj", inter, h, TpSplit::kColumn, 1);
+    if (t_.mlp_bias) add(p + "gate_proj.bias", {inter}, TpSplit::kColumn);
+    proj(p + "up_proj", inter, h, TpSplit::kColumn, 1);
+    if (t_.mlp_bias) add(p + "up_proj.bias", {inter}, TpSplit::kColumn);
+    proj(p + "down_proj", h, inter, TpSplit::kRow, 1);
+    if (t_.mlp_bias) add(p + "down_proj.bias", {h}, TpSplit::kReplicated);
+  }
+
+  void moe(const std::string& layer_prefix) {
+    const Moe& m = t_.moe;
+    const int64_t h = t_.hidden_size, inter = m.expert_intermediate_size;
+    const std::string p = layer_prefix + (m.mixtral_names ? "block_sparse_moe." : "mlp.");
+    if (m.mixtral_names) add(p + "gate.weight", {m.num_experts, h}, TpSplit::kReplicated);
+    for (int64_t e = 0; e < m.num_experts; ++e) {
+      expert_ = e;
+      const std::string x = p + "experts." + std::to_string(e) + ".";
+      if (m.mixtral_names) {
+        proj(x + "w1", inter, h, TpSplit::kColumn, 1);
+        proj(x + "w2", h, inter, TpSplit::kRow, 1);
+        proj(x + "w3", inter, h, TpSplit::kColumn, 1);
+      } else {
+        proj(x + "gate_proj", inter, h, TpSplit::kColumn, 1);
+        proj(x + "up_proj", inter, h, TpSplit::kColumn, 1);
+        proj(x + "down_proj", h, inter, TpSplit::kRow, 1);
+      }
+    }
+    expert_ = -1;
+    if (!m.mixtral_names) {
+      add(p + "gate.weight", {m.num_experts, h}, TpSplit::kReplicated);
+      if (m.correction_bias) {
+        WeightInfo& b = add(p + "gate.e_score_correction_bias", {m.num_experts}, TpSplit::kReplicated);
+        b.role = WeightRole::kBuffer;
+        b.dtype = DType::kF32;  // HF keeps the correction bias in f32
+      }
+    }
+    if (m.num_shared_experts > 0) mlp(p + "shared_experts.", inter * m.num_shared_experts);
+  }
+
+  const Architecture& arch_;
+  const TextModel& t_;
+  bool quant_;
+  DType dtype_;
+  std::vector<WeightInfo> out_;
+  int64_t layer_ = -1, expert_ = -1;
+  bool mtp_ = false;
+};
+
+int64_t elements(const WeightInfo& w) { return w.numel(); }
+
+ParamCounts count(const Architecture& arch, const std::vector<WeightInfo>& weights) {
+  ParamCounts c;
+  int64_t routed = 0;
+  for (const WeightInfo& w : weights) {
+    if (w.role == WeightRole::kQuantScale) continue;
+    if (w.mtp) {
+      const bool shared = w.name.find("embed_tokens") != std::string::npos || w.name.find("shared_head.head") != std::string::npos;
+      (shared ? c.mtp_shared : c.mtp) += elements(w);
+      continue;
+    }
+    if (w.role == WeightRole::kBuffer) {
+      c.buffers += elements(w);
+      continue;
+    }
+    c.total += elements(w);
+    if (w.expert >= 0) routed += elements(w);
+    if (w.name.rfind("vision_tower.", 0) == 0 || w.name.rfind("multi_modal_projector.", 0) == 0) c.vision += elements(w);
+  }
+  const Moe& m = arch.text.moe;
+  // Routed experts are identical in size: a token uses experts_per_token of num_experts.
+  c.active = m.num_experts > 0 ? c.total - routed + routed / m.num_experts * m.experts_per_token : c.total;
+  return c;
+}
+
+}  // namespace
+
+const char* tp_split_name(TpSplit split) {
+  switch (split) {
+    case TpSplit::kReplicated: return "replicated";
+    case TpSplit::kColumn: return "column";
+    case TpSplit::kRow: return "row";
+    case TpSplit::kVocab: return "vocab";
+  }
+  return "?";
+}
+
+int64_t WeightInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+const WeightInfo* Inventory::find(const std::string& name) const {
+  for (const WeightInfo& w : weights) {
+    if (w.name == name) return &w;
+  }
+  return nullptr;
+}
+
+Inventory build_inventory(const Architecture& arch, const InventoryOptions& options) {
+  InventoryBuilder b(arch, options);
+  const TextModel& t = arch.text;
+  if (arch.vision) b.vision_tower(*arch.vision);
+  b.embedding(t.prefix);
+  for (int64_t i = 0; i < t.num_layers; ++i) b.decoder_layer(i, t.prefix + "layers." + std::to_string(i) + ".");
+  b.final_norm_and_head();
+  if (options.include_mtp) {
+    for (int64_t i = 0; i < t.num_nextn_predict_layers; ++i) b.mtp_layer(t.num_layers + i);
+  }
+  Inventory inv;
+  inv.weights = b.take();
+  inv.counts = count(arch, inv.weights);
+  return inv;
+}
+
+}  // namespace h0::model

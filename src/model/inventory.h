@@ -1,0 +1,77 @@
+// The tensor inventory: every weight tensor of a model's checkpoint, with its HF name, shape,
+// dtype and how it is sharded over each parallel dimension. Parameter counts, the memory plan
+// and sharded loading all derive from this one list.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/architecture.h"
+#include "tensor/dtype.h"
+
+namespace h0::model {
+
+// How a tensor splits over tensor-parallel ranks.
+enum class TpSplit {
+  kReplicated,  // every rank holds all of it
+  kColumn,      // dim 0 split (q/k/v/gate/up projections, their biases)
+  kRow,         // dim 1 split (o/down projections); the partial results are all-reduced
+  kVocab,       // dim 0 split by vocabulary rows (embedding, LM head)
+};
+const char* tp_split_name(TpSplit split);  // "replicated", "column", "row", "vocab"
+
+enum class WeightRole {
+  kParameter,   // a parameter of the HF model
+  kBuffer,      // in checkpoints but a buffer in HF (DeepSeek-V3's gate.e_score_correction_bias)
+  kQuantScale,  // a quantized checkpoint's scales (weight_scale_inv of fp8 block quantization)
+};
+
+struct WeightInfo {
+  std::string name;  // HF checkpoint name, e.g. "model.layers.3.self_attn.q_proj.weight"
+  std::vector<int64_t> shape;
+  tensor::DType dtype = tensor::DType::kBF16;
+  WeightRole role = WeightRole::kParameter;
+  TpSplit tp = TpSplit::kReplicated;
+  // The split axis is cut in whole units of this many rows/columns (head_dim for head-split
+  // projections), so a rank never holds part of a head.
+  int64_t tp_unit = 1;
+  bool kv_heads = false;  // split by kv heads: replicated in groups when kv heads < tp
+  int64_t layer = -1;     // decoder layer (pipeline stage by layer); -1 before the first, num_layers after the last
+  int64_t expert = -1;    // routed expert index (expert-parallel placement); -1 if none
+  bool mtp = false;       // multi-token-prediction layer: in released checkpoints, not in the HF model
+  bool quantized = false; // a linear weight stored in the checkpoint's quantized dtype
+
+  int64_t numel() const;
+  int64_t bytes() const { return numel() * static_cast<int64_t>(tensor::dtype_size(dtype)); }
+};
+
+struct ParamCounts {
+  int64_t total = 0;       // HF num_parameters(): parameters, MTP excluded
+  int64_t active = 0;      // per token: total minus the routed experts a token does not use
+  int64_t buffers = 0;     // checkpoint tensors that are HF buffers
+  int64_t mtp = 0;         // MTP layers' unique parameters (excludes their embed/head copies)
+  int64_t mtp_shared = 0;  // MTP copies of the embedding and head
+  int64_t vision = 0;      // vision tower + projector (included in total)
+};
+
+struct InventoryOptions {
+  // The dtype weights are stored in; default: the config's torch_dtype, else bf16.
+  std::optional<tensor::DType> dtype;
+  // Emit quantized linear weights (f8_e4m3 + weight_scale_inv) as the config's
+  // quantization_config says (DeepSeek-V3, Kimi-K2). Off: all weights in `dtype`.
+  bool quantized = true;
+  bool include_mtp = true;
+};
+
+struct Inventory {
+  std::vector<WeightInfo> weights;
+  ParamCounts counts;
+
+  // Returns nullptr if absent. O(n).
+  const WeightInfo* find(const std::string& name) const;
+};
+
+Inventory build_inventory(const Architecture& arch, const InventoryOptions& options = {});
+
+}  // namespace h0::model

@@ -1,0 +1,162 @@
+// Architectures from real config.json files (tests/data/configs, see SOURCES.md there) and their
+// exact parameter counts against the published figures.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "model/architecture.h"
+#include "model/inventory.h"
+
+namespace h0::model {
+namespace {
+
+std::string config(const std::string& name) { return std::string(H0_SOURCE_DIR) + "/tests/data/configs/" + name + ".json"; }
+
+ParamCounts counts_of(const std::string& name) { return build_inventory(load_architecture(config(name))).counts; }
+
+struct Published {
+  const char* file;
+  int64_t exact_total;   // SOURCES.md "exact from config" (checkpoint tensors, MTP excluded)
+  int64_t exact_active;  // 0: dense
+  double published_total, published_active;  // model card figures
+  // The card rounds: within 0.5% or half a unit of the card's last digit, whichever is larger.
+  double rounding_total = 0, rounding_active = 0;
+  // DeepSeek's and Moonshot's cards count activated parameters without the embedding (a lookup).
+  bool card_active_without_embedding = false;
+};
+
+double allowed(double published, double rounding) { return std::max(0.005 * published, rounding / 2); }
+
+class PublishedCounts : public ::testing::TestWithParam<Published> {};
+
+TEST_P(PublishedCounts, ExactAndWithinHalfPercentOfPublished) {
+  const Published& p = GetParam();
+  const ParamCounts c = counts_of(p.file);
+  EXPECT_EQ(c.total + c.buffers, p.exact_total);
+  EXPECT_LE(std::abs(double(c.total) - p.published_total), allowed(p.published_total, p.rounding_total));
+  if (p.exact_active > 0) {
+    EXPECT_EQ(c.active, p.exact_active);
+  } else {
+    EXPECT_EQ(c.active, c.total);
+  }
+  if (p.published_active > 0) {
+    const Architecture a = load_architecture(config(p.file));
+    const double active = double(c.active) - (p.card_active_without_embedding ? double(a.text.vocab_size * a.text.hidden_size) : 0);
+    EXPECT_LE(std::abs(active - p.published_active), allowed(p.published_active, p.rounding_active));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RealConfigs, PublishedCounts,
+    ::testing::Values(Published{"llama-3.1-8b", 8030261248, 0, 8.03e9, 0},
+                      Published{"llama-3.1-70b", 70553706496, 0, 70.6e9, 0},
+                      Published{"llama-3.1-405b", 405853388800, 0, 405.9e9, 0},
+                      Published{"qwen2.5-72b", 72706203648, 0, 72.7e9, 0},
+                      Published{"qwen3-8b", 8190735360, 0, 8.2e9, 0},
+                      Published{"qwen3-32b", 32762123264, 0, 32.8e9, 0},
+                      Published{"qwen3-235b-a22b", 235093634560, 22190763520, 235e9, 22e9, 1e9, 1e9},
+                      Published{"mixtral-8x7b-v0.1", 46702792704, 12879925248, 46.7e9, 12.9e9},
+                      Published{"deepseek-v3", 671026419200, 37552282624, 671e9, 37e9, 1e9, 1e9, true},
+                      Published{"kimi-k2-instruct", 1026408232448, 32861477888, 1e12, 32e9, 0.1e12, 1e9, true}),
+    [](const ::testing::TestParamInfo<Published>& param) {
+      std::string n = param.param.file;
+      for (char& ch : n) if (ch == '-' || ch == '.') ch = '_';
+      return n;
+    });
+
+TEST(Architecture, DeepseekV3Fields) {
+  const Architecture a = load_architecture(config("deepseek-v3"));
+  EXPECT_EQ(a.family, "deepseek_v3");
+  EXPECT_TRUE(a.text.attn.mla);
+  EXPECT_EQ(a.text.attn.q_lora_rank, 1536);
+  EXPECT_EQ(a.text.attn.kv_lora_rank, 512);
+  EXPECT_EQ(a.text.attn.qk_head_dim(), 192);
+  EXPECT_EQ(a.text.moe.num_experts, 256);
+  EXPECT_EQ(a.text.moe.n_group, 8);
+  EXPECT_EQ(a.text.moe.topk_group, 4);
+  EXPECT_EQ(a.text.moe.scoring, "sigmoid");
+  EXPECT_FALSE(a.text.is_moe_layer(2));
+  EXPECT_TRUE(a.text.is_moe_layer(3));
+  EXPECT_EQ(a.text.rope_scaling.type, "yarn");
+  EXPECT_EQ(a.text.rope_scaling.factor, 40);
+  EXPECT_EQ(a.text.num_nextn_predict_layers, 1);
+  EXPECT_EQ(a.quantization.method, "fp8");
+}
+
+TEST(Architecture, DeepseekV3MtpCountedSeparately) {
+  const Inventory inv = build_inventory(load_architecture(config("deepseek-v3")));
+  // README_WEIGHTS: the MTP module is 11.5B unique parameters plus copies of the 0.9B embedding and head.
+  EXPECT_NEAR(double(inv.counts.mtp), 11.5e9, 0.05 * 11.5e9);
+  EXPECT_EQ(inv.counts.mtp_shared, 2 * 129280LL * 7168);
+  // README_WEIGHTS: 36.6B activated, which is ours less the embedding (a lookup, not compute).
+  EXPECT_NEAR(double(inv.counts.active - 129280LL * 7168), 36.6e9, 0.005 * 36.6e9);
+  const WeightInfo* eh = inv.find("model.layers.61.eh_proj.weight");
+  ASSERT_NE(eh, nullptr);
+  EXPECT_TRUE(eh->mtp);
+  // The checkpoint stores linear weights in fp8 with 128x128 block scales.
+  const WeightInfo* q = inv.find("model.layers.0.self_attn.q_b_proj.weight");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->dtype, tensor::DType::kF8E4M3);
+  const WeightInfo* s = inv.find("model.layers.0.self_attn.q_b_proj.weight_scale_inv");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->shape, (std::vector<int64_t>{192, 12}));
+  EXPECT_EQ(inv.find("model.embed_tokens.weight")->dtype, tensor::DType::kBF16);
+}
+
+TEST(Architecture, Llama3RopeAndGqa) {
+  const Architecture a = load_architecture(config("llama-3.1-70b"));
+  EXPECT_EQ(a.family, "llama");
+  EXPECT_EQ(a.text.attn.num_kv_heads, 8);
+  EXPECT_EQ(a.text.attn.head_dim, 128);
+  EXPECT_EQ(a.text.rope_scaling.type, "llama3");
+  EXPECT_EQ(a.text.rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_EQ(a.text.rope_theta, 500000);
+}
+
+TEST(Architecture, Qwen2HasQkvBiasQwen3HasQkNorm) {
+  const Inventory q2 = build_inventory(load_architecture(config("qwen2.5-72b")));
+  EXPECT_NE(q2.find("model.layers.0.self_attn.k_proj.bias"), nullptr);
+  EXPECT_EQ(q2.find("model.layers.0.self_attn.o_proj.bias"), nullptr);
+  const Inventory q3 = build_inventory(load_architecture(config("qwen3-8b")));
+  EXPECT_EQ(q3.find("model.layers.0.self_attn.k_proj.bias"), nullptr);
+  ASSERT_NE(q3.find("model.layers.0.self_attn.q_norm.weight"), nullptr);
+  EXPECT_EQ(q3.find("model.layers.0.self_attn.q_norm.weight")->shape, std::vector<int64_t>{128});
+}
+
+TEST(Architecture, LlavaUsesLlamaDefaultsForItsTextConfig) {
+  const Architecture a = load_architecture(config("llava-1.5-7b-hf"));
+  EXPECT_EQ(a.family, "llava");
+  ASSERT_TRUE(a.vision.has_value());
+  EXPECT_EQ(a.text.hidden_size, 4096);  // LlamaConfig default: the config omits it
+  EXPECT_EQ(a.text.vocab_size, 32064);
+  EXPECT_EQ(a.vision->num_patches(), 576);
+  EXPECT_EQ(a.vision->feature_layer, -2);
+  const ParamCounts c = build_inventory(a).counts;
+  // ~7.06B: Vicuna-7B (32064 vocab) + CLIP ViT-L/14-336 + projector.
+  EXPECT_NEAR(double(c.total), 7.06e9, 0.005 * 7.06e9);
+}
+
+TEST(ArchitectureErrors, NameTheField) {
+  auto message = [](const std::string& json) {
+    try {
+      parse_architecture(nlohmann::json::parse(json), "config.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64})"),
+            "config.json: intermediate_size: missing (an integer is required)");
+  EXPECT_EQ(message(R"({"architectures": ["LlavaForConditionalGeneration"], "vision_config": {}, "text_config": {"hidden_size": "x"}})"),
+            "config.json: text_config.hidden_size: must be an integer, got \"x\"");
+  EXPECT_NE(message(R"({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2"})").find("unknown architecture ([\"GPT2LMHeadModel\"], model_type \"gpt2\"); known: LlamaForCausalLM (llama)"),
+            std::string::npos);
+  EXPECT_EQ(message(R"({"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 1, "vocab_size": 8, "num_attention_heads": 2, "qk_nope_head_dim": 2, "qk_rope_head_dim": 2, "v_head_dim": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 4})"),
+            "config.json: kv_lora_rank: missing (an integer is required)");
+  EXPECT_EQ(message(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 8, "num_hidden_layers": 1, "vocab_size": 8, "num_attention_heads": 4, "num_key_value_heads": 3})"),
+            "config.json: num_key_value_heads: must be positive and divide num_attention_heads (4)");
+}
+
+}  // namespace
+}  // namespace h0::model
