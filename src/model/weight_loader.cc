@@ -1,0 +1,151 @@
+#include "model/weight_loader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "base/error.h"
+#include "base/parallel.h"
+#include "base/sha256.h"
+
+namespace h0::model {
+namespace {
+
+// Open file descriptors of the shards, one per file, shared by the reading threads (pread is
+// thread-safe on one descriptor).
+class ShardFiles {
+ public:
+  int fd(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = fds_.find(path);
+    if (it != fds_.end()) return it->second;
+    const int f = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (f < 0) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
+    fds_[path] = f;
+    return f;
+  }
+  ~ShardFiles() {
+    for (auto& [path, f] : fds_) ::close(f);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, int> fds_;
+};
+
+int64_t read_at(int fd, const std::string& path, std::byte* out, size_t bytes, uint64_t offset) {
+  size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = ::pread(fd, out + done, bytes - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw InputError(path, "read failed at offset " + std::to_string(offset + done) + ": " +
+                                           (n < 0 ? std::strerror(errno) : "end of file"));
+    done += static_cast<size_t>(n);
+  }
+  return static_cast<int64_t>(done);
+}
+
+// Reads entry[slice] into `out`: one pread per contiguous run (a dim-0 slice is one run; a
+// slice of axis k is outer(k) runs of (end-begin)·inner(k) elements).
+int64_t read_slice(int fd, const io::SafetensorsFile& file, const io::TensorEntry& e,
+                   const std::optional<WeightSlice>& slice, std::byte* out) {
+  const uint64_t base = file.header_bytes() + 8 + e.begin;
+  const size_t esize = tensor::dtype_size(e.dtype);
+  if (!slice) return read_at(fd, file.path(), out, e.nbytes(), base);
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < slice->axis; ++i) outer *= e.shape[size_t(i)];
+  for (size_t i = size_t(slice->axis) + 1; i < e.shape.size(); ++i) inner *= e.shape[i];
+  const int64_t extent = e.shape[size_t(slice->axis)];
+  const size_t run = size_t((slice->end - slice->begin) * inner) * esize;
+  int64_t total = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    const uint64_t offset = base + uint64_t((o * extent + slice->begin) * inner) * esize;
+    total += read_at(fd, file.path(), out + size_t(o) * run, run, offset);
+  }
+  return total;
+}
+
+void check_slice(const std::string& path, const io::TensorEntry& e, const WeightSlice& s) {
+  if (s.axis < 0 || size_t(s.axis) >= e.shape.size() || s.begin < 0 || s.end < s.begin ||
+      s.end > e.shape[size_t(s.axis)]) {
+    throw InputError(path, "tensor '" + e.name + "': slice [" + std::to_string(s.begin) + ", " +
+                               std::to_string(s.end) + ") of axis " + std::to_string(s.axis) +
+                               " is outside its shape " + tensor::shape_string(e.shape));
+  }
+}
+
+std::string list(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < 20; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > 20) out += ", ... (" + std::to_string(items.size()) + " in all)";
+  return out;
+}
+
+}  // namespace
+
+void verify_checkpoint(const io::ShardedCheckpoint& ckpt, const Inventory& inventory) {
+  std::vector<std::string> missing, unexpected, misshapen;
+  std::map<std::string, const WeightInfo*, std::less<>> expected;
+  for (const WeightInfo& w : inventory.weights) expected[w.name] = &w;
+  for (const auto& [name, w] : expected) {
+    const io::TensorEntry* e = ckpt.find(name);
+    if (e == nullptr) {
+      missing.push_back(name);
+    } else if (e->shape != w->shape || e->dtype != w->dtype) {
+      misshapen.push_back(name + ": " + tensor::dtype_name(e->dtype) + " " + tensor::shape_string(e->shape) +
+                          " (expected " + tensor::dtype_name(w->dtype) + " " + tensor::shape_string(w->shape) + ")");
+    }
+  }
+  for (const std::string& name : ckpt.names()) {
+    if (expected.count(name) == 0) unexpected.push_back(name);
+  }
+  if (missing.empty() && unexpected.empty() && misshapen.empty()) return;
+  std::string msg = "does not match the model's tensor inventory:";
+  if (!missing.empty()) msg += "\n  missing (" + std::to_string(missing.size()) + "): " + list(missing);
+  if (!unexpected.empty()) msg += "\n  unexpected (" + std::to_string(unexpected.size()) + "): " + list(unexpected);
+  if (!misshapen.empty()) msg += "\n  wrong shape or dtype (" + std::to_string(misshapen.size()) + "): " + list(misshapen);
+  throw InputError(ckpt.path(), msg);
+}
+
+LoadReport load_weights(const io::ShardedCheckpoint& ckpt, const std::vector<LoadRequest>& requests,
+                        const LoadOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  LoadReport report;
+  for (size_t s = 0; s < ckpt.num_shards(); ++s) {
+    for (const auto& e : ckpt.shard(s).entries()) report.checkpoint_bytes += int64_t(e.nbytes());
+  }
+  report.weights.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const WeightInfo& w = *requests[i].weight;
+    const io::SafetensorsFile& file = ckpt.shard_of(w.name);
+    const io::TensorEntry& e = *file.find(w.name);
+    tensor::Shape shape = e.shape;
+    if (requests[i].slice) {
+      check_slice(file.path(), e, *requests[i].slice);
+      shape[size_t(requests[i].slice->axis)] = requests[i].slice->end - requests[i].slice->begin;
+    }
+    report.weights[i] = {w.name, requests[i].slice, tensor::Tensor::zeros(e.dtype, shape), ""};
+  }
+  ShardFiles files;
+  std::atomic<int64_t> bytes{0};
+  base::parallel_for(requests.size(), 1, [&](size_t, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      LoadedWeight& out = report.weights[i];
+      const io::SafetensorsFile& file = ckpt.shard_of(out.name);
+      auto* dst = static_cast<std::byte*>(out.tensor.mutable_data());
+      bytes += read_slice(files.fd(file.path()), file, *file.find(out.name), out.slice, dst);
+      if (options.sha256) out.sha256 = base::sha256_hex(dst, out.tensor.nbytes());
+    }
+  });
+  report.bytes_read = bytes.load();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace h0::model

@@ -1,0 +1,55 @@
+// Loads a rank's part of a checkpoint: for each requested weight, the whole tensor or one
+// slice along one axis, read with pread() into owned memory (so "bytes read" is measured at the
+// system-call level), in parallel threads, after checking the checkpoint against the inventory.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/sharded_checkpoint.h"
+#include "model/inventory.h"
+#include "tensor/tensor.h"
+
+namespace h0::model {
+
+// Indices [begin, end) of dimension `axis`.
+struct WeightSlice {
+  int axis = 0;
+  int64_t begin = 0, end = 0;
+};
+
+struct LoadRequest {
+  const WeightInfo* weight = nullptr;
+  std::optional<WeightSlice> slice;  // nullopt: the whole tensor
+};
+
+struct LoadOptions {
+  bool sha256 = false;  // checksum every loaded tensor
+};
+
+struct LoadedWeight {
+  std::string name;
+  std::optional<WeightSlice> slice;
+  tensor::Tensor tensor;
+  std::string sha256;  // of the loaded bytes; empty unless LoadOptions::sha256
+};
+
+struct LoadReport {
+  std::vector<LoadedWeight> weights;  // in request order
+  int64_t bytes_read = 0;             // sum of pread() results
+  int64_t checkpoint_bytes = 0;       // tensor data bytes of the whole checkpoint
+  double seconds = 0;
+  double gb_per_s() const { return seconds > 0 ? double(bytes_read) / seconds / 1e9 : 0; }
+};
+
+// Compares the checkpoint's tensors with the inventory: names, shapes and dtypes. Throws one
+// InputError listing every missing, unexpected and misshapen tensor (first 20 of each).
+void verify_checkpoint(const io::ShardedCheckpoint& ckpt, const Inventory& inventory);
+
+// Reads the requested weights on base::worker_threads() threads (HARNESS_THREADS). Throws InputError for an absent tensor or an out-of-range slice.
+LoadReport load_weights(const io::ShardedCheckpoint& ckpt, const std::vector<LoadRequest>& requests,
+                        const LoadOptions& options = {});
+
+}  // namespace h0::model

@@ -1,0 +1,128 @@
+// The tiny synthetic models against transformers (golden/models/<name>.json, written by
+// golden/tools/gen_models.py): parameter counts, tensor names and shapes, and the bytes of a
+// synthesized checkpoint as HF loads it.
+#include <fstream>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/sha256.h"
+#include "io/safetensors_writer.h"
+#include "io/sharded_checkpoint.h"
+#include "model/inventory.h"
+#include "model/synth.h"
+#include "model/weight_loader.h"
+#include "test_util.h"
+
+namespace h0::model {
+namespace {
+
+nlohmann::json golden(const std::string& name) {
+  std::ifstream in(h0::test::golden_path("models/" + name + ".json"));
+  EXPECT_TRUE(in) << name;
+  return nlohmann::json::parse(in);
+}
+
+std::string model_dir(const std::string& name) { return h0::test::source_path("configs/models/" + name); }
+
+class TinyModel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TinyModel, ParameterCountEqualsHf) {
+  const Inventory inv = build_inventory(load_architecture(model_dir(GetParam())));
+  EXPECT_EQ(inv.counts.total, golden(GetParam())["num_parameters"].get<int64_t>());
+}
+
+TEST_P(TinyModel, InventoryNamesAreHfCheckpointNames) {
+  const nlohmann::json g = golden(GetParam());
+  const Inventory inv = build_inventory(load_architecture(model_dir(GetParam())));
+  std::set<std::string> ours, ours_mtp, hf, hf_unused;
+  for (const WeightInfo& w : inv.weights) (w.mtp ? ours_mtp : ours).insert(w.name);
+  for (const auto& [name, sha] : g["synth"]["tensor_sha256"].items()) hf.insert(name);
+  for (const auto& name : g["unused_by_hf"]) hf_unused.insert(name.get<std::string>());
+  EXPECT_EQ(ours, hf);
+  EXPECT_EQ(ours_mtp, hf_unused);  // only DeepSeek-V3's multi-token-prediction layer
+}
+
+TEST_P(TinyModel, SynthesizedBytesAreWhatHfLoads) {
+  const nlohmann::json g = golden(GetParam());
+  h0::test::TempDir dir;
+  synthesize_checkpoint(model_dir(GetParam()), dir.path(), {g["synth"]["seed"].get<uint64_t>(), g["synth"]["shards"].get<int>()});
+  const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(dir.path());
+  const Inventory inv = build_inventory(load_architecture(dir.path()), {.dtype = std::nullopt, .quantized = false});
+  verify_checkpoint(ckpt, inv);
+  EXPECT_EQ(ckpt.num_shards(), 2u);
+  int checked = 0;
+  for (const auto& [name, sha] : g["synth"]["tensor_sha256"].items()) {
+    const tensor::Tensor t = ckpt.get(name);
+    EXPECT_EQ(base::sha256_hex(t.data(), t.nbytes()), sha.get<std::string>()) << name;
+    ++checked;
+  }
+  EXPECT_GT(checked, 20);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, TinyModel,
+                         ::testing::Values("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava"),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           std::string n = p.param;
+                           for (char& c : n) if (c == '-') c = '_';
+                           return n;
+                         });
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(Synth, DeterministicToTheByteAndSeeded) {
+  h0::test::TempDir a, b, c;
+  synthesize_checkpoint(model_dir("tiny-llama"), a.path(), {7, 3});
+  synthesize_checkpoint(model_dir("tiny-llama"), b.path(), {7, 3});
+  synthesize_checkpoint(model_dir("tiny-llama"), c.path(), {8, 3});
+  for (const char* f : {"model-00001-of-00003.safetensors", "model-00003-of-00003.safetensors",
+                        "model.safetensors.index.json"}) {
+    EXPECT_EQ(file_bytes(a.file(f)), file_bytes(b.file(f))) << f;
+  }
+  EXPECT_NE(file_bytes(a.file("model-00001-of-00003.safetensors")), file_bytes(c.file("model-00001-of-00003.safetensors")));
+}
+
+TEST(Synth, ShardsHaveAboutEqualBytes) {
+  h0::test::TempDir dir;
+  const SynthReport r = synthesize_checkpoint(model_dir("tiny-qwen3-moe"), dir.path(), {0, 4});
+  const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(dir.path());
+  ASSERT_EQ(ckpt.num_shards(), 4u);
+  for (size_t s = 0; s < 4; ++s) {
+    int64_t bytes = 0;
+    for (const auto& e : ckpt.shard(s).entries()) bytes += int64_t(e.nbytes());
+    EXPECT_GT(bytes, r.bytes / 8) << "shard " << s;
+    EXPECT_LT(bytes, r.bytes / 2) << "shard " << s;
+  }
+}
+
+TEST(VerifyCheckpoint, ListsMissingUnexpectedAndMisshapenTensors) {
+  h0::test::TempDir dir;
+  const Inventory inv = build_inventory(load_architecture(model_dir("tiny-llama")));
+  std::vector<io::NamedTensor> tensors;
+  for (const WeightInfo& w : inv.weights) {
+    if (w.name == "model.norm.weight") continue;  // missing
+    tensor::Shape shape = w.shape;
+    if (w.name == "lm_head.weight") shape[0] -= 1;  // misshapen
+    tensors.push_back({w.name, tensor::Tensor::zeros(w.dtype, shape)});
+  }
+  tensors.push_back({"model.layers.9.extra.weight", tensor::Tensor::zeros(tensor::DType::kBF16, {2})});
+  io::write_safetensors(dir.file("model.safetensors"), tensors);
+  try {
+    verify_checkpoint(io::ShardedCheckpoint::open(dir.path()), inv);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("missing (1): model.norm.weight"), std::string::npos) << m;
+    EXPECT_NE(m.find("unexpected (1): model.layers.9.extra.weight"), std::string::npos) << m;
+    EXPECT_NE(m.find("wrong shape or dtype (1): lm_head.weight: bf16 1023x128 (expected bf16 1024x128)"),
+              std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace h0::model
