@@ -15,31 +15,71 @@ harness's code):
   3. records the sha256 of each checkpoint tensor's bytes *as HF loaded it* (the state dict
      of the loaded model, in the checkpoint dtype), so the C++ tests can check that the
      harness synthesizes the same bytes and reads the same tensors HF does.
-The output is golden/models/<name>.json; golden/manifest.json is updated.
+The output is golden/models/<name>.json.
+
+Then, with the same checkpoint loaded again in f32 (from_pretrained(..., dtype=torch.float32): the
+bf16 weights are upcast exactly; eval mode, attn_implementation="eager"), it writes for each of the
+fixed prompts below golden/models/<name>/<prompt_id>.safetensors: the probe activations (forward
+hooks on HF modules, named by module name), the logits and a greedy continuation, in the format of
+golden/tools/dump_hf.py (whose functions do the work).  tiny-llava has a text-only prompt and one
+with 16 image tokens and golden/models/images/checker.png.
+
+It also makes three small test images deterministically, golden/models/images/{gradient.png,
+checker.png,noise.jpg}, and for each golden/models/tiny-llava/pixels_<stem>.safetensors (the image as
+PIL decodes it and the pixel_values the HF image processor makes of it).
+
+PyTorch is pinned to its portable CPU kernels and one thread, so the files are reproducible.
+golden/manifest.json is updated for every file written.  See golden/models/README.md.
 """
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import json
-import subprocess
+import os
 import sys
-import tempfile
-from pathlib import Path
 
-import torch
-from safetensors import safe_open
-from transformers import AutoConfig, AutoModelForCausalLM, LlavaForConditionalGeneration
+# Pin PyTorch's portable scalar CPU kernels (see gen_foundation.py): the activations then do not
+# depend on the vector extensions of the machine that generated them.  Before torch is imported.
+if "torch" in sys.modules:
+    raise RuntimeError("gen_models.py must set ATEN_CPU_CAPABILITY before torch is imported")
+os.environ["ATEN_CPU_CAPABILITY"] = "default"
+
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from safetensors import safe_open  # noqa: E402
+from transformers import AutoConfig, AutoModelForCausalLM, LlavaForConditionalGeneration  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from manifest import update_manifest  # noqa: E402
+import dump_hf  # noqa: E402
+
+torch.set_num_threads(1)
 
 MODELS = ["tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava"]
 SEED = 0
 TORCH_DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16,
                 "F8_E4M3": torch.float8_e4m3fn}
 SHARDS = 2
+PRODUCER = "golden/tools/gen_models.py"
+
+# The fixed prompts (token ids): the bos id 1000 first, all others < 1000.
+PROMPT_7 = [1000, 17, 263, 951, 4, 588, 120]
+PROMPT_13 = [1000, 42, 7, 999, 318, 64, 512, 3, 870, 233, 101, 676, 45]
+IMAGE_TOKEN = 1003  # tiny-llava's image_token_index
+IMAGE_SEQ = 16      # its image_seq_length: (32 / 8)^2 patches, CLS dropped ("default" strategy)
+PROMPTS = {"p7": PROMPT_7, "p13": PROMPT_13}
+# tiny-llava: the 7-token prompt text only, and the 13 text tokens of PROMPT_13 with 16 image
+# tokens after the 4th (29 tokens), with LLAVA_IMAGE.
+LLAVA_PROMPTS = {"p7": PROMPT_7, "p13_image": PROMPT_13[:4] + [IMAGE_TOKEN] * IMAGE_SEQ + PROMPT_13[4:]}
+LLAVA_IMAGE = "checker.png"
+GREEDY = 8
+IMAGE_SEED = 20240607
 
 
 def model_class(config):
@@ -73,7 +113,9 @@ def checkpoint_dtypes(out: Path) -> dict[str, torch.dtype]:
     return dtypes
 
 
-def golden_for(harness: str, root: Path, name: str) -> dict:
+def golden_for(harness: str, root: Path, name: str, with_checkpoint=None) -> dict:
+    """The golden JSON of model `name`; with_checkpoint(checkpoint_dir), if given, is called while
+    the synthesized checkpoint exists."""
     model_dir = root / "configs" / "models" / name
     config, meta_model = instantiate(model_dir)
     expected = {k: list(v.shape) for k, v in meta_model.state_dict().items()}
@@ -98,6 +140,8 @@ def golden_for(harness: str, root: Path, name: str) -> dict:
                         if k not in ckpt:
                             raise SystemExit(f"{name}: HF saves {k}, which the harness did not synthesize")
                         saved[k] = tensor_sha256(s.get_tensor(k).to(ckpt[k]))
+        if with_checkpoint is not None:
+            with_checkpoint(out)
     unused = sorted(set(ckpt) - set(saved))
     not_mtp = [k for k in unused if not is_mtp(config, k)]
     if not_mtp:
@@ -118,6 +162,99 @@ def is_mtp(config, key: str) -> bool:
     return any(key.startswith(f"model.layers.{layers + i}.") for i in range(extra))
 
 
+# --------------------------------------------------------------------------
+# Test images
+# --------------------------------------------------------------------------
+
+
+def _smooth(a: np.ndarray, passes: int) -> np.ndarray:
+    """Separable binomial [1,4,6,4,1]/16 blur over axes 0 and 1, wrapping around."""
+    k = np.array([1.0, 4.0, 6.0, 4.0, 1.0]) / 16.0
+    for _ in range(passes):
+        for axis in (0, 1):
+            a = sum(w * np.roll(a, s, axis=axis) for w, s in zip(k, range(-2, 3)))
+    return a
+
+
+def make_images(images_dir: Path) -> list[Path]:
+    """gradient.png (48x40 W x H), checker.png (37x53), noise.jpg (40x40, q90, baseline, 4:2:0)."""
+    from PIL import Image
+
+    images_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+
+    w, h = 48, 40
+    y, x = np.mgrid[0:h, 0:w]
+    grad = np.stack([(255 * x + (w - 1) // 2) // (w - 1),
+                     (255 * y + (h - 1) // 2) // (h - 1),
+                     255 - (255 * (x + y) + (w + h - 2) // 2) // (w + h - 2)], axis=-1).astype(np.uint8)
+    path = images_dir / "gradient.png"
+    Image.fromarray(grad, "RGB").save(path, format="PNG")
+    written.append(path)
+
+    w, h, cell = 37, 53, 5
+    y, x = np.mgrid[0:h, 0:w]
+    odd = ((x // cell + y // cell) % 2)[..., None]
+    light = np.stack([230 - 2 * (y // cell), 200 + 3 * (x // cell), np.full_like(x, 40)], axis=-1)
+    dark = np.stack([np.full_like(x, 25), 40 + 2 * (y // cell), 140 + 4 * (x // cell)], axis=-1)
+    checker = np.where(odd == 1, dark, light).astype(np.uint8)
+    path = images_dir / "checker.png"
+    Image.fromarray(checker, "RGB").save(path, format="PNG")
+    written.append(path)
+
+    rng = np.random.default_rng(IMAGE_SEED)
+    n = 40
+    noise = _smooth(rng.standard_normal((n, n, 3)), passes=3)
+    noise = (noise - noise.mean(axis=(0, 1))) / noise.std(axis=(0, 1))
+    y, x = np.mgrid[0:n, 0:n]
+    base = np.stack([90 + 2.0 * x, 70 + 1.5 * y, 160 - 1.0 * (x + y)], axis=-1)
+    photo = np.clip(np.rint(base + 35.0 * noise), 0, 255).astype(np.uint8)
+    path = images_dir / "noise.jpg"
+    Image.fromarray(photo, "RGB").save(path, format="JPEG", quality=90, subsampling="4:2:0",
+                                       progressive=False, optimize=False)
+    written.append(path)
+    return written
+
+
+# --------------------------------------------------------------------------
+# Activations
+# --------------------------------------------------------------------------
+
+
+def write_pixels(ckpt: Path, images: list[Path], out_dir: Path) -> list[Path]:
+    """pixels_<stem>.safetensors: image_rgb [H,W,3] u8 and pixel_values [3,S,S] f32."""
+    processor = dump_hf.load_image_processor(ckpt)
+    written = []
+    for image in images:
+        rgb, pixel_values = dump_hf.preprocess_image(processor, image)
+        path = out_dir / f"pixels_{image.stem}.safetensors"
+        md = {"producer": PRODUCER, "model": out_dir.name, "image": image.name,
+              "versions": json.dumps(dump_hf.versions(), sort_keys=True, separators=(",", ":"))}
+        dump_hf.save(path, {"image_rgb": torch.from_numpy(rgb), "pixel_values": pixel_values[0]}, md)
+        written.append(path)
+    return written
+
+
+def write_activations(ckpt: Path, name: str, out_dir: Path, images_dir: Path) -> list[Path]:
+    model = dump_hf.load_model(ckpt, torch.float32, "cpu")
+    prompts = LLAVA_PROMPTS if name == "tiny-llava" else PROMPTS
+    written = []
+    for prompt_id, ids in prompts.items():
+        image = pixel_values = rgb = None
+        if IMAGE_TOKEN in ids and name == "tiny-llava":
+            image = LLAVA_IMAGE
+            rgb, pixel_values = dump_hf.preprocess_image(dump_hf.load_image_processor(ckpt), images_dir / image)
+        tensors, probes = dump_hf.dump(model, ids, pixel_values, GREEDY)
+        if rgb is not None:
+            tensors["image_rgb"] = torch.from_numpy(rgb)
+        md = dump_hf.metadata(PRODUCER, name, prompt_id, probes, "float32", "cpu", GREEDY, image)
+        path = out_dir / f"{prompt_id}.safetensors"
+        dump_hf.save(path, tensors, md)
+        written.append(path)
+        print(f"  {name}/{prompt_id}: T={len(ids)}, {len(probes)} probes, greedy {tensors['greedy_ids'].tolist()}")
+    return written
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--harness", required=True)
@@ -126,15 +263,22 @@ def main() -> None:
     root = Path(args.root)
     out_dir = root / "golden" / "models"
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
+    images_dir = out_dir / "images"
+    images = make_images(images_dir)
+    written = list(images)
     for name in MODELS:
-        g = golden_for(args.harness, root, name)
+        def activations(ckpt: Path, name=name) -> None:
+            written.extend(write_activations(ckpt, name, out_dir / name, images_dir))
+            if name == "tiny-llava":
+                written.extend(write_pixels(ckpt, images, out_dir / name))
+
+        g = golden_for(args.harness, root, name, with_checkpoint=activations)
         path = out_dir / f"{name}.json"
         path.write_text(json.dumps(g, indent=1, sort_keys=True) + "\n")
         written.append(path)
         print(f"{name}: {g['num_parameters']} parameters, {len(g['synth']['tensor_sha256'])} tensors "
               f"checked, unused by HF: {len(g['unused_by_hf'])}")
-    update_manifest(root / "golden", written, producer="golden/tools/gen_models.py")
+    update_manifest(root / "golden", written, producer=PRODUCER)
 
 
 if __name__ == "__main__":

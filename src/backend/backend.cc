@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/check.h"
 #include "base/error.h"
 #include "backend/registry.h"
 
@@ -48,6 +49,13 @@ DeviceTensor& DeviceTensor::operator=(DeviceTensor&& other) noexcept {
     other.desc_.data = nullptr;
   }
   return *this;
+}
+
+void DeviceTensor::reshape(const tensor::Shape& shape) {
+  H0_CHECK(tensor::numel(shape) == tensor::numel(this->shape()) && shape.size() <= HB_MAX_DIMS)
+      << "reshape " << tensor::shape_string(this->shape()) << " to " << tensor::shape_string(shape);
+  desc_.ndim = int32_t(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) desc_.shape[i] = shape[i];
 }
 
 DeviceTensor::~DeviceTensor() {

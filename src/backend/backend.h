@@ -50,6 +50,9 @@ class DeviceTensor {
   tensor::DType dtype() const { return static_cast<tensor::DType>(desc_.dtype); }
   tensor::Shape shape() const { return tensor::Shape(desc_.shape, desc_.shape + desc_.ndim); }
   size_t nbytes() const { return bytes_; }
+  // Reinterprets the buffer with another shape of the same element count (a view change, no
+  // copy): e.g. linear's [T, H*Dh] as attention's [T, H, Dh].
+  void reshape(const tensor::Shape& shape);
 
  private:
   friend class Backend;

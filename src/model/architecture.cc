@@ -17,9 +17,13 @@ void read_rope(const ConfigFields& f, TextModel* t, double default_theta) {
   if (!s) s = f.opt_object("rope_scaling");
   if (!s) return;
   t->rope_theta = s->opt_double("rope_theta", t->rope_theta);
+  t->rope_scaling_json = s->json();
   RopeScaling& r = t->rope_scaling;
   r.type = s->opt_string("rope_type", s->opt_string("type", "default"));
-  if (r.type == "default") return;
+  if (r.type == "default") {
+    t->rope_scaling_json = nullptr;
+    return;
+  }
   if (r.type != "linear" && r.type != "llama3" && r.type != "yarn") {
     throw InputError(s->where("rope_type"), "unsupported '" + r.type + "' (default, linear, llama3, yarn)");
   }

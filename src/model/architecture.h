@@ -71,6 +71,7 @@ struct TextModel {
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000;
   RopeScaling rope_scaling;
+  nlohmann::json rope_scaling_json;  // the config's object verbatim (the rope op's `scaling`); null: none
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
   bool mlp_bias = false;

@@ -30,6 +30,7 @@ class ConfigFields {
   std::string opt_string(const std::string& key, const std::string& def) const;
   std::vector<int64_t> opt_int_list(const std::string& key) const;
   std::optional<ConfigFields> opt_object(const std::string& key) const;
+  const nlohmann::json& json() const { return *j_; }
 
  private:
   const nlohmann::json* find(const std::string& key) const;  // nullptr when absent or null

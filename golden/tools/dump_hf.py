@@ -1,0 +1,415 @@
+#!/usr/bin/env python3
+"""Dump HuggingFace transformers' intermediate activations, logits and greedy tokens for one prompt.
+
+Usage:
+  python3 golden/tools/dump_hf.py --model DIR (--prompt-ids 1000,5,7 | --prompt "text")
+      [--prompt-id NAME] [--image FILE] [--dtype float32|bfloat16] [--device cpu|cuda]
+      [--greedy N] [--portable-cpu] --out DIR
+
+Loads any HF causal LM (AutoModelForCausalLM) or LLaVA-style model (a config with a
+vision_config) from DIR with attn_implementation="eager", in eval mode, and writes
+  <out>/<prompt id>.safetensors   (prompt id: --prompt-id, default "prompt")
+  <out>/probes.json               {prompt id: [probe names in the order their hooks fired]}
+                                  (merged with an existing probes.json in <out>)
+
+Tensors (float tensors are f32 whatever --dtype is; the batch dimension is squeezed):
+  input_ids                 [T] i64      the prompt (after image-token expansion, if any)
+  <P>embed_tokens           [T, D]       P = "model." or "model.language_model."
+  <P>layers.i.input_layernorm, <P>layers.i.self_attn (output[0], after o_proj),
+  <P>layers.i.post_attention_layernorm, <P>layers.i.mlp (MLP or MoE block),
+  <P>layers.i (the layer's output = residual stream)                 [T, D] each
+  <P>norm                   [T, D]
+  logits                    [T, V]       the model's output logits
+  greedy_ids                [N] i64      greedy continuation: N full forward passes on the growing
+                                         sequence without KV cache, argmax (ties -> lowest id)
+  greedy_top5_ids           [N, 5] i64   top 5 of log_softmax(logits) at each step (ties -> lower id)
+  greedy_top5_logprobs      [N, 5] f32
+With an image (LLaVA):
+  image_rgb                 [H, W, 3] u8 the image as PIL decodes it (convert("RGB"))
+  pixel_values              [3, S, S]    the HF image processor's output (PIL backend)
+  model.vision_tower.embeddings, model.vision_tower.pre_layrnorm,
+  model.vision_tower.encoder.layers.i{,.layer_norm1,.self_attn,.layer_norm2,.mlp}   [1+patches, Dv]
+  image_features_selected   [patches, Dv] the vision feature fed to the projector
+                                         (hidden state of vision_feature_layer, CLS dropped by "default")
+  model.multi_modal_projector [patches, D]
+  inputs_embeds             [T, D]       the merged sequence fed to the language model (note:
+                                         <P>embed_tokens is the embedding *before* the image merge)
+Probes whose module does not exist in a given architecture are skipped.
+
+Safetensors metadata (strings): producer, model, prompt_id, versions (JSON), dtype, device,
+attn_implementation, greedy_steps, probes (JSON list, execution order), image (file name, if any).
+
+--portable-cpu pins PyTorch's CPU kernels to the portable scalar ones (ATEN_CPU_CAPABILITY=default)
+for results that do not depend on the CPU's vector extensions; it is slow on big models.
+golden/tools/gen_models.py imports this file and uses the same functions.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if "--portable-cpu" in sys.argv and "torch" not in sys.modules:
+    os.environ["ATEN_CPU_CAPABILITY"] = "default"
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+TOPK = 5
+LAYER_PROBES = ("input_layernorm", "self_attn", "post_attention_layernorm", "mlp")
+VISION_LAYER_PROBES = ("layer_norm1", "self_attn", "layer_norm2", "mlp")
+
+
+# --------------------------------------------------------------------------
+# Versions and loading
+# --------------------------------------------------------------------------
+
+
+def versions() -> dict[str, str]:
+    """python and the versions of the packages involved (PEP 440 local labels dropped)."""
+    import importlib
+
+    out = {"python": platform.python_version()}
+    for name, module in (("torch", "torch"), ("transformers", "transformers"), ("safetensors", "safetensors"),
+                         ("numpy", "numpy"), ("tokenizers", "tokenizers"), ("pillow", "PIL")):
+        try:
+            v = getattr(importlib.import_module(module), "__version__", None)
+        except ImportError:
+            continue
+        if v is not None:
+            out[name] = str(v).split("+", 1)[0]
+    return out
+
+
+def load_model(model_dir, dtype=torch.float32, device="cpu"):
+    """The model, in eval mode, with eager attention. LLaVA (or any config with a vision_config)
+    is loaded as an image-text-to-text model, everything else as a causal LM."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(model_dir)
+    if config.model_type == "llava":
+        from transformers import LlavaForConditionalGeneration as cls
+    elif getattr(config, "vision_config", None) is not None:
+        from transformers import AutoModelForImageTextToText as cls
+    else:
+        cls = AutoModelForCausalLM
+    model = cls.from_pretrained(model_dir, dtype=dtype, attn_implementation="eager")
+    model.to(device)
+    model.eval()
+    return model
+
+
+def load_image_processor(model_dir):
+    """The model's image processor, PIL backend (the slow, numpy/PIL one: use_fast=False)."""
+    from transformers import AutoImageProcessor
+
+    return AutoImageProcessor.from_pretrained(model_dir, backend="pil")
+
+
+def decode_image(path) -> "PIL.Image.Image":  # noqa: F821
+    from PIL import Image
+
+    with Image.open(path) as im:
+        im.load()
+        return im.convert("RGB")
+
+
+def preprocess_image(processor, path) -> tuple[np.ndarray, torch.Tensor]:
+    """(image_rgb [H,W,3] u8 as PIL decodes it, pixel_values [1,3,S,S] f32 from the processor)."""
+    image = decode_image(path)
+    rgb = np.asarray(image, dtype=np.uint8).copy()
+    pixel_values = processor(images=image, return_tensors="pt")["pixel_values"]
+    return rgb, pixel_values.to(torch.float32)
+
+
+# --------------------------------------------------------------------------
+# Probes
+# --------------------------------------------------------------------------
+
+
+def _module(root, dotted):
+    m = root
+    for part in dotted.split("."):
+        if not hasattr(m, part):
+            return None
+        m = getattr(m, part)
+    return m
+
+
+def text_prefix(model) -> str:
+    """HF module-name prefix of the decoder stack: "model.language_model." or "model."."""
+    for p in ("model.language_model", "model", "language_model.model", "language_model"):
+        m = _module(model, p)
+        if m is not None and hasattr(m, "layers") and hasattr(m, "embed_tokens"):
+            return p + "."
+    raise SystemExit("dump_hf: cannot find the decoder layers (model.layers / model.language_model.layers)")
+
+
+def vision_prefix(model) -> str | None:
+    for p in ("model.vision_tower", "vision_tower"):
+        if _module(model, p) is not None:
+            return p + "."
+    return None
+
+
+def probe_names(model, with_vision: bool) -> list[str]:
+    """Probe module names in the order a forward pass normally reaches them (the order actually
+    recorded is the one the hooks fire in)."""
+    modules = dict(model.named_modules())
+    names = []
+    if with_vision:
+        v = vision_prefix(model)
+        if v is not None:
+            names += [v + "embeddings", v + "pre_layrnorm"]
+            layers = _module(model, v + "encoder.layers") or []
+            for i in range(len(layers)):
+                names += [f"{v}encoder.layers.{i}.{s}" for s in VISION_LAYER_PROBES] + [f"{v}encoder.layers.{i}"]
+        for p in ("model.multi_modal_projector", "multi_modal_projector"):
+            if p in modules:
+                names.append(p)
+                break
+    p = text_prefix(model)
+    names.append(p + "embed_tokens")
+    for i in range(len(_module(model, p + "layers"))):
+        names += [f"{p}layers.{i}.{s}" for s in LAYER_PROBES] + [f"{p}layers.{i}"]
+    names.append(p + "norm")
+    return [n for n in names if n in modules]
+
+
+def _first_tensor(x):
+    while isinstance(x, (tuple, list)):
+        x = x[0]
+    if not isinstance(x, torch.Tensor):  # a ModelOutput
+        x = x[0]
+    return x
+
+
+def _squeeze_batch(t: torch.Tensor) -> torch.Tensor:
+    if t.dim() >= 2 and t.shape[0] == 1:
+        t = t[0]
+    return t
+
+
+def _store(t: torch.Tensor) -> torch.Tensor:
+    t = _squeeze_batch(t.detach())
+    if t.is_floating_point():
+        t = t.to(torch.float32)
+    return t.cpu().contiguous().clone()
+
+
+class ProbeRecorder:
+    """Forward hooks on the probe modules; records each output once, in execution order."""
+
+    def __init__(self, model, names: list[str]):
+        modules = dict(model.named_modules())
+        self.tensors: dict[str, torch.Tensor] = {}
+        self.order: list[str] = []
+        self.handles = []
+        for n in names:
+            self.handles.append(modules[n].register_forward_hook(self._hook(n)))
+        proj = next((modules[p] for p in ("model.multi_modal_projector", "multi_modal_projector") if p in modules),
+                    None)
+        if proj is not None:
+            self.handles.append(proj.register_forward_pre_hook(self._pre_hook("image_features_selected")))
+        if text_prefix(model) != "model.":  # multimodal: the merged sequence fed to the decoder
+            lm = modules[text_prefix(model)[:-1]]
+            self.handles.append(lm.register_forward_pre_hook(self._lm_pre_hook("inputs_embeds"), with_kwargs=True))
+
+    def _record(self, name, t):
+        if name in self.tensors:
+            raise SystemExit(f"dump_hf: probe {name} fired twice in one forward pass")
+        self.tensors[name] = _store(_first_tensor(t))
+        self.order.append(name)
+
+    def _hook(self, name):
+        def hook(_module, _inputs, output):
+            self._record(name, output)
+        return hook
+
+    def _pre_hook(self, name):
+        def hook(_module, inputs):
+            self._record(name, inputs[0])
+        return hook
+
+    def _lm_pre_hook(self, name):
+        def hook(_module, args, kwargs):
+            emb = kwargs.get("inputs_embeds")
+            if emb is not None:
+                self._record(name, emb)
+        return hook
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+
+# --------------------------------------------------------------------------
+# Forward passes
+# --------------------------------------------------------------------------
+
+
+def _forward_logits(model, ids: torch.Tensor, pixel_values) -> torch.Tensor:
+    kwargs = {"input_ids": ids[None], "use_cache": False}
+    if pixel_values is not None:
+        kwargs["pixel_values"] = pixel_values
+    return model(**kwargs).logits[0]
+
+
+def top_k_stable(logprobs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top k of a 1-D tensor, largest first, ties -> lower index."""
+    values, ids = torch.sort(logprobs, descending=True, stable=True)
+    return ids[:k], values[:k]
+
+
+@torch.no_grad()
+def dump(model, input_ids: list[int], pixel_values: torch.Tensor | None = None, greedy: int = 8,
+         device="cpu") -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Run the probe forward pass and the greedy loop. Returns (tensors, probe order)."""
+    ids = torch.tensor(input_ids, dtype=torch.int64, device=device)
+    pv = None
+    if pixel_values is not None:
+        pv = pixel_values.to(device=device, dtype=model.dtype)
+    rec = ProbeRecorder(model, probe_names(model, with_vision=pv is not None))
+    try:
+        logits = _forward_logits(model, ids, pv)
+    finally:
+        rec.remove()
+    out = {"input_ids": ids.cpu().clone()}
+    if pixel_values is not None:
+        out["pixel_values"] = _store(pixel_values)
+    out.update(rec.tensors)
+    out["logits"] = _store(logits)
+
+    seq = ids
+    g_ids, g_top_ids, g_top_lp = [], [], []
+    for _ in range(greedy):
+        last = _forward_logits(model, seq, pv)[-1].to(torch.float32)
+        nxt = int(torch.argmax(last))  # the first maximum: ties -> lowest id
+        top_ids, top_lp = top_k_stable(torch.log_softmax(last, dim=-1), TOPK)
+        g_ids.append(nxt)
+        g_top_ids.append(top_ids.cpu())
+        g_top_lp.append(top_lp.cpu())
+        seq = torch.cat([seq, torch.tensor([nxt], dtype=torch.int64, device=device)])
+    out["greedy_ids"] = torch.tensor(g_ids, dtype=torch.int64)
+    out["greedy_top5_ids"] = (torch.stack(g_top_ids) if g_top_ids else torch.zeros(0, TOPK)).to(torch.int64)
+    out["greedy_top5_logprobs"] = (torch.stack(g_top_lp) if g_top_lp else torch.zeros(0, TOPK)).to(torch.float32)
+    return out, list(rec.order)
+
+
+def metadata(producer: str, model_name: str, prompt_id: str, probes: list[str], dtype: str, device: str,
+             greedy: int, image: str | None = None) -> dict[str, str]:
+    md = {
+        "producer": producer,
+        "model": model_name,
+        "prompt_id": prompt_id,
+        "versions": json.dumps(versions(), sort_keys=True, separators=(",", ":")),
+        "dtype": dtype,
+        "device": device,
+        "attn_implementation": "eager",
+        "greedy_steps": str(greedy),
+        "probes": json.dumps(probes, separators=(",", ":")),
+    }
+    if image is not None:
+        md["image"] = image
+    return md
+
+
+def save(path, tensors: dict[str, torch.Tensor], md: dict[str, str]) -> None:
+    """save_file, then the header rewritten canonically: safetensors keeps the metadata in a hash
+    map, so its key order (and so the file's bytes) would change from run to run.  The data and
+    its layout are save_file's; the header becomes {"__metadata__": sorted, tensors by offset}."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(path), metadata=md)
+    raw = path.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    meta = header.pop("__metadata__", None)
+    canon = {}
+    if meta:
+        canon["__metadata__"] = dict(sorted(meta.items()))
+    for k in sorted(header, key=lambda k: (header[k]["data_offsets"][0], k)):
+        canon[k] = header[k]
+    text = json.dumps(canon, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(len(text).to_bytes(8, "little") + text + raw[8 + n:])
+
+
+def write_probes_json(out_dir, prompt_id: str, probes: list[str]) -> Path:
+    path = Path(out_dir) / "probes.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data[prompt_id] = probes
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+
+def _prompt_from_text(model_dir, text: str, image_path):
+    if image_path is not None:
+        try:
+            from transformers import AutoProcessor
+
+            proc = AutoProcessor.from_pretrained(model_dir, backend="pil")
+            enc = proc(text=text, images=decode_image(image_path), return_tensors="pt")
+            return enc["input_ids"][0].tolist(), enc["pixel_values"].to(torch.float32)
+        except Exception as e:  # noqa: BLE001
+            print(f"dump_hf: no processor for text+image ({e}); using the tokenizer and image processor "
+                  f"separately (the prompt must then contain the expanded image tokens)", file=sys.stderr)
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_dir)(text)["input_ids"], None
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True, help="HF model directory")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--prompt-ids", help="comma-separated token ids")
+    src.add_argument("--prompt", help="text, tokenized with the model's tokenizer (or processor with --image)")
+    ap.add_argument("--prompt-id", default="prompt", help="output file stem (default: prompt)")
+    ap.add_argument("--image", help="image file (LLaVA-style models)")
+    ap.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--greedy", type=int, default=8, help="greedy steps (default 8)")
+    ap.add_argument("--portable-cpu", action="store_true",
+                    help="pin the portable scalar CPU kernels (ATEN_CPU_CAPABILITY=default)")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+
+    model = load_model(args.model, DTYPES[args.dtype], args.device)
+    pixel_values, rgb = None, None
+    if args.prompt is not None:
+        input_ids, pixel_values = _prompt_from_text(args.model, args.prompt, args.image)
+    else:
+        input_ids = [int(x) for x in args.prompt_ids.split(",") if x.strip()]
+    if args.image is not None:
+        rgb_pv = preprocess_image(load_image_processor(args.model), args.image)
+        rgb = rgb_pv[0]
+        if pixel_values is None:
+            pixel_values = rgb_pv[1]
+    tensors, probes = dump(model, input_ids, pixel_values, args.greedy, args.device)
+    if rgb is not None:
+        tensors["image_rgb"] = torch.from_numpy(rgb)
+    out = Path(args.out)
+    md = metadata("golden/tools/dump_hf.py", Path(args.model).resolve().name, args.prompt_id, probes,
+                  args.dtype, args.device, args.greedy, Path(args.image).name if args.image else None)
+    save(out / f"{args.prompt_id}.safetensors", tensors, md)
+    write_probes_json(out, args.prompt_id, probes)
+    print(f"{out / (args.prompt_id + '.safetensors')}: {len(probes)} probes, T={len(tensors['input_ids'])}, "
+          f"greedy {tensors['greedy_ids'].tolist()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,263 @@
+#include "model/executor.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "model/host_glue.h"
+#include "tensor/convert.h"
+
+namespace h0::model {
+
+using backend::DeviceTensor;
+
+struct Executor::Step {
+  int seq = 0;
+  int64_t tokens = 0, start = 0;  // positions [start, start + tokens)
+  DeviceTensor positions, table;
+  ProbeRecorder* probes = nullptr;
+};
+
+namespace {
+
+KvGeometry kv_geometry(const Architecture& a, const ExecutorOptions& o) {
+  const Attention& at = a.text.attn;
+  return {a.text.num_layers, (o.max_tokens + o.block_size - 1) / o.block_size, o.block_size,
+          at.mla ? at.num_heads : at.num_kv_heads, at.qk_head_dim(), at.value_head_dim()};
+}
+
+// HF DeepseekV3Attention: qk_head_dim^-0.5, times mscale² under yarn with mscale_all_dim.
+double attention_scale(const TextModel& t) {
+  double scale = 1.0 / std::sqrt(double(t.attn.qk_head_dim()));
+  const RopeScaling& r = t.rope_scaling;
+  if (t.attn.mla && r.type == "yarn" && r.mscale_all_dim != 0 && r.factor > 1) {
+    const double m = 0.1 * r.mscale_all_dim * std::log(r.factor) + 1.0;
+    scale *= m * m;
+  }
+  return scale;
+}
+
+tensor::Tensor index_tensor(const std::vector<int64_t>& v) {
+  return tensor::Tensor::copy_of(tensor::DType::kI64, {int64_t(v.size())}, v.data());
+}
+
+}  // namespace
+
+Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, backend::Backend& backend,
+                   const ExecutorOptions& options)
+    : arch_(arch),
+      backend_(backend),
+      options_(options),
+      ops_(backend, options.fallback, options.profile),
+      weights_(std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype)),
+      cache_(backend, kv_geometry(arch, options), options.dtype),
+      prefix_(arch.family == "llava" ? "model.language_model." : "model.") {
+  const TextModel& t = arch_.text;
+  rmsnorm_ = bind_op("rmsnorm", {{"eps", t.rms_norm_eps}});
+  linear_ = bind_op("linear");
+  add_ = bind_op("add");
+  swiglu_ = bind_op("swiglu");
+  embedding_ = bind_op("embedding");
+  rope_ = bind_op("rope", {{"theta", t.rope_theta}, {"style", t.attn.mla ? "gptj" : "neox"},
+                           {"scaling", t.rope_scaling_json}});
+  if (arch_.is_moe()) {
+    const Moe& m = t.moe;
+    moe_gate_ = bind_op("moe_gate", {{"top_k", m.experts_per_token}, {"scoring", m.scoring},
+                                     {"normalize", m.norm_topk_prob}, {"n_group", m.n_group},
+                                     {"topk_group", m.topk_group}, {"routed_scaling_factor", m.routed_scaling_factor}});
+    moe_experts_ = bind_op("moe_experts");
+  }
+  argmax_ = bind_op("argmax");
+}
+
+Executor::~Executor() = default;
+
+tensor::Tensor Executor::to_host_f32(const DeviceTensor& t) {
+  tensor::Tensor host = backend_.download(t);
+  tensor::Shape shape = host.shape();
+  if (shape.size() > 2) shape = {shape[0], host.numel() / shape[0]};
+  return glue::to_f32(host).reshape(shape);
+}
+
+void Executor::probe(Step& step, const std::string& name, const DeviceTensor& t) {
+  if (step.probes != nullptr && step.probes->wants(name)) step.probes->record(name, to_host_f32(t));
+}
+
+DeviceTensor Executor::linear(const std::string& weight_prefix, const DeviceTensor& x) {
+  const DeviceTensor& w = weights_->get(weight_prefix + ".weight");
+  const DeviceTensor* b = weights_->find(weight_prefix + ".bias");
+  if (b != nullptr) return ops_.run1(linear_, {&x, &w, b});
+  return ops_.run1(linear_, {&x, &w});
+}
+
+tensor::Tensor Executor::forward(int seq, const std::vector<int64_t>& ids, ProbeRecorder* probes,
+                                 const tensor::Tensor* image_features) {
+  if (ids.empty()) throw InputError("forward", "no tokens");
+  for (int64_t id : ids) {
+    if (id < 0 || id >= arch_.text.vocab_size) {
+      throw InputError("prompt", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                     std::to_string(arch_.text.vocab_size) + ")");
+    }
+  }
+  Step step;
+  step.seq = seq;
+  step.tokens = int64_t(ids.size());
+  step.start = cache_.length(seq);
+  step.probes = probes;
+  cache_.reserve(seq, step.tokens);
+  std::vector<int64_t> pos(ids.size());
+  for (size_t i = 0; i < pos.size(); ++i) pos[i] = step.start + int64_t(i);
+  step.positions = backend_.upload(index_tensor(pos));
+  step.table = cache_.block_table(seq);
+
+  const DeviceTensor id_dev = backend_.upload(index_tensor(ids));
+  DeviceTensor x = ops_.run1(embedding_, {&id_dev, &weights_->get(arch_.text.prefix + "embed_tokens.weight")});
+  probe(step, prefix_ + "embed_tokens", x);
+  if (image_features != nullptr) {
+    tensor::Tensor host = backend_.download(x);
+    glue::scatter_rows(&host, ids, arch_.vision ? arch_.vision->image_token_index : -1, *image_features);
+    x = backend_.upload(host);
+  }
+  for (int64_t l = 0; l < arch_.text.num_layers; ++l) x = decoder_layer(l, std::move(x), step);
+  cache_.advance(seq, step.tokens);
+  x = ops_.run1(rmsnorm_, {&x, &weights_->get(arch_.text.prefix + "norm.weight")});
+  probe(step, prefix_ + "norm", x);
+  const std::string head = arch_.text.tie_word_embeddings ? arch_.text.prefix + "embed_tokens" : arch_.text.head_prefix.substr(0, arch_.text.head_prefix.size() - 1);
+  const DeviceTensor logits = ops_.run1(linear_, {&x, &weights_->get(head + ".weight")});
+  tensor::Tensor out = to_host_f32(logits);
+  if (probes != nullptr && probes->wants("logits")) probes->record("logits", out);
+  return out;
+}
+
+tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden, ProbeRecorder* probes) {
+  if (layer < 0 || layer >= arch_.text.num_layers) throw InputError("layer", std::to_string(layer) + " is out of range");
+  Step step;
+  step.seq = cache_.new_sequence();
+  step.tokens = hidden.dim(0);
+  step.probes = probes;
+  cache_.reserve(step.seq, step.tokens);
+  std::vector<int64_t> pos(size_t(step.tokens));
+  for (size_t i = 0; i < pos.size(); ++i) pos[i] = int64_t(i);
+  step.positions = backend_.upload(index_tensor(pos));
+  step.table = cache_.block_table(step.seq);
+  DeviceTensor x = backend_.upload(glue::to_dtype(hidden, options_.dtype));
+  x = decoder_layer(layer, std::move(x), step);
+  tensor::Tensor out = to_host_f32(x);
+  cache_.free_sequence(step.seq);
+  return out;
+}
+
+DeviceTensor Executor::decoder_layer(int64_t layer, DeviceTensor x, Step& step) {
+  const std::string w = arch_.text.prefix + "layers." + std::to_string(layer) + ".";
+  const std::string p = prefix_ + "layers." + std::to_string(layer);
+  DeviceTensor h = ops_.run1(rmsnorm_, {&x, &weights_->get(w + "input_layernorm.weight")});
+  probe(step, p + ".input_layernorm", h);
+  DeviceTensor a = arch_.text.attn.mla ? latent_attention(layer, h, step) : attention(layer, h, step);
+  probe(step, p + ".self_attn", a);
+  x = ops_.run1(add_, {&x, &a});
+  h = ops_.run1(rmsnorm_, {&x, &weights_->get(w + "post_attention_layernorm.weight")});
+  probe(step, p + ".post_attention_layernorm", h);
+  DeviceTensor m = arch_.text.is_moe_layer(layer) ? moe(layer, h) : mlp(w + "mlp.", h);
+  probe(step, p + ".mlp", m);
+  x = ops_.run1(add_, {&x, &m});
+  probe(step, p, x);
+  return x;
+}
+
+DeviceTensor Executor::attention(int64_t layer, const DeviceTensor& h, Step& step) {
+  const Attention& at = arch_.text.attn;
+  const std::string w = arch_.text.prefix + "layers." + std::to_string(layer) + ".self_attn.";
+  const int64_t T = step.tokens, hd = at.head_dim;
+  DeviceTensor q = linear(w + "q_proj", h), k = linear(w + "k_proj", h), v = linear(w + "v_proj", h);
+  if (at.qk_norm) {  // Qwen3: RMSNorm over each head before RoPE
+    q.reshape({T * at.num_heads, hd});
+    k.reshape({T * at.num_kv_heads, hd});
+    q = ops_.run1(rmsnorm_, {&q, &weights_->get(w + "q_norm.weight")});
+    k = ops_.run1(rmsnorm_, {&k, &weights_->get(w + "k_norm.weight")});
+  }
+  q.reshape({T, at.num_heads, hd});
+  k.reshape({T, at.num_kv_heads, hd});
+  v.reshape({T, at.num_kv_heads, hd});
+  q = ops_.run1(rope_, {&q, &step.positions});
+  k = ops_.run1(rope_, {&k, &step.positions});
+  DeviceTensor o = cached_attention(layer, q, backend_.download(k), backend_.download(v), attention_scale(arch_.text), step);
+  o.reshape({T, at.num_heads * hd});
+  return linear(w + "o_proj", o);
+}
+
+// DeepSeek-V3 (HF DeepseekV3Attention): q through the q_a/q_b low-rank pair, the latent kv
+// through kv_a (with the shared rotary key) and kv_b; RoPE only on the rotary dims (interleaved);
+// keys and values cached per head, expanded from the latent.
+DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, Step& step) {
+  const Attention& at = arch_.text.attn;
+  const std::string w = arch_.text.prefix + "layers." + std::to_string(layer) + ".self_attn.";
+  const int64_t T = step.tokens, H = at.num_heads, nope = at.qk_nope_head_dim, rot = at.qk_rope_head_dim;
+  DeviceTensor q;
+  if (at.q_lora_rank > 0) {
+    DeviceTensor qa = linear(w + "q_a_proj", h);
+    qa = ops_.run1(rmsnorm_, {&qa, &weights_->get(w + "q_a_layernorm.weight")});
+    q = linear(w + "q_b_proj", qa);
+  } else {
+    q = linear(w + "q_proj", h);
+  }
+  auto [q_nope, q_rot] = glue::split_last(backend_.download(q).reshape({T, H, nope + rot}), nope);
+  auto [latent, k_rot] = glue::split_last(backend_.download(linear(w + "kv_a_proj_with_mqa", h)), at.kv_lora_rank);
+  DeviceTensor c = backend_.upload(latent);
+  c = ops_.run1(rmsnorm_, {&c, &weights_->get(w + "kv_a_layernorm.weight")});
+  auto [k_nope, value] = glue::split_last(backend_.download(linear(w + "kv_b_proj", c)).reshape({T, H, nope + at.v_head_dim}), nope);
+
+  DeviceTensor q_rot_dev = backend_.upload(q_rot), k_rot_dev = backend_.upload(k_rot.reshape({T, 1, rot}));
+  q_rot_dev = ops_.run1(rope_, {&q_rot_dev, &step.positions});
+  k_rot_dev = ops_.run1(rope_, {&k_rot_dev, &step.positions});
+  const tensor::Tensor key = glue::concat_last(k_nope, glue::repeat_heads(backend_.download(k_rot_dev), H));
+  const DeviceTensor query = backend_.upload(glue::concat_last(q_nope, backend_.download(q_rot_dev)));
+  DeviceTensor o = cached_attention(layer, query, key, value, attention_scale(arch_.text), step);
+  o.reshape({T, H * at.v_head_dim});
+  return linear(w + "o_proj", o);
+}
+
+DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q, const tensor::Tensor& k,
+                                        const tensor::Tensor& v, double scale, Step& step) {
+  cache_.write(step.seq, layer, k, v);
+  const BoundOp paged = bind_op("paged_attention", {{"context_len", step.start + step.tokens}, {"scale", scale},
+                                                    {"causal", true}, {"q_offset", step.start}});
+  return ops_.run1(paged, {&q, &cache_.k(layer), &cache_.v(layer), &step.table});
+}
+
+DeviceTensor Executor::mlp(const std::string& prefix, const DeviceTensor& h) {
+  const DeviceTensor g = linear(prefix + "gate_proj", h), u = linear(prefix + "up_proj", h);
+  const DeviceTensor a = ops_.run1(swiglu_, {&g, &u});
+  return linear(prefix + "down_proj", a);
+}
+
+DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
+  const Moe& m = arch_.text.moe;
+  const std::string p = arch_.text.prefix + "layers." + std::to_string(layer) + (m.mixtral_names ? ".block_sparse_moe." : ".mlp.");
+  const DeviceTensor logits = ops_.run1(linear_, {&h, &weights_->get(p + "gate.weight")});
+  const DeviceTensor* bias = weights_->find(p + "gate.e_score_correction_bias");
+  std::vector<DeviceTensor> routed = bias ? ops_.run(moe_gate_, {&logits, bias}) : ops_.run(moe_gate_, {&logits});
+  const ExpertStack& e = weights_->experts(layer);
+  DeviceTensor y = ops_.run1(moe_experts_, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down});
+  if (m.num_shared_experts > 0) {
+    const DeviceTensor s = mlp(p + "shared_experts.", h);
+    y = ops_.run1(add_, {&y, &s});
+  }
+  return y;
+}
+
+std::vector<int64_t> Executor::greedy(const tensor::Tensor& logits) {
+  const DeviceTensor l = backend_.upload(logits);
+  const tensor::Tensor ids = backend_.download(ops_.run1(argmax_, {&l}));
+  return std::vector<int64_t>(ids.data_as<int64_t>(), ids.data_as<int64_t>() + ids.numel());
+}
+
+std::vector<int64_t> Executor::sample(const tensor::Tensor& logits, double temperature, int64_t top_k, double top_p,
+                                      uint64_t seed, int64_t step) {
+  const BoundOp op = bind_op("sample", {{"temperature", temperature}, {"top_k", top_k}, {"top_p", top_p},
+                                        {"seed", seed}, {"step", step}});
+  const DeviceTensor l = backend_.upload(logits);
+  const tensor::Tensor ids = backend_.download(ops_.run1(op, {&l}));
+  return std::vector<int64_t>(ids.data_as<int64_t>(), ids.data_as<int64_t>() + ids.numel());
+}
+
+}  // namespace h0::model

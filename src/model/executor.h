@@ -1,0 +1,85 @@
+// The executor: a model built from its architecture and weights, run out of a backend's
+// catalogue ops (so the platform's kernels are what is tested). Decoder layers of every
+// family (GQA with RoPE, Qwen2 qkv bias, Qwen3 q/k norm, SwiGLU MLP, MoE with shared experts,
+// DeepSeek-V3 multi-head latent attention), prefill and decode over a paged KV cache, a
+// deterministic sampler, probes at every layer boundary and sublayer, and a per-op profile.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/executor.h"
+#include "io/sharded_checkpoint.h"
+#include "model/architecture.h"
+#include "model/kv_cache.h"
+#include "model/model_weights.h"
+#include "model/op_runner.h"
+#include "model/probes.h"
+
+namespace h0::model {
+
+struct ExecutorOptions {
+  tensor::DType dtype = tensor::DType::kF32;  // weights are converted to it on load
+  backend::FallbackMode fallback = backend::FallbackMode::kHost;
+  int64_t block_size = 16;
+  int64_t max_tokens = 1024;  // KV cache capacity over all sequences
+  bool profile = true;
+};
+
+class Executor {
+ public:
+  Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, backend::Backend& backend,
+           const ExecutorOptions& options);
+  ~Executor();
+
+  int new_sequence() { return cache_.new_sequence(); }
+  void free_sequence(int seq) { cache_.free_sequence(seq); }
+  int64_t sequence_length(int seq) const { return cache_.length(seq); }
+
+  // Appends `ids` to sequence `seq` (prefill when it is empty, decode for one id) and returns
+  // the logits [T, V] (f32, host). `image_features` [N, D] (host), if given, replaces the
+  // embeddings at the N positions holding the image token, in order (LLaVA).
+  tensor::Tensor forward(int seq, const std::vector<int64_t>& ids, ProbeRecorder* probes = nullptr,
+                         const tensor::Tensor* image_features = nullptr);
+  // Decoder layer `layer` alone on `hidden` [T, D] at positions [0, T) of a fresh sequence:
+  // its output [T, D] (f32, host). Isolates one layer given the golden input.
+  tensor::Tensor run_layer(int64_t layer, const tensor::Tensor& hidden, ProbeRecorder* probes = nullptr);
+  // The next token of each row of logits [T, V] by argmax (ties: lowest id), on the backend.
+  std::vector<int64_t> greedy(const tensor::Tensor& logits);
+  // Seeded sampling with the `sample` op (Philox keyed by seed, step and row).
+  std::vector<int64_t> sample(const tensor::Tensor& logits, double temperature, int64_t top_k, double top_p,
+                              uint64_t seed, int64_t step);
+
+  const Architecture& arch() const { return arch_; }
+  // "model." (or "model.language_model." for LLaVA): the prefix of the decoder's probe names.
+  const std::string& probe_prefix() const { return prefix_; }
+  OpRunner& ops() { return ops_; }
+  backend::Backend& backend() { return backend_; }
+  const ModelWeights& weights() const { return *weights_; }
+
+ private:
+  struct Step;  // one forward pass: sequence, positions, probes
+  backend::DeviceTensor decoder_layer(int64_t layer, backend::DeviceTensor x, Step& step);
+  backend::DeviceTensor attention(int64_t layer, const backend::DeviceTensor& h, Step& step);
+  backend::DeviceTensor latent_attention(int64_t layer, const backend::DeviceTensor& h, Step& step);
+  backend::DeviceTensor cached_attention(int64_t layer, const backend::DeviceTensor& q, const tensor::Tensor& k,
+                                         const tensor::Tensor& v, double scale, Step& step);
+  backend::DeviceTensor mlp(const std::string& prefix, const backend::DeviceTensor& h);
+  backend::DeviceTensor moe(int64_t layer, const backend::DeviceTensor& h);
+  backend::DeviceTensor linear(const std::string& weight_prefix, const backend::DeviceTensor& x);
+  void probe(Step& step, const std::string& name, const backend::DeviceTensor& t);
+  tensor::Tensor to_host_f32(const backend::DeviceTensor& t);
+
+  Architecture arch_;
+  backend::Backend& backend_;
+  ExecutorOptions options_;
+  OpRunner ops_;
+  std::unique_ptr<ModelWeights> weights_;
+  PagedKvCache cache_;
+  std::string prefix_;
+  BoundOp rmsnorm_, linear_, add_, swiglu_, embedding_, rope_, moe_gate_, moe_experts_, argmax_;
+};
+
+}  // namespace h0::model

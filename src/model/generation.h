@@ -1,0 +1,32 @@
+// Greedy generation over the paged cache (prefill the prompt, then one token per step) and the
+// top-k log-probabilities of each step, as the model checks and the dump format record them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/executor.h"
+
+namespace h0::model {
+
+struct TopK {
+  std::vector<int64_t> ids;      // by descending logprob, ties -> lower id
+  std::vector<double> logprobs;  // log_softmax in f64
+};
+
+// The top `k` of one row of logits [V].
+TopK top_k_logprobs(const float* logits, int64_t vocab, int k);
+
+struct Generation {
+  tensor::Tensor prompt_logits;  // [T, V] of the prefill
+  std::vector<int64_t> ids;      // the generated tokens
+  std::vector<TopK> top5;        // per generated token: the top 5 of the logits it came from
+  double prefill_s = 0, decode_s = 0;
+};
+
+// Prefills `prompt` into a new sequence, then greedily decodes `steps` tokens one by one.
+// `probes` captures the prefill's probes. The sequence is freed at the end.
+Generation generate_greedy(Executor& ex, const std::vector<int64_t>& prompt, int steps,
+                           ProbeRecorder* probes = nullptr, const tensor::Tensor* image_features = nullptr);
+
+}  // namespace h0::model

@@ -1,0 +1,55 @@
+// The paged KV cache (vLLM's layout): per layer, k_cache[NB, B, Hkv, Dk] and
+// v_cache[NB, B, Hkv, Dv] in backend memory, shared by all sequences; a sequence owns a list
+// of blocks (its block table) and key j of it lives at block table[j / B], slot j % B.
+// New keys are written into a host mirror and the cache uploaded before attention reads it
+// (the plugin ABI has no partial device writes).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace h0::model {
+
+struct KvGeometry {
+  int64_t layers = 0, num_blocks = 0, block_size = 16, kv_heads = 0, k_dim = 0, v_dim = 0;
+};
+
+class PagedKvCache {
+ public:
+  PagedKvCache(backend::Backend& backend, const KvGeometry& geometry, tensor::DType dtype);
+
+  int new_sequence();
+  void free_sequence(int seq);
+  int64_t length(int seq) const { return seqs_.at(size_t(seq)).length; }
+  // Reserves room for `tokens` more keys of `seq`. Throws InputError when the cache is full.
+  void reserve(int seq, int64_t tokens);
+  // Writes k[T, Hkv, Dk] and v[T, Hkv, Dv] (host, cache dtype) of `layer` at positions
+  // [length, length + T) of `seq` and uploads that layer's cache.
+  void write(int seq, int64_t layer, const tensor::Tensor& k, const tensor::Tensor& v);
+  // Advances the sequence's length by `tokens` once every layer has written them.
+  void advance(int seq, int64_t tokens) { seqs_.at(size_t(seq)).length += tokens; }
+
+  const backend::DeviceTensor& k(int64_t layer) const { return k_dev_[size_t(layer)]; }
+  const backend::DeviceTensor& v(int64_t layer) const { return v_dev_[size_t(layer)]; }
+  // The sequence's block table as a device tensor (i32).
+  backend::DeviceTensor block_table(int seq);
+  const KvGeometry& geometry() const { return g_; }
+
+ private:
+  struct Sequence {
+    std::vector<int32_t> blocks;
+    int64_t length = 0;
+    bool live = false;
+  };
+  backend::Backend& backend_;
+  KvGeometry g_;
+  tensor::DType dtype_;
+  std::vector<tensor::Tensor> k_host_, v_host_;
+  std::vector<backend::DeviceTensor> k_dev_, v_dev_;
+  std::vector<int32_t> free_blocks_;
+  std::vector<Sequence> seqs_;
+};
+
+}  // namespace h0::model

@@ -1,0 +1,40 @@
+// A model's weights in backend memory, in the run dtype: loaded from a checkpoint (converted on
+// the host, uploaded once), looked up by HF checkpoint name. MoE experts are also stacked into
+// the moe_experts op's operands: w_gate[E,F,D], w_up[E,F,D], w_down[E,D,F] per layer.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "backend/backend.h"
+#include "io/sharded_checkpoint.h"
+#include "model/inventory.h"
+
+namespace h0::model {
+
+struct ExpertStack {
+  backend::DeviceTensor gate, up, down;
+};
+
+class ModelWeights {
+ public:
+  // Loads every non-MTP tensor of `inventory` from `ckpt` (verify_checkpoint first) and converts
+  // floating weights to `dtype`. Throws InputError for a checkpoint that does not match.
+  ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt, backend::Backend& backend,
+               tensor::DType dtype);
+
+  // Throws InputError naming the tensor if absent.
+  const backend::DeviceTensor& get(const std::string& name) const;
+  // nullptr if absent (optional biases).
+  const backend::DeviceTensor* find(const std::string& name) const;
+  // The routed experts of MoE layer `layer`.
+  const ExpertStack& experts(int64_t layer) const;
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  std::map<std::string, backend::DeviceTensor, std::less<>> tensors_;
+  std::map<int64_t, ExpertStack> experts_;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace h0::model
