@@ -11,13 +11,6 @@ namespace h0::model {
 
 using backend::DeviceTensor;
 
-struct Executor::Step {
-  int seq = 0;
-  int64_t tokens = 0, start = 0;  // positions [start, start + tokens)
-  DeviceTensor positions, table;
-  ProbeRecorder* probes = nullptr;
-};
-
 namespace {
 
 KvGeometry kv_geometry(const Architecture& a, const ExecutorOptions& o) {
@@ -68,6 +61,15 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, 
     moe_experts_ = bind_op("moe_experts");
   }
   argmax_ = bind_op("argmax");
+  if (arch_.vision) {
+    const Vision& v = *arch_.vision;
+    layernorm_ = bind_op("layernorm", {{"eps", v.layer_norm_eps}});
+    mul_ = bind_op("mul");
+    silu_ = bind_op("silu");
+    gelu_ = bind_op("gelu", {{"approximate", "none"}});
+    patch_embed_ = bind_op("patch_embed", {{"patch", v.patch_size}});
+    vision_attention_ = bind_op("attention", {{"causal", false}, {"scale", 1.0 / std::sqrt(double(v.hidden_size / v.num_heads))}});
+  }
 }
 
 Executor::~Executor() = default;
@@ -118,6 +120,7 @@ tensor::Tensor Executor::forward(int seq, const std::vector<int64_t>& ids, Probe
     glue::scatter_rows(&host, ids, arch_.vision ? arch_.vision->image_token_index : -1, *image_features);
     x = backend_.upload(host);
   }
+  if (arch_.vision) probe(step, "inputs_embeds", x);
   for (int64_t l = 0; l < arch_.text.num_layers; ++l) x = decoder_layer(l, std::move(x), step);
   cache_.advance(seq, step.tokens);
   x = ops_.run1(rmsnorm_, {&x, &weights_->get(arch_.text.prefix + "norm.weight")});

@@ -5,6 +5,7 @@
 // deterministic sampler, probes at every layer boundary and sublayer, and a per-op profile.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,11 @@ class Executor {
   // Decoder layer `layer` alone on `hidden` [T, D] at positions [0, T) of a fresh sequence:
   // its output [T, D] (f32, host). Isolates one layer given the golden input.
   tensor::Tensor run_layer(int64_t layer, const tensor::Tensor& hidden, ProbeRecorder* probes = nullptr);
+  // LLaVA: image features [N, D] for the language model from rescaled pixels [3, H, W]
+  // (clip_rescaled_pixels): normalization, patch embedding, the CLIP encoder up to the
+  // feature layer, feature selection and the projector (vision_tower.cc).
+  tensor::Tensor image_features(const tensor::Tensor& rescaled_pixels, const std::array<double, 3>& mean,
+                                const std::array<double, 3>& std, ProbeRecorder* probes = nullptr);
   // The next token of each row of logits [T, V] by argmax (ties: lowest id), on the backend.
   std::vector<int64_t> greedy(const tensor::Tensor& logits);
   // Seeded sampling with the `sample` op (Philox keyed by seed, step and row).
@@ -60,7 +66,12 @@ class Executor {
   const ModelWeights& weights() const { return *weights_; }
 
  private:
-  struct Step;  // one forward pass: sequence, positions, probes
+  struct Step {  // one forward pass
+    int seq = 0;
+    int64_t tokens = 0, start = 0;  // positions [start, start + tokens)
+    backend::DeviceTensor positions, table;
+    ProbeRecorder* probes = nullptr;
+  };
   backend::DeviceTensor decoder_layer(int64_t layer, backend::DeviceTensor x, Step& step);
   backend::DeviceTensor attention(int64_t layer, const backend::DeviceTensor& h, Step& step);
   backend::DeviceTensor latent_attention(int64_t layer, const backend::DeviceTensor& h, Step& step);
@@ -69,6 +80,10 @@ class Executor {
   backend::DeviceTensor mlp(const std::string& prefix, const backend::DeviceTensor& h);
   backend::DeviceTensor moe(int64_t layer, const backend::DeviceTensor& h);
   backend::DeviceTensor linear(const std::string& weight_prefix, const backend::DeviceTensor& x);
+  backend::DeviceTensor vision_layer(const std::string& prefix, const std::string& probe, backend::DeviceTensor x,
+                                     Step& step);
+  backend::DeviceTensor constant_like(const backend::DeviceTensor& like, const std::vector<double>& per_channel,
+                                      int64_t inner);
   void probe(Step& step, const std::string& name, const backend::DeviceTensor& t);
   tensor::Tensor to_host_f32(const backend::DeviceTensor& t);
 
@@ -80,6 +95,7 @@ class Executor {
   PagedKvCache cache_;
   std::string prefix_;
   BoundOp rmsnorm_, linear_, add_, swiglu_, embedding_, rope_, moe_gate_, moe_experts_, argmax_;
+  BoundOp layernorm_, mul_, silu_, gelu_, patch_embed_, vision_attention_;
 };
 
 }  // namespace h0::model

@@ -49,6 +49,20 @@ tensor::Tensor concat_last(const tensor::Tensor& a, const tensor::Tensor& b) {
   return out;
 }
 
+std::pair<tensor::Tensor, tensor::Tensor> split_rows(const tensor::Tensor& t, int64_t n) {
+  return {t.slice_rows(0, n).clone(), t.slice_rows(n, t.dim(0)).clone()};
+}
+
+tensor::Tensor concat_rows(const tensor::Tensor& a, const tensor::Tensor& b) {
+  H0_CHECK(a.dtype() == b.dtype() && a.numel() / a.dim(0) == b.numel() / b.dim(0)) << "concat_rows shapes";
+  tensor::Shape s = a.shape();
+  s[0] += b.dim(0);
+  tensor::Tensor out = tensor::Tensor::zeros(a.dtype(), s);
+  std::memcpy(mutable_bytes(out), bytes(a), a.nbytes());
+  std::memcpy(mutable_bytes(out) + a.nbytes(), bytes(b), b.nbytes());
+  return out;
+}
+
 tensor::Tensor repeat_heads(const tensor::Tensor& t, int64_t heads) {
   const int64_t T = t.dim(0), D = t.shape().back();
   tensor::Tensor out = tensor::Tensor::zeros(t.dtype(), {T, heads, D});

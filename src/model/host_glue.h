@@ -19,6 +19,10 @@ tensor::Tensor to_dtype(const tensor::Tensor& t, tensor::DType dtype);
 std::pair<tensor::Tensor, tensor::Tensor> split_last(const tensor::Tensor& t, int64_t n);
 // a[..., A], b[..., B] (same leading dims and dtype) -> [..., A + B].
 tensor::Tensor concat_last(const tensor::Tensor& a, const tensor::Tensor& b);
+// Rows [0, n) and [n, R) of t[R, ...].
+std::pair<tensor::Tensor, tensor::Tensor> split_rows(const tensor::Tensor& t, int64_t n);
+// a[Ra, ...] above b[Rb, ...] (same trailing dims and dtype).
+tensor::Tensor concat_rows(const tensor::Tensor& a, const tensor::Tensor& b);
 // t[T, 1, D] -> [T, heads, D] (MLA's rotary key, shared by every head).
 tensor::Tensor repeat_heads(const tensor::Tensor& t, int64_t heads);
 // Rows of `embeddings` [T, D] whose id equals `token` are replaced, in order, by the rows of

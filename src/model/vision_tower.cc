@@ -1,0 +1,96 @@
+// The LLaVA image path of the executor (HF LlavaModel.get_image_features with a CLIP vision
+// tower): normalize → patch embedding + class token + position embedding → pre-LayerNorm →
+// encoder layers (LayerNorm, bidirectional attention, quick-GELU MLP) → the hidden state of
+// vision_feature_layer, CLS dropped for the "default" strategy → projector (linear, GELU, linear).
+#include <cmath>
+
+#include "base/error.h"
+#include "model/executor.h"
+#include "model/host_glue.h"
+
+namespace h0::model {
+
+using backend::DeviceTensor;
+
+DeviceTensor Executor::constant_like(const DeviceTensor& like, const std::vector<double>& per_channel, int64_t inner) {
+  tensor::Tensor host = tensor::Tensor::zeros(tensor::DType::kF32, like.shape());
+  float* d = host.mutable_data_as<float>();
+  for (int64_t i = 0; i < host.numel(); ++i) d[i] = float(per_channel[size_t((i / inner) % int64_t(per_channel.size()))]);
+  return backend_.upload(glue::to_dtype(host, options_.dtype));
+}
+
+tensor::Tensor Executor::image_features(const tensor::Tensor& rescaled_pixels, const std::array<double, 3>& mean,
+                                        const std::array<double, 3>& std, ProbeRecorder* probes) {
+  if (!arch_.vision) throw InputError(arch_.architecture, "has no vision tower");
+  const Vision& v = *arch_.vision;
+  Step step;
+  step.probes = probes;
+  // (x - mean) / std as x · (1/std) + (-mean/std), on the backend.
+  DeviceTensor x = backend_.upload(glue::to_dtype(rescaled_pixels, options_.dtype));
+  const int64_t plane = rescaled_pixels.dim(1) * rescaled_pixels.dim(2);
+  const DeviceTensor scale = constant_like(x, {1 / std[0], 1 / std[1], 1 / std[2]}, plane);
+  const DeviceTensor shift = constant_like(x, {-mean[0] / std[0], -mean[1] / std[1], -mean[2] / std[2]}, plane);
+  x = ops_.run1(mul_, {&x, &scale});
+  x = ops_.run1(add_, {&x, &shift});
+  probe(step, "pixel_values", x);
+
+  const std::string w = v.prefix;
+  const DeviceTensor patches = ops_.run1(patch_embed_, {&x, &weights_->get(w + "embeddings.patch_embedding.weight")});
+  const tensor::Tensor cls = backend_.download(weights_->get(w + "embeddings.class_embedding")).reshape({1, v.hidden_size});
+  DeviceTensor emb = backend_.upload(glue::concat_rows(cls, backend_.download(patches)));
+  emb = ops_.run1(add_, {&emb, &weights_->get(w + "embeddings.position_embedding.weight")});
+  probe(step, "model.vision_tower.embeddings", emb);
+  DeviceTensor h = ops_.run1(layernorm_, {&emb, &weights_->get(w + "pre_layrnorm.weight"), &weights_->get(w + "pre_layrnorm.bias")});
+  probe(step, "model.vision_tower.pre_layrnorm", h);
+
+  // hidden_states[0] is the pre-LayerNorm output, [i + 1] the output of layer i.
+  const int64_t wanted = v.feature_layer >= 0 ? v.feature_layer : v.num_layers + 1 + v.feature_layer;
+  tensor::Tensor selected = wanted == 0 ? backend_.download(h) : tensor::Tensor();
+  for (int64_t l = 0; l < v.num_layers; ++l) {  // every layer runs, as in HF, so probes line up
+    const std::string i = std::to_string(l);
+    h = vision_layer(w + "encoder.layers." + i + ".", "model.vision_tower.encoder.layers." + i, std::move(h), step);
+    if (l + 1 == wanted) selected = backend_.download(h);
+  }
+  if (v.feature_select_strategy == "default") selected = glue::split_rows(selected, 1).second;
+  DeviceTensor f = backend_.upload(selected);
+  probe(step, "image_features_selected", f);
+  f = linear("multi_modal_projector.linear_1", f);
+  f = ops_.run1(gelu_, {&f});
+  f = linear("multi_modal_projector.linear_2", f);
+  probe(step, "model.multi_modal_projector", f);
+  return to_host_f32(f);
+}
+
+DeviceTensor Executor::vision_layer(const std::string& w, const std::string& p, DeviceTensor x, Step& step) {
+  const Vision& v = *arch_.vision;
+  const int64_t S = x.shape()[0], heads = v.num_heads, hd = v.hidden_size / v.num_heads;
+  DeviceTensor h = ops_.run1(layernorm_, {&x, &weights_->get(w + "layer_norm1.weight"), &weights_->get(w + "layer_norm1.bias")});
+  probe(step, p + ".layer_norm1", h);
+  DeviceTensor q = linear(w + "self_attn.q_proj", h), k = linear(w + "self_attn.k_proj", h), val = linear(w + "self_attn.v_proj", h);
+  q.reshape({S, heads, hd});
+  k.reshape({S, heads, hd});
+  val.reshape({S, heads, hd});
+  DeviceTensor o = ops_.run1(vision_attention_, {&q, &k, &val});
+  o.reshape({S, heads * hd});
+  o = linear(w + "self_attn.out_proj", o);
+  probe(step, p + ".self_attn", o);
+  x = ops_.run1(add_, {&x, &o});
+  h = ops_.run1(layernorm_, {&x, &weights_->get(w + "layer_norm2.weight"), &weights_->get(w + "layer_norm2.bias")});
+  probe(step, p + ".layer_norm2", h);
+  DeviceTensor m = linear(w + "mlp.fc1", h);
+  if (v.hidden_act == "quick_gelu") {  // x·sigmoid(1.702x) = silu(1.702x) / 1.702
+    const DeviceTensor up = constant_like(m, {1.702}, 1), down = constant_like(m, {1 / 1.702}, 1);
+    m = ops_.run1(mul_, {&m, &up});
+    m = ops_.run1(silu_, {&m});
+    m = ops_.run1(mul_, {&m, &down});
+  } else {
+    m = ops_.run1(gelu_, {&m});
+  }
+  m = linear(w + "mlp.fc2", m);
+  probe(step, p + ".mlp", m);
+  x = ops_.run1(add_, {&x, &m});
+  probe(step, p, x);
+  return x;
+}
+
+}  // namespace h0::model
