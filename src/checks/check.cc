@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backend/backend.h"
+#include "checks/model_check.h"
 #include "checks/op_check.h"
 #include "suite/suite.h"
 
@@ -105,7 +106,8 @@ backend::Backend& RunContext::backend() {
 }
 
 const std::vector<CheckKind>& check_kinds() {
-  static const std::vector<CheckKind> kinds = {op_check_kind()};
+  static const std::vector<CheckKind> kinds = {op_check_kind(), model_check_kind(), image_check_kind(),
+                                                layer_check_kind()};
   return kinds;
 }
 

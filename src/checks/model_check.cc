@@ -1,0 +1,262 @@
+// Check kinds `model`, `image` and `layer`: a model built from catalogue ops on the platform's
+// backend, judged against goldens dumped from transformers (golden/tools/dump_hf.py format:
+// one safetensors per prompt with input_ids, HF-named probes, logits and greedy tokens).
+//   model: the prompt's logits at every position + greedy generation + every probe; a failure
+//          names the first divergent probe.
+//   image: the same for a LLaVA prompt with an image: pixel values, vision probes, image
+//          features, then the language model.
+//   layer: one decoder layer fed the golden input hidden states; its output and sublayers.
+#include "checks/model_check.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "backend/backend.h"
+#include "base/error.h"
+#include "checks/model_compare.h"
+#include "compare/metrics.h"
+#include "io/sharded_checkpoint.h"
+#include "model/executor.h"
+#include "model/generation.h"
+#include "model/image.h"
+#include "model/model_source.h"
+#include "suite/location.h"
+
+namespace h0::checks {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ModelTolerance {
+  double cosine_min, probe_cosine_min, probe_rel_l2_max, top1_agreement_min, kl_max;
+  bool greedy_exact;
+};
+
+// Defaults by run dtype: f32 must match transformers' f32 to rounding; bf16/f16 runs are
+// compared with the f32 golden, so they get the precision of their dtype.
+ModelTolerance default_tolerance(tensor::DType dtype) {
+  if (dtype == tensor::DType::kF32 || dtype == tensor::DType::kF64) return {0.99999, 0.99999, 1e-3, 1.0, 1e-4, true};
+  return {0.999, 0.995, 0.1, 0.8, 5e-2, false};
+}
+
+struct ModelSpec {
+  std::string kind, id, check_id;
+  std::string model, golden_file, image;
+  tensor::DType dtype = tensor::DType::kF32;
+  backend::FallbackMode fallback = backend::FallbackMode::kHost;
+  int64_t layer = -1;
+  int greedy = -1;  // -1: as many as the golden has
+  ModelTolerance tol{};
+};
+
+[[noreturn]] void fail(const suite::Case& c, const YAML::Node& n, const std::string& msg) {
+  suite::fail_at(n.IsDefined() ? suite::location_of(c.check->file, n) : c.check->where, msg);
+}
+
+std::string scalar(const suite::Case& c, const char* key, bool required) {
+  const YAML::Node n = case_field(c, key);
+  if (!n.IsDefined() || n.IsNull()) {
+    if (required) fail(c, n, std::string("a ") + c.check->kind + " check needs '" + key + "'");
+    return "";
+  }
+  if (!n.IsScalar()) fail(c, n, std::string("'") + key + "' must be a scalar");
+  return n.Scalar();
+}
+
+// A path as written, else relative to the repository holding the suite (suites/x.yaml).
+std::string resolve(const suite::Case& c, const std::string& path) {
+  fs::path p(path);
+  if (p.is_relative() && !fs::exists(p)) p = fs::path(c.check->file).parent_path().parent_path() / path;
+  return p.string();
+}
+
+double number(const suite::Case& c, const YAML::Node& n, const char* what) {
+  try {
+    return n.as<double>();
+  } catch (const YAML::Exception&) {
+    fail(c, n, std::string(what) + " must be a number");
+  }
+}
+
+ModelSpec parse(const suite::Case& c, const std::string& kind) {
+  ModelSpec s;
+  s.kind = kind;
+  s.id = c.id;
+  s.check_id = c.check->id;
+  s.model = resolve(c, scalar(c, "model", true));
+  if (!fs::is_directory(s.model)) fail(c, case_field(c, "model"), "model directory " + s.model + " does not exist");
+  // Default golden: golden/models/<model directory name>/ (golden/tools/gen_models.py).
+  std::string golden = scalar(c, "golden", false);
+  golden = resolve(c, golden.empty() ? "golden/models/" + fs::path(s.model).filename().string() : golden);
+  if (fs::is_directory(golden)) {
+    const std::string prompt = scalar(c, "prompt", true);
+    golden = (fs::path(golden) / (prompt + ".safetensors")).string();
+  }
+  if (!fs::exists(golden)) fail(c, case_field(c, "golden"), "golden file " + golden + " does not exist (golden/tools/dump_hf.py writes them)");
+  s.golden_file = golden;
+  if (const std::string d = scalar(c, "dtype", false); !d.empty()) {
+    const auto dt = tensor::parse_dtype(d);
+    if (!dt || !tensor::is_float(*dt)) fail(c, case_field(c, "dtype"), "dtype must be f32, bf16 or f16, got '" + d + "'");
+    s.dtype = *dt;
+  }
+  if (const std::string f = scalar(c, "fallback", false); !f.empty() && !backend::parse_fallback(f, &s.fallback)) {
+    fail(c, case_field(c, "fallback"), "fallback must be none, decompose or host");
+  }
+  if (const std::string g = scalar(c, "greedy", false); !g.empty()) s.greedy = int(number(c, case_field(c, "greedy"), "greedy"));
+  if (kind == "image") s.image = resolve(c, scalar(c, "image", true));
+  if (kind == "layer") s.layer = int64_t(number(c, case_field(c, "layer"), "layer"));
+  s.tol = default_tolerance(s.dtype);
+  const YAML::Node t = case_field(c, "tolerance");
+  if (t.IsDefined() && !t.IsNull()) {
+    if (!t.IsMap()) fail(c, t, "tolerance must be a mapping");
+    for (const auto& kv : t) {
+      const std::string k = kv.first.Scalar();
+      if (k == "cosine_min") s.tol.cosine_min = number(c, kv.second, "cosine_min");
+      else if (k == "probe_cosine_min") s.tol.probe_cosine_min = number(c, kv.second, "probe_cosine_min");
+      else if (k == "probe_rel_l2_max") s.tol.probe_rel_l2_max = number(c, kv.second, "probe_rel_l2_max");
+      else if (k == "top1_agreement_min") s.tol.top1_agreement_min = number(c, kv.second, "top1_agreement_min");
+      else if (k == "kl_max") s.tol.kl_max = number(c, kv.second, "kl_max");
+      else if (k == "greedy") s.tol.greedy_exact = kv.second.Scalar() == "exact";
+      else fail(c, kv.first, "unknown tolerance '" + k + "' (cosine_min, probe_cosine_min, probe_rel_l2_max, top1_agreement_min, kl_max, greedy: exact|close)");
+    }
+  }
+  return s;
+}
+
+std::vector<int64_t> ids_of(const tensor::Tensor& t) {
+  return std::vector<int64_t>(t.data_as<int64_t>(), t.data_as<int64_t>() + t.numel());
+}
+
+std::vector<std::vector<int64_t>> rows_of(const tensor::Tensor& t) {
+  std::vector<std::vector<int64_t>> out;
+  const int64_t k = t.numel() / std::max<int64_t>(t.dim(0), 1);
+  for (int64_t i = 0; i < t.dim(0); ++i) out.emplace_back(t.data_as<int64_t>() + i * k, t.data_as<int64_t>() + (i + 1) * k);
+  return out;
+}
+
+class ModelCase : public PreparedCase {
+ public:
+  explicit ModelCase(ModelSpec s) : s_(std::move(s)) {}
+
+  nlohmann::json describe() const override {
+    return {{"id", s_.id}, {"check", s_.check_id}, {"kind", s_.kind}, {"model", s_.model}, {"golden", s_.golden_file},
+            {"dtype", tensor::dtype_name(s_.dtype)}, {"image", s_.image}, {"layer", s_.layer}};
+  }
+
+  CheckResult run(RunContext& ctx) override {
+    CheckResult r;
+    const model::ModelSource src = model::resolve_model(s_.model);
+    const model::Architecture arch = model::load_architecture(src.dir);
+    const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
+    const io::SafetensorsFile golden = io::SafetensorsFile::open(s_.golden_file);
+    model::Executor ex(arch, ckpt, ctx.backend(), {s_.dtype, s_.fallback, 16, 4096, true});
+    r.details["checkpoint"] = src.synthesized ? "synthesized (seed 0)" : src.dir;
+    std::vector<std::string> failures;
+    model::ProbeRecorder probes;
+    if (s_.kind == "layer") {
+      run_layer(ex, golden, &probes, &r, &failures);
+    } else {
+      run_model(ex, golden, &probes, &r, &failures);
+    }
+    const ProbeReport report = compare_probes(probes.probes(), golden, s_.tol.probe_cosine_min, s_.tol.probe_rel_l2_max);
+    r.details["probes"] = report.to_json();
+    double worst = 1;
+    for (const ProbeRow& row : report.rows) worst = std::min(worst, row.cosine);
+    r.metrics.emplace_back("probe_cosine_min", worst);
+    r.metrics.emplace_back("probes_compared", double(report.rows.size()));
+    if (report.first_divergent >= 0) failures.insert(failures.begin(), "first divergence at " + report.first_divergence());
+    for (const model::OpStats& s : ex.ops().profile()) {
+      ProfileRow row = summarize("model", s.op + "[" + s.shapes + "]", s.samples_ns);
+      row.bytes = s.bytes * double(s.calls);
+      row.flops = s.flops * double(s.calls);
+      r.profile.push_back(std::move(row));
+    }
+    r.details["routes"] = ex.ops().routes();
+    r.status = failures.empty() ? Status::kPass : Status::kFail;
+    for (const std::string& f : failures) {
+      if (!r.message.empty()) r.message.append("; ");
+      r.message.append(f);
+    }
+    return r;
+  }
+
+ private:
+  void run_model(model::Executor& ex, const io::SafetensorsFile& golden, model::ProbeRecorder* probes,
+                 CheckResult* r, std::vector<std::string>* failures) {
+    const std::vector<int64_t> prompt = ids_of(golden.get("input_ids"));
+    tensor::Tensor features;
+    if (s_.kind == "image") {
+      const model::ClipProcessor p = model::load_clip_processor(s_.model);
+      features = ex.image_features(model::clip_rescaled_pixels(model::decode_image(s_.image), p), p.mean, p.std, probes);
+    }
+    const bool has_greedy = golden.find("greedy_ids") != nullptr;
+    const int steps = s_.greedy >= 0 ? s_.greedy : has_greedy ? int(golden.get("greedy_ids").numel()) : 0;
+    const model::Generation gen = model::generate_greedy(ex, prompt, steps, probes, s_.kind == "image" ? &features : nullptr);
+    const LogitsMetrics m = compare_logits(gen.prompt_logits, golden.get("logits"));
+    r->metrics.insert(r->metrics.end(), {{"cosine", m.cosine}, {"max_abs_err", m.max_abs_err}, {"kl_mean", m.kl_mean},
+                                         {"kl_max", m.kl_max}, {"top1_agreement", m.top1_agreement},
+                                         {"top5_overlap", m.top5_overlap}});
+    r->metrics.emplace_back("prefill_tokens_per_s", double(prompt.size()) / std::max(gen.prefill_s, 1e-9));
+    if (steps > 1) r->metrics.emplace_back("decode_tokens_per_s", double(steps - 1) / std::max(gen.decode_s, 1e-9));
+    if (m.cosine < s_.tol.cosine_min) failures->push_back("logits cosine " + std::to_string(m.cosine) + " < " + std::to_string(s_.tol.cosine_min));
+    if (m.top1_agreement < s_.tol.top1_agreement_min) {
+      failures->push_back("top-1 agreement " + std::to_string(m.top1_agreement) + " < " + std::to_string(s_.tol.top1_agreement_min) +
+                          " (first at position " + std::to_string(m.first_top1_mismatch) + ")");
+    }
+    if (m.kl_max > s_.tol.kl_max) failures->push_back("KL divergence " + std::to_string(m.kl_max) + " > " + std::to_string(s_.tol.kl_max));
+    if (steps > 0 && has_greedy) judge_greedy(gen, golden, r, failures);
+  }
+
+  void judge_greedy(const model::Generation& gen, const io::SafetensorsFile& golden, CheckResult* r,
+                    std::vector<std::string>* failures) {
+    std::vector<std::vector<int64_t>> ours_top5;
+    for (const auto& t : gen.top5) ours_top5.push_back(t.ids);
+    const std::vector<int64_t> want = ids_of(golden.get("greedy_ids"));
+    const GreedyResult g = compare_greedy(gen.ids, ours_top5, std::vector<int64_t>(want.begin(), want.begin() + long(std::min(want.size(), gen.ids.size()))),
+                                          rows_of(golden.get("greedy_top5_ids")));
+    r->metrics.emplace_back("greedy_identical", g.identical ? 1 : 0);
+    r->details["greedy"] = {{"ours", gen.ids}, {"golden", want}, {"identical", g.identical}, {"close", g.close}, {"detail", g.detail}};
+    if (s_.tol.greedy_exact ? !g.identical : !g.close) failures->push_back("greedy tokens differ: " + g.detail);
+  }
+
+  void run_layer(model::Executor& ex, const io::SafetensorsFile& golden, model::ProbeRecorder* probes,
+                 CheckResult* r, std::vector<std::string>* failures) {
+    const std::string p = ex.probe_prefix();
+    const std::string in = s_.layer == 0 ? (golden.find("inputs_embeds") ? "inputs_embeds" : p + "embed_tokens")
+                                         : p + "layers." + std::to_string(s_.layer - 1);
+    const std::string out = p + "layers." + std::to_string(s_.layer);
+    if (golden.find(in) == nullptr || golden.find(out) == nullptr) {
+      throw InputError(s_.golden_file, "has no probe '" + (golden.find(in) ? out : in) + "' for layer " + std::to_string(s_.layer));
+    }
+    const tensor::Tensor y = ex.run_layer(s_.layer, golden.get(in), probes);
+    const compare::Metrics m = compare::compute_metrics(y, golden.get(out), {0, 0, false});
+    r->metrics.insert(r->metrics.end(), {{"cosine", m.cosine}, {"max_abs_err", m.max_abs_err}, {"rmse", m.rmse}});
+    r->details["worst"] = {{"index", m.worst_index}, {"actual", m.worst_actual}, {"expected", m.worst_expected}};
+    if (m.cosine < s_.tol.cosine_min) failures->push_back(out + " cosine " + std::to_string(m.cosine) + " < " + std::to_string(s_.tol.cosine_min));
+  }
+
+  ModelSpec s_;
+};
+
+template <const char* Kind>
+std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform&) {
+  auto prepared = std::make_unique<ModelCase>(parse(c, Kind));
+  if (const YAML::Node t = case_field(c, "timeout"); t.IsDefined()) prepared->timeout_s = suite::parse_duration_s(c.check->file, t);
+  return prepared;
+}
+
+constexpr char kModel[] = "model", kImage[] = "image", kLayer[] = "layer";
+const std::vector<std::string> kCommon = {"model", "golden", "prompt", "dtype", "fallback", "greedy", "tolerance", "timeout", "description"};
+
+std::vector<std::string> fields(std::vector<std::string> extra) {
+  extra.insert(extra.end(), kCommon.begin(), kCommon.end());
+  return extra;
+}
+
+}  // namespace
+
+CheckKind model_check_kind() { return {kModel, fields({}), &prepare<kModel>}; }
+CheckKind image_check_kind() { return {kImage, fields({"image"}), &prepare<kImage>}; }
+CheckKind layer_check_kind() { return {kLayer, fields({"layer"}), &prepare<kLayer>}; }
+
+}  // namespace h0::checks

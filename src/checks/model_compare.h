@@ -1,0 +1,52 @@
+// Judging a model run against its golden: logits metrics (cosine, errors, KL divergence of the
+// softmaxes, top-1 agreement, top-5 overlap), greedy generation compared vLLM-style, and the
+// per-probe comparison that names the first divergent probe (first layer, then sublayer, in
+// execution order) — msprobe's advisor and Polygraphy's layerwise mode in one step.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors_reader.h"
+#include "tensor/tensor.h"
+
+namespace h0::checks {
+
+struct LogitsMetrics {
+  double cosine = 0, max_abs_err = 0, kl_mean = 0, kl_max = 0, top1_agreement = 0, top5_overlap = 0;
+  int64_t first_top1_mismatch = -1;  // position; -1 when all agree
+};
+// actual and golden are [T, V].
+LogitsMetrics compare_logits(const tensor::Tensor& actual, const tensor::Tensor& golden);
+
+struct GreedyResult {
+  bool identical = false;
+  bool close = false;           // identical, or at the first difference each side's token is in the other's top 5
+  int64_t first_mismatch = -1;  // step
+  std::string detail;           // "step 3: ours 17 (golden top-5: ...), golden 42 (our top-5: ...)"
+};
+// ours_top5 / golden_top5: per step, the 5 ids.
+GreedyResult compare_greedy(const std::vector<int64_t>& ours, const std::vector<std::vector<int64_t>>& ours_top5,
+                            const std::vector<int64_t>& golden, const std::vector<std::vector<int64_t>>& golden_top5);
+
+struct ProbeRow {
+  std::string name;
+  double cosine = 0, max_abs_err = 0, rel_l2 = 0;
+  bool ok = true;
+};
+struct ProbeReport {
+  std::vector<ProbeRow> rows;  // in execution order; probes the golden lacks are skipped
+  int first_divergent = -1;    // index into rows
+  nlohmann::json to_json() const;       // {"first_divergence": {...}, "probes": [...]}
+  std::string first_divergence() const;  // "model.layers.1.self_attn (layer model.layers.1, sublayer self_attn)"
+};
+// A probe diverges when its cosine against the golden is below `cosine_min` (a wrong
+// direction) or its relative L2 error |a - g| / |g| above `rel_l2_max` (cosine is blind to a
+// wrong scale).
+ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tensor>>& actual,
+                           const io::SafetensorsFile& golden, double cosine_min, double rel_l2_max);
+
+}  // namespace h0::checks
