@@ -5,6 +5,7 @@
 
 #include "backend/backend.h"
 #include "checks/op_check.h"
+#include "checks/plan_check.h"
 #include "suite/suite.h"
 
 namespace h0::checks {
@@ -105,7 +106,7 @@ backend::Backend& RunContext::backend() {
 }
 
 const std::vector<CheckKind>& check_kinds() {
-  static const std::vector<CheckKind> kinds = {op_check_kind()};
+  static const std::vector<CheckKind> kinds = {op_check_kind(), plan_check_kind()};
   return kinds;
 }
 
