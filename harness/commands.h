@@ -20,6 +20,7 @@ void register_run(CLI::App& app, Run* run);
 void register_list(CLI::App& app, Run* run);
 void register_op(CLI::App& app, Run* run);
 void register_coverage(CLI::App& app, Run* run);
+void register_plan(CLI::App& app, Run* run);
 void register_diff(CLI::App& app, Run* run);
 void register_history(CLI::App& app, Run* run);
 void register_db(CLI::App& app, Run* run);

@@ -23,6 +23,7 @@ constexpr Subcommand kSubcommands[] = {
     {h0::cli::register_list},
     {h0::cli::register_op},
     {h0::cli::register_coverage},
+    {h0::cli::register_plan},
     {h0::cli::register_diff},
     {h0::cli::register_history},
     {h0::cli::register_db},

@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "checks/model_check.h"
 #include "checks/op_check.h"
+#include "checks/plan_check.h"
 #include "suite/suite.h"
 
 namespace h0::checks {
@@ -107,7 +108,7 @@ backend::Backend& RunContext::backend() {
 
 const std::vector<CheckKind>& check_kinds() {
   static const std::vector<CheckKind> kinds = {op_check_kind(), model_check_kind(), image_check_kind(),
-                                                layer_check_kind()};
+                                                layer_check_kind(), plan_check_kind()};
   return kinds;
 }
 

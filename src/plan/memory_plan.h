@@ -1,0 +1,104 @@
+// The memory planner: for a model, a parallel plan and serving limits, the device memory each
+// rank needs (weights, activations, communication buffers, a reserve), how much KV cache fits in
+// what is left, and whether the plan fits.
+//
+// Weights: the sum over the inventory of the slices shard_of gives the rank, in the chosen
+// format. Linear weights of the decoder (the inventory's projections) take the format; the
+// rest (embeddings, LM head, norms, routers, biases, vision tower) stay in the compute dtype:
+//   bf16/f16/f32  2/2/4 bytes per element
+//   fp8           1 byte + an f32 scale per 128×128 block (DeepSeek-V3's checkpoint layout)
+//   int8          1 byte + a bf16 scale per output channel
+//   int4          ½ byte + a bf16 scale and a bf16 zero per group of 128 along the input dim
+// KV cache, bytes per token of one layer: 2·kv_heads_per_rank·head_dim·size(kv dtype) for
+// standard attention; (kv_lora_rank + qk_rope_head_dim)·size for MLA (one latent, held whole by
+// every tp rank). A layer's KV lives on the stage holding the layer; MTP layers hold none.
+// Activations (T = max_batch_tokens, c = compute dtype size), per rank:
+//   1.25 · (2·T·D·c  [residual + normed hidden]
+//           + max(attention: T·c·(q + k + v + o widths of the rank's heads),
+//                 dense MLP: 3·T·c·ceil(F/tp)  [gate, up, activation],
+//                 MoE: T·k·c·(3·ceil(F_e/etp) + D)  [fused-MoE workspace of the rank's T·k routed pairs],
+//                 logits (last stage): R·(ceil(V/tp) + V)·4, R = min(T, max(concurrency, 256))))
+//   The 1.25 covers allocator fragmentation; CUDA graphs, the runtime and workspaces are in the
+//   reserve.
+// Communication buffers: T·D·c for the tensor-parallel all-reduce when tp > 1; 2·T·k·D·c for the
+// expert all-to-all (dispatch + combine) when ep > 1 and the stage has MoE layers; T·D·c per
+// tensor (hidden, residual) per pipeline direction the stage sends or receives.
+// Usable = device_memory · utilization; KV space = usable − weights − activations − comm − reserve,
+// in whole blocks of block_size tokens.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "model/architecture.h"
+#include "plan/parallel_plan.h"
+#include "tensor/dtype.h"
+
+namespace h0::plan {
+
+enum class WeightFormat { kBF16, kF16, kF32, kFP8, kINT8, kINT4 };
+// "bf16", "f16", "f32", "fp8", "int8", "int4" (also "fp16", "float16", "bfloat16", "fp32").
+std::optional<WeightFormat> parse_weight_format(std::string_view name);
+const char* weight_format_name(WeightFormat format);
+// "bf16, f16, f32, fp8, int8, int4", for errors.
+const char* weight_format_names();
+// A KV-cache dtype: a float dtype name, or "fp8" (f8_e4m3).
+std::optional<tensor::DType> parse_kv_dtype(std::string_view name);
+
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct MemoryOptions {
+  WeightFormat weights = WeightFormat::kBF16;
+  tensor::DType kv_dtype = tensor::DType::kBF16;
+  int64_t block_size = 16;
+  int64_t max_model_len = 0;   // 0: min(max_position_embeddings, 8192)
+  int64_t concurrency = 1;     // sequences of max_model_len that must fit at once
+  int64_t max_batch_tokens = 8192;
+  double device_memory = 0;    // bytes per device; required
+  double utilization = 0.9;
+  double reserve = kGiB;       // runtime, CUDA graphs, workspaces
+  bool include_mtp = false;    // load the MTP layers too (speculative decoding)
+};
+
+struct RankMemory {
+  RankCoord coord;
+  std::pair<int64_t, int64_t> layers{0, 0};   // decoder layers [begin, end)
+  std::pair<int64_t, int64_t> experts{0, 0};  // routed experts [begin, end); {0, 0} dense
+  std::pair<int64_t, int64_t> vocab{0, 0};    // embedding / LM-head rows [begin, end); {0, 0} none
+  int64_t kv_heads = 0;                       // kv heads per rank (1 for MLA)
+  int64_t weights = 0, activations = 0, comm = 0, reserve = 0;
+  int64_t kv_bytes_per_token = 0;             // this rank's share, all its layers
+  int64_t free_for_kv = 0;                    // usable minus the above; negative: does not fit
+  int64_t kv_blocks = 0, kv_tokens = 0;
+};
+
+struct MemoryPlan {
+  ParallelPlan plan;
+  MemoryOptions options;           // defaults resolved
+  std::vector<std::string> notes;  // replication, uneven splits, defaults taken
+  int64_t usable = 0;
+  int64_t kv_bytes_per_token = 0;  // the model's: all layers, each kv head once
+  int64_t total_weights = 0;       // summed over every rank, replicas included
+  std::vector<RankMemory> ranks;   // every rank, in rank order
+  int64_t kv_tokens = 0;           // one dp replica's KV capacity: the minimum over its ranks
+  int64_t required_tokens = 0;     // max_model_len · concurrency
+  int64_t headroom = 0;            // min over ranks of KV space left after the required tokens
+  bool fits = false;
+  std::string reason;              // why it does not fit; "" when it fits
+};
+
+// The model's KV-cache bytes per token over all layers (MTP excluded), each kv head once.
+int64_t model_kv_bytes_per_token(const model::Architecture& arch, tensor::DType kv_dtype);
+
+// Plans `plan` (check_plan must accept it). Throws InputError for impossible options
+// (device_memory <= 0, block_size < 1, ...) and for weights the plan cannot cut (shard_of).
+MemoryPlan plan_memory(const model::Architecture& arch, const ParallelPlan& plan, MemoryOptions options);
+
+// 1234567 -> "1,234,567".
+std::string with_commas(int64_t v);
+
+}  // namespace h0::plan

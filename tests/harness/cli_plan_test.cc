@@ -1,0 +1,100 @@
+// `harness plan` and `kind: plan` end to end: exit codes, the table, --json, and the errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/cli_util.h"
+
+namespace h0 {
+namespace {
+
+using test::run_harness;
+
+const std::string kLlama70 = "--model tests/data/configs/llama-3.1-70b.json";
+
+TEST(CliPlan, FitsExitsZeroWithATableAndVerdict) {
+  const auto r = run_harness("plan " + kLlama70 + " --tp 8 --device-memory 80GiB --concurrency 64");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("kv cache 327,680 bytes per token (model), 40,960 per rank at most"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0-7 x8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fits: KV cache holds "), std::string::npos) << r.out;
+}
+
+TEST(CliPlan, DoesNotFitExitsOne) {
+  const auto r = run_harness("plan --model tests/data/configs/llama-3.1-405b.json --tp 8 --device-memory 80GB");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("does not fit: rank 0 (stage 0): weights 94.5 GiB"), std::string::npos) << r.out;
+}
+
+TEST(CliPlan, JsonHasThePlanAndTheNotes) {
+  const auto r = run_harness(
+      "plan --model tests/data/configs/deepseek-v3.json --tp 8 --pp 2 --ep 16 --weight-dtype fp8 "
+      "--device-memory 141GiB --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["plan"]["dp"], 2);
+  EXPECT_EQ(j["plan"]["world"], 32);
+  EXPECT_EQ(j["kv_bytes_per_token"], 70272);
+  EXPECT_EQ(j["notes"][0], "dp=2 (from ep 16 over tp 8)");
+  EXPECT_EQ(j["ranks"].size(), 32u);
+  EXPECT_EQ(j["ranks"][31]["layers"], (std::vector<int64_t>{31, 61}));
+  EXPECT_EQ(j["fits"], true);
+}
+
+TEST(CliPlan, TpReplicatingKvHeadsSaysSo) {
+  const auto r = run_harness("plan " + kLlama70 + " --tp 16 --device-memory 80GiB");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("note     kv heads replicated x2 (8 kv heads over tp 16)"), std::string::npos) << r.out;
+}
+
+TEST(CliPlan, DeviceMemoryDefaultsToThePlatforms) {
+  const auto r = run_harness("plan --model tests/data/configs/llama-3.1-8b.json");  // cpu.yaml: 24GiB
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("usable 21.60 GiB per device"), std::string::npos) << r.out;
+}
+
+TEST(CliPlan, BadInputExitsTwo) {
+  const auto heads = run_harness("plan " + kLlama70 + " --tp 3 --device-memory 80GiB");
+  EXPECT_EQ(heads.code, 2);
+  EXPECT_NE(heads.err.find("--tp 3: num_attention_heads 64 is not divisible by tp 3"), std::string::npos) << heads.err;
+  const auto dtype = run_harness("plan " + kLlama70 + " --weight-dtype fp4 --device-memory 80GiB");
+  EXPECT_EQ(dtype.code, 2);
+  EXPECT_NE(dtype.err.find("--weight-dtype fp4: expected one of bf16, f16, f32, fp8, int8, int4"), std::string::npos)
+      << dtype.err;
+  const auto size = run_harness("plan " + kLlama70 + " --device-memory lots");
+  EXPECT_EQ(size.code, 2);
+  EXPECT_NE(size.err.find("--device-memory lots: bad size"), std::string::npos) << size.err;
+  const auto ep = run_harness("plan " + kLlama70 + " --tp 8 --ep 2 --device-memory 80GiB");
+  EXPECT_EQ(ep.code, 2);
+  EXPECT_NE(ep.err.find("--ep 2: the model has no routed experts"), std::string::npos) << ep.err;
+  const auto missing = run_harness("plan --model tests/data/configs/nope.json --device-memory 80GiB");
+  EXPECT_EQ(missing.code, 2) << missing.err;
+}
+
+TEST(CliPlan, SuiteCasesPassAndFailOnTheirExpectations) {
+  test::TempDir dir;
+  std::ofstream(dir.file("plan.yaml")) << "suite: t\nchecks:\n"
+                                          "  - id: ok\n    kind: plan\n    model: " << test::source_path("tests/data/configs/llama-3.1-70b.json")
+                                       << "\n    plan: {tp: 8}\n    device_memory: 80GiB\n"
+                                          "    expect: {kv_bytes_per_token: 327680, kv_tokens_min: 1000000}\n"
+                                          "  - id: wrong\n    kind: plan\n    model: " << test::source_path("tests/data/configs/llama-3.1-70b.json")
+                                       << "\n    plan: {tp: 8}\n    device_memory: 80GiB\n    expect: {fits: false}\n";
+  const auto r = run_harness("run " + dir.file("plan.yaml") + " --no-db --json " + dir.file("out.json"));
+  EXPECT_EQ(r.code, 1) << r.err;
+  std::ifstream in(dir.file("out.json"));
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["counts"]["pass"], 1) << j.dump(1);
+  EXPECT_EQ(j["counts"]["fail"], 1) << j.dump(1);
+
+  std::ofstream(dir.file("bad.yaml")) << "suite: t\nchecks:\n  - id: bad\n    kind: plan\n    model: "
+                                      << test::source_path("tests/data/configs/llama-3.1-70b.json")
+                                      << "\n    plan: {tp: 3}\n    device_memory: 80GiB\n";
+  const auto bad = run_harness("run " + dir.file("bad.yaml") + " --no-db");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("bad.yaml:6:16: num_attention_heads 64 is not divisible by tp 3"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace h0

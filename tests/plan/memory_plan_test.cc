@@ -1,0 +1,195 @@
+// The memory planner on real configs: KV bytes per token against hand-computed figures, weight
+// bytes against the parameter counts and the released fp8 checkpoint, and the verdicts.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "base/error.h"
+#include "model/architecture.h"
+#include "model/inventory.h"
+#include "plan/memory_plan.h"
+#include "plan/plan_report.h"
+
+namespace h0::plan {
+namespace {
+
+using model::Architecture;
+using tensor::DType;
+
+Architecture arch_of(const std::string& name) {
+  return model::load_architecture(std::string(H0_SOURCE_DIR) + "/tests/data/configs/" + name + ".json");
+}
+
+MemoryOptions on(double gib, WeightFormat format = WeightFormat::kBF16) {
+  MemoryOptions o;
+  o.device_memory = gib * kGiB;
+  o.weights = format;
+  return o;
+}
+
+bool has_note(const MemoryPlan& p, const std::string& text) {
+  for (const auto& n : p.notes) {
+    if (n.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+int64_t sum_kv(const MemoryPlan& p) {
+  int64_t sum = 0;
+  for (const RankMemory& r : p.ranks) sum += r.kv_bytes_per_token;
+  return sum;
+}
+
+TEST(KvBytesPerToken, Llama70BIs327680OverAllTpRanks) {
+  const Architecture a = arch_of("llama-3.1-70b");
+  EXPECT_EQ(model_kv_bytes_per_token(a, DType::kBF16), 327680);  // 80 layers x 2 x 8 kv x 128 x 2 B
+  const MemoryPlan p = plan_memory(a, {8, 1, 1, 1}, on(80));
+  EXPECT_EQ(p.kv_bytes_per_token, 327680);
+  for (const RankMemory& r : p.ranks) EXPECT_EQ(r.kv_bytes_per_token, 40960);
+  EXPECT_EQ(sum_kv(p), 327680);
+  EXPECT_EQ(plan_memory(a, {8, 1, 1, 1}, [] { auto o = on(80); o.kv_dtype = DType::kF8E4M3; return o; }()).kv_bytes_per_token,
+            163840);
+  // pp 2: each stage holds its 40 layers' KV.
+  const MemoryPlan pp = plan_memory(a, {4, 2, 1, 1}, on(80));
+  EXPECT_EQ(pp.ranks.front().kv_bytes_per_token, 40 * 2 * 2 * 128 * 2);
+  EXPECT_EQ(sum_kv(pp), 327680);
+}
+
+TEST(KvBytesPerToken, DeepSeekV3Is70272OnEveryRank) {
+  const Architecture a = arch_of("deepseek-v3");
+  EXPECT_EQ(model_kv_bytes_per_token(a, DType::kBF16), 70272);  // 61 layers x (512 + 64) x 2 B
+  for (int64_t tp : {1, 8, 16}) {
+    const MemoryPlan p = plan_memory(a, {tp, 1, 1, 1}, on(1e6));
+    for (const RankMemory& r : p.ranks) EXPECT_EQ(r.kv_bytes_per_token, 70272) << "tp " << tp;
+  }
+  const MemoryPlan pp = plan_memory(a, {8, 2, 16, 2}, on(141, WeightFormat::kFP8));
+  EXPECT_EQ(pp.ranks.front().kv_bytes_per_token, 31 * 576 * 2);
+  EXPECT_EQ(pp.ranks.back().kv_bytes_per_token, 30 * 576 * 2);
+  EXPECT_TRUE(has_note(pp, "layers 61 over pp 2: 31/30 (uneven)"));
+  EXPECT_TRUE(has_note(pp, "MLA: the latent KV"));
+}
+
+TEST(KvBytesPerToken, Tp16WithEightKvHeadsReplicates) {
+  const Architecture a = arch_of("llama-3.1-70b");
+  const MemoryPlan p = plan_memory(a, {16, 1, 1, 1}, on(80));
+  EXPECT_TRUE(has_note(p, "kv heads replicated x2 (8 kv heads over tp 16)"));
+  for (const RankMemory& r : p.ranks) {
+    EXPECT_EQ(r.kv_heads, 1);
+    EXPECT_EQ(r.kv_bytes_per_token, 80 * 2 * 1 * 128 * 2);
+  }
+  EXPECT_EQ(sum_kv(p), 2 * 327680);  // every kv head twice
+}
+
+// The weights no rank splits (norms, and the kv projections' replicas) counted once per holder.
+TEST(Weights, TpRanksSumToTheModelPlusReplicas) {
+  const Architecture a = arch_of("llama-3.1-70b");
+  const model::Inventory inv = model::build_inventory(a);
+  int64_t replicated = 0;
+  for (const auto& w : inv.weights) replicated += w.tp == model::TpSplit::kReplicated ? w.numel() : 0;
+  EXPECT_EQ(plan_memory(a, {1, 1, 1, 1}, on(1000)).total_weights, 2 * inv.counts.total);
+  EXPECT_EQ(plan_memory(a, {8, 1, 1, 1}, on(1000)).total_weights, 2 * (inv.counts.total + 7 * replicated));
+  int64_t kv = 0;
+  for (const auto& w : inv.weights) kv += w.kv_heads ? w.numel() : 0;
+  EXPECT_EQ(plan_memory(a, {16, 1, 1, 1}, on(1000)).total_weights, 2 * (inv.counts.total + 15 * replicated + kv));
+}
+
+// DeepSeek-V3's released checkpoint is fp8 with 128x128 f32 block scales: at tp=1 with its MTP
+// layer the planner's fp8 bytes equal the checkpoint inventory's bytes exactly, and that is the
+// released safetensors' 688,586,727,753 bytes less their headers (~12 MB of JSON for ~91k
+// tensors in 163 files): within 20 MB.
+TEST(Weights, DeepSeekV3Fp8IsTheReleasedCheckpoint) {
+  const Architecture a = arch_of("deepseek-v3");
+  const model::Inventory ckpt = model::build_inventory(a);
+  int64_t ckpt_bytes = 0;
+  for (const auto& w : ckpt.weights) ckpt_bytes += w.bytes();
+  MemoryOptions o = on(1e6, WeightFormat::kFP8);
+  o.include_mtp = true;
+  const MemoryPlan p = plan_memory(a, {1, 1, 1, 1}, o);
+  EXPECT_EQ(p.total_weights, ckpt_bytes);
+  EXPECT_LT(p.total_weights, 688586727753);
+  EXPECT_GT(p.total_weights, 688586727753 - 20'000'000);
+  // Without MTP (what serves by default): 671B parameters, ~655B of them fp8.
+  const MemoryPlan serve = plan_memory(a, {1, 1, 1, 1}, on(1e6, WeightFormat::kFP8));
+  EXPECT_GT(serve.total_weights, 665e9);
+  EXPECT_LT(serve.total_weights, 680e9);
+}
+
+TEST(Weights, QuantizedFormatsFollowTheirLayouts) {
+  const Architecture a = arch_of("llama-3.1-8b");
+  const model::Inventory inv = model::build_inventory(a);
+  int64_t linear = 0, linear_rows = 0, linear_blocks = 0, linear_groups = 0;
+  for (const auto& w : inv.weights) {
+    if (w.shape.size() != 2 || w.layer < 0 || w.layer >= a.text.num_layers) continue;
+    linear += w.numel();
+    linear_rows += w.shape[0];
+    linear_blocks += (w.shape[0] + 127) / 128 * ((w.shape[1] + 127) / 128);
+    linear_groups += w.shape[0] * ((w.shape[1] + 127) / 128);
+  }
+  const int64_t other = inv.counts.total - linear;
+  EXPECT_EQ(plan_memory(a, {}, on(100, WeightFormat::kFP8)).total_weights, linear + 4 * linear_blocks + 2 * other);
+  EXPECT_EQ(plan_memory(a, {}, on(100, WeightFormat::kINT8)).total_weights, linear + 2 * linear_rows + 2 * other);
+  EXPECT_EQ(plan_memory(a, {}, on(100, WeightFormat::kINT4)).total_weights, linear / 2 + 4 * linear_groups + 2 * other);
+  EXPECT_EQ(plan_memory(a, {}, on(100, WeightFormat::kF32)).total_weights, 4 * inv.counts.total);
+}
+
+TEST(Verdict, Llama70BOnEightH100sFits) {
+  MemoryOptions o = on(80);
+  o.concurrency = 64;
+  const MemoryPlan p = plan_memory(arch_of("llama-3.1-70b"), {8, 1, 1, 1}, o);
+  EXPECT_TRUE(p.fits) << p.reason;
+  EXPECT_EQ(p.reason, "");
+  EXPECT_EQ(p.required_tokens, 8192 * 64);
+  EXPECT_GT(p.kv_tokens, 1000000);
+  EXPECT_EQ(p.kv_tokens % 16, 0);
+  EXPECT_EQ(group_ranks(p).size(), 1u);  // eight identical ranks, one row
+  EXPECT_EQ(rank_list(p, group_ranks(p)[0]), "0-7");
+}
+
+TEST(Verdict, WeightsTooLargeNameTheRank) {
+  const MemoryPlan p = plan_memory(arch_of("llama-3.1-405b"), {8, 1, 1, 1}, on(80));  // ~94 GiB of bf16 per rank
+  EXPECT_FALSE(p.fits);
+  EXPECT_EQ(p.reason.rfind("rank 0 (stage 0): weights 94.", 0), 0u) << p.reason;
+  EXPECT_NE(p.reason.find("exceed usable 72.0 GiB"), std::string::npos) << p.reason;
+}
+
+TEST(Verdict, TooLittleKvForTheConcurrency) {
+  MemoryOptions o = on(80);
+  o.max_model_len = 131072;
+  o.concurrency = 1000;
+  const MemoryPlan p = plan_memory(arch_of("llama-3.1-70b"), {8, 1, 1, 1}, o);
+  EXPECT_FALSE(p.fits);
+  EXPECT_NE(p.reason.find("x concurrency 1000 needs 131,072,000"), std::string::npos) << p.reason;
+  EXPECT_LT(p.headroom, 0);
+}
+
+TEST(Report, UnevenSplitsShowEachDistinctRank) {
+  // LLaVA's 32064-row vocabulary over tp 4 is even; 61 DeepSeek layers over pp 3 are not.
+  const MemoryPlan p = plan_memory(arch_of("deepseek-v3"), {8, 3, 8, 1}, on(141, WeightFormat::kFP8));
+  const auto groups = group_ranks(p);
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(rank_list(p, groups[0]), "0-7");
+  EXPECT_EQ(p.ranks[groups[0][0]].layers, std::make_pair(int64_t{0}, int64_t{21}));
+  EXPECT_EQ(p.ranks[groups[2][0]].layers, std::make_pair(int64_t{41}, int64_t{61}));
+  const std::string table = plan_table(p);
+  EXPECT_NE(table.find("0-7 x8"), std::string::npos) << table;
+  EXPECT_NE(table.find("41-60"), std::string::npos) << table;
+  EXPECT_EQ(plan_json(p)["ranks"].size(), 24u);
+}
+
+TEST(Options, BadValuesAreInputErrors) {
+  const Architecture a = arch_of("llama-3.1-8b");
+  EXPECT_THROW(plan_memory(a, {}, MemoryOptions{}), InputError);  // no device memory
+  MemoryOptions o = on(80);
+  o.utilization = 1.5;
+  EXPECT_THROW(plan_memory(a, {}, o), InputError);
+  EXPECT_EQ(parse_weight_format("fp8"), WeightFormat::kFP8);
+  EXPECT_EQ(parse_weight_format("bfloat16"), WeightFormat::kBF16);
+  EXPECT_FALSE(parse_weight_format("fp4"));
+  EXPECT_EQ(parse_kv_dtype("fp8"), DType::kF8E4M3);
+  EXPECT_FALSE(parse_kv_dtype("i8"));
+  EXPECT_EQ(with_commas(1234567), "1,234,567");
+  EXPECT_EQ(plan_memory(a, {}, on(80)).options.max_model_len, 8192);  // min(131072, 8192)
+}
+
+}  // namespace
+}  // namespace h0::plan
