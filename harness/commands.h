@@ -23,5 +23,6 @@ void register_coverage(CLI::App& app, Run* run);
 void register_diff(CLI::App& app, Run* run);
 void register_history(CLI::App& app, Run* run);
 void register_db(CLI::App& app, Run* run);
+void register_report(CLI::App& app, Run* run);
 
 }  // namespace h0::cli
