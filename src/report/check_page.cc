@@ -1,0 +1,113 @@
+// checks/<stem>.html: one case across runs.
+#include <nlohmann/json.hpp>
+
+#include "report/html_page.h"
+#include "report/html_pages.h"
+#include "report/html_text.h"
+
+namespace h0::report {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxRawDetails = 2000;  // bytes of details JSON shown when it has no outputs
+
+std::string value_text(const json& v) {
+  if (v.is_string()) return html_escape(v.get<std::string>());
+  if (v.is_number()) return number_text(v.get<double>());
+  return html_escape(v.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+// One output's evidence row: where the worst element is and what it was against golden.
+std::string output_row(const json& o, const std::string& shape) {
+  const auto field = [&](const char* k) { return o.contains(k) ? value_text(o[k]) : std::string("–"); };
+  std::string failures;
+  if (o.contains("failures") && o["failures"].is_array()) {
+    for (const auto& f : o["failures"]) failures += (failures.empty() ? "" : "; ") + value_text(f);
+  }
+  return html_row({html_escape(shape), field("name"), field("dtype"), field("worst_index"), field("worst_actual"),
+                   field("worst_expected"), field("preset") + " rtol " + field("rtol") + " atol " + field("atol"),
+                   failures});
+}
+
+std::string outputs_table(const json& details) {
+  std::string rows;
+  const auto add = [&](const json& outputs, const std::string& shape) {
+    if (!outputs.is_array()) return;
+    for (const auto& o : outputs) {
+      if (o.is_object()) rows += output_row(o, shape);
+    }
+  };
+  if (details.contains("outputs")) add(details["outputs"], "");
+  if (details.contains("shapes") && details["shapes"].is_array()) {
+    for (const auto& s : details["shapes"]) {
+      if (s.is_object() && s.contains("outputs")) add(s["outputs"], s.value("shape", std::string()));
+    }
+  }
+  if (rows.empty()) return "";
+  return "<table class=\"grid evidence\">\n" +
+         html_row({"shape", "output", "dtype", "worst index", "actual", "expected", "tolerance", "failures"}, "th") +
+         rows + "</table>\n";
+}
+
+std::string evidence(const SiteModel& model, const SiteCase& c) {
+  std::string html = "<section id=\"evidence\"><h2>Last failure</h2>\n";
+  if (c.failure_run < 0) return html + "<p class=\"muted\">No failure in the runs shown.</p></section>\n";
+  const SiteRun& run = model.runs[static_cast<size_t>(c.failure_run)];
+  const store::ResultData& r = c.last_failure;
+  html += "<p>" + status_badge(r.status) + " in " + html_link("../" + run.page, "run " + run_ref(run.run.id)) +
+          " (" + html_escape(model.columns[static_cast<size_t>(run.column)].label) + ", " + html_escape(run.run.started_at) +
+          ")</p>\n<pre class=\"message\">" + html_escape(r.message) + "</pre>\n";
+  const json details = json::parse(r.details_json, nullptr, false);
+  if (!details.is_object()) return html + "</section>\n";
+  for (const char* key : {"first_divergent_layer", "first_divergence"}) {
+    if (details.contains(key)) html += "<p>First divergent layer: <b>" + value_text(details[key]) + "</b></p>\n";
+  }
+  const std::string table = outputs_table(details);
+  if (!table.empty()) return html + table + "</section>\n";
+  std::string raw = details.dump(1, ' ', false, json::error_handler_t::replace);
+  if (raw.size() > kMaxRawDetails) raw = raw.substr(0, kMaxRawDetails) + "…";
+  return html + "<pre>" + html_escape(raw) + "</pre></section>\n";
+}
+
+std::string latest_tables(const SiteModel& model, const SiteCase& c) {
+  const store::ResultData& r = c.latest;
+  const SiteRun& run = model.runs[static_cast<size_t>(c.latest_run)];
+  std::string html = "<section id=\"latest\"><h2>Latest result: " + status_badge(r.status) + " in " +
+                     html_link("../" + run.page, "run " + run_ref(run.run.id)) + "</h2>\n";
+  if (!r.metrics.empty()) {
+    html += "<table class=\"grid metrics\">\n" + html_row({"metric", "value"}, "th");
+    for (const auto& [name, value] : r.metrics) html += html_row({html_escape(name), number_text(value)});
+    html += "</table>\n";
+  }
+  if (!r.profiles.empty()) {
+    html += "<h3>Profile</h3>\n<table class=\"grid profile\">\n" +
+            html_row({"phase", "name", "count", "min", "median", "p99", "mean", "bytes", "flops"}, "th");
+    for (const auto& p : r.profiles) {
+      html += html_row({html_escape(p.phase), html_escape(p.name), std::to_string(p.count), ns_text(p.min_ns),
+                        ns_text(p.median_ns), ns_text(p.p99_ns), ns_text(p.mean_ns), number_text(p.bytes),
+                        number_text(p.flops)});
+    }
+    html += "</table>\n";
+  }
+  return html + "</section>\n";
+}
+
+}  // namespace
+
+std::string check_page(const SiteModel& model, size_t case_index) {
+  const SiteCase& c = model.cases[case_index];
+  const PageSpec page{c.case_id, "../", "check", {{"case", std::to_string(case_index)}}, {"data/site.js"}, true};
+  std::string html = page_begin(page);
+  html += "<h1 class=\"case-id\">" + html_escape(c.case_id) + "</h1>\n<p>check " + html_escape(c.check_id) + " · kind " +
+          html_escape(c.kind) + " · suite " + html_escape(c.suite) + " · params <code>" + html_escape(c.params_json) +
+          "</code> · key metric <code>" + html_escape(c.key_metric.empty() ? "none" : c.key_metric) + "</code></p>\n";
+  html += "<section id=\"per-stack\"><h2>Per stack version</h2><div id=\"stack-table\"></div></section>\n"
+          "<section id=\"trends\"><h2>Trends</h2>\n<div class=\"charts\">"
+          "<div class=\"chart\"><canvas id=\"chart-key\"></canvas></div>"
+          "<div class=\"chart\"><canvas id=\"chart-latency\"></canvas></div></div></section>\n";
+  html += evidence(model, c) + latest_tables(model, c);
+  return html + page_end(page);
+}
+
+}  // namespace h0::report

@@ -1,0 +1,117 @@
+#include "report/html_text.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/sha256.h"
+
+namespace h0::report {
+namespace {
+
+constexpr size_t kMaxStem = 48;
+
+// Appends \uXXXX for a code unit.
+void append_unicode_escape(std::string* out, unsigned code) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\u%04x", code);
+  out->append(buf);
+}
+
+// The length of the valid UTF-8 sequence starting at s[i], or 0 if it is not one.
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned c = byte(i);
+  if (c < 0x80) return 1;
+  const size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+  if (n == 0 || (c >= 0xF0 && n != 4) || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  }
+  const unsigned c1 = byte(i + 1);
+  if (n == 3 && ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0))) return 0;  // overlong, surrogate
+  if (n == 4 && ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90))) return 0;  // overlong, > U+10FFFF
+  return n;
+}
+
+}  // namespace
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_sequence_length(text, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+      continue;
+    }
+    switch (text[i]) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out.append(text.substr(i, n));
+    }
+    i += n;
+  }
+  return out;
+}
+
+std::string script_json(const nlohmann::json& value) {
+  const std::string raw = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  out.reserve(raw.size() + raw.size() / 16);
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const char c = raw[i];
+    if (c == '<' || c == '>' || c == '&') {
+      append_unicode_escape(&out, static_cast<unsigned char>(c));
+    } else if (c == '\xE2' && i + 2 < raw.size() && raw[i + 1] == '\x80' &&
+               (raw[i + 2] == '\xA8' || raw[i + 2] == '\xA9')) {
+      append_unicode_escape(&out, raw[i + 2] == '\xA8' ? 0x2028 : 0x2029);
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+nlohmann::json rounded(double v, int digits) {
+  if (!std::isfinite(v)) return nullptr;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  const double r = std::strtod(buf, nullptr);
+  if (r == std::floor(r) && std::fabs(r) < 1e15) return static_cast<int64_t>(r);
+  return r;
+}
+
+std::string file_stem(const std::string& id) {
+  std::string stem;
+  for (const char c : id) {
+    if (stem.size() >= kMaxStem) break;
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '.' || c == '_' || c == '-';
+    if (plain && !(c == '.' && stem.empty())) {
+      stem += c;
+    } else if (!stem.empty() && stem.back() != '-') {
+      stem += '-';
+    }
+  }
+  while (!stem.empty() && stem.back() == '-') stem.pop_back();
+  const std::string hash = base::sha256_hex(id.data(), id.size()).substr(0, 8);
+  return stem.empty() ? hash : stem + "-" + hash;
+}
+
+std::string size_text(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 3) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+}  // namespace h0::report

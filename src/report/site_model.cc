@@ -1,0 +1,311 @@
+#include "report/site_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string_view>
+#include <future>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "report/html_text.h"
+#include "suite/filter.h"
+
+namespace h0::report {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct KindLayer {
+  const char* kind;
+  const char* layer;
+};
+// Check kinds (checks/check.h) by the layer of the model they validate.
+constexpr KindLayer kLayers[] = {
+    {"op", "op"},         {"layer", "layer"},        {"model", "model"},      {"image", "model"},
+    {"dump", "model"},    {"load", "model"},         {"service", "e2e"},      {"e2e_text", "e2e"},
+    {"e2e_image", "e2e"}, {"determinism", "e2e"},    {"e2e_load", "e2e"},     {"collective", "mesh"},
+    {"plan", "plan"},
+};
+
+struct StatusCode {
+  const char* status;
+  char code;
+};
+constexpr StatusCode kStatusCodes[] = {{"pass", 'P'},  {"fail", 'F'},    {"error", 'E'}, {"skip", 'S'},
+                                       {"crash", 'C'}, {"timeout", 'T'}, {"xfail", 'x'}, {"xpass", 'X'}};
+
+// The Day-0 checklist in order, each stage with the check kinds it is made of.
+struct Day0StageDef {
+  const char* id;
+  const char* title;
+  std::vector<std::string> kinds;
+};
+const std::vector<Day0StageDef>& day0_stage_defs() {
+  static const std::vector<Day0StageDef> defs = {
+      {"plan", "sharding plan fits in memory", {"plan"}},
+      {"load", "weights load", {"load"}},
+      {"op", "operators are numerically right", {"op"}},
+      {"layer", "every layer matches golden", {"layer"}},
+      {"model", "the full model matches golden", {"model", "image", "dump"}},
+      {"service", "the service starts", {"service"}},
+      {"e2e", "text and image requests come back", {"e2e_text", "e2e_image", "determinism", "e2e_load"}},
+      {"mesh", "collectives are right", {"collective"}},
+  };
+  return defs;
+}
+
+// Key metrics by preference; a metric matches by full name or by the part after a '.'.
+constexpr const char* kKeyMetrics[] = {"max_abs_err", "rmse", "max_rel_err", "cosine", "top1_agreement"};
+
+bool metric_matches(const std::string& name, const std::string& want) {
+  return name == want || (name.size() > want.size() && name.ends_with(want) &&
+                          name[name.size() - want.size() - 1] == '.');
+}
+
+std::string key_metric_of(const store::ResultData& r) {
+  for (const char* want : kKeyMetrics) {
+    for (const auto& [name, value] : r.metrics) {
+      if (metric_matches(name, want)) return name;
+    }
+  }
+  return "";
+}
+
+double metric_value(const store::ResultData& r, const std::string& name) {
+  for (const auto& [n, v] : r.metrics) {
+    if (n == name) return v;
+  }
+  return kNaN;
+}
+
+// The text right after the first `"key":` in a JSON text; "" if absent. A quoted key cannot occur
+// inside a JSON string (quotes there are escaped), so only a real key matches.
+std::string_view after_key(std::string_view json_text, std::string_view key) {
+  const std::string pattern = "\"" + std::string(key) + "\":";
+  const size_t at = json_text.find(pattern);
+  return at == std::string_view::npos ? std::string_view() : json_text.substr(at + pattern.size());
+}
+
+// "bf16 rtol=0.016 atol=1e-05" from the first "preset", "rtol" and "atol" keys of a result's
+// details (its first output's: op checks write {"outputs": [{..., "preset", "rtol", "atol"}]});
+// "" if there are none. Scans instead of parsing: this runs once per case of every run.
+std::string tolerance_text(const std::string& details_json) {
+  std::string text;
+  if (const std::string_view preset = after_key(details_json, "preset"); preset.starts_with('"')) {
+    text = std::string(preset.substr(1, preset.find('"', 1) - 1));
+  }
+  for (const char* bound : {"rtol", "atol"}) {
+    const std::string value(after_key(details_json, bound).substr(0, 32));
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (end == value.c_str()) continue;
+    text += (text.empty() ? "" : " ") + std::string(bound) + "=" + rounded(v, 3).dump();
+  }
+  return text;
+}
+
+const store::ProfileData* steady_row(const store::ResultData& r) {
+  for (const auto& p : r.profiles) {
+    if (p.phase.starts_with("steady")) return &p;
+  }
+  return nullptr;
+}
+
+std::vector<Day0Stage> day0_stages(const store::RunData& run) {
+  std::vector<Day0Stage> stages;
+  for (const auto& def : day0_stage_defs()) {
+    Day0Stage s{def.id, def.title, "not run"};
+    int skipped = 0;
+    for (const auto& r : run.results) {
+      if (std::find(def.kinds.begin(), def.kinds.end(), r.kind) == def.kinds.end()) continue;
+      ++s.cases;
+      if (is_failing(r.status)) ++s.failed;
+      if (r.status == "skip") ++skipped;
+    }
+    if (s.cases > 0) s.status = s.failed > 0 ? "fail" : skipped == s.cases ? "skip" : "pass";
+    stages.push_back(s);
+  }
+  return stages;
+}
+
+bool is_day0_run(const store::RunData& run) {
+  return run.suite == "day0" || run.labels.count("day0") > 0;
+}
+
+bool is_complete(const store::RunData& run) { return run.status == "pass" || run.status == "fail"; }
+
+// The runs `options` select, oldest first, without results.
+std::vector<store::RunData> select_runs(const store::SqliteStore& db, const SiteOptions& options) {
+  std::vector<store::RunData> runs;
+  for (auto& run : db.list_runs()) {
+    if (!options.since.empty() && run.started_at < options.since) continue;
+    if (!suite::glob_match(options.suite_glob, run.suite)) continue;
+    runs.push_back(std::move(run));
+  }
+  std::reverse(runs.begin(), runs.end());
+  return runs;
+}
+
+// The diff with perf rows reduced to the ones a reader acts on.
+diff::DiffReport trimmed_diff(const store::RunData& base, const store::RunData& head) {
+  diff::DiffReport d = diff::diff_runs(base, head, diff::DiffOptions{});
+  std::erase_if(d.perf, [](const diff::PerfChange& p) {
+    return p.verdict != "regression" && p.verdict != "improvement";
+  });
+  return d;
+}
+
+class Gatherer {
+ public:
+  explicit Gatherer(SiteModel* model) : model_(model) {}
+
+  void add(store::RunData run) {
+    SiteRun site_run;
+    site_run.column = column_of(run);
+    site_run.page = "runs/run-" + std::to_string(run.id) + ".html";
+    site_run.data = "data/run-" + std::to_string(run.id) + ".js";
+    const int run_index = static_cast<int>(model_->runs.size());
+    std::unordered_map<std::string, int> tolerances;
+    for (const auto& r : run.results) {
+      ++site_run.counts[r.status];
+      site_run.cases.push_back(digest(run, run_index, r, &site_run.tolerances, &tolerances));
+    }
+    if (is_day0_run(run)) site_run.day0 = day0_stages(run);
+    if (auto prev = last_complete_.find(run.platform); prev != last_complete_.end()) {
+      site_run.previous = prev->second.first;
+      site_run.diff = trimmed_diff(prev->second.second, run);
+    }
+    std::vector<store::ResultData> results = std::move(run.results);
+    site_run.run = run;
+    run.results = std::move(results);
+    if (is_complete(run)) {
+      store::RunData& slot = last_complete_[run.platform].second;
+      last_complete_[run.platform].first = run_index;
+      slot = std::move(run);
+    }
+    model_->runs.push_back(std::move(site_run));
+  }
+
+ private:
+  int column_of(const store::RunData& run) {
+    const std::string key = run.platform + '\n' + run.stack.fingerprint;
+    const auto [it, added] = columns_.emplace(key, static_cast<int>(model_->columns.size()));
+    if (added) {
+      const auto label = run.labels.find("stack");
+      model_->columns.push_back({run.platform, run.stack.fingerprint, run.stack.backend,
+                                 label != run.labels.end() ? label->second : run.stack.fingerprint.substr(0, 12),
+                                 run.started_at});
+    }
+    return it->second;
+  }
+
+  int case_of(const store::RunData& run, const store::ResultData& r) {
+    const auto [it, added] = cases_.emplace(r.case_id, static_cast<int>(model_->cases.size()));
+    if (added) {
+      SiteCase c;
+      c.case_id = r.case_id;
+      c.check_id = r.check_id;
+      c.kind = r.kind;
+      c.suite = run.suite;
+      c.layer = layer_of(r.kind);
+      c.page = "checks/" + file_stem(r.case_id) + ".html";
+      model_->cases.push_back(std::move(c));
+    }
+    return it->second;
+  }
+
+  CaseDigest digest(const store::RunData& run, int run_index, const store::ResultData& r,
+                    std::vector<std::string>* tolerance_list, std::unordered_map<std::string, int>* tolerance_ids) {
+    CaseDigest d;
+    d.case_index = case_of(run, r);
+    SiteCase& c = model_->cases[static_cast<size_t>(d.case_index)];
+    if (c.key_metric.empty()) c.key_metric = key_metric_of(r);
+    d.status = status_code(r.status);
+    d.key = c.key_metric.empty() ? kNaN : metric_value(r, c.key_metric);
+    if (const std::string tol = tolerance_text(r.details_json); !tol.empty()) {
+      const auto [it, added] = tolerance_ids->emplace(tol, static_cast<int>(tolerance_list->size()));
+      if (added) tolerance_list->push_back(tol);
+      d.tolerance = it->second;
+    }
+    const store::ProfileData* steady = steady_row(r);
+    d.median_ns = steady ? steady->median_ns : kNaN;
+    d.p99_ns = steady ? steady->p99_ns : kNaN;
+    d.message = r.message;
+    c.runs.push_back(run_index);
+    c.params_json = r.params_json;
+    c.latest_run = run_index;
+    c.latest = r;
+    for (auto& p : c.latest.profiles) p.samples_ns = {};
+    if (is_failing(r.status)) {
+      c.failure_run = run_index;
+      c.last_failure = c.latest;
+    }
+    return d;
+  }
+
+  SiteModel* model_;
+  std::unordered_map<std::string, int> columns_, cases_;
+  std::map<std::string, std::pair<int, store::RunData>> last_complete_;  // platform -> run
+};
+
+}  // namespace
+
+int SiteRun::regressions() const {
+  if (!diff) return 0;
+  std::set<std::string> regressed;
+  for (const auto& s : diff->statuses) {
+    if (s.kind == "regression") regressed.insert(s.case_id);
+  }
+  for (const auto& m : diff->drifts) regressed.insert(m.case_id);
+  for (const auto& p : diff->perf) {
+    if (p.verdict == "regression") regressed.insert(p.case_id);
+  }
+  return static_cast<int>(regressed.size());
+}
+
+SiteModel gather_site(const store::SqliteStore& db, const SiteOptions& options,
+                      const std::function<void(size_t, size_t)>& progress) {
+  SiteModel model;
+  model.db_path = db.path();
+  model.generated_at = store::utc_now();
+  const std::vector<store::RunData> runs = select_runs(db, options);
+  if (runs.empty()) return model;
+  // Run i+1 loads through a second connection while run i is digested and diffed.
+  const auto loader_db = store::SqliteStore::open(db.path());
+  const auto load = [&](size_t i) {
+    return std::async(std::launch::async, [&loader_db, id = runs[i].id] { return loader_db->load_run(id); });
+  };
+  Gatherer gatherer(&model);
+  auto next = load(0);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    auto run = next.get();
+    if (i + 1 < runs.size()) next = load(i + 1);
+    if (run) gatherer.add(std::move(*run));
+    if (progress) progress(i + 1, runs.size());
+  }
+  return model;
+}
+
+std::string layer_of(const std::string& kind) {
+  for (const auto& k : kLayers) {
+    if (kind == k.kind) return k.layer;
+  }
+  return "other";
+}
+
+char status_code(const std::string& status) {
+  for (const auto& s : kStatusCodes) {
+    if (status == s.status) return s.code;
+  }
+  return '?';
+}
+
+bool is_failing(const std::string& status) {
+  return status == "fail" || status == "error" || status == "crash" || status == "timeout";
+}
+
+}  // namespace h0::report

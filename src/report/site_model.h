@@ -1,0 +1,98 @@
+// What the HTML dashboard shows, gathered from the results store in one pass over the runs
+// (oldest first, one run in memory at a time): per run a compact digest of its cases and the
+// diff against the previous complete run of the same platform; per case its latest result and
+// its last failure; the stack-version columns of the matrix. Writers in html_site.h turn it
+// into pages; nothing here knows HTML.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diff/diff.h"
+#include "store/run_data.h"
+#include "store/sqlite_store.h"
+
+namespace h0::report {
+
+struct SiteOptions {
+  std::string since;            // ISO 8601 UTC: runs started before it are left out; "" = all
+  std::string suite_glob = "*";  // suite names to keep (suite::glob_match)
+};
+
+// One case of a run, as the run page, the matrix and the check trends read it.
+struct CaseDigest {
+  int case_index = 0;  // into SiteModel::cases
+  char status = '?';   // status_code()
+  double key = 0;      // the case's key metric; NaN if absent
+  int tolerance = -1;  // into SiteRun::tolerances; -1 if none
+  double median_ns = 0, p99_ns = 0;  // the first steady profile row; NaN if none
+  std::string message;
+};
+
+// A Day-0 checklist stage: status "pass", "fail", "skip" or "not run".
+struct Day0Stage {
+  std::string id, title, status;
+  int cases = 0, failed = 0;
+};
+
+struct SiteRun {
+  store::RunData run;  // without results
+  int column = 0;      // into SiteModel::columns
+  std::map<std::string, int> counts;  // status -> cases
+  int previous = -1;   // index of the previous complete run of the same platform, -1 if none
+  // The diff against `previous`; perf keeps only regressions and improvements.
+  std::optional<diff::DiffReport> diff;
+  std::vector<CaseDigest> cases;
+  std::vector<std::string> tolerances;  // distinct tolerance texts of this run
+  std::vector<Day0Stage> day0;          // empty unless this is a Day-0 run
+  std::string page;                     // "runs/run-<id>.html"
+  std::string data;                     // "data/run-<id>.js"
+
+  // Cases that regressed against `previous`: a status regression, a metric drift or a timing
+  // regression (a case counts once).
+  int regressions() const;
+};
+
+// A matrix column: one stack version (fingerprint) on one platform.
+struct SiteColumn {
+  std::string platform, fingerprint, backend;
+  std::string label;          // the run's `stack` label, else the fingerprint's first 12 digits
+  std::string first_started;  // the first run's start: columns are in this order
+};
+
+struct SiteCase {
+  std::string case_id, check_id, kind, suite, params_json;
+  std::string layer;       // layer_of(kind)
+  std::string key_metric;  // the metric the trends and the matrix show; "" if none
+  std::string page;        // "checks/<file_stem(case_id)>.html"
+  std::vector<int> runs;   // runs that have it, oldest first
+  int latest_run = -1;     // its latest result (raw samples dropped)
+  store::ResultData latest;
+  int failure_run = -1;    // its last failing result, if any
+  store::ResultData last_failure;
+};
+
+struct SiteModel {
+  std::string db_path, generated_at;
+  std::vector<SiteRun> runs;  // oldest first
+  std::vector<SiteColumn> columns;
+  std::vector<SiteCase> cases;  // in order of first appearance
+};
+
+// Reads the runs `options` select. `progress(done, total)` is called after each run loaded.
+SiteModel gather_site(const store::SqliteStore& db, const SiteOptions& options,
+                      const std::function<void(size_t, size_t)>& progress = {});
+
+// The matrix groups by layer: op, layer, model, e2e, mesh, plan (other kinds: "other").
+std::string layer_of(const std::string& kind);
+// One character per status for compact data: pass P, fail F, error E, skip S, crash C,
+// timeout T, xfail x, xpass X; anything else '?'.
+char status_code(const std::string& status);
+// The statuses that count as failing: fail, error, crash, timeout.
+bool is_failing(const std::string& status);
+
+}  // namespace h0::report
