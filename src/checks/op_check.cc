@@ -238,6 +238,10 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
     if (!v.is_number() || v.get<double>() < 0) fail(c, t, "perf_threshold must be a number >= 0 (0.05 = 5%)");
     s.perf_threshold = v.get<double>();
   }
+  // The platform's default (a partial backend asks for host fallback), then the check's own.
+  if (!platform.fallback.empty()) {
+    H0_CHECK(backend::parse_fallback(platform.fallback, &s.fallback)) << platform.fallback;
+  }
   if (const YAML::Node f = case_field(c, "fallback"); f.IsDefined()) {
     if (!backend::parse_fallback(as_string(c, f, "fallback"), &s.fallback)) {
       fail(c, f, "fallback must be none, decompose or host, got '" + f.Scalar() + "'");

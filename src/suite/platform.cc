@@ -21,7 +21,7 @@ namespace {
 using Json = nlohmann::json;
 
 const std::vector<std::string> kFields = {"platform",  "backend",      "device_memory", "peaks",
-                                          "tolerance", "case_timeout", "isolation"};
+                                          "tolerance", "case_timeout", "isolation", "fallback"};
 
 // `text` (digits, '.', exponent; an optional leading '-') as the nearest double; nullopt if
 // beyond a double's range.
@@ -278,6 +278,12 @@ Platform load_platform(const std::string& path) {
             fail_at(path, value, "bad isolation: expected one of: process, none");
           }
           p.isolation = value.Scalar();
+        } else if (field == "fallback") {
+          if (!value.IsScalar() || (value.Scalar() != "none" && value.Scalar() != "decompose" &&
+                                    value.Scalar() != "host")) {
+            fail_at(path, value, "bad fallback: expected one of: none, decompose, host");
+          }
+          p.fallback = value.Scalar();
         } else {
           fail_at(path, key_node,
                   "unknown field '" + field + "' (expected one of: " + join_names(kFields) + ")");

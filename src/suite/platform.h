@@ -26,6 +26,9 @@ struct Platform {
   YAML::Node tolerance;
   double case_timeout_s = 120;
   std::string isolation = "process";  // "process" (each case in a child) or "none"
+  // How op checks run an op the backend does not support, unless a check says otherwise:
+  // "none", "decompose" or "host"; empty = the check kind's default (decompose).
+  std::string fallback;
 };
 
 // Reads and validates a platform file:
@@ -36,6 +39,7 @@ struct Platform {
 //   tolerance: {...}
 //   case_timeout: 120s
 //   isolation: process             # or none
+//   fallback: host                 # none | decompose | host: op checks' default for unsupported ops
 // Throws InputError naming file:line:col on any mistake.
 Platform load_platform(const std::string& path);
 

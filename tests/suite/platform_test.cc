@@ -253,7 +253,7 @@ TEST_F(PlatformTest, Errors) {
             "e.g. backend: cpu, or backend: {lib: path/to/plugin.so, options: {...}})");
   EXPECT_EQ(error_in("platform: x\nbackend: cpu\nmesh: {tp: 2}\n"),
             "p.yaml:3:1: unknown field 'mesh' (expected one of: platform, backend, device_memory, "
-            "peaks, tolerance, case_timeout, isolation)");
+            "peaks, tolerance, case_timeout, isolation, fallback)");
   EXPECT_EQ(error_in("platform: x\nbackend: cpu\ndevice_memory: 24 gigs\n"),
             "p.yaml:3:16: bad size '24 gigs' (expected a number of bytes, or a number with a "
             "unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; e.g. 24GiB)");
@@ -264,6 +264,9 @@ TEST_F(PlatformTest, Errors) {
             "p.yaml:3:15: bad case_timeout: expected a duration > 0");
   EXPECT_EQ(error_in("platform: x\nbackend: cpu\nisolation: thread\n"),
             "p.yaml:3:12: bad isolation: expected one of: process, none");
+  EXPECT_EQ(error_in("platform: x\nbackend: cpu\nfallback: maybe\n"),
+            "p.yaml:3:11: bad fallback: expected one of: none, decompose, host");
+  EXPECT_EQ(error_in("platform: x\nbackend: cpu\nfallback: host\n"), "");
   EXPECT_EQ(error_in("platform: x\nbackend: cpu\ntolerance: strict\n"),
             "p.yaml:3:12: bad tolerance: expected a mapping of tolerance overrides");
 }

@@ -1,0 +1,130 @@
+#include "cuda_device.h"
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "cuda_kernels.h"
+
+namespace h0cuda {
+namespace {
+
+using h0p::OpError;
+
+void check(cudaError_t rc, const std::string& what) {
+  if (rc != cudaSuccess)
+    throw OpError(rc == cudaErrorMemoryAllocation ? HB_OUT_OF_MEMORY : HB_DEVICE_ERROR,
+                  "cuda: " + what + ": " + cudaGetErrorName(rc) + ": " + cudaGetErrorString(rc));
+}
+
+void check_blas(cublasStatus_t rc, const std::string& what) {
+  if (rc != CUBLAS_STATUS_SUCCESS)
+    throw OpError(rc == CUBLAS_STATUS_NOT_SUPPORTED ? HB_UNSUPPORTED : HB_DEVICE_ERROR,
+                  "cuda: " + what + ": " + cublasGetStatusName(rc) + ": " + cublasGetStatusString(rc));
+}
+
+// 12040 -> "12.4".
+std::string cuda_version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+std::string cublas_version() {
+  int major = 0, minor = 0, patch = 0;
+  cublasGetProperty(MAJOR_VERSION, &major);
+  cublasGetProperty(MINOR_VERSION, &minor);
+  cublasGetProperty(PATCH_LEVEL, &patch);
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+cudaDataType data_type(hb_dtype d) {
+  return d == HB_F32 ? CUDA_R_32F : d == HB_F16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
+}  // namespace
+
+CudaDevice::CudaDevice(int index) : index_(index) {
+  int count = 0;
+  const cudaError_t rc = cudaGetDeviceCount(&count);
+  if (rc != cudaSuccess || count == 0) {
+    throw OpError(HB_DEVICE_ERROR, std::string("cuda: no CUDA device (cudaGetDeviceCount: ") +
+                                       (rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices") + ")");
+  }
+  if (index < 0 || index >= count)
+    throw OpError(HB_INVALID_ARGUMENT, "cuda: option device " + std::to_string(index) + " is out of range (" +
+                                           std::to_string(count) + " devices)");
+  check(cudaSetDevice(index), "cudaSetDevice");
+  check_blas(cublasCreate(&blas_), "cublasCreate");
+  check_blas(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  stack_info_ = nlohmann::json{
+      {"device", std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")"},
+      {"driver", "CUDA driver " + cuda_version(driver)},
+      {"runtime", "CUDA runtime " + cuda_version(runtime)},
+      {"op_library", "cuBLAS " + cublas_version() + " + h0 portable kernels (CUDA)"},
+      {"compiler", h0_cuda_compiler()}}
+                    .dump();
+}
+
+CudaDevice::~CudaDevice() {
+  if (blas_ != nullptr) cublasDestroy(blas_);
+}
+
+bool CudaDevice::has_dtype(hb_dtype dtype) const {
+  return dtype == HB_F32 || dtype == HB_F16 || dtype == HB_BF16;
+}
+
+void CudaDevice::launch(const char* name, hb_dtype dtype, const h0p::Grid& grid,
+                        std::initializer_list<h0p::Arg> args) {
+  if (grid.groups[0] == 0 || grid.groups[1] == 0) return;
+  const void* fn = h0_cuda_kernel(name, dtype);
+  if (fn == nullptr) throw OpError(HB_UNSUPPORTED, std::string("cuda: no kernel ") + name + " for this dtype");
+  std::vector<void*> values;
+  for (const h0p::Arg& a : args) values.push_back(const_cast<void*>(a.value));
+  const dim3 groups(static_cast<unsigned>(grid.groups[0]), static_cast<unsigned>(grid.groups[1]));
+  const dim3 local(static_cast<unsigned>(grid.local[0]), static_cast<unsigned>(grid.local[1]));
+  check(cudaLaunchKernel(fn, groups, local, values.data(), 0, nullptr), std::string("launching ") + name);
+}
+
+void* CudaDevice::alloc(size_t bytes) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, bytes == 0 ? 4 : bytes), "cudaMalloc of " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+void CudaDevice::release(void* handle) {
+  if (handle != nullptr) cudaFree(handle);
+}
+
+void CudaDevice::write(void* handle, const void* src, size_t bytes) {
+  if (bytes > 0) check(cudaMemcpy(handle, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to device");
+}
+
+void CudaDevice::read(void* dst, const void* handle, size_t bytes) {
+  if (bytes > 0) check(cudaMemcpy(dst, handle, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+}
+
+void CudaDevice::gemm(hb_dtype dtype, const void* a, const void* b, const void* bias, void* c, int m, int n, int k,
+                      bool b_trans) {
+  if (bias != nullptr) {
+    launch("broadcast_rows", dtype, h0p::grid_1d(static_cast<int64_t>(m) * n),
+           {h0p::buffer(bias), h0p::buffer(c), h0p::i32(m), h0p::i32(n)});
+  }
+  // Row-major c = a·B is column-major cᵀ = Bᵀ·aᵀ: cuBLAS sees b (or w[n, k], transposed) first.
+  const float alpha = 1.0f, beta = bias != nullptr ? 1.0f : 0.0f;
+  const cudaDataType t = data_type(dtype);
+  check_blas(cublasGemmEx(blas_, b_trans ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, t,
+                          b_trans ? k : n, a, t, k, &beta, c, t, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+             "cublasGemmEx");
+}
+
+void CudaDevice::synchronize() { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+
+void CudaDevice::memory_info(size_t* free_bytes, size_t* total_bytes) {
+  size_t f = 0, t = 0;
+  check(cudaMemGetInfo(&f, &t), "cudaMemGetInfo");
+  if (free_bytes != nullptr) *free_bytes = f;
+  if (total_bytes != nullptr) *total_bytes = t;
+}
+
+}  // namespace h0cuda

@@ -1,0 +1,171 @@
+// GEMM-shaped, element-wise, row-reduction and lookup ops (kernels/gemm.inc, elementwise.inc,
+// rows.inc). Shapes as in the catalogue:
+//   matmul(a[M,K], b[K,N]) -> c[M,N]      linear(x[T,K], w[N,K], bias[N]?) -> y[T,N]
+//   patch_embed(pixels[C,Hi,Wi], w[D,C,P,P], b[D]?) -> out[(Hi/P)·(Wi/P), D]
+//   embedding(ids[T], table[V,D]) -> out[T,D]     add/mul/silu/gelu/swiglu: same shapes
+//   rmsnorm(x[T,D], w[D]), layernorm(x[T,D], w[D], b[D]), softmax(x[..., N]), argmax(x[T,V])
+#include <string>
+
+#include "op_call.h"
+
+namespace h0p {
+namespace {
+
+constexpr size_t kRowGroup = 256;  // WG in kernels/common.inc
+
+// One work-group per row.
+Grid per_row(int64_t rows) { return {{static_cast<size_t>(rows), 1}, {kRowGroup, 1}}; }
+
+void unary(const Call& call, int code) {
+  const hb_tensor& x = call.in[0];
+  require_like(call, call.out[0], "y", x);
+  const int n = as_int(call, numel(x));
+  if (n == 0) return;
+  call.dev.launch("unary_map", x.dtype, grid_1d(n),
+                  {buffer(x.data), buffer(call.out[0].data), i32(n), i32(code)});
+}
+
+void binary(const Call& call, int code) {
+  const hb_tensor &a = call.in[0], &b = call.in[1];
+  require_like(call, b, call.op[0] == 's' ? "up" : "b", a);
+  require_like(call, call.out[0], "c", a);
+  const int n = as_int(call, numel(a));
+  if (n == 0) return;
+  call.dev.launch("binary_map", a.dtype, grid_1d(n),
+                  {buffer(a.data), buffer(b.data), buffer(call.out[0].data), i32(n), i32(code)});
+}
+
+void norm(const Call& call, bool center) {
+  const hb_tensor& x = call.in[0];
+  require_tensor(call, x, "x", {-1, -1}, x.dtype);
+  const int64_t t = x.shape[0], d = x.shape[1];
+  require_tensor(call, call.in[1], "w", {d}, x.dtype);
+  if (center) require_tensor(call, call.in[2], "b", {d}, x.dtype);
+  require_tensor(call, call.out[0], "y", {t, d}, x.dtype);
+  if (t == 0 || d == 0) return;
+  const float eps = static_cast<float>(attr_f(call.attrs, "eps", center ? 1e-5 : 1e-6));
+  const void* bias = center ? call.in[2].data : nullptr;
+  const int c = center ? 1 : 0, dd = as_int(call, d);
+  call.dev.launch("norm_rows", x.dtype, per_row(t),
+                  {buffer(x.data), buffer(call.in[1].data), buffer(bias), buffer(call.out[0].data),
+                   i32(dd), f32(eps), i32(c)});
+}
+
+}  // namespace
+
+void matmul_op(const Call& call) {
+  const hb_tensor &a = call.in[0], &b = call.in[1];
+  require_tensor(call, a, "a", {-1, -1}, a.dtype);
+  const int64_t m = a.shape[0], k = a.shape[1];
+  require_tensor(call, b, "b", {k, -1}, a.dtype);
+  const int64_t n = b.shape[1];
+  require_tensor(call, call.out[0], "c", {m, n}, a.dtype);
+  if (m == 0 || n == 0) return;
+  call.dev.gemm(a.dtype, a.data, b.data, nullptr, call.out[0].data, as_int(call, m),
+                as_int(call, n), as_int(call, k), false);
+}
+
+void linear_op(const Call& call) {
+  const hb_tensor &x = call.in[0], &w = call.in[1];
+  require_tensor(call, x, "x", {-1, -1}, x.dtype);
+  const int64_t t = x.shape[0], k = x.shape[1];
+  require_tensor(call, w, "w", {-1, k}, x.dtype);
+  const int64_t n = w.shape[0];
+  const void* bias = nullptr;
+  if (call.n_in > 2) {
+    require_tensor(call, call.in[2], "bias", {n}, x.dtype);
+    bias = call.in[2].data;
+  }
+  require_tensor(call, call.out[0], "y", {t, n}, x.dtype);
+  if (t == 0 || n == 0) return;
+  call.dev.gemm(x.dtype, x.data, w.data, bias, call.out[0].data, as_int(call, t), as_int(call, n),
+                as_int(call, k), true);
+}
+
+void patch_embed_op(const Call& call) {
+  const hb_tensor &px = call.in[0], &w = call.in[1];
+  const int64_t p = attr_i(call.attrs, "patch", 0);
+  require(call, p > 0, "attr patch must be positive, got " + std::to_string(p));
+  require_tensor(call, px, "pixels", {-1, -1, -1}, px.dtype);
+  const int64_t c = px.shape[0], hi = px.shape[1], wi = px.shape[2];
+  require_tensor(call, w, "w", {-1, c, p, p}, px.dtype);
+  const int64_t d = w.shape[0];
+  const void* bias = nullptr;
+  if (call.n_in > 2) {
+    require_tensor(call, call.in[2], "b", {d}, px.dtype);
+    bias = call.in[2].data;
+  }
+  require(call, hi % p == 0 && wi % p == 0,
+          "pixels must be [C, Hi, Wi] with Hi and Wi multiples of patch " + std::to_string(p) +
+              ", got " + describe(px));
+  const int64_t np = (hi / p) * (wi / p);
+  require_tensor(call, call.out[0], "out", {np, d}, px.dtype);
+  if (np * d == 0) return;
+  const int has_bias = bias != nullptr ? 1 : 0;
+  const int ci = as_int(call, c), hii = as_int(call, hi), wii = as_int(call, wi),
+            pi = as_int(call, p), npi = as_int(call, np), di = as_int(call, d);
+  call.dev.launch("patch_embed", px.dtype, grid_1d(np * d),
+                  {buffer(px.data), buffer(w.data), buffer(bias), i32(has_bias),
+                   buffer(call.out[0].data), i32(ci), i32(hii), i32(wii), i32(pi), i32(npi), i32(di)});
+}
+
+void embedding_op(const Call& call) {
+  const hb_tensor &ids = call.in[0], &table = call.in[1];
+  require_index(call, ids, "ids", {-1});
+  require_tensor(call, table, "table", {-1, -1}, table.dtype);
+  const int64_t t = ids.shape[0], v = table.shape[0], d = table.shape[1];
+  require_tensor(call, call.out[0], "out", {t, d}, table.dtype);
+  const std::vector<int64_t> host_ids = read_indices(call, ids);
+  for (int64_t i = 0; i < t; ++i) {
+    require(call, host_ids[i] >= 0 && host_ids[i] < v,
+            "ids[" + std::to_string(i) + "] = " + std::to_string(host_ids[i]) +
+                " is outside the table's " + std::to_string(v) + " rows");
+  }
+  if (t * d == 0) return;
+  const int is64 = ids.dtype == HB_I64 ? 1 : 0, rows = as_int(call, t), dd = as_int(call, d);
+  call.dev.launch("gather_rows", table.dtype, grid_1d(t * d),
+                  {buffer(ids.data), i32(is64), buffer(table.data), buffer(call.out[0].data),
+                   i32(rows), i32(dd)});
+}
+
+void add_op(const Call& call) { binary(call, 0); }
+void mul_op(const Call& call) { binary(call, 1); }
+void swiglu_op(const Call& call) {
+  require_tensor(call, call.in[0], "gate", {-1, -1}, call.in[0].dtype);
+  binary(call, 2);
+}
+void silu_op(const Call& call) { unary(call, 0); }
+
+void gelu_op(const Call& call) {
+  const std::string approximate = attr_s(call.attrs, "approximate", "none");
+  require(call, approximate == "none" || approximate == "tanh",
+          "attr approximate must be none or tanh, got '" + approximate + "'");
+  unary(call, approximate == "none" ? 1 : 2);
+}
+
+void rmsnorm_op(const Call& call) { norm(call, false); }
+void layernorm_op(const Call& call) { norm(call, true); }
+
+void softmax_op(const Call& call) {
+  const hb_tensor& x = call.in[0];
+  require(call, x.ndim >= 1, "x must be [..., N], got " + describe(x));
+  require_like(call, call.out[0], "y", x);
+  const int64_t n = x.shape[x.ndim - 1];
+  if (n == 0 || numel(x) == 0) return;
+  const int ni = as_int(call, n);
+  call.dev.launch("softmax_rows", x.dtype, per_row(numel(x) / n),
+                  {buffer(x.data), buffer(call.out[0].data), i32(ni)});
+}
+
+void argmax_op(const Call& call) {
+  const hb_tensor& x = call.in[0];
+  require_tensor(call, x, "x", {-1, -1}, x.dtype);
+  require(call, x.shape[1] > 0, "x needs at least one column, got " + describe(x));
+  require_tensor(call, call.out[0], "ids", {x.shape[0]}, HB_I64);
+  if (x.shape[0] == 0) return;
+  const int v = as_int(call, x.shape[1]);
+  call.dev.launch("argmax_rows", x.dtype, per_row(x.shape[0]),
+                  {buffer(x.data), buffer(call.out[0].data), i32(v)});
+}
+
+}  // namespace h0p
