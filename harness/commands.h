@@ -25,6 +25,7 @@ void register_diff(CLI::App& app, Run* run);
 void register_history(CLI::App& app, Run* run);
 void register_db(CLI::App& app, Run* run);
 void register_model(CLI::App& app, Run* run);
+void register_load(CLI::App& app, Run* run);
 void register_report(CLI::App& app, Run* run);
 
 }  // namespace h0::cli

@@ -28,6 +28,7 @@ constexpr Subcommand kSubcommands[] = {
     {h0::cli::register_history},
     {h0::cli::register_db},
     {h0::cli::register_model},
+    {h0::cli::register_load},
     {h0::cli::register_report},
     {h0::cli::register_inspect},
     {h0::cli::register_compare},

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backend/backend.h"
+#include "checks/load_check.h"
 #include "checks/model_check.h"
 #include "checks/op_check.h"
 #include "checks/plan_check.h"
@@ -108,7 +109,7 @@ backend::Backend& RunContext::backend() {
 
 const std::vector<CheckKind>& check_kinds() {
   static const std::vector<CheckKind> kinds = {op_check_kind(), model_check_kind(), image_check_kind(),
-                                                layer_check_kind(), plan_check_kind()};
+                                                layer_check_kind(), plan_check_kind(), load_check_kind()};
   return kinds;
 }
 

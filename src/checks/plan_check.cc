@@ -57,32 +57,39 @@ bool as_bool(const suite::Case& c, const YAML::Node& n, const std::string& what)
   fail(c, n, what + " must be true or false");
 }
 
+}  // namespace
+
+plan::ParallelPlan parse_parallel_plan(const suite::Case& c, const model::Architecture& arch, std::string* dp_note) {
+  plan::ParallelPlan parallel;
+  const YAML::Node node = case_field(c, "plan");
+  bool dp_given = false;
+  if (node.IsDefined()) {
+    if (!node.IsMap()) fail(c, node, "plan must be a mapping {tp: N, pp: N, ep: N, dp: N}");
+    suite::for_each_entry(c.check->file, node, [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
+      int64_t* dim = key == "tp" ? &parallel.tp : key == "pp" ? &parallel.pp : key == "ep" ? &parallel.ep
+                   : key == "dp" ? &parallel.dp : nullptr;
+      if (!dim) fail(c, k, "unknown plan dimension '" + key + "' (expected one of: tp, pp, ep, dp)");
+      *dim = as_int(c, v, key);
+      if (*dim < 1) fail(c, v, key + " must be >= 1");
+      dp_given = dp_given || key == "dp";
+    });
+  }
+  *dp_note = plan::default_dp(&parallel, dp_given);
+  if (const auto issue = plan::check_plan(arch, parallel)) {
+    const YAML::Node at = node.IsMap() && node[issue->dimension].IsDefined() ? node[issue->dimension] : node;
+    fail(c, at, issue->message);
+  }
+  return parallel;
+}
+
+namespace {
+
 // Relative to the working directory, else to the repository holding the suite (suites/..).
 std::string resolve_model(const suite::Case& c, const YAML::Node& n) {
   if (!n.IsScalar()) fail(c, n, "model must be a path to a config.json or a model directory");
   fs::path p(n.Scalar());
   if (p.is_relative() && !fs::exists(p)) p = fs::path(c.check->file).parent_path().parent_path() / p;
   return p.string();
-}
-
-void parse_parallel(const suite::Case& c, PlanCaseSpec& s) {
-  const YAML::Node node = case_field(c, "plan");
-  bool dp_given = false;
-  if (node.IsDefined()) {
-    if (!node.IsMap()) fail(c, node, "plan must be a mapping {tp: N, pp: N, ep: N, dp: N}");
-    suite::for_each_entry(c.check->file, node, [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
-      int64_t* dim = key == "tp" ? &s.parallel.tp : key == "pp" ? &s.parallel.pp : key == "ep" ? &s.parallel.ep
-                   : key == "dp" ? &s.parallel.dp : nullptr;
-      if (!dim) fail(c, k, "unknown plan dimension '" + key + "' (expected one of: tp, pp, ep, dp)");
-      *dim = as_int(c, v, key);
-      dp_given = dp_given || key == "dp";
-    });
-  }
-  s.dp_note = plan::default_dp(&s.parallel, dp_given);
-  if (const auto issue = plan::check_plan(s.arch, s.parallel)) {
-    const YAML::Node at = node.IsMap() && node[issue->dimension].IsDefined() ? node[issue->dimension] : node;
-    fail(c, at, issue->message);
-  }
 }
 
 void parse_options(const suite::Case& c, const suite::Platform& platform, plan::MemoryOptions& o) {
@@ -142,7 +149,7 @@ PlanCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
   } catch (const InputError& e) {
     fail(c, model, e.what());
   }
-  parse_parallel(c, s);
+  s.parallel = parse_parallel_plan(c, s.arch, &s.dp_note);
   parse_options(c, platform, s.options);
   s.expect = parse_expect(c);
   return s;

@@ -20,10 +20,18 @@
 // kv_tokens (per replica, min over ranks), required_tokens, headroom (bytes, min over ranks).
 #pragma once
 
+#include <string>
+
 #include "checks/check.h"
+#include "model/architecture.h"
+#include "plan/parallel_plan.h"
 
 namespace h0::checks {
 
 CheckKind plan_check_kind();
+
+// The case's `plan: {tp, pp, ep, dp}` (dp defaulted as `harness plan` does, the note in
+// *dp_note), checked against the model. Fails at the YAML node of the dimension at fault.
+plan::ParallelPlan parse_parallel_plan(const suite::Case& c, const model::Architecture& arch, std::string* dp_note);
 
 }  // namespace h0::checks
