@@ -121,6 +121,7 @@ LoadReport load_weights(const io::ShardedCheckpoint& ckpt, const std::vector<Loa
     for (const auto& e : ckpt.shard(s).entries()) report.checkpoint_bytes += int64_t(e.nbytes());
   }
   report.weights.resize(requests.size());
+  std::vector<std::pair<tensor::DType, tensor::Shape>> descs(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const WeightInfo& w = *requests[i].weight;
     const io::SafetensorsFile& file = ckpt.shard_of(w.name);
@@ -130,13 +131,15 @@ LoadReport load_weights(const io::ShardedCheckpoint& ckpt, const std::vector<Loa
       check_slice(file.path(), e, *requests[i].slice);
       shape[size_t(requests[i].slice->axis)] = requests[i].slice->end - requests[i].slice->begin;
     }
-    report.weights[i] = {w.name, requests[i].slice, tensor::Tensor::zeros(e.dtype, shape), ""};
+    report.weights[i] = {w.name, requests[i].slice, tensor::Tensor(), ""};
+    descs[i] = {e.dtype, std::move(shape)};
   }
   ShardFiles files;
   std::atomic<int64_t> bytes{0};
   base::parallel_for(requests.size(), 1, [&](size_t, size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
       LoadedWeight& out = report.weights[i];
+      out.tensor = tensor::Tensor::empty(descs[i].first, descs[i].second);  // first touch on the reading thread
       const io::SafetensorsFile& file = ckpt.shard_of(out.name);
       auto* dst = static_cast<std::byte*>(out.tensor.mutable_data());
       bytes += read_slice(files.fd(file.path()), file, *file.find(out.name), out.slice, dst);

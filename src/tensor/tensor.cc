@@ -3,17 +3,24 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/mman.h>
+
 #include "tensor/convert.h"
 
 namespace h0::tensor {
 namespace {
 
 constexpr size_t kAlignment = 64;
+constexpr size_t kHugePage = size_t(2) << 20;
 
+// Buffers of 4 MiB and more are aligned to 2 MiB and asked to use transparent huge pages: first
+// touch then faults once per 2 MiB instead of once per 4 KiB (a 1 GiB load: 512 faults, not 262,144).
 std::shared_ptr<void> allocate(size_t bytes) {
-  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  const size_t align = bytes >= 2 * kHugePage ? kHugePage : kAlignment;
+  size_t rounded = (bytes + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded == 0 ? align : rounded);
   H0_CHECK(p != nullptr) << "out of host memory allocating " << bytes << " bytes";
+  if (align == kHugePage) ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint; failure is harmless
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
@@ -36,6 +43,18 @@ std::string shape_string(const Shape& shape) {
     out += std::to_string(shape[i]);
   }
   return out;
+}
+
+Tensor Tensor::empty(DType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.numel_ = h0::tensor::numel(shape);
+  t.shape_ = std::move(shape);
+  auto storage = allocate(t.nbytes());
+  t.data_ = storage.get();
+  t.keepalive_ = std::move(storage);
+  t.writable_ = true;
+  return t;
 }
 
 Tensor Tensor::zeros(DType dtype, Shape shape) {

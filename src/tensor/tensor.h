@@ -27,6 +27,8 @@ class Tensor {
 
   // Owned storage of numel(shape) elements, zero-filled.
   static Tensor zeros(DType dtype, Shape shape);
+  // Owned storage whose contents are unspecified, for a buffer about to be overwritten whole.
+  static Tensor empty(DType dtype, Shape shape);
   // A view of `data`, kept alive by `keepalive` (e.g. a shared_ptr<MappedFile>). Read-only
   // views (writable = false) refuse mutable_data().
   static Tensor view(DType dtype, Shape shape, const void* data,
