@@ -1,5 +1,6 @@
 // harness model info --model DIR_OR_CONFIG [--tensors] [--json]
 // harness model synth --model DIR --out DIR [--seed N] [--shards N] [--json]
+// harness model run ... (model_run.cpp)
 // `info`: the architecture read from config.json, exact parameter counts and the tensor
 // inventory with sharding rules. `synth`: a complete HF checkpoint with Philox weights.
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "model/architecture.h"
 #include "model/inventory.h"
 #include "model/synth.h"
+#include "model_run.h"
 #include "tensor/tensor.h"
 
 namespace h0::cli {
@@ -124,6 +126,7 @@ void register_model(CLI::App& app, Run* run) {
   synth->add_option("--shards", opt->shards, "Number of safetensors shards (default 1)")->check(CLI::PositiveNumber);
   synth->add_flag("--json", opt->json, "Machine-readable output");
   synth->callback([run, opt] { *run = [opt] { return run_synth(*opt); }; });
+  add_model_run(sub, run);
 }
 
 }  // namespace h0::cli

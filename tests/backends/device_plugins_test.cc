@@ -17,7 +17,7 @@ namespace {
 using backend::Backend;
 using tensor::DType;
 
-std::string open_error(const std::string& lib, const nlohmann::json& options) {
+[[maybe_unused]] std::string open_error(const std::string& lib, const nlohmann::json& options) {
   try {
     Backend::open({"", lib, options});
   } catch (const std::exception& e) {
@@ -27,7 +27,7 @@ std::string open_error(const std::string& lib, const nlohmann::json& options) {
 }
 
 // A platform file for `lib` with `options` (JSON), in `dir`.
-std::string platform_file(const TempDir& dir, const std::string& lib, const std::string& options) {
+[[maybe_unused]] std::string platform_file(const TempDir& dir, const std::string& lib, const std::string& options) {
   const std::string path = dir.file("platform.yaml");
   std::ofstream(path) << "platform: test\nbackend: {lib: " << lib << ", options: " << options
                       << "}\nfallback: host\nisolation: none\n";

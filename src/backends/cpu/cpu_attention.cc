@@ -24,9 +24,55 @@ struct AttentionShape {
   int64_t window;
 };
 
+// The visible keys [lo, hi] of query t (empty when lo > hi).
+std::pair<int64_t, int64_t> visible(const AttentionShape& a, int64_t t) {
+  const int64_t p = a.q_offset + t;
+  int64_t lo = 0, hi = a.s - 1;
+  if (a.causal) hi = std::min(hi, p);
+  if (a.window > 0) lo = std::max(lo, p - a.window + 1);
+  return {lo, hi};
+}
+
+// Many queries (prefill): per query head, scores = Q·Kᵀ and O = P·V as two GEMMs, the masked
+// softmax in between row by row. Same math as the row path; f32 GEMM accumulation order.
+void attend_gemm(const AttentionShape& a, const float* q, const float* k, const float* v, const hb_tensor& out) {
+  const int64_t group = a.hq / a.hkv;
+  std::vector<float> qh(size_t(a.t * a.dh)), kg(size_t(a.s * a.dh)), vg(size_t(a.s * a.dv));
+  std::vector<float> scores(size_t(a.t * a.s)), oh(size_t(a.t * a.dv)), row(size_t(a.dv));
+  for (int64_t g = 0; g < a.hkv; ++g) {
+    for (int64_t j = 0; j < a.s; ++j) {
+      std::copy_n(k + (j * a.hkv + g) * a.dh, a.dh, kg.data() + j * a.dh);
+      std::copy_n(v + (j * a.hkv + g) * a.dv, a.dv, vg.data() + j * a.dv);
+    }
+    for (int64_t h = g * group; h < (g + 1) * group; ++h) {
+      for (int64_t t = 0; t < a.t; ++t) std::copy_n(q + (t * a.hq + h) * a.dh, a.dh, qh.data() + t * a.dh);
+      sgemm(a.t, a.s, a.dh, qh.data(), kg.data(), true, scores.data(), false);
+      for (int64_t t = 0; t < a.t; ++t) {
+        float* sr = scores.data() + t * a.s;
+        const auto [lo, hi] = visible(a, t);
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t j = lo; j <= hi; ++j) mx = std::max(mx, sr[j] * a.scale);
+        float sum = 0;
+        for (int64_t j = 0; j < a.s; ++j) {
+          const float w = (j >= lo && j <= hi) ? std::exp(sr[j] * a.scale - mx) : 0.0f;
+          sr[j] = w;
+          sum += w;
+        }
+        const float inv = sum > 0 ? 1.0f / sum : 0.0f;
+        for (int64_t j = 0; j < a.s; ++j) sr[j] *= inv;
+      }
+      sgemm(a.t, a.dv, a.s, scores.data(), vg.data(), false, oh.data(), false);
+      for (int64_t t = 0; t < a.t; ++t) {
+        store_f32(oh.data() + t * a.dv, out, size_t((t * a.hq + h) * a.dv), size_t(a.dv));
+      }
+    }
+  }
+}
+
 // q, k, v as f32; writes o (the output tensor's dtype).
 void attend(const AttentionShape& a, const float* q, const float* k, const float* v,
             const hb_tensor& out) {
+  if (a.t >= 16 && a.s >= 16) return attend_gemm(a, q, k, v, out);
   const int64_t rows = a.t * a.hq, group = a.hq / a.hkv;
   const int64_t work = std::max<int64_t>(1, a.s) * (a.dh + a.dv);
   base::parallel_for(static_cast<size_t>(rows), row_grain(work), [&](size_t, size_t b, size_t e) {

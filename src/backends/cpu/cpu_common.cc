@@ -156,10 +156,16 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool
     if (!accumulate) std::fill(c, c + m * n, 0.0f);
     return;
   }
+  // Small products run on this thread: waking OpenBLAS's threads costs more than they save,
+  // and their spinning afterwards takes the cores from the next kernel (2-core machines).
+  const bool small = double(m) * double(n) * double(k) < 1e6;
+  const int threads = small ? openblas_get_num_threads() : 1;
+  if (small && threads > 1) openblas_set_num_threads(1);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans,
               static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
               static_cast<blasint>(k), b, static_cast<blasint>(b_transposed ? k : n),
               accumulate ? 1.0f : 0.0f, c, static_cast<blasint>(n));
+  if (small && threads > 1) openblas_set_num_threads(threads);
 }
 
 }  // namespace h0::backends::cpu

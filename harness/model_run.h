@@ -1,0 +1,14 @@
+// `harness model run` (model_run.cpp), added under `harness model`.
+#pragma once
+
+#include "commands.h"
+
+namespace CLI {
+class App;
+}
+
+namespace h0::cli {
+
+void add_model_run(CLI::App* model, Run* run);
+
+}  // namespace h0::cli
