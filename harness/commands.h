@@ -15,6 +15,7 @@ using Run = std::function<int()>;
 
 void register_inspect(CLI::App& app, Run* run);
 void register_compare(CLI::App& app, Run* run);
+void register_compare_dumps(CLI::App& app, Run* run);
 void register_day0(CLI::App& app, Run* run);
 void register_run(CLI::App& app, Run* run);
 void register_list(CLI::App& app, Run* run);

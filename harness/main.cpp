@@ -32,6 +32,7 @@ constexpr Subcommand kSubcommands[] = {
     {h0::cli::register_report},
     {h0::cli::register_inspect},
     {h0::cli::register_compare},
+    {h0::cli::register_compare_dumps},
     {h0::cli::register_day0},
 };
 

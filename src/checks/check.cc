@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backend/backend.h"
+#include "checks/dump_check.h"
 #include "checks/load_check.h"
 #include "checks/model_check.h"
 #include "checks/op_check.h"
@@ -109,7 +110,8 @@ backend::Backend& RunContext::backend() {
 
 const std::vector<CheckKind>& check_kinds() {
   static const std::vector<CheckKind> kinds = {op_check_kind(), model_check_kind(), image_check_kind(),
-                                                layer_check_kind(), plan_check_kind(), load_check_kind()};
+                                                layer_check_kind(), plan_check_kind(), load_check_kind(),
+                                                dump_check_kind()};
   return kinds;
 }
 

@@ -100,10 +100,19 @@ GreedyResult compare_greedy(const std::vector<int64_t>& ours, const std::vector<
 
 ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tensor>>& actual,
                            const io::SafetensorsFile& golden, double cosine_min, double rel_l2_max) {
+  return compare_probes(actual, [&](const std::string& name) -> std::optional<tensor::Tensor> {
+    if (golden.find(name) == nullptr) return std::nullopt;
+    return golden.get(name);
+  }, cosine_min, rel_l2_max);
+}
+
+ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tensor>>& actual,
+                           const GoldenLookup& golden, double cosine_min, double rel_l2_max) {
   ProbeReport report;
   for (const auto& [name, value] : actual) {
-    if (golden.find(name) == nullptr) continue;
-    const tensor::Tensor g = golden.get(name);
+    const std::optional<tensor::Tensor> found = golden(name);
+    if (!found) continue;
+    const tensor::Tensor& g = *found;
     if (g.numel() != value.numel()) {
       report.rows.push_back({name, 0, INFINITY, INFINITY, false});
     } else {

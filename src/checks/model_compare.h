@@ -4,6 +4,8 @@
 // execution order) — msprobe's advisor and Polygraphy's layerwise mode in one step.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +48,11 @@ struct ProbeReport {
 // A probe diverges when its cosine against the golden is below `cosine_min` (a wrong
 // direction) or its relative L2 error |a - g| / |g| above `rel_l2_max` (cosine is blind to a
 // wrong scale).
+// `golden(name)` returns the golden tensor of a probe, or nullopt when the golden lacks it.
+using GoldenLookup = std::function<std::optional<tensor::Tensor>(const std::string& name)>;
+ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tensor>>& actual,
+                           const GoldenLookup& golden, double cosine_min, double rel_l2_max);
+// The same against one golden dump file.
 ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tensor>>& actual,
                            const io::SafetensorsFile& golden, double cosine_min, double rel_l2_max);
 

@@ -3,11 +3,14 @@
 // sublayer where that call happens.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "harness/cli_util.h"
+#include "io/safetensors_reader.h"
+#include "io/safetensors_writer.h"
 
 namespace h0 {
 namespace {
@@ -79,6 +82,55 @@ TEST(CliModel, AFailingCheckReportsItsEvidence) {
   bool profiled = false;
   for (const auto& p : c["profile"]) profiled = profiled || p["name"].get<std::string>().rfind("paged_attention[", 0) == 0;
   EXPECT_TRUE(profiled);
+}
+
+}  // namespace
+}  // namespace h0
+
+namespace h0 {
+namespace {
+
+// A dump from the platform vs the golden dump: identical on a faithful backend, the first
+// divergence named on a faulty one, and names reconciled by a map.
+TEST(CliCompareDumps, MatchDivergeAndMap) {
+  test::TempDir dir;
+  const std::string golden = dir.file("golden"), ours = dir.file("ours"), bad = dir.file("bad"), renamed = dir.file("renamed");
+  std::filesystem::create_directories(golden);
+  std::filesystem::copy_file(test::source_path("golden/models/tiny-llama/p7.safetensors"), golden + "/prompt.safetensors");
+  const std::string run = "model run --model configs/models/tiny-llama --prompt-ids 1000,17,263,951,4,588,120 --greedy 8 ";
+  ASSERT_EQ(run_harness(run + "--platform configs/platforms/reference.yaml --dump " + ours).code, 0);
+  const auto same = run_harness("compare-dumps " + golden + " " + ours + " --json");
+  EXPECT_EQ(same.code, 0) << same.out;
+  EXPECT_EQ(nlohmann::json::parse(same.out)["files"][0]["probes"].size(), 13u);
+
+  std::ofstream(dir.file("faulty.yaml")) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
+                                         << ", options: {op: swiglu, fault: scale, magnitude: 0.02, call: 1}}\n";
+  ASSERT_EQ(run_harness(run + "--platform " + dir.file("faulty.yaml") + " --dump " + bad).code, 0);
+  const auto differ = run_harness("compare-dumps " + golden + " " + bad + " --json");
+  EXPECT_EQ(differ.code, 1);
+  EXPECT_EQ(nlohmann::json::parse(differ.out)["files"][0]["first_divergence"]["probe"], "model.layers.1.mlp");
+
+  // The platform's engine names its modules differently: "transformer.h.N..." for "model.layers.N...".
+  std::filesystem::create_directories(renamed);
+  const io::SafetensorsFile src = io::SafetensorsFile::open(ours + "/prompt.safetensors");
+  std::vector<io::NamedTensor> tensors;
+  for (const auto& e : src.entries()) {
+    std::string name = e.name;
+    if (name.rfind("model.layers.", 0) == 0) name = "transformer.h." + name.substr(13);
+    tensors.push_back({name, src.get(e.name)});
+  }
+  io::write_safetensors(renamed + "/prompt.safetensors", tensors);
+  const auto unmapped = run_harness("compare-dumps " + golden + " " + renamed + " --json");
+  EXPECT_EQ(unmapped.code, 1) << "unmatched probes must not pass";
+  EXPECT_EQ(nlohmann::json::parse(unmapped.out)["files"][0]["unmatched"].size(), 10u);
+  std::ofstream(dir.file("map.yaml")) << "prefixes: {model.layers.: transformer.h.}\n";
+  EXPECT_EQ(run_harness("compare-dumps " + golden + " " + renamed + " --map " + dir.file("map.yaml")).code, 0);
+
+  std::ofstream(dir.file("dump.yaml")) << "suite: d\nchecks:\n  - {id: d, kind: dump, golden: " << golden << ", actual: " << bad
+                                       << "}\n";
+  const auto suite = run_harness("run " + dir.file("dump.yaml") + " --no-db");
+  EXPECT_EQ(suite.code, 1);
+  EXPECT_NE(suite.out.find("first divergence at model.layers.1.mlp"), std::string::npos) << suite.out;
 }
 
 }  // namespace

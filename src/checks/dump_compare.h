@@ -1,0 +1,45 @@
+// Comparing two directories of probe dumps (safetensors; one file per prompt or step, or one
+// per probe), e.g. golden/tools/dump_hf.py run on the reference stack and on the platform, or
+// `harness model run --dump`. Files pair by name; tensors by name, exactly or through a map
+// (golden name -> actual name, and prefix rewrites); probes are reported in the golden's
+// execution order (its `probes` metadata) with the first divergence.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "checks/model_compare.h"
+
+namespace h0::checks {
+
+struct NameMap {
+  std::map<std::string, std::string> names;                 // golden name -> actual name
+  std::vector<std::pair<std::string, std::string>> prefixes;  // golden prefix -> actual prefix
+  std::string map(const std::string& golden) const;
+};
+// Reads a YAML map file: {names: {golden: actual, ...}, prefixes: {golden_prefix: actual_prefix}}.
+// Throws InputError at the file's place of a malformed entry.
+NameMap load_name_map(const std::string& path);
+
+struct DumpFileResult {
+  std::string file;
+  ProbeReport report;
+  std::vector<std::string> unmatched;  // golden probes with no actual tensor
+};
+struct DumpComparison {
+  std::vector<DumpFileResult> files;
+  std::vector<std::string> missing_files;  // golden files with no actual file
+  // Every golden file has its actual file, every probe its actual tensor, and none diverges.
+  bool ok() const;
+  nlohmann::json to_json() const;
+};
+
+// Throws InputError when a directory does not exist or holds no .safetensors file.
+DumpComparison compare_dump_dirs(const std::string& golden_dir, const std::string& actual_dir, const NameMap& map,
+                                 double cosine_min, double rel_l2_max);
+
+}  // namespace h0::checks
