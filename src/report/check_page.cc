@@ -63,6 +63,12 @@ std::string evidence(const SiteModel& model, const SiteCase& c) {
   for (const char* key : {"first_divergent_layer", "first_divergence"}) {
     if (details.contains(key)) html += "<p>First divergent layer: <b>" + value_text(details[key]) + "</b></p>\n";
   }
+  // Model, image and layer checks: details.probes.first_divergence = {probe, where, cosine}.
+  if (details.contains("probes") && details["probes"].is_object() && details["probes"].contains("first_divergence")) {
+    const json& d = details["probes"]["first_divergence"];
+    html += "<p>First divergence: <b>" + value_text(d.value("where", json(""))) + "</b> (cosine " +
+            value_text(d.value("cosine", json(0))) + ")</p>\n";
+  }
   const std::string table = outputs_table(details);
   if (!table.empty()) return html + table + "</section>\n";
   std::string raw = details.dump(1, ' ', false, json::error_handler_t::replace);
