@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/version.h"
 #include "commands.h"
+#include "mesh/communicator.h"
 
 namespace {
 
@@ -70,6 +71,9 @@ int main(int argc, char** argv) {
   } catch (const h0::InputError& e) {
     std::fprintf(stderr, "harness: error: %s\n", e.what());
     return h0::kExitInput;
+  } catch (const h0::mesh::MeshError& e) {
+    std::fprintf(stderr, "harness: mesh error: %s\n", e.what());
+    return 4;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "harness: internal error: %s\n", e.what());
     return 3;

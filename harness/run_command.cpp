@@ -11,6 +11,8 @@
 #include "base/error.h"
 #include "checks/run_record.h"
 #include "checks/runner.h"
+#include "mesh/communicator.h"
+#include "mesh/faulty_communicator.h"
 #include "cli_output.h"
 #include "commands.h"
 #include "report/json_writer.h"
@@ -27,6 +29,8 @@ struct RunOptions {
   std::string suite, platform, filter, json_out, junit_out, dump_dir, db = "reports/results.db";
   std::vector<std::string> labels;
   bool no_db = false, no_isolation = false, no_run = false, quiet = false;
+  std::string mesh_fault;  // JSON options of mesh::make_faulty_communicator (tests of the mesh checks)
+  double mesh_timeout_s = 300;
   double timeout_s = 0;
 };
 
@@ -40,14 +44,53 @@ std::map<std::string, std::string> parse_labels(const std::vector<std::string>& 
   return out;
 }
 
-int run_run(const RunOptions& opt) {
+// Under a launcher (mpirun, srun, torchrun) with more than one rank, every rank runs the suite
+// in-process over one world communicator (model checks with a `mesh:` span the ranks); rank 0
+// alone prints, writes the store and the reports.
+struct Mesh {
+  std::unique_ptr<mesh::Communicator> world;
+  bool root = true;
+  std::string name;  // the store's `mesh` of the run: "mpi x4"; empty for one rank
+};
+
+Mesh open_mesh(const std::string& fault, double timeout_s) {
+  Mesh m;
+  const mesh::RankEnv env = mesh::detect_rank_env();
+  if (env.size <= 1) {
+    if (!fault.empty()) throw InputError("--mesh-fault", "needs a multi-rank run (mpirun -np N harness run ...)");
+    return m;
+  }
+  m.world = mesh::make_world_communicator(timeout_s);
+  if (!fault.empty()) {
+    nlohmann::json options;
+    try {
+      options = nlohmann::json::parse(fault);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError("--mesh-fault", std::string("not JSON: ") + e.what());
+    }
+    m.world = mesh::make_faulty_communicator(std::move(m.world), options);
+  }
+  m.root = m.world->rank() == 0;
+  m.name = m.world->engine() + " x" + std::to_string(m.world->size());
+  return m;
+}
+
+int run_run(RunOptions opt) {
+  Mesh mesh_run = open_mesh(opt.mesh_fault, opt.mesh_timeout_s);
+  if (!mesh_run.root) {  // the other ranks compute; rank 0 reports
+    opt.no_db = true;
+    opt.quiet = true;
+    opt.json_out.clear();
+    opt.junit_out.clear();
+  }
   const auto labels = parse_labels(opt.labels);
   checks::register_kinds_with_suite_parser();
   const suite::Suite s = suite::load_suite(opt.suite);
   const suite::Platform platform = suite::load_platform(default_platform(opt.platform));
   checks::RunOptions ro;
   ro.filter = opt.filter;
-  ro.isolate = !opt.no_isolation && platform.isolation != "none";
+  ro.isolate = !opt.no_isolation && platform.isolation != "none" && !mesh_run.world;  // MPI does not survive fork
+  ro.world = mesh_run.world.get();
   ro.timeout_s = opt.timeout_s;
   ro.dump_dir = opt.dump_dir;
   ro.run = !opt.no_run;
@@ -70,11 +113,12 @@ int run_run(const RunOptions& opt) {
   int64_t run_id = 0;
   auto on_start = [&](const checks::RunReport& report, size_t) {
     open_db();
-    if (db) run_id = db->begin_run(checks::run_start(report, platform, labels, ""));
+    if (db) run_id = db->begin_run(checks::run_start(report, platform, labels, mesh_run.name));
   };
   auto on_case = [&](size_t done, size_t total, const checks::CaseOutcome& c) {
     const store::ResultData r = checks::result_data(c);
     if (db) db->add_result(run_id, r);
+    if (!mesh_run.root) return;
     if (!opt.quiet || checks::is_failure(c.result.status)) progress.print(report::case_line(r, done, total, color));
     if (done < total) progress.update(done + 1, total, "");
   };
@@ -83,7 +127,8 @@ int run_run(const RunOptions& opt) {
   if (!opt.dump_dir.empty()) std::fprintf(stderr, "dumped %s cases to %s\n", s.name.c_str(), opt.dump_dir.c_str());
   if (opt.no_run) return kExitOk;
 
-  store::RunData run = checks::run_data(report, platform, labels, "");
+  if (!mesh_run.root) return report.failed() ? kExitMismatch : kExitOk;
+  store::RunData run = checks::run_data(report, platform, labels, mesh_run.name);
   run.started_at = started_at;
   run.finished_at = store::utc_now();
   if (db) {
@@ -111,6 +156,11 @@ void register_run(CLI::App& app, Run* run) {
   sub->add_option("--json", opt->json_out, "Write the run as JSON to this file");
   sub->add_option("--junit", opt->junit_out, "Write the run as JUnit XML to this file");
   sub->add_flag("--no-isolation", opt->no_isolation, "Run cases in this process (a crash ends the run)");
+  sub->add_option("--mesh-timeout", opt->mesh_timeout_s,
+                  "Multi-rank runs: seconds a collective may wait for its peers before the run stops (default 300)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--mesh-fault", opt->mesh_fault,
+                  "Multi-rank runs: inject a communication fault, e.g. '{\"op\":\"all_reduce\",\"rank\":1,\"call\":3,\"fault\":\"drop\"}'");
   sub->add_option("--timeout", opt->timeout_s, "Per-case timeout in seconds (default: the check's, else the platform's)");
   sub->add_option("--dump-cases", opt->dump_dir, "Write each case's description and inputs to DIR (for golden/tools)");
   sub->add_flag("--no-run", opt->no_run, "With --dump-cases: dump only, run nothing");

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "backend/backend.h"
+#include "mesh/communicator.h"
+#include "checks/collective_check.h"
 #include "checks/dump_check.h"
 #include "checks/load_check.h"
 #include "checks/model_check.h"
@@ -103,6 +105,12 @@ CheckResult CheckResult::from_json(const nlohmann::json& j) {
 RunContext::RunContext(const suite::Platform& platform) : platform_(platform) {}
 RunContext::~RunContext() = default;
 
+mesh::Communicator& RunContext::world() {
+  if (world_ != nullptr) return *world_;
+  static const std::unique_ptr<mesh::Communicator> single = mesh::make_single_communicator();
+  return *single;
+}
+
 backend::Backend& RunContext::backend() {
   if (!backend_) backend_ = backend::Backend::open({platform_.backend, platform_.lib, platform_.options});
   return *backend_;
@@ -111,7 +119,7 @@ backend::Backend& RunContext::backend() {
 const std::vector<CheckKind>& check_kinds() {
   static const std::vector<CheckKind> kinds = {op_check_kind(), model_check_kind(), image_check_kind(),
                                                 layer_check_kind(), plan_check_kind(), load_check_kind(),
-                                                dump_check_kind()};
+                                                dump_check_kind(), collective_check_kind()};
   return kinds;
 }
 

@@ -19,6 +19,9 @@
 namespace h0::backend {
 class Backend;
 }
+namespace h0::mesh {
+class Communicator;
+}
 
 namespace h0::checks {
 
@@ -57,10 +60,15 @@ class RunContext {
   const suite::Platform& platform() const { return platform_; }
   // Opens the platform's backend on first use. Throws InputError / BackendError.
   backend::Backend& backend();
+  // The mesh this run spans: the communicator `harness run` was given (multi-rank runs under
+  // mpirun), else a process-wide single-rank one.
+  mesh::Communicator& world();
+  void set_world(mesh::Communicator* c) { world_ = c; }
 
  private:
   const suite::Platform& platform_;
   std::unique_ptr<backend::Backend> backend_;
+  mesh::Communicator* world_ = nullptr;
 };
 
 class PreparedCase {

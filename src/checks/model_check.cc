@@ -9,11 +9,15 @@
 #include "checks/model_check.h"
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 
 #include "backend/backend.h"
 #include "base/error.h"
 #include "checks/model_compare.h"
+#include "checks/plan_check.h"
+#include "mesh/communicator.h"
+#include "plan/execution_sharding.h"
 #include "compare/metrics.h"
 #include "io/sharded_checkpoint.h"
 #include "model/executor.h"
@@ -47,6 +51,7 @@ struct ModelSpec {
   int64_t layer = -1;
   int greedy = -1;  // -1: as many as the golden has
   ModelTolerance tol{};
+  std::optional<plan::ParallelPlan> mesh;  // run sharded over this many ranks
 };
 
 [[noreturn]] void fail(const suite::Case& c, const YAML::Node& n, const std::string& msg) {
@@ -104,6 +109,11 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
   }
   if (const std::string g = scalar(c, "greedy", false); !g.empty()) s.greedy = int(number(c, case_field(c, "greedy"), "greedy"));
   if (kind == "image") s.image = resolve(c, scalar(c, "image", true));
+  if (const YAML::Node m = case_field(c, "mesh"); m.IsDefined() && !m.IsNull()) {
+    std::string note;
+    s.mesh = parse_parallel_plan(c, model::load_architecture(s.model), &note, "mesh");
+    if (s.mesh->pp > 1 && kind == "layer") fail(c, m, "a layer check runs one layer: its mesh cannot have pp > 1");
+  }
   if (kind == "layer") s.layer = int64_t(number(c, case_field(c, "layer"), "layer"));
   s.tol = default_tolerance(s.dtype);
   const YAML::Node t = case_field(c, "tolerance");
@@ -134,6 +144,41 @@ std::vector<std::vector<int64_t>> rows_of(const tensor::Tensor& t) {
   return out;
 }
 
+// Every rank judged its own probes; rank 0 says which rank diverged first (the earliest probe
+// in execution order, then the lowest rank) and every rank fails when any did.
+void gather_ranks(mesh::Communicator& world, const model::Sharding& sh, const ProbeReport& report,
+                  std::vector<std::string>* failures, CheckResult* r) {
+  // Each rank: [failed, layer of its first divergence (-1 before the layers, 2^20 after),
+  // place within the layer in execution order].
+  int32_t mine[3] = {failures->empty() ? 0 : 1, INT32_MAX, INT32_MAX};
+  if (report.first_divergent >= 0) {
+    const std::string& name = report.rows[size_t(report.first_divergent)].name;
+    const size_t at = name.find("layers.");
+    mine[1] = at == std::string::npos ? (name == "logits" || name.find("norm") != std::string::npos ? 1 << 20 : -1)
+                                      : std::atoi(name.c_str() + at + 7);
+    mine[2] = 4;  // the layer's output
+    const char* order[] = {"input_layernorm", "self_attn", "post_attention_layernorm", "mlp"};
+    for (int32_t k = 0; k < 4; ++k) {
+      if (name.size() > std::strlen(order[k]) && name.ends_with(order[k])) mine[2] = k;
+    }
+  }
+  std::vector<int32_t> all(size_t(world.size()) * 3);
+  world.all_gather(mine, all.data(), 3, tensor::DType::kI32);
+  int first = -1;
+  for (int k = 0; k < world.size(); ++k) {
+    const int32_t* x = &all[size_t(k) * 3];
+    if (x[0] == 0) continue;
+    const int32_t* f = first < 0 ? nullptr : &all[size_t(first) * 3];
+    if (f == nullptr || x[1] < f[1] || (x[1] == f[1] && x[2] < f[2])) first = k;
+  }
+  if (first < 0) return;
+  r->details["first_divergent_rank"] = first;
+  const int32_t layer = all[size_t(first) * 3 + 1];
+  std::string where = layer >= 0 && layer < (1 << 20) ? " in layer " + std::to_string(layer) : "";
+  if (first == world.rank()) where += " (" + sh.label + ")";
+  failures->insert(failures->begin(), "rank " + std::to_string(first) + " diverged first" + where);
+}
+
 class ModelCase : public PreparedCase {
  public:
   explicit ModelCase(ModelSpec s) : s_(std::move(s)) {}
@@ -149,7 +194,20 @@ class ModelCase : public PreparedCase {
     const model::Architecture arch = model::load_architecture(src.dir);
     const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
     const io::SafetensorsFile golden = io::SafetensorsFile::open(s_.golden_file);
-    model::Executor ex(arch, ckpt, ctx.backend(), {s_.dtype, s_.fallback, 16, 4096, true});
+    std::unique_ptr<model::Sharding> sharding;
+    if (s_.mesh) {
+      if (ctx.world().size() != s_.mesh->world()) {
+        r.status = Status::kSkip;
+        r.message = "needs " + std::to_string(s_.mesh->world()) + " ranks (mesh " + plan::plan_name(*s_.mesh) +
+                    "); run under mpirun -np " + std::to_string(s_.mesh->world());
+        return r;
+      }
+      sharding = plan::execution_sharding(arch, *s_.mesh, ctx.world());
+      r.details["rank"] = sharding->label;
+    }
+    model::ExecutorOptions eo{s_.dtype, s_.fallback, 16, 4096, true};
+    eo.sharding = sharding.get();
+    model::Executor ex(arch, ckpt, ctx.backend(), eo);
     r.details["checkpoint"] = src.synthesized ? "synthesized (seed 0)" : src.dir;
     std::vector<std::string> failures;
     model::ProbeRecorder probes;
@@ -172,6 +230,7 @@ class ModelCase : public PreparedCase {
       r.profile.push_back(std::move(row));
     }
     r.details["routes"] = ex.ops().routes();
+    if (sharding) gather_ranks(ctx.world(), *sharding, report, &failures, &r);
     r.status = failures.empty() ? Status::kPass : Status::kFail;
     for (const std::string& f : failures) {
       if (!r.message.empty()) r.message.append("; ");
@@ -246,7 +305,8 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
 }
 
 constexpr char kModel[] = "model", kImage[] = "image", kLayer[] = "layer";
-const std::vector<std::string> kCommon = {"model", "golden", "prompt", "dtype", "fallback", "greedy", "tolerance", "timeout", "description"};
+const std::vector<std::string> kCommon = {"model", "golden", "prompt", "dtype", "fallback", "greedy", "tolerance",
+                                          "mesh", "timeout", "description"};
 
 std::vector<std::string> fields(std::vector<std::string> extra) {
   extra.insert(extra.end(), kCommon.begin(), kCommon.end());

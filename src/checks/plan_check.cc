@@ -59,12 +59,13 @@ bool as_bool(const suite::Case& c, const YAML::Node& n, const std::string& what)
 
 }  // namespace
 
-plan::ParallelPlan parse_parallel_plan(const suite::Case& c, const model::Architecture& arch, std::string* dp_note) {
+plan::ParallelPlan parse_parallel_plan(const suite::Case& c, const model::Architecture& arch, std::string* dp_note,
+                                       const char* field) {
   plan::ParallelPlan parallel;
-  const YAML::Node node = case_field(c, "plan");
+  const YAML::Node node = case_field(c, field);
   bool dp_given = false;
   if (node.IsDefined()) {
-    if (!node.IsMap()) fail(c, node, "plan must be a mapping {tp: N, pp: N, ep: N, dp: N}");
+    if (!node.IsMap()) fail(c, node, std::string(field) + " must be a mapping {tp: N, pp: N, ep: N, dp: N}");
     suite::for_each_entry(c.check->file, node, [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
       int64_t* dim = key == "tp" ? &parallel.tp : key == "pp" ? &parallel.pp : key == "ep" ? &parallel.ep
                    : key == "dp" ? &parallel.dp : nullptr;

@@ -30,8 +30,9 @@ namespace h0::checks {
 
 CheckKind plan_check_kind();
 
-// The case's `plan: {tp, pp, ep, dp}` (dp defaulted as `harness plan` does, the note in
+// The case's `plan: {tp, pp, ep, dp}` (or another field of that form, e.g. `mesh`) (dp defaulted as `harness plan` does, the note in
 // *dp_note), checked against the model. Fails at the YAML node of the dimension at fault.
-plan::ParallelPlan parse_parallel_plan(const suite::Case& c, const model::Architecture& arch, std::string* dp_note);
+plan::ParallelPlan parse_parallel_plan(const suite::Case& c, const model::Architecture& arch, std::string* dp_note,
+                                       const char* field = "plan");
 
 }  // namespace h0::checks

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "backend/backend.h"
+#include "mesh/communicator.h"
 #include "base/error.h"
 #include "checks/isolation.h"
 #include "io/safetensors_writer.h"
@@ -56,6 +57,8 @@ CheckResult run_here(PreparedCase& p, RunContext& ctx) {
   } catch (const InputError& e) {
     r.status = Status::kError;
     r.message = e.what();
+  } catch (const mesh::MeshError&) {
+    throw;  // the mesh is broken (a peer died or hangs): no later case can run; the run stays incomplete
   } catch (const std::exception& e) {
     r.status = Status::kError;
     r.message = std::string("internal error: ") + e.what();
@@ -117,6 +120,7 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, 
 
   // The worker's side: request "stack" -> stack info; request "<index>" -> that case's result.
   RunContext ctx(platform);
+  ctx.set_world(options.world);
   auto serve = [&](const std::string& request) -> std::string {
     if (request == "stack") {
       try {

@@ -13,6 +13,10 @@
 #include "suite/platform.h"
 #include "suite/suite.h"
 
+namespace h0::mesh {
+class Communicator;
+}
+
 namespace h0::checks {
 
 struct RunOptions {
@@ -21,6 +25,7 @@ struct RunOptions {
   double timeout_s = 0;    // per case; 0 = the check's `timeout`, else the platform's
   std::string dump_dir;    // write every case's description and inputs here (--dump-cases)
   bool run = true;         // false with dump_dir: only dump
+  mesh::Communicator* world = nullptr;  // the mesh of a multi-rank run (every rank runs the suite)
 };
 
 struct CaseOutcome {

@@ -15,8 +15,10 @@ namespace {
 
 KvGeometry kv_geometry(const Architecture& a, const ExecutorOptions& o) {
   const Attention& at = a.text.attn;
-  return {a.text.num_layers, (o.max_tokens + o.block_size - 1) / o.block_size, o.block_size,
-          at.mla ? at.num_heads : at.num_kv_heads, at.qk_head_dim(), at.value_head_dim()};
+  int64_t kv = at.mla ? at.num_heads : at.num_kv_heads;
+  if (o.sharding != nullptr) kv = at.mla ? o.sharding->heads : o.sharding->kv_heads;
+  return {a.text.num_layers, (o.max_tokens + o.block_size - 1) / o.block_size, o.block_size, kv, at.qk_head_dim(),
+          at.value_head_dim()};
 }
 
 // HF DeepseekV3Attention: qk_head_dim^-0.5, times mscale² under yarn with mscale_all_dim.
@@ -42,7 +44,7 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, 
       backend_(backend),
       options_(options),
       ops_(backend, options.fallback, options.profile),
-      weights_(std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype)),
+      weights_(std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype, options.sharding)),
       cache_(backend, kv_geometry(arch, options), options.dtype),
       prefix_(arch.family == "llava" ? "model.language_model." : "model.") {
   const TextModel& t = arch_.text;
@@ -85,9 +87,18 @@ void Executor::probe(Step& step, const std::string& name, const DeviceTensor& t)
   if (step.probes != nullptr && step.probes->wants(name)) step.probes->record(name, to_host_f32(t));
 }
 
-DeviceTensor Executor::linear(const std::string& weight_prefix, const DeviceTensor& x) {
+bool Executor::first_tp_rank() const { return options_.sharding == nullptr || options_.sharding->tp_rank == 0; }
+
+void Executor::all_reduce(mesh::Communicator* comm, DeviceTensor* t) {
+  if (comm == nullptr || comm->size() == 1) return;
+  tensor::Tensor host = backend_.download(*t);
+  comm->all_reduce(host.data(), host.mutable_data(), size_t(host.numel()), host.dtype(), mesh::ReduceOp::kSum);
+  backend_.upload_into(host, t);
+}
+
+DeviceTensor Executor::linear(const std::string& weight_prefix, const DeviceTensor& x, bool with_bias) {
   const DeviceTensor& w = weights_->get(weight_prefix + ".weight");
-  const DeviceTensor* b = weights_->find(weight_prefix + ".bias");
+  const DeviceTensor* b = with_bias ? weights_->find(weight_prefix + ".bias") : nullptr;
   if (b != nullptr) return ops_.run1(linear_, {&x, &w, b});
   return ops_.run1(linear_, {&x, &w});
 }
@@ -112,23 +123,93 @@ tensor::Tensor Executor::forward(int seq, const std::vector<int64_t>& ids, Probe
   step.positions = backend_.upload(index_tensor(pos));
   step.table = cache_.block_table(seq);
 
-  const DeviceTensor id_dev = backend_.upload(index_tensor(ids));
-  DeviceTensor x = ops_.run1(embedding_, {&id_dev, &weights_->get(arch_.text.prefix + "embed_tokens.weight")});
-  probe(step, prefix_ + "embed_tokens", x);
-  if (image_features != nullptr) {
-    tensor::Tensor host = backend_.download(x);
-    glue::scatter_rows(&host, ids, arch_.vision ? arch_.vision->image_token_index : -1, *image_features);
+  const Sharding* sh = options_.sharding;
+  const bool first_stage = sh == nullptr || sh->pp_rank == 0, last_stage = sh == nullptr || sh->pp_rank == sh->pp - 1;
+  DeviceTensor x;
+  if (first_stage) {
+    x = embed(ids);
+    probe(step, prefix_ + "embed_tokens", x);
+    if (image_features != nullptr) {
+      tensor::Tensor host = backend_.download(x);
+      glue::scatter_rows(&host, ids, arch_.vision ? arch_.vision->image_token_index : -1, *image_features);
+      x = backend_.upload(host);
+    }
+    if (arch_.vision) probe(step, "inputs_embeds", x);
+  } else {  // the previous stage's hidden states
+    tensor::Tensor host = tensor::Tensor::zeros(options_.dtype, {step.tokens, arch_.text.hidden_size});
+    sh->pp_group->recv(host.mutable_data(), size_t(host.numel()), host.dtype(), int(sh->pp_rank - 1));
     x = backend_.upload(host);
   }
-  if (arch_.vision) probe(step, "inputs_embeds", x);
-  for (int64_t l = 0; l < arch_.text.num_layers; ++l) x = decoder_layer(l, std::move(x), step);
+  const int64_t first = sh ? sh->layer_begin : 0, last = sh ? sh->layer_end : arch_.text.num_layers;
+  for (int64_t l = first; l < last; ++l) x = decoder_layer(l, std::move(x), step);
   cache_.advance(seq, step.tokens);
-  x = ops_.run1(rmsnorm_, {&x, &weights_->get(arch_.text.prefix + "norm.weight")});
-  probe(step, prefix_ + "norm", x);
-  const std::string head = arch_.text.tie_word_embeddings ? arch_.text.prefix + "embed_tokens" : arch_.text.head_prefix.substr(0, arch_.text.head_prefix.size() - 1);
-  const DeviceTensor logits = ops_.run1(linear_, {&x, &weights_->get(head + ".weight")});
-  tensor::Tensor out = to_host_f32(logits);
-  if (probes != nullptr && probes->wants("logits")) probes->record("logits", out);
+  tensor::Tensor out;
+  if (last_stage) {
+    x = ops_.run1(rmsnorm_, {&x, &weights_->get(arch_.text.prefix + "norm.weight")});
+    probe(step, prefix_ + "norm", x);
+    out = lm_head(x);
+  } else {
+    const tensor::Tensor host = backend_.download(x);
+    sh->pp_group->send(host.data(), size_t(host.numel()), host.dtype(), int(sh->pp_rank + 1));
+  }
+  if (sh != nullptr && sh->pp > 1) {  // every stage returns the logits
+    if (!last_stage) out = tensor::Tensor::zeros(tensor::DType::kF32, {step.tokens, arch_.text.vocab_size});
+    sh->pp_group->broadcast(out.mutable_data(), size_t(out.numel()), tensor::DType::kF32, int(sh->pp - 1));
+  }
+  if (probes != nullptr && probes->wants("logits") && last_stage) probes->record("logits", out);
+  return out;
+}
+
+// Vocabulary-parallel embedding: rows outside this rank's [vocab_begin, vocab_end) are zero
+// here and come from their rank through the all-reduce.
+DeviceTensor Executor::embed(const std::vector<int64_t>& ids) {
+  const Sharding* sh = options_.sharding;
+  const DeviceTensor& table = weights_->get(arch_.text.prefix + "embed_tokens.weight");
+  if (sh == nullptr || !sh->tp || sh->tp->size() == 1) {
+    const DeviceTensor id_dev = backend_.upload(index_tensor(ids));
+    return ops_.run1(embedding_, {&id_dev, &table});
+  }
+  std::vector<int64_t> local(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    local[i] = ids[i] >= sh->vocab_begin && ids[i] < sh->vocab_end ? ids[i] - sh->vocab_begin : 0;
+  }
+  const DeviceTensor id_dev = backend_.upload(index_tensor(local));
+  tensor::Tensor host = backend_.download(ops_.run1(embedding_, {&id_dev, &table}));
+  const size_t row = size_t(arch_.text.hidden_size) * tensor::dtype_size(host.dtype());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < sh->vocab_begin || ids[i] >= sh->vocab_end) {
+      std::memset(static_cast<std::byte*>(host.mutable_data()) + i * row, 0, row);
+    }
+  }
+  DeviceTensor x = backend_.upload(host);
+  all_reduce(sh->tp.get(), &x);
+  return x;
+}
+
+// The LM head (vocabulary-parallel under TP: each rank's columns, all-gathered). [T, V] f32.
+tensor::Tensor Executor::lm_head(const DeviceTensor& x) {
+  const std::string head = arch_.text.tie_word_embeddings ? arch_.text.prefix + "embed_tokens"
+                                                          : arch_.text.head_prefix.substr(0, arch_.text.head_prefix.size() - 1);
+  const tensor::Tensor local = to_host_f32(ops_.run1(linear_, {&x, &weights_->get(head + ".weight")}));
+  const Sharding* sh = options_.sharding;
+  if (sh == nullptr || !sh->tp || sh->tp->size() == 1) return local;
+  const int64_t T = local.dim(0), V = arch_.text.vocab_size, n = sh->tp->size();
+  const int64_t width = (V + n - 1) / n;  // every rank sends `width` columns; the last ones padded
+  tensor::Tensor mine = tensor::Tensor::zeros(tensor::DType::kF32, {T, width});
+  for (int64_t t = 0; t < T; ++t) {
+    std::memcpy(mine.mutable_data_as<float>() + t * width, local.data_as<float>() + t * local.dim(1),
+                size_t(local.dim(1)) * sizeof(float));
+  }
+  tensor::Tensor all = tensor::Tensor::zeros(tensor::DType::kF32, {n, T, width});
+  sh->tp->all_gather(mine.data(), all.mutable_data(), size_t(mine.numel()), tensor::DType::kF32);
+  tensor::Tensor out = tensor::Tensor::zeros(tensor::DType::kF32, {T, V});
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t begin = r * (V / n) + std::min(r, V % n), cols = V / n + (r < V % n ? 1 : 0);
+    for (int64_t t = 0; t < T; ++t) {
+      std::memcpy(out.mutable_data_as<float>() + t * V + begin, all.data_as<float>() + (r * T + t) * width,
+                  size_t(cols) * sizeof(float));
+    }
+  }
   return out;
 }
 
@@ -171,21 +252,25 @@ DeviceTensor Executor::attention(int64_t layer, const DeviceTensor& h, Step& ste
   const Attention& at = arch_.text.attn;
   const std::string w = arch_.text.prefix + "layers." + std::to_string(layer) + ".self_attn.";
   const int64_t T = step.tokens, hd = at.head_dim;
+  const int64_t H = options_.sharding ? options_.sharding->heads : at.num_heads;
+  const int64_t Hkv = options_.sharding ? options_.sharding->kv_heads : at.num_kv_heads;
   DeviceTensor q = linear(w + "q_proj", h), k = linear(w + "k_proj", h), v = linear(w + "v_proj", h);
   if (at.qk_norm) {  // Qwen3: RMSNorm over each head before RoPE
-    q.reshape({T * at.num_heads, hd});
-    k.reshape({T * at.num_kv_heads, hd});
+    q.reshape({T * H, hd});
+    k.reshape({T * Hkv, hd});
     q = ops_.run1(rmsnorm_, {&q, &weights_->get(w + "q_norm.weight")});
     k = ops_.run1(rmsnorm_, {&k, &weights_->get(w + "k_norm.weight")});
   }
-  q.reshape({T, at.num_heads, hd});
-  k.reshape({T, at.num_kv_heads, hd});
-  v.reshape({T, at.num_kv_heads, hd});
+  q.reshape({T, H, hd});
+  k.reshape({T, Hkv, hd});
+  v.reshape({T, Hkv, hd});
   q = ops_.run1(rope_, {&q, &step.positions});
   k = ops_.run1(rope_, {&k, &step.positions});
   DeviceTensor o = cached_attention(layer, q, backend_.download(k), backend_.download(v), attention_scale(arch_.text), step);
-  o.reshape({T, at.num_heads * hd});
-  return linear(w + "o_proj", o);
+  o.reshape({T, H * hd});
+  DeviceTensor out = linear(w + "o_proj", o, first_tp_rank());  // row-parallel under TP
+  if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
+  return out;
 }
 
 // DeepSeek-V3 (HF DeepseekV3Attention): q through the q_a/q_b low-rank pair, the latent kv
@@ -194,7 +279,8 @@ DeviceTensor Executor::attention(int64_t layer, const DeviceTensor& h, Step& ste
 DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, Step& step) {
   const Attention& at = arch_.text.attn;
   const std::string w = arch_.text.prefix + "layers." + std::to_string(layer) + ".self_attn.";
-  const int64_t T = step.tokens, H = at.num_heads, nope = at.qk_nope_head_dim, rot = at.qk_rope_head_dim;
+  const int64_t T = step.tokens, nope = at.qk_nope_head_dim, rot = at.qk_rope_head_dim;
+  const int64_t H = options_.sharding ? options_.sharding->heads : at.num_heads;
   DeviceTensor q;
   if (at.q_lora_rank > 0) {
     DeviceTensor qa = linear(w + "q_a_proj", h);
@@ -216,7 +302,9 @@ DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, St
   const DeviceTensor query = backend_.upload(glue::concat_last(q_nope, backend_.download(q_rot_dev)));
   DeviceTensor o = cached_attention(layer, query, key, value, attention_scale(arch_.text), step);
   o.reshape({T, H * at.v_head_dim});
-  return linear(w + "o_proj", o);
+  DeviceTensor out = linear(w + "o_proj", o, first_tp_rank());
+  if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
+  return out;
 }
 
 DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q, const tensor::Tensor& k,
@@ -230,7 +318,28 @@ DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q, co
 DeviceTensor Executor::mlp(const std::string& prefix, const DeviceTensor& h) {
   const DeviceTensor g = linear(prefix + "gate_proj", h), u = linear(prefix + "up_proj", h);
   const DeviceTensor a = ops_.run1(swiglu_, {&g, &u});
-  return linear(prefix + "down_proj", a);
+  DeviceTensor out = linear(prefix + "down_proj", a, first_tp_rank());  // row-parallel under TP
+  if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
+  return out;
+}
+
+// Expert parallelism's dispatch: the routes to this rank's experts [first, last), renumbered
+// from 0; a route to another rank's expert keeps weight 0 (and a valid id).
+std::vector<DeviceTensor> Executor::local_routes(std::vector<DeviceTensor> routed, int64_t first, int64_t last) {
+  tensor::Tensor w = backend_.download(routed[0]), ids = backend_.download(routed[1]);
+  float* wd = w.mutable_data_as<float>();
+  int32_t* id = ids.mutable_data_as<int32_t>();
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    if (id[i] >= first && id[i] < last) {
+      id[i] -= int32_t(first);
+    } else {
+      id[i] = 0;
+      wd[i] = 0;
+    }
+  }
+  backend_.upload_into(w, &routed[0]);
+  backend_.upload_into(ids, &routed[1]);
+  return routed;
 }
 
 DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
@@ -239,8 +348,12 @@ DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
   const DeviceTensor logits = ops_.run1(linear_, {&h, &weights_->get(p + "gate.weight")});
   const DeviceTensor* bias = weights_->find(p + "gate.e_score_correction_bias");
   std::vector<DeviceTensor> routed = bias ? ops_.run(moe_gate_, {&logits, bias}) : ops_.run(moe_gate_, {&logits});
+  const Sharding* sh = options_.sharding;
+  if (sh != nullptr && !sh->experts_split_by_tp) routed = local_routes(std::move(routed), sh->expert_begin, sh->expert_end);
   const ExpertStack& e = weights_->experts(layer);
   DeviceTensor y = ops_.run1(moe_experts_, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down});
+  // Combine: under EP each token's experts ran on their ranks; under TP each expert's partial sums.
+  if (sh != nullptr) all_reduce(sh->experts_split_by_tp ? sh->tp.get() : sh->ep.get(), &y);
   if (m.num_shared_experts > 0) {
     const DeviceTensor s = mlp(p + "shared_experts.", h);
     y = ops_.run1(add_, {&y, &s});

@@ -18,6 +18,7 @@
 #include "model/model_weights.h"
 #include "model/op_runner.h"
 #include "model/probes.h"
+#include "model/sharding.h"
 
 namespace h0::model {
 
@@ -27,6 +28,8 @@ struct ExecutorOptions {
   int64_t block_size = 16;
   int64_t max_tokens = 1024;  // KV cache capacity over all sequences
   bool profile = true;
+  // This rank's part of a parallel plan (plan/execution_sharding.h); null: the whole model.
+  const Sharding* sharding = nullptr;
 };
 
 class Executor {
@@ -79,7 +82,15 @@ class Executor {
                                          const tensor::Tensor& v, double scale, Step& step);
   backend::DeviceTensor mlp(const std::string& prefix, const backend::DeviceTensor& h);
   backend::DeviceTensor moe(int64_t layer, const backend::DeviceTensor& h);
-  backend::DeviceTensor linear(const std::string& weight_prefix, const backend::DeviceTensor& x);
+  std::vector<backend::DeviceTensor> local_routes(std::vector<backend::DeviceTensor> routed, int64_t first, int64_t last);
+  // x·wᵀ (+ bias). `with_bias` false leaves a replicated bias out (a row-parallel rank other
+  // than tp rank 0, whose partial sums are all-reduced).
+  backend::DeviceTensor linear(const std::string& weight_prefix, const backend::DeviceTensor& x, bool with_bias = true);
+  // Sums `t` over a communicator of more than one rank (in place, through the host).
+  void all_reduce(mesh::Communicator* comm, backend::DeviceTensor* t);
+  backend::DeviceTensor embed(const std::vector<int64_t>& ids);
+  tensor::Tensor lm_head(const backend::DeviceTensor& x);
+  bool first_tp_rank() const;
   backend::DeviceTensor vision_layer(const std::string& prefix, const std::string& probe, backend::DeviceTensor x,
                                      Step& step);
   backend::DeviceTensor constant_like(const backend::DeviceTensor& like, const std::vector<double>& per_channel,

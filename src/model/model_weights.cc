@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "model/sharding.h"
 #include "model/weight_loader.h"
 #include "tensor/convert.h"
 
@@ -32,7 +33,7 @@ tensor::Tensor stack(const std::vector<tensor::Tensor>& parts) {
 }  // namespace
 
 ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt, backend::Backend& backend,
-                           tensor::DType dtype) {
+                           tensor::DType dtype, const Sharding* sharding) {
   const Inventory inv = build_inventory(arch, {.dtype = std::nullopt, .quantized = false, .include_mtp = false});
   for (const WeightInfo& w : inv.weights) {
     const io::TensorEntry* e = ckpt.find(w.name);
@@ -44,7 +45,11 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
   }
   std::map<int64_t, std::array<std::vector<tensor::Tensor>, 3>> expert_parts;
   for (const WeightInfo& w : inv.weights) {
-    const tensor::Tensor host = to_dtype(ckpt.get(w.name), dtype);
+    std::optional<WeightSlice> part = WeightSlice{-1, 0, 0};
+    if (sharding != nullptr) part = sharding->slice(w);
+    if (!part) continue;  // another rank's
+    const tensor::Tensor stored = part->axis < 0 ? ckpt.get(w.name) : ckpt.slice(w.name, part->axis, part->begin, part->end);
+    const tensor::Tensor host = to_dtype(stored, dtype);
     bytes_ += int64_t(host.nbytes());
     if (w.expert >= 0) {
       // gate (w1 / gate_proj), up (w3 / up_proj), down (w2 / down_proj)

@@ -12,6 +12,8 @@
 
 namespace h0::model {
 
+struct Sharding;
+
 struct ExpertStack {
   backend::DeviceTensor gate, up, down;
 };
@@ -20,8 +22,10 @@ class ModelWeights {
  public:
   // Loads every non-MTP tensor of `inventory` from `ckpt` (verify_checkpoint first) and converts
   // floating weights to `dtype`. Throws InputError for a checkpoint that does not match.
+  // With `sharding`, only this rank's part of each weight is loaded (routed experts: the
+  // rank's own, stacked in expert order).
   ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt, backend::Backend& backend,
-               tensor::DType dtype);
+               tensor::DType dtype, const Sharding* sharding = nullptr);
 
   // Throws InputError naming the tensor if absent.
   const backend::DeviceTensor& get(const std::string& name) const;

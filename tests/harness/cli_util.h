@@ -18,10 +18,11 @@ struct Result {
   std::string err;  // stderr
 };
 
-// Runs `harness ARGS` from the source tree root.
-inline Result run_harness(const std::string& args) {
+// Runs `harness ARGS` from the source tree root; `launcher` (e.g. "mpirun -np 2 ") goes before it.
+inline Result run_harness(const std::string& args, const std::string& launcher = "") {
   TempDir dir;
-  const std::string cmd = "cd " + source_path("") + " && " + std::string(H0_HARNESS_BIN) + " " + args + " 2>" + dir.file("err");
+  const std::string cmd =
+      "cd " + source_path("") + " && " + launcher + std::string(H0_HARNESS_BIN) + " " + args + " 2>" + dir.file("err");
   Result r;
   FILE* p = ::popen(cmd.c_str(), "r");
   char buf[4096];

@@ -1,0 +1,78 @@
+// Multi-rank `harness run` under mpirun: the sharded model checks of suites/mesh.yaml pass on 2
+// and 4 ranks against the single-rank goldens; a dropped all-reduce on one rank fails the check
+// and names that rank and layer; a rank that leaves stops the others within the collective
+// timeout and the store shows the run incomplete.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/cli_util.h"
+#include "store/sqlite_store.h"
+
+namespace h0 {
+namespace {
+
+using test::run_harness;
+
+// `harness ARGS` on `np` ranks; the result of rank 0's output.
+test::Result mpirun(int np, const std::string& args) {
+  return run_harness("run " + args, "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(np) + " ");
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+const nlohmann::json& find_case(const nlohmann::json& run, const std::string& id) {
+  for (const auto& c : run["cases"]) {
+    if (c["id"] == id) return c;
+  }
+  ADD_FAILURE() << "no case " << id;
+  static const nlohmann::json none = nlohmann::json::object();
+  return none;
+}
+
+TEST(CliMesh, ShardedModelsMatchTheSingleRankGoldensOnTwoAndFourRanks) {
+  test::TempDir dir;
+  for (int np : {2, 4}) {
+    const std::string out = dir.file("np" + std::to_string(np) + ".json");
+    const auto r = mpirun(np, "suites/mesh.yaml --no-db -q --filter 'tiny-*' --json " + out);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const nlohmann::json run = read_json(out);
+    EXPECT_EQ(run["run"]["mesh"], "mpi x" + std::to_string(np));
+    const std::vector<std::string> must_pass =
+        np == 2 ? std::vector<std::string>{"tiny-llama/tp2[prompt=p13]", "tiny-llama/pp2", "tiny-qwen3-moe/ep2[prompt=p13]",
+                                           "tiny-deepseek-v3/tp2-ep2", "tiny-llama/layer-tp2"}
+                : std::vector<std::string>{"tiny-llama/tp4[prompt=p13]", "tiny-llama/tp2-pp2", "tiny-qwen3-moe/ep4"};
+    for (const std::string& id : must_pass) EXPECT_EQ(find_case(run, id)["status"], "pass") << id;
+  }
+}
+
+TEST(CliMesh, ADroppedAllReduceNamesTheRankAndLayer) {
+  test::TempDir dir;
+  // tiny-llama on tp 2: all-reduces 1 (embedding), 2 and 3 (layer 0 attention, MLP), 4 (layer 1
+  // attention): rank 1 keeps its own partial sum there.
+  const auto r = mpirun(2, "suites/mesh.yaml --no-db --filter 'tiny-llama/tp2[prompt=p13]' --json " + dir.file("o.json") +
+                               " --mesh-fault '{\"op\":\"all_reduce\",\"rank\":1,\"call\":4,\"fault\":\"drop\"}'");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const nlohmann::json c = read_json(dir.file("o.json"))["cases"].at(0);
+  EXPECT_EQ(c["status"], "fail");
+  EXPECT_NE(c["message"].get<std::string>().find("rank 1 diverged first in layer 1"), std::string::npos) << c["message"];
+  EXPECT_EQ(c["details"]["first_divergent_rank"], 1);
+}
+
+TEST(CliMesh, ARankThatLeavesStopsTheOthersAndTheRunStaysIncomplete) {
+  test::TempDir dir;
+  const auto r = mpirun(2, "suites/mesh.yaml --db " + dir.file("r.db") + " --filter 'tiny-llama/tp2*' --mesh-timeout 5" +
+                               " --mesh-fault '{\"op\":\"all_reduce\",\"rank\":1,\"call\":2,\"fault\":\"exit\"}'");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("mesh error"), std::string::npos) << r.err;
+  const auto db = store::SqliteStore::open(dir.file("r.db"));
+  ASSERT_EQ(db->interrupted_runs().size(), 1u);
+}
+
+}  // namespace
+}  // namespace h0
