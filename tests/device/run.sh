@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The device check of the cuda plugin, for a machine with an NVIDIA GPU (never run by CI):
-# builds the harness and the plugin with CUDA, runs the ops suite on configs/platforms/cuda.yaml
+# builds the harness and the plugin with CUDA, runs the ops, layers, model and image suites on
+# configs/platforms/cuda.yaml, then tests/device/nccl_check.sh (collectives over NCCL, 1 GPU),
 # and writes into $OUT (or ./device-out): results.json (harness run --json), results.db,
 # run.txt (the terminal output), summary.txt (counts by status and route, the slowest cases,
 # every case that did not pass), and the build and nvidia-smi logs. Sized for under 5 minutes
@@ -35,4 +36,17 @@ tail -n 5 "$out/run.txt" | tee -a "$out/summary.txt"
 if command -v python3 >/dev/null && [ -f "$out/results.json" ]; then
   python3 "$root/tests/bench/op_timings.py" "$out/results.json" | tee -a "$out/summary.txt"
 fi
+# The tiny models layer by layer, whole, and through the image path, on the GPU's kernels.
+set +e
+for suite in layers model image; do
+  timeout 120 "$build/bin/harness" run "suites/$suite.yaml" --platform "$out/cuda.yaml" \
+    --json "$out/$suite.json" --db "$out/results.db" >"$out/$suite.txt" 2>&1
+  src=$?
+  echo "$suite suite exit status: $src" | tee -a "$out/summary.txt"
+  tail -n 1 "$out/$suite.txt" | tee -a "$out/summary.txt"
+  [ "$src" -ne 0 ] && rc=$src
+done
+set -e
+# The collective checks over a single-GPU NCCL communicator (its own build, with NCCL).
+OUT="$out/nccl" bash "$root/tests/device/nccl_check.sh" || rc=$?
 exit "$rc"
