@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/backend.h"
+#include "compare/metrics.h"
 #include "io/sharded_checkpoint.h"
 #include "io/safetensors_reader.h"
 #include "model/executor.h"
@@ -93,14 +94,9 @@ TEST(Executor, ProbesAreHfModuleNamesInExecutionOrder) {
 namespace h0::model {
 namespace {
 
+// The library's cosine (compare/metrics.h, checked against numpy), accumulated in f64.
 double cosine(const tensor::Tensor& a, const tensor::Tensor& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    ab += a.at(i) * b.at(i);
-    aa += a.at(i) * a.at(i);
-    bb += b.at(i) * b.at(i);
-  }
-  return ab / std::sqrt(aa * bb);
+  return compare::compute_metrics(a, b, {0, 0, false}).cosine;
 }
 
 class Golden : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
