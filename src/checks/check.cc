@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "backend/backend.h"
 #include "mesh/communicator.h"
@@ -132,6 +133,12 @@ const CheckKind* find_kind(const std::string& name) {
 
 void register_kinds_with_suite_parser() {
   for (const auto& k : check_kinds()) suite::register_kind({k.name, k.fields});
+}
+
+std::string resolve_case_path(const suite::Case& c, const std::string& path) {
+  std::filesystem::path p(path);
+  if (p.is_relative() && !std::filesystem::exists(p)) p = std::filesystem::path(c.check->file).parent_path().parent_path() / path;
+  return p.string();
 }
 
 YAML::Node case_field(const suite::Case& c, const std::string& name) {

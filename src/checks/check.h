@@ -98,4 +98,8 @@ void register_kinds_with_suite_parser();
 // (defaults already merged). An undefined node if neither has it.
 YAML::Node case_field(const suite::Case& c, const std::string& name);
 
+// A path a case names (golden, model, dump directory): as written when it exists (relative to
+// the working directory), else relative to the repository holding the suite (suites/x.yaml).
+std::string resolve_case_path(const suite::Case& c, const std::string& path);
+
 }  // namespace h0::checks

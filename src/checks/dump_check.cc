@@ -10,15 +10,12 @@
 //     tolerance: {cosine_min: 0.9999, rel_l2_max: 0.01}
 #include "checks/dump_check.h"
 
-#include <filesystem>
 
 #include "checks/dump_compare.h"
 #include "suite/location.h"
 
 namespace h0::checks {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct DumpSpec {
   std::string id, check_id, golden, actual, map;
@@ -70,9 +67,7 @@ std::string path_field(const suite::Case& c, const char* key, bool required) {
     return "";
   }
   if (!n.IsScalar()) suite::fail_at(c.check->file, n, std::string(key) + " must be a path");
-  fs::path p(n.Scalar());
-  if (p.is_relative() && !fs::exists(p)) p = fs::path(c.check->file).parent_path().parent_path() / p;
-  return p.string();
+  return resolve_case_path(c, n.Scalar());
 }
 
 std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform&) {

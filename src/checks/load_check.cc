@@ -10,7 +10,6 @@
 // Metrics: ranks, bytes_read_total, max_rank_fraction, gb_per_s (all ranks, sequential).
 #include "checks/load_check.h"
 
-#include <filesystem>
 
 #include "base/error.h"
 #include "checks/plan_check.h"
@@ -20,8 +19,6 @@
 
 namespace h0::checks {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct LoadCaseSpec {
   std::string id, check_id, model;
@@ -83,9 +80,7 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
   s.check_id = c.check->id;
   const YAML::Node model = case_field(c, "model");
   if (!model.IsDefined() || !model.IsScalar()) suite::fail_at(c.check->where, "kind load needs a `model` directory");
-  fs::path p(model.Scalar());
-  if (p.is_relative() && !fs::exists(p)) p = fs::path(c.check->file).parent_path().parent_path() / p;
-  s.model = p.string();
+  s.model = resolve_case_path(c, model.Scalar());
   model::Architecture arch;
   try {
     arch = model::load_architecture(s.model);

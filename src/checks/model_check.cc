@@ -22,6 +22,7 @@
 #include "io/sharded_checkpoint.h"
 #include "model/executor.h"
 #include "model/generation.h"
+#include "model/host_glue.h"
 #include "model/image.h"
 #include "model/model_source.h"
 #include "suite/location.h"
@@ -68,13 +69,6 @@ std::string scalar(const suite::Case& c, const char* key, bool required) {
   return n.Scalar();
 }
 
-// A path as written, else relative to the repository holding the suite (suites/x.yaml).
-std::string resolve(const suite::Case& c, const std::string& path) {
-  fs::path p(path);
-  if (p.is_relative() && !fs::exists(p)) p = fs::path(c.check->file).parent_path().parent_path() / path;
-  return p.string();
-}
-
 double number(const suite::Case& c, const YAML::Node& n, const char* what) {
   try {
     return n.as<double>();
@@ -88,11 +82,11 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
   s.kind = kind;
   s.id = c.id;
   s.check_id = c.check->id;
-  s.model = resolve(c, scalar(c, "model", true));
+  s.model = resolve_case_path(c, scalar(c, "model", true));
   if (!fs::is_directory(s.model)) fail(c, case_field(c, "model"), "model directory " + s.model + " does not exist");
   // Default golden: golden/models/<model directory name>/ (golden/tools/gen_models.py).
   std::string golden = scalar(c, "golden", false);
-  golden = resolve(c, golden.empty() ? "golden/models/" + fs::path(s.model).filename().string() : golden);
+  golden = resolve_case_path(c, golden.empty() ? "golden/models/" + fs::path(s.model).filename().string() : golden);
   if (fs::is_directory(golden)) {
     const std::string prompt = scalar(c, "prompt", true);
     golden = (fs::path(golden) / (prompt + ".safetensors")).string();
@@ -108,7 +102,7 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
     fail(c, case_field(c, "fallback"), "fallback must be none, decompose or host");
   }
   if (const std::string g = scalar(c, "greedy", false); !g.empty()) s.greedy = int(number(c, case_field(c, "greedy"), "greedy"));
-  if (kind == "image") s.image = resolve(c, scalar(c, "image", true));
+  if (kind == "image") s.image = resolve_case_path(c, scalar(c, "image", true));
   if (const YAML::Node m = case_field(c, "mesh"); m.IsDefined() && !m.IsNull()) {
     std::string note;
     s.mesh = parse_parallel_plan(c, model::load_architecture(s.model), &note, "mesh");
@@ -131,10 +125,6 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
     }
   }
   return s;
-}
-
-std::vector<int64_t> ids_of(const tensor::Tensor& t) {
-  return std::vector<int64_t>(t.data_as<int64_t>(), t.data_as<int64_t>() + t.numel());
 }
 
 std::vector<std::vector<int64_t>> rows_of(const tensor::Tensor& t) {
@@ -242,7 +232,7 @@ class ModelCase : public PreparedCase {
  private:
   void run_model(model::Executor& ex, const io::SafetensorsFile& golden, model::ProbeRecorder* probes,
                  CheckResult* r, std::vector<std::string>* failures) {
-    const std::vector<int64_t> prompt = ids_of(golden.get("input_ids"));
+    const std::vector<int64_t> prompt = model::glue::ids_of(golden.get("input_ids"));
     tensor::Tensor features;
     if (s_.kind == "image") {
       const model::ClipProcessor p = model::load_clip_processor(s_.model);
@@ -270,7 +260,7 @@ class ModelCase : public PreparedCase {
                     std::vector<std::string>* failures) {
     std::vector<std::vector<int64_t>> ours_top5;
     for (const auto& t : gen.top5) ours_top5.push_back(t.ids);
-    const std::vector<int64_t> want = ids_of(golden.get("greedy_ids"));
+    const std::vector<int64_t> want = model::glue::ids_of(golden.get("greedy_ids"));
     const GreedyResult g = compare_greedy(gen.ids, ours_top5, std::vector<int64_t>(want.begin(), want.begin() + long(std::min(want.size(), gen.ids.size()))),
                                           rows_of(golden.get("greedy_top5_ids")));
     r->metrics.emplace_back("greedy_identical", g.identical ? 1 : 0);

@@ -206,10 +206,7 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
   if (const YAML::Node g = case_field(c, "golden"); g.IsDefined()) {
     s.golden = as_string(c, g, "golden");
     if (s.golden != "reference") {
-      // Relative to the working directory, else to the repository holding the suite (suites/..).
-      fs::path p(s.golden);
-      if (p.is_relative() && !fs::exists(p)) p = fs::path(c.check->file).parent_path().parent_path() / s.golden;
-      s.golden_path = p.string();
+      s.golden_path = resolve_case_path(c, s.golden);
     }
   }
 

@@ -1,6 +1,5 @@
 #include "checks/plan_check.h"
 
-#include <filesystem>
 #include <optional>
 
 #include "base/error.h"
@@ -12,8 +11,6 @@
 
 namespace h0::checks {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct Expect {
   bool fits = true;
@@ -88,9 +85,7 @@ namespace {
 // Relative to the working directory, else to the repository holding the suite (suites/..).
 std::string resolve_model(const suite::Case& c, const YAML::Node& n) {
   if (!n.IsScalar()) fail(c, n, "model must be a path to a config.json or a model directory");
-  fs::path p(n.Scalar());
-  if (p.is_relative() && !fs::exists(p)) p = fs::path(c.check->file).parent_path().parent_path() / p;
-  return p.string();
+  return resolve_case_path(c, n.Scalar());
 }
 
 void parse_options(const suite::Case& c, const suite::Platform& platform, plan::MemoryOptions& o) {

@@ -46,7 +46,8 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, 
       ops_(backend, options.fallback, options.profile),
       weights_(std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype, options.sharding)),
       cache_(backend, kv_geometry(arch, options), options.dtype),
-      prefix_(arch.family == "llava" ? "model.language_model." : "model.") {
+      prefix_(arch.family == "llava" ? "model.language_model." : "model."),
+      attention_scale_(attention_scale(arch.text)) {
   const TextModel& t = arch_.text;
   rmsnorm_ = bind_op("rmsnorm", {{"eps", t.rms_norm_eps}});
   linear_ = bind_op("linear");
@@ -117,11 +118,7 @@ tensor::Tensor Executor::forward(int seq, const std::vector<int64_t>& ids, Probe
   step.tokens = int64_t(ids.size());
   step.start = cache_.length(seq);
   step.probes = probes;
-  cache_.reserve(seq, step.tokens);
-  std::vector<int64_t> pos(ids.size());
-  for (size_t i = 0; i < pos.size(); ++i) pos[i] = step.start + int64_t(i);
-  step.positions = backend_.upload(index_tensor(pos));
-  step.table = cache_.block_table(seq);
+  begin_step(&step);
 
   const Sharding* sh = options_.sharding;
   const bool first_stage = sh == nullptr || sh->pp_rank == 0, last_stage = sh == nullptr || sh->pp_rank == sh->pp - 1;
@@ -213,17 +210,23 @@ tensor::Tensor Executor::lm_head(const DeviceTensor& x) {
   return out;
 }
 
+void Executor::begin_step(Step* step) {
+  cache_.reserve(step->seq, step->tokens);
+  std::vector<int64_t> pos(size_t(step->tokens));
+  for (size_t i = 0; i < pos.size(); ++i) pos[i] = step->start + int64_t(i);
+  step->positions = backend_.upload(index_tensor(pos));
+  step->table = cache_.block_table(step->seq);
+  step->paged_attention = bind_op("paged_attention", {{"context_len", step->start + step->tokens}, {"scale", attention_scale_},
+                                                      {"causal", true}, {"q_offset", step->start}});
+}
+
 tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden, ProbeRecorder* probes) {
   if (layer < 0 || layer >= arch_.text.num_layers) throw InputError("layer", std::to_string(layer) + " is out of range");
   Step step;
   step.seq = cache_.new_sequence();
   step.tokens = hidden.dim(0);
   step.probes = probes;
-  cache_.reserve(step.seq, step.tokens);
-  std::vector<int64_t> pos(size_t(step.tokens));
-  for (size_t i = 0; i < pos.size(); ++i) pos[i] = int64_t(i);
-  step.positions = backend_.upload(index_tensor(pos));
-  step.table = cache_.block_table(step.seq);
+  begin_step(&step);
   DeviceTensor x = backend_.upload(glue::to_dtype(hidden, options_.dtype));
   x = decoder_layer(layer, std::move(x), step);
   tensor::Tensor out = to_host_f32(x);
@@ -266,7 +269,7 @@ DeviceTensor Executor::attention(int64_t layer, const DeviceTensor& h, Step& ste
   v.reshape({T, Hkv, hd});
   q = ops_.run1(rope_, {&q, &step.positions});
   k = ops_.run1(rope_, {&k, &step.positions});
-  DeviceTensor o = cached_attention(layer, q, backend_.download(k), backend_.download(v), attention_scale(arch_.text), step);
+  DeviceTensor o = cached_attention(layer, q, backend_.download(k), backend_.download(v), step);
   o.reshape({T, H * hd});
   DeviceTensor out = linear(w + "o_proj", o, first_tp_rank());  // row-parallel under TP
   if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
@@ -300,7 +303,7 @@ DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, St
   k_rot_dev = ops_.run1(rope_, {&k_rot_dev, &step.positions});
   const tensor::Tensor key = glue::concat_last(k_nope, glue::repeat_heads(backend_.download(k_rot_dev), H));
   const DeviceTensor query = backend_.upload(glue::concat_last(q_nope, backend_.download(q_rot_dev)));
-  DeviceTensor o = cached_attention(layer, query, key, value, attention_scale(arch_.text), step);
+  DeviceTensor o = cached_attention(layer, query, key, value, step);
   o.reshape({T, H * at.v_head_dim});
   DeviceTensor out = linear(w + "o_proj", o, first_tp_rank());
   if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
@@ -308,11 +311,9 @@ DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, St
 }
 
 DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q, const tensor::Tensor& k,
-                                        const tensor::Tensor& v, double scale, Step& step) {
+                                        const tensor::Tensor& v, Step& step) {
   cache_.write(step.seq, layer, k, v);
-  const BoundOp paged = bind_op("paged_attention", {{"context_len", step.start + step.tokens}, {"scale", scale},
-                                                    {"causal", true}, {"q_offset", step.start}});
-  return ops_.run1(paged, {&q, &cache_.k(layer), &cache_.v(layer), &step.table});
+  return ops_.run1(step.paged_attention, {&q, &cache_.k(layer), &cache_.v(layer), &step.table});
 }
 
 DeviceTensor Executor::mlp(const std::string& prefix, const DeviceTensor& h) {
@@ -364,7 +365,7 @@ DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
 std::vector<int64_t> Executor::greedy(const tensor::Tensor& logits) {
   const DeviceTensor l = backend_.upload(logits);
   const tensor::Tensor ids = backend_.download(ops_.run1(argmax_, {&l}));
-  return std::vector<int64_t>(ids.data_as<int64_t>(), ids.data_as<int64_t>() + ids.numel());
+  return glue::ids_of(ids);
 }
 
 std::vector<int64_t> Executor::sample(const tensor::Tensor& logits, double temperature, int64_t top_k, double top_p,
@@ -373,7 +374,7 @@ std::vector<int64_t> Executor::sample(const tensor::Tensor& logits, double tempe
                                         {"seed", seed}, {"step", step}});
   const DeviceTensor l = backend_.upload(logits);
   const tensor::Tensor ids = backend_.download(ops_.run1(op, {&l}));
-  return std::vector<int64_t>(ids.data_as<int64_t>(), ids.data_as<int64_t>() + ids.numel());
+  return glue::ids_of(ids);
 }
 
 }  // namespace h0::model

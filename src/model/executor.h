@@ -74,12 +74,15 @@ class Executor {
     int64_t tokens = 0, start = 0;  // positions [start, start + tokens)
     backend::DeviceTensor positions, table;
     ProbeRecorder* probes = nullptr;
+    BoundOp paged_attention;  // attrs of this step's context (bound once, used by every layer)
   };
+  // Positions, block table and paged-attention attrs of `step` after the cache holds its room.
+  void begin_step(Step* step);
   backend::DeviceTensor decoder_layer(int64_t layer, backend::DeviceTensor x, Step& step);
   backend::DeviceTensor attention(int64_t layer, const backend::DeviceTensor& h, Step& step);
   backend::DeviceTensor latent_attention(int64_t layer, const backend::DeviceTensor& h, Step& step);
   backend::DeviceTensor cached_attention(int64_t layer, const backend::DeviceTensor& q, const tensor::Tensor& k,
-                                         const tensor::Tensor& v, double scale, Step& step);
+                                         const tensor::Tensor& v, Step& step);
   backend::DeviceTensor mlp(const std::string& prefix, const backend::DeviceTensor& h);
   backend::DeviceTensor moe(int64_t layer, const backend::DeviceTensor& h);
   std::vector<backend::DeviceTensor> local_routes(std::vector<backend::DeviceTensor> routed, int64_t first, int64_t last);
@@ -105,6 +108,7 @@ class Executor {
   std::unique_ptr<ModelWeights> weights_;
   PagedKvCache cache_;
   std::string prefix_;
+  double attention_scale_ = 0;
   BoundOp rmsnorm_, linear_, add_, swiglu_, embedding_, rope_, moe_gate_, moe_experts_, argmax_;
   BoundOp layernorm_, mul_, silu_, gelu_, patch_embed_, vision_attention_;
 };

@@ -13,6 +13,10 @@ std::byte* mutable_bytes(const tensor::Tensor& t) { return static_cast<std::byte
 
 }  // namespace
 
+std::vector<int64_t> ids_of(const tensor::Tensor& t) {
+  return std::vector<int64_t>(t.data_as<int64_t>(), t.data_as<int64_t>() + t.numel());
+}
+
 tensor::Tensor to_f32(const tensor::Tensor& t) { return to_dtype(t, tensor::DType::kF32); }
 
 tensor::Tensor to_dtype(const tensor::Tensor& t, tensor::DType dtype) {

@@ -11,6 +11,9 @@
 
 namespace h0::model::glue {
 
+// The elements of an i64 tensor (token ids).
+std::vector<int64_t> ids_of(const tensor::Tensor& t);
+
 // t converted to f32 (a copy); t itself when it already is f32.
 tensor::Tensor to_f32(const tensor::Tensor& t);
 tensor::Tensor to_dtype(const tensor::Tensor& t, tensor::DType dtype);

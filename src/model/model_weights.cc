@@ -5,17 +5,10 @@
 #include "base/error.h"
 #include "model/sharding.h"
 #include "model/weight_loader.h"
-#include "tensor/convert.h"
+#include "model/host_glue.h"
 
 namespace h0::model {
 namespace {
-
-tensor::Tensor to_dtype(const tensor::Tensor& t, tensor::DType dtype) {
-  if (t.dtype() == dtype || !tensor::is_float(t.dtype())) return t;
-  tensor::Tensor out = tensor::Tensor::zeros(dtype, t.shape());
-  tensor::convert(t.data(), t.dtype(), out.mutable_data(), dtype, size_t(t.numel()));
-  return out;
-}
 
 // Concatenates equally shaped tensors along a new leading axis.
 tensor::Tensor stack(const std::vector<tensor::Tensor>& parts) {
@@ -49,7 +42,7 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     if (sharding != nullptr) part = sharding->slice(w);
     if (!part) continue;  // another rank's
     const tensor::Tensor stored = part->axis < 0 ? ckpt.get(w.name) : ckpt.slice(w.name, part->axis, part->begin, part->end);
-    const tensor::Tensor host = to_dtype(stored, dtype);
+    const tensor::Tensor host = tensor::is_float(stored.dtype()) ? glue::to_dtype(stored, dtype) : stored;
     bytes_ += int64_t(host.nbytes());
     if (w.expert >= 0) {
       // gate (w1 / gate_proj), up (w3 / up_proj), down (w2 / down_proj)

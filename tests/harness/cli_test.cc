@@ -152,6 +152,8 @@ TEST(Cli, Day0RunsTheStagesThatExistAndNeverPassesTheOthers) {
       EXPECT_EQ(s["summary"], "10 native, 0 fallback of the model's 10 ops in bf16");
     } else if (s["id"] == "image") {
       EXPECT_EQ(s["summary"], "not applicable: a text-only model");
+    } else if (s["id"] == "op_accuracy") {
+      EXPECT_NE(s["summary"].get<std::string>().find(" op cases, 0 failed"), std::string::npos) << s["summary"];
     }
   }
 }
@@ -167,6 +169,11 @@ TEST(Cli, Day0AFailedStageBlocksTheRest) {
   EXPECT_EQ(j["stages"][0]["summary"], dir.file("config.json") + ": hidden_size: missing (an integer is required)");
   EXPECT_EQ(j["stages"][1]["status"], "skipped");
   EXPECT_EQ(j["stages"][1]["summary"], "blocked by an earlier failure");
+  // The terminal checklist says the same.
+  const Result text = run("day0 --model " + dir.path());
+  EXPECT_EQ(text.code, 1);
+  EXPECT_NE(text.out.find("hidden_size: missing (an integer is required)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Day-0 readiness NOT established: 0 of 14 stages passed."), std::string::npos) << text.out;
 }
 
 }  // namespace
