@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "base/error.h"
+
 namespace h0::cli {
 
 bool use_color() {
@@ -50,6 +52,12 @@ std::string default_platform(const std::string& flag) {
   const char* rel = "configs/platforms/cpu.yaml";
   if (std::filesystem::exists(rel)) return rel;
   return std::string(HARNESS_SOURCE_DIR) + "/" + rel;
+}
+
+void require_store_file(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) {
+    throw InputError(path, "no results store here (write one with `harness run`, or pass --db)");
+  }
 }
 
 }  // namespace h0::cli

@@ -16,6 +16,9 @@ std::string human_bytes(uint64_t bytes);
 std::string short_number(double v);
 // The golden/ directory: `flag` if given, else ./golden, else the source tree's.
 std::string golden_root(const std::string& flag);
+// Throws InputError unless `path` is an existing results store: the read-only commands never
+// create one (a typo would otherwise show an empty new store).
+void require_store_file(const std::string& path);
 // The platform config: `flag` if given, else configs/platforms/cpu.yaml here or in the source tree.
 std::string default_platform(const std::string& flag);
 

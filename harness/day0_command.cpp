@@ -6,6 +6,7 @@
 // (checksummed, synthesized for a config-only model), operator accuracy (suites/ops.yaml limited
 // to the model's ops), and the layer, model and image suites' cases for this model.
 #include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -63,6 +64,13 @@ struct Day0Context {
   std::set<std::string> model_ops;  // empty if the model's config is not readable
   std::string model_dtype;
   std::string model_problem;        // why model_ops is empty
+  std::optional<model::Architecture> arch_;
+
+  // The model's architecture, read once (the first stage that asks reports a bad config).
+  const model::Architecture& arch() {
+    if (!arch_) arch_ = model::load_architecture(options.model);
+    return *arch_;
+  }
 };
 
 StageResult run_coverage_stage(Day0Context& ctx) {
@@ -121,7 +129,7 @@ StageResult run_op_accuracy_stage(Day0Context& ctx) {
 std::string model_name(const Day0Context& ctx) { return fs::path(ctx.options.model).filename().string(); }
 
 StageResult run_config_stage(Day0Context& ctx) {
-  const model::Architecture a = model::load_architecture(ctx.options.model);
+  const model::Architecture& a = ctx.arch();
   const model::ParamCounts c = model::build_inventory(a).counts;
   std::string summary = a.architecture + ": " + plan::with_commas(c.total) + " parameters";
   if (c.active != c.total) summary += ", " + plan::with_commas(c.active) + " active";
@@ -132,17 +140,16 @@ StageResult run_memory_plan_stage(Day0Context& ctx) {
   if (!(ctx.platform.device_memory_bytes > 0)) return {StageStatus::kSkipped, "the platform file states no device_memory"};
   plan::MemoryOptions o;
   o.device_memory = ctx.platform.device_memory_bytes;
-  const plan::MemoryPlan p = plan::plan_memory(model::load_architecture(ctx.options.model), plan::ParallelPlan{}, o);
+  const plan::MemoryPlan p = plan::plan_memory(ctx.arch(), plan::ParallelPlan{}, o);
   if (!p.fits) return {StageStatus::kFail, p.reason};
   return {StageStatus::kPass, "fits one device: " + plan::with_commas(p.ranks.at(0).kv_tokens) + " KV tokens"};
 }
 
 StageResult run_load_stage(Day0Context& ctx) {
   const model::ModelSource src = model::resolve_model(ctx.options.model);
-  const model::Architecture a = model::load_architecture(src.dir);
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
-  const model::Inventory inv = plan::checkpoint_inventory(a, ckpt);
-  std::vector<plan::RankLoad> ranks = {plan::load_rank(a, inv, ckpt, plan::ParallelPlan{}, 0, {true})};
+  const model::Inventory inv = plan::checkpoint_inventory(ctx.arch(), ckpt);  // a synthesized checkpoint has the same config
+  std::vector<plan::RankLoad> ranks = {plan::load_rank(ctx.arch(), inv, ckpt, plan::ParallelPlan{}, 0, {true})};
   const plan::ShardVerification v = plan::verify_rank_shards(inv, ckpt, ranks);
   if (!v.problems.empty()) return {StageStatus::kFail, v.problems[0]};
   return {StageStatus::kPass, std::to_string(v.tensors) + " tensors, " + human_bytes(uint64_t(ranks[0].report.bytes_read)) +
@@ -153,7 +160,7 @@ StageResult run_layer_stage(Day0Context& ctx) { return run_suite_stage(ctx, "lay
 StageResult run_model_stage(Day0Context& ctx) { return run_suite_stage(ctx, "model.yaml", model_name(ctx) + "/*", "model cases"); }
 
 StageResult run_image_stage(Day0Context& ctx) {
-  if (!model::load_architecture(ctx.options.model).vision) return {StageStatus::kPass, "not applicable: a text-only model"};
+  if (!ctx.arch().vision) return {StageStatus::kPass, "not applicable: a text-only model"};
   return run_suite_stage(ctx, "image.yaml", model_name(ctx) + "/*", "image cases");
 }
 
@@ -195,7 +202,7 @@ int run_day0(const Day0Options& opt) {
   const bool preflight_ok = problems.empty();
   const suite::Platform platform = suite::load_platform(default_platform(opt.platform));
 
-  Day0Context ctx{opt, platform, {}, "", ""};
+  Day0Context ctx{opt, platform, {}, "", "", std::nullopt};
   if (fs::exists(opt.model + "/config.json")) {
     ctx.model_ops = checks::ops_of_model(checks::read_model_config(opt.model), &ctx.model_dtype);
   } else {

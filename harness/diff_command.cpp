@@ -5,7 +5,6 @@
 // regressed, 0 otherwise; a bad selector or store is exit 2.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -30,9 +29,7 @@ struct DiffCommandOptions {
 
 // The store at `path`; never creates one (a typo would otherwise diff an empty new store).
 std::unique_ptr<store::SqliteStore> open_existing_store(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) {
-    throw InputError(path, "no results store here (write one with `harness run`, or pass --db)");
-  }
+  require_store_file(path);
   return store::SqliteStore::open(path);
 }
 

@@ -5,7 +5,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -29,9 +28,7 @@ struct HistoryOptions {
 
 int run_history(const HistoryOptions& opt) {
   if (opt.last < 0) throw InputError("--last", "expected a number of runs (0: all)");
-  if (!std::filesystem::is_regular_file(opt.db)) {
-    throw InputError(opt.db, "no results store here (write one with `harness run`, or pass --db)");
-  }
+  require_store_file(opt.db);
   const auto db = store::SqliteStore::open(opt.db);
   std::vector<store::RunData> runs;
   for (const auto& summary : db->list_runs()) {  // newest first

@@ -51,9 +51,7 @@ int run_report(const ReportOptions& opt) {
   report::SiteOptions site;
   if (!opt.since.empty()) site.since = cutoff_of(opt.since);
   site.suite_glob = opt.suite;
-  if (!std::filesystem::is_regular_file(opt.db)) {
-    throw InputError(opt.db, "no results store here (write one with `harness run`, or pass --db)");
-  }
+  require_store_file(opt.db);
   const std::string chart_js = report::find_chart_js(opt.chart_js);
   if (!opt.chart_js.empty() && chart_js.empty()) throw InputError(opt.chart_js, "no such file");
   if (chart_js.empty()) {

@@ -8,128 +8,13 @@
 //   y_a = x_a cos − x_b sin,  y_b = x_b cos + x_a sin;  dims >= rd pass through.
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 #include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/portable/rope_frequencies.h"
 #include "base/parallel.h"
 
 namespace h0::backends::cpu {
-namespace {
-
-struct RopeFrequencies {
-  std::vector<double> inv_freq;  // rd / 2 entries
-  double attention_factor = 1;   // multiplies cos and sin
-};
-
-double scaling_number(const OpCall& call, const Json& s, const char* key) {
-  const auto it = s.find(key);
-  require(call, it != s.end() && it->is_number(),
-          std::string("attr scaling needs a number '") + key + "', got " + s.dump());
-  return it->get<double>();
-}
-
-// A key that may be absent or null (Python's `.get(key)`); falsy values read as `fallback`
-// where HF writes `.get(key) or default`.
-double optional_number(const Json& s, const char* key, double fallback) {
-  const auto it = s.find(key);
-  return it != s.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
-// HF _compute_llama3_parameters.
-void apply_llama3(const OpCall& call, const Json& s, std::vector<double>& inv_freq) {
-  const double factor = scaling_number(call, s, "factor");
-  const double low_ff = scaling_number(call, s, "low_freq_factor");
-  const double high_ff = scaling_number(call, s, "high_freq_factor");
-  const double old_len = scaling_number(call, s, "original_max_position_embeddings");
-  const double low_wavelen = old_len / low_ff, high_wavelen = old_len / high_ff;
-  for (double& f : inv_freq) {
-    const double wavelen = 2 * std::numbers::pi / f;
-    if (wavelen > low_wavelen) {
-      f = f / factor;
-    } else if (!(wavelen < high_wavelen)) {
-      const double smooth = (old_len / wavelen - low_ff) / (high_ff - low_ff);
-      f = (1 - smooth) * f / factor + smooth * f;
-    }
-  }
-}
-
-double yarn_mscale(double scale, double mscale) {
-  return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
-}
-
-// HF _compute_yarn_parameters, with original_max_position_embeddings from the scaling object.
-void apply_yarn(const OpCall& call, const Json& s, double theta, int64_t rd, RopeFrequencies& f) {
-  const double factor = scaling_number(call, s, "factor");
-  const double orig_len = scaling_number(call, s, "original_max_position_embeddings");
-  const double mscale = optional_number(s, "mscale", 0),
-               mscale_all = optional_number(s, "mscale_all_dim", 0);
-  if (s.contains("attention_factor") && s["attention_factor"].is_number()) {
-    f.attention_factor = s["attention_factor"].get<double>();
-  } else if (mscale != 0 && mscale_all != 0) {
-    f.attention_factor = yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all);
-  } else {
-    f.attention_factor = yarn_mscale(factor, 1);
-  }
-  double beta_fast = optional_number(s, "beta_fast", 32),
-         beta_slow = optional_number(s, "beta_slow", 1);
-  if (beta_fast == 0) beta_fast = 32;
-  if (beta_slow == 0) beta_slow = 1;
-  const bool truncate =
-      !s.contains("truncate") || !s["truncate"].is_boolean() || s["truncate"].get<bool>();
-  const double dim = static_cast<double>(rd);
-  auto correction_dim = [&](double rotations) {
-    return dim * std::log(orig_len / (rotations * 2 * std::numbers::pi)) / (2 * std::log(theta));
-  };
-  double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
-  if (truncate) {
-    low = std::floor(low);
-    high = std::ceil(high);
-  }
-  low = std::max(low, 0.0);
-  high = std::min(high, dim - 1);
-  if (low == high) high += 0.001;  // HF: prevent a singular ramp
-  for (size_t i = 0; i < f.inv_freq.size(); ++i) {
-    const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
-    const double extrapolation = 1 - ramp;  // weight of the unscaled frequency
-    const double base = f.inv_freq[i];
-    f.inv_freq[i] = base / factor * (1 - extrapolation) + base * extrapolation;
-  }
-}
-
-RopeFrequencies rope_frequencies(const OpCall& call, double theta, int64_t rd,
-                                 const Json& scaling) {
-  RopeFrequencies f;
-  f.inv_freq.resize(static_cast<size_t>(rd / 2));
-  for (int64_t i = 0; i < rd / 2; ++i) {
-    f.inv_freq[static_cast<size_t>(i)] =
-        1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(rd));
-  }
-  if (scaling.is_null()) return f;
-  require(call, scaling.is_object(),
-          "attr scaling must be an object or null, got " + scaling.dump());
-  std::string type = "default";
-  for (const char* key : {"rope_type", "type"}) {
-    if (scaling.contains(key) && scaling[key].is_string()) {
-      type = scaling[key].get<std::string>();
-      break;
-    }
-  }
-  if (type == "default") return f;
-  if (type == "linear") {
-    const double factor = scaling_number(call, scaling, "factor");
-    for (double& v : f.inv_freq) v /= factor;
-  } else if (type == "llama3") {
-    apply_llama3(call, scaling, f.inv_freq);
-  } else if (type == "yarn") {
-    apply_yarn(call, scaling, theta, rd, f);
-  } else {
-    unsupported(call, "rope scaling type '" + type + "' (supported: linear, llama3, yarn)");
-  }
-  return f;
-}
-
-}  // namespace
 
 void rope_kernel(const OpCall& call) {
   const hb_tensor &x = call.in[0], &positions = call.in[1];
@@ -150,7 +35,11 @@ void rope_kernel(const OpCall& call) {
   require(call, theta > 0, "attr theta must be positive");
   const Json scaling =
       call.attrs.is_object() && call.attrs.contains("scaling") ? call.attrs["scaling"] : Json();
-  const RopeFrequencies freqs = rope_frequencies(call, theta, rd, scaling);
+  h0p::RopeFrequencies freqs;  // shared with the device plugins (backends/portable)
+  if (const std::string e = h0p::rope_frequencies(theta, rd, scaling, &freqs); !e.empty()) {
+    if (e.rfind("unsupported: ", 0) == 0) unsupported(call, e.substr(13));
+    require(call, false, e);
+  }
 
   const int64_t half = rd / 2, row = h * dh;
   base::parallel_for(static_cast<size_t>(t), row_grain(row), [&](size_t, size_t b, size_t e) {

@@ -79,11 +79,14 @@ void CudaDevice::launch(const char* name, hb_dtype dtype, const h0p::Grid& grid,
   if (grid.groups[0] == 0 || grid.groups[1] == 0) return;
   const void* fn = h0_cuda_kernel(name, dtype);
   if (fn == nullptr) throw OpError(HB_UNSUPPORTED, std::string("cuda: no kernel ") + name + " for this dtype");
-  std::vector<void*> values;
-  for (const h0p::Arg& a : args) values.push_back(const_cast<void*>(a.value));
+  void* values[16];  // the most any kernel takes (attention: 16); no allocation per launch
+  if (args.size() > 16) throw OpError(HB_DEVICE_ERROR, std::string("cuda: ") + name + " takes more than 16 arguments");
+  size_t n = 0;
+  for (const h0p::Arg& a : args) values[n++] = const_cast<void*>(a.value);
   const dim3 groups(static_cast<unsigned>(grid.groups[0]), static_cast<unsigned>(grid.groups[1]));
   const dim3 local(static_cast<unsigned>(grid.local[0]), static_cast<unsigned>(grid.local[1]));
-  check(cudaLaunchKernel(fn, groups, local, values.data(), 0, nullptr), std::string("launching ") + name);
+  const cudaError_t rc = cudaLaunchKernel(fn, groups, local, values, 0, nullptr);
+  if (rc != cudaSuccess) check(rc, std::string("launching ") + name);
 }
 
 void* CudaDevice::alloc(size_t bytes) {

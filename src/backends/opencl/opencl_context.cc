@@ -168,8 +168,11 @@ const BuiltProgram& ClContext::program(const std::string& source, const std::str
 }
 
 cl_kernel ClContext::kernel(hb_dtype dtype, const char* name) {
-  const std::string options = "-cl-std=CL1.2 -DH0_DTYPE=" + std::to_string(static_cast<int>(dtype));
-  const cl_program p = program(h0_opencl_kernel_source(), options).program;
+  cl_program& p = program_of_dtype_[static_cast<size_t>(dtype)];  // the launch path skips the source-keyed cache
+  if (p == nullptr) {
+    const std::string options = "-cl-std=CL1.2 -DH0_DTYPE=" + std::to_string(static_cast<int>(dtype));
+    p = program(h0_opencl_kernel_source(), options).program;
+  }
   auto [it, fresh] = kernels_.try_emplace({p, name}, nullptr);
   if (fresh) {
     cl_int rc = CL_SUCCESS;
@@ -191,13 +194,14 @@ void ClContext::launch(const char* name, hb_dtype dtype, const h0p::Grid& grid,
                                       std::to_string(max_group_));
   const cl_kernel k = kernel(dtype, name);
   cl_uint i = 0;
-  for (const h0p::Arg& a : args) {
-    check(clSetKernelArg(k, i, a.size, a.value), std::string("clSetKernelArg ") + name + " #" + std::to_string(i));
+  for (const h0p::Arg& a : args) {  // error messages are built only on failure (this is every launch)
+    const cl_int rc = clSetKernelArg(k, i, a.size, a.value);
+    if (rc != CL_SUCCESS) check(rc, std::string("clSetKernelArg ") + name + " #" + std::to_string(i));
     ++i;
   }
   const size_t global[2] = {grid.groups[0] * grid.local[0], grid.groups[1] * grid.local[1]};
-  check(clEnqueueNDRangeKernel(queue_, k, 2, nullptr, global, grid.local, 0, nullptr, nullptr),
-        std::string("clEnqueueNDRangeKernel ") + name);
+  const cl_int rc = clEnqueueNDRangeKernel(queue_, k, 2, nullptr, global, grid.local, 0, nullptr, nullptr);
+  if (rc != CL_SUCCESS) check(rc, std::string("clEnqueueNDRangeKernel ") + name);
 }
 
 void* ClContext::alloc(size_t bytes) {
