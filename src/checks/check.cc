@@ -12,6 +12,7 @@
 #include "checks/model_check.h"
 #include "checks/op_check.h"
 #include "checks/plan_check.h"
+#include "suite/location.h"
 #include "suite/suite.h"
 
 namespace h0::checks {
@@ -133,6 +134,10 @@ const CheckKind* find_kind(const std::string& name) {
 
 void register_kinds_with_suite_parser() {
   for (const auto& k : check_kinds()) suite::register_kind({k.name, k.fields});
+}
+
+void fail(const suite::Case& c, const YAML::Node& node, const std::string& message) {
+  suite::fail_at(node.IsDefined() ? suite::location_of(c.check->file, node) : c.check->where, message);
 }
 
 std::string resolve_case_path(const suite::Case& c, const std::string& path) {

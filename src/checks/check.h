@@ -98,6 +98,10 @@ void register_kinds_with_suite_parser();
 // (defaults already merged). An undefined node if neither has it.
 YAML::Node case_field(const suite::Case& c, const std::string& name);
 
+// Throws the user error `message` at `node`'s place in the suite file, or at the check when
+// the node is absent: "suites/x.yaml:12:5: message".
+[[noreturn]] void fail(const suite::Case& c, const YAML::Node& node, const std::string& message);
+
 // A path a case names (golden, model, dump directory): as written when it exists (relative to
 // the working directory), else relative to the repository holding the suite (suites/x.yaml).
 std::string resolve_case_path(const suite::Case& c, const std::string& path);

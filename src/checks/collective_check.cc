@@ -164,11 +164,6 @@ class CollectiveCase : public PreparedCase {
   CollectiveSpec s_;
 };
 
-[[noreturn]] void fail(const suite::Case& c, const YAML::Node& n, const std::string& message) {
-  if (n.IsDefined()) suite::fail_at(c.check->file, n, message);
-  suite::fail_at(c.check->where, message);
-}
-
 int as_int(const suite::Case& c, const YAML::Node& n, const char* what, int min) {
   int v = 0;
   try {

@@ -55,10 +55,6 @@ struct ModelSpec {
   std::optional<plan::ParallelPlan> mesh;  // run sharded over this many ranks
 };
 
-[[noreturn]] void fail(const suite::Case& c, const YAML::Node& n, const std::string& msg) {
-  suite::fail_at(n.IsDefined() ? suite::location_of(c.check->file, n) : c.check->where, msg);
-}
-
 std::string scalar(const suite::Case& c, const char* key, bool required) {
   const YAML::Node n = case_field(c, key);
   if (!n.IsDefined() || n.IsNull()) {

@@ -50,14 +50,6 @@ struct OpCaseSpec {
   backend::FallbackMode fallback = backend::FallbackMode::kDecompose;
 };
 
-suite::Location at(const suite::Case& c, const YAML::Node& node) {
-  return node.IsDefined() ? suite::location_of(c.check->file, node) : c.check->where;
-}
-
-[[noreturn]] void fail(const suite::Case& c, const YAML::Node& node, const std::string& message) {
-  suite::fail_at(at(c, node), message);
-}
-
 int64_t as_int(const suite::Case& c, const YAML::Node& n, const std::string& what) {
   try {
     if (n.IsScalar()) return n.as<int64_t>();

@@ -26,10 +26,6 @@ struct PlanCaseSpec {
   Expect expect;
 };
 
-[[noreturn]] void fail(const suite::Case& c, const YAML::Node& node, const std::string& message) {
-  suite::fail_at(node.IsDefined() ? suite::location_of(c.check->file, node) : c.check->where, message);
-}
-
 int64_t as_int(const suite::Case& c, const YAML::Node& n, const std::string& what) {
   try {
     if (n.IsScalar()) return n.as<int64_t>();
