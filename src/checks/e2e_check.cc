@@ -1,0 +1,1 @@
+// placeholder: filled in by the service issue (9)

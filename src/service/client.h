@@ -1,0 +1,122 @@
+// A client of the OpenAI-compatible HTTP API every serving engine speaks (vLLM, SGLang, TGI,
+// llama.cpp's server, `harness serve`), over libcurl: /v1/models, /v1/completions and
+// /v1/chat/completions (text and image_url content parts), streaming (SSE) or not.
+// Server and network failures are results, never exceptions: a check records them and the run
+// goes on. Retries (with backoff) only when no response byte arrived: connection refused, reset
+// or unresolved. The API key is sent as a bearer token and appears in no result, error or log.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace h0::service {
+
+struct ClientOptions {
+  std::string base_url;  // "http://127.0.0.1:8000" (the /v1 paths are appended)
+  std::string api_key;   // empty: no Authorization header
+  double connect_timeout_s = 10;
+  double request_timeout_s = 300;  // the whole request, first byte to last
+  double idle_timeout_s = 60;      // no byte for this long (e.g. between streamed tokens): timeout
+  int retries = 3;                 // extra attempts after a connection error
+  double backoff_s = 0.2;          // before the first retry; doubled before each next one
+};
+
+struct ContentPart {
+  std::string type;  // "text" or "image_url"
+  std::string text;  // type text
+  std::string url;   // type image_url: "data:image/png;base64,..." or http(s)
+};
+struct ChatMessage {
+  std::string role;                  // "system", "user", "assistant"
+  std::vector<ContentPart> content;  // one text part is sent as a plain string
+};
+
+struct Sampling {
+  int64_t max_tokens = 16;
+  double temperature = 0;
+  std::optional<uint64_t> seed;
+  std::optional<int64_t> top_k;  // sent only when set (not every server accepts it)
+  std::optional<double> top_p;
+  int top_logprobs = 0;  // > 0: ask for logprobs with this many alternatives per token
+  bool ignore_eos = false;  // vLLM's extension: generate max_tokens even past the end token
+  bool return_token_ids = true;  // vLLM's extension: token ids of prompt and completion
+};
+
+struct Request {
+  std::string model;
+  // A chat request when `messages` is non-empty; else a completion of `prompt_ids` when
+  // non-empty (a prompt of token ids), else of `prompt`.
+  std::vector<ChatMessage> messages;
+  std::string prompt;
+  std::vector<int64_t> prompt_ids;
+  Sampling sampling;
+  bool stream = false;
+  // Extra top-level fields merged into the body (a platform's own parameters).
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+// One generated token (or one streamed chunk when the server gives no per-token data).
+struct TokenInfo {
+  std::string text;
+  std::optional<int64_t> id;
+  std::optional<double> logprob;
+  std::vector<std::pair<std::string, double>> top;  // top_logprobs: token text, logprob
+  double arrival_s = 0;  // seconds from sending the request to the chunk that carried it
+};
+
+enum class Outcome {
+  kOk,          // a complete response (finish_reason set)
+  kConnect,     // no connection after every retry
+  kTimeout,     // request or idle timeout
+  kHttpError,   // a non-2xx status
+  kProtocol,    // malformed JSON or SSE, a stream that ended without [DONE], missing fields
+};
+const char* outcome_name(Outcome o);
+
+struct Result {
+  Outcome outcome = Outcome::kProtocol;
+  std::string error;  // what went wrong, for a human; empty when ok
+  int http_status = 0;
+  int attempts = 0;
+  std::string text;                    // the completion's text (streamed chunks joined)
+  std::vector<int64_t> token_ids;      // when the server returned them
+  std::vector<int64_t> prompt_token_ids;
+  std::vector<TokenInfo> tokens;       // per token when logprobs or token ids came, else per chunk
+  std::string finish_reason;           // "stop", "length"
+  int64_t prompt_tokens = -1, completion_tokens = -1;  // usage; -1 when not reported
+  double ttft_s = -1;                  // request sent → first content chunk (streaming), or → response
+  double e2e_s = -1;                   // request sent → last byte
+  std::vector<double> chunk_arrival_s; // streaming: arrival of each content-bearing chunk
+  std::string body_tail;               // the last ≤ 2 KiB of the body, as evidence on errors
+
+  bool ok() const { return outcome == Outcome::kOk; }
+};
+
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // GET `path` (e.g. "/health", "/v1/models"): true on a 2xx status within `timeout_s`.
+  bool probe(const std::string& path, double timeout_s);
+  // GET /v1/models: the model ids; an error result when the server did not answer properly.
+  Result models(std::vector<std::string>* ids);
+  // One request (thread-safe: concurrent calls on one Client are fine).
+  Result complete(const Request& request);
+  // The JSON body `complete` would send (for evidence and tests; holds no key).
+  static nlohmann::json body(const Request& request);
+
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  ClientOptions options_;
+};
+
+}  // namespace h0::service
