@@ -314,6 +314,11 @@ void nccl_device_free(void* ptr) { cudaFree(ptr); }
 
 void nccl_device_copy(void* dst, const void* src, size_t bytes) {
   cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "nccl_device_copy: ");
+  // From pageable host memory cudaMemcpy may return before the data reaches the device, and the
+  // communicator's stream does not wait for the legacy stream: without this a collective could
+  // read the buffer before the copy lands (seen on an H200: all_gather i32 1 MiB read the
+  // receive buffer's sentinel fill after NCCL had written it).
+  cuda_check(cudaDeviceSynchronize(), "nccl_device_copy: ");
 }
 
 }  // namespace h0::mesh

@@ -51,7 +51,10 @@ CudaDevice::CudaDevice(int index) : index_(index) {
                                            std::to_string(count) + " devices)");
   check(cudaSetDevice(index), "cudaSetDevice");
   check_blas(cublasCreate(&blas_), "cublasCreate");
-  check_blas(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  // No reduced-precision split-K reductions: a bf16/f16 GEMM is rounded once, from f32, as the
+  // reference does (on an H200 the default mode failed linear+bias 7×1024×64 in bf16 and f16).
+  check_blas(cublasSetMathMode(blas_, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+             "cublasSetMathMode");
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
   int driver = 0, runtime = 0;
