@@ -1,3 +1,4 @@
+#include "checks/service_checks.h"
 #include "checks/check.h"
 
 #include <algorithm>
@@ -121,7 +122,9 @@ backend::Backend& RunContext::backend() {
 const std::vector<CheckKind>& check_kinds() {
   static const std::vector<CheckKind> kinds = {op_check_kind(), model_check_kind(), image_check_kind(),
                                                 layer_check_kind(), plan_check_kind(), load_check_kind(),
-                                                dump_check_kind(), collective_check_kind()};
+                                                dump_check_kind(), collective_check_kind(), service_check_kind(),
+                                                e2e_text_check_kind(), e2e_image_check_kind(),
+                                                determinism_check_kind(), e2e_load_check_kind()};
   return kinds;
 }
 

@@ -64,11 +64,16 @@ class RunContext {
   // mpirun), else a process-wide single-rank one.
   mesh::Communicator& world();
   void set_world(mesh::Communicator* c) { world_ = c; }
+  // The service this case talks to (a ServiceInfo as JSON, checks/service_registry.h), set by
+  // the runner for cases whose service_model() is not empty; null otherwise.
+  const nlohmann::json& service() const { return service_; }
+  void set_service(nlohmann::json s) { service_ = std::move(s); }
 
  private:
   const suite::Platform& platform_;
   std::unique_ptr<backend::Backend> backend_;
   mesh::Communicator* world_ = nullptr;
+  nlohmann::json service_;
 };
 
 class PreparedCase {
@@ -79,6 +84,9 @@ class PreparedCase {
   // For `--dump-cases`: the case as JSON plus the tensors it would feed the platform.
   virtual nlohmann::json describe() const = 0;
   virtual std::vector<std::pair<std::string, tensor::Tensor>> dump_inputs() const { return {}; }
+  // The model directory (absolute) whose service the case talks to; empty: it needs none.
+  // The runner starts that service (platform `service:`) before the case runs.
+  virtual std::string service_model() const { return {}; }
   double timeout_s = 0;  // 0: the platform's case_timeout
 };
 

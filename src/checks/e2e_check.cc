@@ -1,1 +1,189 @@
-// placeholder: filled in by the service issue (9)
+// kind: e2e_text and kind: e2e_image — one request to the platform's service (streamed, not
+// streamed, or both: then both must give the same tokens), judged against its golden
+// (compare: exact | logprobs) and/or an expectation (expect: {contains, regex}); metrics TTFT,
+// TPOT, ITL and E2E latency of the streamed response.
+#include <regex>
+
+#include "checks/e2e_compare.h"
+#include "checks/e2e_request.h"
+#include "checks/service_checks.h"
+
+namespace h0::checks {
+namespace {
+
+struct Expect {
+  std::string contains, regex;
+  int64_t min_tokens = 0;
+};
+
+struct E2eSpec {
+  E2eRequest req;
+  std::vector<bool> streams;  // the modes to run, in order
+  std::string compare;        // exact | logprobs | none
+  double logprob_atol = 0.05;
+  Expect expect;
+};
+
+std::string expectation_failure(const Expect& e, const service::Result& r) {
+  if (!e.contains.empty() && r.text.find(e.contains) == std::string::npos) {
+    return "the text does not contain \"" + e.contains + "\"";
+  }
+  if (!e.regex.empty() && !std::regex_search(r.text, std::regex(e.regex))) {
+    return "the text does not match /" + e.regex + "/";
+  }
+  const int64_t n = r.completion_tokens >= 0 ? r.completion_tokens : int64_t(r.token_ids.size());
+  if (n < e.min_tokens) return "only " + std::to_string(n) + " tokens (expected >= " + std::to_string(e.min_tokens) + ")";
+  return "";
+}
+
+class E2eCase final : public PreparedCase {
+ public:
+  E2eCase(std::string kind, E2eSpec spec) : kind_(std::move(kind)), spec_(std::move(spec)) {}
+
+  std::string service_model() const override { return spec_.req.model_dir; }
+
+  CheckResult run(RunContext& ctx) override {
+    ServiceHandle h = connect_service(ctx);
+    if (!h.error.empty()) return service_unavailable(h);
+    CheckResult out;
+    out.details = h.evidence;
+    out.details["request"] = spec_.req.description;
+    if (!spec_.req.golden_path.empty()) out.details["golden"] = spec_.req.golden_path;
+    service::Request request = spec_.req.request;
+    request.model = h.model;
+
+    std::vector<service::Result> results;
+    nlohmann::json responses = nlohmann::json::object();
+    for (bool stream : spec_.streams) {
+      request.stream = stream;
+      results.push_back(h.client->complete(request));
+      const char* mode = stream ? "streamed" : "not streamed";
+      responses[mode] = response_evidence(results.back());
+      if (!results.back().ok()) {
+        out.details["responses"] = responses;
+        out.status = Status::kFail;
+        out.message = std::string(mode) + " request: " + failure_message(results.back());
+        return out;
+      }
+    }
+    out.details["responses"] = responses;
+    out.status = Status::kPass;
+    std::vector<std::string> notes;
+    auto judge = [&](const Verdict& v, const std::string& what) {
+      if (!v.pass && out.status == Status::kPass) {
+        out.status = Status::kFail;
+        out.message = what + ": " + v.message;
+        out.details["first_difference"] = v.first_difference;
+      } else if (v.pass && !v.message.empty()) {
+        notes.push_back(what + ": " + v.message);
+      }
+      if (spec_.compare == "logprobs") out.metrics.push_back({"max_logprob_diff", v.max_logprob_diff});
+    };
+    if (results.size() == 2) judge(compare_responses(results[0], results[1]), "streamed vs not streamed");
+    for (size_t i = 0; i < results.size(); ++i) {
+      const std::string mode = spec_.streams[i] ? "streamed" : "not streamed";
+      if (spec_.compare == "exact") judge(compare_exact(spec_.req.golden, results[i]), mode + " vs golden");
+      if (spec_.compare == "logprobs") judge(compare_logprobs(spec_.req.golden, results[i], spec_.logprob_atol), mode + " vs golden");
+      if (const std::string why = expectation_failure(spec_.expect, results[i]); !why.empty() && out.status == Status::kPass) {
+        out.status = Status::kFail;
+        out.message = mode + ": " + why;
+      }
+    }
+    // Latency of the streamed response (else of the plain one: e2e only).
+    const service::Result& timed = spec_.streams.back() ? results.back() : results.front();
+    const Latency l = latency_of(timed);
+    if (l.ttft_ms >= 0) out.metrics.push_back({"ttft_ms", l.ttft_ms});
+    if (l.tpot_ms >= 0) out.metrics.push_back({"tpot_ms", l.tpot_ms});
+    out.metrics.push_back({"e2e_ms", l.e2e_ms});
+    out.metrics.push_back({"completion_tokens", double(l.tokens)});
+    if (!l.itl_ms.empty()) {
+      std::vector<double> ns;
+      for (double ms : l.itl_ms) ns.push_back(ms * 1e6);
+      out.profile.push_back(summarize("itl", "inter-token latency", ns));
+    }
+    if (out.status == Status::kPass) {
+      out.message = std::to_string(l.tokens) + " tokens" +
+                    (spec_.compare == "none" ? "" : ", " + spec_.compare + " match with the golden") +
+                    (results.size() == 2 ? ", streamed == not streamed" : "");
+      for (const auto& n : notes) out.message += "; " + n;
+    }
+    return out;
+  }
+
+  nlohmann::json describe() const override {
+    return {{"kind", kind_}, {"model", spec_.req.model_dir}, {"request", service::Client::body(spec_.req.request)},
+            {"golden", spec_.req.golden_path}, {"compare", spec_.compare}};
+  }
+
+ private:
+  std::string kind_;
+  E2eSpec spec_;
+};
+
+E2eSpec parse_spec(const suite::Case& c) {
+  E2eSpec s;
+  s.req = parse_e2e_request(c);
+  const YAML::Node stream = case_field(c, "stream");
+  if (!stream.IsDefined() || (stream.IsScalar() && stream.Scalar() == "both")) {
+    s.streams = {false, true};
+  } else {
+    s.streams = {field_bool(c, "stream", true)};
+  }
+  const bool golden = !s.req.golden.is_null();
+  s.compare = field_string(c, "compare", golden ? "exact" : "none");
+  if (s.compare != "exact" && s.compare != "logprobs" && s.compare != "none") {
+    fail(c, case_field(c, "compare"), "compare must be one of: exact, logprobs, none");
+  }
+  if (s.compare != "none" && !golden) fail(c, case_field(c, "compare"), "compare: " + s.compare + " needs a `golden` file");
+  if (s.compare == "logprobs" && s.req.request.sampling.top_logprobs == 0) s.req.request.sampling.top_logprobs = 5;
+  s.logprob_atol = field_double(c, "logprob_atol", 0.05);
+  if (const YAML::Node e = case_field(c, "expect"); e.IsDefined()) {
+    if (!e.IsMap()) fail(c, e, "expect must be a mapping {contains: ..., regex: ..., min_tokens: N}");
+    for (const auto& kv : e) {
+      const std::string key = kv.first.Scalar();
+      if (key == "contains" && kv.second.IsScalar()) {
+        s.expect.contains = kv.second.Scalar();
+      } else if (key == "regex" && kv.second.IsScalar()) {
+        s.expect.regex = kv.second.Scalar();
+        try {
+          std::regex check(s.expect.regex);
+        } catch (const std::regex_error& ex) {
+          fail(c, kv.second, "bad regex: " + std::string(ex.what()));
+        }
+      } else if (key == "min_tokens" && kv.second.IsScalar()) {
+        s.expect.min_tokens = kv.second.as<int64_t>();
+      } else {
+        fail(c, kv.first, "unknown expectation '" + key + "' (expected one of: contains, regex, min_tokens)");
+      }
+    }
+  }
+  if (s.compare == "none" && s.expect.contains.empty() && s.expect.regex.empty() && s.expect.min_tokens == 0) {
+    fail(c, c.check->node, "nothing to judge: give a `golden` or an `expect: {contains | regex | min_tokens}`");
+  }
+  return s;
+}
+
+std::vector<std::string> e2e_fields() {
+  std::vector<std::string> f = e2e_request_fields();
+  f.insert(f.end(), {"stream", "compare", "logprob_atol", "expect"});
+  return f;
+}
+
+std::unique_ptr<PreparedCase> prepare_text(const suite::Case& c, const suite::Platform&) {
+  E2eSpec s = parse_spec(c);
+  if (has_image(s.req.request)) fail(c, c.check->node, "this request holds an image: use kind e2e_image");
+  return std::make_unique<E2eCase>("e2e_text", std::move(s));
+}
+
+std::unique_ptr<PreparedCase> prepare_image(const suite::Case& c, const suite::Platform&) {
+  E2eSpec s = parse_spec(c);
+  if (!has_image(s.req.request)) fail(c, c.check->node, "kind e2e_image needs a message with an image_url part");
+  return std::make_unique<E2eCase>("e2e_image", std::move(s));
+}
+
+}  // namespace
+
+CheckKind e2e_text_check_kind() { return {"e2e_text", e2e_fields(), &prepare_text}; }
+CheckKind e2e_image_check_kind() { return {"e2e_image", e2e_fields(), &prepare_image}; }
+
+}  // namespace h0::checks

@@ -5,10 +5,13 @@
 #include <filesystem>
 #include <memory>
 
+#include <unistd.h>
+
 #include "backend/backend.h"
 #include "mesh/communicator.h"
 #include "base/error.h"
 #include "checks/isolation.h"
+#include "checks/service_registry.h"
 #include "io/safetensors_writer.h"
 #include "suite/filter.h"
 #include "suite/matrix.h"
@@ -89,6 +92,13 @@ void dump(const std::vector<Prepared>& cases, const suite::Suite& suite, const s
   std::fclose(f);
 }
 
+std::string service_log_dir(const RunOptions& options) {
+  if (!options.service_log_dir.empty()) return options.service_log_dir;
+  std::error_code ec;
+  const fs::path tmp = fs::temp_directory_path(ec);
+  return ((ec ? fs::path("/tmp") : tmp) / ("h0-services-" + std::to_string(::getpid()))).string();
+}
+
 }  // namespace
 
 bool RunReport::failed() const {
@@ -131,8 +141,12 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, 
         return nlohmann::json{{"error", e.what()}}.dump();
       }
     }
-    return run_here(*cases[std::stoul(request)].prepared, ctx).to_json().dump();
+    // "<case index>" or "<case index>\n<service info JSON>".
+    const size_t newline = request.find('\n');
+    ctx.set_service(newline == std::string::npos ? nlohmann::json() : nlohmann::json::parse(request.substr(newline + 1)));
+    return run_here(*cases[std::stoul(request.substr(0, newline))].prepared, ctx).to_json().dump();
   };
+  std::unique_ptr<ServiceRegistry> services;  // started on the first case that needs one
 
   std::unique_ptr<Worker> worker;
   auto ask = [&](const std::string& request, double timeout_s, CheckResult* result) -> std::string {
@@ -171,7 +185,12 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, 
       const double timeout = options.timeout_s > 0 ? options.timeout_s
                              : cases[i].prepared->timeout_s > 0 ? cases[i].prepared->timeout_s
                                                                 : platform.case_timeout_s;
-      const std::string reply = ask(std::to_string(i), timeout, &outcome.result);
+      std::string request = std::to_string(i);
+      if (const std::string model = cases[i].prepared->service_model(); !model.empty()) {
+        if (!services) services = std::make_unique<ServiceRegistry>(platform, service_log_dir(options));
+        request += "\n" + services->ensure(model).to_json().dump();
+      }
+      const std::string reply = ask(request, timeout, &outcome.result);
       if (!reply.empty()) outcome.result = CheckResult::from_json(nlohmann::json::parse(reply));
       if (!c.check->xfail_reason.empty()) {
         if (outcome.result.status == Status::kPass) {

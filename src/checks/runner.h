@@ -26,6 +26,7 @@ struct RunOptions {
   std::string dump_dir;    // write every case's description and inputs here (--dump-cases)
   bool run = true;         // false with dump_dir: only dump
   mesh::Communicator* world = nullptr;  // the mesh of a multi-rank run (every rank runs the suite)
+  std::string service_log_dir;  // where started services' logs go; empty: a fresh temporary folder
 };
 
 struct CaseOutcome {

@@ -21,7 +21,8 @@ namespace {
 using Json = nlohmann::json;
 
 const std::vector<std::string> kFields = {"platform",  "backend",      "device_memory", "peaks",
-                                          "tolerance", "case_timeout", "isolation", "fallback"};
+                                          "tolerance", "case_timeout", "isolation", "fallback",
+                                          "service"};
 
 // `text` (digits, '.', exponent; an optional leading '-') as the nearest double; nullopt if
 // beyond a double's range.
@@ -284,6 +285,8 @@ Platform load_platform(const std::string& path) {
             fail_at(path, value, "bad fallback: expected one of: none, decompose, host");
           }
           p.fallback = value.Scalar();
+        } else if (field == "service") {
+          p.service = read_service_config(path, value);
         } else {
           fail_at(path, key_node,
                   "unknown field '" + field + "' (expected one of: " + join_names(kFields) + ")");

@@ -10,6 +10,22 @@
 
 namespace h0::suite {
 
+// How the platform serves models over the OpenAI-compatible API (`service:`). Placeholders in
+// `start` and `url`: {harness} (this harness binary), {model} (the model directory a check
+// names, absolute), {port} (a free port picked at start), {platform} (this file's path).
+struct ServiceConfig {
+  bool present = false;
+  std::string start;  // shell command; empty: a service already running at `url`
+  std::string url = "http://127.0.0.1:{port}";
+  std::string health = "/v1/models";
+  double startup_timeout_s = 600;
+  double stop_grace_s = 10;
+  double request_timeout_s = 300;
+  std::map<std::string, std::string> env;
+  std::string api_key_env;  // the environment variable holding the API key (never stored)
+  std::string model;        // the model name to request; empty: the first of /v1/models
+};
+
 struct Platform {
   std::string file;     // the path given to load_platform
   std::string sha256;   // of the file's contents
@@ -29,6 +45,7 @@ struct Platform {
   // How op checks run an op the backend does not support, unless a check says otherwise:
   // "none", "decompose" or "host"; empty = the check kind's default (decompose).
   std::string fallback;
+  ServiceConfig service;
 };
 
 // Reads and validates a platform file:
@@ -40,6 +57,9 @@ struct Platform {
 //   case_timeout: 120s
 //   isolation: process             # or none
 //   fallback: host                 # none | decompose | host: op checks' default for unsupported ops
+//   service: {start: "vllm serve {model} --port {port}", url: "http://127.0.0.1:{port}",
+//             health: /v1/models, startup_timeout: 600s, stop_grace: 10s, request_timeout: 300s,
+//             env: {VAR: value}, api_key_env: MY_KEY, model: served-name}
 // Throws InputError naming file:line:col on any mistake.
 Platform load_platform(const std::string& path);
 
@@ -48,6 +68,9 @@ Platform load_platform(const std::string& path);
 // floats, anything else -> strings. Quoted or tagged scalars stay strings. Fails (naming
 // file:line:col) at .inf/.nan, which JSON cannot hold, and at non-string or repeated keys.
 nlohmann::json yaml_to_json(const std::string& file, const YAML::Node& node);
+
+// The `service:` section (platform_service.cc). Fails at the node.
+ServiceConfig read_service_config(const std::string& file, const YAML::Node& node);
 
 // A size in bytes: a plain number of bytes, or a number with a unit: B, KB, MB, GB, TB (powers
 // of 1000) or KiB, MiB, GiB, TiB (powers of 1024), e.g. 24GiB or "1.5 GB". Fails at the node.

@@ -1,0 +1,33 @@
+// Judging one response of an e2e check against its golden (transformers' greedy `generate`):
+// exactly (token ids and text), or as vLLM's check_logprobs_close does (outputs may part at a
+// near tie: at the first differing position each side's token must be in the other's top
+// logprobs, and nothing after it is compared), or by an expected substring / regex.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "service/client.h"
+
+namespace h0::checks {
+
+struct Verdict {
+  bool pass = true;
+  std::string message;          // why it failed, or a note on a pass (e.g. "parted at a near tie at 7")
+  int64_t first_difference = -1;  // token position where output and golden first differ; -1 none
+  double max_logprob_diff = 0;    // over the positions compared (logprobs mode)
+};
+
+// Token ids (when the server returned them) and text equal to the golden's; the finish reason too.
+Verdict compare_exact(const nlohmann::json& golden, const service::Result& r);
+// check_logprobs_close, plus |logprob - golden logprob| <= atol at every matched position.
+Verdict compare_logprobs(const nlohmann::json& golden, const service::Result& r, double atol);
+// Two responses of one request (streamed vs not, alone vs batched): same ids and text.
+Verdict compare_responses(const service::Result& a, const service::Result& b);
+// The token id a logprob entry names: a TokenInfo id, or "token_id:123" text.
+std::optional<int64_t> token_id_of(const std::string& text);
+
+}  // namespace h0::checks

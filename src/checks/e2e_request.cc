@@ -1,0 +1,307 @@
+#include "checks/e2e_request.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/base64.h"
+#include "base/error.h"
+#include "checks/service_registry.h"
+#include "suite/location.h"
+
+namespace h0::checks {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* mime_of(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  if (ext == ".png") return "image/png";
+  if (ext == ".jpg" || ext == ".jpeg") return "image/jpeg";
+  if (ext == ".gif") return "image/gif";
+  if (ext == ".webp") return "image/webp";
+  return nullptr;
+}
+
+// An image part's URL as sent: data: and http(s) URLs as written, a file as a data: URL.
+std::string image_url(const suite::Case& c, const YAML::Node& at, const std::string& url) {
+  if (url.rfind("data:", 0) == 0 || url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0) return url;
+  const std::string path = resolve_case_path(c, url);
+  const char* mime = mime_of(path);
+  if (mime == nullptr) fail(c, at, "image '" + url + "': expected a .png, .jpg, .gif or .webp file, or a data: URL");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(c, at, "image '" + url + "' not found (looked for " + path + ")");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return std::string("data:") + mime + ";base64," + base::base64_encode(bytes.str());
+}
+
+// The OpenAI message shape, as YAML or as the JSON of a golden file (converted to YAML nodes
+// by the caller): {role, content: "text" | [{type: text, text}, {type: image_url, image_url: {url}}]}.
+std::vector<service::ChatMessage> parse_messages(const suite::Case& c, const YAML::Node& node) {
+  if (!node.IsSequence() || node.size() == 0) fail(c, node, "messages must be a non-empty list of {role, content}");
+  std::vector<service::ChatMessage> out;
+  for (const YAML::Node& m : node) {
+    if (!m.IsMap() || !m["role"].IsScalar() || !m["content"].IsDefined()) {
+      fail(c, m, "a message needs `role` and `content`, e.g. {role: user, content: \"Hello\"}");
+    }
+    service::ChatMessage msg;
+    msg.role = m["role"].Scalar();
+    const YAML::Node content = m["content"];
+    if (content.IsScalar()) {
+      msg.content.push_back({"text", content.Scalar(), ""});
+    } else if (content.IsSequence()) {
+      for (const YAML::Node& part : content) {
+        const std::string type = part.IsMap() && part["type"].IsScalar() ? part["type"].Scalar() : "";
+        if (type == "text" && part["text"].IsScalar()) {
+          msg.content.push_back({"text", part["text"].Scalar(), ""});
+        } else if (type == "image_url" && part["image_url"].IsMap() && part["image_url"]["url"].IsScalar()) {
+          msg.content.push_back({"image_url", "", image_url(c, part["image_url"]["url"], part["image_url"]["url"].Scalar())});
+        } else {
+          fail(c, part, "a content part is {type: text, text: ...} or {type: image_url, image_url: {url: ...}}");
+        }
+      }
+    } else {
+      fail(c, content, "content must be a string or a list of parts");
+    }
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+YAML::Node json_to_yaml(const nlohmann::json& j) {
+  return YAML::Load(j.dump());  // JSON is YAML; a golden file is small
+}
+
+std::vector<int64_t> parse_ids(const suite::Case& c, const YAML::Node& node) {
+  if (!node.IsSequence() || node.size() == 0) fail(c, node, "prompt_ids must be a non-empty list of token ids");
+  std::vector<int64_t> ids;
+  for (const YAML::Node& n : node) {
+    try {
+      ids.push_back(n.as<int64_t>());
+    } catch (const YAML::Exception&) {
+      fail(c, n, "prompt_ids must hold integers");
+    }
+    if (ids.back() < 0) fail(c, n, "a token id cannot be negative");
+  }
+  return ids;
+}
+
+}  // namespace
+
+int64_t field_int(const suite::Case& c, const char* name, int64_t fallback, int64_t min_value) {
+  const YAML::Node n = case_field(c, name);
+  if (!n.IsDefined()) return fallback;
+  int64_t v = 0;
+  try {
+    if (!n.IsScalar()) throw YAML::Exception(YAML::Mark::null_mark(), "");
+    v = n.as<int64_t>();
+  } catch (const YAML::Exception&) {
+    fail(c, n, std::string(name) + " must be an integer");
+  }
+  if (v < min_value) fail(c, n, std::string(name) + " must be >= " + std::to_string(min_value));
+  return v;
+}
+
+double field_double(const suite::Case& c, const char* name, double fallback) {
+  const YAML::Node n = case_field(c, name);
+  if (!n.IsDefined()) return fallback;
+  try {
+    if (n.IsScalar()) {
+      const double v = n.as<double>();
+      if (std::isfinite(v)) return v;
+    }
+  } catch (const YAML::Exception&) {
+  }
+  fail(c, n, std::string(name) + " must be a number");
+}
+
+bool field_bool(const suite::Case& c, const char* name, bool fallback) {
+  const YAML::Node n = case_field(c, name);
+  if (!n.IsDefined()) return fallback;
+  try {
+    if (n.IsScalar()) return n.as<bool>();
+  } catch (const YAML::Exception&) {
+  }
+  fail(c, n, std::string(name) + " must be true or false");
+}
+
+std::string field_string(const suite::Case& c, const char* name, const std::string& fallback) {
+  const YAML::Node n = case_field(c, name);
+  if (!n.IsDefined()) return fallback;
+  if (!n.IsScalar()) fail(c, n, std::string(name) + " must be a string");
+  return n.Scalar();
+}
+
+std::vector<std::string> e2e_request_fields() {
+  return {"model", "golden", "messages", "prompt", "prompt_ids", "max_tokens", "temperature", "seed",
+          "top_k", "top_p", "ignore_eos", "top_logprobs"};
+}
+
+bool has_image(const service::Request& r) {
+  for (const auto& m : r.messages) {
+    for (const auto& p : m.content) {
+      if (p.type == "image_url") return true;
+    }
+  }
+  return false;
+}
+
+E2eRequest parse_e2e_request(const suite::Case& c) {
+  E2eRequest e;
+  const YAML::Node model = case_field(c, "model");
+  if (!model.IsScalar()) fail(c, model, "an e2e check needs `model`: the model directory the service serves");
+  e.model_dir = fs::absolute(resolve_case_path(c, model.Scalar())).lexically_normal().string();
+
+  YAML::Node messages = case_field(c, "messages"), prompt = case_field(c, "prompt"), ids = case_field(c, "prompt_ids");
+  int64_t max_tokens = 16;
+  if (const YAML::Node g = case_field(c, "golden"); g.IsDefined()) {
+    if (!g.IsScalar()) fail(c, g, "golden must be the path of a golden/e2e/<model>/<case>.json file");
+    e.golden_path = resolve_case_path(c, g.Scalar());
+    std::ifstream in(e.golden_path);
+    if (!in) fail(c, g, "golden file " + g.Scalar() + " not found (looked for " + e.golden_path + ")");
+    try {
+      e.golden = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& ex) {
+      fail(c, g, "golden file " + e.golden_path + " is not JSON: " + ex.what());
+    }
+    if (messages.IsDefined() || prompt.IsDefined() || ids.IsDefined()) {
+      fail(c, g, "give the request either in the golden file or as messages/prompt/prompt_ids, not both");
+    }
+    const nlohmann::json req = e.golden.value("request", nlohmann::json::object());
+    if (req.contains("messages")) messages = json_to_yaml(req["messages"]);
+    if (req.contains("prompt")) prompt = json_to_yaml(req["prompt"]);
+    if (req.contains("prompt_ids")) ids = json_to_yaml(req["prompt_ids"]);
+    max_tokens = req.value("max_tokens", max_tokens);
+    if (!messages.IsDefined() && !prompt.IsDefined() && !ids.IsDefined()) {
+      fail(c, g, "golden file " + e.golden_path + " has no request.messages, request.prompt or request.prompt_ids");
+    }
+  }
+  const int given = int(messages.IsDefined()) + int(prompt.IsDefined()) + int(ids.IsDefined());
+  if (given != 1) fail(c, c.check->node, "an e2e check needs exactly one of: golden, messages, prompt, prompt_ids");
+  service::Request& r = e.request;
+  if (messages.IsDefined()) {
+    r.messages = parse_messages(c, messages);
+    size_t images = 0;
+    for (const auto& m : r.messages) {
+      for (const auto& p : m.content) images += p.type == "image_url";
+    }
+    e.description = "chat: " + std::to_string(r.messages.size()) + " messages" +
+                    (images ? ", " + std::to_string(images) + " image" + (images > 1 ? "s" : "") : "");
+  } else if (prompt.IsDefined()) {
+    if (!prompt.IsScalar()) fail(c, prompt, "prompt must be a string");
+    r.prompt = prompt.Scalar();
+    e.description = "completion of a " + std::to_string(r.prompt.size()) + "-byte prompt";
+  } else {
+    r.prompt_ids = parse_ids(c, ids);
+    e.description = "completion of " + std::to_string(r.prompt_ids.size()) + " prompt tokens";
+  }
+  service::Sampling& s = r.sampling;
+  s.max_tokens = field_int(c, "max_tokens", max_tokens, 1);
+  s.temperature = field_double(c, "temperature", 0.0);
+  if (s.temperature < 0) fail(c, case_field(c, "temperature"), "temperature must be >= 0");
+  if (case_field(c, "seed").IsDefined()) s.seed = uint64_t(field_int(c, "seed", 0, 0));
+  if (case_field(c, "top_k").IsDefined()) s.top_k = field_int(c, "top_k", 0, 0);
+  if (case_field(c, "top_p").IsDefined()) {
+    s.top_p = field_double(c, "top_p", 1.0);
+    if (!(*s.top_p > 0 && *s.top_p <= 1)) fail(c, case_field(c, "top_p"), "top_p must be in (0, 1]");
+  }
+  s.ignore_eos = field_bool(c, "ignore_eos", false);
+  s.top_logprobs = int(field_int(c, "top_logprobs", e.golden.is_null() ? 0 : 5, 0));
+  return e;
+}
+
+service::Request request_variant(const service::Request& base, int64_t k) {
+  service::Request r = base;
+  const std::string tag = " (variant " + std::to_string(k) + ")";
+  if (!r.messages.empty()) {
+    for (auto it = r.messages.back().content.rbegin(); it != r.messages.back().content.rend(); ++it) {
+      if (it->type == "text") {
+        it->text += tag;
+        return r;
+      }
+    }
+    r.messages.back().content.push_back({"text", tag, ""});
+  } else if (!r.prompt_ids.empty()) {
+    std::rotate(r.prompt_ids.begin() + 1, r.prompt_ids.begin() + 1 + k % std::max<size_t>(1, r.prompt_ids.size() - 1),
+                r.prompt_ids.end());
+    if (k % 2 == 1) std::reverse(r.prompt_ids.begin() + 1, r.prompt_ids.end());
+  } else {
+    r.prompt += tag;
+  }
+  return r;
+}
+
+ServiceHandle connect_service(RunContext& ctx) {
+  ServiceHandle h;
+  if (ctx.service().is_null()) {
+    h.error = "no service was started for this case";
+    return h;
+  }
+  const ServiceInfo info = ServiceInfo::from_json(ctx.service());
+  h.evidence = {{"url", info.url}, {"command", info.command}, {"log", info.log_path}, {"startup_s", info.startup_s}};
+  if (!info.ok) {
+    h.error = "the service is not running: " + info.error;
+    h.evidence["log_tail"] = info.log_tail;
+    return h;
+  }
+  h.client = std::make_unique<service::Client>(info.client_options());
+  h.model = info.model;
+  if (h.model.empty()) {
+    std::vector<std::string> ids;
+    const service::Result r = h.client->models(&ids);
+    if (!r.ok() || ids.empty()) {
+      h.error = "GET /v1/models: " + (r.ok() ? std::string("no models listed") : failure_message(r));
+      return h;
+    }
+    h.model = ids[0];
+  }
+  h.evidence["model"] = h.model;
+  return h;
+}
+
+CheckResult service_unavailable(const ServiceHandle& h) {
+  CheckResult r;
+  r.status = Status::kFail;
+  r.message = h.error;
+  r.details = h.evidence;
+  return r;
+}
+
+Latency latency_of(const service::Result& r) {
+  Latency l;
+  l.e2e_ms = r.e2e_s * 1e3;
+  l.ttft_ms = r.ttft_s >= 0 ? r.ttft_s * 1e3 : -1;
+  l.tokens = r.completion_tokens >= 0 ? r.completion_tokens
+             : !r.token_ids.empty()   ? int64_t(r.token_ids.size())
+                                      : int64_t(r.chunk_arrival_s.size());
+  for (size_t i = 1; i < r.chunk_arrival_s.size(); ++i) {
+    l.itl_ms.push_back((r.chunk_arrival_s[i] - r.chunk_arrival_s[i - 1]) * 1e3);
+  }
+  if (l.ttft_ms >= 0 && l.tokens > 1) l.tpot_ms = (l.e2e_ms - l.ttft_ms) / double(l.tokens - 1);
+  return l;
+}
+
+nlohmann::json response_evidence(const service::Result& r) {
+  std::string text = r.text.size() > 2000 ? r.text.substr(0, 2000) + "..." : r.text;
+  nlohmann::json j = {{"outcome", service::outcome_name(r.outcome)}, {"text", text}, {"finish_reason", r.finish_reason},
+                      {"token_ids", r.token_ids}, {"prompt_tokens", r.prompt_tokens},
+                      {"completion_tokens", r.completion_tokens}};
+  if (!r.ok()) {
+    j["error"] = r.error;
+    j["http_status"] = r.http_status;
+    j["body_tail"] = r.body_tail;
+  }
+  return j;
+}
+
+std::string failure_message(const service::Result& r) {
+  std::string m = std::string(service::outcome_name(r.outcome));
+  if (r.http_status != 0 && r.outcome == service::Outcome::kHttpError) m += " " + std::to_string(r.http_status);
+  return m + ": " + r.error;
+}
+
+}  // namespace h0::checks

@@ -1,0 +1,71 @@
+// What the end-to-end checks (e2e_text, e2e_image, determinism, e2e_load) share: the request a
+// case sends, written in the suite or taken from a golden file (golden/e2e/<model>/<case>.json,
+// made by golden/tools/gen_e2e.py with transformers), the client of the case's service, and
+// the latency metrics of one response.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "checks/check.h"
+#include "service/client.h"
+
+namespace h0::checks {
+
+struct E2eRequest {
+  std::string model_dir;      // absolute: the model the service is started for
+  service::Request request;   // `model` is filled in at run time
+  std::string golden_path;    // empty: no golden
+  nlohmann::json golden;      // the golden file's contents (null when none)
+  std::string description;    // "chat: 2 messages, 1 image" — for messages
+};
+
+// Reads `model`, and either `golden` (its request) or `messages` / `prompt` / `prompt_ids`,
+// plus `max_tokens`, `temperature`, `seed`, `top_k`, `top_p`, `ignore_eos`, `top_logprobs`.
+// Image parts name a data: URL, an http(s) URL or a file (relative to the working directory or
+// the suite's repository), which is read now and sent as a data: URL. Fails at the field.
+E2eRequest parse_e2e_request(const suite::Case& c);
+// The fields parse_e2e_request reads (for the kinds' schemas).
+std::vector<std::string> e2e_request_fields();
+// A different request of the same shape (the k-th variant of the prompt: a tag appended to
+// the last text, or the prompt ids permuted), for the concurrent load around a request.
+service::Request request_variant(const service::Request& base, int64_t k);
+// Whether the request holds an image part.
+bool has_image(const service::Request& r);
+
+// The case's service from the runner (ctx.service()); an error message when it is not usable.
+struct ServiceHandle {
+  std::unique_ptr<service::Client> client;
+  std::string model;   // the served name to request
+  std::string error;   // why the service cannot be used (then client may be empty)
+  nlohmann::json evidence = nlohmann::json::object();  // url, command, log tail
+};
+ServiceHandle connect_service(RunContext& ctx);
+// A failing result for an unusable service, with its evidence.
+CheckResult service_unavailable(const ServiceHandle& h);
+
+// Latency of one streamed response: ttft, tpot ((e2e - ttft) / (tokens - 1)), inter-token
+// latencies (between content chunks), e2e — milliseconds.
+struct Latency {
+  double ttft_ms = -1, tpot_ms = -1, e2e_ms = -1;
+  std::vector<double> itl_ms;
+  int64_t tokens = 0;
+};
+Latency latency_of(const service::Result& r);
+
+// One response for the evidence: outcome, text (cut to 2000 bytes), ids, finish reason.
+nlohmann::json response_evidence(const service::Result& r);
+// "timeout: no data for 0.5 s" — the outcome and the client's error.
+std::string failure_message(const service::Result& r);
+
+// Shared YAML helpers of these kinds (failing at the node).
+int64_t field_int(const suite::Case& c, const char* name, int64_t fallback, int64_t min_value);
+double field_double(const suite::Case& c, const char* name, double fallback);
+bool field_bool(const suite::Case& c, const char* name, bool fallback);
+std::string field_string(const suite::Case& c, const char* name, const std::string& fallback);
+
+}  // namespace h0::checks

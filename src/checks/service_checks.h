@@ -1,0 +1,20 @@
+// The check kinds that talk to a model service over the OpenAI-compatible API (the runner
+// starts the service from the platform's `service:` section first; checks/service_registry.h):
+//   service      the service started (startup time) and lists the model
+//   e2e_text     one text request against its golden / expectation, streamed and not
+//   e2e_image    the same with image content parts
+//   determinism  the same request repeated, and among concurrent different ones: identical
+//   e2e_load     many requests at a concurrency or a Poisson rate: latency percentiles, goodput
+#pragma once
+
+#include "checks/check.h"
+
+namespace h0::checks {
+
+CheckKind service_check_kind();
+CheckKind e2e_text_check_kind();
+CheckKind e2e_image_check_kind();
+CheckKind determinism_check_kind();
+CheckKind e2e_load_check_kind();
+
+}  // namespace h0::checks

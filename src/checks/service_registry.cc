@@ -1,0 +1,139 @@
+#include "checks/service_registry.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace h0::checks {
+namespace fs = std::filesystem;
+
+nlohmann::json ServiceInfo::to_json() const {
+  return {{"configured", configured}, {"ok", ok},           {"error", error},         {"model_dir", model_dir},
+          {"url", url},               {"model", model},     {"api_key_env", api_key_env}, {"command", command},
+          {"log_path", log_path},     {"log_tail", log_tail}, {"startup_s", startup_s},
+          {"request_timeout_s", request_timeout_s}};
+}
+
+ServiceInfo ServiceInfo::from_json(const nlohmann::json& j) {
+  ServiceInfo s;
+  s.configured = j.value("configured", false);
+  s.ok = j.value("ok", false);
+  s.error = j.value("error", "");
+  s.model_dir = j.value("model_dir", "");
+  s.url = j.value("url", "");
+  s.model = j.value("model", "");
+  s.api_key_env = j.value("api_key_env", "");
+  s.command = j.value("command", "");
+  s.log_path = j.value("log_path", "");
+  s.log_tail = j.value("log_tail", "");
+  s.startup_s = j.value("startup_s", 0.0);
+  s.request_timeout_s = j.value("request_timeout_s", 300.0);
+  return s;
+}
+
+service::ClientOptions ServiceInfo::client_options() const {
+  service::ClientOptions o;
+  o.base_url = url;
+  o.request_timeout_s = request_timeout_s;
+  o.idle_timeout_s = request_timeout_s;
+  if (!api_key_env.empty()) {
+    if (const char* key = std::getenv(api_key_env.c_str())) o.api_key = key;
+  }
+  return o;
+}
+
+std::string fill_placeholders(std::string text, const std::map<std::string, std::string>& values) {
+  for (const auto& [name, value] : values) {
+    const std::string key = "{" + name + "}";
+    for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size())) {
+      text.replace(at, key.size(), value);
+    }
+  }
+  return text;
+}
+
+namespace {
+
+std::string self_executable() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "harness" : p.string();
+}
+
+std::string shell_quoted(const std::string& s) {
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+}  // namespace
+
+ServiceRegistry::ServiceRegistry(const suite::Platform& platform, std::string log_dir)
+    : platform_(platform), log_dir_(std::move(log_dir)) {}
+
+ServiceRegistry::~ServiceRegistry() { stop_all(); }
+
+void ServiceRegistry::stop_all() {
+  for (auto& [key, entry] : services_) {
+    if (entry.process) entry.process->stop();
+  }
+}
+
+ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
+  const suite::ServiceConfig& cfg = platform_.service;
+  ServiceInfo info;
+  info.model_dir = model_dir;
+  if (!cfg.present) {
+    info.error = "the platform file " + platform_.file + " has no `service:` section (how to start or reach the service)";
+    return info;
+  }
+  info.configured = true;
+  const std::map<std::string, std::string> fixed = {{"harness", shell_quoted(self_executable())},
+                                                    {"model", shell_quoted(model_dir)},
+                                                    {"platform", shell_quoted(fs::absolute(platform_.file).string())}};
+  // One service per distinct command: a command without {model} serves every model.
+  const std::string key = fill_placeholders(cfg.start, fixed) + "\n" + fill_placeholders(cfg.url, fixed);
+  if (auto it = services_.find(key); it != services_.end()) {
+    ServiceInfo known = it->second.info;
+    if (known.ok && it->second.process && !it->second.process->running()) {
+      known.ok = false;
+      known.error = "the service exited during the run";
+      known.log_tail = it->second.process->log_tail();
+    }
+    known.model_dir = model_dir;
+    return known;
+  }
+  std::map<std::string, std::string> values = fixed;
+  values["port"] = std::to_string(service::free_port());
+  service::LaunchSpec spec;
+  spec.command = fill_placeholders(cfg.start, values);
+  spec.url = fill_placeholders(cfg.url, values);
+  spec.health = cfg.health;
+  spec.startup_timeout_s = cfg.startup_timeout_s;
+  spec.stop_grace_s = cfg.stop_grace_s;
+  spec.env = cfg.env;
+  std::error_code ec;
+  fs::create_directories(log_dir_, ec);
+  spec.log_path = (fs::path(log_dir_) / ("service-" + std::to_string(services_.size() + 1) + ".log")).string();
+
+  Entry entry;
+  entry.process = std::make_unique<service::ServiceProcess>();
+  info.url = spec.url;
+  info.model = cfg.model;
+  info.api_key_env = cfg.api_key_env;
+  info.command = spec.command;
+  info.log_path = spec.command.empty() ? "" : spec.log_path;
+  info.request_timeout_s = cfg.request_timeout_s;
+  info.ok = entry.process->start(spec);
+  info.startup_s = entry.process->startup_s();
+  if (!info.ok) {
+    info.error = entry.process->error();
+    info.log_tail = entry.process->log_tail();
+  }
+  entry.info = info;
+  services_.emplace(key, std::move(entry));
+  return info;
+}
+
+}  // namespace h0::checks
