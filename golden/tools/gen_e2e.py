@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""Generate the end-to-end serving goldens (golden/e2e/<model>/<case>.json) for the tiny models.
+
+Usage:
+  python3 golden/tools/gen_e2e.py --harness build/bin/harness [--root REPO_ROOT]
+
+Each file is one OpenAI-compatible request (chat or completion, greedy) and what an independent
+implementation, HuggingFace transformers' `generate`, answers to it: the prompt's token ids, the
+generated token ids, their logprobs and top 5 alternatives, the text and the finish reason.  The
+harness's serving checks send the same request to a server running the same model and compare.
+
+For every model this script
+  1. runs `harness model synth --model configs/models/<name> --out <tmp> --seed 0 --shards 1`,
+     the checkpoint `resolve_model` synthesizes for a server given configs/models/<name>, and
+     checks that every tensor is byte-identical to the one golden/models/<name>.json records
+     (gen_models.py's goldens of `synth --seed 0`);
+  2. loads it with transformers in f32 (the bf16 weights upcast exactly), eval mode,
+     attn_implementation="eager" (dump_hf.load_model);
+  3. for each case below builds the prompt by the rules in golden/e2e/README.md (the tokenizer's
+     own chat template; image tokens expanded to image_seq_length copies of image_token_index)
+     and runs model.generate(do_sample=False) with a fresh GenerationConfig whose only end token is
+     the tokenizer's eos_token, recording log_softmax of the raw logits (output_logits) per step.
+Every step is checked against a cache-free recomputation (full forward pass on the prompt plus the
+tokens so far, as dump_hf.dump does): same argmax.
+
+PyTorch is pinned to its portable CPU kernels and one thread, so a rerun writes byte-identical
+files.  golden/manifest.json is updated for every file written.  See golden/e2e/README.md.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Portable scalar CPU kernels (see gen_foundation.py / gen_models.py).  Before torch is imported.
+if "torch" in sys.modules:
+    raise RuntimeError("gen_e2e.py must set ATEN_CPU_CAPABILITY before torch is imported")
+os.environ["ATEN_CPU_CAPABILITY"] = "default"
+
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import torch  # noqa: E402
+from safetensors import safe_open  # noqa: E402
+from transformers import AutoConfig, AutoTokenizer, GenerationConfig  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from manifest import update_manifest  # noqa: E402
+import dump_hf  # noqa: E402
+
+torch.set_num_threads(1)
+
+PRODUCER = "golden/tools/gen_e2e.py"
+SEED = 0
+TOPK = 5
+IMAGE_TEXT = "<image>"  # what an image part renders as in the chat template
+TEXT_TOKENS = 16
+IMAGE_TOKENS = 12
+P7 = [1000, 17, 263, 951, 4, 588, 120]  # gen_models.py's p7
+
+
+def image_part(stem: str) -> dict:
+    return {"type": "image_url", "image_url": {"url": f"golden/models/images/{stem}"}}
+
+
+def text_part(text: str) -> dict:
+    return {"type": "text", "text": text}
+
+
+def chat(*messages, max_tokens=TEXT_TOKENS) -> dict:
+    return {"messages": [{"role": r, "content": c} for r, c in messages], "max_tokens": max_tokens}
+
+
+# model -> [(case, endpoint, request)]
+CASES = {
+    "tiny-llama": [
+        ("chat_hello", "chat", chat(("user", "Hello! Who are you?"))),
+        ("chat_system", "chat", chat(("system", "You are a helpful assistant."),
+                                     ("user", "What is the capital of France?"))),
+        ("completion_ids_p7", "completions", {"prompt_ids": P7, "max_tokens": TEXT_TOKENS}),
+        ("completion_text", "completions", {"prompt": "The capital of France is", "max_tokens": TEXT_TOKENS}),
+    ],
+    "tiny-qwen3-moe": [
+        ("chat_hello", "chat", chat(("user", "Hello! Who are you?"))),
+        ("completion_ids_p7", "completions", {"prompt_ids": P7, "max_tokens": TEXT_TOKENS}),
+    ],
+    "tiny-deepseek-v3": [
+        ("chat_hello", "chat", chat(("user", "Hello! Who are you?"))),
+    ],
+    "tiny-llava": [
+        ("chat_image_checker", "chat", chat(("user", [image_part("checker.png"), text_part("What is in this image?")]),
+                                            max_tokens=IMAGE_TOKENS)),
+        ("chat_image_gradient", "chat", chat(("user", [text_part("Describe this picture."), image_part("gradient.png")]),
+                                             max_tokens=IMAGE_TOKENS)),
+        ("chat_text", "chat", chat(("user", "Hello! Who are you?"))),
+    ],
+}
+
+
+# --------------------------------------------------------------------------
+# Checkpoint
+# --------------------------------------------------------------------------
+
+
+def synth(harness: str, model_dir: Path, out: Path) -> None:
+    subprocess.run([harness, "model", "synth", "--model", str(model_dir), "--out", str(out),
+                    "--seed", str(SEED), "--shards", "1"], check=True, stdout=subprocess.DEVNULL)
+
+
+def check_checkpoint(root: Path, name: str, ckpt: Path) -> int:
+    """Every tensor golden/models/<name>.json hashes must have the same bytes in `ckpt`."""
+    expected = json.loads((root / "golden" / "models" / f"{name}.json").read_text())["synth"]
+    if expected["seed"] != SEED:
+        raise SystemExit(f"{name}: golden/models/{name}.json was made with seed {expected['seed']}")
+    got = {}
+    for f in sorted(ckpt.glob("*.safetensors")):
+        with safe_open(str(f), "pt") as s:
+            for k in s.keys():
+                t = s.get_tensor(k).contiguous()
+                got[k] = hashlib.sha256(t.view(torch.uint8).numpy().tobytes()).hexdigest()
+    bad = [k for k, h in expected["tensor_sha256"].items() if got.get(k) != h]
+    if bad:
+        raise SystemExit(f"{name}: the synthesized checkpoint differs from golden/models/{name}.json "
+                         f"in {len(bad)} tensors, e.g. {bad[:3]}")
+    return len(expected["tensor_sha256"])
+
+
+# --------------------------------------------------------------------------
+# Prompts
+# --------------------------------------------------------------------------
+
+
+def image_paths(messages: list[dict]) -> list[str]:
+    return [p["image_url"]["url"] for m in messages if not isinstance(m["content"], str)
+            for p in m["content"] if p["type"] == "image_url"]
+
+
+def chat_prompt(tokenizer, config, messages: list[dict]) -> list[int]:
+    """The chat template's text, tokenized without special-token additions; each "<image>" of the
+    text becomes image_seq_length copies of image_token_index (the text is never tokenized there)."""
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    pieces = text.split(IMAGE_TEXT)
+    if len(pieces) - 1 != len(image_paths(messages)):
+        raise SystemExit(f"the chat template rendered {len(pieces) - 1} {IMAGE_TEXT} for "
+                         f"{len(image_paths(messages))} images: {text!r}")
+    ids = []
+    for i, piece in enumerate(pieces):
+        if i:
+            ids += [config.image_token_index] * config.image_seq_length
+        ids += tokenizer(piece, add_special_tokens=False)["input_ids"] if piece else []
+    return ids
+
+
+def prompt_for(tokenizer, config, endpoint: str, request: dict) -> list[int]:
+    if endpoint == "chat":
+        return chat_prompt(tokenizer, config, request["messages"])
+    if "prompt_ids" in request:
+        return list(request["prompt_ids"])
+    # A text completion: the tokenizer's full encode, its post-processor included (tiny-llama's
+    # and tiny-llava's add <|begin_of_text|>, Qwen's adds nothing), as vLLM does.
+    return tokenizer(request["prompt"])["input_ids"]
+
+
+def pixel_values_for(root: Path, model_dir: Path, messages: list[dict]) -> torch.Tensor | None:
+    paths = image_paths(messages)
+    if not paths:
+        return None
+    processor = dump_hf.load_image_processor(model_dir)
+    return torch.cat([dump_hf.preprocess_image(processor, root / p)[1] for p in paths])
+
+
+# --------------------------------------------------------------------------
+# Generation
+# --------------------------------------------------------------------------
+
+
+def step_entry(logits: torch.Tensor, chosen: int) -> dict:
+    lp = torch.log_softmax(logits.to(torch.float32), dim=-1)
+    top_ids, top_lp = dump_hf.top_k_stable(lp, TOPK)
+    return {"id": chosen, "logprob": float(lp[chosen]),
+            "top": [[int(i), float(v)] for i, v in zip(top_ids, top_lp)]}
+
+
+@torch.no_grad()
+def generate(model, prompt: list[int], pixel_values, max_new_tokens: int, eos: int) -> tuple[list[int], list[dict]]:
+    """(generated ids, eos included if generated; one logprob entry per generated id)."""
+    gc = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=eos, pad_token_id=eos,
+                          output_logits=True, return_dict_in_generate=True)
+    ids = torch.tensor([prompt], dtype=torch.int64)
+    kwargs = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "generation_config": gc}
+    if pixel_values is not None:
+        kwargs["pixel_values"] = pixel_values.to(model.dtype)
+    out = model.generate(**kwargs)
+    generated = out.sequences[0, len(prompt):].tolist()
+    if len(generated) != len(out.logits):
+        raise SystemExit(f"generate returned {len(generated)} tokens and {len(out.logits)} logits")
+    steps = []
+    for i, (tok, logits) in enumerate(zip(generated, out.logits)):
+        logits = logits[0]
+        if int(torch.argmax(logits)) != tok:
+            raise SystemExit(f"step {i}: generate chose {tok}, the raw logits' argmax is {int(torch.argmax(logits))}")
+        # The same step without a KV cache (a full forward pass, as dump_hf.dump does).
+        seq = torch.tensor(prompt + generated[:i], dtype=torch.int64)
+        nocache = dump_hf._forward_logits(model, seq, None if pixel_values is None else pixel_values.to(model.dtype))
+        if int(torch.argmax(nocache[-1])) != tok:
+            raise SystemExit(f"step {i}: with the KV cache {tok}, without it {int(torch.argmax(nocache[-1]))}")
+        steps.append(step_entry(logits, tok))
+    return generated, steps
+
+
+def case_golden(root, name, model_dir, model, tokenizer, config, case, endpoint, request) -> dict:
+    prompt = prompt_for(tokenizer, config, endpoint, request)
+    pixel_values = pixel_values_for(root, model_dir, request["messages"]) if endpoint == "chat" else None
+    eos = tokenizer.convert_tokens_to_ids(tokenizer.eos_token)
+    generated, steps = generate(model, prompt, pixel_values, request["max_tokens"], eos)
+    stop = bool(generated) and generated[-1] == eos
+    token_ids = generated[:-1] if stop else generated
+    return {
+        "model": name,
+        "model_dir": f"configs/models/{name}",
+        "case": case,
+        "endpoint": endpoint,
+        "request": request,
+        "prompt_token_ids": prompt,
+        "token_ids": token_ids,
+        "text": tokenizer.decode(token_ids, skip_special_tokens=True),
+        "finish_reason": "stop" if stop else "length",
+        "stop_token_id": eos if stop else None,
+        "logprobs": steps[:len(token_ids)],
+        "stop_logprob": steps[-1] if stop else None,
+        "producer": PRODUCER,
+        "versions": dump_hf.versions(),
+    }
+
+
+def dumps(g: dict) -> str:
+    """Sorted keys, one line per logprob step."""
+    lines = []
+    for k in sorted(g):
+        if k == "logprobs":
+            inner = ",\n  ".join(json.dumps(s, sort_keys=True, ensure_ascii=False) for s in g[k])
+            v = f"[\n  {inner}\n ]" if g[k] else "[]"
+        else:
+            v = json.dumps(g[k], sort_keys=True, ensure_ascii=False)
+        lines.append(f" {json.dumps(k)}: {v}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def margins(g: dict) -> list[float]:
+    steps = g["logprobs"] + ([g["stop_logprob"]] if g["stop_logprob"] else [])
+    return [s["top"][0][1] - s["top"][1][1] for s in steps]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--harness", required=True)
+    ap.add_argument("--root", default=str(Path(__file__).resolve().parents[2]))
+    args = ap.parse_args()
+    root = Path(args.root)
+    out_dir = root / "golden" / "e2e"
+    written = []
+    for name, cases in CASES.items():
+        model_dir = root / "configs" / "models" / name
+        config = AutoConfig.from_pretrained(model_dir)
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        with tempfile.TemporaryDirectory() as tmp:
+            ckpt = Path(tmp) / name
+            synth(args.harness, model_dir, ckpt)
+            n = check_checkpoint(root, name, ckpt)
+            model = dump_hf.load_model(ckpt, torch.float32, "cpu")
+            print(f"{name}: checkpoint matches golden/models/{name}.json ({n} tensors)")
+            for case, endpoint, request in cases:
+                g = case_golden(root, name, model_dir, model, tokenizer, config, case, endpoint, request)
+                path = out_dir / name / f"{case}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(dumps(g), encoding="utf-8", newline="\n")
+                written.append(path)
+                m = margins(g)
+                print(f"  {case}: prompt {len(g['prompt_token_ids'])} tokens, {g['finish_reason']}, "
+                      f"ids {g['token_ids']}, text {g['text']!r}, min top1-top2 margin {min(m):.3g} "
+                      f"(step {m.index(min(m))})")
+    update_manifest(root / "golden", written, producer=PRODUCER)
+
+
+if __name__ == "__main__":
+    main()
