@@ -79,6 +79,9 @@ DEEPSEEK_CHAT = ("{{ bos_token }}{% for message in messages %}{% if message['rol
                  "<｜Assistant｜>{{ message['content'] }}<｜end▁of▁sentence｜>{% else %}"
                  "{{ message['content'] }}{% endif %}{% endfor %}"
                  "{% if add_generation_prompt %}<｜Assistant｜>{% endif %}")
+# LLaVA's: a list content renders its parts joined by newlines, an image part as "<image>"
+# (golden/e2e/README.md); string content as LLAMA3_CHAT.
+LLAMA3_CHAT_PARTS = "{{ bos_token }}{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n{% if message['content'] is string %}{{ message['content'] | trim }}{% else %}{% set ns = namespace(parts=[]) %}{% for part in message['content'] %}{% if part['type'] == 'text' %}{% set ns.parts = ns.parts + [part['text']] %}{% else %}{% set ns.parts = ns.parts + ['<image>'] %}{% endif %}{% endfor %}{{ ns.parts | join('\n') | trim }}{% endif %}<|eot_id|>{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
 
 
 def split_then_bytes(regexes: list[str]) -> pre_tokenizers.PreTokenizer:
@@ -156,7 +159,7 @@ MODELS = {
                           "chat_template": DEEPSEEK_CHAT}),
     "tiny-llava": (lambda: llama_style(["<image>"]),
                    {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
-                    "image_token": "<image>", "chat_template": LLAMA3_CHAT}),
+                    "image_token": "<image>", "chat_template": LLAMA3_CHAT_PARTS}),
 }
 
 

@@ -32,7 +32,7 @@ ModelSource resolve_model(const std::string& path, uint64_t seed) {
   if (has_weights(dir)) return {path, false};
   if (!fs::exists(dir / "config.json")) throw InputError(path, "has neither safetensors weights nor config.json");
   std::string key = file_text(dir / "config.json") + "\n" + std::to_string(seed);
-  for (const char* side : {"tokenizer.json", "preprocessor_config.json"}) {
+  for (const char* side : {"tokenizer.json", "tokenizer_config.json", "preprocessor_config.json"}) {
     if (fs::exists(dir / side)) key += file_text(dir / side);
   }
   const std::string digest = base::sha256_hex(key.data(), key.size()).substr(0, 16);
