@@ -26,7 +26,7 @@ namespace h0::cli {
 namespace {
 
 struct RunOptions {
-  std::string suite, platform, filter, json_out, junit_out, dump_dir, db = "reports/results.db";
+  std::string suite, platform, filter, json_out, junit_out, dump_dir, service_logs, db = "reports/results.db";
   std::vector<std::string> labels;
   bool no_db = false, no_isolation = false, no_run = false, quiet = false;
   std::string mesh_fault;  // JSON options of mesh::make_faulty_communicator (tests of the mesh checks)
@@ -93,6 +93,7 @@ int run_run(RunOptions opt) {
   ro.world = mesh_run.world.get();
   ro.timeout_s = opt.timeout_s;
   ro.dump_dir = opt.dump_dir;
+  ro.service_log_dir = opt.service_logs;
   ro.run = !opt.no_run;
   if (opt.no_run && opt.dump_dir.empty()) throw InputError("--no-run", "only makes sense with --dump-cases DIR");
 
@@ -163,6 +164,8 @@ void register_run(CLI::App& app, Run* run) {
                   "Multi-rank runs: inject a communication fault, e.g. '{\"op\":\"all_reduce\",\"rank\":1,\"call\":3,\"fault\":\"drop\"}'");
   sub->add_option("--timeout", opt->timeout_s, "Per-case timeout in seconds (default: the check's, else the platform's)");
   sub->add_option("--dump-cases", opt->dump_dir, "Write each case's description and inputs to DIR (for golden/tools)");
+  sub->add_option("--service-logs", opt->service_logs,
+                  "Where started services write their output (default: a temporary folder)");
   sub->add_flag("--no-run", opt->no_run, "With --dump-cases: dump only, run nothing");
   sub->add_flag("-q,--quiet", opt->quiet, "Print only failing cases and the summary");
   sub->callback([run, opt] { *run = [opt] { return run_run(*opt); }; });

@@ -57,7 +57,7 @@ class DeterminismCase final : public PreparedCase {
 
     for (int64_t round = 0; round < spec_.rounds; ++round) {
       const int64_t n = spec_.concurrency, place = round % n;
-      std::vector<service::Result> results(size_t(n));
+      std::vector<service::Result> results(static_cast<size_t>(n));
       std::latch start(n);
       std::vector<std::thread> threads;
       for (int64_t j = 0; j < n; ++j) {

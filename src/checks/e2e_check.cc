@@ -2,6 +2,7 @@
 // streamed, or both: then both must give the same tokens), judged against its golden
 // (compare: exact | logprobs) and/or an expectation (expect: {contains, regex}); metrics TTFT,
 // TPOT, ITL and E2E latency of the streamed response.
+#include <algorithm>
 #include <regex>
 
 #include "checks/e2e_compare.h"
@@ -77,18 +78,24 @@ class E2eCase final : public PreparedCase {
       } else if (v.pass && !v.message.empty()) {
         notes.push_back(what + ": " + v.message);
       }
-      if (spec_.compare == "logprobs") out.metrics.push_back({"max_logprob_diff", v.max_logprob_diff});
     };
+    double max_logprob_diff = 0;
     if (results.size() == 2) judge(compare_responses(results[0], results[1]), "streamed vs not streamed");
     for (size_t i = 0; i < results.size(); ++i) {
       const std::string mode = spec_.streams[i] ? "streamed" : "not streamed";
+      if (spec_.compare != "none") judge(compare_prompt(spec_.req.golden, results[i]), mode + " prompt");
       if (spec_.compare == "exact") judge(compare_exact(spec_.req.golden, results[i]), mode + " vs golden");
-      if (spec_.compare == "logprobs") judge(compare_logprobs(spec_.req.golden, results[i], spec_.logprob_atol), mode + " vs golden");
+      if (spec_.compare == "logprobs") {
+        const Verdict v = compare_logprobs(spec_.req.golden, results[i], spec_.logprob_atol);
+        max_logprob_diff = std::max(max_logprob_diff, v.max_logprob_diff);
+        judge(v, mode + " vs golden");
+      }
       if (const std::string why = expectation_failure(spec_.expect, results[i]); !why.empty() && out.status == Status::kPass) {
         out.status = Status::kFail;
         out.message = mode + ": " + why;
       }
     }
+    if (spec_.compare == "logprobs") out.metrics.push_back({"max_logprob_diff", max_logprob_diff});
     // Latency of the streamed response (else of the plain one: e2e only).
     const service::Result& timed = spec_.streams.back() ? results.back() : results.front();
     const Latency l = latency_of(timed);

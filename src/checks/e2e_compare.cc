@@ -140,6 +140,20 @@ Verdict compare_logprobs(const nlohmann::json& golden, const service::Result& r,
   return v;
 }
 
+Verdict compare_prompt(const nlohmann::json& golden, const service::Result& r) {
+  Verdict v;
+  const std::vector<int64_t> want = golden.value("prompt_token_ids", std::vector<int64_t>{});
+  if (want.empty() || r.prompt_token_ids.empty()) return v;
+  if (const int64_t d = first_difference(r.prompt_token_ids, want); d >= 0) {
+    v.pass = false;
+    v.first_difference = d;
+    v.message = "the prompt's token ids differ from the golden's at position " + std::to_string(d) + ": got " +
+                ids_around(r.prompt_token_ids, size_t(d)) + ", golden " + ids_around(want, size_t(d)) +
+                " (the chat template or the tokenizer differs)";
+  }
+  return v;
+}
+
 Verdict compare_responses(const service::Result& a, const service::Result& b) {
   Verdict v;
   const std::vector<int64_t> ia = response_ids(a), ib = response_ids(b);

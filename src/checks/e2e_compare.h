@@ -25,6 +25,9 @@ struct Verdict {
 Verdict compare_exact(const nlohmann::json& golden, const service::Result& r);
 // check_logprobs_close, plus |logprob - golden logprob| <= atol at every matched position.
 Verdict compare_logprobs(const nlohmann::json& golden, const service::Result& r, double atol);
+// The prompt as the service tokenized it (vLLM's prompt_token_ids, when returned) against the
+// golden's: a difference is the chat template's or the tokenizer's.
+Verdict compare_prompt(const nlohmann::json& golden, const service::Result& r);
 // Two responses of one request (streamed vs not, alone vs batched): same ids and text.
 Verdict compare_responses(const service::Result& a, const service::Result& b);
 // The token id a logprob entry names: a TokenInfo id, or "token_id:123" text.
