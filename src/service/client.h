@@ -21,7 +21,9 @@ struct ClientOptions {
   std::string api_key;   // empty: no Authorization header
   double connect_timeout_s = 10;
   double request_timeout_s = 300;  // the whole request, first byte to last
-  double idle_timeout_s = 60;      // no byte for this long (e.g. between streamed tokens): timeout
+  // No byte for this long is a timeout: for a stream from the request on (a first token that
+  // never comes is a hang too), for a plain response once its first byte came. Fractional.
+  double idle_timeout_s = 60;
   int retries = 3;                 // extra attempts after a connection error
   double backoff_s = 0.2;          // before the first retry; doubled before each next one
 };
@@ -62,6 +64,8 @@ struct Request {
 
 // One generated token (or one streamed chunk when the server gives no per-token data).
 struct TokenInfo {
+  // The token's text; for a chunk or response of several tokens known only by id (token_ids, or
+  // logprob tokens "token_id:N"), the first holds the chunk's text and the others "".
   std::string text;
   std::optional<int64_t> id;
   std::optional<double> logprob;
@@ -73,7 +77,7 @@ enum class Outcome {
   kOk,          // a complete response (finish_reason set)
   kConnect,     // no connection after every retry
   kTimeout,     // request or idle timeout
-  kHttpError,   // a non-2xx status
+  kHttpError,   // a non-2xx status, or an {"error": ...} object inside a stream
   kProtocol,    // malformed JSON or SSE, a stream that ended without [DONE], missing fields
 };
 const char* outcome_name(Outcome o);
@@ -89,7 +93,8 @@ struct Result {
   std::vector<TokenInfo> tokens;       // per token when logprobs or token ids came, else per chunk
   std::string finish_reason;           // "stop", "length"
   int64_t prompt_tokens = -1, completion_tokens = -1;  // usage; -1 when not reported
-  double ttft_s = -1;                  // request sent → first content chunk (streaming), or → response
+  // Request sent → first content chunk (streaming), or → first byte of the response.
+  double ttft_s = -1;
   double e2e_s = -1;                   // request sent → last byte
   std::vector<double> chunk_arrival_s; // streaming: arrival of each content-bearing chunk
   std::string body_tail;               // the last ≤ 2 KiB of the body, as evidence on errors

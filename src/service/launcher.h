@@ -20,6 +20,7 @@ struct LaunchSpec {
   double stop_grace_s = 10;
   std::map<std::string, std::string> env;  // added to the harness's environment
   std::string log_path;                    // where stdout and stderr go (created)
+  std::string api_key;                     // sent with the health probes (vLLM --api-key)
 };
 
 class ServiceProcess {
@@ -35,7 +36,8 @@ class ServiceProcess {
   bool start(const LaunchSpec& spec);
   // SIGTERM to the process group, SIGKILL after the grace period; reaps it. Idempotent.
   void stop();
-  // Whether the started process is still running (true for an external service).
+  // Whether the started process is still running (true for an external service once start()
+  // succeeded). Reaps the process if it has exited; stop() still sweeps its group.
   bool running();
 
   double startup_s() const { return startup_s_; }
@@ -46,13 +48,20 @@ class ServiceProcess {
   std::string log_tail(int lines = 40) const;
 
  private:
+  // Reaps the started process if it has exited (WNOHANG); true once it is reaped.
+  bool reap();
+
   LaunchSpec spec_;
-  pid_t pid_ = -1;
+  pid_t pid_ = -1;  // the started process, also its process group id; -1 when none
+  bool reaped_ = false;
+  int exit_status_ = 0;  // waitpid's status once reaped_
+  bool external_ = false;  // start() succeeded on a service it did not start
   double startup_s_ = 0;
   std::string error_;
 };
 
-// A free TCP port on 127.0.0.1 (bound and released; the usual small race applies).
+// A free TCP port on 127.0.0.1 (bound and released; the usual small race applies); 0 when no
+// socket can be bound.
 int free_port();
 
 }  // namespace h0::service

@@ -1,2 +1,508 @@
-// placeholder: filled in by the service issue (9)
-int main() { return 0; }
+// A scripted fake OpenAI-compatible server on loopback, for the client and launcher tests.
+//
+//   fake_openai_server --port N --mode MODE [--ready-after S] [--port-file F] [--auth-file F]
+//                      [--exit-after-start]
+//
+// Plain POSIX sockets, one thread per connection, one request per connection ("Connection:
+// close"), so that a test can script exactly how a response breaks. Routes: GET /health,
+// GET /v1/models (id "fake-model"), POST /v1/completions and /v1/chat/completions, streaming
+// (SSE, chunked) or not. Modes:
+//   ok                deterministic tokens from a hash of the prompt: up to 8 tokens
+//                     (max_tokens with ignore_eos), ids, logprobs and top_logprobs when asked,
+//                     "token_id:N" token strings with return_tokens_as_token_ids, token_ids and
+//                     prompt_token_ids with return_token_ids, usage
+//   never_healthy     /health and /v1/models answer 503 forever
+//   die_mid_stream    3 chunks (or half a plain body), then the process _exits
+//   malformed_sse     1 chunk, then `data: {"choices": [` (not JSON)
+//   bogus_sse         1 chunk, then a line that is neither an SSE field nor a comment
+//   http_500          completions answer 500 with an OpenAI error JSON
+//   http_429          completions answer 429 with an OpenAI error JSON
+//   slow_tokens       1 chunk, then 10 s of silence before the rest
+//   no_done           a complete stream ended by the chunked terminator without [DONE]
+//   stream_error      1 chunk, then {"error": {"message", "code": 400}} (as vLLM reports
+//                     a failure inside a 200 stream), then [DONE]
+//   invalid_utf8      like ok, but the first token's text ends in a raw 0xFF byte
+//   nondeterministic  like ok, but each completion is held 150 ms, and one that overlapped
+//                     another gets its 4th token changed (id + 1)
+// --ready-after S: health answers 503 for S seconds. --exit-after-start: exits with status 3
+// after 0.3 s. --port 0 binds a free port; it is printed and written to --port-file.
+// --auth-file F: each /v1/ request writes its Authorization header (or nothing) to F.
+// Logs a line on start and one per request to stdout; never the Authorization value.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct Flags {
+  int port = 0;
+  std::string mode = "ok";
+  double ready_after_s = 0;
+  std::string port_file;
+  std::string auth_file;
+  bool exit_after_start = false;
+};
+Flags g_flags;
+const Clock::time_point g_start = Clock::now();
+std::mutex g_mutex;  // guards stdout, the auth file and g_in_flight
+// Requests being held by nondeterministic mode: each one's "overlapped another" flag.
+std::set<bool*> g_in_flight;
+
+void log(const std::string& line) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::printf("fake_openai_server: %s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+struct HttpRequest {
+  std::string method, path;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+};
+
+bool send_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    data.remove_prefix(size_t(n));
+  }
+  return true;
+}
+
+bool read_request(int fd, HttpRequest* request) {
+  std::string buffer;
+  char chunk[4096];
+  size_t header_end;
+  while ((header_end = buffer.find("\r\n\r\n")) == std::string::npos) {
+    ssize_t n = recv(fd, chunk, sizeof(chunk), 0);
+    if (n <= 0 || buffer.size() > (1 << 20)) return false;
+    buffer.append(chunk, size_t(n));
+  }
+  size_t line_end = buffer.find("\r\n");
+  std::string first = buffer.substr(0, line_end);
+  size_t sp1 = first.find(' '), sp2 = first.rfind(' ');
+  if (sp1 == std::string::npos || sp2 <= sp1) return false;
+  request->method = first.substr(0, sp1);
+  request->path = first.substr(sp1 + 1, sp2 - sp1 - 1);
+  for (size_t at = line_end + 2; at < header_end;) {
+    size_t end = buffer.find("\r\n", at);
+    std::string line = buffer.substr(at, end - at);
+    at = end + 2;
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+    size_t value = line.find_first_not_of(' ', colon + 1);
+    request->headers[name] = value == std::string::npos ? "" : line.substr(value);
+  }
+  size_t length = std::strtoul(request->headers["content-length"].c_str(), nullptr, 10);
+  if (request->headers["expect"] == "100-continue") send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n");
+  request->body = buffer.substr(header_end + 4);
+  while (request->body.size() < length) {
+    ssize_t n = recv(fd, chunk, sizeof(chunk), 0);
+    if (n <= 0) return false;
+    request->body.append(chunk, size_t(n));
+  }
+  return true;
+}
+
+std::string status_text(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+  }
+  return "Status";
+}
+
+std::string head(int status, const std::string& type, const std::string& extra) {
+  return "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
+         "\r\nContent-Type: " + type + "\r\nConnection: close\r\n" + extra + "\r\n";
+}
+
+// `body` as sent: its dump, with the marker turned into a raw 0xFF byte in invalid_utf8 mode.
+constexpr std::string_view kBadByteMarker = "<0xFF>";
+std::string wire(const json& body) {
+  std::string text = body.dump(), out;
+  size_t from = 0;
+  for (size_t at; (at = text.find(kBadByteMarker, from)) != std::string::npos;) {
+    out.append(text, from, at - from).push_back('\xFF');
+    from = at + kBadByteMarker.size();
+  }
+  return out.append(text, from);
+}
+
+void respond(int fd, int status, const json& body, const std::string& extra_headers = "") {
+  std::string text = wire(body);
+  send_all(fd, head(status, "application/json",
+                    extra_headers + "Content-Length: " + std::to_string(text.size()) + "\r\n") +
+                   text);
+}
+
+json error_json(int status, const std::string& message) {
+  return {{"error", {{"message", message}, {"type", "FakeError"}, {"code", status}}}};
+}
+
+// One HTTP chunk of a chunked body; an SSE event is "data: <json>\n\n".
+bool send_chunk(int fd, std::string_view data) {
+  char size[32];
+  std::snprintf(size, sizeof(size), "%zx\r\n", data.size());
+  return send_all(fd, std::string(size) + std::string(data) + "\r\n");
+}
+bool send_event(int fd, const json& data) { return send_chunk(fd, "data: " + wire(data) + "\n\n"); }
+
+struct Token {
+  int64_t id;
+  std::string text;
+  double logprob;
+};
+
+// What a completion request asked for, and the tokens it gets.
+struct Generation {
+  bool chat = false, stream = false, usage_chunk = false, token_ids = false, as_ids = false;
+  int top = 0;  // top_logprobs; 0: no logprobs
+  std::string model;
+  std::vector<int64_t> prompt_ids;
+  std::vector<Token> tokens;
+  std::string finish;
+};
+
+Generation generate(const json& request, bool chat, bool overlapped) {
+  Generation g;
+  g.chat = chat;
+  g.model = request.value("model", "fake-model");
+  g.stream = request.value("stream", false);
+  g.usage_chunk =
+      request.contains("stream_options") && request["stream_options"].value("include_usage", false);
+  g.token_ids = request.value("return_token_ids", false);
+  g.as_ids = request.value("return_tokens_as_token_ids", false);
+  if (chat && request.value("logprobs", false))
+    g.top = std::max(1, request.value("top_logprobs", 1));
+  if (!chat && request.contains("logprobs") && request["logprobs"].is_number_integer()) {
+    g.top = std::max(1, request["logprobs"].get<int>());
+  }
+  const json& prompt = chat ? request["messages"] : request["prompt"];
+  std::string key = prompt.dump();
+  if (prompt.is_array() && !chat) {
+    for (const json& id : prompt) g.prompt_ids.push_back(id.get<int64_t>());
+  } else {
+    for (size_t i = 0; i < std::min<size_t>(key.size(), 64); ++i) {
+      g.prompt_ids.push_back(static_cast<unsigned char>(key[i]));
+    }
+  }
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (char c : key) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  int64_t max_tokens = request.value("max_tokens", 16);
+  int64_t n = request.value("ignore_eos", false) ? std::min<int64_t>(max_tokens, 512)
+                                                 : std::min<int64_t>(max_tokens, 8);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t id = 1000 + int64_t((hash + 7919 * uint64_t(i)) % 30000);
+    g.tokens.push_back({id, " w" + std::to_string(id), -0.05 * double(i + 1) - 0.01 * (hash % 10)});
+  }
+  if (g_flags.mode == "invalid_utf8" && !g.tokens.empty()) g.tokens[0].text += kBadByteMarker;
+  if (overlapped && g.tokens.size() > 3) {
+    g.tokens[3].id += 1;
+    g.tokens[3].text = " w" + std::to_string(g.tokens[3].id);
+  }
+  g.finish = n < max_tokens ? "stop" : "length";
+  return g;
+}
+
+std::string token_string(const Generation& g, int64_t id, const std::string& text) {
+  return g.as_ids ? "token_id:" + std::to_string(id) : text;
+}
+
+// The logprobs of tokens [begin, end) in the endpoint's format; null when not asked.
+json logprobs_json(const Generation& g, size_t begin, size_t end) {
+  if (g.top == 0) return nullptr;
+  json content = json::array(), tokens = json::array(), values = json::array(),
+       tops = json::array();
+  for (size_t i = begin; i < end; ++i) {
+    const Token& t = g.tokens[i];
+    json top_list = json::array(), top_map = json::object();
+    for (int k = 0; k < g.top; ++k) {
+      int64_t id = t.id + k;
+      std::string text = token_string(g, id, " w" + std::to_string(id));
+      double logprob = t.logprob - 0.5 * k;
+      top_list.push_back({{"token", text}, {"logprob", logprob}});
+      top_map[text] = logprob;
+    }
+    std::string text = token_string(g, t.id, t.text);
+    content.push_back({{"token", text}, {"logprob", t.logprob}, {"top_logprobs", top_list}});
+    tokens.push_back(text);
+    values.push_back(t.logprob);
+    tops.push_back(top_map);
+  }
+  if (g.chat) return {{"content", content}};
+  return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}};
+}
+
+// A response (`streamed` false) or a chunk of tokens [begin, end).
+json choice_json(const Generation& g, size_t begin, size_t end, bool streamed, bool last) {
+  std::string text;
+  std::vector<int64_t> ids;
+  for (size_t i = begin; i < end; ++i) {
+    text += g.tokens[i].text;
+    ids.push_back(g.tokens[i].id);
+  }
+  json choice = {{"index", 0}, {"logprobs", logprobs_json(g, begin, end)}};
+  if (!g.chat) {
+    choice["text"] = text;
+  } else if (streamed) {
+    choice["delta"] = {{"content", text}};
+  } else {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  }
+  choice["finish_reason"] = last ? json(g.finish) : json(nullptr);
+  if (g.token_ids) choice["token_ids"] = ids;
+  if (g.token_ids && !g.chat && begin == 0) choice["prompt_token_ids"] = g.prompt_ids;
+  return choice;
+}
+
+json usage_json(const Generation& g) {
+  return {{"prompt_tokens", g.prompt_ids.size()},
+          {"completion_tokens", g.tokens.size()},
+          {"total_tokens", g.prompt_ids.size() + g.tokens.size()}};
+}
+
+void plain_response(int fd, const Generation& g) {
+  json body = {{"id", "fake-1"},
+               {"object", g.chat ? "chat.completion" : "text_completion"},
+               {"created", 0},
+               {"model", g.model},
+               {"choices", {choice_json(g, 0, g.tokens.size(), false, true)}},
+               {"usage", usage_json(g)}};
+  if (g.token_ids && g.chat) body["prompt_token_ids"] = g.prompt_ids;
+  if (g_flags.mode == "die_mid_stream") {
+    std::string text = wire(body);
+    send_all(fd, head(200, "application/json",
+                      "Content-Length: " + std::to_string(text.size()) + "\r\n") +
+                     text.substr(0, text.size() / 2));
+    log("dying mid-response");
+    _exit(1);
+  }
+  if (g_flags.mode == "slow_tokens") sleep_s(10);
+  respond(fd, 200, body);
+}
+
+void stream_response(int fd, const Generation& g) {
+  const std::string& mode = g_flags.mode;
+  send_all(fd, head(200, "text/event-stream",
+                    "Cache-Control: no-cache\r\n"
+                    "Transfer-Encoding: chunked\r\n"));
+  send_chunk(fd, ": ping\n\n");
+  json chunk = {{"id", "fake-1"},
+                {"object", g.chat ? "chat.completion.chunk" : "text_completion"},
+                {"created", 0},
+                {"model", g.model}};
+  if (g.chat) {  // the role first, with no content (as vLLM and OpenAI send it)
+    json first = chunk;
+    first["choices"] = {{{"index", 0},
+                         {"delta", {{"role", "assistant"}, {"content", ""}}},
+                         {"logprobs", nullptr},
+                         {"finish_reason", nullptr}}};
+    if (g.token_ids) first["prompt_token_ids"] = g.prompt_ids;
+    if (!send_event(fd, first)) return;
+  }
+  for (size_t i = 0; i < g.tokens.size(); ++i) {
+    if ((mode == "malformed_sse" || mode == "bogus_sse" || mode == "slow_tokens") && i == 1) {
+      if (mode == "slow_tokens") {
+        sleep_s(10);
+      } else {
+        send_chunk(fd, mode == "bogus_sse" ? "this is not sse\n\n" : "data: {\"choices\": [\n\n");
+        send_chunk(fd, "");
+        return;
+      }
+    }
+    if (mode == "stream_error" && i == 1) {
+      send_event(fd, error_json(400, "fake stream failure"));
+      break;
+    }
+    if (mode == "die_mid_stream" && i == 3) {
+      log("dying mid-stream");
+      _exit(1);
+    }
+    json next = chunk;
+    next["choices"] = {choice_json(g, i, i + 1, true, i + 1 == g.tokens.size())};
+    if (!send_event(fd, next)) return;
+  }
+  if (g.usage_chunk) {
+    json usage = chunk;
+    usage["choices"] = json::array();
+    usage["usage"] = usage_json(g);
+    send_event(fd, usage);
+  }
+  if (mode != "no_done") send_chunk(fd, "data: [DONE]\n\n");
+  send_chunk(fd, "");  // the chunked terminator
+}
+
+void completion(int fd, const HttpRequest& request, bool chat) {
+  const std::string& mode = g_flags.mode;
+  if (mode == "http_500" || mode == "http_429") {
+    int status = mode == "http_500" ? 500 : 429;
+    respond(fd, status, error_json(status, "fake server says " + std::to_string(status)),
+            status == 429 ? "Retry-After: 1\r\n" : "");
+    return;
+  }
+  json body = json::parse(request.body, nullptr, false);
+  if (!body.is_object() || !(chat ? body.contains("messages") : body.contains("prompt"))) {
+    respond(fd, 400, error_json(400, "the body is not a completion request"));
+    return;
+  }
+  bool overlapped = false;
+  if (mode == "nondeterministic") {
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      if (!g_in_flight.empty()) overlapped = true;
+      for (bool* other : g_in_flight) *other = true;
+      g_in_flight.insert(&overlapped);
+    }
+    sleep_s(0.15);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_in_flight.erase(&overlapped);
+  }
+  Generation g = generate(body, chat, overlapped);
+  if (g.stream) {
+    stream_response(fd, g);
+  } else {
+    plain_response(fd, g);
+  }
+}
+
+void serve(int fd) {
+  HttpRequest request;
+  if (!read_request(fd, &request)) {
+    close(fd);
+    return;
+  }
+  bool stream = request.body.find("\"stream\":true") != std::string::npos;
+  log(request.method + " " + request.path + (stream ? " (stream)" : ""));
+  if (!g_flags.auth_file.empty() && request.path.rfind("/v1/", 0) == 0) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    std::ofstream(g_flags.auth_file, std::ios::trunc) << request.headers["authorization"];
+  }
+  double up_s = std::chrono::duration<double>(Clock::now() - g_start).count();
+  bool healthy = g_flags.mode != "never_healthy" && up_s >= g_flags.ready_after_s;
+  if (request.method == "GET" && (request.path == "/health" || request.path == "/v1/models")) {
+    if (!healthy) {
+      respond(fd, 503, error_json(503, "not ready"));
+    } else if (request.path == "/health") {
+      respond(fd, 200, json::object());
+    } else {
+      respond(fd, 200,
+              {{"object", "list"}, {"data", {{{"id", "fake-model"}, {"object", "model"}}}}});
+    }
+  } else if (request.method == "POST" && request.path == "/v1/completions") {
+    completion(fd, request, false);
+  } else if (request.method == "POST" && request.path == "/v1/chat/completions") {
+    completion(fd, request, true);
+  } else {
+    respond(fd, 404, error_json(404, "no route " + request.path));
+  }
+  shutdown(fd, SHUT_WR);
+  close(fd);
+}
+
+bool parse_flags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    bool has_value = i + 1 < argc;
+    if (flag == "--exit-after-start") {
+      g_flags.exit_after_start = true;
+    } else if (flag == "--port" && has_value) {
+      g_flags.port = std::atoi(argv[++i]);
+    } else if (flag == "--mode" && has_value) {
+      g_flags.mode = argv[++i];
+    } else if (flag == "--ready-after" && has_value) {
+      g_flags.ready_after_s = std::atof(argv[++i]);
+    } else if (flag == "--port-file" && has_value) {
+      g_flags.port_file = argv[++i];
+    } else if (flag == "--auth-file" && has_value) {
+      g_flags.auth_file = argv[++i];
+    } else {
+      std::fprintf(stderr, "fake_openai_server: bad flag %s\n", flag.c_str());
+      return false;
+    }
+  }
+  static const std::set<std::string> kModes = {
+      "ok",        "never_healthy",    "die_mid_stream", "malformed_sse",
+      "bogus_sse", "http_500",         "http_429",       "slow_tokens",
+      "no_done",   "nondeterministic", "stream_error",   "invalid_utf8"};
+  if (!kModes.contains(g_flags.mode)) {
+    std::fprintf(stderr, "fake_openai_server: unknown mode %s\n", g_flags.mode.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!parse_flags(argc, argv)) return 2;
+  signal(SIGPIPE, SIG_IGN);
+  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(uint16_t(g_flags.port));
+  socklen_t length = sizeof(address);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      listen(listener, 128) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    std::fprintf(stderr, "fake_openai_server: cannot listen on port %d: %s\n", g_flags.port,
+                 std::strerror(errno));
+    return 1;
+  }
+  int port = ntohs(address.sin_port);
+  if (!g_flags.port_file.empty()) {
+    std::string temporary = g_flags.port_file + ".tmp";
+    std::ofstream(temporary) << port << "\n";
+    std::rename(temporary.c_str(), g_flags.port_file.c_str());
+  }
+  log("mode " + g_flags.mode + " listening on 127.0.0.1:" + std::to_string(port));
+  if (g_flags.exit_after_start) {
+    std::thread([] {
+      sleep_s(0.3);
+      log("exiting with status 3 (--exit-after-start)");
+      _exit(3);
+    }).detach();
+  }
+  while (true) {
+    int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    std::thread(serve, fd).detach();
+  }
+}
