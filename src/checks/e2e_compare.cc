@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "service/openai_protocol.h"
+
 namespace h0::checks {
 namespace {
 
@@ -39,15 +41,6 @@ std::vector<int64_t> response_ids(const service::Result& r) {
 }
 
 }  // namespace
-
-std::optional<int64_t> token_id_of(const std::string& text) {
-  constexpr std::string_view kPrefix = "token_id:";
-  if (text.rfind(kPrefix, 0) != 0 || text.size() == kPrefix.size()) return std::nullopt;
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str() + kPrefix.size(), &end, 10);
-  if (*end != '\0') return std::nullopt;
-  return v;
-}
 
 Verdict compare_exact(const nlohmann::json& golden, const service::Result& r) {
   Verdict v;
@@ -119,7 +112,7 @@ Verdict compare_logprobs(const nlohmann::json& golden, const service::Result& r,
     bool ours_in_golden = false, golden_in_ours = false;
     for (const auto& pair : steps[i].value("top", nlohmann::json::array())) ours_in_golden |= pair.at(0).get<int64_t>() == got[i];
     if (i < r.tokens.size()) {
-      for (const auto& [text, lp] : r.tokens[i].top) golden_in_ours |= token_id_of(text) == want;
+      for (const auto& [text, lp] : r.tokens[i].top) golden_in_ours |= service::token_id_of(text) == want;
     }
     if (!ours_in_golden || !golden_in_ours) {
       v.pass = false;

@@ -30,7 +30,5 @@ Verdict compare_logprobs(const nlohmann::json& golden, const service::Result& r,
 Verdict compare_prompt(const nlohmann::json& golden, const service::Result& r);
 // Two responses of one request (streamed vs not, alone vs batched): same ids and text.
 Verdict compare_responses(const service::Result& a, const service::Result& b);
-// The token id a logprob entry names: a TokenInfo id, or "token_id:123" text.
-std::optional<int64_t> token_id_of(const std::string& text);
 
 }  // namespace h0::checks

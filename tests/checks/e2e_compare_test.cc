@@ -91,9 +91,6 @@ TEST(E2eCompare, ResponsesOfOneRequest) {
   EXPECT_FALSE(v.pass);
   EXPECT_EQ(v.first_difference, 2);
   EXPECT_FALSE(compare_responses(response({}, "xyz"), response({}, "xy")).pass);
-  EXPECT_EQ(token_id_of("token_id:42"), 42);
-  EXPECT_FALSE(token_id_of("token_id:4x"));
-  EXPECT_FALSE(token_id_of("hello"));
 }
 
 }  // namespace

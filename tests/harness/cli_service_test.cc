@@ -51,7 +51,8 @@ class ServiceCli : public ::testing::Test {
     nlohmann::json by_id = nlohmann::json::object();
     std::ifstream in(dir_.file("out.json"));
     if (!in) return by_id;
-    for (const auto& c : nlohmann::json::parse(in)["cases"]) by_id[c["id"].get<std::string>()] = c;
+    const nlohmann::json run_json = nlohmann::json::parse(in);
+    for (const auto& c : run_json["cases"]) by_id[c["id"].get<std::string>()] = c;
     return by_id;
   }
 
@@ -65,7 +66,7 @@ const char* kStreamed =
     "  - id: streamed\n    kind: e2e_text\n    model: configs/models/tiny-llama\n    prompt: hello\n"
     "    stream: true\n    max_tokens: 8\n    expect: {min_tokens: 1}\n";
 const char* kPlan =
-    "  - id: plan\n    kind: plan\n    model: configs/models/tiny-llama\n    device_memory: 1GiB\n";
+    "  - id: plan\n    kind: plan\n    model: configs/models/tiny-llama\n    device_memory: 8GiB\n";
 
 TEST_F(ServiceCli, AHealthyServicePassesStreamedAndNot) {
   Result r;
