@@ -28,5 +28,6 @@ void register_db(CLI::App& app, Run* run);
 void register_model(CLI::App& app, Run* run);
 void register_load(CLI::App& app, Run* run);
 void register_report(CLI::App& app, Run* run);
+void register_serve(CLI::App& app, Run* run);
 
 }  // namespace h0::cli

@@ -35,6 +35,7 @@ constexpr Subcommand kSubcommands[] = {
     {h0::cli::register_compare},
     {h0::cli::register_compare_dumps},
     {h0::cli::register_day0},
+    {h0::cli::register_serve},
 };
 
 std::string version_string() {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/check.h"
 #include "base/error.h"
 #include "model/host_glue.h"
 #include "tensor/convert.h"
@@ -106,29 +107,50 @@ DeviceTensor Executor::linear(const std::string& weight_prefix, const DeviceTens
 
 tensor::Tensor Executor::forward(int seq, const std::vector<int64_t>& ids, ProbeRecorder* probes,
                                  const tensor::Tensor* image_features) {
-  if (ids.empty()) throw InputError("forward", "no tokens");
-  for (int64_t id : ids) {
-    if (id < 0 || id >= arch_.text.vocab_size) {
-      throw InputError("prompt", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                                     std::to_string(arch_.text.vocab_size) + ")");
-    }
+  return std::move(forward_batch({{seq, ids, image_features}}, probes)[0]);
+}
+
+std::vector<tensor::Tensor> Executor::forward_batch(const std::vector<BatchItem>& items, ProbeRecorder* probes) {
+  if (items.empty()) throw InputError("forward", "no sequences");
+  const Sharding* sh = options_.sharding;
+  if (sh != nullptr && items.size() > 1) {
+    throw InputError("forward", "a sharded executor runs one sequence per forward pass, got " + std::to_string(items.size()));
   }
+  std::vector<int64_t> ids;
   Step step;
-  step.seq = seq;
-  step.tokens = int64_t(ids.size());
-  step.start = cache_.length(seq);
   step.probes = probes;
+  for (const BatchItem& item : items) {
+    if (item.ids.empty()) throw InputError("forward", "no tokens");
+    for (int64_t id : item.ids) {
+      if (id < 0 || id >= arch_.text.vocab_size) {
+        throw InputError("prompt", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                       std::to_string(arch_.text.vocab_size) + ")");
+      }
+    }
+    for (const Segment& s : step.segments) H0_CHECK(s.seq != item.seq) << "sequence " << item.seq << " twice in a batch";
+    Segment seg;
+    seg.seq = item.seq;
+    seg.tokens = int64_t(item.ids.size());
+    step.segments.push_back(std::move(seg));
+    ids.insert(ids.end(), item.ids.begin(), item.ids.end());
+  }
   begin_step(&step);
 
-  const Sharding* sh = options_.sharding;
   const bool first_stage = sh == nullptr || sh->pp_rank == 0, last_stage = sh == nullptr || sh->pp_rank == sh->pp - 1;
   DeviceTensor x;
   if (first_stage) {
     x = embed(ids);
     probe(step, prefix_ + "embed_tokens", x);
-    if (image_features != nullptr) {
+    bool images = false;
+    for (const BatchItem& item : items) images = images || item.image_features != nullptr;
+    if (images) {
       tensor::Tensor host = backend_.download(x);
-      glue::scatter_rows(&host, ids, arch_.vision ? arch_.vision->image_token_index : -1, *image_features);
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (items[i].image_features == nullptr) continue;
+        const Segment& s = step.segments[i];
+        tensor::Tensor rows = host.slice_rows(s.row, s.row + s.tokens);
+        glue::scatter_rows(&rows, items[i].ids, arch_.vision ? arch_.vision->image_token_index : -1, *items[i].image_features);
+      }
       x = backend_.upload(host);
     }
     if (arch_.vision) probe(step, "inputs_embeds", x);
@@ -139,7 +161,7 @@ tensor::Tensor Executor::forward(int seq, const std::vector<int64_t>& ids, Probe
   }
   const int64_t first = sh ? sh->layer_begin : 0, last = sh ? sh->layer_end : arch_.text.num_layers;
   for (int64_t l = first; l < last; ++l) x = decoder_layer(l, std::move(x), step);
-  cache_.advance(seq, step.tokens);
+  for (const Segment& s : step.segments) cache_.advance(s.seq, s.tokens);
   tensor::Tensor out;
   if (last_stage) {
     x = ops_.run1(rmsnorm_, {&x, &weights_->get(arch_.text.prefix + "norm.weight")});
@@ -154,7 +176,10 @@ tensor::Tensor Executor::forward(int seq, const std::vector<int64_t>& ids, Probe
     sh->pp_group->broadcast(out.mutable_data(), size_t(out.numel()), tensor::DType::kF32, int(sh->pp - 1));
   }
   if (probes != nullptr && probes->wants("logits") && last_stage) probes->record("logits", out);
-  return out;
+  if (step.segments.size() == 1) return {std::move(out)};
+  std::vector<tensor::Tensor> logits;
+  for (const Segment& s : step.segments) logits.push_back(out.slice_rows(s.row, s.row + s.tokens).clone());
+  return logits;
 }
 
 // Vocabulary-parallel embedding: rows outside this rank's [vocab_begin, vocab_end) are zero
@@ -211,26 +236,33 @@ tensor::Tensor Executor::lm_head(const DeviceTensor& x) {
 }
 
 void Executor::begin_step(Step* step) {
-  cache_.reserve(step->seq, step->tokens);
-  std::vector<int64_t> pos(size_t(step->tokens));
-  for (size_t i = 0; i < pos.size(); ++i) pos[i] = step->start + int64_t(i);
+  std::vector<int64_t> pos;
+  step->tokens = 0;
+  for (Segment& s : step->segments) {
+    cache_.reserve(s.seq, s.tokens);
+    s.row = step->tokens;
+    s.start = cache_.length(s.seq);
+    step->tokens += s.tokens;
+    for (int64_t i = 0; i < s.tokens; ++i) pos.push_back(s.start + i);
+    s.table = cache_.block_table(s.seq);
+    s.paged_attention = bind_op("paged_attention", {{"context_len", s.start + s.tokens}, {"scale", attention_scale_},
+                                                    {"causal", true}, {"q_offset", s.start}});
+  }
   step->positions = backend_.upload(index_tensor(pos));
-  step->table = cache_.block_table(step->seq);
-  step->paged_attention = bind_op("paged_attention", {{"context_len", step->start + step->tokens}, {"scale", attention_scale_},
-                                                      {"causal", true}, {"q_offset", step->start}});
 }
 
 tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden, ProbeRecorder* probes) {
   if (layer < 0 || layer >= arch_.text.num_layers) throw InputError("layer", std::to_string(layer) + " is out of range");
   Step step;
-  step.seq = cache_.new_sequence();
-  step.tokens = hidden.dim(0);
+  step.segments.resize(1);
+  step.segments[0].seq = cache_.new_sequence();
+  step.segments[0].tokens = hidden.dim(0);
   step.probes = probes;
   begin_step(&step);
   DeviceTensor x = backend_.upload(glue::to_dtype(hidden, options_.dtype));
   x = decoder_layer(layer, std::move(x), step);
   tensor::Tensor out = to_host_f32(x);
-  cache_.free_sequence(step.seq);
+  cache_.free_sequence(step.segments[0].seq);
   return out;
 }
 
@@ -310,10 +342,29 @@ DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, St
   return out;
 }
 
+// k and v rows of every segment go to its sequence's blocks, the layer is uploaded once, then
+// paged_attention runs per segment (one sequence per call) on its rows of q [T, H, Dh].
 DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q, const tensor::Tensor& k,
                                         const tensor::Tensor& v, Step& step) {
-  cache_.write(step.seq, layer, k, v);
-  return ops_.run1(step.paged_attention, {&q, &cache_.k(layer), &cache_.v(layer), &step.table});
+  for (const Segment& s : step.segments) {
+    cache_.stage(s.seq, layer, k.slice_rows(s.row, s.row + s.tokens), v.slice_rows(s.row, s.row + s.tokens));
+  }
+  cache_.upload(layer);
+  const DeviceTensor &k_cache = cache_.k(layer), &v_cache = cache_.v(layer);
+  if (step.segments.size() == 1) {
+    const Segment& s = step.segments[0];
+    return ops_.run1(s.paged_attention, {&q, &k_cache, &v_cache, &s.table});
+  }
+  const tensor::Tensor q_host = backend_.download(q);
+  const tensor::Shape qs = q.shape();
+  tensor::Tensor out = tensor::Tensor::zeros(q.dtype(), {qs[0], qs[1], v_cache.shape()[3]});
+  for (const Segment& s : step.segments) {
+    const DeviceTensor q_seg = backend_.upload(q_host.slice_rows(s.row, s.row + s.tokens));
+    const DeviceTensor o_seg = ops_.run1(s.paged_attention, {&q_seg, &k_cache, &v_cache, &s.table});
+    tensor::Tensor rows = out.slice_rows(s.row, s.row + s.tokens);
+    backend_.download(o_seg, &rows);
+  }
+  return backend_.upload(out);
 }
 
 DeviceTensor Executor::mlp(const std::string& prefix, const DeviceTensor& h) {

@@ -32,6 +32,14 @@ struct ExecutorOptions {
   const Sharding* sharding = nullptr;
 };
 
+// One sequence's part of a batched forward pass: its new tokens (a prompt, a prompt's next
+// chunk, or one decoded token) and, for LLaVA, its image features [N, D] (host, not owned).
+struct BatchItem {
+  int seq = 0;
+  std::vector<int64_t> ids;
+  const tensor::Tensor* image_features = nullptr;
+};
+
 class Executor {
  public:
   Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, backend::Backend& backend,
@@ -41,12 +49,21 @@ class Executor {
   int new_sequence() { return cache_.new_sequence(); }
   void free_sequence(int seq) { cache_.free_sequence(seq); }
   int64_t sequence_length(int seq) const { return cache_.length(seq); }
+  // The paged KV cache: capacity geometry().num_blocks × block_size tokens, free_blocks().
+  const PagedKvCache& kv_cache() const { return cache_; }
 
   // Appends `ids` to sequence `seq` (prefill when it is empty, decode for one id) and returns
   // the logits [T, V] (f32, host). `image_features` [N, D] (host), if given, replaces the
   // embeddings at the N positions holding the image token, in order (LLaVA).
   tensor::Tensor forward(int seq, const std::vector<int64_t>& ids, ProbeRecorder* probes = nullptr,
                          const tensor::Tensor* image_features = nullptr);
+  // One forward pass over several sequences (continuous batching): the rows of every item are
+  // concatenated, so each linear, norm, MLP and MoE op runs once on [ΣT_i, D]; attention runs
+  // per sequence over its own cache blocks. Returns each item's logits [T_i, V] (f32, host),
+  // the same as `forward` of that item alone would give (bit for bit when the backend's row
+  // results do not depend on the row count). Sequences must be distinct. `probes` see the
+  // concatenated rows. Sharded executors take one item only (InputError otherwise).
+  std::vector<tensor::Tensor> forward_batch(const std::vector<BatchItem>& items, ProbeRecorder* probes = nullptr);
   // Decoder layer `layer` alone on `hidden` [T, D] at positions [0, T) of a fresh sequence:
   // its output [T, D] (f32, host). Isolates one layer given the golden input.
   tensor::Tensor run_layer(int64_t layer, const tensor::Tensor& hidden, ProbeRecorder* probes = nullptr);
@@ -69,14 +86,20 @@ class Executor {
   const ModelWeights& weights() const { return *weights_; }
 
  private:
-  struct Step {  // one forward pass
+  struct Segment {  // one sequence's rows of a forward pass
     int seq = 0;
-    int64_t tokens = 0, start = 0;  // positions [start, start + tokens)
-    backend::DeviceTensor positions, table;
-    ProbeRecorder* probes = nullptr;
-    BoundOp paged_attention;  // attrs of this step's context (bound once, used by every layer)
+    int64_t row = 0, tokens = 0, start = 0;  // rows [row, row + tokens) hold positions [start, start + tokens)
+    backend::DeviceTensor table;
+    BoundOp paged_attention;  // attrs of this segment's context (bound once, used by every layer)
   };
-  // Positions, block table and paged-attention attrs of `step` after the cache holds its room.
+  struct Step {  // one forward pass over one or more sequences
+    std::vector<Segment> segments;
+    int64_t tokens = 0;  // rows over all segments
+    backend::DeviceTensor positions;
+    ProbeRecorder* probes = nullptr;
+  };
+  // Reserves cache room for each segment (seq, tokens set) and fills rows, positions, block
+  // tables and paged-attention attrs.
   void begin_step(Step* step);
   backend::DeviceTensor decoder_layer(int64_t layer, backend::DeviceTensor x, Step& step);
   backend::DeviceTensor attention(int64_t layer, const backend::DeviceTensor& h, Step& step);

@@ -1,5 +1,6 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/check.h"
@@ -12,9 +13,10 @@ PagedKvCache::PagedKvCache(backend::Backend& backend, const KvGeometry& geometry
   for (int64_t l = 0; l < g_.layers; ++l) {
     k_host_.push_back(tensor::Tensor::zeros(dtype, {g_.num_blocks, g_.block_size, g_.kv_heads, g_.k_dim}));
     v_host_.push_back(tensor::Tensor::zeros(dtype, {g_.num_blocks, g_.block_size, g_.kv_heads, g_.v_dim}));
-    k_dev_.push_back(backend.upload(k_host_.back()));
-    v_dev_.push_back(backend.upload(v_host_.back()));
   }
+  k_dev_.resize(size_t(g_.layers));
+  v_dev_.resize(size_t(g_.layers));
+  ensure_device(std::min<int64_t>(g_.num_blocks, 4));
   for (int64_t b = g_.num_blocks - 1; b >= 0; --b) free_blocks_.push_back(int32_t(b));
 }
 
@@ -45,10 +47,22 @@ void PagedKvCache::reserve(int seq, int64_t tokens) {
     }
     s.blocks.push_back(free_blocks_.back());
     free_blocks_.pop_back();
+    if (s.blocks.back() >= device_blocks_) {
+      ensure_device(std::min(g_.num_blocks, std::max<int64_t>(s.blocks.back() + 1, 2 * device_blocks_)));
+    }
   }
 }
 
-void PagedKvCache::write(int seq, int64_t layer, const tensor::Tensor& k, const tensor::Tensor& v) {
+void PagedKvCache::ensure_device(int64_t blocks) {
+  if (blocks <= device_blocks_) return;
+  device_blocks_ = blocks;
+  for (size_t l = 0; l < size_t(g_.layers); ++l) {
+    k_dev_[l] = backend_.upload(k_host_[l].slice_rows(0, blocks));
+    v_dev_[l] = backend_.upload(v_host_[l].slice_rows(0, blocks));
+  }
+}
+
+void PagedKvCache::stage(int seq, int64_t layer, const tensor::Tensor& k, const tensor::Tensor& v) {
   const Sequence& s = seqs_.at(size_t(seq));
   H0_CHECK(k.dtype() == dtype_ && v.dtype() == dtype_) << "cache dtype";
   const int64_t tokens = k.dim(0);
@@ -62,8 +76,11 @@ void PagedKvCache::write(int seq, int64_t layer, const tensor::Tensor& k, const 
     std::memcpy(kd + size_t(slot) * k_row, static_cast<const std::byte*>(k.data()) + size_t(t) * k_row, k_row);
     std::memcpy(vd + size_t(slot) * v_row, static_cast<const std::byte*>(v.data()) + size_t(t) * v_row, v_row);
   }
-  backend_.upload_into(k_host_[size_t(layer)], &k_dev_[size_t(layer)]);
-  backend_.upload_into(v_host_[size_t(layer)], &v_dev_[size_t(layer)]);
+}
+
+void PagedKvCache::upload(int64_t layer) {
+  backend_.upload_into(k_host_[size_t(layer)].slice_rows(0, device_blocks_), &k_dev_[size_t(layer)]);
+  backend_.upload_into(v_host_[size_t(layer)].slice_rows(0, device_blocks_), &v_dev_[size_t(layer)]);
 }
 
 backend::DeviceTensor PagedKvCache::block_table(int seq) {

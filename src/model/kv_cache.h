@@ -2,7 +2,8 @@
 // v_cache[NB, B, Hkv, Dv] in backend memory, shared by all sequences; a sequence owns a list
 // of blocks (its block table) and key j of it lives at block table[j / B], slot j % B.
 // New keys are written into a host mirror and the cache uploaded before attention reads it
-// (the plugin ABI has no partial device writes).
+// (the plugin ABI has no partial device writes). Blocks are handed out lowest id first, so the
+// device holds only blocks [0, high-water mark): uploads cost the peak use, not the capacity.
 #pragma once
 
 #include <cstdint>
@@ -26,11 +27,22 @@ class PagedKvCache {
   // Reserves room for `tokens` more keys of `seq`. Throws InputError when the cache is full.
   void reserve(int seq, int64_t tokens);
   // Writes k[T, Hkv, Dk] and v[T, Hkv, Dv] (host, cache dtype) of `layer` at positions
-  // [length, length + T) of `seq` and uploads that layer's cache.
-  void write(int seq, int64_t layer, const tensor::Tensor& k, const tensor::Tensor& v);
+  // [length, length + T) of `seq` into the host mirror; upload(layer) makes them visible.
+  void stage(int seq, int64_t layer, const tensor::Tensor& k, const tensor::Tensor& v);
+  // Copies the layer's host mirror to the backend (whole layer: the ABI has no partial writes).
+  void upload(int64_t layer);
+  // stage + upload.
+  void write(int seq, int64_t layer, const tensor::Tensor& k, const tensor::Tensor& v) {
+    stage(seq, layer, k, v);
+    upload(layer);
+  }
+  // Blocks not held by any sequence.
+  int64_t free_blocks() const { return int64_t(free_blocks_.size()); }
   // Advances the sequence's length by `tokens` once every layer has written them.
   void advance(int seq, int64_t tokens) { seqs_.at(size_t(seq)).length += tokens; }
 
+  // The device cache of `layer`: [M, B, Hkv, D] with M the high-water mark of blocks in use
+  // (every block of every block table is below it).
   const backend::DeviceTensor& k(int64_t layer) const { return k_dev_[size_t(layer)]; }
   const backend::DeviceTensor& v(int64_t layer) const { return v_dev_[size_t(layer)]; }
   // The sequence's block table as a device tensor (i32).
@@ -43,8 +55,12 @@ class PagedKvCache {
     int64_t length = 0;
     bool live = false;
   };
+  // Makes the device caches hold blocks [0, blocks) (grown geometrically, never shrunk).
+  void ensure_device(int64_t blocks);
+
   backend::Backend& backend_;
   KvGeometry g_;
+  int64_t device_blocks_ = 0;
   tensor::DType dtype_;
   std::vector<tensor::Tensor> k_host_, v_host_;
   std::vector<backend::DeviceTensor> k_dev_, v_dev_;

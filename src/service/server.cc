@@ -1,1 +1,697 @@
-// placeholder: filled in by the service issue (9)
+#include "service/server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "base/error.h"
+#include "model/byte_level.h"
+
+namespace h0::service {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// A request the server refuses: HTTP status, OpenAI error type and the offending field.
+struct HttpError {
+  int status = 400;
+  std::string message, param;
+};
+
+HttpError bad(const std::string& param, const std::string& what) {
+  return {400, param + ": " + what, param};
+}
+
+json error_body(const HttpError& e) {
+  const char* type = e.status == 400   ? "BadRequestError"
+                     : e.status == 401 ? "AuthenticationError"
+                     : e.status == 404 ? "NotFoundError"
+                                       : "InternalServerError";
+  return {{"error",
+           {{"message", e.message},
+            {"type", type},
+            {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+            {"code", e.status}}}};
+}
+
+void send_error(httplib::Response& res, const HttpError& e) {
+  res.status = e.status;
+  res.set_content(dump(error_body(e)), "application/json");
+}
+
+// body[name] when present and not null.
+const json* field(const json& body, const char* name) {
+  const auto it = body.find(name);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+int64_t int_field(const json& body, const char* name, int64_t fallback, int64_t min, int64_t max) {
+  const json* v = field(body, name);
+  if (v == nullptr) return fallback;
+  if (!v->is_number_integer()) throw bad(name, "expected an integer");
+  const int64_t x = v->get<int64_t>();
+  if (x < min || x > max)
+    throw bad(name, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
+                        std::to_string(x));
+  return x;
+}
+
+double number_field(const json& body, const char* name, double fallback, double min, double max) {
+  const json* v = field(body, name);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) throw bad(name, "expected a number");
+  const double x = v->get<double>();
+  if (!(x >= min && x <= max))
+    throw bad(name,
+              "must be in [" + json(min).dump() + ", " + json(max).dump() + "], got " + v->dump());
+  return x;
+}
+
+bool bool_field(const json& body, const char* name, bool fallback) {
+  const json* v = field(body, name);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) throw bad(name, "expected true or false");
+  return v->get<bool>();
+}
+
+// The field an engine error names ("max_tokens: must be ..." -> "max_tokens").
+std::string param_of(const std::string& message) {
+  for (const char* f : {"max_tokens", "messages", "prompt"}) {
+    if (message.rfind(f, 0) == 0) return f;
+  }
+  return "";
+}
+
+std::string random_hex(size_t n) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* kHex = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += kHex[rng() % 16];
+  return s;
+}
+
+std::vector<uint8_t> base64_decode(std::string_view in, const std::string& param) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+  };
+  std::vector<uint8_t> out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
+    const int v = value(c);
+    if (v < 0) throw bad(param, "the data URL is not valid base64");
+    acc = (acc << 6) | uint32_t(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(uint8_t(acc >> bits));
+    }
+  }
+  return out;
+}
+
+// The protocol-level request: what to generate and how to answer.
+struct ApiRequest {
+  bool chat = false;
+  GenerationRequest generation;
+  bool stream = false, include_usage = false, logprobs = false, token_ids = false,
+       tokens_as_ids = false;
+  std::vector<std::string> stop;
+};
+
+// The output as it grows: tokens, the visible text (stop strings applied), what was streamed.
+struct Output {
+  std::vector<TokenEvent> tokens;
+  std::string text;
+  size_t sent_bytes = 0, sent_tokens = 0;
+  int64_t text_offset = 0;  // completions logprobs: code points before the next unsent token
+  std::string finish_reason;
+  json stop_reason = nullptr;
+};
+
+size_t utf8_length(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+  return n;
+}
+
+}  // namespace
+
+class Server::Impl {
+ public:
+  Impl(BatchEngine& engine, ServedModel model, ServerOptions options)
+      : engine_(engine), model_(std::move(model)), options_(std::move(options)) {
+    http_.new_task_queue = [n = options_.threads] { return new httplib::ThreadPool(size_t(n)); };
+    http_.set_keep_alive_timeout(5);
+    http_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("{}", "application/json");
+    });
+    http_.Get("/metrics",
+              [this](const httplib::Request&, httplib::Response& res) { metrics(res); });
+    http_.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+      if (authorized(req, res)) models(res);
+    });
+    http_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      generate(req, res, false);
+    });
+    http_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      generate(req, res, true);
+    });
+    http_.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+          std::string what = "unknown exception";
+          try {
+            std::rethrow_exception(ep);
+          } catch (const std::exception& e) {
+            what = e.what();
+          } catch (...) {
+          }
+          send_error(res, {500, "internal error: " + what, ""});
+        });
+    http_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (res.body.empty())
+        send_error(res, {res.status, "no route for " + req.method + " " + req.path, ""});
+    });
+  }
+
+  int bind() {
+    const int port = options_.port == 0
+                         ? http_.bind_to_any_port(options_.host)
+                         : (http_.bind_to_port(options_.host, options_.port) ? options_.port : -1);
+    if (port <= 0)
+      throw InputError("--port",
+                       "cannot listen on " + options_.host + ":" + std::to_string(options_.port));
+    return port;
+  }
+  void run() { http_.listen_after_bind(); }
+  void stop() { http_.stop(); }
+
+ private:
+  bool authorized(const httplib::Request& req, httplib::Response& res) {
+    if (options_.api_key.empty() ||
+        req.get_header_value("Authorization") == "Bearer " + options_.api_key)
+      return true;
+    send_error(res, {401, "missing or wrong API key (Authorization: Bearer <key>)", ""});
+    return false;
+  }
+
+  void models(httplib::Response& res) {
+    const json m = {
+        {"id", model_.name},     {"object", "model"},   {"created", int64_t(std::time(nullptr))},
+        {"owned_by", "harness"}, {"root", model_.name}, {"max_model_len", engine_.kv_capacity()}};
+    res.set_content(dump({{"object", "list"}, {"data", json::array({m})}}), "application/json");
+  }
+
+  void metrics(httplib::Response& res) {
+    const EngineStats s = engine_.stats();
+    std::string out;
+    auto line = [&](const char* name, const char* help, double v) {
+      out += std::string("# HELP ") + name + " " + help + "\n" + name + " " + json(v).dump() + "\n";
+    };
+    line("harness_engine_steps_total", "forward passes", double(s.steps));
+    line("harness_engine_batched_sequences_total", "sequences over all forward passes",
+         double(s.batched_sequences));
+    line("harness_engine_mean_batch_size", "sequences per forward pass",
+         s.steps ? double(s.batched_sequences) / double(s.steps) : 0.0);
+    line("harness_engine_max_batch_size", "most sequences in one forward pass",
+         double(s.max_batch));
+    line("harness_engine_prompt_tokens_total", "prefilled prompt tokens", double(s.prompt_tokens));
+    line("harness_engine_generation_tokens_total", "generated tokens", double(s.generated_tokens));
+    line("harness_engine_requests_finished_total", "requests finished", double(s.finished));
+    line("harness_engine_requests_failed_total", "requests failed", double(s.failed));
+    line("harness_engine_requests_cancelled_total", "requests cancelled", double(s.cancelled));
+    line("harness_engine_requests_running", "sequences running", double(s.running));
+    line("harness_engine_requests_waiting", "requests waiting", double(s.waiting));
+    res.set_content(out, "text/plain; version=0.0.4");
+  }
+
+  // ---- request parsing ----
+
+  std::vector<ChatMessage> parse_messages(const json& body, ApiRequest* r) {
+    const json* messages = field(body, "messages");
+    if (messages == nullptr || !messages->is_array() || messages->empty())
+      throw bad("messages", "a non-empty array is required");
+    std::vector<ChatMessage> out;
+    for (size_t i = 0; i < messages->size(); ++i) {
+      const json& m = (*messages)[i];
+      const std::string where = "messages[" + std::to_string(i) + "]";
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+        throw bad(where + ".role", "a string is required");
+      ChatMessage msg{m["role"].get<std::string>(), {}};
+      const json* content = field(m, "content");
+      if (content == nullptr) {
+        msg.content.push_back({"text", "", ""});
+      } else if (content->is_string()) {
+        msg.content.push_back({"text", content->get<std::string>(), ""});
+      } else if (content->is_array()) {
+        for (size_t j = 0; j < content->size(); ++j)
+          msg.content.push_back(
+              parse_part((*content)[j], where + ".content[" + std::to_string(j) + "]", r));
+      } else {
+        throw bad(where + ".content", "expected a string or an array of content parts");
+      }
+      out.push_back(std::move(msg));
+    }
+    return out;
+  }
+
+  ContentPart parse_part(const json& part, const std::string& where, ApiRequest* r) {
+    const std::string type = part.is_object() && part.contains("type") && part["type"].is_string()
+                                 ? part["type"].get<std::string>()
+                                 : "";
+    if (type == "text") {
+      if (!part.contains("text") || !part["text"].is_string())
+        throw bad(where + ".text", "a string is required");
+      return {"text", part["text"].get<std::string>(), ""};
+    }
+    if (type != "image_url") throw bad(where + ".type", "expected \"text\" or \"image_url\"");
+    const json* image = field(part, "image_url");
+    const json* url = image == nullptr     ? nullptr
+                      : image->is_string() ? image
+                                           : field(*image, "url");
+    if (url == nullptr || !url->is_string())
+      throw bad(where + ".image_url.url", "a string is required");
+    if (!model_.clip)
+      throw bad(where, "the model '" + model_.name +
+                           "' has no vision tower: image input is not supported");
+    const std::string& u = url->get_ref<const std::string&>();
+    const size_t comma = u.find(',');
+    const std::string head = u.substr(0, comma == std::string::npos ? 0 : comma);
+    if (head.rfind("data:image/", 0) != 0 || head.size() < 7 ||
+        head.substr(head.size() - 7) != ";base64") {
+      throw bad(where + ".image_url.url",
+                "only data:image/png;base64 or data:image/jpeg;base64 URLs are supported");
+    }
+    const std::vector<uint8_t> bytes =
+        base64_decode(std::string_view(u).substr(comma + 1), where + ".image_url.url");
+    try {
+      const model::Image img =
+          model::decode_image_memory(bytes.data(), bytes.size(), where + ".image_url.url");
+      r->generation.images.push_back(model::clip_rescaled_pixels(img, *model_.clip));
+    } catch (const InputError& e) {
+      throw bad(where + ".image_url.url", std::string("the image cannot be decoded: ") + e.what());
+    }
+    return {"image_url", "", ""};
+  }
+
+  std::vector<int64_t> parse_prompt(const json& body) {
+    const json* p = field(body, "prompt");
+    if (p == nullptr) throw bad("prompt", "a string or an array of token ids is required");
+    if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array()))
+      p = &(*p)[0];
+    std::vector<int64_t> ids;
+    if (p->is_string()) {
+      for (int32_t id : model_.tokenizer->encode(p->get<std::string>(), true)) ids.push_back(id);
+    } else if (p->is_array()) {
+      for (const json& id : *p) {
+        if (!id.is_number_integer())
+          throw bad(
+              "prompt",
+              "expected one string or one array of token ids (batched prompts are not supported)");
+        ids.push_back(id.get<int64_t>());
+      }
+    } else {
+      throw bad("prompt", "expected a string or an array of token ids");
+    }
+    if (ids.empty()) throw bad("prompt", "empty");
+    return ids;
+  }
+
+  ApiRequest parse(const httplib::Request& req, bool chat) {
+    const json body = json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object())
+      throw HttpError{400, "the request body is not a JSON object", ""};
+    if (const json* m = field(body, "model")) {
+      if (!m->is_string()) throw bad("model", "expected a string");
+      if (m->get<std::string>() != model_.name)
+        throw HttpError{404, "The model `" + m->get<std::string>() + "` does not exist.", "model"};
+    }
+    ApiRequest r;
+    r.chat = chat;
+    if (int_field(body, "n", 1, 1, 1) != 1) throw bad("n", "only 1 is supported");
+    SamplingParams& s = r.generation.sampling;
+    s.max_tokens = int_field(body, "max_tokens", 16, 1, int64_t(1) << 40);
+    if (chat)
+      s.max_tokens = int_field(body, "max_completion_tokens", s.max_tokens, 1, int64_t(1) << 40);
+    s.temperature = number_field(body, "temperature", 1.0, 0, 1e6);
+    s.top_p = number_field(body, "top_p", 1.0, 1e-9, 1);
+    s.top_k = int_field(body, "top_k", 0, -1, int64_t(1) << 31);
+    if (s.top_k < 0) s.top_k = 0;
+    // The sample op keys Philox by a non-negative int64 seed; none given: a random one.
+    std::random_device entropy;
+    const uint64_t random_seed = ((uint64_t(entropy()) << 32) | entropy()) & uint64_t(INT64_MAX);
+    s.seed = uint64_t(int_field(body, "seed", int64_t(random_seed), 0, INT64_MAX));
+    s.ignore_eos = bool_field(body, "ignore_eos", false);
+    r.stream = bool_field(body, "stream", false);
+    if (const json* o = field(body, "stream_options")) {
+      if (!o->is_object()) throw bad("stream_options", "expected an object");
+      r.include_usage = bool_field(*o, "include_usage", false);
+    }
+    r.token_ids = bool_field(body, "return_token_ids", false);
+    r.tokens_as_ids = bool_field(body, "return_tokens_as_token_ids", false);
+    if (chat) {
+      r.logprobs = bool_field(body, "logprobs", false);
+      const int64_t top = int_field(body, "top_logprobs", 0, 0, 20);
+      if (top > 0 && !r.logprobs) throw bad("top_logprobs", "requires logprobs to be true");
+      s.top_logprobs = r.logprobs ? int(top) : -1;
+    } else {
+      const json* lp = field(body, "logprobs");
+      if (lp != nullptr && !lp->is_number_integer())
+        throw bad("logprobs", "expected an integer (the number of top logprobs)");
+      r.logprobs = lp != nullptr;
+      s.top_logprobs = r.logprobs ? int(int_field(body, "logprobs", 0, 0, 20)) : -1;
+    }
+    if (const json* stop = field(body, "stop")) {
+      const json list = stop->is_string() ? json::array({*stop}) : *stop;
+      if (!list.is_array()) throw bad("stop", "expected a string or an array of strings");
+      for (const json& x : list) {
+        if (!x.is_string() || x.get_ref<const std::string&>().empty())
+          throw bad("stop", "expected non-empty strings");
+        r.stop.push_back(x.get<std::string>());
+      }
+    }
+    if (chat) {
+      if (!model_.chat) throw bad("messages", model_.chat_error);
+      const std::string text = model_.chat->render(parse_messages(body, &r));
+      r.generation.prompt = chat_prompt_ids(*model_.tokenizer, text, model_.image);
+    } else {
+      r.generation.prompt = parse_prompt(body);
+    }
+    return r;
+  }
+
+  // ---- output ----
+
+  std::string token_text(int64_t id, bool as_id) const {
+    if (as_id) return "token_id:" + std::to_string(id);
+    const int32_t i = int32_t(id);
+    return model_.tokenizer->decode(std::span<const int32_t>(&i, 1), false);
+  }
+
+  json token_bytes(int64_t id) const {
+    std::string raw;
+    const std::optional<std::string> tok = model_.tokenizer->id_to_token(int32_t(id));
+    if (!tok ||
+        (model_.tokenizer->is_special(int32_t(id)) || !model::byte_level_decode(*tok, &raw)))
+      raw = token_text(id, false);
+    json out = json::array();
+    for (char c : raw) out.push_back(int(static_cast<unsigned char>(c)));
+    return out;
+  }
+
+  static double clamp_lp(double lp) { return std::max(lp, -9999.0); }
+
+  // Logprobs of tokens [from, to) in the chat format (content: [...]).
+  json chat_logprobs(const ApiRequest& r, const Output& o, size_t from, size_t to) const {
+    json content = json::array();
+    for (size_t i = from; i < to; ++i) {
+      const TokenEvent& t = o.tokens[i];
+      json top = json::array();
+      for (const auto& [id, lp] : t.top)
+        top.push_back({{"token", token_text(id, r.tokens_as_ids)},
+                       {"logprob", clamp_lp(lp)},
+                       {"bytes", token_bytes(id)}});
+      content.push_back({{"token", token_text(t.id, r.tokens_as_ids)},
+                         {"logprob", clamp_lp(t.logprob)},
+                         {"bytes", token_bytes(t.id)},
+                         {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+
+  // Logprobs of tokens [from, to) in the completions format; advances o->text_offset.
+  json completion_logprobs(const ApiRequest& r, Output* o, size_t from, size_t to) const {
+    json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+    for (size_t i = from; i < to; ++i) {
+      const TokenEvent& t = o->tokens[i];
+      const std::string text = token_text(t.id, r.tokens_as_ids);
+      tokens.push_back(text);
+      lps.push_back(clamp_lp(t.logprob));
+      json top = json::object();
+      for (const auto& [id, lp] : t.top) top[token_text(id, r.tokens_as_ids)] = clamp_lp(lp);
+      if (!top.contains(text)) top[text] = clamp_lp(t.logprob);
+      tops.push_back(top);
+      offsets.push_back(o->text_offset);
+      o->text_offset += int64_t(utf8_length(token_text(t.id, false)));
+    }
+    return {{"tokens", tokens},
+            {"token_logprobs", lps},
+            {"top_logprobs", tops},
+            {"text_offset", offsets}};
+  }
+
+  // Takes one token event into `o`; true when the output is complete (a finish reason, or a stop
+  // string found, which also cancels the generation).
+  bool absorb(const ApiRequest& r, const StreamEvent& e, RequestStream& stream, Output* o) const {
+    o->tokens.push_back(e.token);
+    std::vector<int32_t> ids;
+    for (const TokenEvent& t : o->tokens) ids.push_back(int32_t(t.id));
+    if (e.finish_reason == "stop") {  // the end-of-sequence token's text is not output
+      ids.pop_back();
+      o->stop_reason = e.token.id;
+    }
+    o->text = model_.tokenizer->decode(ids, true);
+    o->finish_reason = e.finish_reason;
+    // Stop strings are looked for in text that will not change: not in a trailing incomplete
+    // UTF-8 sequence (U+FFFD now), unless this is the last token.
+    size_t stable = o->text.size();
+    while (o->finish_reason.empty() && stable >= 3 &&
+           o->text.compare(stable - 3, 3, "\xEF\xBF\xBD") == 0)
+      stable -= 3;
+    const std::string_view settled(o->text.data(), stable);
+    size_t cut = std::string::npos;
+    for (const std::string& s : r.stop) {
+      const size_t at = settled.find(s);
+      if (at != std::string::npos && at < cut) {
+        cut = at;
+        o->stop_reason = s;
+      }
+    }
+    if (cut != std::string::npos) {
+      o->text.resize(cut);
+      o->finish_reason = "stop";
+      stream.cancel();
+    }
+    return !o->finish_reason.empty();
+  }
+
+  // How much of o.text may be streamed now: not a trailing incomplete UTF-8 sequence (decoded
+  // as U+FFFD), nor the last (longest stop string − 1) bytes, which may become a stop string.
+  static size_t streamable(const ApiRequest& r, const Output& o) {
+    if (!o.finish_reason.empty()) return o.text.size();
+    size_t n = o.text.size();
+    while (n >= 3 && o.text.compare(n - 3, 3, "\xEF\xBF\xBD") == 0) n -= 3;
+    size_t hold = 0;
+    for (const std::string& s : r.stop) hold = std::max(hold, s.size() - 1);
+    n = n > hold ? n - hold : 0;
+    while (n > 0 && n < o.text.size() && (static_cast<unsigned char>(o.text[n]) & 0xc0) == 0x80)
+      --n;
+    return std::max(n, o.sent_bytes);
+  }
+
+  json usage(const ApiRequest& r, const Output& o) const {
+    const int64_t p = int64_t(r.generation.prompt.size()), c = int64_t(o.tokens.size());
+    return {{"prompt_tokens", p}, {"completion_tokens", c}, {"total_tokens", p + c}};
+  }
+
+  json envelope(const ApiRequest& r, const std::string& id, int64_t created, bool chunk) const {
+    return {{"id", id},
+            {"object",
+             r.chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
+            {"created", created},
+            {"model", model_.name}};
+  }
+
+  json full_response(const ApiRequest& r, Output& o, const std::string& id, int64_t created) const {
+    json choice = {{"index", 0}};
+    if (r.chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", o.text}};
+      choice["logprobs"] = r.logprobs ? chat_logprobs(r, o, 0, o.tokens.size()) : json(nullptr);
+    } else {
+      choice["text"] = o.text;
+      choice["logprobs"] =
+          r.logprobs ? completion_logprobs(r, &o, 0, o.tokens.size()) : json(nullptr);
+    }
+    choice["finish_reason"] = o.finish_reason;
+    choice["stop_reason"] = o.stop_reason;
+    json out = envelope(r, id, created, false);
+    if (r.token_ids) {
+      std::vector<int64_t> ids;
+      for (const TokenEvent& t : o.tokens) ids.push_back(t.id);
+      choice["token_ids"] = ids;
+      (r.chat ? out : choice)["prompt_token_ids"] = r.generation.prompt;
+    }
+    out["choices"] = json::array({choice});
+    out["usage"] = usage(r, o);
+    return out;
+  }
+
+  // The SSE chunk carrying the tokens and text not yet sent (and the finish reason at the end).
+  json chunk(const ApiRequest& r, Output& o, const std::string& id, int64_t created,
+             bool first) const {
+    const size_t end = streamable(r, o);
+    const std::string delta = o.text.substr(o.sent_bytes, end - o.sent_bytes);
+    json choice = {{"index", 0}};
+    if (r.chat) {
+      choice["delta"] =
+          first ? json{{"role", "assistant"}, {"content", delta}} : json{{"content", delta}};
+      choice["logprobs"] =
+          r.logprobs ? chat_logprobs(r, o, o.sent_tokens, o.tokens.size()) : json(nullptr);
+    } else {
+      choice["text"] = delta;
+      choice["logprobs"] =
+          r.logprobs ? completion_logprobs(r, &o, o.sent_tokens, o.tokens.size()) : json(nullptr);
+    }
+    choice["finish_reason"] = o.finish_reason.empty() ? json(nullptr) : json(o.finish_reason);
+    if (!o.finish_reason.empty()) choice["stop_reason"] = o.stop_reason;
+    json out = envelope(r, id, created, true);
+    if (r.token_ids) {
+      std::vector<int64_t> ids;
+      for (size_t i = o.sent_tokens; i < o.tokens.size(); ++i) ids.push_back(o.tokens[i].id);
+      choice["token_ids"] = ids;
+      if (first) (r.chat ? out : choice)["prompt_token_ids"] = r.generation.prompt;
+    }
+    out["choices"] = json::array({choice});
+    if (r.include_usage) out["usage"] = nullptr;
+    o.sent_bytes = end;
+    o.sent_tokens = o.tokens.size();
+    return out;
+  }
+
+  // ---- the two generation endpoints ----
+
+  struct Log {
+    std::string id;
+    int64_t prompt = 0, completion = 0;
+    Clock::time_point start = Clock::now(), first{};
+    void write(const std::string& outcome) const {
+      const double ttft =
+          first == Clock::time_point{} ? -1 : std::chrono::duration<double>(first - start).count();
+      std::fprintf(
+          stderr, "serve: %s prompt_tokens=%lld completion_tokens=%lld ttft_s=%.4f e2e_s=%.4f %s\n",
+          id.c_str(), (long long)prompt, (long long)completion, ttft,
+          std::chrono::duration<double>(Clock::now() - start).count(), outcome.c_str());
+    }
+  };
+
+  void generate(const httplib::Request& req, httplib::Response& res, bool chat) {
+    if (!authorized(req, res)) return;
+    auto log = std::make_shared<Log>();
+    ApiRequest r;
+    try {
+      r = parse(req, chat);
+    } catch (const HttpError& e) {
+      send_error(res, e);
+      return;
+    } catch (const InputError& e) {  // the tokenizer or the image decoder refused the input
+      send_error(res, {400, e.what(), ""});
+      return;
+    }
+    log->id = (chat ? "chatcmpl-" : "cmpl-") + random_hex(32);
+    log->prompt = int64_t(r.generation.prompt.size());
+    const int64_t created = int64_t(std::time(nullptr));
+    std::shared_ptr<RequestStream> stream = engine_.submit(r.generation);
+    // The first event decides the status: an error before any token is a 400 or 500 response.
+    StreamEvent first = stream->next();
+    log->first = Clock::now();
+    if (first.kind == StreamEvent::Kind::kError) {
+      send_error(res, {first.request_error ? 400 : 500, first.error,
+                       first.request_error ? param_of(first.error) : ""});
+      log->write("error: " + first.error);
+      return;
+    }
+    auto out = std::make_shared<Output>();
+    if (!r.stream) {
+      bool done = absorb(r, first, *stream, out.get());
+      while (!done) {
+        StreamEvent e = stream->next();
+        if (e.kind == StreamEvent::Kind::kError) {
+          send_error(res, {500, e.error, ""});
+          log->write("error: " + e.error);
+          return;
+        }
+        done = absorb(r, e, *stream, out.get());
+      }
+      log->completion = int64_t(out->tokens.size());
+      res.set_content(dump(full_response(r, *out, log->id, created)), "application/json");
+      log->write(out->finish_reason);
+      return;
+    }
+    auto pending = std::make_shared<std::optional<StreamEvent>>(std::move(first));
+    auto state = std::make_shared<int>(0);  // 0: nothing sent, 1: streaming, 2: done
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, r, stream, out, pending, state, log, created](size_t, httplib::DataSink& sink) {
+          StreamEvent e = pending->has_value() ? std::move(**pending) : stream->next();
+          pending->reset();
+          std::string sse;
+          if (e.kind == StreamEvent::Kind::kError) {
+            sse = "data: " + dump(error_body({500, e.error, ""})) + "\n\n";
+            out->finish_reason = "error";
+          } else {
+            const bool done = absorb(r, e, *stream, out.get());
+            if (done || streamable(r, *out) > out->sent_bytes || *state == 0) {
+              sse = "data: " + dump(chunk(r, *out, log->id, created, *state == 0)) + "\n\n";
+              *state = 1;
+            }
+          }
+          if (!out->finish_reason.empty()) {
+            if (r.include_usage && out->finish_reason != "error") {
+              json u = envelope(r, log->id, created, true);
+              u["choices"] = json::array();
+              u["usage"] = usage(r, *out);
+              sse += "data: " + dump(u) + "\n\n";
+            }
+            sse += "data: [DONE]\n\n";
+          }
+          if (!sse.empty() && !sink.write(sse.data(), sse.size())) {
+            stream->cancel();
+            return false;
+          }
+          if (!out->finish_reason.empty()) {
+            *state = 2;
+            sink.done();
+          }
+          return true;
+        },
+        [stream, out, log, state](bool success) {
+          log->completion = int64_t(out->tokens.size());
+          if (!success || *state != 2) {
+            stream->cancel();
+            log->write("cancelled (client gone)");
+          } else {
+            log->write(out->finish_reason);
+          }
+        });
+  }
+
+  BatchEngine& engine_;
+  ServedModel model_;
+  ServerOptions options_;
+  httplib::Server http_;
+};
+
+Server::Server(BatchEngine& engine, ServedModel model, ServerOptions options)
+    : impl_(std::make_unique<Impl>(engine, std::move(model), std::move(options))) {}
+Server::~Server() = default;
+int Server::bind() { return impl_->bind(); }
+void Server::run() { impl_->run(); }
+void Server::stop() { impl_->stop(); }
+
+}  // namespace h0::service

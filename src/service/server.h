@@ -1,0 +1,60 @@
+// The embedded OpenAI-compatible server (`harness serve`): cpp-httplib in front of a
+// BatchEngine. Endpoints: GET /health, GET /metrics (Prometheus text: engine counters),
+// GET /v1/models, POST /v1/completions, POST /v1/chat/completions — OpenAI's request and
+// response shapes, SSE streaming, plus vLLM's extensions: ignore_eos, top_k, return_token_ids
+// (prompt_token_ids and token_ids), return_tokens_as_token_ids ("token_id:<id>" in logprobs).
+// Errors are OpenAI error objects {"error": {"message", "type", "param", "code"}} with 400
+// (the field named), 401, 404 (an unknown model) or 500 (the platform failed).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/image.h"
+#include "model/tokenizer.h"
+#include "service/batch_engine.h"
+#include "service/chat_template.h"
+
+namespace h0::service {
+
+// What the server knows of the model it serves.
+struct ServedModel {
+  std::string name;  // the id clients send as "model"
+  const model::Tokenizer* tokenizer = nullptr;
+  std::optional<ChatTemplate> chat;  // absent: chat requests are 400 with chat_error
+  std::string chat_error;
+  ImageTokens image;                         // LLaVA's image token and count per image
+  std::optional<model::ClipProcessor> clip;  // set for a model with a vision tower
+};
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;      // 0: a free port
+  std::string api_key;  // non-empty: /v1/* requires "Authorization: Bearer <key>"
+  int threads = 64;     // HTTP worker threads: concurrent connections served
+};
+
+class Server {
+ public:
+  Server(BatchEngine& engine, ServedModel model, ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds and listens; returns the port (the one picked for port 0). Throws InputError when the
+  // address cannot be bound.
+  int bind();
+  // Serves until stop(); requests in flight complete first.
+  void run();
+  // Thread-safe; run() returns soon after.
+  void stop();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace h0::service
