@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "base/base64.h"
@@ -156,7 +157,14 @@ E2eRequest parse_e2e_request(const suite::Case& c) {
   if (!model.IsScalar()) fail(c, model, "an e2e check needs `model`: the model directory the service serves");
   e.model_dir = fs::absolute(resolve_case_path(c, model.Scalar())).lexically_normal().string();
 
-  YAML::Node messages = case_field(c, "messages"), prompt = case_field(c, "prompt"), ids = case_field(c, "prompt_ids");
+  // The request's source nodes: the case's fields, or the golden file's request (as YAML).
+  std::optional<YAML::Node> messages, prompt, ids;
+  auto from_case = [&](const char* name, std::optional<YAML::Node>* out) {
+    if (const YAML::Node n = case_field(c, name); n.IsDefined()) out->emplace(n);
+  };
+  from_case("messages", &messages);
+  from_case("prompt", &prompt);
+  from_case("prompt_ids", &ids);
   int64_t max_tokens = 16;
   if (const YAML::Node g = case_field(c, "golden"); g.IsDefined()) {
     if (!g.IsScalar()) fail(c, g, "golden must be the path of a golden/e2e/<model>/<case>.json file");
@@ -168,35 +176,35 @@ E2eRequest parse_e2e_request(const suite::Case& c) {
     } catch (const nlohmann::json::exception& ex) {
       fail(c, g, "golden file " + e.golden_path + " is not JSON: " + ex.what());
     }
-    if (messages.IsDefined() || prompt.IsDefined() || ids.IsDefined()) {
+    if (messages || prompt || ids) {
       fail(c, g, "give the request either in the golden file or as messages/prompt/prompt_ids, not both");
     }
     const nlohmann::json req = e.golden.value("request", nlohmann::json::object());
-    if (req.contains("messages")) messages = json_to_yaml(req["messages"]);
-    if (req.contains("prompt")) prompt = json_to_yaml(req["prompt"]);
-    if (req.contains("prompt_ids")) ids = json_to_yaml(req["prompt_ids"]);
+    if (req.contains("messages")) messages.emplace(json_to_yaml(req["messages"]));
+    if (req.contains("prompt")) prompt.emplace(json_to_yaml(req["prompt"]));
+    if (req.contains("prompt_ids")) ids.emplace(json_to_yaml(req["prompt_ids"]));
     max_tokens = req.value("max_tokens", max_tokens);
-    if (!messages.IsDefined() && !prompt.IsDefined() && !ids.IsDefined()) {
+    if (!messages && !prompt && !ids) {
       fail(c, g, "golden file " + e.golden_path + " has no request.messages, request.prompt or request.prompt_ids");
     }
   }
-  const int given = int(messages.IsDefined()) + int(prompt.IsDefined()) + int(ids.IsDefined());
+  const int given = int(messages.has_value()) + int(prompt.has_value()) + int(ids.has_value());
   if (given != 1) fail(c, c.check->node, "an e2e check needs exactly one of: golden, messages, prompt, prompt_ids");
   service::Request& r = e.request;
-  if (messages.IsDefined()) {
-    r.messages = parse_messages(c, messages);
+  if (messages) {
+    r.messages = parse_messages(c, *messages);
     size_t images = 0;
     for (const auto& m : r.messages) {
       for (const auto& p : m.content) images += p.type == "image_url";
     }
     e.description = "chat: " + std::to_string(r.messages.size()) + " messages" +
                     (images ? ", " + std::to_string(images) + " image" + (images > 1 ? "s" : "") : "");
-  } else if (prompt.IsDefined()) {
-    if (!prompt.IsScalar()) fail(c, prompt, "prompt must be a string");
-    r.prompt = prompt.Scalar();
+  } else if (prompt) {
+    if (!prompt->IsScalar()) fail(c, *prompt, "prompt must be a string");
+    r.prompt = prompt->Scalar();
     e.description = "completion of a " + std::to_string(r.prompt.size()) + "-byte prompt";
   } else {
-    r.prompt_ids = parse_ids(c, ids);
+    r.prompt_ids = parse_ids(c, *ids);
     e.description = "completion of " + std::to_string(r.prompt_ids.size()) + " prompt tokens";
   }
   service::Sampling& s = r.sampling;
