@@ -1,261 +1,265 @@
-// harness day0 [--model DIR] [--platform FILE] [--golden DIR] [--json]
-// The Day-0 readiness checklist. Stages arrive issue by issue; one that does not exist yet is
-// listed as not yet available, never as passed, and the run exits 0 only when every stage
-// passed. The stages that exist today: the config (exact parameter counts), operator coverage
-// for the model's ops on the platform, the memory plan on one of the platform's devices, loading
-// (checksummed, synthesized for a config-only model), operator accuracy (suites/ops.yaml limited
-// to the model's ops), and the layer, model and image suites' cases for this model.
+// harness day0 --model DIR [--platform FILE] [--mesh tp=2,...] [--golden DIR] [--keep-going]
+//              [--dry-run] [--db FILE] [--out DIR] [--json]
+// The Day-0 readiness run: the stages below in order, each gating the ones that need it. A stage
+// whose hard needs did not pass cannot run (blocked); one whose earlier stages failed is blocked
+// too unless --keep-going. --dry-run runs only what needs no weights. The terminal gets one line
+// per stage; the store gets one run (suite "day0": every check each stage ran, and one case per
+// stage), and --out the dashboard, day0.json and day0.xml. Exit 0 only when every stage passed.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
-#include <optional>
+#include <map>
 #include <filesystem>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "backend/backend.h"
 #include "base/error.h"
-#include "checks/coverage.h"
-#include "checks/runner.h"
+#include "checks/run_record.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "day0.h"
 #include "io/golden_manifest.h"
-#include "io/sharded_checkpoint.h"
-#include "mesh/communicator.h"
-#include "model/architecture.h"
-#include "model/inventory.h"
-#include "model/model_source.h"
-#include "plan/memory_plan.h"
-#include "plan/rank_loader.h"
-#include "suite/platform.h"
-#include "suite/suite.h"
+#include "mesh_run.h"
+#include "report/html_site.h"
+#include "report/json_writer.h"
+#include "report/junit_writer.h"
+#include "store/sqlite_store.h"
 
 namespace h0::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Day0Options {
-  std::string model = "configs/models/tiny-llava";
-  std::string platform;
-  std::string golden;
-  bool json = false;
-};
-
-enum class StageStatus { kPass, kFail, kSkipped, kUnavailable };
-const char* stage_status_name(StageStatus s) {
-  switch (s) {
-    case StageStatus::kPass: return "pass";
-    case StageStatus::kFail: return "fail";
-    case StageStatus::kSkipped: return "skipped";
-    default: return "unavailable";
-  }
-}
-
-struct StageResult {
-  StageStatus status = StageStatus::kUnavailable;
-  std::string summary;  // the key number or the reason
-};
-
-// What every stage runner sees.
-struct Day0Context {
-  const Day0Options& options;
-  const suite::Platform& platform;
-  std::set<std::string> model_ops;  // empty if the model's config is not readable
-  std::string model_dtype;
-  std::string model_problem;        // why model_ops is empty
-  std::optional<model::Architecture> arch_;
-
-  // The model's architecture, read once (the first stage that asks reports a bad config).
-  const model::Architecture& arch() {
-    if (!arch_) arch_ = model::load_architecture(options.model);
-    return *arch_;
-  }
-};
-
-StageResult run_coverage_stage(Day0Context& ctx) {
-  if (ctx.model_ops.empty()) return {StageStatus::kSkipped, ctx.model_problem};
-  auto be = backend::Backend::open({ctx.platform.backend, ctx.platform.lib, ctx.platform.options});
-  const auto dtype = tensor::parse_dtype(ctx.model_dtype.empty() ? "bf16" : ctx.model_dtype);
-  int native = 0, fallback = 0;
-  std::string missing;
-  for (const auto& row : checks::coverage(*be, {*dtype}, ctx.model_ops)) {
-    const std::string word = checks::coverage_word(row.routes[0].second);
-    native += word == "native";
-    fallback += word == "decomposed" || word == "host";
-    if (word == "missing") missing += (missing.empty() ? "" : ", ") + row.op;
-  }
-  std::string summary = std::to_string(native) + " native, " + std::to_string(fallback) + " fallback";
-  if (!missing.empty()) return {StageStatus::kFail, summary + ", missing: " + missing};
-  return {StageStatus::kPass, summary + " of the model's " + std::to_string(ctx.model_ops.size()) + " ops in " +
-                                 tensor::dtype_name(*dtype)};
-}
-
-std::string suite_path(const std::string& name) {
-  const std::string local = "suites/" + name;
-  return fs::exists(local) ? local : std::string(HARNESS_SOURCE_DIR) + "/" + local;
-}
-
-// Runs the cases of a suite that match `filter`; fails when any fails, is skipped (with the
-// reason) when none match.
-StageResult run_suite_stage(Day0Context& ctx, const std::string& suite, const std::string& filter, const char* what) {
-  checks::register_kinds_with_suite_parser();
-  const suite::Suite s = suite::load_suite(suite_path(suite));
-  checks::RunOptions o;
-  o.filter = filter;
-  const checks::RunReport report = checks::run_suite(s, ctx.platform, o, nullptr);
-  if (report.cases.empty()) return {StageStatus::kSkipped, std::string("no ") + what + " for this model in suites/" + suite};
-  int failed = 0;
-  std::string first_failure;
-  for (const auto& c : report.cases) {
-    if (checks::is_failure(c.result.status)) {
-      ++failed;
-      if (first_failure.empty()) first_failure = c.id + ": " + c.result.message;
-    }
-  }
-  std::string summary = std::to_string(report.cases.size()) + " " + what + ", " + std::to_string(failed) + " failed";
-  if (failed > 0) return {StageStatus::kFail, summary + " (first: " + first_failure + ")"};
-  return {StageStatus::kPass, summary};
-}
-
-StageResult run_op_accuracy_stage(Day0Context& ctx) {
-  std::string filter;
-  for (const auto& op : ctx.model_ops) {
-    filter += (filter.empty() ? "" : ":") + op + "[*:" + op + "/*:*[op=" + op + ",*:dynamic/" + op + "*";
-  }
-  return run_suite_stage(ctx, "ops.yaml", filter, "op cases");
-}
-
-std::string model_name(const Day0Context& ctx) { return fs::path(ctx.options.model).filename().string(); }
-
-StageResult run_config_stage(Day0Context& ctx) {
-  const model::Architecture& a = ctx.arch();
-  const model::ParamCounts c = model::build_inventory(a).counts;
-  std::string summary = a.architecture + ": " + plan::with_commas(c.total) + " parameters";
-  if (c.active != c.total) summary += ", " + plan::with_commas(c.active) + " active";
-  return {StageStatus::kPass, summary};
-}
-
-StageResult run_memory_plan_stage(Day0Context& ctx) {
-  if (!(ctx.platform.device_memory_bytes > 0)) return {StageStatus::kSkipped, "the platform file states no device_memory"};
-  plan::MemoryOptions o;
-  o.device_memory = ctx.platform.device_memory_bytes;
-  const plan::MemoryPlan p = plan::plan_memory(ctx.arch(), plan::ParallelPlan{}, o);
-  if (!p.fits) return {StageStatus::kFail, p.reason};
-  return {StageStatus::kPass, "fits one device: " + plan::with_commas(p.ranks.at(0).kv_tokens) + " KV tokens"};
-}
-
-StageResult run_load_stage(Day0Context& ctx) {
-  const model::ModelSource src = model::resolve_model(ctx.options.model);
-  const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
-  const model::Inventory inv = plan::checkpoint_inventory(ctx.arch(), ckpt);  // a synthesized checkpoint has the same config
-  std::vector<plan::RankLoad> ranks = {plan::load_rank(ctx.arch(), inv, ckpt, plan::ParallelPlan{}, 0, {true})};
-  const plan::ShardVerification v = plan::verify_rank_shards(inv, ckpt, ranks);
-  if (!v.problems.empty()) return {StageStatus::kFail, v.problems[0]};
-  return {StageStatus::kPass, std::to_string(v.tensors) + " tensors, " + human_bytes(uint64_t(ranks[0].report.bytes_read)) +
-                                  (src.synthesized ? " (synthesized, seed 0)" : "") + ", checksummed"};
-}
-
-StageResult run_layer_stage(Day0Context& ctx) { return run_suite_stage(ctx, "layers.yaml", model_name(ctx) + "/*", "layer cases"); }
-StageResult run_model_stage(Day0Context& ctx) { return run_suite_stage(ctx, "model.yaml", model_name(ctx) + "/*", "model cases"); }
-
-StageResult run_image_stage(Day0Context& ctx) {
-  if (!ctx.arch().vision) return {StageStatus::kPass, "not applicable: a text-only model"};
-  return run_suite_stage(ctx, "image.yaml", model_name(ctx) + "/*", "image cases");
-}
-
-StageResult run_mesh_stage(Day0Context&) {
-  if (mesh::detect_rank_env().size <= 1) return {StageStatus::kPass, "not applicable: one rank (run under mpirun for the mesh)"};
-  return {StageStatus::kSkipped, "run suites/mesh.yaml under the same mpirun for the sharded checks"};
-}
-
 struct Stage {
   const char* id;
   const char* title;
-  StageResult (*run)(Day0Context&);  // nullptr: not yet available
-  const char* arrives_with;
+  StageFn run;
+  std::vector<const char*> needs;  // cannot run unless these passed
+  std::vector<const char*> after;  // gate it unless --keep-going
+  bool needs_weights;              // not run with --dry-run
 };
 
-// The Day-0 stages in order; a failed stage blocks the ones after it (the Day-0 issue refines
-// the dependencies).
-constexpr Stage kStages[] = {
-    {"config", "config parsed, exact parameter counts", &run_config_stage, ""},
-    {"coverage", "operator coverage on this backend", &run_coverage_stage, ""},
-    {"memory_plan", "memory plan fits the devices", &run_memory_plan_stage, ""},
-    {"load", "weights load and shard (checksums)", &run_load_stage, ""},
-    {"op_accuracy", "operator accuracy for this model's ops", &run_op_accuracy_stage, ""},
-    {"layer_accuracy", "layer accuracy", &run_layer_stage, ""},
-    {"model", "full-model logits and greedy generation", &run_model_stage, ""},
-    {"image", "image path", &run_image_stage, ""},
-    {"mesh", "sharded run on the mesh", &run_mesh_stage, ""},
-    {"service", "service start", nullptr, "the service issue"},
-    {"e2e_text", "text end-to-end", nullptr, "the service issue"},
-    {"e2e_image", "image end-to-end", nullptr, "the service issue"},
-    {"determinism", "determinism", nullptr, "the service issue"},
-    {"performance", "performance snapshot", nullptr, "the Day-0 issue"},
+// The Day-0 checklist: order, needs and gates.
+const std::vector<Stage>& stages() {
+  static const std::vector<Stage> kStages = {
+      {"config", "config parsed, exact parameter counts", &run_config_stage, {}, {}, false},
+      {"coverage", "operator coverage on this backend", &run_coverage_stage, {"config"}, {}, false},
+      {"memory_plan", "memory plan fits the devices", &run_memory_plan_stage, {"config"}, {}, false},
+      {"load", "weights load and shard (checksums)", &run_load_stage, {"config"}, {"memory_plan"}, true},
+      {"op_accuracy", "operator accuracy for this model's ops", &run_op_accuracy_stage, {"config"}, {"coverage"}, true},
+      {"layer_accuracy", "layer accuracy", &run_layer_stage, {"load"}, {"op_accuracy"}, true},
+      {"model", "full-model logits and greedy generation", &run_model_stage, {"load"}, {"layer_accuracy"}, true},
+      {"image", "image path", &run_image_stage, {"load"}, {"model"}, true},
+      {"mesh", "sharded run on the mesh", &run_mesh_stage, {"load"}, {"model"}, true},
+      {"service", "service start", &run_service_stage, {"load"}, {"model", "image"}, true},
+      {"e2e_text", "text end-to-end", &run_e2e_text_stage, {"service"}, {}, true},
+      {"e2e_image", "image end-to-end", &run_e2e_image_stage, {"service"}, {"image"}, true},
+      {"determinism", "determinism", &run_determinism_stage, {"service"}, {"e2e_text"}, true},
+      {"performance", "performance snapshot", &run_performance_stage, {"service"}, {"e2e_text"}, true},
+  };
+  return kStages;
+}
+
+plan::ParallelPlan parse_mesh(const std::string& text) {
+  plan::ParallelPlan p;
+  if (text.empty()) return p;
+  bool dp_given = false;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    int64_t* dim = key == "tp" ? &p.tp : key == "pp" ? &p.pp : key == "ep" ? &p.ep : key == "dp" ? &p.dp : nullptr;
+    int64_t v = 0;
+    try {
+      if (dim == nullptr || eq == std::string::npos) throw std::invalid_argument(item);
+      size_t used = 0;
+      v = std::stoll(item.substr(eq + 1), &used);
+      if (used != item.size() - eq - 1 || v < 1) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw InputError("--mesh " + text, "expected tp=N,pp=N,ep=N,dp=N with N >= 1 (got '" + item + "')");
+    }
+    *dim = v;
+    dp_given = dp_given || key == "dp";
+  }
+  plan::default_dp(&p, dp_given);  // ep 16 over tp 8: dp 2, as `harness plan` does
+  return p;
+}
+
+// A scratch folder for the generated suites, removed at the end.
+struct ScratchDir {
+  std::string path = (fs::temp_directory_path() / ("h0-day0-" + std::to_string(::getpid()))).string();
+  ScratchDir() { fs::create_directories(path); }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
 };
+
+checks::Status record_status(StageStatus s) {
+  return s == StageStatus::kPass ? checks::Status::kPass : s == StageStatus::kFail ? checks::Status::kFail : checks::Status::kSkip;
+}
+
+// One record of the whole run: every stage's checks ("<stage>/<case>") and the stage itself
+// ("stage/<NN>-<id>", kind day0_stage: its title and summary).
+checks::RunReport run_record(const Day0Options& opt, const suite::Platform& platform, const std::vector<StageResult>& results,
+                             double seconds) {
+  checks::RunReport report;
+  report.suite_name = "day0";
+  report.suite_file = "day0:" + opt.model;
+  report.platform_name = platform.name;
+  report.platform_file = platform.file;
+  report.platform_sha256 = platform.sha256;
+  report.duration_s = seconds;
+  try {
+    report.stack = backend::Backend::open({platform.backend, platform.lib, platform.options})->stack_info();
+  } catch (const std::exception& e) {
+    report.stack = {{"error", e.what()}};
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Stage& s = stages()[i];
+    for (const auto& c : results[i].cases) {
+      checks::CaseOutcome o = c;
+      o.id = std::string(s.id) + "/" + c.id;
+      report.cases.push_back(std::move(o));
+    }
+    char id[64];
+    std::snprintf(id, sizeof id, "stage/%02zu-%s", i + 1, s.id);
+    checks::CaseOutcome stage{id, s.id, "day0_stage", {"day0"}, {}};
+    stage.result.status = record_status(results[i].status);
+    stage.result.message = results[i].summary;
+    stage.result.details = results[i].details;
+    stage.result.details["title"] = s.title;
+    stage.result.details["stage_status"] = stage_status_name(results[i].status);
+    report.cases.push_back(std::move(stage));
+  }
+  return report;
+}
 
 int run_day0(const Day0Options& opt) {
-  const std::string root = golden_root(opt.golden);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!fs::is_directory(opt.model)) throw InputError(opt.model, "not a model directory (config.json, and weights unless --dry-run)");
+  if (!fs::exists(fs::path(opt.model) / "config.json")) throw InputError(opt.model, "has no config.json");
+  if (!opt.golden.empty() && !fs::is_directory(opt.golden)) throw InputError(opt.golden, "--golden: not a directory");
+  const auto labels = parse_labels(opt.labels);
+  MeshRun mesh_run = open_mesh("", 300);
+  const std::string root = golden_root("");
   const auto manifest = io::GoldenManifest::load(root);
   const auto problems = manifest.verify();
-  const bool preflight_ok = problems.empty();
   const suite::Platform platform = suite::load_platform(default_platform(opt.platform));
+  const bool print = !opt.json && mesh_run.root;
 
-  Day0Context ctx{opt, platform, {}, "", "", std::nullopt};
-  if (fs::exists(opt.model + "/config.json")) {
-    ctx.model_ops = checks::ops_of_model(checks::read_model_config(opt.model), &ctx.model_dtype);
-  } else {
-    ctx.model_problem = opt.model + "/config.json not found";
-  }
-
-  nlohmann::json stages = nlohmann::json::array();
-  bool blocked = !preflight_ok;
-  int passed = 0;
-  if (!opt.json) {
-    std::printf("Day-0 readiness: model %s on %s (%s)\n", opt.model.c_str(), platform.name.c_str(), platform.file.c_str());
+  ScratchDir scratch;
+  Day0Context ctx{opt, platform, parse_mesh(opt.mesh), mesh_run.world.get(), fs::path(opt.model).lexically_normal().filename().string(),
+                  std::nullopt, {}, "", scratch.path, std::nullopt};
+  if (ctx.model_name.empty()) ctx.model_name = fs::absolute(opt.model).parent_path().filename().string();
+  if (print) {
+    std::printf("Day-0 readiness: model %s on %s (%s)%s\n", opt.model.c_str(), platform.name.c_str(), platform.file.c_str(),
+                opt.dry_run ? ", dry run" : "");
     std::printf("pre-flight: %zu golden files match %s/manifest.json: %s\n", manifest.files().size(), root.c_str(),
-                preflight_ok ? colored("ok", "32").c_str() : colored("FAILED", "31").c_str());
+                problems.empty() ? colored("ok", "32").c_str() : colored("FAILED", "31").c_str());
     for (const auto& p : problems) std::printf("    %s\n", p.c_str());
   }
-  int n = 0;
-  for (const auto& s : kStages) {
+  if (!problems.empty()) return kExitInput;
+
+  std::vector<StageResult> results;
+  std::map<std::string, StageStatus> status;
+  bool rank_stop = false;
+  for (const Stage& s : stages()) {
     StageResult r;
-    if (s.run == nullptr) {
-      r = {StageStatus::kUnavailable, std::string("not yet available (arrives with ") + s.arrives_with + ")"};
-    } else if (blocked) {
-      r = {StageStatus::kSkipped, "blocked by an earlier failure"};
+    std::string unmet, gate;
+    for (const char* n : s.needs) {
+      if (status[n] != StageStatus::kPass && unmet.empty()) unmet = n;
+    }
+    for (const char* n : s.after) {
+      if (status[n] != StageStatus::kPass && gate.empty()) gate = n;
+    }
+    if (opt.dry_run && s.needs_weights) {
+      r = {StageStatus::kNotRun, "not run (dry run: needs the weights)", {}, {}};
+    } else if (rank_stop) {
+      r = {StageStatus::kNotRun, "rank 0 runs the service stages", {}, {}};
+    } else if (!unmet.empty()) {
+      r = {StageStatus::kBlocked, "blocked: " + unmet + " did not pass", {}, {}};
+    } else if (!gate.empty() && !opt.keep_going) {
+      r = {StageStatus::kBlocked, "blocked: " + gate + " did not pass (--keep-going runs it anyway)", {}, {}};
     } else {
       try {
         r = s.run(ctx);
+      } catch (const mesh::MeshError&) {
+        throw;
       } catch (const std::exception& e) {  // a bad model directory, a backend that will not open, ...
-        r = {StageStatus::kFail, e.what()};
+        r = {StageStatus::kFail, e.what(), {}, {}};
       }
-      blocked = blocked || r.status == StageStatus::kFail;
     }
-    passed += r.status == StageStatus::kPass;
-    stages.push_back({{"id", s.id}, {"title", s.title}, {"status", stage_status_name(r.status)}, {"summary", r.summary}});
-    if (!opt.json) {
+    if (std::string(s.id) == "mesh" && !mesh_run.root) rank_stop = true;
+    status[s.id] = r.status;
+    if (print) {
       const char* mark = r.status == StageStatus::kPass ? "\u2713" : r.status == StageStatus::kFail ? "\u2717" : "-";
       const char* color = r.status == StageStatus::kPass ? "32" : r.status == StageStatus::kFail ? "31" : "33";
-      std::printf("  %2d  %s  %-42s  %s\n", ++n, colored(mark, color).c_str(), s.title, r.summary.c_str());
+      std::printf("  %2zu  %s  %-42s  %s\n", results.size() + 1, colored(mark, color).c_str(), s.title, r.summary.c_str());
+      std::fflush(stdout);
+    }
+    results.push_back(std::move(r));
+  }
+  int passed = 0;
+  for (const auto& r : results) passed += r.status == StageStatus::kPass;
+  const bool ready = passed == int(results.size());
+  if (!mesh_run.root) return ready ? kExitOk : kExitMismatch;
+
+  // One run record: the store, then JSON, JUnit and the dashboard from it.
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const checks::RunReport report = run_record(opt, platform, results, seconds);
+  store::RunData run = checks::run_data(report, platform, labels, mesh_run.name);
+  run.started_at = store::utc_now();
+  run.finished_at = run.started_at;
+  std::unique_ptr<store::SqliteStore> db;
+  int64_t run_id = 0;
+  if (!opt.no_db) {
+    db = store::SqliteStore::open(opt.db);
+    run_id = db->begin_run(checks::run_start(report, platform, labels, mesh_run.name));
+    for (const auto& c : report.cases) db->add_result(run_id, checks::result_data(c));
+    db->finish_run(run_id, run.status);
+    run = *db->load_run(run_id);
+  }
+  std::string site_index;
+  if (!opt.no_report) {
+    fs::create_directories(opt.out);
+    report::write_json((fs::path(opt.out) / "day0.json").string(), run);
+    report::write_junit((fs::path(opt.out) / "day0.xml").string(), run);
+    if (db) {
+      const report::SiteModel model = report::gather_site(*db, report::SiteOptions{}, nullptr);
+      report::write_site(model, (fs::path(opt.out) / "site").string(), report::find_chart_js(""), nullptr);
+      site_index = (fs::path(opt.out) / "site" / "index.html").string();
     }
   }
-  const bool ready = passed == static_cast<int>(std::size(kStages));
   if (opt.json) {
+    nlohmann::json stages_json = nlohmann::json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+      stages_json.push_back({{"id", stages()[i].id}, {"title", stages()[i].title},
+                             {"status", stage_status_name(results[i].status)}, {"summary", results[i].summary},
+                             {"checks", results[i].cases.size()}, {"details", results[i].details}});
+    }
     nlohmann::json out = {{"model", opt.model},
                           {"platform", platform.name},
-                          {"preflight", {{"golden_manifest", preflight_ok ? "pass" : "fail"},
-                                         {"golden_files", manifest.files().size()},
-                                         {"problems", problems}}},
-                          {"stages", stages},
-                          {"ready", ready}};
-    std::printf("%s\n", out.dump(2).c_str());
+                          {"preflight", {{"golden_manifest", "pass"}, {"golden_files", manifest.files().size()}}},
+                          {"stages", stages_json},
+                          {"ready", ready},
+                          {"seconds", seconds}};
+    if (db) out["run_id"] = run_id;
+    if (!site_index.empty()) out["dashboard"] = site_index;
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    std::printf("Day-0 readiness %s: %d of %zu stages passed.\n", ready ? "established" : "NOT established", passed,
-                std::size(kStages));
+    std::printf("Day-0 readiness %s: %zu of %zu stages passed in %.1f s.\n", ready ? "established" : "NOT established",
+                size_t(passed), results.size(), seconds);
+    if (db) std::printf("stored as run %lld in %s\n", static_cast<long long>(run_id), opt.db.c_str());
+    if (!site_index.empty()) std::printf("dashboard: %s\n", site_index.c_str());
   }
-  if (!preflight_ok) return kExitInput;
   return ready ? kExitOk : kExitMismatch;
 }
 
@@ -266,7 +270,17 @@ void register_day0(CLI::App& app, Run* run) {
   CLI::App* sub = app.add_subcommand("day0", "Run the Day-0 readiness checklist for a model on a platform");
   sub->add_option("--model", opt->model, "Model directory (config.json, weights, tokenizer)")->capture_default_str();
   sub->add_option("--platform", opt->platform, "Platform config (default configs/platforms/cpu.yaml)");
-  sub->add_option("--golden", opt->golden, "Golden directory (default: ./golden, else the source tree's)");
+  sub->add_option("--golden", opt->golden,
+                  "Goldens of a model without shipped ones: the directory golden/tools/dump_hf.py wrote");
+  sub->add_option("--mesh", opt->mesh, "The parallel plan the memory stage sizes, e.g. tp=8,pp=2,ep=16");
+  sub->add_flag("--keep-going", opt->keep_going, "Run the stages an earlier failure would block (not those it cannot)");
+  sub->add_flag("--dry-run", opt->dry_run, "Run only the stages that need no weights (config, coverage, memory plan)");
+  sub->add_option("--db", opt->db, "Results store")->capture_default_str();
+  sub->add_flag("--no-db", opt->no_db, "Do not write the results store (and no dashboard)");
+  sub->add_option("--label", opt->labels, "Stack label KEY=VALUE (repeatable)");
+  sub->add_option("--out", opt->out, "Where day0.json, day0.xml (JUnit), the dashboard and service logs go")
+      ->capture_default_str();
+  sub->add_flag("--no-report", opt->no_report, "Write no day0.json, day0.xml or dashboard");
   sub->add_flag("--json", opt->json, "Machine-readable output");
   sub->callback([run, opt] { *run = [opt] { return run_day0(*opt); }; });
 }

@@ -14,6 +14,7 @@
 #include "mesh/communicator.h"
 #include "mesh/faulty_communicator.h"
 #include "cli_output.h"
+#include "mesh_run.h"
 #include "commands.h"
 #include "report/json_writer.h"
 #include "report/junit_writer.h"
@@ -34,49 +35,8 @@ struct RunOptions {
   double timeout_s = 0;
 };
 
-std::map<std::string, std::string> parse_labels(const std::vector<std::string>& items) {
-  std::map<std::string, std::string> out;
-  for (const auto& item : items) {
-    const auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) throw InputError("--label " + item, "expected KEY=VALUE, e.g. stack=cann-8.1.rc2");
-    out[item.substr(0, eq)] = item.substr(eq + 1);
-  }
-  return out;
-}
-
-// Under a launcher (mpirun, srun, torchrun) with more than one rank, every rank runs the suite
-// in-process over one world communicator (model checks with a `mesh:` span the ranks); rank 0
-// alone prints, writes the store and the reports.
-struct Mesh {
-  std::unique_ptr<mesh::Communicator> world;
-  bool root = true;
-  std::string name;  // the store's `mesh` of the run: "mpi x4"; empty for one rank
-};
-
-Mesh open_mesh(const std::string& fault, double timeout_s) {
-  Mesh m;
-  const mesh::RankEnv env = mesh::detect_rank_env();
-  if (env.size <= 1) {
-    if (!fault.empty()) throw InputError("--mesh-fault", "needs a multi-rank run (mpirun -np N harness run ...)");
-    return m;
-  }
-  m.world = mesh::make_world_communicator(timeout_s);
-  if (!fault.empty()) {
-    nlohmann::json options;
-    try {
-      options = nlohmann::json::parse(fault);
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError("--mesh-fault", std::string("not JSON: ") + e.what());
-    }
-    m.world = mesh::make_faulty_communicator(std::move(m.world), options);
-  }
-  m.root = m.world->rank() == 0;
-  m.name = m.world->engine() + " x" + std::to_string(m.world->size());
-  return m;
-}
-
 int run_run(RunOptions opt) {
-  Mesh mesh_run = open_mesh(opt.mesh_fault, opt.mesh_timeout_s);
+  MeshRun mesh_run = open_mesh(opt.mesh_fault, opt.mesh_timeout_s);
   if (!mesh_run.root) {  // the other ranks compute; rank 0 reports
     opt.no_db = true;
     opt.quiet = true;

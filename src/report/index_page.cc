@@ -62,6 +62,7 @@ std::string day0_panel(const SiteRun& run) {
                      html_link(run.page, run_ref(run.run.id)) + "</h2>\n<ol class=\"checklist\">\n";
   for (const auto& s : run.day0) {
     html += "<li data-stage=\"" + html_escape(s.id) + "\">" + status_badge(s.status) + " " + html_escape(s.title);
+    if (!s.summary.empty()) html += " <span class=\"muted\">" + html_escape(s.summary) + "</span>";
     if (s.cases > 0) html += " <span class=\"muted\">(" + std::to_string(s.cases) + " cases, " + std::to_string(s.failed) + " failing)</span>";
     html += "</li>\n";
   }

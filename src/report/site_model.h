@@ -37,6 +37,7 @@ struct CaseDigest {
 struct Day0Stage {
   std::string id, title, status;
   int cases = 0, failed = 0;
+  std::string summary;  // `harness day0`'s line for the stage (its key number, or why)
 };
 
 struct SiteRun {

@@ -134,47 +134,5 @@ TEST(Cli, CompareThresholdsTurnAPassIntoAFailure) {
   EXPECT_EQ(run("compare " + files + " --preset f32").code, 1);  // bf16 rounding exceeds f32 bounds
 }
 
-// The stages that exist run (on tiny-llama: all of them pass); the others are listed as not yet
-// available, never passed, so the run exits 1.
-TEST(Cli, Day0RunsTheStagesThatExistAndNeverPassesTheOthers) {
-  const Result r = run("day0 --json --model configs/models/tiny-llama");
-  EXPECT_EQ(r.code, 1) << r.err;  // not every stage passed
-  const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["preflight"]["golden_manifest"], "pass");
-  EXPECT_EQ(j["ready"], false);
-  ASSERT_EQ(j["stages"].size(), 14u);
-  const std::set<std::string> unavailable = {"service", "e2e_text", "e2e_image", "determinism", "performance"};
-  for (const auto& s : j["stages"]) {
-    EXPECT_EQ(s["status"], unavailable.count(s["id"]) ? "unavailable" : "pass") << s["id"] << ": " << s["summary"];
-    if (s["id"] == "config") {
-      EXPECT_EQ(s["summary"], "LlamaForCausalLM: 557,696 parameters");
-    } else if (s["id"] == "coverage") {
-      EXPECT_EQ(s["summary"], "10 native, 0 fallback of the model's 10 ops in bf16");
-    } else if (s["id"] == "image") {
-      EXPECT_EQ(s["summary"], "not applicable: a text-only model");
-    } else if (s["id"] == "op_accuracy") {
-      EXPECT_NE(s["summary"].get<std::string>().find(" op cases, 0 failed"), std::string::npos) << s["summary"];
-    }
-  }
-}
-
-// A stage that fails says why and blocks the stages after it.
-TEST(Cli, Day0AFailedStageBlocksTheRest) {
-  test::TempDir dir;
-  std::ofstream(dir.file("config.json")) << R"({"architectures": ["LlamaForCausalLM"], "torch_dtype": "float16"})";
-  const Result r = run("day0 --json --model " + dir.path());
-  EXPECT_EQ(r.code, 1) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["stages"][0]["status"], "fail");
-  EXPECT_EQ(j["stages"][0]["summary"], dir.file("config.json") + ": hidden_size: missing (an integer is required)");
-  EXPECT_EQ(j["stages"][1]["status"], "skipped");
-  EXPECT_EQ(j["stages"][1]["summary"], "blocked by an earlier failure");
-  // The terminal checklist says the same.
-  const Result text = run("day0 --model " + dir.path());
-  EXPECT_EQ(text.code, 1);
-  EXPECT_NE(text.out.find("hidden_size: missing (an integer is required)"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("Day-0 readiness NOT established: 0 of 14 stages passed."), std::string::npos) << text.out;
-}
-
 }  // namespace
 }  // namespace h0

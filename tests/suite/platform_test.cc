@@ -253,7 +253,7 @@ TEST_F(PlatformTest, Errors) {
             "e.g. backend: cpu, or backend: {lib: path/to/plugin.so, options: {...}})");
   EXPECT_EQ(error_in("platform: x\nbackend: cpu\nmesh: {tp: 2}\n"),
             "p.yaml:3:1: unknown field 'mesh' (expected one of: platform, backend, device_memory, "
-            "peaks, tolerance, case_timeout, isolation, fallback)");
+            "peaks, tolerance, case_timeout, isolation, fallback, service)");
   EXPECT_EQ(error_in("platform: x\nbackend: cpu\ndevice_memory: 24 gigs\n"),
             "p.yaml:3:16: bad size '24 gigs' (expected a number of bytes, or a number with a "
             "unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; e.g. 24GiB)");
