@@ -120,6 +120,27 @@ TEST(Day0, AFailedConfigBlocksEverything) {
   EXPECT_EQ(run_harness("day0 --model configs/models/tiny-llama --mesh tp=0").code, 2);
 }
 
+// A model without shipped goldens (tiny-llama under another name): the layer and model stages
+// run generated cases against --golden (dump_hf.py's format), the e2e stages generated requests;
+// without --golden they say how to make goldens.
+TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
+  test::TempDir dir;
+  std::filesystem::copy(test::source_path("configs/models/tiny-llama"), dir.file("my-llama"));
+  const std::string base = "day0 --json --no-db --no-report --model " + dir.file("my-llama");
+  auto r = run_harness(base + " --golden golden/models/tiny-llama");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  auto stages = stages_of(r.out);
+  EXPECT_EQ(stages["layer_accuracy"]["summary"], "4 layer cases, 0 failed");  // 2 prompts x 2 layers
+  EXPECT_EQ(stages["model"]["summary"], "2 model cases, 0 failed");
+  EXPECT_EQ(stages["e2e_text"]["summary"], "1 text requests, 0 failed");
+  r = run_harness(base);
+  EXPECT_EQ(r.code, 1);
+  stages = stages_of(r.out);
+  EXPECT_EQ(stages["layer_accuracy"]["status"], "not_run");
+  EXPECT_NE(stages["layer_accuracy"]["summary"].get<std::string>().find("dump_hf.py"), std::string::npos);
+  EXPECT_EQ(stages["model"]["status"], "blocked");
+}
+
 // DeepSeek-V3's config alone, sized for 32 H200s (tp 8, pp 2, ep 16: dp 2): the stages that need no
 // weights run, the rest are reported as not run.
 TEST(Day0, DryRunOfAConfigOnlyLargeModel) {
