@@ -3,7 +3,10 @@
 
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace h0::test {
@@ -14,6 +17,17 @@ inline std::string source_path(const std::string& rel) {
 }
 
 inline std::string golden_path(const std::string& rel) { return source_path("golden/" + rel); }
+
+// The whole contents of a file ("" when it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Seconds since `t0` on the steady clock.
+inline double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 // A fresh temporary directory, removed when the object goes out of scope.
 class TempDir {

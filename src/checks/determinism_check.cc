@@ -26,9 +26,7 @@ class DeterminismCase final : public PreparedCase {
   CheckResult run(RunContext& ctx) override {
     ServiceHandle h = connect_service(ctx);
     if (!h.error.empty()) return service_unavailable(h);
-    CheckResult out;
-    out.details = h.evidence;
-    out.details["request"] = spec_.req.description;
+    CheckResult out = result_for(h, spec_.req);
     service::Request request = spec_.req.request;
     request.model = h.model;
 

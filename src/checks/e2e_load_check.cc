@@ -99,9 +99,7 @@ class LoadCase final : public PreparedCase {
       tokens += double(l.tokens);
       good += meets(spec_.slo, l);
     }
-    CheckResult out;
-    out.details = h.evidence;
-    out.details["request"] = spec_.req.description;
+    CheckResult out = result_for(h, spec_.req);
     out.details["mode"] = spec_.rate > 0 ? "poisson rate " + std::to_string(spec_.rate) + "/s"
                                          : "concurrency " + std::to_string(spec_.concurrency);
     const std::pair<const char*, std::vector<double>*> series[] = {{"ttft", &ttft}, {"tpot", &tpot}, {"itl", &itl}, {"e2e", &e2e}};

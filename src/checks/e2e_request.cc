@@ -271,6 +271,14 @@ ServiceHandle connect_service(RunContext& ctx) {
   return h;
 }
 
+CheckResult result_for(const ServiceHandle& h, const E2eRequest& request) {
+  CheckResult r;
+  r.details = h.evidence;
+  r.details["request"] = request.description;
+  if (!request.golden_path.empty()) r.details["golden"] = request.golden_path;
+  return r;
+}
+
 CheckResult service_unavailable(const ServiceHandle& h) {
   CheckResult r;
   r.status = Status::kFail;

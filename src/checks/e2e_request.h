@@ -45,6 +45,8 @@ struct ServiceHandle {
   nlohmann::json evidence = nlohmann::json::object();  // url, command, log tail
 };
 ServiceHandle connect_service(RunContext& ctx);
+// The result a check of `request` starts from: the service's evidence and the request.
+CheckResult result_for(const ServiceHandle& h, const E2eRequest& request);
 // A failing result for an unusable service, with its evidence.
 CheckResult service_unavailable(const ServiceHandle& h);
 

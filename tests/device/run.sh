@@ -6,6 +6,8 @@
 # run.txt (the terminal output), summary.txt (counts by status and route, the slowest cases,
 # every case that did not pass), and the build and nvidia-smi logs. Sized for under 5 minutes
 # on one H200 (most of it the build). Exit status: the run's (0 = every case passed).
+# Without build tools on the device: tests/device/bundle.sh builds here and packs a bundle whose
+# device_run.sh (tests/device/device_run.sh) runs these suites, the NCCL collectives and e2e.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${OUT:-$PWD/device-out}"

@@ -27,11 +27,6 @@ std::map<std::string, nlohmann::json> stages_of(const std::string& json_text) {
   return out;
 }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   test::TempDir dir;
   const auto r = run_harness("day0 --json --model configs/models/tiny-llama --db " + dir.file("r.db") + " --out " +
@@ -63,9 +58,9 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   EXPECT_EQ(stage_cases, 14);
   EXPECT_GE(e2e_cases, 4);
   // JSON, JUnit and the dashboard from that record.
-  EXPECT_NE(read_all(dir.file("out/day0.json")).find("\"stage/14-performance\""), std::string::npos);
-  EXPECT_NE(read_all(dir.file("out/day0.xml")).find("<testsuite"), std::string::npos);
-  const std::string index = read_all(dir.file("out/site/index.html"));
+  EXPECT_NE(test::read_file(dir.file("out/day0.json")).find("\"stage/14-performance\""), std::string::npos);
+  EXPECT_NE(test::read_file(dir.file("out/day0.xml")).find("<testsuite"), std::string::npos);
+  const std::string index = test::read_file(dir.file("out/site/index.html"));
   EXPECT_NE(index.find("Day-0 checklist"), std::string::npos);
   EXPECT_NE(index.find("performance snapshot"), std::string::npos);
 }

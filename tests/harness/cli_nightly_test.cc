@@ -3,38 +3,22 @@
 // dashboard written; bad arguments are exit 2.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <string>
 
-#include "test_util.h"
+#include "harness/cli_util.h"
 
 namespace h0 {
 namespace {
 
 struct Out {
   int code = -1;
-  std::string text;
+  std::string text;  // stdout and stderr
 };
 
 Out nightly(const std::string& args, const std::string& env = "") {
-  const std::string cmd = "cd " + test::source_path("") + " && " + env + " HARNESS_BIN=" + H0_HARNESS_BIN +
-                          " harness/nightly " + args + " 2>&1";
-  Out o;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) o.text.append(buf, n);
-  const int status = ::pclose(p);
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return o;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  const test::Result r = test::run_shell(env + " HARNESS_BIN=" + H0_HARNESS_BIN + " harness/nightly " + args + " 2>&1");
+  return {r.code, r.out};
 }
 
 TEST(Nightly, ARegressionAgainstThePreviousNightFailsTheJob) {
@@ -54,11 +38,11 @@ TEST(Nightly, ARegressionAgainstThePreviousNightFailsTheJob) {
   o = nightly(common + " " + dir.file("bad.yaml"), "H0_LABELS='stack=v3'");
   EXPECT_EQ(o.code, 1) << o.text;
   EXPECT_NE(o.text.find("REGRESSION on box"), std::string::npos) << o.text;
-  EXPECT_NE(read_all(dir.file("out/diff/box.txt")).find("1 regression"), std::string::npos);
-  EXPECT_NE(read_all(dir.file("out/junit/box.xml")).find("<failure"), std::string::npos);
-  EXPECT_NE(read_all(dir.file("out/site/index.html")).find("3 runs"), std::string::npos);
+  EXPECT_NE(test::read_file(dir.file("out/diff/box.txt")).find("1 regression"), std::string::npos);
+  EXPECT_NE(test::read_file(dir.file("out/junit/box.xml")).find("<failure"), std::string::npos);
+  EXPECT_NE(test::read_file(dir.file("out/site/index.html")).find("3 runs"), std::string::npos);
   // Labels from the environment reach the store.
-  EXPECT_NE(read_all(dir.file("out/diff/box.txt")).find("stack=v3"), std::string::npos);
+  EXPECT_NE(test::read_file(dir.file("out/diff/box.txt")).find("stack=v3"), std::string::npos);
 }
 
 TEST(Nightly, BadArgumentsAreExitTwo) {

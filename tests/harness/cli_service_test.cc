@@ -19,11 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 class ServiceCli : public ::testing::Test {
  protected:
   // A platform whose service is the fake server in `mode` (extra flags appended).
@@ -160,10 +155,10 @@ TEST_F(ServiceCli, TheApiKeyIsSentAndKeptNowhere) {
                                    dir_.file("logs"),
                                "H0_TEST_API_KEY=" + key + " ");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_NE(read_all(auth).find("Bearer " + key), std::string::npos) << "the server did not receive the key";
-  std::string everything = r.out + r.err + read_all(dir_.file("out.json")) + read_all(dir_.file("out.xml")) +
-                           read_all(dir_.file("r.db"));
-  for (const auto& e : fs::recursive_directory_iterator(dir_.file("logs"))) everything += read_all(e.path().string());
+  EXPECT_NE(read_file(auth).find("Bearer " + key), std::string::npos) << "the server did not receive the key";
+  std::string everything = r.out + r.err + read_file(dir_.file("out.json")) + read_file(dir_.file("out.xml")) +
+                           read_file(dir_.file("r.db"));
+  for (const auto& e : fs::recursive_directory_iterator(dir_.file("logs"))) everything += read_file(e.path().string());
   EXPECT_EQ(everything.find(key), std::string::npos) << "the API key was written somewhere";
   EXPECT_NE(everything.find("fake"), std::string::npos);  // the outputs were read at all
 }

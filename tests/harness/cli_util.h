@@ -18,11 +18,10 @@ struct Result {
   std::string err;  // stderr
 };
 
-// Runs `harness ARGS` from the source tree root; `launcher` (e.g. "mpirun -np 2 ") goes before it.
-inline Result run_harness(const std::string& args, const std::string& launcher = "") {
+// Runs a shell command line from the source tree root: its exit code, stdout and stderr.
+inline Result run_shell(const std::string& command) {
   TempDir dir;
-  const std::string cmd =
-      "cd " + source_path("") + " && " + launcher + std::string(H0_HARNESS_BIN) + " " + args + " 2>" + dir.file("err");
+  const std::string cmd = "cd " + source_path("") + " && " + command + " 2>" + dir.file("err");
   Result r;
   FILE* p = ::popen(cmd.c_str(), "r");
   char buf[4096];
@@ -32,6 +31,11 @@ inline Result run_harness(const std::string& args, const std::string& launcher =
   std::ifstream err(dir.file("err"));
   r.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
   return r;
+}
+
+// Runs `harness ARGS` from the source tree root; `launcher` (e.g. "mpirun -np 2 ") goes before it.
+inline Result run_harness(const std::string& args, const std::string& launcher = "") {
+  return run_shell(launcher + std::string(H0_HARNESS_BIN) + " " + args);
 }
 
 }  // namespace h0::test

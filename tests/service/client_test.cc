@@ -24,16 +24,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using test::read_file;
+using test::since;
 
 // The fake server in `mode` on a free port, killed when this goes out of scope.
 class FakeServer {

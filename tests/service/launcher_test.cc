@@ -21,16 +21,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using test::read_file;
+using test::since;
 
 // Whether a process other than a zombie is in process group `pgid`, by /proc/*/stat.
 bool group_alive(pid_t pgid) {
