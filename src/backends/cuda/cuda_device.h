@@ -29,7 +29,8 @@ class CudaDevice : public h0p::Device {
   void release(void* handle) override;
   void write(void* handle, const void* src, size_t bytes) override;
   void read(void* dst, const void* handle, size_t bytes) override;
-  // cublasGemmEx, f32 compute (no TF32); the bias is broadcast into c first (beta = 1).
+  // cublasGemmEx, f32 compute (no TF32). f32: the bias is broadcast into c first (beta = 1).
+  // bf16/f16 with a bias: the product goes to an f32 scratch and add_bias_f32 rounds once.
   void gemm(hb_dtype dtype, const void* a, const void* b, const void* bias, void* c, int m, int n,
             int k, bool b_trans) override;
   void synchronize();
@@ -38,6 +39,8 @@ class CudaDevice : public h0p::Device {
  private:
   int index_ = 0;
   cublasHandle_t blas_ = nullptr;
+  void* scratch_ = nullptr;  // f32 GEMM results before the bias (grown as needed)
+  size_t scratch_bytes_ = 0;
   std::string stack_info_;
 };
 

@@ -2,6 +2,6 @@
 // (OpenCL finds kernels by name in the built program). X(name) per kernel.
 #pragma once
 #define H0_PORTABLE_KERNELS(X)                                                                   \
-  X(unary_map) X(binary_map) X(gather_rows) X(broadcast_rows) X(norm_rows) X(softmax_rows)       \
+  X(unary_map) X(binary_map) X(gather_rows) X(broadcast_rows) X(add_bias_f32) X(norm_rows) X(softmax_rows)       \
   X(argmax_rows) X(gemm_tiled) X(patch_embed) X(rope) X(attention) X(moe_gate) X(moe_up)        \
   X(moe_down)
