@@ -12,6 +12,8 @@ constexpr std::array<int8_t, 256> decode_table() {
   std::array<int8_t, 256> t{};
   for (auto& v : t) v = -1;
   for (int i = 0; i < 64; ++i) t[static_cast<uint8_t>(kAlphabet[i])] = static_cast<int8_t>(i);
+  t['-'] = 62;  // the URL-safe alphabet decodes too
+  t['_'] = 63;
   return t;
 }
 

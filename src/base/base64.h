@@ -8,7 +8,8 @@
 namespace h0::base {
 
 std::string base64_encode(std::string_view bytes);
-// nullopt when `text` is not base64 (whitespace is skipped; padding optional).
+// nullopt when `text` is not base64 (whitespace is skipped; padding optional; the URL-safe
+// alphabet's '-' and '_' are accepted too).
 std::optional<std::string> base64_decode(std::string_view text);
 
 }  // namespace h0::base

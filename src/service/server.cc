@@ -8,8 +8,10 @@
 #include <ctime>
 #include <exception>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
+#include "base/base64.h"
 #include "base/error.h"
 #include "model/byte_level.h"
 
@@ -97,32 +99,6 @@ std::string random_hex(size_t n) {
   std::string s;
   for (size_t i = 0; i < n; ++i) s += kHex[rng() % 16];
   return s;
-}
-
-std::vector<uint8_t> base64_decode(std::string_view in, const std::string& param) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;
-    if (c == '/' || c == '_') return 63;
-    return -1;
-  };
-  std::vector<uint8_t> out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
-    const int v = value(c);
-    if (v < 0) throw bad(param, "the data URL is not valid base64");
-    acc = (acc << 6) | uint32_t(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(uint8_t(acc >> bits));
-    }
-  }
-  return out;
 }
 
 // The protocol-level request: what to generate and how to answer.
@@ -297,11 +273,11 @@ class Server::Impl {
       throw bad(where + ".image_url.url",
                 "only data:image/png;base64 or data:image/jpeg;base64 URLs are supported");
     }
-    const std::vector<uint8_t> bytes =
-        base64_decode(std::string_view(u).substr(comma + 1), where + ".image_url.url");
+    const std::optional<std::string> bytes = base::base64_decode(std::string_view(u).substr(comma + 1));
+    if (!bytes) throw bad(where + ".image_url.url", "the data URL is not valid base64");
     try {
       const model::Image img =
-          model::decode_image_memory(bytes.data(), bytes.size(), where + ".image_url.url");
+          model::decode_image_memory(bytes->data(), bytes->size(), where + ".image_url.url");
       r->generation.images.push_back(model::clip_rescaled_pixels(img, *model_.clip));
     } catch (const InputError& e) {
       throw bad(where + ".image_url.url", std::string("the image cannot be decoded: ") + e.what());

@@ -24,6 +24,7 @@ TEST(Base64, RoundTripsEveryByteAndRejectsGarbage) {
   for (size_t n = 0; n < all.size(); n += 37) EXPECT_EQ(base64_decode(base64_encode(all.substr(0, n))), all.substr(0, n));
   EXPECT_EQ(base64_decode("Zm9v\nYmFy"), "foobar");  // line breaks skipped
   EXPECT_EQ(base64_decode("Zm9vYmFy"), base64_decode("Zm9vYmFy=="));
+  EXPECT_EQ(base64_decode("-_8="), base64_decode("+/8="));  // the URL-safe alphabet
   EXPECT_FALSE(base64_decode("Zm9*"));
   EXPECT_FALSE(base64_decode("Zg==Zg"));  // data after padding
   EXPECT_FALSE(base64_decode("Z"));       // a lone character holds no byte
