@@ -74,5 +74,21 @@ TEST(CliMesh, ARankThatLeavesStopsTheOthersAndTheRunStaysIncomplete) {
   ASSERT_EQ(db->interrupted_runs().size(), 1u);
 }
 
+// `harness day0` under mpirun: every rank runs the checks, the mesh stage runs the sharded cases
+// of suites/mesh.yaml that span 2 ranks, rank 0 alone prints and serves; both exit 0.
+TEST(CliMesh, Day0OnTwoRanksRunsTheShardedStage) {
+  const auto r = run_harness("day0 --json --no-db --no-report --model configs/models/tiny-llama",
+                             "mpirun --allow-run-as-root --oversubscribe -np 2 ");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);  // rank 0's output only
+  EXPECT_EQ(j["ready"], true);
+  for (const auto& s : j["stages"]) {
+    if (s["id"] == "mesh") {
+      EXPECT_EQ(s["status"], "pass");
+      EXPECT_NE(s["summary"].get<std::string>().find("sharded cases, 0 failed"), std::string::npos) << s["summary"];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace h0
