@@ -5,12 +5,11 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "checks/runner.h"
 #include "model/architecture.h"
@@ -35,8 +34,8 @@ const char* stage_status_name(StageStatus s);
 
 struct StageResult {
   StageStatus status = StageStatus::kNotRun;
-  std::string summary;                      // the key number, or why
-  std::vector<checks::CaseOutcome> cases;   // the checks it ran (into the run record)
+  std::string summary;                     // the key number, or why
+  std::vector<checks::CaseOutcome> cases;  // the checks it ran (into the run record)
   nlohmann::json details = nlohmann::json::object();
 };
 
@@ -44,13 +43,13 @@ struct StageResult {
 struct Day0Context {
   const Day0Options& options;
   const suite::Platform& platform;
-  plan::ParallelPlan parallel;             // --mesh, else one device
-  mesh::Communicator* world = nullptr;     // under a launcher
-  std::string model_name;                  // the model directory's name
+  plan::ParallelPlan parallel;              // --mesh, else one device
+  mesh::Communicator* world = nullptr;      // under a launcher
+  std::string model_name;                   // the model directory's name
   std::optional<model::Architecture> arch;  // read by the config stage
-  std::set<std::string> model_ops;         // the catalogue ops the model's config needs
+  std::set<std::string> model_ops;          // the catalogue ops the model's config needs
   std::string model_dtype;
-  std::string suite_dir;                   // a scratch folder for generated suites
+  std::string suite_dir;  // a scratch folder for generated suites
   // The e2e suite's cases for this model, run once for the service stages.
   std::optional<std::vector<checks::CaseOutcome>> e2e;
 };

@@ -7,17 +7,16 @@
 // stage), and --out the dashboard, day0.json and day0.xml. Exit 0 only when every stage passed.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
 #include "base/error.h"
@@ -51,18 +50,43 @@ const std::vector<Stage>& stages() {
   static const std::vector<Stage> kStages = {
       {"config", "config parsed, exact parameter counts", &run_config_stage, {}, {}, false},
       {"coverage", "operator coverage on this backend", &run_coverage_stage, {"config"}, {}, false},
-      {"memory_plan", "memory plan fits the devices", &run_memory_plan_stage, {"config"}, {}, false},
-      {"load", "weights load and shard (checksums)", &run_load_stage, {"config"}, {"memory_plan"}, true},
-      {"op_accuracy", "operator accuracy for this model's ops", &run_op_accuracy_stage, {"config"}, {"coverage"}, true},
+      {"memory_plan",
+       "memory plan fits the devices",
+       &run_memory_plan_stage,
+       {"config"},
+       {},
+       false},
+      {"load",
+       "weights load and shard (checksums)",
+       &run_load_stage,
+       {"config"},
+       {"memory_plan"},
+       true},
+      {"op_accuracy",
+       "operator accuracy for this model's ops",
+       &run_op_accuracy_stage,
+       {"config"},
+       {"coverage"},
+       true},
       {"layer_accuracy", "layer accuracy", &run_layer_stage, {"load"}, {"op_accuracy"}, true},
-      {"model", "full-model logits and greedy generation", &run_model_stage, {"load"}, {"layer_accuracy"}, true},
+      {"model",
+       "full-model logits and greedy generation",
+       &run_model_stage,
+       {"load"},
+       {"layer_accuracy"},
+       true},
       {"image", "image path", &run_image_stage, {"load"}, {"model"}, true},
       {"mesh", "sharded run on the mesh", &run_mesh_stage, {"load"}, {"model"}, true},
       {"service", "service start", &run_service_stage, {"load"}, {"model", "image"}, true},
       {"e2e_text", "text end-to-end", &run_e2e_text_stage, {"service"}, {}, true},
       {"e2e_image", "image end-to-end", &run_e2e_image_stage, {"service"}, {"image"}, true},
       {"determinism", "determinism", &run_determinism_stage, {"service"}, {"e2e_text"}, true},
-      {"performance", "performance snapshot", &run_performance_stage, {"service"}, {"e2e_text"}, true},
+      {"performance",
+       "performance snapshot",
+       &run_performance_stage,
+       {"service"},
+       {"e2e_text"},
+       true},
   };
   return kStages;
 }
@@ -75,7 +99,11 @@ plan::ParallelPlan parse_mesh(const std::string& text) {
   for (std::string item; std::getline(in, item, ',');) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
-    int64_t* dim = key == "tp" ? &p.tp : key == "pp" ? &p.pp : key == "ep" ? &p.ep : key == "dp" ? &p.dp : nullptr;
+    int64_t* dim = key == "tp"   ? &p.tp
+                   : key == "pp" ? &p.pp
+                   : key == "ep" ? &p.ep
+                   : key == "dp" ? &p.dp
+                                 : nullptr;
     int64_t v = 0;
     try {
       if (dim == nullptr || eq == std::string::npos) throw std::invalid_argument(item);
@@ -83,7 +111,8 @@ plan::ParallelPlan parse_mesh(const std::string& text) {
       v = std::stoll(item.substr(eq + 1), &used);
       if (used != item.size() - eq - 1 || v < 1) throw std::invalid_argument(item);
     } catch (const std::exception&) {
-      throw InputError("--mesh " + text, "expected tp=N,pp=N,ep=N,dp=N with N >= 1 (got '" + item + "')");
+      throw InputError("--mesh " + text,
+                       "expected tp=N,pp=N,ep=N,dp=N with N >= 1 (got '" + item + "')");
     }
     *dim = v;
     dp_given = dp_given || key == "dp";
@@ -94,7 +123,8 @@ plan::ParallelPlan parse_mesh(const std::string& text) {
 
 // A scratch folder for the generated suites, removed at the end.
 struct ScratchDir {
-  std::string path = (fs::temp_directory_path() / ("h0-day0-" + std::to_string(::getpid()))).string();
+  std::string path =
+      (fs::temp_directory_path() / ("h0-day0-" + std::to_string(::getpid()))).string();
   ScratchDir() { fs::create_directories(path); }
   ~ScratchDir() {
     std::error_code ec;
@@ -103,13 +133,15 @@ struct ScratchDir {
 };
 
 checks::Status record_status(StageStatus s) {
-  return s == StageStatus::kPass ? checks::Status::kPass : s == StageStatus::kFail ? checks::Status::kFail : checks::Status::kSkip;
+  return s == StageStatus::kPass   ? checks::Status::kPass
+         : s == StageStatus::kFail ? checks::Status::kFail
+                                   : checks::Status::kSkip;
 }
 
 // One record of the whole run: every stage's checks ("<stage>/<case>") and the stage itself
 // ("stage/<NN>-<id>", kind day0_stage: its title and summary).
-checks::RunReport run_record(const Day0Options& opt, const suite::Platform& platform, const std::vector<StageResult>& results,
-                             double seconds) {
+checks::RunReport run_record(const Day0Options& opt, const suite::Platform& platform,
+                             const std::vector<StageResult>& results, double seconds) {
   checks::RunReport report;
   report.suite_name = "day0";
   report.suite_file = "day0:" + opt.model;
@@ -118,7 +150,8 @@ checks::RunReport run_record(const Day0Options& opt, const suite::Platform& plat
   report.platform_sha256 = platform.sha256;
   report.duration_s = seconds;
   try {
-    report.stack = backend::Backend::open({platform.backend, platform.lib, platform.options})->stack_info();
+    report.stack =
+        backend::Backend::open({platform.backend, platform.lib, platform.options})->stack_info();
   } catch (const std::exception& e) {
     report.stack = {{"error", e.what()}};
   }
@@ -144,9 +177,13 @@ checks::RunReport run_record(const Day0Options& opt, const suite::Platform& plat
 
 int run_day0(const Day0Options& opt) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (!fs::is_directory(opt.model)) throw InputError(opt.model, "not a model directory (config.json, and weights unless --dry-run)");
-  if (!fs::exists(fs::path(opt.model) / "config.json")) throw InputError(opt.model, "has no config.json");
-  if (!opt.golden.empty() && !fs::is_directory(opt.golden)) throw InputError(opt.golden, "--golden: not a directory");
+  if (!fs::is_directory(opt.model))
+    throw InputError(opt.model,
+                     "not a model directory (config.json, and weights unless --dry-run)");
+  if (!fs::exists(fs::path(opt.model) / "config.json"))
+    throw InputError(opt.model, "has no config.json");
+  if (!opt.golden.empty() && !fs::is_directory(opt.golden))
+    throw InputError(opt.golden, "--golden: not a directory");
   const auto labels = parse_labels(opt.labels);
   MeshRun mesh_run = open_mesh("", 300);
   const std::string root = golden_root("");
@@ -156,13 +193,23 @@ int run_day0(const Day0Options& opt) {
   const bool print = !opt.json && mesh_run.root;
 
   ScratchDir scratch;
-  Day0Context ctx{opt, platform, parse_mesh(opt.mesh), mesh_run.world.get(), fs::path(opt.model).lexically_normal().filename().string(),
-                  std::nullopt, {}, "", scratch.path, std::nullopt};
-  if (ctx.model_name.empty()) ctx.model_name = fs::absolute(opt.model).parent_path().filename().string();
+  Day0Context ctx{opt,
+                  platform,
+                  parse_mesh(opt.mesh),
+                  mesh_run.world.get(),
+                  fs::path(opt.model).lexically_normal().filename().string(),
+                  std::nullopt,
+                  {},
+                  "",
+                  scratch.path,
+                  std::nullopt};
+  if (ctx.model_name.empty())
+    ctx.model_name = fs::absolute(opt.model).parent_path().filename().string();
   if (print) {
-    std::printf("Day-0 readiness: model %s on %s (%s)%s\n", opt.model.c_str(), platform.name.c_str(), platform.file.c_str(),
-                opt.dry_run ? ", dry run" : "");
-    std::printf("pre-flight: %zu golden files match %s/manifest.json: %s\n", manifest.files().size(), root.c_str(),
+    std::printf("Day-0 readiness: model %s on %s (%s)%s\n", opt.model.c_str(),
+                platform.name.c_str(), platform.file.c_str(), opt.dry_run ? ", dry run" : "");
+    std::printf("pre-flight: %zu golden files match %s/manifest.json: %s\n",
+                manifest.files().size(), root.c_str(),
                 problems.empty() ? colored("ok", "32").c_str() : colored("FAILED", "31").c_str());
     for (const auto& p : problems) std::printf("    %s\n", p.c_str());
   }
@@ -187,22 +234,31 @@ int run_day0(const Day0Options& opt) {
     } else if (!unmet.empty()) {
       r = {StageStatus::kBlocked, "blocked: " + unmet + " did not pass", {}, {}};
     } else if (!gate.empty() && !opt.keep_going) {
-      r = {StageStatus::kBlocked, "blocked: " + gate + " did not pass (--keep-going runs it anyway)", {}, {}};
+      r = {StageStatus::kBlocked,
+           "blocked: " + gate + " did not pass (--keep-going runs it anyway)",
+           {},
+           {}};
     } else {
       try {
         r = s.run(ctx);
       } catch (const mesh::MeshError&) {
         throw;
-      } catch (const std::exception& e) {  // a bad model directory, a backend that will not open, ...
+      } catch (
+          const std::exception& e) {  // a bad model directory, a backend that will not open, ...
         r = {StageStatus::kFail, e.what(), {}, {}};
       }
     }
     if (std::string(s.id) == "mesh" && !mesh_run.root) rank_stop = true;
     status[s.id] = r.status;
     if (print) {
-      const char* mark = r.status == StageStatus::kPass ? "\u2713" : r.status == StageStatus::kFail ? "\u2717" : "-";
-      const char* color = r.status == StageStatus::kPass ? "32" : r.status == StageStatus::kFail ? "31" : "33";
-      std::printf("  %2zu  %s  %-42s  %s\n", results.size() + 1, colored(mark, color).c_str(), s.title, r.summary.c_str());
+      const char* mark = r.status == StageStatus::kPass   ? "\u2713"
+                         : r.status == StageStatus::kFail ? "\u2717"
+                                                          : "-";
+      const char* color = r.status == StageStatus::kPass   ? "32"
+                          : r.status == StageStatus::kFail ? "31"
+                                                           : "33";
+      std::printf("  %2zu  %s  %-42s  %s\n", results.size() + 1, colored(mark, color).c_str(),
+                  s.title, r.summary.c_str());
       std::fflush(stdout);
     }
     results.push_back(std::move(r));
@@ -218,7 +274,8 @@ int run_day0(const Day0Options& opt) {
   }
 
   // One run record: the store, then JSON, JUnit and the dashboard from it.
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const checks::RunReport report = run_record(opt, platform, results, seconds);
   store::RunData run = checks::run_data(report, platform, labels, mesh_run.name);
   run.started_at = store::utc_now();
@@ -239,30 +296,36 @@ int run_day0(const Day0Options& opt) {
     report::write_junit((fs::path(opt.out) / "day0.xml").string(), run);
     if (db) {
       const report::SiteModel model = report::gather_site(*db, report::SiteOptions{}, nullptr);
-      report::write_site(model, (fs::path(opt.out) / "site").string(), report::find_chart_js(""), nullptr);
+      report::write_site(model, (fs::path(opt.out) / "site").string(), report::find_chart_js(""),
+                         nullptr);
       site_index = (fs::path(opt.out) / "site" / "index.html").string();
     }
   }
   if (opt.json) {
     nlohmann::json stages_json = nlohmann::json::array();
     for (size_t i = 0; i < results.size(); ++i) {
-      stages_json.push_back({{"id", stages()[i].id}, {"title", stages()[i].title},
-                             {"status", stage_status_name(results[i].status)}, {"summary", results[i].summary},
-                             {"checks", results[i].cases.size()}, {"details", results[i].details}});
+      stages_json.push_back({{"id", stages()[i].id},
+                             {"title", stages()[i].title},
+                             {"status", stage_status_name(results[i].status)},
+                             {"summary", results[i].summary},
+                             {"checks", results[i].cases.size()},
+                             {"details", results[i].details}});
     }
-    nlohmann::json out = {{"model", opt.model},
-                          {"platform", platform.name},
-                          {"preflight", {{"golden_manifest", "pass"}, {"golden_files", manifest.files().size()}}},
-                          {"stages", stages_json},
-                          {"ready", ready},
-                          {"seconds", seconds}};
+    nlohmann::json out = {
+        {"model", opt.model},
+        {"platform", platform.name},
+        {"preflight", {{"golden_manifest", "pass"}, {"golden_files", manifest.files().size()}}},
+        {"stages", stages_json},
+        {"ready", ready},
+        {"seconds", seconds}};
     if (db) out["run_id"] = run_id;
     if (!site_index.empty()) out["dashboard"] = site_index;
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    std::printf("Day-0 readiness %s: %zu of %zu stages passed in %.1f s.\n", ready ? "established" : "NOT established",
-                size_t(passed), results.size(), seconds);
-    if (db) std::printf("stored as run %lld in %s\n", static_cast<long long>(run_id), opt.db.c_str());
+    std::printf("Day-0 readiness %s: %zu of %zu stages passed in %.1f s.\n",
+                ready ? "established" : "NOT established", size_t(passed), results.size(), seconds);
+    if (db)
+      std::printf("stored as run %lld in %s\n", static_cast<long long>(run_id), opt.db.c_str());
     if (!site_index.empty()) std::printf("dashboard: %s\n", site_index.c_str());
   }
   return ready ? kExitOk : kExitMismatch;
@@ -272,18 +335,26 @@ int run_day0(const Day0Options& opt) {
 
 void register_day0(CLI::App& app, Run* run) {
   auto opt = std::make_shared<Day0Options>();
-  CLI::App* sub = app.add_subcommand("day0", "Run the Day-0 readiness checklist for a model on a platform");
-  sub->add_option("--model", opt->model, "Model directory (config.json, weights, tokenizer)")->capture_default_str();
-  sub->add_option("--platform", opt->platform, "Platform config (default configs/platforms/cpu.yaml)");
-  sub->add_option("--golden", opt->golden,
-                  "Goldens of a model without shipped ones: the directory golden/tools/dump_hf.py wrote");
-  sub->add_option("--mesh", opt->mesh, "The parallel plan the memory stage sizes, e.g. tp=8,pp=2,ep=16");
-  sub->add_flag("--keep-going", opt->keep_going, "Run the stages an earlier failure would block (not those it cannot)");
-  sub->add_flag("--dry-run", opt->dry_run, "Run only the stages that need no weights (config, coverage, memory plan)");
+  CLI::App* sub =
+      app.add_subcommand("day0", "Run the Day-0 readiness checklist for a model on a platform");
+  sub->add_option("--model", opt->model, "Model directory (config.json, weights, tokenizer)")
+      ->capture_default_str();
+  sub->add_option("--platform", opt->platform,
+                  "Platform config (default configs/platforms/cpu.yaml)");
+  sub->add_option(
+      "--golden", opt->golden,
+      "Goldens of a model without shipped ones: the directory golden/tools/dump_hf.py wrote");
+  sub->add_option("--mesh", opt->mesh,
+                  "The parallel plan the memory stage sizes, e.g. tp=8,pp=2,ep=16");
+  sub->add_flag("--keep-going", opt->keep_going,
+                "Run the stages an earlier failure would block (not those it cannot)");
+  sub->add_flag("--dry-run", opt->dry_run,
+                "Run only the stages that need no weights (config, coverage, memory plan)");
   sub->add_option("--db", opt->db, "Results store")->capture_default_str();
   sub->add_flag("--no-db", opt->no_db, "Do not write the results store (and no dashboard)");
   sub->add_option("--label", opt->labels, "Stack label KEY=VALUE (repeatable)");
-  sub->add_option("--out", opt->out, "Where day0.json, day0.xml (JUnit), the dashboard and service logs go")
+  sub->add_option("--out", opt->out,
+                  "Where day0.json, day0.xml (JUnit), the dashboard and service logs go")
       ->capture_default_str();
   sub->add_flag("--no-report", opt->no_report, "Write no day0.json, day0.xml or dashboard");
   sub->add_flag("--json", opt->json, "Machine-readable output");

@@ -32,13 +32,15 @@ std::string suite_path(const std::string& name) {
   return fs::exists(local) ? local : std::string(HARNESS_SOURCE_DIR) + "/" + local;
 }
 
-std::vector<checks::CaseOutcome> run_cases(Day0Context& ctx, const std::string& suite_file, const std::string& filter) {
+std::vector<checks::CaseOutcome> run_cases(Day0Context& ctx, const std::string& suite_file,
+                                           const std::string& filter) {
   checks::register_kinds_with_suite_parser();
   const suite::Suite s = suite::load_suite(suite_file);
   checks::RunOptions o;
   o.filter = filter;
   o.world = ctx.world;
-  o.isolate = ctx.platform.isolation != "none" && ctx.world == nullptr;  // MPI does not survive fork
+  o.isolate =
+      ctx.platform.isolation != "none" && ctx.world == nullptr;  // MPI does not survive fork
   o.service_log_dir = (fs::path(ctx.options.out) / "service-logs").string();
   return checks::run_suite(s, ctx.platform, o, nullptr).cases;
 }
@@ -54,7 +56,8 @@ StageResult judge(std::vector<checks::CaseOutcome> cases, const std::string& wha
   int failed = 0;
   std::string first;
   for (const auto& c : cases) {
-    if (checks::is_failure(c.result.status) && failed++ == 0) first = c.id + ": " + c.result.message;
+    if (checks::is_failure(c.result.status) && failed++ == 0)
+      first = c.id + ": " + c.result.message;
   }
   r.summary = std::to_string(cases.size()) + " " + what + ", " + std::to_string(failed) + " failed";
   if (failed > 0) r.summary += " (first: " + first + ")";
@@ -68,7 +71,9 @@ bool shipped(const Day0Context& ctx, const std::string& suite) {
   return !checks::list_cases(suite::load_suite(suite_path(suite)), ctx.model_name + "/*").empty();
 }
 
-std::string absolute(const std::string& path) { return fs::absolute(path).lexically_normal().string(); }
+std::string absolute(const std::string& path) {
+  return fs::absolute(path).lexically_normal().string();
+}
 
 // The golden files of --golden (dump_hf.py writes <prompt>.safetensors), sorted.
 std::vector<std::string> golden_files(const Day0Context& ctx) {
@@ -88,8 +93,9 @@ std::string generated_suite(Day0Context& ctx, const std::string& name, const std
   return path;
 }
 
-const char* kNoGoldens = "no goldens for this model: make them on the reference machine with golden/tools/dump_hf.py "
-                         "and pass --golden DIR";
+const char* kNoGoldens =
+    "no goldens for this model: make them on the reference machine with golden/tools/dump_hf.py "
+    "and pass --golden DIR";
 
 // Layer (`layer` true) or full-model cases against --golden's files.
 StageResult golden_stage(Day0Context& ctx, bool layer) {
@@ -98,11 +104,13 @@ StageResult golden_stage(Day0Context& ctx, bool layer) {
   std::string yaml;
   for (const auto& f : files) {
     const std::string stem = fs::path(f).stem().string();
-    yaml += "  - id: " + ctx.model_name + "/" + stem + (layer ? "-layers" : "") + "\n    kind: " + (layer ? "layer" : "model") +
-            "\n    model: \"" + absolute(ctx.options.model) + "\"\n    golden: \"" + f + "\"\n";
+    yaml += "  - id: " + ctx.model_name + "/" + stem + (layer ? "-layers" : "") +
+            "\n    kind: " + (layer ? "layer" : "model") + "\n    model: \"" +
+            absolute(ctx.options.model) + "\"\n    golden: \"" + f + "\"\n";
     if (layer) {
       yaml += "    matrix: {layer: [";
-      for (int64_t l = 0; l < ctx.arch->text.num_layers; ++l) yaml += (l ? ", " : "") + std::to_string(l);
+      for (int64_t l = 0; l < ctx.arch->text.num_layers; ++l)
+        yaml += (l ? ", " : "") + std::to_string(l);
       yaml += "]}\n";
     }
   }
@@ -119,19 +127,23 @@ const std::vector<checks::CaseOutcome>& e2e_cases(Day0Context& ctx) {
     return *ctx.e2e;
   }
   const std::string model = "    model: \"" + absolute(ctx.options.model) + "\"\n";
-  const std::string chat = "    messages: [{role: user, content: \"Hello! Who are you?\"}]\n    max_tokens: 16\n";
+  const std::string chat =
+      "    messages: [{role: user, content: \"Hello! Who are you?\"}]\n    max_tokens: 16\n";
   std::string yaml = "  - id: " + ctx.model_name + "/service\n    kind: service\n" + model +
                      "  - id: " + ctx.model_name + "/chat\n    kind: e2e_text\n" + model + chat +
                      "    expect: {min_tokens: 1}\n"
-                     "  - id: " + ctx.model_name + "/determinism\n    kind: determinism\n" + model + chat +
+                     "  - id: " +
+                     ctx.model_name + "/determinism\n    kind: determinism\n" + model + chat +
                      "  - id: " + ctx.model_name + "/load\n    kind: e2e_load\n" + model +
-                     "    prompt: \"The quick brown fox jumps over the lazy dog.\"\n    max_tokens: 32\n    requests: 8\n"
+                     "    prompt: \"The quick brown fox jumps over the lazy dog.\"\n    "
+                     "max_tokens: 32\n    requests: 8\n"
                      "    concurrency: 4\n";
   ctx.e2e = run_cases(ctx, generated_suite(ctx, "e2e", yaml), "");
   return *ctx.e2e;
 }
 
-std::vector<checks::CaseOutcome> of_kind(const std::vector<checks::CaseOutcome>& cases, const std::string& kind) {
+std::vector<checks::CaseOutcome> of_kind(const std::vector<checks::CaseOutcome>& cases,
+                                         const std::string& kind) {
   std::vector<checks::CaseOutcome> out;
   for (const auto& c : cases) {
     if (c.kind == kind) out.push_back(c);
@@ -156,20 +168,26 @@ std::string fixed(double v, int digits) {
 
 const char* stage_status_name(StageStatus s) {
   switch (s) {
-    case StageStatus::kPass: return "pass";
-    case StageStatus::kFail: return "fail";
-    case StageStatus::kBlocked: return "blocked";
-    default: return "not_run";
+    case StageStatus::kPass:
+      return "pass";
+    case StageStatus::kFail:
+      return "fail";
+    case StageStatus::kBlocked:
+      return "blocked";
+    default:
+      return "not_run";
   }
 }
 
 StageResult run_config_stage(Day0Context& ctx) {
   ctx.arch = model::load_architecture(ctx.options.model);
-  ctx.model_ops = checks::ops_of_model(checks::read_model_config(ctx.options.model), &ctx.model_dtype);
+  ctx.model_ops =
+      checks::ops_of_model(checks::read_model_config(ctx.options.model), &ctx.model_dtype);
   const model::ParamCounts c = model::build_inventory(*ctx.arch).counts;
   std::string summary = ctx.arch->architecture + ": " + plan::with_commas(c.total) + " parameters";
   if (c.active != c.total) summary += ", " + plan::with_commas(c.active) + " active";
-  return {StageStatus::kPass, summary, {}, {{"parameters", c.total}, {"active_parameters", c.active}}};
+  return {
+      StageStatus::kPass, summary, {}, {{"parameters", c.total}, {"active_parameters", c.active}}};
 }
 
 StageResult run_coverage_stage(Day0Context& ctx) {
@@ -185,26 +203,37 @@ StageResult run_coverage_stage(Day0Context& ctx) {
     fallback += word == "decomposed" || word == "host";
     if (word == "missing") missing += (missing.empty() ? "" : ", ") + row.op;
   }
-  std::string summary = std::to_string(native) + " native, " + std::to_string(fallback) + " fallback";
-  if (!missing.empty()) return {StageStatus::kFail, summary + ", missing: " + missing, {}, {{"routes", routes}}};
+  std::string summary =
+      std::to_string(native) + " native, " + std::to_string(fallback) + " fallback";
+  if (!missing.empty())
+    return {StageStatus::kFail, summary + ", missing: " + missing, {}, {{"routes", routes}}};
   return {StageStatus::kPass,
-          summary + " of the model's " + std::to_string(ctx.model_ops.size()) + " ops in " + tensor::dtype_name(*dtype),
+          summary + " of the model's " + std::to_string(ctx.model_ops.size()) + " ops in " +
+              tensor::dtype_name(*dtype),
           {},
           {{"routes", routes}}};
 }
 
 StageResult run_memory_plan_stage(Day0Context& ctx) {
-  if (!(ctx.platform.device_memory_bytes > 0)) return {StageStatus::kFail, "the platform file states no device_memory", {}, {}};
+  if (!(ctx.platform.device_memory_bytes > 0))
+    return {StageStatus::kFail, "the platform file states no device_memory", {}, {}};
   if (const auto issue = plan::check_plan(*ctx.arch, ctx.parallel)) {
-    return {StageStatus::kFail, "--mesh " + plan::plan_name(ctx.parallel) + ": " + issue->message, {}, {}};
+    return {StageStatus::kFail,
+            "--mesh " + plan::plan_name(ctx.parallel) + ": " + issue->message,
+            {},
+            {}};
   }
   plan::MemoryOptions o;
   o.device_memory = ctx.platform.device_memory_bytes;
   const plan::MemoryPlan p = plan::plan_memory(*ctx.arch, ctx.parallel, o);
-  const std::string on = ctx.parallel.world() == 1 ? "one device" : std::to_string(ctx.parallel.world()) + " devices (" +
-                                                                        plan::plan_name(ctx.parallel) + ")";
+  const std::string on = ctx.parallel.world() == 1
+                             ? "one device"
+                             : std::to_string(ctx.parallel.world()) + " devices (" +
+                                   plan::plan_name(ctx.parallel) + ")";
   if (!p.fits) return {StageStatus::kFail, "does not fit " + on + ": " + p.reason, {}, {}};
-  return {StageStatus::kPass, "fits " + on + ": " + plan::with_commas(p.kv_tokens) + " KV tokens per replica", {},
+  return {StageStatus::kPass,
+          "fits " + on + ": " + plan::with_commas(p.kv_tokens) + " KV tokens per replica",
+          {},
           {{"kv_tokens", p.kv_tokens}, {"plan", plan::plan_name(ctx.parallel)}}};
 }
 
@@ -212,11 +241,13 @@ StageResult run_load_stage(Day0Context& ctx) {
   const model::ModelSource src = model::resolve_model(ctx.options.model);
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
   const model::Inventory inv = plan::checkpoint_inventory(*ctx.arch, ckpt);
-  std::vector<plan::RankLoad> ranks = {plan::load_rank(*ctx.arch, inv, ckpt, plan::ParallelPlan{}, 0, {true})};
+  std::vector<plan::RankLoad> ranks = {
+      plan::load_rank(*ctx.arch, inv, ckpt, plan::ParallelPlan{}, 0, {true})};
   const plan::ShardVerification v = plan::verify_rank_shards(inv, ckpt, ranks);
   if (!v.problems.empty()) return {StageStatus::kFail, v.problems[0], {}, {}};
   return {StageStatus::kPass,
-          std::to_string(v.tensors) + " tensors, " + human_bytes(uint64_t(ranks[0].report.bytes_read)) +
+          std::to_string(v.tensors) + " tensors, " +
+              human_bytes(uint64_t(ranks[0].report.bytes_read)) +
               (src.synthesized ? " (synthesized, seed 0)" : "") + ", checksummed",
           {},
           {{"tensors", v.tensors}, {"bytes", ranks[0].report.bytes_read}}};
@@ -225,7 +256,8 @@ StageResult run_load_stage(Day0Context& ctx) {
 StageResult run_op_accuracy_stage(Day0Context& ctx) {
   std::string filter;
   for (const auto& op : ctx.model_ops) {
-    filter += (filter.empty() ? "" : ":") + op + "[*:" + op + "/*:*[op=" + op + ",*:dynamic/" + op + "*";
+    filter +=
+        (filter.empty() ? "" : ":") + op + "[*:" + op + "/*:*[op=" + op + ",*:dynamic/" + op + "*";
   }
   return judge(run_cases(ctx, suite_path("ops.yaml"), filter), "op cases");
 }
@@ -242,29 +274,38 @@ StageResult run_model_stage(Day0Context& ctx) {
 
 StageResult run_image_stage(Day0Context& ctx) {
   if (!ctx.arch->vision) return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
-  if (!shipped(ctx, "image.yaml")) return {StageStatus::kNotRun, "no image goldens for this model", {}, {}};
+  if (!shipped(ctx, "image.yaml"))
+    return {StageStatus::kNotRun, "no image goldens for this model", {}, {}};
   return judge(run_cases(ctx, suite_path("image.yaml"), ctx.model_name + "/*"), "image cases");
 }
 
 StageResult run_mesh_stage(Day0Context& ctx) {
-  if (ctx.world == nullptr) return {StageStatus::kPass, "not applicable: one rank (run under mpirun for the mesh)", {}, {}};
-  StageResult r = judge(run_cases(ctx, suite_path("mesh.yaml"), ctx.model_name + "/*"), "sharded cases");
+  if (ctx.world == nullptr)
+    return {StageStatus::kPass, "not applicable: one rank (run under mpirun for the mesh)", {}, {}};
+  StageResult r =
+      judge(run_cases(ctx, suite_path("mesh.yaml"), ctx.model_name + "/*"), "sharded cases");
   size_t ran = 0;
   for (const auto& c : r.cases) ran += c.result.status != checks::Status::kSkip;
   if (ran == 0) {
     return {StageStatus::kNotRun,
-            "no sharded case of suites/mesh.yaml spans " + std::to_string(ctx.world->size()) + " ranks for this model", {}, {}};
+            "no sharded case of suites/mesh.yaml spans " + std::to_string(ctx.world->size()) +
+                " ranks for this model",
+            {},
+            {}};
   }
   return r;
 }
 
 StageResult run_service_stage(Day0Context& ctx) {
   StageResult r = judge(of_kind(e2e_cases(ctx), "service"), "service checks");
-  if (r.status == StageStatus::kPass) r.summary = r.cases.front().result.message;  // "started in 0.15 s, serves ..."
+  if (r.status == StageStatus::kPass)
+    r.summary = r.cases.front().result.message;  // "started in 0.15 s, serves ..."
   return r;
 }
 
-StageResult run_e2e_text_stage(Day0Context& ctx) { return judge(of_kind(e2e_cases(ctx), "e2e_text"), "text requests"); }
+StageResult run_e2e_text_stage(Day0Context& ctx) {
+  return judge(of_kind(e2e_cases(ctx), "e2e_text"), "text requests");
+}
 
 StageResult run_e2e_image_stage(Day0Context& ctx) {
   if (!ctx.arch->vision) return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
@@ -285,46 +326,62 @@ StageResult run_performance_stage(Day0Context& ctx) {
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
   auto be = backend::Backend::open({ctx.platform.backend, ctx.platform.lib, ctx.platform.options});
   std::vector<int64_t> prompt;
-  for (int64_t i = 0; i < 64; ++i) prompt.push_back((i * 37 + 11) % std::min<int64_t>(arch.text.vocab_size, 1000));
+  for (int64_t i = 0; i < 64; ++i)
+    prompt.push_back((i * 37 + 11) % std::min<int64_t>(arch.text.vocab_size, 1000));
   const int steps = 32;
-  model::Executor ex(arch, ckpt, *be, {tensor::DType::kF32, backend::FallbackMode::kHost, 16, 64 + steps + 16, true});
+  model::Executor ex(
+      arch, ckpt, *be,
+      {tensor::DType::kF32, backend::FallbackMode::kHost, 16, 64 + steps + 16, true});
   double prefill_s = 1e30, decode_s = 1e30;
   for (int rep = 0; rep < 3; ++rep) {
     const model::Generation g = model::generate_greedy(ex, prompt, steps, nullptr, nullptr);
     prefill_s = std::min(prefill_s, g.prefill_s);
     decode_s = std::min(decode_s, g.decode_s);
   }
-  const double prefill_tps = double(prompt.size()) / prefill_s, decode_tps = double(steps - 1) / decode_s;
+  const double prefill_tps = double(prompt.size()) / prefill_s,
+               decode_tps = double(steps - 1) / decode_s;
   checks::CaseOutcome perf{ctx.model_name + "/performance", "performance", "performance", {}, {}};
   perf.result.status = checks::Status::kPass;
-  perf.result.metrics = {{"prefill_tokens_per_s", prefill_tps}, {"decode_tokens_per_s", decode_tps}};
+  perf.result.metrics = {{"prefill_tokens_per_s", prefill_tps},
+                         {"decode_tokens_per_s", decode_tps}};
   std::vector<model::OpStats> ops = ex.ops().profile();
   auto total_ns = [](const model::OpStats& s) {
     double t = 0;
     for (double x : s.samples_ns) t += x;
     return t;
   };
-  std::sort(ops.begin(), ops.end(), [&](const auto& a, const auto& b) { return total_ns(a) > total_ns(b); });
+  std::sort(ops.begin(), ops.end(),
+            [&](const auto& a, const auto& b) { return total_ns(a) > total_ns(b); });
   double all_ns = 0;
   for (const auto& s : ops) all_ns += total_ns(s);
   nlohmann::json top = nlohmann::json::array();
   std::string top_text;
   for (size_t i = 0; i < ops.size() && i < 5; ++i) {
-    const double t = total_ns(ops[i]), gbps = t > 0 ? ops[i].bytes * double(ops[i].samples_ns.size()) / t : 0;
-    nlohmann::json row = {{"op", ops[i].op},       {"shapes", ops[i].shapes}, {"calls", ops[i].calls},
-                          {"total_ms", t / 1e6},   {"share", all_ns > 0 ? t / all_ns : 0},
-                          {"achieved_gbps", gbps}, {"route", ops[i].route}};
+    const double t = total_ns(ops[i]),
+                 gbps = t > 0 ? ops[i].bytes * double(ops[i].samples_ns.size()) / t : 0;
+    nlohmann::json row = {{"op", ops[i].op},
+                          {"shapes", ops[i].shapes},
+                          {"calls", ops[i].calls},
+                          {"total_ms", t / 1e6},
+                          {"share", all_ns > 0 ? t / all_ns : 0},
+                          {"achieved_gbps", gbps},
+                          {"route", ops[i].route}};
     if (ctx.platform.peak_gbps > 0) row["peak_fraction"] = gbps / ctx.platform.peak_gbps;
     top.push_back(row);
-    perf.result.profile.push_back(checks::summarize("op", ops[i].op + " " + ops[i].shapes, ops[i].samples_ns));
+    perf.result.profile.push_back(
+        checks::summarize("op", ops[i].op + " " + ops[i].shapes, ops[i].samples_ns));
     if (i == 0) {
-      top_text = "; top op " + ops[i].op + " " + fixed(100 * t / all_ns, 0) + "% of op time at " + fixed(gbps, 1) + " GB/s" +
-                 (ctx.platform.peak_gbps > 0 ? " (" + fixed(100 * gbps / ctx.platform.peak_gbps, 0) + "% of peak)" : "");
+      top_text = "; top op " + ops[i].op + " " + fixed(100 * t / all_ns, 0) + "% of op time at " +
+                 fixed(gbps, 1) + " GB/s" +
+                 (ctx.platform.peak_gbps > 0
+                      ? " (" + fixed(100 * gbps / ctx.platform.peak_gbps, 0) + "% of peak)"
+                      : "");
     }
   }
   perf.result.details = {{"top_ops", top}};
   std::string served;
-  const std::vector<checks::CaseOutcome> loads = ctx.e2e ? of_kind(*ctx.e2e, "e2e_load") : std::vector<checks::CaseOutcome>{};
+  const std::vector<checks::CaseOutcome> loads =
+      ctx.e2e ? of_kind(*ctx.e2e, "e2e_load") : std::vector<checks::CaseOutcome>{};
   for (const auto& c : loads) {
     if (c.result.status == checks::Status::kPass) {
       const double ttft = metric(c, "ttft_p50_ms"), tpot = metric(c, "tpot_p50_ms");
@@ -336,9 +393,11 @@ StageResult run_performance_stage(Day0Context& ctx) {
     }
   }
   r.status = StageStatus::kPass;
-  r.summary = "prefill " + fixed(prefill_tps, 0) + " tok/s, decode " + fixed(decode_tps, 0) + " tok/s" + served + top_text;
+  r.summary = "prefill " + fixed(prefill_tps, 0) + " tok/s, decode " + fixed(decode_tps, 0) +
+              " tok/s" + served + top_text;
   perf.result.message = r.summary;
-  r.details = {{"top_ops", top}, {"prefill_tokens_per_s", prefill_tps}, {"decode_tokens_per_s", decode_tps}};
+  r.details = {
+      {"top_ops", top}, {"prefill_tokens_per_s", prefill_tps}, {"decode_tokens_per_s", decode_tps}};
   r.cases.push_back(std::move(perf));
   r.cases.insert(r.cases.end(), loads.begin(), loads.end());
   return r;

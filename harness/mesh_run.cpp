@@ -11,7 +11,8 @@ std::map<std::string, std::string> parse_labels(const std::vector<std::string>& 
   std::map<std::string, std::string> out;
   for (const auto& item : items) {
     const auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) throw InputError("--label " + item, "expected KEY=VALUE, e.g. stack=cann-8.1.rc2");
+    if (eq == std::string::npos || eq == 0)
+      throw InputError("--label " + item, "expected KEY=VALUE, e.g. stack=cann-8.1.rc2");
     out[item.substr(0, eq)] = item.substr(eq + 1);
   }
   return out;
@@ -21,7 +22,8 @@ MeshRun open_mesh(const std::string& fault, double timeout_s) {
   MeshRun m;
   const mesh::RankEnv env = mesh::detect_rank_env();
   if (env.size <= 1) {
-    if (!fault.empty()) throw InputError("--mesh-fault", "needs a multi-rank run (mpirun -np N harness run ...)");
+    if (!fault.empty())
+      throw InputError("--mesh-fault", "needs a multi-rank run (mpirun -np N harness run ...)");
     return m;
   }
   m.world = mesh::make_world_communicator(timeout_s);

@@ -51,7 +51,8 @@ class DeterminismCase final : public PreparedCase {
         out.details["differing"] = response_evidence(r);
       }
     };
-    for (int64_t i = 0; i < spec_.repeats; ++i) record("repeat " + std::to_string(i + 1), h.client->complete(request));
+    for (int64_t i = 0; i < spec_.repeats; ++i)
+      record("repeat " + std::to_string(i + 1), h.client->complete(request));
 
     for (int64_t round = 0; round < spec_.rounds; ++round) {
       const int64_t n = spec_.concurrency, place = round % n;
@@ -66,7 +67,8 @@ class DeterminismCase final : public PreparedCase {
         });
       }
       for (auto& t : threads) t.join();
-      record("round " + std::to_string(round + 1) + " (among " + std::to_string(n - 1) + " concurrent requests)",
+      record("round " + std::to_string(round + 1) + " (among " + std::to_string(n - 1) +
+                 " concurrent requests)",
              results[size_t(place)]);
       for (int64_t j = 0; j < n; ++j) {
         if (j != place && !results[size_t(j)].ok() && first_problem.empty()) {
@@ -78,15 +80,20 @@ class DeterminismCase final : public PreparedCase {
     out.metrics.push_back({"runs", double(runs)});
     if (!first_problem.empty()) return failed(out, first_problem);
     out.status = Status::kPass;
-    out.message = std::to_string(runs) + " runs identical to the request alone (" + std::to_string(spec_.repeats) +
-                  " repeats, " + std::to_string(spec_.rounds) + " rounds among " + std::to_string(spec_.concurrency - 1) +
+    out.message = std::to_string(runs) + " runs identical to the request alone (" +
+                  std::to_string(spec_.repeats) + " repeats, " + std::to_string(spec_.rounds) +
+                  " rounds among " + std::to_string(spec_.concurrency - 1) +
                   " concurrent requests)";
     return out;
   }
 
   nlohmann::json describe() const override {
-    return {{"kind", "determinism"}, {"model", spec_.req.model_dir}, {"request", service::Client::body(spec_.req.request)},
-            {"repeats", spec_.repeats}, {"concurrency", spec_.concurrency}, {"rounds", spec_.rounds}};
+    return {{"kind", "determinism"},
+            {"model", spec_.req.model_dir},
+            {"request", service::Client::body(spec_.req.request)},
+            {"repeats", spec_.repeats},
+            {"concurrency", spec_.concurrency},
+            {"rounds", spec_.rounds}};
   }
 
  private:

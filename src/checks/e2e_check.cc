@@ -33,7 +33,9 @@ std::string expectation_failure(const Expect& e, const service::Result& r) {
     return "the text does not match /" + e.regex + "/";
   }
   const int64_t n = r.completion_tokens >= 0 ? r.completion_tokens : int64_t(r.token_ids.size());
-  if (n < e.min_tokens) return "only " + std::to_string(n) + " tokens (expected >= " + std::to_string(e.min_tokens) + ")";
+  if (n < e.min_tokens)
+    return "only " + std::to_string(n) + " tokens (expected >= " + std::to_string(e.min_tokens) +
+           ")";
   return "";
 }
 
@@ -77,17 +79,21 @@ class E2eCase final : public PreparedCase {
       }
     };
     double max_logprob_diff = 0;
-    if (results.size() == 2) judge(compare_responses(results[0], results[1]), "streamed vs not streamed");
+    if (results.size() == 2)
+      judge(compare_responses(results[0], results[1]), "streamed vs not streamed");
     for (size_t i = 0; i < results.size(); ++i) {
       const std::string mode = spec_.streams[i] ? "streamed" : "not streamed";
-      if (spec_.compare != "none") judge(compare_prompt(spec_.req.golden, results[i]), mode + " prompt");
-      if (spec_.compare == "exact") judge(compare_exact(spec_.req.golden, results[i]), mode + " vs golden");
+      if (spec_.compare != "none")
+        judge(compare_prompt(spec_.req.golden, results[i]), mode + " prompt");
+      if (spec_.compare == "exact")
+        judge(compare_exact(spec_.req.golden, results[i]), mode + " vs golden");
       if (spec_.compare == "logprobs") {
         const Verdict v = compare_logprobs(spec_.req.golden, results[i], spec_.logprob_atol);
         max_logprob_diff = std::max(max_logprob_diff, v.max_logprob_diff);
         judge(v, mode + " vs golden");
       }
-      if (const std::string why = expectation_failure(spec_.expect, results[i]); !why.empty() && out.status == Status::kPass) {
+      if (const std::string why = expectation_failure(spec_.expect, results[i]);
+          !why.empty() && out.status == Status::kPass) {
         out.status = Status::kFail;
         out.message = mode + ": " + why;
       }
@@ -106,17 +112,21 @@ class E2eCase final : public PreparedCase {
       out.profile.push_back(summarize("itl", "inter-token latency", ns));
     }
     if (out.status == Status::kPass) {
-      out.message = std::to_string(l.tokens) + " tokens" +
-                    (spec_.compare == "none" ? "" : ", " + spec_.compare + " match with the golden") +
-                    (results.size() == 2 ? ", streamed == not streamed" : "");
+      out.message =
+          std::to_string(l.tokens) + " tokens" +
+          (spec_.compare == "none" ? "" : ", " + spec_.compare + " match with the golden") +
+          (results.size() == 2 ? ", streamed == not streamed" : "");
       for (const auto& n : notes) out.message += "; " + n;
     }
     return out;
   }
 
   nlohmann::json describe() const override {
-    return {{"kind", kind_}, {"model", spec_.req.model_dir}, {"request", service::Client::body(spec_.req.request)},
-            {"golden", spec_.req.golden_path}, {"compare", spec_.compare}};
+    return {{"kind", kind_},
+            {"model", spec_.req.model_dir},
+            {"request", service::Client::body(spec_.req.request)},
+            {"golden", spec_.req.golden_path},
+            {"compare", spec_.compare}};
   }
 
  private:
@@ -138,11 +148,14 @@ E2eSpec parse_spec(const suite::Case& c) {
   if (s.compare != "exact" && s.compare != "logprobs" && s.compare != "none") {
     fail(c, case_field(c, "compare"), "compare must be one of: exact, logprobs, none");
   }
-  if (s.compare != "none" && !golden) fail(c, case_field(c, "compare"), "compare: " + s.compare + " needs a `golden` file");
-  if (s.compare == "logprobs" && s.req.request.sampling.top_logprobs == 0) s.req.request.sampling.top_logprobs = 5;
+  if (s.compare != "none" && !golden)
+    fail(c, case_field(c, "compare"), "compare: " + s.compare + " needs a `golden` file");
+  if (s.compare == "logprobs" && s.req.request.sampling.top_logprobs == 0)
+    s.req.request.sampling.top_logprobs = 5;
   s.logprob_atol = field_double(c, "logprob_atol", 0.05);
   if (const YAML::Node e = case_field(c, "expect"); e.IsDefined()) {
-    if (!e.IsMap()) fail(c, e, "expect must be a mapping {contains: ..., regex: ..., min_tokens: N}");
+    if (!e.IsMap())
+      fail(c, e, "expect must be a mapping {contains: ..., regex: ..., min_tokens: N}");
     for (const auto& kv : e) {
       const std::string key = kv.first.Scalar();
       if (key == "contains" && kv.second.IsScalar()) {
@@ -157,12 +170,15 @@ E2eSpec parse_spec(const suite::Case& c) {
       } else if (key == "min_tokens" && kv.second.IsScalar()) {
         s.expect.min_tokens = kv.second.as<int64_t>();
       } else {
-        fail(c, kv.first, "unknown expectation '" + key + "' (expected one of: contains, regex, min_tokens)");
+        fail(c, kv.first,
+             "unknown expectation '" + key + "' (expected one of: contains, regex, min_tokens)");
       }
     }
   }
-  if (s.compare == "none" && s.expect.contains.empty() && s.expect.regex.empty() && s.expect.min_tokens == 0) {
-    fail(c, c.check->node, "nothing to judge: give a `golden` or an `expect: {contains | regex | min_tokens}`");
+  if (s.compare == "none" && s.expect.contains.empty() && s.expect.regex.empty() &&
+      s.expect.min_tokens == 0) {
+    fail(c, c.check->node,
+         "nothing to judge: give a `golden` or an `expect: {contains | regex | min_tokens}`");
   }
   return s;
 }
@@ -175,13 +191,15 @@ std::vector<std::string> e2e_fields() {
 
 std::unique_ptr<PreparedCase> prepare_text(const suite::Case& c, const suite::Platform&) {
   E2eSpec s = parse_spec(c);
-  if (has_image(s.req.request)) fail(c, c.check->node, "this request holds an image: use kind e2e_image");
+  if (has_image(s.req.request))
+    fail(c, c.check->node, "this request holds an image: use kind e2e_image");
   return std::make_unique<E2eCase>("e2e_text", std::move(s));
 }
 
 std::unique_ptr<PreparedCase> prepare_image(const suite::Case& c, const suite::Platform&) {
   E2eSpec s = parse_spec(c);
-  if (!has_image(s.req.request)) fail(c, c.check->node, "kind e2e_image needs a message with an image_url part");
+  if (!has_image(s.req.request))
+    fail(c, c.check->node, "kind e2e_image needs a message with an image_url part");
   return std::make_unique<E2eCase>("e2e_image", std::move(s));
 }
 

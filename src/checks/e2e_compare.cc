@@ -27,7 +27,9 @@ int64_t first_difference(const Seq& a, const Seq& b) {
   return a.size() == b.size() ? -1 : int64_t(n);
 }
 
-std::vector<int64_t> golden_ids(const nlohmann::json& g) { return g.value("token_ids", std::vector<int64_t>{}); }
+std::vector<int64_t> golden_ids(const nlohmann::json& g) {
+  return g.value("token_ids", std::vector<int64_t>{});
+}
 
 // The ids of the response: token_ids, else per-token ids of the logprobs.
 std::vector<int64_t> response_ids(const service::Result& r) {
@@ -51,8 +53,8 @@ Verdict compare_exact(const nlohmann::json& golden, const service::Result& r) {
     } else if (const int64_t d = first_difference(got, want); d >= 0) {
       v.pass = false;
       v.first_difference = d;
-      v.message = "token ids differ from the golden at position " + std::to_string(d) + ": got " + ids_around(got, size_t(d)) +
-                  ", golden " + ids_around(want, size_t(d));
+      v.message = "token ids differ from the golden at position " + std::to_string(d) + ": got " +
+                  ids_around(got, size_t(d)) + ", golden " + ids_around(want, size_t(d));
       return v;
     }
   }
@@ -60,8 +62,9 @@ Verdict compare_exact(const nlohmann::json& golden, const service::Result& r) {
   if (const int64_t d = first_difference(r.text, text); d >= 0) {
     v.pass = false;
     v.first_difference = d;
-    v.message = "text differs from the golden at byte " + std::to_string(d) + ": got \"" + r.text.substr(size_t(d), 40) +
-                "\", golden \"" + text.substr(std::min(text.size(), size_t(d)), 40) + "\"";
+    v.message = "text differs from the golden at byte " + std::to_string(d) + ": got \"" +
+                r.text.substr(size_t(d), 40) + "\", golden \"" +
+                text.substr(std::min(text.size(), size_t(d)), 40) + "\"";
     return v;
   }
   const std::string reason = golden.value("finish_reason", "");
@@ -88,7 +91,8 @@ Verdict compare_logprobs(const nlohmann::json& golden, const service::Result& r,
   const std::vector<int64_t> got = response_ids(r);
   if (got.empty()) {
     v.pass = false;
-    v.message = "the service's logprobs carry no token ids (return_tokens_as_token_ids / return_token_ids)";
+    v.message =
+        "the service's logprobs carry no token ids (return_tokens_as_token_ids / return_token_ids)";
     return v;
   }
   const size_t n = std::min(got.size(), steps.size());
@@ -101,8 +105,9 @@ Verdict compare_logprobs(const nlohmann::json& golden, const service::Result& r,
         if (diff > atol && v.pass) {
           v.pass = false;
           v.first_difference = int64_t(i);
-          v.message = "logprob of token " + std::to_string(want) + " at position " + std::to_string(i) + " differs by " +
-                      std::to_string(diff) + " (> " + std::to_string(atol) + ")";
+          v.message = "logprob of token " + std::to_string(want) + " at position " +
+                      std::to_string(i) + " differs by " + std::to_string(diff) + " (> " +
+                      std::to_string(atol) + ")";
         }
       }
       continue;
@@ -110,17 +115,21 @@ Verdict compare_logprobs(const nlohmann::json& golden, const service::Result& r,
     // Parted: each token must be among the other's top logprobs; nothing after is compared.
     v.first_difference = int64_t(i);
     bool ours_in_golden = false, golden_in_ours = false;
-    for (const auto& pair : steps[i].value("top", nlohmann::json::array())) ours_in_golden |= pair.at(0).get<int64_t>() == got[i];
+    for (const auto& pair : steps[i].value("top", nlohmann::json::array()))
+      ours_in_golden |= pair.at(0).get<int64_t>() == got[i];
     if (i < r.tokens.size()) {
-      for (const auto& [text, lp] : r.tokens[i].top) golden_in_ours |= service::token_id_of(text) == want;
+      for (const auto& [text, lp] : r.tokens[i].top)
+        golden_in_ours |= service::token_id_of(text) == want;
     }
     if (!ours_in_golden || !golden_in_ours) {
       v.pass = false;
-      v.message = "position " + std::to_string(i) + ": got token " + std::to_string(got[i]) + ", golden " +
-                  std::to_string(want) + (ours_in_golden ? "" : "; ours is not in the golden's top logprobs") +
+      v.message = "position " + std::to_string(i) + ": got token " + std::to_string(got[i]) +
+                  ", golden " + std::to_string(want) +
+                  (ours_in_golden ? "" : "; ours is not in the golden's top logprobs") +
                   (golden_in_ours ? "" : "; the golden's is not in ours");
     } else if (v.pass) {
-      v.message = "parted from the golden at position " + std::to_string(i) + " at a near tie (each in the other's top)";
+      v.message = "parted from the golden at position " + std::to_string(i) +
+                  " at a near tie (each in the other's top)";
     }
     return v;
   }
@@ -140,9 +149,9 @@ Verdict compare_prompt(const nlohmann::json& golden, const service::Result& r) {
   if (const int64_t d = first_difference(r.prompt_token_ids, want); d >= 0) {
     v.pass = false;
     v.first_difference = d;
-    v.message = "the prompt's token ids differ from the golden's at position " + std::to_string(d) + ": got " +
-                ids_around(r.prompt_token_ids, size_t(d)) + ", golden " + ids_around(want, size_t(d)) +
-                " (the chat template or the tokenizer differs)";
+    v.message = "the prompt's token ids differ from the golden's at position " + std::to_string(d) +
+                ": got " + ids_around(r.prompt_token_ids, size_t(d)) + ", golden " +
+                ids_around(want, size_t(d)) + " (the chat template or the tokenizer differs)";
   }
   return v;
 }
@@ -154,15 +163,16 @@ Verdict compare_responses(const service::Result& a, const service::Result& b) {
     if (const int64_t d = first_difference(ia, ib); d >= 0) {
       v.pass = false;
       v.first_difference = d;
-      v.message = "token ids differ at position " + std::to_string(d) + ": " + ids_around(ia, size_t(d)) + " vs " +
-                  ids_around(ib, size_t(d));
+      v.message = "token ids differ at position " + std::to_string(d) + ": " +
+                  ids_around(ia, size_t(d)) + " vs " + ids_around(ib, size_t(d));
       return v;
     }
   }
   if (const int64_t d = first_difference(a.text, b.text); d >= 0) {
     v.pass = false;
     v.first_difference = d;
-    v.message = "text differs at byte " + std::to_string(d) + ": \"" + a.text.substr(size_t(d), 40) + "\" vs \"" +
+    v.message = "text differs at byte " + std::to_string(d) + ": \"" +
+                a.text.substr(size_t(d), 40) + "\" vs \"" +
                 b.text.substr(std::min(b.text.size(), size_t(d)), 40) + "\"";
   }
   return v;

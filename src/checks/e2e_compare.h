@@ -4,11 +4,10 @@
 // logprobs, and nothing after it is compared), or by an expected substring / regex.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "service/client.h"
 
@@ -16,7 +15,7 @@ namespace h0::checks {
 
 struct Verdict {
   bool pass = true;
-  std::string message;          // why it failed, or a note on a pass (e.g. "parted at a near tie at 7")
+  std::string message;  // why it failed, or a note on a pass (e.g. "parted at a near tie at 7")
   int64_t first_difference = -1;  // token position where output and golden first differ; -1 none
   double max_logprob_diff = 0;    // over the positions compared (logprobs mode)
 };

@@ -41,7 +41,8 @@ double percentile(std::vector<double> v, double p) {
 
 bool meets(const Slo& slo, const Latency& l) {
   return (slo.ttft_ms <= 0 || (l.ttft_ms >= 0 && l.ttft_ms <= slo.ttft_ms)) &&
-         (slo.tpot_ms <= 0 || l.tpot_ms < 0 || l.tpot_ms <= slo.tpot_ms) && (slo.e2e_ms <= 0 || l.e2e_ms <= slo.e2e_ms);
+         (slo.tpot_ms <= 0 || l.tpot_ms < 0 || l.tpot_ms <= slo.tpot_ms) &&
+         (slo.e2e_ms <= 0 || l.e2e_ms <= slo.e2e_ms);
 }
 
 class LoadCase final : public PreparedCase {
@@ -59,7 +60,9 @@ class LoadCase final : public PreparedCase {
 
     const size_t n = size_t(spec_.requests);
     std::vector<service::Result> results(n);
-    auto send = [&](size_t i) { results[i] = h.client->complete(request_variant(base, int64_t(i))); };
+    auto send = [&](size_t i) {
+      results[i] = h.client->complete(request_variant(base, int64_t(i)));
+    };
     const auto t0 = Clock::now();
     std::vector<std::thread> threads;
     if (spec_.rate > 0) {  // open loop: Poisson arrivals
@@ -67,7 +70,8 @@ class LoadCase final : public PreparedCase {
       std::exponential_distribution<double> gap(spec_.rate);
       double at = 0;
       for (size_t i = 0; i < n; ++i) {
-        std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(at)));
+        std::this_thread::sleep_until(
+            t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(at)));
         threads.emplace_back(send, i);
         at += gap(rng);
       }
@@ -102,10 +106,12 @@ class LoadCase final : public PreparedCase {
     CheckResult out = result_for(h, spec_.req);
     out.details["mode"] = spec_.rate > 0 ? "poisson rate " + std::to_string(spec_.rate) + "/s"
                                          : "concurrency " + std::to_string(spec_.concurrency);
-    const std::pair<const char*, std::vector<double>*> series[] = {{"ttft", &ttft}, {"tpot", &tpot}, {"itl", &itl}, {"e2e", &e2e}};
+    const std::pair<const char*, std::vector<double>*> series[] = {
+        {"ttft", &ttft}, {"tpot", &tpot}, {"itl", &itl}, {"e2e", &e2e}};
     for (const auto& [name, v] : series) {
       for (double p : {50.0, 90.0, 99.0}) {
-        out.metrics.push_back({std::string(name) + "_p" + std::to_string(int(p)) + "_ms", percentile(*v, p)});
+        out.metrics.push_back(
+            {std::string(name) + "_p" + std::to_string(int(p)) + "_ms", percentile(*v, p)});
       }
       std::vector<double> ns;
       for (double ms : *v) ns.push_back(ms * 1e6);
@@ -118,24 +124,30 @@ class LoadCase final : public PreparedCase {
     out.metrics.push_back({"goodput_fraction", goodput_fraction});
     out.metrics.push_back({"failed_requests", double(failed)});
     char summary[256];
-    std::snprintf(summary, sizeof summary, "%zu requests in %.2f s: %.0f output tok/s, TTFT p50 %.1f ms, TPOT p50 %.2f ms, goodput %.0f%%",
-                  n, wall_s, tokens / wall_s, percentile(ttft, 50), percentile(tpot, 50), goodput_fraction * 100);
+    std::snprintf(summary, sizeof summary,
+                  "%zu requests in %.2f s: %.0f output tok/s, TTFT p50 %.1f ms, TPOT p50 %.2f ms, "
+                  "goodput %.0f%%",
+                  n, wall_s, tokens / wall_s, percentile(ttft, 50), percentile(tpot, 50),
+                  goodput_fraction * 100);
     out.status = Status::kPass;
     out.message = summary;
     if (failed > 0) {
       out.status = Status::kFail;
-      out.message = std::to_string(failed) + " of " + std::to_string(n) + " requests failed (first: " + first_failure + "); " + summary;
+      out.message = std::to_string(failed) + " of " + std::to_string(n) +
+                    " requests failed (first: " + first_failure + "); " + summary;
     } else if (goodput_fraction < spec_.min_goodput) {
       out.status = Status::kFail;
-      out.message = "goodput " + std::to_string(int(goodput_fraction * 100)) + "% is below min_goodput " +
-                    std::to_string(int(spec_.min_goodput * 100)) + "%; " + summary;
+      out.message = "goodput " + std::to_string(int(goodput_fraction * 100)) +
+                    "% is below min_goodput " + std::to_string(int(spec_.min_goodput * 100)) +
+                    "%; " + summary;
     }
     return out;
   }
 
   nlohmann::json describe() const override {
-    return {{"kind", "e2e_load"}, {"model", spec_.req.model_dir}, {"requests", spec_.requests},
-            {"concurrency", spec_.concurrency}, {"rate", spec_.rate}, {"request", service::Client::body(spec_.req.request)}};
+    return {{"kind", "e2e_load"},         {"model", spec_.req.model_dir},
+            {"requests", spec_.requests}, {"concurrency", spec_.concurrency},
+            {"rate", spec_.rate},         {"request", service::Client::body(spec_.req.request)}};
   }
 
  private:
@@ -145,23 +157,32 @@ class LoadCase final : public PreparedCase {
 std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform&) {
   LoadSpec s;
   s.req = parse_e2e_request(c);
-  s.req.request.sampling.ignore_eos = field_bool(c, "ignore_eos", true);  // equal lengths unless told otherwise
+  s.req.request.sampling.ignore_eos =
+      field_bool(c, "ignore_eos", true);  // equal lengths unless told otherwise
   s.requests = field_int(c, "requests", 32, 1);
   s.concurrency = field_int(c, "concurrency", 4, 1);
   s.rate = field_double(c, "rate", 0);
   if (s.rate < 0) fail(c, case_field(c, "rate"), "rate must be > 0 (requests per second)");
   if (case_field(c, "rate").IsDefined() && case_field(c, "concurrency").IsDefined()) {
-    fail(c, case_field(c, "rate"), "give `concurrency` (closed loop) or `rate` (Poisson arrivals), not both");
+    fail(c, case_field(c, "rate"),
+         "give `concurrency` (closed loop) or `rate` (Poisson arrivals), not both");
   }
   s.arrival_seed = uint64_t(field_int(c, "arrival_seed", 0, 0));
   s.min_goodput = field_double(c, "min_goodput", 0);
-  if (s.min_goodput < 0 || s.min_goodput > 1) fail(c, case_field(c, "min_goodput"), "min_goodput must be in [0, 1]");
+  if (s.min_goodput < 0 || s.min_goodput > 1)
+    fail(c, case_field(c, "min_goodput"), "min_goodput must be in [0, 1]");
   if (const YAML::Node slo = case_field(c, "slo"); slo.IsDefined()) {
-    if (!slo.IsMap()) fail(c, slo, "slo must be a mapping {ttft_ms: 500, tpot_ms: 50, e2e_ms: 5000}");
+    if (!slo.IsMap())
+      fail(c, slo, "slo must be a mapping {ttft_ms: 500, tpot_ms: 50, e2e_ms: 5000}");
     for (const auto& kv : slo) {
       const std::string key = kv.first.Scalar();
-      double* target = key == "ttft_ms" ? &s.slo.ttft_ms : key == "tpot_ms" ? &s.slo.tpot_ms : key == "e2e_ms" ? &s.slo.e2e_ms : nullptr;
-      if (target == nullptr) fail(c, kv.first, "unknown objective '" + key + "' (expected one of: ttft_ms, tpot_ms, e2e_ms)");
+      double* target = key == "ttft_ms"   ? &s.slo.ttft_ms
+                       : key == "tpot_ms" ? &s.slo.tpot_ms
+                       : key == "e2e_ms"  ? &s.slo.e2e_ms
+                                          : nullptr;
+      if (target == nullptr)
+        fail(c, kv.first,
+             "unknown objective '" + key + "' (expected one of: ttft_ms, tpot_ms, e2e_ms)");
       try {
         *target = kv.second.as<double>();
       } catch (const YAML::Exception&) {

@@ -19,7 +19,8 @@ namespace {
 
 const char* mime_of(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char ch) { return char(std::tolower(ch)); });
   if (ext == ".png") return "image/png";
   if (ext == ".jpg" || ext == ".jpeg") return "image/jpeg";
   if (ext == ".gif") return "image/gif";
@@ -29,10 +30,12 @@ const char* mime_of(const std::string& path) {
 
 // An image part's URL as sent: data: and http(s) URLs as written, a file as a data: URL.
 std::string image_url(const suite::Case& c, const YAML::Node& at, const std::string& url) {
-  if (url.rfind("data:", 0) == 0 || url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0) return url;
+  if (url.rfind("data:", 0) == 0 || url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
+    return url;
   const std::string path = resolve_case_path(c, url);
   const char* mime = mime_of(path);
-  if (mime == nullptr) fail(c, at, "image '" + url + "': expected a .png, .jpg, .gif or .webp file, or a data: URL");
+  if (mime == nullptr)
+    fail(c, at, "image '" + url + "': expected a .png, .jpg, .gif or .webp file, or a data: URL");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(c, at, "image '" + url + "' not found (looked for " + path + ")");
   std::ostringstream bytes;
@@ -41,9 +44,11 @@ std::string image_url(const suite::Case& c, const YAML::Node& at, const std::str
 }
 
 // The OpenAI message shape, as YAML or as the JSON of a golden file (converted to YAML nodes
-// by the caller): {role, content: "text" | [{type: text, text}, {type: image_url, image_url: {url}}]}.
+// by the caller): {role, content: "text" | [{type: text, text}, {type: image_url, image_url:
+// {url}}]}.
 std::vector<service::ChatMessage> parse_messages(const suite::Case& c, const YAML::Node& node) {
-  if (!node.IsSequence() || node.size() == 0) fail(c, node, "messages must be a non-empty list of {role, content}");
+  if (!node.IsSequence() || node.size() == 0)
+    fail(c, node, "messages must be a non-empty list of {role, content}");
   std::vector<service::ChatMessage> out;
   for (const YAML::Node& m : node) {
     if (!m.IsMap() || !m["role"].IsScalar() || !m["content"].IsDefined()) {
@@ -56,13 +61,19 @@ std::vector<service::ChatMessage> parse_messages(const suite::Case& c, const YAM
       msg.content.push_back({"text", content.Scalar(), ""});
     } else if (content.IsSequence()) {
       for (const YAML::Node& part : content) {
-        const std::string type = part.IsMap() && part["type"].IsScalar() ? part["type"].Scalar() : "";
+        const std::string type =
+            part.IsMap() && part["type"].IsScalar() ? part["type"].Scalar() : "";
         if (type == "text" && part["text"].IsScalar()) {
           msg.content.push_back({"text", part["text"].Scalar(), ""});
-        } else if (type == "image_url" && part["image_url"].IsMap() && part["image_url"]["url"].IsScalar()) {
-          msg.content.push_back({"image_url", "", image_url(c, part["image_url"]["url"], part["image_url"]["url"].Scalar())});
+        } else if (type == "image_url" && part["image_url"].IsMap() &&
+                   part["image_url"]["url"].IsScalar()) {
+          msg.content.push_back(
+              {"image_url", "",
+               image_url(c, part["image_url"]["url"], part["image_url"]["url"].Scalar())});
         } else {
-          fail(c, part, "a content part is {type: text, text: ...} or {type: image_url, image_url: {url: ...}}");
+          fail(c, part,
+               "a content part is {type: text, text: ...} or {type: image_url, image_url: {url: "
+               "...}}");
         }
       }
     } else {
@@ -78,7 +89,8 @@ YAML::Node json_to_yaml(const nlohmann::json& j) {
 }
 
 std::vector<int64_t> parse_ids(const suite::Case& c, const YAML::Node& node) {
-  if (!node.IsSequence() || node.size() == 0) fail(c, node, "prompt_ids must be a non-empty list of token ids");
+  if (!node.IsSequence() || node.size() == 0)
+    fail(c, node, "prompt_ids must be a non-empty list of token ids");
   std::vector<int64_t> ids;
   for (const YAML::Node& n : node) {
     try {
@@ -138,8 +150,8 @@ std::string field_string(const suite::Case& c, const char* name, const std::stri
 }
 
 std::vector<std::string> e2e_request_fields() {
-  return {"model", "golden", "messages", "prompt", "prompt_ids", "max_tokens", "temperature", "seed",
-          "top_k", "top_p", "ignore_eos", "top_logprobs"};
+  return {"model",       "golden", "messages", "prompt", "prompt_ids", "max_tokens",
+          "temperature", "seed",   "top_k",    "top_p",  "ignore_eos", "top_logprobs"};
 }
 
 bool has_image(const service::Request& r) {
@@ -154,7 +166,8 @@ bool has_image(const service::Request& r) {
 E2eRequest parse_e2e_request(const suite::Case& c) {
   E2eRequest e;
   const YAML::Node model = case_field(c, "model");
-  if (!model.IsScalar()) fail(c, model, "an e2e check needs `model`: the model directory the service serves");
+  if (!model.IsScalar())
+    fail(c, model, "an e2e check needs `model`: the model directory the service serves");
   e.model_dir = fs::absolute(resolve_case_path(c, model.Scalar())).lexically_normal().string();
 
   // The request's source nodes: the case's fields, or the golden file's request (as YAML).
@@ -167,17 +180,20 @@ E2eRequest parse_e2e_request(const suite::Case& c) {
   from_case("prompt_ids", &ids);
   int64_t max_tokens = 16;
   if (const YAML::Node g = case_field(c, "golden"); g.IsDefined()) {
-    if (!g.IsScalar()) fail(c, g, "golden must be the path of a golden/e2e/<model>/<case>.json file");
+    if (!g.IsScalar())
+      fail(c, g, "golden must be the path of a golden/e2e/<model>/<case>.json file");
     e.golden_path = resolve_case_path(c, g.Scalar());
     std::ifstream in(e.golden_path);
-    if (!in) fail(c, g, "golden file " + g.Scalar() + " not found (looked for " + e.golden_path + ")");
+    if (!in)
+      fail(c, g, "golden file " + g.Scalar() + " not found (looked for " + e.golden_path + ")");
     try {
       e.golden = nlohmann::json::parse(in);
     } catch (const nlohmann::json::exception& ex) {
       fail(c, g, "golden file " + e.golden_path + " is not JSON: " + ex.what());
     }
     if (messages || prompt || ids) {
-      fail(c, g, "give the request either in the golden file or as messages/prompt/prompt_ids, not both");
+      fail(c, g,
+           "give the request either in the golden file or as messages/prompt/prompt_ids, not both");
     }
     const nlohmann::json req = e.golden.value("request", nlohmann::json::object());
     if (req.contains("messages")) messages.emplace(json_to_yaml(req["messages"]));
@@ -185,11 +201,15 @@ E2eRequest parse_e2e_request(const suite::Case& c) {
     if (req.contains("prompt_ids")) ids.emplace(json_to_yaml(req["prompt_ids"]));
     max_tokens = req.value("max_tokens", max_tokens);
     if (!messages && !prompt && !ids) {
-      fail(c, g, "golden file " + e.golden_path + " has no request.messages, request.prompt or request.prompt_ids");
+      fail(c, g,
+           "golden file " + e.golden_path +
+               " has no request.messages, request.prompt or request.prompt_ids");
     }
   }
   const int given = int(messages.has_value()) + int(prompt.has_value()) + int(ids.has_value());
-  if (given != 1) fail(c, c.check->node, "an e2e check needs exactly one of: golden, messages, prompt, prompt_ids");
+  if (given != 1)
+    fail(c, c.check->node,
+         "an e2e check needs exactly one of: golden, messages, prompt, prompt_ids");
   service::Request& r = e.request;
   if (messages) {
     r.messages = parse_messages(c, *messages);
@@ -197,8 +217,9 @@ E2eRequest parse_e2e_request(const suite::Case& c) {
     for (const auto& m : r.messages) {
       for (const auto& p : m.content) images += p.type == "image_url";
     }
-    e.description = "chat: " + std::to_string(r.messages.size()) + " messages" +
-                    (images ? ", " + std::to_string(images) + " image" + (images > 1 ? "s" : "") : "");
+    e.description =
+        "chat: " + std::to_string(r.messages.size()) + " messages" +
+        (images ? ", " + std::to_string(images) + " image" + (images > 1 ? "s" : "") : "");
   } else if (prompt) {
     if (!prompt->IsScalar()) fail(c, *prompt, "prompt must be a string");
     r.prompt = prompt->Scalar();
@@ -215,7 +236,8 @@ E2eRequest parse_e2e_request(const suite::Case& c) {
   if (case_field(c, "top_k").IsDefined()) s.top_k = field_int(c, "top_k", 0, 0);
   if (case_field(c, "top_p").IsDefined()) {
     s.top_p = field_double(c, "top_p", 1.0);
-    if (!(*s.top_p > 0 && *s.top_p <= 1)) fail(c, case_field(c, "top_p"), "top_p must be in (0, 1]");
+    if (!(*s.top_p > 0 && *s.top_p <= 1))
+      fail(c, case_field(c, "top_p"), "top_p must be in (0, 1]");
   }
   s.ignore_eos = field_bool(c, "ignore_eos", false);
   s.top_logprobs = int(field_int(c, "top_logprobs", e.golden.is_null() ? 0 : 5, 0));
@@ -226,7 +248,8 @@ service::Request request_variant(const service::Request& base, int64_t k) {
   service::Request r = base;
   const std::string tag = " (variant " + std::to_string(k) + ")";
   if (!r.messages.empty()) {
-    for (auto it = r.messages.back().content.rbegin(); it != r.messages.back().content.rend(); ++it) {
+    for (auto it = r.messages.back().content.rbegin(); it != r.messages.back().content.rend();
+         ++it) {
       if (it->type == "text") {
         it->text += tag;
         return r;
@@ -234,7 +257,8 @@ service::Request request_variant(const service::Request& base, int64_t k) {
     }
     r.messages.back().content.push_back({"text", tag, ""});
   } else if (!r.prompt_ids.empty()) {
-    std::rotate(r.prompt_ids.begin() + 1, r.prompt_ids.begin() + 1 + k % std::max<size_t>(1, r.prompt_ids.size() - 1),
+    std::rotate(r.prompt_ids.begin() + 1,
+                r.prompt_ids.begin() + 1 + k % std::max<size_t>(1, r.prompt_ids.size() - 1),
                 r.prompt_ids.end());
     if (k % 2 == 1) std::reverse(r.prompt_ids.begin() + 1, r.prompt_ids.end());
   } else {
@@ -250,7 +274,10 @@ ServiceHandle connect_service(RunContext& ctx) {
     return h;
   }
   const ServiceInfo info = ServiceInfo::from_json(ctx.service());
-  h.evidence = {{"url", info.url}, {"command", info.command}, {"log", info.log_path}, {"startup_s", info.startup_s}};
+  h.evidence = {{"url", info.url},
+                {"command", info.command},
+                {"log", info.log_path},
+                {"startup_s", info.startup_s}};
   if (!info.ok) {
     h.error = "the service is not running: " + info.error;
     h.evidence["log_tail"] = info.log_tail;
@@ -262,7 +289,8 @@ ServiceHandle connect_service(RunContext& ctx) {
     std::vector<std::string> ids;
     const service::Result r = h.client->models(&ids);
     if (!r.ok() || ids.empty()) {
-      h.error = "GET /v1/models: " + (r.ok() ? std::string("no models listed") : failure_message(r));
+      h.error =
+          "GET /v1/models: " + (r.ok() ? std::string("no models listed") : failure_message(r));
       return h;
     }
     h.model = ids[0];
@@ -303,8 +331,11 @@ Latency latency_of(const service::Result& r) {
 
 nlohmann::json response_evidence(const service::Result& r) {
   std::string text = r.text.size() > 2000 ? r.text.substr(0, 2000) + "..." : r.text;
-  nlohmann::json j = {{"outcome", service::outcome_name(r.outcome)}, {"text", text}, {"finish_reason", r.finish_reason},
-                      {"token_ids", r.token_ids}, {"prompt_tokens", r.prompt_tokens},
+  nlohmann::json j = {{"outcome", service::outcome_name(r.outcome)},
+                      {"text", text},
+                      {"finish_reason", r.finish_reason},
+                      {"token_ids", r.token_ids},
+                      {"prompt_tokens", r.prompt_tokens},
                       {"completion_tokens", r.completion_tokens}};
   if (!r.ok()) {
     j["error"] = r.error;
@@ -316,7 +347,8 @@ nlohmann::json response_evidence(const service::Result& r) {
 
 std::string failure_message(const service::Result& r) {
   std::string m = std::string(service::outcome_name(r.outcome));
-  if (r.http_status != 0 && r.outcome == service::Outcome::kHttpError) m += " " + std::to_string(r.http_status);
+  if (r.http_status != 0 && r.outcome == service::Outcome::kHttpError)
+    m += " " + std::to_string(r.http_status);
   return m + ": " + r.error;
 }
 

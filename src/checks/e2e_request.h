@@ -5,11 +5,10 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "checks/check.h"
 #include "service/client.h"
@@ -17,11 +16,11 @@
 namespace h0::checks {
 
 struct E2eRequest {
-  std::string model_dir;      // absolute: the model the service is started for
-  service::Request request;   // `model` is filled in at run time
-  std::string golden_path;    // empty: no golden
-  nlohmann::json golden;      // the golden file's contents (null when none)
-  std::string description;    // "chat: 2 messages, 1 image" — for messages
+  std::string model_dir;     // absolute: the model the service is started for
+  service::Request request;  // `model` is filled in at run time
+  std::string golden_path;   // empty: no golden
+  nlohmann::json golden;     // the golden file's contents (null when none)
+  std::string description;   // "chat: 2 messages, 1 image" — for messages
 };
 
 // Reads `model`, and either `golden` (its request) or `messages` / `prompt` / `prompt_ids`,
@@ -40,8 +39,8 @@ bool has_image(const service::Request& r);
 // The case's service from the runner (ctx.service()); an error message when it is not usable.
 struct ServiceHandle {
   std::unique_ptr<service::Client> client;
-  std::string model;   // the served name to request
-  std::string error;   // why the service cannot be used (then client may be empty)
+  std::string model;  // the served name to request
+  std::string error;  // why the service cannot be used (then client may be empty)
   nlohmann::json evidence = nlohmann::json::object();  // url, command, log tail
 };
 ServiceHandle connect_service(RunContext& ctx);

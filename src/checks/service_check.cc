@@ -37,8 +37,10 @@ class ServiceCase final : public PreparedCase {
       return out;
     }
     out.status = Status::kPass;
-    out.message = info.command.empty() ? "running at " + info.url + ", serves " + h.model
-                                       : "started in " + std::to_string(info.startup_s).substr(0, 5) + " s, serves " + h.model;
+    out.message =
+        info.command.empty()
+            ? "running at " + info.url + ", serves " + h.model
+            : "started in " + std::to_string(info.startup_s).substr(0, 5) + " s, serves " + h.model;
     return out;
   }
 
@@ -51,7 +53,8 @@ class ServiceCase final : public PreparedCase {
 std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform&) {
   const YAML::Node model = case_field(c, "model");
   if (!model.IsScalar()) fail(c, model, "kind service needs `model`: the model directory to serve");
-  return std::make_unique<ServiceCase>(std::filesystem::absolute(resolve_case_path(c, model.Scalar())).lexically_normal().string());
+  return std::make_unique<ServiceCase>(
+      std::filesystem::absolute(resolve_case_path(c, model.Scalar())).lexically_normal().string());
 }
 
 }  // namespace

@@ -9,9 +9,17 @@ namespace h0::checks {
 namespace fs = std::filesystem;
 
 nlohmann::json ServiceInfo::to_json() const {
-  return {{"configured", configured}, {"ok", ok},           {"error", error},         {"model_dir", model_dir},
-          {"url", url},               {"model", model},     {"api_key_env", api_key_env}, {"command", command},
-          {"log_path", log_path},     {"log_tail", log_tail}, {"startup_s", startup_s},
+  return {{"configured", configured},
+          {"ok", ok},
+          {"error", error},
+          {"model_dir", model_dir},
+          {"url", url},
+          {"model", model},
+          {"api_key_env", api_key_env},
+          {"command", command},
+          {"log_path", log_path},
+          {"log_tail", log_tail},
+          {"startup_s", startup_s},
           {"request_timeout_s", request_timeout_s}};
 }
 
@@ -46,7 +54,8 @@ service::ClientOptions ServiceInfo::client_options() const {
 std::string fill_placeholders(std::string text, const std::map<std::string, std::string>& values) {
   for (const auto& [name, value] : values) {
     const std::string key = "{" + name + "}";
-    for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size())) {
+    for (size_t at = text.find(key); at != std::string::npos;
+         at = text.find(key, at + value.size())) {
       text.replace(at, key.size(), value);
     }
   }
@@ -85,15 +94,18 @@ ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
   ServiceInfo info;
   info.model_dir = model_dir;
   if (!cfg.present) {
-    info.error = "the platform file " + platform_.file + " has no `service:` section (how to start or reach the service)";
+    info.error = "the platform file " + platform_.file +
+                 " has no `service:` section (how to start or reach the service)";
     return info;
   }
   info.configured = true;
-  const std::map<std::string, std::string> fixed = {{"harness", shell_quoted(self_executable())},
-                                                    {"model", shell_quoted(model_dir)},
-                                                    {"platform", shell_quoted(fs::absolute(platform_.file).string())}};
+  const std::map<std::string, std::string> fixed = {
+      {"harness", shell_quoted(self_executable())},
+      {"model", shell_quoted(model_dir)},
+      {"platform", shell_quoted(fs::absolute(platform_.file).string())}};
   // One service per distinct command: a command without {model} serves every model.
-  const std::string key = fill_placeholders(cfg.start, fixed) + "\n" + fill_placeholders(cfg.url, fixed);
+  const std::string key =
+      fill_placeholders(cfg.start, fixed) + "\n" + fill_placeholders(cfg.url, fixed);
   if (auto it = services_.find(key); it != services_.end()) {
     ServiceInfo known = it->second.info;
     if (known.ok && it->second.process && !it->second.process->running()) {
@@ -115,7 +127,8 @@ ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
   spec.env = cfg.env;
   std::error_code ec;
   fs::create_directories(log_dir_, ec);
-  spec.log_path = (fs::path(log_dir_) / ("service-" + std::to_string(services_.size() + 1) + ".log")).string();
+  spec.log_path =
+      (fs::path(log_dir_) / ("service-" + std::to_string(services_.size() + 1) + ".log")).string();
 
   Entry entry;
   entry.process = std::make_unique<service::ServiceProcess>();

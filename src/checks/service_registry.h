@@ -7,9 +7,8 @@
 
 #include <map>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "service/client.h"
 #include "service/launcher.h"
@@ -23,7 +22,7 @@ struct ServiceInfo {
   std::string error;        // why not ok
   std::string model_dir;    // the model the service was started for
   std::string url;          // base URL
-  std::string model;        // the name to request (platform's `service.model`), empty: ask /v1/models
+  std::string model;  // the name to request (platform's `service.model`), empty: ask /v1/models
   std::string api_key_env;  // the variable holding the key (read by whoever sends requests)
   std::string command;      // the start command as run (empty: an external service)
   std::string log_path;     // the service's captured output

@@ -7,7 +7,8 @@
 namespace h0::checks {
 namespace {
 
-service::Result response(std::vector<int64_t> ids, std::string text, std::string finish = "length") {
+service::Result response(std::vector<int64_t> ids, std::string text,
+                         std::string finish = "length") {
   service::Result r;
   r.outcome = service::Outcome::kOk;
   r.token_ids = std::move(ids);
@@ -17,7 +18,8 @@ service::Result response(std::vector<int64_t> ids, std::string text, std::string
 }
 
 // Per-token logprobs: the chosen id with logprob `lp`, and `top` as "token_id:N" entries.
-void add_token(service::Result* r, int64_t id, double lp, const std::vector<std::pair<int64_t, double>>& top) {
+void add_token(service::Result* r, int64_t id, double lp,
+               const std::vector<std::pair<int64_t, double>>& top) {
   service::TokenInfo t;
   t.id = id;
   t.logprob = lp;
@@ -82,7 +84,8 @@ TEST(E2eCompare, LogprobsAllowOnePartingAtANearTie) {
   EXPECT_EQ(v.first_difference, 2);
   EXPECT_NE(v.message.find("not in ours"), std::string::npos) << v.message;
 
-  EXPECT_FALSE(compare_logprobs(golden(), response({5, 6, 7, 8}, "abcd"), 0.01).pass);  // no logprobs came
+  EXPECT_FALSE(
+      compare_logprobs(golden(), response({5, 6, 7, 8}, "abcd"), 0.01).pass);  // no logprobs came
 }
 
 TEST(E2eCompare, ResponsesOfOneRequest) {

@@ -8,9 +8,8 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "harness/cli_util.h"
 #include "store/sqlite_store.h"
@@ -29,8 +28,8 @@ std::map<std::string, nlohmann::json> stages_of(const std::string& json_text) {
 
 TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   test::TempDir dir;
-  const auto r = run_harness("day0 --json --model configs/models/tiny-llama --db " + dir.file("r.db") + " --out " +
-                             dir.file("out"));
+  const auto r = run_harness("day0 --json --model configs/models/tiny-llama --db " +
+                             dir.file("r.db") + " --out " + dir.file("out"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["ready"], true);
@@ -40,9 +39,12 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   EXPECT_EQ(stages["config"]["summary"], "LlamaForCausalLM: 557,696 parameters");
   EXPECT_EQ(stages["coverage"]["summary"], "10 native, 0 fallback of the model's 10 ops in bf16");
   EXPECT_EQ(stages["image"]["summary"], "not applicable: a text-only model");
-  EXPECT_NE(stages["op_accuracy"]["summary"].get<std::string>().find(" op cases, 0 failed"), std::string::npos);
-  EXPECT_NE(stages["service"]["summary"].get<std::string>().find("serves tiny-llama"), std::string::npos);
-  EXPECT_NE(stages["performance"]["summary"].get<std::string>().find("served TTFT p50"), std::string::npos)
+  EXPECT_NE(stages["op_accuracy"]["summary"].get<std::string>().find(" op cases, 0 failed"),
+            std::string::npos);
+  EXPECT_NE(stages["service"]["summary"].get<std::string>().find("serves tiny-llama"),
+            std::string::npos);
+  EXPECT_NE(stages["performance"]["summary"].get<std::string>().find("served TTFT p50"),
+            std::string::npos)
       << stages["performance"]["summary"];
 
   // One run in the store: the checks of every stage and one case per stage.
@@ -58,7 +60,8 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   EXPECT_EQ(stage_cases, 14);
   EXPECT_GE(e2e_cases, 4);
   // JSON, JUnit and the dashboard from that record.
-  EXPECT_NE(test::read_file(dir.file("out/day0.json")).find("\"stage/14-performance\""), std::string::npos);
+  EXPECT_NE(test::read_file(dir.file("out/day0.json")).find("\"stage/14-performance\""),
+            std::string::npos);
   EXPECT_NE(test::read_file(dir.file("out/day0.xml")).find("<testsuite"), std::string::npos);
   const std::string index = test::read_file(dir.file("out/site/index.html"));
   EXPECT_NE(index.find("Day-0 checklist"), std::string::npos);
@@ -69,20 +72,26 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
 // --keep-going the layer and model stages run and name the first divergence.
 TEST(Day0, AFaultyOperatorStopsAtOperatorAccuracyUnlessKeepGoing) {
   test::TempDir dir;
-  std::ofstream(dir.file("faulty.yaml")) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
-                                         << ", options: {op: rmsnorm, fault: scale, magnitude: 0.05}}\n"
-                                         << "device_memory: 8GiB\n";
-  const std::string base = "day0 --json --model configs/models/tiny-llama --no-db --no-report --platform " + dir.file("faulty.yaml");
+  std::ofstream(dir.file("faulty.yaml"))
+      << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
+      << ", options: {op: rmsnorm, fault: scale, magnitude: 0.05}}\n"
+      << "device_memory: 8GiB\n";
+  const std::string base =
+      "day0 --json --model configs/models/tiny-llama --no-db --no-report --platform " +
+      dir.file("faulty.yaml");
   auto r = run_harness(base);
   EXPECT_EQ(r.code, 1) << r.err;
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages["load"]["status"], "pass");
   EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
   EXPECT_NE(stages["op_accuracy"]["summary"].get<std::string>().find("rmsnorm"), std::string::npos);
-  for (const char* id : {"layer_accuracy", "model", "service", "e2e_text", "determinism", "performance"}) {
+  for (const char* id :
+       {"layer_accuracy", "model", "service", "e2e_text", "determinism", "performance"}) {
     EXPECT_EQ(stages[id]["status"], "blocked") << id;
   }
-  EXPECT_NE(stages["layer_accuracy"]["summary"].get<std::string>().find("blocked: op_accuracy did not pass"), std::string::npos);
+  EXPECT_NE(stages["layer_accuracy"]["summary"].get<std::string>().find(
+                "blocked: op_accuracy did not pass"),
+            std::string::npos);
 
   r = run_harness(base + " --keep-going");
   EXPECT_EQ(r.code, 1) << r.err;
@@ -91,26 +100,32 @@ TEST(Day0, AFaultyOperatorStopsAtOperatorAccuracyUnlessKeepGoing) {
   EXPECT_EQ(stages["layer_accuracy"]["status"], "fail");
   EXPECT_EQ(stages["model"]["status"], "fail");
   for (const char* id : {"layer_accuracy", "model"}) {
-    EXPECT_NE(stages[id]["summary"].get<std::string>().find("layernorm"), std::string::npos) << stages[id]["summary"];
+    EXPECT_NE(stages[id]["summary"].get<std::string>().find("layernorm"), std::string::npos)
+        << stages[id]["summary"];
   }
-  EXPECT_EQ(stages["service"]["status"], "fail");  // the faulty platform names no service
+  EXPECT_EQ(stages["service"]["status"], "fail");      // the faulty platform names no service
   EXPECT_EQ(stages["e2e_text"]["status"], "blocked");  // cannot run without one
 }
 
 TEST(Day0, AFailedConfigBlocksEverything) {
   test::TempDir dir;
-  std::ofstream(dir.file("config.json")) << R"({"architectures": ["LlamaForCausalLM"], "torch_dtype": "float16"})";
+  std::ofstream(dir.file("config.json"))
+      << R"({"architectures": ["LlamaForCausalLM"], "torch_dtype": "float16"})";
   const auto r = run_harness("day0 --json --no-db --no-report --model " + dir.path());
   EXPECT_EQ(r.code, 1) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["stages"][0]["status"], "fail");
-  EXPECT_EQ(j["stages"][0]["summary"], dir.file("config.json") + ": hidden_size: missing (an integer is required)");
+  EXPECT_EQ(j["stages"][0]["summary"],
+            dir.file("config.json") + ": hidden_size: missing (an integer is required)");
   EXPECT_EQ(j["stages"][1]["status"], "blocked");
   EXPECT_EQ(j["stages"][1]["summary"], "blocked: config did not pass");
   const auto text = run_harness("day0 --no-db --no-report --model " + dir.path());
   EXPECT_EQ(text.code, 1);
-  EXPECT_NE(text.out.find("hidden_size: missing (an integer is required)"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("Day-0 readiness NOT established: 0 of 14 stages passed"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("hidden_size: missing (an integer is required)"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("Day-0 readiness NOT established: 0 of 14 stages passed"),
+            std::string::npos)
+      << text.out;
   EXPECT_EQ(run_harness("day0 --model " + dir.file("nothing-here")).code, 2);
   EXPECT_EQ(run_harness("day0 --model configs/models/tiny-llama --mesh tp=0").code, 2);
 }
@@ -125,14 +140,16 @@ TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
   auto r = run_harness(base + " --golden golden/models/tiny-llama");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   auto stages = stages_of(r.out);
-  EXPECT_EQ(stages["layer_accuracy"]["summary"], "4 layer cases, 0 failed");  // 2 prompts x 2 layers
+  EXPECT_EQ(stages["layer_accuracy"]["summary"],
+            "4 layer cases, 0 failed");  // 2 prompts x 2 layers
   EXPECT_EQ(stages["model"]["summary"], "2 model cases, 0 failed");
   EXPECT_EQ(stages["e2e_text"]["summary"], "1 text requests, 0 failed");
   r = run_harness(base);
   EXPECT_EQ(r.code, 1);
   stages = stages_of(r.out);
   EXPECT_EQ(stages["layer_accuracy"]["status"], "not_run");
-  EXPECT_NE(stages["layer_accuracy"]["summary"].get<std::string>().find("dump_hf.py"), std::string::npos);
+  EXPECT_NE(stages["layer_accuracy"]["summary"].get<std::string>().find("dump_hf.py"),
+            std::string::npos);
   EXPECT_EQ(stages["model"]["status"], "blocked");
 }
 
@@ -141,20 +158,27 @@ TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
 TEST(Day0, DryRunOfAConfigOnlyLargeModel) {
   test::TempDir dir;
   std::filesystem::create_directories(dir.file("deepseek-v3"));
-  std::filesystem::copy_file(test::source_path("tests/data/configs/deepseek-v3.json"), dir.file("deepseek-v3/config.json"));
-  std::ofstream(dir.file("h200.yaml")) << "platform: h200\nbackend: reference\ndevice_memory: 141GiB\n";
-  const auto r = run_harness("day0 --json --no-db --no-report --dry-run --model " + dir.file("deepseek-v3") +
-                             " --mesh tp=8,pp=2,ep=16 --platform " + dir.file("h200.yaml"));
+  std::filesystem::copy_file(test::source_path("tests/data/configs/deepseek-v3.json"),
+                             dir.file("deepseek-v3/config.json"));
+  std::ofstream(dir.file("h200.yaml"))
+      << "platform: h200\nbackend: reference\ndevice_memory: 141GiB\n";
+  const auto r =
+      run_harness("day0 --json --no-db --no-report --dry-run --model " + dir.file("deepseek-v3") +
+                  " --mesh tp=8,pp=2,ep=16 --platform " + dir.file("h200.yaml"));
   EXPECT_EQ(r.code, 1) << r.err;  // not every stage ran
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages["config"]["status"], "pass");
-  EXPECT_NE(stages["config"]["summary"].get<std::string>().find("DeepseekV3ForCausalLM: 671,"), std::string::npos)
+  EXPECT_NE(stages["config"]["summary"].get<std::string>().find("DeepseekV3ForCausalLM: 671,"),
+            std::string::npos)
       << stages["config"]["summary"];
   EXPECT_EQ(stages["memory_plan"]["status"], "pass") << stages["memory_plan"]["summary"];
-  EXPECT_NE(stages["memory_plan"]["summary"].get<std::string>().find("32 devices (tp=8 pp=2 ep=16 dp=2)"), std::string::npos)
+  EXPECT_NE(
+      stages["memory_plan"]["summary"].get<std::string>().find("32 devices (tp=8 pp=2 ep=16 dp=2)"),
+      std::string::npos)
       << stages["memory_plan"]["summary"];
   EXPECT_NE(stages["coverage"]["status"], "not_run");
-  for (const char* id : {"load", "op_accuracy", "layer_accuracy", "model", "service", "performance"}) {
+  for (const char* id :
+       {"load", "op_accuracy", "layer_accuracy", "model", "service", "performance"}) {
     EXPECT_EQ(stages[id]["status"], "not_run") << id;
     EXPECT_EQ(stages[id]["summary"], "not run (dry run: needs the weights)");
   }

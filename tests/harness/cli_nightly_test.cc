@@ -17,18 +17,23 @@ struct Out {
 };
 
 Out nightly(const std::string& args, const std::string& env = "") {
-  const test::Result r = test::run_shell(env + " HARNESS_BIN=" + H0_HARNESS_BIN + " harness/nightly " + args + " 2>&1");
+  const test::Result r = test::run_shell(env + " HARNESS_BIN=" + H0_HARNESS_BIN +
+                                         " harness/nightly " + args + " 2>&1");
   return {r.code, r.out};
 }
 
 TEST(Nightly, ARegressionAgainstThePreviousNightFailsTheJob) {
   test::TempDir dir;
-  std::ofstream(dir.file("suite.yaml")) << "suite: nightly\nchecks:\n  - id: rmsnorm\n    kind: op\n    op: rmsnorm\n"
-                                        << "    golden: reference\n    attrs: {eps: 1.0e-5}\n    matrix: {dtype: [f32], shape: [[7, 4096]]}\n";
+  std::ofstream(dir.file("suite.yaml"))
+      << "suite: nightly\nchecks:\n  - id: rmsnorm\n    kind: op\n    op: rmsnorm\n"
+      << "    golden: reference\n    attrs: {eps: 1.0e-5}\n    matrix: {dtype: [f32], shape: [[7, "
+         "4096]]}\n";
   std::ofstream(dir.file("good.yaml")) << "platform: box\nbackend: reference\n";
-  std::ofstream(dir.file("bad.yaml")) << "platform: box\nbackend: {lib: " << H0_FAULTY_PLUGIN
-                                      << ", options: {op: rmsnorm, fault: scale, magnitude: 0.05}}\n";
-  const std::string common = "--db " + dir.file("r.db") + " --suite " + dir.file("suite.yaml") + " --out " + dir.file("out");
+  std::ofstream(dir.file("bad.yaml"))
+      << "platform: box\nbackend: {lib: " << H0_FAULTY_PLUGIN
+      << ", options: {op: rmsnorm, fault: scale, magnitude: 0.05}}\n";
+  const std::string common = "--db " + dir.file("r.db") + " --suite " + dir.file("suite.yaml") +
+                             " --out " + dir.file("out");
   Out o = nightly(common + " " + dir.file("good.yaml"), "H0_LABELS='stack=v1 driver=1'");
   EXPECT_EQ(o.code, 0) << o.text;
   EXPECT_NE(o.text.find("nothing to diff against"), std::string::npos) << o.text;

@@ -1,0 +1,223 @@
+#include "service/server_request.h"
+
+#include <optional>
+#include <random>
+
+#include "base/base64.h"
+#include "base/error.h"
+#include "model/image.h"
+
+namespace h0::service {
+
+using nlohmann::json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+HttpError bad(const std::string& param, const std::string& what) {
+  return {400, param + ": " + what, param};
+}
+
+json error_body(const HttpError& e) {
+  const char* type = e.status == 400   ? "BadRequestError"
+                     : e.status == 401 ? "AuthenticationError"
+                     : e.status == 404 ? "NotFoundError"
+                                       : "InternalServerError";
+  return {{"error",
+           {{"message", e.message},
+            {"type", type},
+            {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+            {"code", e.status}}}};
+}
+
+namespace {
+
+// body[name] when present and not null.
+const json* field(const json& body, const char* name) {
+  const auto it = body.find(name);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+int64_t int_field(const json& body, const char* name, int64_t fallback, int64_t min, int64_t max) {
+  const json* v = field(body, name);
+  if (v == nullptr) return fallback;
+  if (!v->is_number_integer()) throw bad(name, "expected an integer");
+  const int64_t x = v->get<int64_t>();
+  if (x < min || x > max)
+    throw bad(name, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
+                        std::to_string(x));
+  return x;
+}
+
+double number_field(const json& body, const char* name, double fallback, double min, double max) {
+  const json* v = field(body, name);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) throw bad(name, "expected a number");
+  const double x = v->get<double>();
+  if (!(x >= min && x <= max))
+    throw bad(name,
+              "must be in [" + json(min).dump() + ", " + json(max).dump() + "], got " + v->dump());
+  return x;
+}
+
+bool bool_field(const json& body, const char* name, bool fallback) {
+  const json* v = field(body, name);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) throw bad(name, "expected true or false");
+  return v->get<bool>();
+}
+
+ContentPart parse_part(const json& part, const std::string& where, const ServedModel& model,
+                       ApiRequest* r) {
+  const std::string type = part.is_object() && part.contains("type") && part["type"].is_string()
+                               ? part["type"].get<std::string>()
+                               : "";
+  if (type == "text") {
+    if (!part.contains("text") || !part["text"].is_string())
+      throw bad(where + ".text", "a string is required");
+    return {"text", part["text"].get<std::string>(), ""};
+  }
+  if (type != "image_url") throw bad(where + ".type", "expected \"text\" or \"image_url\"");
+  const json* image = field(part, "image_url");
+  const json* url = image == nullptr ? nullptr : image->is_string() ? image : field(*image, "url");
+  if (url == nullptr || !url->is_string())
+    throw bad(where + ".image_url.url", "a string is required");
+  if (!model.clip)
+    throw bad(where,
+              "the model '" + model.name + "' has no vision tower: image input is not supported");
+  const std::string& u = url->get_ref<const std::string&>();
+  const size_t comma = u.find(',');
+  const std::string head = u.substr(0, comma == std::string::npos ? 0 : comma);
+  if (head.rfind("data:image/", 0) != 0 || head.size() < 7 ||
+      head.substr(head.size() - 7) != ";base64") {
+    throw bad(where + ".image_url.url",
+              "only data:image/png;base64 or data:image/jpeg;base64 URLs are supported");
+  }
+  const std::optional<std::string> bytes =
+      base::base64_decode(std::string_view(u).substr(comma + 1));
+  if (!bytes) throw bad(where + ".image_url.url", "the data URL is not valid base64");
+  try {
+    const model::Image img =
+        model::decode_image_memory(bytes->data(), bytes->size(), where + ".image_url.url");
+    r->generation.images.push_back(model::clip_rescaled_pixels(img, *model.clip));
+  } catch (const InputError& e) {
+    throw bad(where + ".image_url.url", std::string("the image cannot be decoded: ") + e.what());
+  }
+  return {"image_url", "", ""};
+}
+
+std::vector<ChatMessage> parse_messages(const json& body, const ServedModel& model, ApiRequest* r) {
+  const json* messages = field(body, "messages");
+  if (messages == nullptr || !messages->is_array() || messages->empty())
+    throw bad("messages", "a non-empty array is required");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+      throw bad(where + ".role", "a string is required");
+    ChatMessage msg{m["role"].get<std::string>(), {}};
+    const json* content = field(m, "content");
+    if (content == nullptr) {
+      msg.content.push_back({"text", "", ""});
+    } else if (content->is_string()) {
+      msg.content.push_back({"text", content->get<std::string>(), ""});
+    } else if (content->is_array()) {
+      for (size_t j = 0; j < content->size(); ++j)
+        msg.content.push_back(
+            parse_part((*content)[j], where + ".content[" + std::to_string(j) + "]", model, r));
+    } else {
+      throw bad(where + ".content", "expected a string or an array of content parts");
+    }
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+std::vector<int64_t> parse_prompt(const json& body, const ServedModel& model) {
+  const json* p = field(body, "prompt");
+  if (p == nullptr) throw bad("prompt", "a string or an array of token ids is required");
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
+  std::vector<int64_t> ids;
+  if (p->is_string()) {
+    for (int32_t id : model.tokenizer->encode(p->get<std::string>(), true)) ids.push_back(id);
+  } else if (p->is_array()) {
+    for (const json& id : *p) {
+      if (!id.is_number_integer())
+        throw bad(
+            "prompt",
+            "expected one string or one array of token ids (batched prompts are not supported)");
+      ids.push_back(id.get<int64_t>());
+    }
+  } else {
+    throw bad("prompt", "expected a string or an array of token ids");
+  }
+  if (ids.empty()) throw bad("prompt", "empty");
+  return ids;
+}
+
+}  // namespace
+
+ApiRequest parse_request(const std::string& body_text, bool chat, const ServedModel& model) {
+  const json body = json::parse(body_text, nullptr, false);
+  if (body.is_discarded() || !body.is_object())
+    throw HttpError{400, "the request body is not a JSON object", ""};
+  if (const json* m = field(body, "model")) {
+    if (!m->is_string()) throw bad("model", "expected a string");
+    if (m->get<std::string>() != model.name)
+      throw HttpError{404, "The model `" + m->get<std::string>() + "` does not exist.", "model"};
+  }
+  ApiRequest r;
+  r.chat = chat;
+  if (int_field(body, "n", 1, 1, 1) != 1) throw bad("n", "only 1 is supported");
+  SamplingParams& s = r.generation.sampling;
+  s.max_tokens = int_field(body, "max_tokens", 16, 1, int64_t(1) << 40);
+  if (chat)
+    s.max_tokens = int_field(body, "max_completion_tokens", s.max_tokens, 1, int64_t(1) << 40);
+  s.temperature = number_field(body, "temperature", 1.0, 0, 1e6);
+  s.top_p = number_field(body, "top_p", 1.0, 1e-9, 1);
+  s.top_k = int_field(body, "top_k", 0, -1, int64_t(1) << 31);
+  if (s.top_k < 0) s.top_k = 0;
+  // The sample op keys Philox by a non-negative int64 seed; none given: a random one.
+  std::random_device entropy;
+  const uint64_t random_seed = ((uint64_t(entropy()) << 32) | entropy()) & uint64_t(INT64_MAX);
+  s.seed = uint64_t(int_field(body, "seed", int64_t(random_seed), 0, INT64_MAX));
+  s.ignore_eos = bool_field(body, "ignore_eos", false);
+  r.stream = bool_field(body, "stream", false);
+  if (const json* o = field(body, "stream_options")) {
+    if (!o->is_object()) throw bad("stream_options", "expected an object");
+    r.include_usage = bool_field(*o, "include_usage", false);
+  }
+  r.token_ids = bool_field(body, "return_token_ids", false);
+  r.tokens_as_ids = bool_field(body, "return_tokens_as_token_ids", false);
+  if (chat) {
+    r.logprobs = bool_field(body, "logprobs", false);
+    const int64_t top = int_field(body, "top_logprobs", 0, 0, 20);
+    if (top > 0 && !r.logprobs) throw bad("top_logprobs", "requires logprobs to be true");
+    s.top_logprobs = r.logprobs ? int(top) : -1;
+  } else {
+    const json* lp = field(body, "logprobs");
+    if (lp != nullptr && !lp->is_number_integer())
+      throw bad("logprobs", "expected an integer (the number of top logprobs)");
+    r.logprobs = lp != nullptr;
+    s.top_logprobs = r.logprobs ? int(int_field(body, "logprobs", 0, 0, 20)) : -1;
+  }
+  if (const json* stop = field(body, "stop")) {
+    const json list = stop->is_string() ? json::array({*stop}) : *stop;
+    if (!list.is_array()) throw bad("stop", "expected a string or an array of strings");
+    for (const json& x : list) {
+      if (!x.is_string() || x.get_ref<const std::string&>().empty())
+        throw bad("stop", "expected non-empty strings");
+      r.stop.push_back(x.get<std::string>());
+    }
+  }
+  if (chat) {
+    if (!model.chat) throw bad("messages", model.chat_error);
+    const std::string text = model.chat->render(parse_messages(body, model, &r));
+    r.generation.prompt = chat_prompt_ids(*model.tokenizer, text, model.image);
+  } else {
+    r.generation.prompt = parse_prompt(body, model);
+  }
+  return r;
+}
+
+}  // namespace h0::service

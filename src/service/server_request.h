@@ -1,0 +1,45 @@
+// The embedded server's side of the OpenAI protocol: a request body read and checked (the
+// offending field named, as OpenAI's errors do) into what to generate and how to answer; the
+// error body of a refused request.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "service/batch_engine.h"
+#include "service/server.h"
+
+namespace h0::service {
+
+// Text for a response body (invalid UTF-8 from the model replaced, never thrown on).
+std::string dump(const nlohmann::json& j);
+
+// A request the server refuses: HTTP status, OpenAI error type and the offending field.
+struct HttpError {
+  int status = 400;
+  std::string message, param;
+};
+
+// A 400 naming `param`: "param: what".
+HttpError bad(const std::string& param, const std::string& what);
+
+// {"error": {message, type, param, code}}, OpenAI's shape.
+nlohmann::json error_body(const HttpError& e);
+
+// The protocol-level request: what to generate and how to answer.
+struct ApiRequest {
+  bool chat = false;
+  GenerationRequest generation;
+  bool stream = false, include_usage = false, logprobs = false, token_ids = false,
+       tokens_as_ids = false;
+  std::vector<std::string> stop;
+};
+
+// Reads a /v1/completions (`chat` false) or /v1/chat/completions body for `model`: the prompt
+// tokenized (chat: rendered with the model's template, images decoded and preprocessed),
+// sampling, streaming and logprob options. Throws HttpError (400 naming the field; 404 for
+// another model's name).
+ApiRequest parse_request(const std::string& body, bool chat, const ServedModel& model);
+
+}  // namespace h0::service
