@@ -126,18 +126,21 @@ const std::vector<checks::CaseOutcome>& e2e_cases(Day0Context& ctx) {
     ctx.e2e = run_cases(ctx, suite_path("e2e.yaml"), ctx.model_name + "/*");
     return *ctx.e2e;
   }
-  const std::string model = "    model: \"" + absolute(ctx.options.model) + "\"\n";
-  const std::string chat =
-      "    messages: [{role: user, content: \"Hello! Who are you?\"}]\n    max_tokens: 16\n";
-  std::string yaml = "  - id: " + ctx.model_name + "/service\n    kind: service\n" + model +
-                     "  - id: " + ctx.model_name + "/chat\n    kind: e2e_text\n" + model + chat +
-                     "    expect: {min_tokens: 1}\n"
-                     "  - id: " +
-                     ctx.model_name + "/determinism\n    kind: determinism\n" + model + chat +
-                     "  - id: " + ctx.model_name + "/load\n    kind: e2e_load\n" + model +
-                     "    prompt: \"The quick brown fox jumps over the lazy dog.\"\n    "
-                     "max_tokens: 32\n    requests: 8\n"
-                     "    concurrency: 4\n";
+  const std::string model = "\n    model: \"" + absolute(ctx.options.model) + "\"\n";
+  const std::string chat = R"(    messages: [{role: user, content: "Hello! Who are you?"}]
+    max_tokens: 16
+)";
+  const std::string& name = ctx.model_name;
+  const std::string yaml = "  - id: " + name + "/service\n    kind: service" + model +  //
+                           "  - id: " + name + "/chat\n    kind: e2e_text" + model + chat +
+                           "    expect: {min_tokens: 1}\n"
+                           "  - id: " + name + "/determinism\n    kind: determinism" + model + chat +
+                           "  - id: " + name + "/load\n    kind: e2e_load" + model +
+                           R"(    prompt: "The quick brown fox jumps over the lazy dog."
+    max_tokens: 32
+    requests: 8
+    concurrency: 4
+)";
   ctx.e2e = run_cases(ctx, generated_suite(ctx, "e2e", yaml), "");
   return *ctx.e2e;
 }
