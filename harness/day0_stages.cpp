@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "backend/backend.h"
 #include "base/error.h"
@@ -134,7 +135,8 @@ const std::vector<checks::CaseOutcome>& e2e_cases(Day0Context& ctx) {
   const std::string yaml = "  - id: " + name + "/service\n    kind: service" + model +  //
                            "  - id: " + name + "/chat\n    kind: e2e_text" + model + chat +
                            "    expect: {min_tokens: 1}\n"
-                           "  - id: " + name + "/determinism\n    kind: determinism" + model + chat +
+                           "  - id: " +
+                           name + "/determinism\n    kind: determinism" + model + chat +
                            "  - id: " + name + "/load\n    kind: e2e_load" + model +
                            R"(    prompt: "The quick brown fox jumps over the lazy dog."
     max_tokens: 32
@@ -165,6 +167,77 @@ std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
+}
+
+// Op cases at the shapes this model runs them (16 tokens; the vocabulary capped at 32,768
+// rows), in the model's dtype, against the reference kernels: what the shipped op suite's
+// generic shapes cannot promise about this model's dimensions. YAML of a checks list.
+std::string model_shape_cases(const Day0Context& ctx) {
+  const model::TextModel& t = ctx.arch->text;
+  const model::Attention& a = t.attn;
+  const std::string dtype = ctx.model_dtype.empty() ? "bf16" : ctx.model_dtype;
+  const int64_t T = 16, heads = a.num_heads, q_dim = heads * a.qk_head_dim();
+  const int64_t kv_dim = (a.mla ? heads : a.num_kv_heads) * a.qk_head_dim();
+  std::string yaml;
+  auto add = [&](const std::string& op, const std::string& shape, const std::string& extra) {
+    yaml += "  - id: " + ctx.model_name + "/shapes/" + op + "\n    kind: op\n    op: " + op +
+            "\n    golden: reference\n    dtype: " + dtype + "\n    shape: " + shape + "\n" + extra;
+  };
+  auto dims = [](std::initializer_list<int64_t> d) {
+    std::string out = "[";
+    for (int64_t v : d) out += (out.size() > 1 ? ", " : "") + std::to_string(v);
+    return out + "]";
+  };
+  if (ctx.model_ops.count("rmsnorm")) {
+    add("rmsnorm", dims({T, t.hidden_size}),
+        "    attrs: {eps: " + nlohmann::json(t.rms_norm_eps).dump() + "}\n");
+  }
+  if (ctx.model_ops.count("embedding")) {
+    add("embedding", dims({T, std::min<int64_t>(t.vocab_size, 32768), t.hidden_size}), "");
+  }
+  if (ctx.model_ops.count("linear")) {
+    std::set<std::pair<int64_t, int64_t>> shapes = {{t.hidden_size, q_dim},
+                                                    {t.hidden_size, kv_dim},
+                                                    {heads * a.value_head_dim(), t.hidden_size}};
+    if (t.intermediate_size > 0) {
+      shapes.insert({t.hidden_size, t.intermediate_size});
+      shapes.insert({t.intermediate_size, t.hidden_size});
+    }
+    for (const auto& [k, n] : shapes) {
+      yaml += "  - id: " + ctx.model_name + "/shapes/linear/" + std::to_string(k) + "x" +
+              std::to_string(n) +
+              "\n    kind: op\n    op: linear\n    golden: reference\n    dtype: " + dtype +
+              "\n    shape: " + dims({T, k, n}) + "\n";
+    }
+  }
+  if (ctx.model_ops.count("swiglu") && t.intermediate_size > 0)
+    add("swiglu", dims({T, t.intermediate_size}), "");
+  if (ctx.model_ops.count("rope")) {
+    const int64_t rot = a.mla ? a.qk_rope_head_dim : a.head_dim;
+    nlohmann::json attrs = {{"theta", t.rope_theta}, {"style", a.mla ? "gptj" : "neox"}};
+    if (!t.rope_scaling_json.is_null()) attrs["scaling"] = t.rope_scaling_json;
+    add("rope", dims({T, heads, rot}),
+        "    attrs: " + attrs.dump() +
+            "\n    inputs: {positions: {arange: {start: 0, step: 1}}}\n");
+  }
+  if (ctx.model_ops.count("paged_attention")) {
+    const int64_t kv_heads = a.mla ? heads : a.num_kv_heads;
+    add("paged_attention", dims({T, T, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16}),
+        "    attrs: {context_len: " + std::to_string(T) + "}\n");
+  }
+  if (ctx.arch->is_moe()) {
+    const model::Moe& m = t.moe;
+    const nlohmann::json gate = {
+        {"top_k", m.experts_per_token},  {"scoring", m.scoring},
+        {"normalize", m.norm_topk_prob}, {"n_group", m.n_group},
+        {"topk_group", m.topk_group},    {"routed_scaling_factor", m.routed_scaling_factor}};
+    add("moe_gate", dims({T, m.num_experts}), "    attrs: " + gate.dump() + "\n");
+    add("moe_experts",
+        dims({T, t.hidden_size, m.expert_intermediate_size, m.num_experts, m.experts_per_token}),
+        "    inputs: {ids: {arange: {start: 0, step: 1, mod: " + std::to_string(m.num_experts) +
+            "}}}\n");
+  }
+  return yaml;
 }
 
 }  // namespace
@@ -262,7 +335,18 @@ StageResult run_op_accuracy_stage(Day0Context& ctx) {
     filter +=
         (filter.empty() ? "" : ":") + op + "[*:" + op + "/*:*[op=" + op + ",*:dynamic/" + op + "*";
   }
-  return judge(run_cases(ctx, suite_path("ops.yaml"), filter), "op cases");
+  std::vector<checks::CaseOutcome> cases = run_cases(ctx, suite_path("ops.yaml"), filter);
+  const size_t generic = cases.size();
+  if (const std::string shaped = model_shape_cases(ctx); !shaped.empty()) {
+    for (auto& c : run_cases(ctx, generated_suite(ctx, "op-shapes", shaped), ""))
+      cases.push_back(std::move(c));
+  }
+  StageResult r = judge(std::move(cases), "op cases");
+  const size_t at_model = r.cases.size() - std::min(generic, r.cases.size());
+  if (!r.cases.empty())
+    r.summary.insert(r.summary.find(" op cases") + 9,
+                     " (" + std::to_string(at_model) + " at this model's shapes)");
+  return r;
 }
 
 StageResult run_layer_stage(Day0Context& ctx) {
