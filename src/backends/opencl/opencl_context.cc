@@ -230,7 +230,12 @@ void ClContext::read(void* dst, const void* handle, size_t bytes) {
         "clEnqueueReadBuffer");
 }
 
-void ClContext::finish() { check(clFinish(queue_), "clFinish"); }
+void ClContext::synchronize() { check(clFinish(queue_), "clFinish"); }
+
+void ClContext::memory_info(size_t*, size_t*) {
+  throw h0p::OpError(HB_UNSUPPORTED, "opencl: free device memory is not reported by OpenCL (total " +
+                                         std::to_string(total_memory_) + " bytes)");
+}
 
 std::string cl_error_name(cl_int code) {
   static const std::map<cl_int, const char*> kNames = {

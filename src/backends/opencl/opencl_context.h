@@ -48,7 +48,10 @@ class ClContext : public h0p::Device {
   void release(void* handle) override;
   void write(void* handle, const void* src, size_t bytes) override;
   void read(void* dst, const void* handle, size_t bytes) override;
-  void finish();
+  void synchronize();  // clFinish
+  // OpenCL reports the device's global memory size but not what is free: throws
+  // OpError(HB_UNSUPPORTED) naming the total.
+  void memory_info(size_t* free_bytes, size_t* total_bytes);
   size_t total_memory() const { return total_memory_; }
 
   // The program for (source, options), built on first use and cached for the process; a
