@@ -18,6 +18,7 @@
 #include "model/generation.h"
 #include "model/inventory.h"
 #include "model/model_source.h"
+#include "model_run.h"
 #include "plan/memory_plan.h"
 #include "plan/plan_report.h"
 #include "plan/rank_loader.h"
@@ -76,6 +77,9 @@ std::string absolute(const std::string& path) {
   return fs::absolute(path).lexically_normal().string();
 }
 
+// A string as a YAML (JSON) double-quoted scalar: any path is safe in a generated suite.
+std::string yaml_quoted(const std::string& text) { return nlohmann::json(text).dump(); }
+
 // The golden files of --golden (dump_hf.py writes <prompt>.safetensors), sorted.
 std::vector<std::string> golden_files(const Day0Context& ctx) {
   std::vector<std::string> files;
@@ -106,8 +110,9 @@ StageResult golden_stage(Day0Context& ctx, bool layer) {
   for (const auto& f : files) {
     const std::string stem = fs::path(f).stem().string();
     yaml += "  - id: " + ctx.model_name + "/" + stem + (layer ? "-layers" : "") +
-            "\n    kind: " + (layer ? "layer" : "model") + "\n    model: \"" +
-            absolute(ctx.options.model) + "\"\n    golden: \"" + f + "\"\n";
+            "\n    kind: " + (layer ? "layer" : "model") +
+            "\n    model: " + yaml_quoted(absolute(ctx.options.model)) + "\n    golden: " + yaml_quoted(f) +
+            "\n";
     if (layer) {
       yaml += "    matrix: {layer: [";
       for (int64_t l = 0; l < ctx.arch->text.num_layers; ++l)
@@ -127,7 +132,7 @@ const std::vector<checks::CaseOutcome>& e2e_cases(Day0Context& ctx) {
     ctx.e2e = run_cases(ctx, suite_path("e2e.yaml"), ctx.model_name + "/*");
     return *ctx.e2e;
   }
-  const std::string model = "\n    model: \"" + absolute(ctx.options.model) + "\"\n";
+  const std::string model = "\n    model: " + yaml_quoted(absolute(ctx.options.model)) + "\n";
   const std::string chat = R"(    messages: [{role: user, content: "Hello! Who are you?"}]
     max_tokens: 16
 )";
@@ -179,9 +184,12 @@ std::string model_shape_cases(const Day0Context& ctx) {
   const int64_t T = 16, heads = a.num_heads, q_dim = heads * a.qk_head_dim();
   const int64_t kv_dim = (a.mla ? heads : a.num_kv_heads) * a.qk_head_dim();
   std::string yaml;
-  auto add = [&](const std::string& op, const std::string& shape, const std::string& extra) {
-    yaml += "  - id: " + ctx.model_name + "/shapes/" + op + "\n    kind: op\n    op: " + op +
-            "\n    golden: reference\n    dtype: " + dtype + "\n    shape: " + shape + "\n" + extra;
+  // One case of `op` at `shape` ("[16, 64]"); `id` defaults to the op's name.
+  auto add = [&](const std::string& op, const std::string& shape, const std::string& extra,
+                 const std::string& id = "") {
+    yaml += "  - id: " + ctx.model_name + "/shapes/" + (id.empty() ? op : id) +
+            "\n    kind: op\n    op: " + op + "\n    golden: reference\n    dtype: " + dtype +
+            "\n    shape: " + shape + "\n" + extra;
   };
   auto dims = [](std::initializer_list<int64_t> d) {
     std::string out = "[";
@@ -204,10 +212,7 @@ std::string model_shape_cases(const Day0Context& ctx) {
       shapes.insert({t.intermediate_size, t.hidden_size});
     }
     for (const auto& [k, n] : shapes) {
-      yaml += "  - id: " + ctx.model_name + "/shapes/linear/" + std::to_string(k) + "x" +
-              std::to_string(n) +
-              "\n    kind: op\n    op: linear\n    golden: reference\n    dtype: " + dtype +
-              "\n    shape: " + dims({T, k, n}) + "\n";
+      add("linear", dims({T, k, n}), "", "linear/" + std::to_string(k) + "x" + std::to_string(n));
     }
   }
   if (ctx.model_ops.count("swiglu") && t.intermediate_size > 0)
@@ -341,12 +346,11 @@ StageResult run_op_accuracy_stage(Day0Context& ctx) {
     for (auto& c : run_cases(ctx, generated_suite(ctx, "op-shapes", shaped), ""))
       cases.push_back(std::move(c));
   }
-  StageResult r = judge(std::move(cases), "op cases");
-  const size_t at_model = r.cases.size() - std::min(generic, r.cases.size());
-  if (!r.cases.empty())
-    r.summary.insert(r.summary.find(" op cases") + 9,
-                     " (" + std::to_string(at_model) + " at this model's shapes)");
-  return r;
+  const size_t at_model = cases.size() - generic;
+  const std::string what =
+      cases.empty() ? "op cases"
+                    : "op cases (" + std::to_string(at_model) + " at this model's shapes)";
+  return judge(std::move(cases), what);
 }
 
 StageResult run_layer_stage(Day0Context& ctx) {
@@ -409,15 +413,12 @@ StageResult run_determinism_stage(Day0Context& ctx) {
 StageResult run_performance_stage(Day0Context& ctx) {
   StageResult r;
   const model::ModelSource src = model::resolve_model(ctx.options.model);
-  const model::Architecture arch = model::load_architecture(src.dir);
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
   auto be = backend::Backend::open({ctx.platform.backend, ctx.platform.lib, ctx.platform.options});
-  std::vector<int64_t> prompt;
-  for (int64_t i = 0; i < 64; ++i)
-    prompt.push_back((i * 37 + 11) % std::min<int64_t>(arch.text.vocab_size, 1000));
+  const std::vector<int64_t> prompt = synthetic_prompt(*ctx.arch, 64);
   const int steps = 32;
   model::Executor ex(
-      arch, ckpt, *be,
+      *ctx.arch, ckpt, *be,
       {tensor::DType::kF32, backend::FallbackMode::kHost, 16, 64 + steps + 16, true});
   double prefill_s = 1e30, decode_s = 1e30;
   for (int rep = 0; rep < 3; ++rep) {
@@ -432,19 +433,13 @@ StageResult run_performance_stage(Day0Context& ctx) {
   perf.result.metrics = {{"prefill_tokens_per_s", prefill_tps},
                          {"decode_tokens_per_s", decode_tps}};
   std::vector<model::OpStats> ops = ex.ops().profile();
-  auto total_ns = [](const model::OpStats& s) {
-    double t = 0;
-    for (double x : s.samples_ns) t += x;
-    return t;
-  };
-  std::sort(ops.begin(), ops.end(),
-            [&](const auto& a, const auto& b) { return total_ns(a) > total_ns(b); });
+  model::sort_by_total_time(&ops);
   double all_ns = 0;
-  for (const auto& s : ops) all_ns += total_ns(s);
+  for (const auto& s : ops) all_ns += model::total_ns(s);
   nlohmann::json top = nlohmann::json::array();
   std::string top_text;
   for (size_t i = 0; i < ops.size() && i < 5; ++i) {
-    const double t = total_ns(ops[i]),
+    const double t = model::total_ns(ops[i]),
                  gbps = t > 0 ? ops[i].bytes * double(ops[i].samples_ns.size()) / t : 0;
     nlohmann::json row = {{"op", ops[i].op},
                           {"shapes", ops[i].shapes},

@@ -33,11 +33,15 @@ struct RunOptions {
   bool json = false;
 };
 
-std::vector<int64_t> default_prompt(const model::Architecture& a) {
+}  // namespace
+
+std::vector<int64_t> synthetic_prompt(const model::Architecture& a, int64_t n) {
   std::vector<int64_t> ids;
-  for (int64_t i = 0; i < 16; ++i) ids.push_back((i * 37 + 11) % std::min<int64_t>(a.text.vocab_size, 1000));
+  for (int64_t i = 0; i < n; ++i) ids.push_back((i * 37 + 11) % std::min<int64_t>(a.text.vocab_size, 1000));
   return ids;
 }
+
+namespace {
 
 int run_model(RunOptions opt) {
   const suite::Platform platform = suite::load_platform(default_platform(opt.platform));
@@ -46,7 +50,7 @@ int run_model(RunOptions opt) {
   const model::ModelSource src = model::resolve_model(opt.model);
   const model::Architecture arch = model::load_architecture(src.dir);
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
-  if (opt.prompt.empty()) opt.prompt = default_prompt(arch);
+  if (opt.prompt.empty()) opt.prompt = synthetic_prompt(arch, 16);
   auto be = backend::Backend::open({platform.backend, platform.lib, platform.options});
   const int64_t tokens = int64_t(opt.prompt.size()) + opt.greedy + 16;
   model::Executor ex(arch, ckpt, *be, {*dtype, backend::FallbackMode::kHost, 16, tokens, true});
@@ -72,12 +76,11 @@ int run_model(RunOptions opt) {
                       {{"producer", "harness model run"}, {"backend", be->name()}, {"dtype", opt.dtype}});
   }
   std::vector<model::OpStats> ops = ex.ops().profile();
-  auto total = [](const model::OpStats& s) { double t = 0; for (double x : s.samples_ns) t += x; return t; };
-  std::sort(ops.begin(), ops.end(), [&](const auto& a, const auto& b) { return total(a) > total(b); });
+  model::sort_by_total_time(&ops);
   if (opt.json) {
     nlohmann::json top = nlohmann::json::array();
     for (size_t i = 0; i < ops.size() && i < 10; ++i) {
-      top.push_back({{"op", ops[i].op}, {"shapes", ops[i].shapes}, {"calls", ops[i].calls}, {"total_ms", total(ops[i]) / 1e6},
+      top.push_back({{"op", ops[i].op}, {"shapes", ops[i].shapes}, {"calls", ops[i].calls}, {"total_ms", model::total_ns(ops[i]) / 1e6},
                      {"route", ops[i].route}});
     }
     std::printf("%s\n", nlohmann::json{{"model", opt.model}, {"backend", be->name()}, {"dtype", opt.dtype},
@@ -93,7 +96,7 @@ int run_model(RunOptions opt) {
   std::printf("%-16s %-28s %7s %10s  %s\n", "op", "shapes", "calls", "total ms", "route");
   for (size_t i = 0; i < ops.size() && i < 8; ++i) {
     std::printf("%-16s %-28.28s %7lld %10.3f  %s\n", ops[i].op.c_str(), ops[i].shapes.c_str(), (long long)ops[i].calls,
-                total(ops[i]) / 1e6, ops[i].route.c_str());
+                model::total_ns(ops[i]) / 1e6, ops[i].route.c_str());
   }
   if (!opt.dump.empty()) std::printf("dump: %s/prompt.safetensors\n", opt.dump.c_str());
   return kExitOk;

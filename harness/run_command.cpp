@@ -11,8 +11,6 @@
 #include "base/error.h"
 #include "checks/run_record.h"
 #include "checks/runner.h"
-#include "mesh/communicator.h"
-#include "mesh/faulty_communicator.h"
 #include "cli_output.h"
 #include "mesh_run.h"
 #include "commands.h"

@@ -26,6 +26,13 @@ inline size_t byte_size(size_t count, tensor::DType dtype) {
   return count * tensor::dtype_size(dtype);
 }
 
+// Whether two byte ranges share a byte (empty ranges never do).
+inline bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const auto* pa = static_cast<const std::byte*>(a);
+  const auto* pb = static_cast<const std::byte*>(b);
+  return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
 // Messages a rank sends to itself, received in the order sent.
 class Loopback {
  public:

@@ -27,12 +27,6 @@ Bytes widen(const void* src, size_t count, DType dtype) {
   return out;
 }
 
-bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
-  const auto* pa = static_cast<const std::byte*>(a);
-  const auto* pb = static_cast<const std::byte*>(b);
-  return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
-}
-
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(MPI_Comm comm, double timeout_s) : comm_(comm), timeout_s_(timeout_s) {

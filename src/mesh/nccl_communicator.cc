@@ -75,12 +75,6 @@ ncclConfig_t non_blocking_config() {
   return config;
 }
 
-bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
-  const auto* pa = static_cast<const std::byte*>(a);
-  const auto* pb = static_cast<const std::byte*>(b);
-  return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
-}
-
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(ncclComm_t comm, int device, double timeout_s)

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,9 @@ class Executor {
     int64_t tokens = 0;  // rows over all segments
     backend::DeviceTensor positions;
     ProbeRecorder* probes = nullptr;
+      // The vision tower's quick_gelu constants 1.702 and 1/1.702 ([S, I]: the same for every
+    // layer), uploaded at the first layer that needs them.
+    std::optional<backend::DeviceTensor> gelu_up, gelu_down;
   };
   // Reserves cache room for each segment (seq, tokens set) and fills rows, positions, block
   // tables and paged-attention attrs.

@@ -31,11 +31,6 @@ class PagedKvCache {
   void stage(int seq, int64_t layer, const tensor::Tensor& k, const tensor::Tensor& v);
   // Copies the layer's host mirror to the backend (whole layer: the ABI has no partial writes).
   void upload(int64_t layer);
-  // stage + upload.
-  void write(int seq, int64_t layer, const tensor::Tensor& k, const tensor::Tensor& v) {
-    stage(seq, layer, k, v);
-    upload(layer);
-  }
   // Blocks not held by any sequence.
   int64_t free_blocks() const { return int64_t(free_blocks_.size()); }
   // Advances the sequence's length by `tokens` once every layer has written them.

@@ -1,5 +1,7 @@
 #include "model/op_runner.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 
 namespace h0::model {
@@ -56,5 +58,15 @@ std::vector<DeviceTensor> OpRunner::run(const BoundOp& op, const std::vector<con
 std::vector<OpStats> OpRunner::profile() const { return stats_; }
 
 std::map<std::string, std::string> OpRunner::routes() const { return routes_; }
+
+double total_ns(const OpStats& s) {
+  double t = 0;
+  for (double x : s.samples_ns) t += x;
+  return t;
+}
+
+void sort_by_total_time(std::vector<OpStats>* ops) {
+  std::sort(ops->begin(), ops->end(), [](const OpStats& a, const OpStats& b) { return total_ns(a) > total_ns(b); });
+}
 
 }  // namespace h0::model

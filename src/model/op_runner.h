@@ -32,6 +32,11 @@ struct BoundOp {
 };
 BoundOp bind_op(const char* name, const ops::Json& attrs = ops::Json::object());
 
+// The summed time of an op's calls, ns.
+double total_ns(const OpStats& s);
+// Ops ordered by summed time, the costliest first.
+void sort_by_total_time(std::vector<OpStats>* ops);
+
 class OpRunner {
  public:
   OpRunner(backend::Backend& backend, backend::FallbackMode fallback, bool profile)

@@ -32,11 +32,6 @@ uint64_t stream_of(const std::string& name) {
   return std::stoull(hex.substr(0, 16), nullptr, 16);
 }
 
-bool ends_with(const std::string& s, const char* suffix) {
-  const size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
 // value = mean + std * normal. Matrices: std 1/sqrt(fan_in) so activations stay O(1) through
 // the layers and logits are spread (greedy decoding is then robust to rounding); embeddings
 // std 1; norm weights 1 + 0.1·normal (so a kernel that ignores them is caught); biases and
@@ -44,9 +39,9 @@ bool ends_with(const std::string& s, const char* suffix) {
 void init_params(const WeightInfo& w, double* mean, double* std) {
   *mean = 0;
   if (w.shape.size() == 1) {
-    const bool norm = ends_with(w.name, "norm.weight") || ends_with(w.name, "layernorm.weight") ||
-                      ends_with(w.name, "layer_norm1.weight") || ends_with(w.name, "layer_norm2.weight") ||
-                      ends_with(w.name, "pre_layrnorm.weight");
+    // "norm.weight" also covers layernorm / pre_layrnorm (CLIP's spelling).
+    const bool norm = w.name.ends_with("norm.weight") || w.name.ends_with("layer_norm1.weight") ||
+                      w.name.ends_with("layer_norm2.weight");
     *mean = norm ? 1.0 : 0.0;
     *std = 0.1;
     return;

@@ -13,7 +13,7 @@ namespace h0::model {
 using backend::DeviceTensor;
 
 DeviceTensor Executor::constant_like(const DeviceTensor& like, const std::vector<double>& per_channel, int64_t inner) {
-  tensor::Tensor host = tensor::Tensor::zeros(tensor::DType::kF32, like.shape());
+  tensor::Tensor host = tensor::Tensor::empty(tensor::DType::kF32, like.shape());
   float* d = host.mutable_data_as<float>();
   for (int64_t i = 0; i < host.numel(); ++i) d[i] = float(per_channel[size_t((i / inner) % int64_t(per_channel.size()))]);
   return backend_.upload(glue::to_dtype(host, options_.dtype));
@@ -51,7 +51,7 @@ tensor::Tensor Executor::image_features(const tensor::Tensor& rescaled_pixels, c
     h = vision_layer(w + "encoder.layers." + i + ".", "model.vision_tower.encoder.layers." + i, std::move(h), step);
     if (l + 1 == wanted) selected = backend_.download(h);
   }
-  if (v.feature_select_strategy == "default") selected = glue::split_rows(selected, 1).second;
+  if (v.feature_select_strategy == "default") selected = selected.slice_rows(1, selected.dim(0));  // drop CLS
   DeviceTensor f = backend_.upload(selected);
   probe(step, "image_features_selected", f);
   f = linear("multi_modal_projector.linear_1", f);
@@ -79,10 +79,13 @@ DeviceTensor Executor::vision_layer(const std::string& w, const std::string& p, 
   probe(step, p + ".layer_norm2", h);
   DeviceTensor m = linear(w + "mlp.fc1", h);
   if (v.hidden_act == "quick_gelu") {  // x·sigmoid(1.702x) = silu(1.702x) / 1.702
-    const DeviceTensor up = constant_like(m, {1.702}, 1), down = constant_like(m, {1 / 1.702}, 1);
-    m = ops_.run1(mul_, {&m, &up});
+    if (!step.gelu_up) {
+      step.gelu_up.emplace(constant_like(m, {1.702}, 1));
+      step.gelu_down.emplace(constant_like(m, {1 / 1.702}, 1));
+    }
+    m = ops_.run1(mul_, {&m, &*step.gelu_up});
     m = ops_.run1(silu_, {&m});
-    m = ops_.run1(mul_, {&m, &down});
+    m = ops_.run1(mul_, {&m, &*step.gelu_down});
   } else {
     m = ops_.run1(gelu_, {&m});
   }

@@ -37,7 +37,6 @@ std::unique_ptr<model::Sharding> execution_sharding(const model::Architecture& a
   s->tp = world.split(int(at.pp_rank * plan.dp + at.dp_rank), int(at.tp_rank));
   s->ep = world.split(int(at.pp_rank), int(at.tp_rank + plan.tp * at.dp_rank));
   s->pp_group = world.split(int(at.dp_rank * plan.tp + at.tp_rank), int(at.pp_rank));
-  s->world = &world;
   s->label = "rank " + std::to_string(at.rank) + " (tp " + std::to_string(at.tp_rank) + ", pp " +
              std::to_string(at.pp_rank) + ", ep " + std::to_string(at.ep_rank) + ")";
   return s;

@@ -58,15 +58,8 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
 }
 
 Tensor Tensor::zeros(DType dtype, Shape shape) {
-  Tensor t;
-  t.dtype_ = dtype;
-  t.numel_ = h0::tensor::numel(shape);
-  t.shape_ = std::move(shape);
-  auto storage = allocate(t.nbytes());
-  std::memset(storage.get(), 0, t.nbytes());
-  t.data_ = storage.get();
-  t.keepalive_ = std::move(storage);
-  t.writable_ = true;
+  Tensor t = empty(dtype, std::move(shape));
+  if (t.nbytes() > 0) std::memset(t.mutable_data(), 0, t.nbytes());
   return t;
 }
 
@@ -83,13 +76,13 @@ Tensor Tensor::view(DType dtype, Shape shape, const void* data,
 }
 
 Tensor Tensor::copy_of(DType dtype, Shape shape, const void* data) {
-  Tensor t = zeros(dtype, std::move(shape));
+  Tensor t = empty(dtype, std::move(shape));
   if (t.nbytes() > 0) std::memcpy(t.mutable_data(), data, t.nbytes());
   return t;
 }
 
 Tensor Tensor::to(DType dtype) const {
-  Tensor out = zeros(dtype, shape_);
+  Tensor out = empty(dtype, shape_);
   convert(data_, dtype_, out.mutable_data(), dtype, static_cast<size_t>(numel_));
   return out;
 }
