@@ -38,7 +38,7 @@ std::pair<int64_t, int64_t> visible(const AttentionShape& a, int64_t t) {
 void attend_gemm(const AttentionShape& a, const float* q, const float* k, const float* v, const hb_tensor& out) {
   const int64_t group = a.hq / a.hkv;
   std::vector<float> qh(size_t(a.t * a.dh)), kg(size_t(a.s * a.dh)), vg(size_t(a.s * a.dv));
-  std::vector<float> scores(size_t(a.t * a.s)), oh(size_t(a.t * a.dv)), row(size_t(a.dv));
+  std::vector<float> scores(size_t(a.t * a.s)), oh(size_t(a.t * a.dv));
   for (int64_t g = 0; g < a.hkv; ++g) {
     for (int64_t j = 0; j < a.s; ++j) {
       std::copy_n(k + (j * a.hkv + g) * a.dh, a.dh, kg.data() + j * a.dh);
@@ -81,10 +81,7 @@ void attend(const AttentionShape& a, const float* q, const float* k, const float
     for (size_t r = b; r < e; ++r) {
       const int64_t t = static_cast<int64_t>(r) / a.hq, h = static_cast<int64_t>(r) % a.hq,
                     g = h / group;
-      const int64_t p = a.q_offset + t;
-      int64_t lo = 0, hi = a.s - 1;  // visible keys: [lo, hi]
-      if (a.causal) hi = std::min(hi, p);
-      if (a.window > 0) lo = std::max(lo, p - a.window + 1);
+      const auto [lo, hi] = visible(a, t);
       std::fill(acc.begin(), acc.end(), 0.0f);
       if (lo <= hi) {
         const float* qr = q + r * static_cast<size_t>(a.dh);
@@ -172,9 +169,10 @@ void paged_attention_kernel(const OpCall& call) {
 
   const auto* blocks = static_cast<const int32_t*>(table.data);
   for (int64_t i = 0; i * bsz < len; ++i) {
-    require(call, blocks[i] >= 0 && blocks[i] < nb,
-            "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) +
-                " is outside the cache's " + std::to_string(nb) + " blocks");
+    if (blocks[i] < 0 || blocks[i] >= nb)
+      require(call, false,
+              "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) +
+                  " is outside the cache's " + std::to_string(nb) + " blocks");
   }
   // Gather key j from block_table[j / B], slot j % B, into contiguous [len, Hkv, D] f32.
   std::vector<float> k(static_cast<size_t>(len * hkv * dh)), v(static_cast<size_t>(len * hkv * dv));

@@ -73,21 +73,23 @@ bool is_float(hb_dtype dtype) { return dtype == HB_F32 || dtype == HB_BF16 || dt
 
 void require_tensor(const OpCall& call, const hb_tensor& t, const char* name,
                     std::initializer_list<int64_t> dims, hb_dtype dtype) {
-  require(call, shape_matches(t, dims) && t.dtype == dtype,
-          std::string(name) + " must be " + dims_str(dims) + " " + dtype_str(dtype) + ", got " +
-              describe(t));
+  if (!shape_matches(t, dims) || t.dtype != dtype)
+    require(call, false,
+            std::string(name) + " must be " + dims_str(dims) + " " + dtype_str(dtype) + ", got " +
+                describe(t));
 }
 
 void require_like(const OpCall& call, const hb_tensor& t, const char* name, const hb_tensor& like) {
   bool same = t.ndim == like.ndim && t.dtype == like.dtype;
   for (int i = 0; same && i < t.ndim; ++i) same = t.shape[i] == like.shape[i];
-  require(call, same, std::string(name) + " must be " + describe(like) + ", got " + describe(t));
+  if (!same) require(call, false, std::string(name) + " must be " + describe(like) + ", got " + describe(t));
 }
 
 void require_index(const OpCall& call, const hb_tensor& t, const char* name,
                    std::initializer_list<int64_t> dims) {
-  require(call, shape_matches(t, dims) && (t.dtype == HB_I32 || t.dtype == HB_I64),
-          std::string(name) + " must be " + dims_str(dims) + " i32 or i64, got " + describe(t));
+  if (!shape_matches(t, dims) || (t.dtype != HB_I32 && t.dtype != HB_I64))
+    require(call, false,
+            std::string(name) + " must be " + dims_str(dims) + " i32 or i64, got " + describe(t));
 }
 
 void load_f32(const hb_tensor& t, size_t first, size_t n, float* dst) {

@@ -121,9 +121,10 @@ void embedding_kernel(const OpCall& call) {
   require_tensor(call, call.out[0], "out", {t, d}, table.dtype);
   for (int64_t i = 0; i < t; ++i) {
     const int64_t id = index_at(ids, i);
-    require(call, id >= 0 && id < v,
-            "ids[" + std::to_string(i) + "] = " + std::to_string(id) + " is outside the table's " +
-                std::to_string(v) + " rows");
+    if (id < 0 || id >= v)
+      require(call, false,
+              "ids[" + std::to_string(i) + "] = " + std::to_string(id) + " is outside the table's " +
+                  std::to_string(v) + " rows");
   }
   const size_t row_bytes = static_cast<size_t>(d) * elem_size(table.dtype);
   const auto* src = static_cast<const std::byte*>(table.data);

@@ -144,9 +144,10 @@ void moe_experts_kernel(const OpCall& call) {
   const auto* route_w = static_cast<const float*>(wts.data);
   std::vector<std::vector<int64_t>> routes(static_cast<size_t>(e));
   for (int64_t i = 0; i < t * k; ++i) {
-    require(call, ids[i] >= 0 && ids[i] < e,
-            "ids[" + std::to_string(i / k) + ", " + std::to_string(i % k) + "] = " +
-                std::to_string(ids[i]) + " is outside the " + std::to_string(e) + " experts");
+    if (ids[i] < 0 || ids[i] >= e)
+      require(call, false,
+              "ids[" + std::to_string(i / k) + ", " + std::to_string(i % k) + "] = " +
+                  std::to_string(ids[i]) + " is outside the " + std::to_string(e) + " experts");
     routes[static_cast<size_t>(ids[i])].push_back(i);
   }
 

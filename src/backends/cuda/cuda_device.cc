@@ -10,16 +10,16 @@ namespace {
 
 using h0p::OpError;
 
-void check(cudaError_t rc, const std::string& what) {
+void check(cudaError_t rc, const char* what) {
   if (rc != cudaSuccess)
     throw OpError(rc == cudaErrorMemoryAllocation ? HB_OUT_OF_MEMORY : HB_DEVICE_ERROR,
-                  "cuda: " + what + ": " + cudaGetErrorName(rc) + ": " + cudaGetErrorString(rc));
+                  std::string("cuda: ") + what + ": " + cudaGetErrorName(rc) + ": " + cudaGetErrorString(rc));
 }
 
-void check_blas(cublasStatus_t rc, const std::string& what) {
+void check_blas(cublasStatus_t rc, const char* what) {
   if (rc != CUBLAS_STATUS_SUCCESS)
     throw OpError(rc == CUBLAS_STATUS_NOT_SUPPORTED ? HB_UNSUPPORTED : HB_DEVICE_ERROR,
-                  "cuda: " + what + ": " + cublasGetStatusName(rc) + ": " + cublasGetStatusString(rc));
+                  std::string("cuda: ") + what + ": " + cublasGetStatusName(rc) + ": " + cublasGetStatusString(rc));
 }
 
 // 12040 -> "12.4".
@@ -90,12 +90,13 @@ void CudaDevice::launch(const char* name, hb_dtype dtype, const h0p::Grid& grid,
   const dim3 groups(static_cast<unsigned>(grid.groups[0]), static_cast<unsigned>(grid.groups[1]));
   const dim3 local(static_cast<unsigned>(grid.local[0]), static_cast<unsigned>(grid.local[1]));
   const cudaError_t rc = cudaLaunchKernel(fn, groups, local, values, 0, nullptr);
-  if (rc != cudaSuccess) check(rc, std::string("launching ") + name);
+  if (rc != cudaSuccess) check(rc, (std::string("launching ") + name).c_str());
 }
 
 void* CudaDevice::alloc(size_t bytes) {
   void* p = nullptr;
-  check(cudaMalloc(&p, bytes == 0 ? 4 : bytes), "cudaMalloc of " + std::to_string(bytes) + " bytes");
+  const cudaError_t rc = cudaMalloc(&p, bytes == 0 ? 4 : bytes);
+  if (rc != cudaSuccess) check(rc, ("cudaMalloc of " + std::to_string(bytes) + " bytes").c_str());
   return p;
 }
 

@@ -14,8 +14,8 @@ namespace {
 
 using h0p::OpError;
 
-void check(cl_int code, const std::string& what) {
-  if (code != CL_SUCCESS) throw OpError(HB_DEVICE_ERROR, "opencl: " + what + ": " + cl_error_name(code));
+void check(cl_int code, const char* what) {
+  if (code != CL_SUCCESS) throw OpError(HB_DEVICE_ERROR, std::string("opencl: ") + what + ": " + cl_error_name(code));
 }
 
 std::string platform_string(cl_platform_id p, cl_platform_info what) {
@@ -179,7 +179,7 @@ cl_kernel ClContext::kernel(hb_dtype dtype, const char* name) {
     it->second = clCreateKernel(p, name, &rc);
     if (rc != CL_SUCCESS) {
       kernels_.erase(it);
-      check(rc, std::string("clCreateKernel ") + name);
+      check(rc, (std::string("clCreateKernel ") + name).c_str());
     }
   }
   return it->second;
@@ -196,12 +196,12 @@ void ClContext::launch(const char* name, hb_dtype dtype, const h0p::Grid& grid,
   cl_uint i = 0;
   for (const h0p::Arg& a : args) {  // error messages are built only on failure (this is every launch)
     const cl_int rc = clSetKernelArg(k, i, a.size, a.value);
-    if (rc != CL_SUCCESS) check(rc, std::string("clSetKernelArg ") + name + " #" + std::to_string(i));
+    if (rc != CL_SUCCESS) check(rc, (std::string("clSetKernelArg ") + name + " #" + std::to_string(i)).c_str());
     ++i;
   }
   const size_t global[2] = {grid.groups[0] * grid.local[0], grid.groups[1] * grid.local[1]};
   const cl_int rc = clEnqueueNDRangeKernel(queue_, k, 2, nullptr, global, grid.local, 0, nullptr, nullptr);
-  if (rc != CL_SUCCESS) check(rc, std::string("clEnqueueNDRangeKernel ") + name);
+  if (rc != CL_SUCCESS) check(rc, (std::string("clEnqueueNDRangeKernel ") + name).c_str());
 }
 
 void* ClContext::alloc(size_t bytes) {

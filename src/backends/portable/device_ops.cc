@@ -158,24 +158,26 @@ void require_tensor(const Call& call, const hb_tensor& t, const char* name,
     ok = ok && (d < 0 || t.shape[i] == d);
     ++i;
   }
-  std::string want = "[";
-  i = 0;
-  for (int64_t d : dims) want += (i++ ? ", " : "") + (d < 0 ? std::string("*") : std::to_string(d));
-  require(call, ok, std::string(name) + " must be " + want + "] " + dtype_name(dtype) + ", got " + describe(t));
+  if (!ok) {
+    std::string want = "[";
+    i = 0;
+    for (int64_t d : dims) want += (i++ ? ", " : "") + (d < 0 ? std::string("*") : std::to_string(d));
+    require(call, false, std::string(name) + " must be " + want + "] " + dtype_name(dtype) + ", got " + describe(t));
+  }
   as_int(call, numel(t));
 }
 
 void require_like(const Call& call, const hb_tensor& t, const char* name, const hb_tensor& like) {
   bool ok = t.ndim == like.ndim && t.dtype == like.dtype;
   for (int i = 0; ok && i < t.ndim; ++i) ok = t.shape[i] == like.shape[i];
-  require(call, ok, std::string(name) + " must be " + describe(like) + ", got " + describe(t));
+  if (!ok) require(call, false, std::string(name) + " must be " + describe(like) + ", got " + describe(t));
   as_int(call, numel(t));
 }
 
 void require_index(const Call& call, const hb_tensor& t, const char* name,
                    std::initializer_list<int64_t> dims) {
-  require(call, t.dtype == HB_I32 || t.dtype == HB_I64,
-          std::string(name) + " must be i32 or i64, got " + describe(t));
+  if (t.dtype != HB_I32 && t.dtype != HB_I64)
+    require(call, false, std::string(name) + " must be i32 or i64, got " + describe(t));
   require_tensor(call, t, name, dims, t.dtype);
 }
 

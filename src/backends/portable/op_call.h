@@ -26,6 +26,11 @@ struct Call {
 
 using OpFn = void (*)(const Call& call);
 
+constexpr size_t kRowGroup = 256;  // WG in kernels/common.inc
+
+// One work-group per row.
+inline Grid per_row(int64_t rows) { return {{static_cast<size_t>(rows), 1}, {kRowGroup, 1}}; }
+
 // Throws OpError(HB_INVALID_ARGUMENT, "<op>: <message>") unless `ok`.
 void require(const Call& call, bool ok, const std::string& message);
 std::string describe(const hb_tensor& t);  // "[2, 3, 4] bf16"

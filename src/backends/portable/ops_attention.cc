@@ -18,7 +18,8 @@ struct AttentionArgs {
   float scale;
 };
 
-// Checks q, the head counts and o; reads the attrs. default_len: the q_offset default's S.
+// Checks q, the head counts and o; reads the attrs. s: the key length (the q_offset default is
+// s - T).
 AttentionArgs check_query(const Call& call, int64_t s, int64_t hkv, int64_t dv) {
   const hb_tensor& q = call.in[0];
   require_tensor(call, q, "q", {-1, -1, -1}, q.dtype);
@@ -49,7 +50,7 @@ void attend(const Call& call, const void* k, const void* v, const void* table, c
   const int64_t rows = q.shape[0] * q.shape[1];
   if (rows == 0 || a.dv == 0) return;
   Scratch scores(call.dev, static_cast<size_t>(rows) * static_cast<size_t>(a.s > 0 ? a.s : 1) * sizeof(float));
-  call.dev.launch("attention", q.dtype, {{static_cast<size_t>(rows), 1}, {256, 1}},
+  call.dev.launch("attention", q.dtype, per_row(rows),
                   {buffer(q.data), buffer(k), buffer(v), buffer(table), buffer(call.out[0].data),
                    buffer(scores.handle()), i32(a.s), i32(a.hq), i32(a.hkv), i32(a.dh), i32(a.dv),
                    f32(a.scale), i32(a.q_offset), i32(a.causal), i32(a.window), i32(a.bsz)});
@@ -124,9 +125,10 @@ void paged_attention_op(const Call& call) {
   a.bsz = as_int(call, bsz);
   const std::vector<int64_t> blocks = read_indices(call, table);
   for (int64_t i = 0; i * bsz < len; ++i) {
-    require(call, blocks[i] >= 0 && blocks[i] < nb,
-            "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) +
-                " is outside the cache's " + std::to_string(nb) + " blocks");
+    if (blocks[i] < 0 || blocks[i] >= nb)
+      require(call, false,
+              "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) +
+                  " is outside the cache's " + std::to_string(nb) + " blocks");
   }
   attend(call, kc.data, vc.data, table.data, a);
 }

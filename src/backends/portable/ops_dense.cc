@@ -11,11 +11,6 @@
 namespace h0p {
 namespace {
 
-constexpr size_t kRowGroup = 256;  // WG in kernels/common.inc
-
-// One work-group per row.
-Grid per_row(int64_t rows) { return {{static_cast<size_t>(rows), 1}, {kRowGroup, 1}}; }
-
 void unary(const Call& call, int code) {
   const hb_tensor& x = call.in[0];
   require_like(call, call.out[0], "y", x);
@@ -117,9 +112,10 @@ void embedding_op(const Call& call) {
   require_tensor(call, call.out[0], "out", {t, d}, table.dtype);
   const std::vector<int64_t> host_ids = read_indices(call, ids);
   for (int64_t i = 0; i < t; ++i) {
-    require(call, host_ids[i] >= 0 && host_ids[i] < v,
-            "ids[" + std::to_string(i) + "] = " + std::to_string(host_ids[i]) +
-                " is outside the table's " + std::to_string(v) + " rows");
+    if (host_ids[i] < 0 || host_ids[i] >= v)
+      require(call, false,
+              "ids[" + std::to_string(i) + "] = " + std::to_string(host_ids[i]) +
+                  " is outside the table's " + std::to_string(v) + " rows");
   }
   if (t * d == 0) return;
   const int is64 = ids.dtype == HB_I64 ? 1 : 0, rows = as_int(call, t), dd = as_int(call, d);

@@ -63,9 +63,10 @@ void moe_experts_op(const Call& call) {
   require_tensor(call, call.out[0], "y", {t, d}, dt);
   const std::vector<int64_t> host_ids = read_indices(call, ids);
   for (size_t i = 0; i < host_ids.size(); ++i) {
-    require(call, host_ids[i] >= 0 && host_ids[i] < e,
-            "ids[" + std::to_string(i / k) + ", " + std::to_string(i % k) + "] = " +
-                std::to_string(host_ids[i]) + " is outside the " + std::to_string(e) + " experts");
+    if (host_ids[i] < 0 || host_ids[i] >= e)
+      require(call, false,
+              "ids[" + std::to_string(i / k) + ", " + std::to_string(i % k) + "] = " +
+                  std::to_string(host_ids[i]) + " is outside the " + std::to_string(e) + " experts");
   }
   if (t * d == 0) return;
   const int tk = as_int(call, t * k), ki = as_int(call, k), di = as_int(call, d), fi = as_int(call, f),
