@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <system_error>
 
 #include <yaml-cpp/yaml.h>
 
@@ -60,23 +62,22 @@ std::string NameMap::map(const std::string& golden) const {
 
 NameMap load_name_map(const std::string& path) {
   NameMap m;
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    throw InputError(path, std::string("cannot read the name map: ") + e.what());
+  const std::optional<std::string> text = suite::read_text_file(path);
+  if (!text) {
+    std::error_code ec;
+    throw InputError(path, std::filesystem::exists(path, ec) ? "cannot read the name map" : "name map not found");
   }
+  const YAML::Node root = suite::parse_yaml(path, *text);
   if (!root.IsMap()) suite::fail_at(path, root, "a name map is a mapping {names: {...}, prefixes: {...}}");
-  for (const auto& kv : root) {
-    const std::string key = kv.first.Scalar();
-    if (key != "names" && key != "prefixes") suite::fail_at(path, kv.first, "unknown key '" + key + "' (names, prefixes)");
-    if (!kv.second.IsMap()) suite::fail_at(path, kv.second, key + " must map golden names to actual names");
-    for (const auto& e : kv.second) {
-      if (!e.second.IsScalar()) suite::fail_at(path, e.second, "must be a name");
-      if (key == "names") m.names[e.first.Scalar()] = e.second.Scalar();
-      else m.prefixes.emplace_back(e.first.Scalar(), e.second.Scalar());
-    }
-  }
+  suite::for_each_entry(path, root, [&](const std::string& key, const YAML::Node& key_node, const YAML::Node& value) {
+    if (key != "names" && key != "prefixes") suite::fail_at(path, key_node, "unknown key '" + key + "' (names, prefixes)");
+    if (!value.IsMap()) suite::fail_at(path, value, key + " must map golden names to actual names");
+    suite::for_each_entry(path, value, [&](const std::string& from, const YAML::Node&, const YAML::Node& to) {
+      if (!to.IsScalar()) suite::fail_at(path, to, "must be a name");
+      if (key == "names") m.names[from] = to.Scalar();
+      else m.prefixes.emplace_back(from, to.Scalar());
+    });
+  });
   return m;
 }
 

@@ -117,10 +117,7 @@ ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tens
       report.rows.push_back({name, 0, INFINITY, INFINITY, false});
     } else {
       const compare::Metrics m = compare::compute_metrics(value, g, {0, 0, false});
-      const double norm = std::sqrt(m.rmse * m.rmse * double(m.count));
-      double gnorm = 0;
-      for (int64_t i = 0; i < g.numel(); ++i) gnorm += g.at(i) * g.at(i);
-      const double rel = gnorm > 0 ? norm / std::sqrt(gnorm) : norm;
+      const double rel = m.rel_l2;
       report.rows.push_back({name, m.cosine, m.max_abs_err, rel, m.cosine >= cosine_min && rel <= rel_l2_max});
     }
     if (!report.rows.back().ok && report.first_divergent < 0) report.first_divergent = int(report.rows.size() - 1);

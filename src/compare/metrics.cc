@@ -215,6 +215,7 @@ Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expe
   if (t.sum_aa == 0 && t.sum_ee == 0) m.cosine = 1;
   else if (t.sum_aa == 0 || t.sum_ee == 0) m.cosine = 0;
   else m.cosine = std::clamp(t.sum_ae / (std::sqrt(t.sum_aa) * std::sqrt(t.sum_ee)), -1.0, 1.0);
+  m.rel_l2 = t.sum_ee > 0 ? std::sqrt(t.sum_d2) / std::sqrt(t.sum_ee) : std::sqrt(t.sum_d2);
   if (same_dtype) m.max_ulp = t.max_ulp;
   m.nan_actual = static_cast<int64_t>(t.nan_a);
   m.nan_expected = static_cast<int64_t>(t.nan_e);

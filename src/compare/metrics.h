@@ -8,6 +8,7 @@
 //                                     (msprobe's convention: it shifts both sides by eps there)
 //   ratio_rel_lt_1e-3, _5e-3          share of positions with that relative error below 1e-3 / 5e-3
 //   cosine                            a.e / (|a| |e|); 1 when both norms are 0, 0 when one is
+//   rel_l2                            |a - e| / |e| (L2 norms); |a - e| when |e| is 0
 //   max_ulp                           largest distance in units in the last place, same float dtype only
 //   nan_mismatch                      positions where exactly one side is NaN
 //   inf_mismatch                      positions, neither NaN, with an infinity and a != e
@@ -38,6 +39,7 @@ struct Metrics {
   double mean_abs_err = 0;
   double rmse = 0;
   double cosine = 1;
+  double rel_l2 = 0;
   double ratio_rel_lt_1e3 = 1;
   double ratio_rel_lt_5e3 = 1;
   std::optional<uint64_t> max_ulp;  // absent when the dtypes differ

@@ -21,13 +21,10 @@ const std::set<std::string, std::less<>> kErrorMetrics = {
 constexpr std::string_view kRatioPrefix = "ratio_rel_lt_";
 
 bool is_good(const std::string& status) { return status == "pass" || status == "xfail"; }
-bool is_bad(const std::string& status) {
-  return status == "fail" || status == "error" || status == "crash" || status == "timeout";
-}
 
 std::string flip_kind(const std::string& base, const std::string& head) {
-  if (is_good(base) && is_bad(head)) return "regression";
-  if (is_bad(base) && is_good(head)) return "fixed";
+  if (is_good(base) && is_failing(head)) return "regression";
+  if (is_failing(base) && is_good(head)) return "fixed";
   return "changed";
 }
 
@@ -184,6 +181,10 @@ std::optional<double> metric_error(const std::string& name, double value) {
     start = dot == std::string::npos ? dot : dot + 1;
   }
   return std::nullopt;
+}
+
+bool is_failing(const std::string& status) {
+  return status == "fail" || status == "error" || status == "crash" || status == "timeout";
 }
 
 RunInfo run_info(const store::RunData& run) {

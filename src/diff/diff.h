@@ -101,6 +101,10 @@ std::optional<double> metric_error(const std::string& name, double value);
 
 RunInfo run_info(const store::RunData& run);
 
+// The statuses that count as failing: fail, error, crash, timeout. Shared by diff (regressions),
+// the terminal summary and the dashboard.
+bool is_failing(const std::string& status);
+
 // 1234567 -> "1.235 ms"; for timings in reports.
 std::string format_ns(double ns);
 

@@ -20,7 +20,9 @@ std::string run_page(const SiteModel& model, size_t run);
 std::string check_page(const SiteModel& model, size_t case_index);
 
 // The Day-0 checklist panel of a run (stages in order with status); "" if not a Day-0 run.
-std::string day0_panel(const SiteRun& run);
+// `root` is the page's way back to the site root ("" for index.html, "../" under runs/): the
+// run's link is root + run.page.
+std::string day0_panel(const SiteRun& run, const std::string& root);
 
 // data/site.js: `H0.site = {...}`: runs, columns, cases and groups for every page.
 std::string site_data_js(const SiteModel& model);

@@ -18,29 +18,40 @@ void append_unicode_escape(std::string* out, unsigned code) {
   out->append(buf);
 }
 
-// The length of the valid UTF-8 sequence starting at s[i], or 0 if it is not one.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned c = byte(i);
-  if (c < 0x80) return 1;
-  const size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-  if (n == 0 || (c >= 0xF0 && n != 4) || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+}  // namespace
+
+size_t utf8_sequence(std::string_view s, size_t i, char32_t* cp) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  size_t n;
+  char32_t c, min;
+  if (b0 < 0x80) {
+    if (cp) *cp = b0;
+    return 1;
+  } else if ((b0 & 0xE0) == 0xC0) {
+    n = 2, c = b0 & 0x1F, min = 0x80;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    n = 3, c = b0 & 0x0F, min = 0x800;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    n = 4, c = b0 & 0x07, min = 0x10000;
+  } else {
+    return 0;
   }
-  const unsigned c1 = byte(i + 1);
-  if (n == 3 && ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0))) return 0;  // overlong, surrogate
-  if (n == 4 && ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90))) return 0;  // overlong, > U+10FFFF
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return 0;
+    c = (c << 6) | (b & 0x3F);
+  }
+  if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+  if (cp) *cp = c;
   return n;
 }
-
-}  // namespace
 
 std::string html_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 16);
   for (size_t i = 0; i < text.size();) {
-    const size_t n = utf8_sequence_length(text, i);
+    const size_t n = utf8_sequence(text, i);
     if (n == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD
       ++i;

@@ -2,12 +2,19 @@
 // inside a <script> element, compact numbers and file names derived from case ids.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
 namespace h0::report {
+
+// The length of the UTF-8 sequence at s[i] (i < s.size()), with its code point in *cp when cp is
+// given; 0 if the bytes there are not valid UTF-8 (truncated, overlong, a surrogate, above
+// U+10FFFF). The one validator of html_escape and the JUnit writer (xml_escape).
+size_t utf8_sequence(std::string_view s, size_t i, char32_t* cp = nullptr);
 
 // `text` with & < > " ' replaced by entities: safe as element text and as a quoted attribute
 // value. Invalid UTF-8 becomes U+FFFD.

@@ -56,10 +56,10 @@ std::string overview(const SiteModel& model) {
 }  // namespace
 
 // The Day-0 checklist of a run, stages in order; "" if it is not a Day-0 run.
-std::string day0_panel(const SiteRun& run) {
+std::string day0_panel(const SiteRun& run, const std::string& root) {
   if (run.day0.empty()) return "";
   std::string html = "<section id=\"day0\" class=\"panel\"><h2>Day-0 checklist · run " +
-                     html_link(run.page, run_ref(run.run.id)) + "</h2>\n<ol class=\"checklist\">\n";
+                     html_link(root + run.page, run_ref(run.run.id)) + "</h2>\n<ol class=\"checklist\">\n";
   for (const auto& s : run.day0) {
     html += "<li data-stage=\"" + html_escape(s.id) + "\">" + status_badge(s.status) + " " + html_escape(s.title);
     if (!s.summary.empty()) html += " <span class=\"muted\">" + html_escape(s.summary) + "</span>";
@@ -79,7 +79,7 @@ std::string index_page(const SiteModel& model) {
   html += overview(model);
   for (auto it = model.runs.rbegin(); it != model.runs.rend(); ++it) {
     if (!it->day0.empty()) {
-      html += day0_panel(*it);
+      html += day0_panel(*it, "");
       break;
     }
   }

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/html_text.h"
 #include "report/json_writer.h"
 
 namespace h0::report {
@@ -48,35 +49,6 @@ const char* entity(char32_t c, bool attribute) {
     default:
       return nullptr;
   }
-}
-
-// The length of the UTF-8 sequence at s[i] and its code point; 0 if the bytes there are not
-// valid UTF-8 (truncated, overlong, a surrogate, above U+10FFFF).
-size_t utf8_sequence(std::string_view s, size_t i, char32_t* cp) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  size_t n;
-  char32_t c, min;
-  if (b0 < 0x80) {
-    *cp = b0;
-    return 1;
-  } else if ((b0 & 0xE0) == 0xC0) {
-    n = 2, c = b0 & 0x1F, min = 0x80;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    n = 3, c = b0 & 0x0F, min = 0x800;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    n = 4, c = b0 & 0x07, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    c = (c << 6) | (b & 0x3F);
-  }
-  if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-  *cp = c;
-  return n;
 }
 
 // Seconds as JUnit wants them: plain decimal, no exponent, never negative.

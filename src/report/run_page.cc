@@ -40,9 +40,9 @@ std::string fingerprint(const store::RunData& r) {
 }
 
 // The link to a case's check page, by case id.
-std::string case_link(const SiteModel& model, const std::map<std::string, int>& index, const std::string& case_id) {
-  const auto it = index.find(case_id);
-  if (it == index.end()) return html_escape(case_id);
+std::string case_link(const SiteModel& model, const std::string& case_id) {
+  const auto it = model.case_index.find(case_id);
+  if (it == model.case_index.end()) return html_escape(case_id);
   return html_link("../" + model.cases[static_cast<size_t>(it->second)].page, case_id);
 }
 
@@ -55,8 +55,6 @@ std::string diff_section(const SiteModel& model, const SiteRun& run) {
   if (!run.diff) return html + "<p class=\"muted\">No earlier complete run of this platform.</p></section>\n";
   const diff::DiffReport& d = *run.diff;
   const SiteRun& prev = model.runs[static_cast<size_t>(run.previous)];
-  std::map<std::string, int> index;
-  for (size_t i = 0; i < model.cases.size(); ++i) index.emplace(model.cases[i].case_id, static_cast<int>(i));
   const auto& s = d.summary;
   html += "<p>Against " + html_link("../" + prev.page, "run " + run_ref(prev.run.id)) + ": " +
           std::to_string(s.compared) + " compared, <b class=\"diff-regressions\">" + std::to_string(s.regressions) +
@@ -69,7 +67,7 @@ std::string diff_section(const SiteModel& model, const SiteRun& run) {
     for (size_t i = 0; i < d.statuses.size() && i < kMaxDiffRows; ++i) {
       const auto& c = d.statuses[i];
       html += html_row({"<span class=\"flip-" + html_escape(c.kind) + "\">" + html_escape(c.kind) + "</span>",
-                        case_link(model, index, c.case_id), html_escape(c.base_status), html_escape(c.head_status),
+                        case_link(model, c.case_id), html_escape(c.base_status), html_escape(c.head_status),
                         html_escape(c.message)});
     }
     html += "</table>\n" + more_rows(d.statuses.size(), kMaxDiffRows);
@@ -78,7 +76,7 @@ std::string diff_section(const SiteModel& model, const SiteRun& run) {
     html += "<h3>Metric drift</h3>\n<table class=\"grid\">\n" + html_row({"case", "metric", "before", "now", "factor"}, "th");
     for (size_t i = 0; i < d.drifts.size() && i < kMaxDiffRows; ++i) {
       const auto& m = d.drifts[i];
-      html += html_row({case_link(model, index, m.case_id), html_escape(m.metric), number_text(m.base),
+      html += html_row({case_link(model, m.case_id), html_escape(m.metric), number_text(m.base),
                         number_text(m.head), number_text(m.factor)});
     }
     html += "</table>\n" + more_rows(d.drifts.size(), kMaxDiffRows);
@@ -88,7 +86,7 @@ std::string diff_section(const SiteModel& model, const SiteRun& run) {
             html_row({"case", "phase", "before", "now", "change", "p", "verdict"}, "th");
     for (size_t i = 0; i < d.perf.size() && i < kMaxDiffRows; ++i) {
       const auto& p = d.perf[i];
-      html += html_row({case_link(model, index, p.case_id), html_escape(p.phase), ns_text(p.base_median_ns),
+      html += html_row({case_link(model, p.case_id), html_escape(p.phase), ns_text(p.base_median_ns),
                         ns_text(p.head_median_ns), number_text(100 * p.change) + "%", number_text(p.p_value),
                         html_escape(p.verdict)});
     }
@@ -113,7 +111,7 @@ std::string run_page(const SiteModel& model, size_t run) {
   html += "<h1>Run #" + std::to_string(r.run.id) + " " + status_badge(r.run.status) + "</h1>\n";
   html += "<p>" + html_escape(r.run.suite) + " on " + html_escape(r.run.platform) + ", stack " +
           html_escape(model.columns[static_cast<size_t>(r.column)].label) + ", started " + html_escape(r.run.started_at) + "</p>\n";
-  html += counts(r) + day0_panel(r) + fingerprint(r.run) + diff_section(model, r);
+  html += counts(r) + day0_panel(r, "../") + fingerprint(r.run) + diff_section(model, r);
   html += "<section id=\"cases-section\"><h2>Cases</h2>\n<div class=\"controls\">"
           "<input id=\"case-filter\" type=\"search\" placeholder=\"filter by case id or message\">"
           "<select id=\"status-filter\"><option value=\"\">any status</option></select></div>\n"

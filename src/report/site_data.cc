@@ -56,13 +56,19 @@ json index_ranges(const std::vector<CaseDigest>& cases) {
   return ranges;
 }
 
+// status_code() letter -> status, and '?' -> "other".
+json statuses_table() {
+  json statuses = json::object();
+  for (const auto& s : kStatusCodes) statuses[std::string(1, s.code)] = s.status;
+  statuses["?"] = "other";
+  return statuses;
+}
+
 }  // namespace
 
 std::string site_data_js(const SiteModel& model) {
   json site = {{"generated", model.generated_at}, {"db", model.db_path}, {"runs", runs_table(model)},
-               {"cols", columns_table(model)},
-               {"statuses", {{"P", "pass"}, {"F", "fail"}, {"E", "error"}, {"S", "skip"}, {"C", "crash"},
-                             {"T", "timeout"}, {"x", "xfail"}, {"X", "xpass"}, {"?", "other"}}}};
+               {"cols", columns_table(model)}, {"statuses", statuses_table()}};
   cases_and_groups(model, &site["cases"], &site["groups"]);
   return "H0.site=" + script_json(site) + ";\n";
 }

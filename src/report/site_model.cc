@@ -31,12 +31,6 @@ constexpr KindLayer kLayers[] = {
     {"plan", "plan"},
 };
 
-struct StatusCode {
-  const char* status;
-  char code;
-};
-constexpr StatusCode kStatusCodes[] = {{"pass", 'P'},  {"fail", 'F'},    {"error", 'E'}, {"skip", 'S'},
-                                       {"crash", 'C'}, {"timeout", 'T'}, {"xfail", 'x'}, {"xpass", 'X'}};
 
 // The Day-0 checklist in order, each stage with the check kinds it is made of.
 struct Day0StageDef {
@@ -131,7 +125,7 @@ std::vector<Day0Stage> recorded_day0_stages(const store::RunData& run) {
     for (const auto& c : run.results) {
       if (c.kind == "day0_stage" || c.case_id.rfind(prefix, 0) != 0) continue;
       ++s.cases;
-      s.failed += is_failing(c.status);
+      s.failed += diff::is_failing(c.status);
     }
     stages.push_back(s);
   }
@@ -150,7 +144,7 @@ std::vector<Day0Stage> day0_stages(const store::RunData& run) {
     for (const auto& r : run.results) {
       if (std::find(def.kinds.begin(), def.kinds.end(), r.kind) == def.kinds.end()) continue;
       ++s.cases;
-      if (is_failing(r.status)) ++s.failed;
+      if (diff::is_failing(r.status)) ++s.failed;
       if (r.status == "skip") ++skipped;
     }
     if (s.cases > 0) s.status = s.failed > 0 ? "fail" : skipped == s.cases ? "skip" : "pass";
@@ -231,7 +225,7 @@ class Gatherer {
   }
 
   int case_of(const store::RunData& run, const store::ResultData& r) {
-    const auto [it, added] = cases_.emplace(r.case_id, static_cast<int>(model_->cases.size()));
+    const auto [it, added] = model_->case_index.emplace(r.case_id, static_cast<int>(model_->cases.size()));
     if (added) {
       SiteCase c;
       c.case_id = r.case_id;
@@ -267,7 +261,7 @@ class Gatherer {
     c.latest_run = run_index;
     c.latest = r;
     for (auto& p : c.latest.profiles) p.samples_ns = {};
-    if (is_failing(r.status)) {
+    if (diff::is_failing(r.status)) {
       c.failure_run = run_index;
       c.last_failure = c.latest;
     }
@@ -275,7 +269,7 @@ class Gatherer {
   }
 
   SiteModel* model_;
-  std::unordered_map<std::string, int> columns_, cases_;
+  std::unordered_map<std::string, int> columns_;
   std::map<std::string, std::pair<int, store::RunData>> last_complete_;  // platform -> run
 };
 
@@ -331,8 +325,5 @@ char status_code(const std::string& status) {
   return '?';
 }
 
-bool is_failing(const std::string& status) {
-  return status == "fail" || status == "error" || status == "crash" || status == "timeout";
-}
 
 }  // namespace h0::report

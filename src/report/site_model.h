@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "diff/diff.h"
@@ -82,6 +83,7 @@ struct SiteModel {
   std::vector<SiteRun> runs;  // oldest first
   std::vector<SiteColumn> columns;
   std::vector<SiteCase> cases;  // in order of first appearance
+  std::unordered_map<std::string, int> case_index;  // case id -> index into cases
 };
 
 // Reads the runs `options` select. `progress(done, total)` is called after each run loaded.
@@ -92,8 +94,13 @@ SiteModel gather_site(const store::SqliteStore& db, const SiteOptions& options,
 std::string layer_of(const std::string& kind);
 // One character per status for compact data: pass P, fail F, error E, skip S, crash C,
 // timeout T, xfail x, xpass X; anything else '?'.
+struct StatusCode {
+  const char* status;
+  char code;
+};
+inline constexpr StatusCode kStatusCodes[] = {{"pass", 'P'},  {"fail", 'F'},    {"error", 'E'}, {"skip", 'S'},
+                                              {"crash", 'C'}, {"timeout", 'T'}, {"xfail", 'x'}, {"xpass", 'X'}};
 char status_code(const std::string& status);
-// The statuses that count as failing: fail, error, crash, timeout.
-bool is_failing(const std::string& status);
+// The statuses that count as failing: diff::is_failing.
 
 }  // namespace h0::report

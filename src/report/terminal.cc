@@ -12,16 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diff/diff.h"
+
 namespace h0::report {
 namespace {
 
 // Statuses in the order the summary lists them (the order of checks::Status).
 constexpr const char* kStatusOrder[] = {"pass",  "fail",    "error", "skip",
                                         "crash", "timeout", "xfail", "xpass"};
-
-bool is_failure(const std::string& status) {
-  return status == "fail" || status == "error" || status == "crash" || status == "timeout";
-}
 
 // ANSI color of a status: green for pass, yellow for skip and xfail, red for the rest.
 const char* status_color(const std::string& status) {
@@ -169,7 +167,7 @@ std::string summary_line(const store::RunData& run, bool color) {
   bool failed = false;
   for (const auto& r : run.results) {
     ++counts[r.status];
-    failed = failed || is_failure(r.status);
+    failed = failed || diff::is_failing(r.status);
   }
   std::string listed;
   auto list = [&](const std::string& status, size_t n) {

@@ -163,6 +163,15 @@ TEST(Metrics, CosineOfZeroVectors) {
   EXPECT_NEAR(compute_metrics(f32({-1, -2}), f32({1, 2}), {}).cosine, -1.0, 1e-15);
 }
 
+TEST(Metrics, RelativeL2OverFinitePositions) {
+  EXPECT_NEAR(compute_metrics(f32({1, 2, 2}), f32({0, 2, 4}), {}).rel_l2, std::sqrt(5.0 / 20.0), 1e-15);
+  EXPECT_EQ(compute_metrics(f32({3, 4}), f32({0, 0}), {}).rel_l2, 5.0);  // |e| = 0: |a - e|
+  EXPECT_EQ(compute_metrics(f32({1, 2}), f32({1, 2}), {}).rel_l2, 0.0);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // NaN and Inf positions are left out of both norms, as in the other error metrics.
+  EXPECT_NEAR(compute_metrics(f32({nan, 1, inf, 2}), f32({1, 0, 5, 4}), {}).rel_l2, std::sqrt(5.0 / 16.0), 1e-15);
+}
+
 TEST(Metrics, UlpOnlyForTheSameFloatDtype) {
   const Tensor a = f32({1.0f, 2.0f});
   EXPECT_EQ(*compute_metrics(a, f32({std::nextafter(1.0f, 2.0f), 2.0f}), {}).max_ulp, 1u);

@@ -99,6 +99,11 @@ TEST(Diff, StatusFlipKinds) {
   EXPECT_EQ(d.statuses.back().case_id, "gone");
 }
 
+TEST(Diff, FailingStatuses) {
+  for (const char* s : {"fail", "error", "crash", "timeout"}) EXPECT_TRUE(is_failing(s)) << s;
+  for (const char* s : {"pass", "skip", "xfail", "xpass", "", "other"}) EXPECT_FALSE(is_failing(s)) << s;
+}
+
 TEST(Diff, FixedAloneIsNoRegression) {
   const DiffReport d = diff_runs(run(1, {result("a", "fail")}), run(2, {result("a", "pass")}), {});
   EXPECT_FALSE(d.has_regression());

@@ -195,6 +195,27 @@ TEST_F(CliReport, IndexShowsTheDayZeroChecklist) {
   EXPECT_NE(dom.find("data-stage=\"plan\"><span class=\"st st-not run\">"), std::string::npos);
 }
 
+TEST_F(CliReport, DayZeroChecklistLinksItsRunFromEveryPage) {
+  std::string page;
+  for (const auto& e : fs::directory_iterator(site().out() + "/runs")) {
+    std::ifstream in(e.path());
+    const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (html.find("day0-platform") != std::string::npos) page = "runs/" + e.path().filename().string();
+  }
+  ASSERT_FALSE(page.empty());
+  // Under runs/ the site root is "../": the checklist links ../runs/run-N.html, not runs/runs/.
+  const auto checklist_link = [&](const std::string& file) {
+    std::ifstream in(site().out() + "/" + file);
+    const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = html.find("<section id=\"day0\"");
+    if (at == std::string::npos) return std::string();
+    const size_t href = html.find("href=\"", at);
+    return html.substr(href + 6, html.find('"', href + 6) - href - 6);
+  };
+  EXPECT_EQ(checklist_link(page), "../" + page);
+  EXPECT_EQ(checklist_link("index.html"), page);
+}
+
 TEST_F(CliReport, CheckPageChartsHaveDataPoints) {
   const std::string page = "checks/" + report::file_stem(kMatmul) + ".html";
   const std::string dom = dump_dom(page);

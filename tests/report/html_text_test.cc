@@ -35,6 +35,24 @@ TEST(Rounded, FourSignificantDigitsIntegersWithoutFraction) {
   EXPECT_TRUE(rounded(std::numeric_limits<double>::quiet_NaN()).is_null());
 }
 
+TEST(Utf8Sequence, LengthsCodePointsAndRejects) {
+  char32_t cp = 0;
+  EXPECT_EQ(utf8_sequence("a", 0, &cp), 1u);
+  EXPECT_EQ(cp, U'a');
+  EXPECT_EQ(utf8_sequence("\xC3\xA9", 0, &cp), 2u);
+  EXPECT_EQ(cp, U'\u00E9');
+  EXPECT_EQ(utf8_sequence("\xE2\x82\xAC", 0, &cp), 3u);
+  EXPECT_EQ(cp, U'\u20AC');
+  EXPECT_EQ(utf8_sequence("\xF0\x9F\x98\x80", 0, &cp), 4u);
+  EXPECT_EQ(cp, U'\U0001F600');
+  EXPECT_EQ(utf8_sequence("x\xC3\xA9", 1), 2u);
+  for (const std::string bad : {"\x80", "\xC0\xAF", "\xC1\xBF", "\xE0\x80\xAF", "\xED\xA0\x80",
+                                "\xF0\x80\x80\xAF", "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xFF",
+                                "\xE2\x82", "\xC3" "A"}) {
+    EXPECT_EQ(utf8_sequence(bad, 0), 0u) << bad.size();
+  }
+}
+
 TEST(FileStem, SafeAndDistinct) {
   const std::string a = file_stem("matmul[dtype=f32,shape=1x64x32]");
   EXPECT_EQ(a.substr(0, a.size() - 9), "matmul-dtype-f32-shape-1x64x32");
