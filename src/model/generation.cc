@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <numeric>
+#include <vector>
 
 namespace h0::model {
 namespace {
@@ -14,28 +14,36 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-TopK top_k_logprobs(const float* logits, int64_t vocab, int k) {
+double log_sum_exp(const float* logits, int64_t vocab) {
   double max = -INFINITY;
   for (int64_t i = 0; i < vocab; ++i) max = std::max(max, double(logits[i]));
   double sum = 0;
   for (int64_t i = 0; i < vocab; ++i) sum += std::exp(double(logits[i]) - max);
-  const double lse = max + std::log(sum);
-  std::vector<int64_t> order(static_cast<size_t>(vocab));
-  std::iota(order.begin(), order.end(), 0);
-  const size_t n = std::min<size_t>(size_t(k), order.size());
-  std::partial_sort(order.begin(), order.begin() + long(n), order.end(), [&](int64_t a, int64_t b) {
+  return max + std::log(sum);
+}
+
+TopK top_k_logprobs(const float* logits, int64_t vocab, int k, double lse) {
+  // The k best ids so far, best first (higher logit, then lower id): each id is compared with
+  // the worst kept, and inserted in order when better. Ids come in increasing order, so an id
+  // tied with a kept one goes after it.
+  const auto better = [&](int64_t a, int64_t b) {
     return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
-  });
+  };
+  const size_t n = std::min<size_t>(size_t(k), size_t(vocab));
   TopK top;
-  for (size_t i = 0; i < n; ++i) {
-    top.ids.push_back(order[i]);
-    top.logprobs.push_back(double(logits[order[i]]) - lse);
+  std::vector<int64_t>& best = top.ids;
+  best.reserve(std::min<size_t>(n, 64) + 1);
+  for (int64_t i = 0; i < vocab && n > 0; ++i) {
+    if (best.size() == n && !better(i, best.back())) continue;
+    best.insert(std::upper_bound(best.begin(), best.end(), i, better), i);
+    if (best.size() > n) best.pop_back();
   }
+  for (int64_t id : best) top.logprobs.push_back(double(logits[id]) - lse);
   return top;
 }
 
-Generation generate_greedy(Executor& ex, const std::vector<int64_t>& prompt, int steps, ProbeRecorder* probes,
-                           const tensor::Tensor* image_features) {
+Generation generate_greedy(Executor& ex, const std::vector<int64_t>& prompt, int steps,
+                           ProbeRecorder* probes, const tensor::Tensor* image_features) {
   Generation g;
   const int seq = ex.new_sequence();
   const int64_t V = ex.arch().text.vocab_size;

@@ -14,8 +14,14 @@ struct TopK {
   std::vector<double> logprobs;  // log_softmax in f64
 };
 
-// The top `k` of one row of logits [V].
-TopK top_k_logprobs(const float* logits, int64_t vocab, int k);
+// log(sum(exp(logits))) of one row of logits [V], in f64.
+double log_sum_exp(const float* logits, int64_t vocab);
+
+// The top `k` of one row of logits [V]; `lse` is its log_sum_exp.
+TopK top_k_logprobs(const float* logits, int64_t vocab, int k, double lse);
+inline TopK top_k_logprobs(const float* logits, int64_t vocab, int k) {
+  return top_k_logprobs(logits, vocab, k, log_sum_exp(logits, vocab));
+}
 
 struct Generation {
   tensor::Tensor prompt_logits;  // [T, V] of the prefill

@@ -215,6 +215,25 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   return decoder_ == Decoder::kByteLevel ? utf8_lossy(bytes) : bytes;
 }
 
+void DecodeStream::push(int32_t id, std::string* text) {
+  const Tokenizer& t = *tokenizer_;
+  const AddedToken* added = t.added_.find(id);
+  if (added != nullptr && added->special && skip_special_) return;
+  const std::string* token = added != nullptr ? &added->content : t.bpe_.id_to_token(id);
+  if (token == nullptr) return;
+  if (t.decoder_ == Tokenizer::Decoder::kNone) {
+    if (!first_) *text += ' ';
+    *text += *token;
+    first_ = false;
+    return;
+  }
+  // As decode(): the bytes of all tokens, then utf8_lossy. Bytes before pending_ are settled.
+  if (!pending_.empty()) text->resize(text->size() - 3);  // its U+FFFD
+  if (!byte_level_decode(*token, &pending_)) pending_ += *token;
+  pending_.erase(0, utf8_lossy_settled(pending_, text));
+  if (!pending_.empty()) text->append("\xEF\xBF\xBD");
+}
+
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
   if (const AddedToken* added = added_.find(token)) return added->id;
   return bpe_.token_to_id(token);

@@ -51,6 +51,7 @@ class Tokenizer {
   std::optional<int32_t> eos_id() const { return eos_id_; }
 
  private:
+  friend class DecodeStream;
   // One item of a TemplateProcessing "single" template: the sequence, or fixed ids.
   struct TemplateItem {
     bool is_sequence = false;
@@ -77,6 +78,23 @@ class Tokenizer {
   Decoder decoder_ = Decoder::kNone;
   std::optional<int32_t> bos_id_;
   std::optional<int32_t> eos_id_;
+};
+
+// decode() of a sequence that grows one id at a time, at a cost per id proportional to its text:
+// after each push(id, &text), text equals decode(every id pushed, skip_special_tokens). `text`
+// must hold what the previous push left (the stream keeps only the bytes of a trailing
+// incomplete UTF-8 sequence, shown meanwhile as U+FFFD).
+class DecodeStream {
+ public:
+  DecodeStream(const Tokenizer& tokenizer, bool skip_special_tokens)
+      : tokenizer_(&tokenizer), skip_special_(skip_special_tokens) {}
+  void push(int32_t id, std::string* text);
+
+ private:
+  const Tokenizer* tokenizer_;
+  bool skip_special_;
+  bool first_ = true;    // kNone: no token written yet (the next needs no ' ' before it)
+  std::string pending_;  // kByteLevel: the bytes of a trailing incomplete UTF-8 sequence
 };
 
 }  // namespace h0::model

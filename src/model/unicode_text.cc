@@ -107,6 +107,21 @@ std::string utf8_lossy(std::string_view bytes) {
   return out;
 }
 
+size_t utf8_lossy_settled(std::string_view bytes, std::string* out) {
+  for (size_t pos = 0; pos < bytes.size();) {
+    bool complete = false;
+    const size_t n = valid_prefix(bytes, pos, &complete);
+    if (complete)
+      out->append(bytes.substr(pos, n));
+    else if (pos + n == bytes.size())
+      return pos;  // may yet be completed by the bytes that follow
+    else
+      out->append("\xEF\xBF\xBD");  // U+FFFD
+    pos += n;
+  }
+  return bytes.size();
+}
+
 bool is_whitespace(char32_t c) {
   return u_hasBinaryProperty(static_cast<UChar32>(c), UCHAR_WHITE_SPACE);
 }

@@ -21,6 +21,11 @@ void append_utf8(char32_t c, std::string* out);
 // `bytes` as UTF-8, each maximal invalid subsequence replaced by U+FFFD (Rust's
 // String::from_utf8_lossy, which HF's decoders use).
 std::string utf8_lossy(std::string_view bytes);
+// Appends utf8_lossy(bytes) to *out except for a trailing incomplete (but so far valid)
+// sequence, whose bytes it leaves: returns how many bytes it took. What it appends does not
+// change whatever bytes follow, so utf8_lossy(bytes + more) equals the appended text followed
+// by utf8_lossy(bytes.substr(taken) + more).
+size_t utf8_lossy_settled(std::string_view bytes, std::string* out);
 
 // White_Space: Rust's char::is_whitespace and its regex crate's \s.
 bool is_whitespace(char32_t c);

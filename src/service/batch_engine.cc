@@ -35,13 +35,10 @@ TokenEvent token_event(const float* row, int64_t vocab, int64_t id, int n) {
   TokenEvent t;
   t.id = id;
   if (n < 0) return t;
-  double max = -INFINITY;
-  for (int64_t i = 0; i < vocab; ++i) max = std::max(max, double(row[i]));
-  double sum = 0;
-  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(double(row[i]) - max);
-  t.logprob = double(row[id]) - (max + std::log(sum));
+  const double lse = model::log_sum_exp(row, vocab);
+  t.logprob = double(row[id]) - lse;
   if (n > 0) {
-    const model::TopK top = model::top_k_logprobs(row, vocab, n);
+    const model::TopK top = model::top_k_logprobs(row, vocab, n, lse);
     for (size_t i = 0; i < top.ids.size(); ++i) t.top.emplace_back(top.ids[i], top.logprobs[i]);
   }
   return t;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/check.h"
+#include "service/json_util.h"
 #include "service/openai_protocol.h"
 #include "service/sse.h"
 
@@ -411,7 +412,7 @@ Result Client::models(std::vector<std::string>* ids) {
 
 Result Client::complete(const Request& request) {
   bool chat = !request.messages.empty();
-  std::string post = request_body(request).dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string post = dump(request_body(request));
   Limits limits{options_.connect_timeout_s, options_.request_timeout_s, options_.idle_timeout_s};
   std::string raw;
   return exchange(options_, chat ? "/v1/chat/completions" : "/v1/completions", &post,

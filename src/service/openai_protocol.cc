@@ -5,19 +5,12 @@
 #include <string_view>
 
 #include "base/check.h"
+#include "service/json_util.h"
 
 namespace h0::service {
 namespace {
 
 using nlohmann::json;
-
-// `j[key]` when `j` is an object holding a non-null `key`, else nullptr.
-const json* member(const json& j, std::string_view key) {
-  if (!j.is_object()) return nullptr;
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return nullptr;
-  return &*it;
-}
 
 json message_json(const ChatMessage& message) {
   json content;
@@ -263,14 +256,15 @@ std::string error_message(const json& body) {
   }
   if (message == nullptr) return "";
   if (message->is_string()) return message->get<std::string>();
-  return message->dump(-1, ' ', false, json::error_handler_t::replace);
+  return dump(*message);
 }
 
 int64_t token_id_of(const std::string& token) {
-  constexpr std::string_view kPrefix = "token_id:";
-  if (token.size() <= kPrefix.size() || token.compare(0, kPrefix.size(), kPrefix) != 0) return -1;
+  if (token.size() <= kTokenIdPrefix.size() ||
+      token.compare(0, kTokenIdPrefix.size(), kTokenIdPrefix) != 0)
+    return -1;
   int64_t id = -1;
-  const char* begin = token.data() + kPrefix.size();
+  const char* begin = token.data() + kTokenIdPrefix.size();
   const char* end = token.data() + token.size();
   auto [ptr, ec] = std::from_chars(begin, end, id);
   if (ec != std::errc() || ptr != end || id < 0) return -1;

@@ -12,9 +12,9 @@
 #include <optional>
 #include <random>
 
-#include "base/base64.h"
 #include "base/error.h"
 #include "model/byte_level.h"
+#include "service/json_util.h"
 
 namespace h0::service {
 namespace {
@@ -46,7 +46,9 @@ std::string random_hex(size_t n) {
 // The output as it grows: tokens, the visible text (stop strings applied), what was streamed.
 struct Output {
   std::vector<TokenEvent> tokens;
-  std::string text;
+  std::string text;                            // decode(token ids, true), less a stop string
+  std::optional<model::DecodeStream> decoder;  // makes `text`, one token at a time
+  size_t stable = 0;  // text[0, stable) will not change: no trailing U+FFFD unless finished
   size_t sent_bytes = 0, sent_tokens = 0;
   int64_t text_offset = 0;  // completions logprobs: code points before the next unsent token
   std::string finish_reason;
@@ -152,7 +154,7 @@ class Server::Impl {
   // ---- output ----
 
   std::string token_text(int64_t id, bool as_id) const {
-    if (as_id) return "token_id:" + std::to_string(id);
+    if (as_id) return std::string(kTokenIdPrefix) + std::to_string(id);
     const int32_t i = int32_t(id);
     return model_.tokenizer->decode(std::span<const int32_t>(&i, 1), false);
   }
@@ -213,24 +215,27 @@ class Server::Impl {
   // string found, which also cancels the generation).
   bool absorb(const ApiRequest& r, const StreamEvent& e, RequestStream& stream, Output* o) const {
     o->tokens.push_back(e.token);
-    std::vector<int32_t> ids;
-    for (const TokenEvent& t : o->tokens) ids.push_back(int32_t(t.id));
-    if (e.finish_reason == "stop") {  // the end-of-sequence token's text is not output
-      ids.pop_back();
+    if (!o->decoder) o->decoder.emplace(*model_.tokenizer, true);
+    if (e.finish_reason == "stop")  // the end-of-sequence token's text is not output
       o->stop_reason = e.token.id;
-    }
-    o->text = model_.tokenizer->decode(ids, true);
+    else
+      o->decoder->push(int32_t(e.token.id), &o->text);  // o->text = decode(ids, true)
     o->finish_reason = e.finish_reason;
     // Stop strings are looked for in text that will not change: not in a trailing incomplete
-    // UTF-8 sequence (U+FFFD now), unless this is the last token.
+    // UTF-8 sequence (U+FFFD now), unless this is the last token. Text before the previous
+    // o->stable is unchanged and holds no stop string, and does not end with U+FFFD.
+    const size_t old_stable = o->stable;
     size_t stable = o->text.size();
-    while (o->finish_reason.empty() && stable >= 3 &&
+    while (o->finish_reason.empty() && stable > old_stable && stable >= 3 &&
            o->text.compare(stable - 3, 3, "\xEF\xBF\xBD") == 0)
       stable -= 3;
+    o->stable = stable;
     const std::string_view settled(o->text.data(), stable);
     size_t cut = std::string::npos;
     for (const std::string& s : r.stop) {
-      const size_t at = settled.find(s);
+      // A stop string found now ends after old_stable.
+      const size_t from = s.empty() || old_stable < s.size() ? 0 : old_stable - (s.size() - 1);
+      const size_t at = settled.find(s, from);
       if (at != std::string::npos && at < cut) {
         cut = at;
         o->stop_reason = s;
@@ -238,6 +243,7 @@ class Server::Impl {
     }
     if (cut != std::string::npos) {
       o->text.resize(cut);
+      o->stable = cut;
       o->finish_reason = "stop";
       stream.cancel();
     }
@@ -248,8 +254,7 @@ class Server::Impl {
   // as U+FFFD), nor the last (longest stop string − 1) bytes, which may become a stop string.
   static size_t streamable(const ApiRequest& r, const Output& o) {
     if (!o.finish_reason.empty()) return o.text.size();
-    size_t n = o.text.size();
-    while (n >= 3 && o.text.compare(n - 3, 3, "\xEF\xBF\xBD") == 0) n -= 3;
+    size_t n = o.stable;
     size_t hold = 0;
     for (const std::string& s : r.stop) hold = std::max(hold, s.size() - 1);
     n = n > hold ? n - hold : 0;

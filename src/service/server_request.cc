@@ -6,12 +6,11 @@
 #include "base/base64.h"
 #include "base/error.h"
 #include "model/image.h"
+#include "service/json_util.h"
 
 namespace h0::service {
 
 using nlohmann::json;
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 HttpError bad(const std::string& param, const std::string& what) {
   return {400, param + ": " + what, param};
@@ -31,14 +30,8 @@ json error_body(const HttpError& e) {
 
 namespace {
 
-// body[name] when present and not null.
-const json* field(const json& body, const char* name) {
-  const auto it = body.find(name);
-  return it == body.end() || it->is_null() ? nullptr : &*it;
-}
-
 int64_t int_field(const json& body, const char* name, int64_t fallback, int64_t min, int64_t max) {
-  const json* v = field(body, name);
+  const json* v = member(body, name);
   if (v == nullptr) return fallback;
   if (!v->is_number_integer()) throw bad(name, "expected an integer");
   const int64_t x = v->get<int64_t>();
@@ -49,7 +42,7 @@ int64_t int_field(const json& body, const char* name, int64_t fallback, int64_t 
 }
 
 double number_field(const json& body, const char* name, double fallback, double min, double max) {
-  const json* v = field(body, name);
+  const json* v = member(body, name);
   if (v == nullptr) return fallback;
   if (!v->is_number()) throw bad(name, "expected a number");
   const double x = v->get<double>();
@@ -60,7 +53,7 @@ double number_field(const json& body, const char* name, double fallback, double 
 }
 
 bool bool_field(const json& body, const char* name, bool fallback) {
-  const json* v = field(body, name);
+  const json* v = member(body, name);
   if (v == nullptr) return fallback;
   if (!v->is_boolean()) throw bad(name, "expected true or false");
   return v->get<bool>();
@@ -77,8 +70,8 @@ ContentPart parse_part(const json& part, const std::string& where, const ServedM
     return {"text", part["text"].get<std::string>(), ""};
   }
   if (type != "image_url") throw bad(where + ".type", "expected \"text\" or \"image_url\"");
-  const json* image = field(part, "image_url");
-  const json* url = image == nullptr ? nullptr : image->is_string() ? image : field(*image, "url");
+  const json* image = member(part, "image_url");
+  const json* url = image == nullptr ? nullptr : image->is_string() ? image : member(*image, "url");
   if (url == nullptr || !url->is_string())
     throw bad(where + ".image_url.url", "a string is required");
   if (!model.clip)
@@ -106,7 +99,7 @@ ContentPart parse_part(const json& part, const std::string& where, const ServedM
 }
 
 std::vector<ChatMessage> parse_messages(const json& body, const ServedModel& model, ApiRequest* r) {
-  const json* messages = field(body, "messages");
+  const json* messages = member(body, "messages");
   if (messages == nullptr || !messages->is_array() || messages->empty())
     throw bad("messages", "a non-empty array is required");
   std::vector<ChatMessage> out;
@@ -116,7 +109,7 @@ std::vector<ChatMessage> parse_messages(const json& body, const ServedModel& mod
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
       throw bad(where + ".role", "a string is required");
     ChatMessage msg{m["role"].get<std::string>(), {}};
-    const json* content = field(m, "content");
+    const json* content = member(m, "content");
     if (content == nullptr) {
       msg.content.push_back({"text", "", ""});
     } else if (content->is_string()) {
@@ -134,7 +127,7 @@ std::vector<ChatMessage> parse_messages(const json& body, const ServedModel& mod
 }
 
 std::vector<int64_t> parse_prompt(const json& body, const ServedModel& model) {
-  const json* p = field(body, "prompt");
+  const json* p = member(body, "prompt");
   if (p == nullptr) throw bad("prompt", "a string or an array of token ids is required");
   if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
   std::vector<int64_t> ids;
@@ -161,7 +154,7 @@ ApiRequest parse_request(const std::string& body_text, bool chat, const ServedMo
   const json body = json::parse(body_text, nullptr, false);
   if (body.is_discarded() || !body.is_object())
     throw HttpError{400, "the request body is not a JSON object", ""};
-  if (const json* m = field(body, "model")) {
+  if (const json* m = member(body, "model")) {
     if (!m->is_string()) throw bad("model", "expected a string");
     if (m->get<std::string>() != model.name)
       throw HttpError{404, "The model `" + m->get<std::string>() + "` does not exist.", "model"};
@@ -183,7 +176,7 @@ ApiRequest parse_request(const std::string& body_text, bool chat, const ServedMo
   s.seed = uint64_t(int_field(body, "seed", int64_t(random_seed), 0, INT64_MAX));
   s.ignore_eos = bool_field(body, "ignore_eos", false);
   r.stream = bool_field(body, "stream", false);
-  if (const json* o = field(body, "stream_options")) {
+  if (const json* o = member(body, "stream_options")) {
     if (!o->is_object()) throw bad("stream_options", "expected an object");
     r.include_usage = bool_field(*o, "include_usage", false);
   }
@@ -195,13 +188,13 @@ ApiRequest parse_request(const std::string& body_text, bool chat, const ServedMo
     if (top > 0 && !r.logprobs) throw bad("top_logprobs", "requires logprobs to be true");
     s.top_logprobs = r.logprobs ? int(top) : -1;
   } else {
-    const json* lp = field(body, "logprobs");
+    const json* lp = member(body, "logprobs");
     if (lp != nullptr && !lp->is_number_integer())
       throw bad("logprobs", "expected an integer (the number of top logprobs)");
     r.logprobs = lp != nullptr;
     s.top_logprobs = r.logprobs ? int(int_field(body, "logprobs", 0, 0, 20)) : -1;
   }
-  if (const json* stop = field(body, "stop")) {
+  if (const json* stop = member(body, "stop")) {
     const json list = stop->is_string() ? json::array({*stop}) : *stop;
     if (!list.is_array()) throw bad("stop", "expected a string or an array of strings");
     for (const json& x : list) {

@@ -8,12 +8,10 @@
 #include <vector>
 
 #include "service/batch_engine.h"
+#include "service/json_util.h"  // dump(): text for a response body
 #include "service/server.h"
 
 namespace h0::service {
-
-// Text for a response body (invalid UTF-8 from the model replaced, never thrown on).
-std::string dump(const nlohmann::json& j);
 
 // A request the server refuses: HTTP status, OpenAI error type and the offending field.
 struct HttpError {

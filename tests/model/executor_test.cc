@@ -1,6 +1,10 @@
 // The executor on the tiny synthetic models: prefill equals token-by-token decode over the
 // paged cache, probes are named as HF modules, and the profile covers every op.
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -152,6 +156,36 @@ TEST(Executor, ProbesAreHfModuleNamesInExecutionOrder) {
   bool gate = false;
   for (const auto& s : ex.ops().profile()) gate = gate || (s.op == "moe_gate" && s.calls == 2);
   EXPECT_TRUE(gate);
+}
+
+TEST(Generation, TopKLogprobsIsTheSortedHeadOfTheLogSoftmax) {
+  // Logits drawn from a few values, so ties are many: they go by id, lowest first.
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t vocab = std::uniform_int_distribution<int64_t>(1, 300)(rng);
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (float& x : logits) x = float(std::uniform_int_distribution<int>(-4, 4)(rng)) * 0.5f;
+    double max = -INFINITY;
+    for (float x : logits) max = std::max(max, double(x));
+    double sum = 0;
+    for (float x : logits) sum += std::exp(double(x) - max);
+    const double lse = max + std::log(sum);
+    EXPECT_EQ(log_sum_exp(logits.data(), vocab), lse);
+    std::vector<int64_t> order(static_cast<size_t>(vocab));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return logits[a] > logits[b]; });
+    for (int k : {1, 5, 20, int(vocab), int(vocab) + 3}) {
+      const TopK top = top_k_logprobs(logits.data(), vocab, k);
+      const size_t n = std::min<size_t>(size_t(k), size_t(vocab));
+      ASSERT_EQ(top.ids.size(), n);
+      ASSERT_EQ(top.logprobs.size(), n);
+      for (size_t i = 0; i < n; ++i) {
+        EXPECT_EQ(top.ids[i], order[i]) << "k " << k << " rank " << i;
+        EXPECT_EQ(top.logprobs[i], double(logits[order[i]]) - lse);
+      }
+    }
+  }
 }
 
 }  // namespace

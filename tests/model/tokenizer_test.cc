@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "base/sha256.h"
+#include "model/byte_level.h"
 #include "test_util.h"
 
 namespace h0::model {
@@ -180,6 +182,62 @@ TEST(Tokenizer, UnknownIdsAreDroppedAndBrokenUtf8BecomesReplacementCharacters) {
   EXPECT_EQ(tok.decode(std::vector<int32_t>{ids.front()}),
             "\xEF\xBF\xBD");  // an incomplete sequence
   EXPECT_EQ(tok.decode(ids), "\xF0\x9F\xA6\x80");
+}
+
+// DecodeStream against decode() of the whole prefix after every id: random sequences of special
+// tokens, single bytes that start or continue multi-byte UTF-8 sequences (random-weight output
+// is full of broken UTF-8), unknown ids and any other ids, with and without skipping specials.
+TEST(Tokenizer, DecodeStreamEqualsDecodeOfEveryPrefix) {
+  std::vector<std::string> paths;
+  for (const std::string& m : kModels) paths.push_back(model_tokenizer(m));
+  for (const std::string& v : kVariants) {
+    const json golden = load_json(test::golden_path("tokenizer/" + v + ".json"));
+    paths.push_back(test::source_path(golden["tokenizer"].get<std::string>()));
+  }
+  std::mt19937 rng(1234);
+  for (const std::string& path : paths) {
+    SCOPED_TRACE(path);
+    const Tokenizer tok = Tokenizer::from_file(path);
+    const int32_t vocab = tok.vocab_size();
+    std::vector<int32_t> special, high_bytes;
+    for (int32_t id = 0; id < vocab; ++id) {
+      if (tok.is_special(id)) special.push_back(id);
+      const std::optional<std::string> token = tok.id_to_token(id);
+      std::string raw;
+      if (token && byte_level_decode(*token, &raw) && !raw.empty() &&
+          (static_cast<unsigned char>(raw[0]) & 0x80) != 0)
+        high_bytes.push_back(id);  // starts with a non-ASCII byte
+    }
+    ASSERT_FALSE(special.empty());
+    ASSERT_FALSE(high_bytes.empty());
+    auto pick = [&](const std::vector<int32_t>& v) {
+      return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+    };
+    int mismatches = 0;
+    for (int seq = 0; seq < 300 && mismatches < kMaxReported; ++seq) {
+      const bool skip = seq % 2 == 0;
+      const int length = std::uniform_int_distribution<int>(1, 80)(rng);
+      std::vector<int32_t> ids;
+      std::string text;
+      DecodeStream stream(tok, skip);
+      for (int i = 0; i < length && mismatches < kMaxReported; ++i) {
+        const int kind = std::uniform_int_distribution<int>(0, 9)(rng);
+        int32_t id = kind < 5   ? pick(high_bytes)
+                     : kind < 7 ? pick(special)
+                     : kind < 8 ? std::uniform_int_distribution<int32_t>(-3, vocab + 3)(rng)
+                                : std::uniform_int_distribution<int32_t>(0, vocab - 1)(rng);
+        ids.push_back(id);
+        stream.push(id, &text);
+        const std::string want = tok.decode(ids, skip);
+        if (text != want) {
+          ++mismatches;
+          ADD_FAILURE() << "sequence " << seq << " step " << i << " skip " << skip << ": "
+                        << json(text).dump(-1, ' ', true, json::error_handler_t::replace)
+                        << " != " << json(want).dump(-1, ' ', true, json::error_handler_t::replace);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
