@@ -143,6 +143,80 @@ void fail(const suite::Case& c, const YAML::Node& node, const std::string& messa
   suite::fail_at(node.IsDefined() ? suite::location_of(c.check->file, node) : c.check->where, message);
 }
 
+namespace {
+
+// How a value that is not of the expected type reads in a message.
+std::string shown(const YAML::Node& n) {
+  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsMap()) return "a mapping";
+  if (n.IsSequence()) return "a sequence";
+  return "nothing";
+}
+
+}  // namespace
+
+std::optional<int64_t> int_of(const YAML::Node& node) {
+  if (!node.IsScalar()) return std::nullopt;
+  int64_t v = 0;
+  if (!YAML::convert<int64_t>::decode(node, v)) return std::nullopt;
+  return v;
+}
+
+std::optional<double> double_of(const YAML::Node& node) {
+  if (!node.IsScalar()) return std::nullopt;
+  double v = 0;
+  if (!YAML::convert<double>::decode(node, v)) return std::nullopt;
+  return v;
+}
+
+int64_t as_int(const suite::Case& c, const YAML::Node& node, const std::string& what, int64_t min) {
+  const std::optional<int64_t> v = int_of(node);
+  if (!v) fail(c, node, what + " must be an integer, got " + shown(node));
+  if (*v < min) fail(c, node, what + " must be >= " + std::to_string(min));
+  return *v;
+}
+
+double as_double(const suite::Case& c, const YAML::Node& node, const std::string& what, const std::string& unit) {
+  const std::optional<double> v = double_of(node);
+  if (!v) fail(c, node, what + " must be a number" + (unit.empty() ? "" : " of " + unit) + ", got " + shown(node));
+  return *v;
+}
+
+bool as_bool(const suite::Case& c, const YAML::Node& node, const std::string& what) {
+  bool v = false;
+  if (!node.IsScalar() || !YAML::convert<bool>::decode(node, v))
+    fail(c, node, what + " must be true or false, got " + shown(node));
+  return v;
+}
+
+std::string as_string(const suite::Case& c, const YAML::Node& node, const std::string& what) {
+  if (!node.IsScalar()) fail(c, node, what + " must be a string, got " + shown(node));
+  return node.Scalar();
+}
+
+int64_t field_int(const suite::Case& c, const std::string& name, int64_t fallback, int64_t min) {
+  const YAML::Node n = case_field(c, name);
+  return n.IsDefined() ? as_int(c, n, name, min) : fallback;
+}
+
+double field_double(const suite::Case& c, const std::string& name, double fallback) {
+  const YAML::Node n = case_field(c, name);
+  if (!n.IsDefined()) return fallback;
+  const double v = as_double(c, n, name);
+  if (!std::isfinite(v)) fail(c, n, name + " must be a finite number, got " + shown(n));
+  return v;
+}
+
+bool field_bool(const suite::Case& c, const std::string& name, bool fallback) {
+  const YAML::Node n = case_field(c, name);
+  return n.IsDefined() ? as_bool(c, n, name) : fallback;
+}
+
+std::string field_string(const suite::Case& c, const std::string& name, const std::string& fallback) {
+  const YAML::Node n = case_field(c, name);
+  return n.IsDefined() ? as_string(c, n, name) : fallback;
+}
+
 std::string resolve_case_path(const suite::Case& c, const std::string& path) {
   std::filesystem::path p(path);
   if (p.is_relative() && !std::filesystem::exists(p)) p = std::filesystem::path(c.check->file).parent_path().parent_path() / path;

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,6 +111,28 @@ YAML::Node case_field(const suite::Case& c, const std::string& name);
 // Throws the user error `message` at `node`'s place in the suite file, or at the check when
 // the node is absent: "suites/x.yaml:12:5: message".
 [[noreturn]] void fail(const suite::Case& c, const YAML::Node& node, const std::string& message);
+
+// A case's YAML values, read at the node and failing there (the node's file:line:col):
+// "<what> must be an integer, got 'x'", "<what> must be >= <min>", ...
+// The value of a scalar node when it reads as that type; nullopt otherwise.
+std::optional<int64_t> int_of(const YAML::Node& node);
+std::optional<double> double_of(const YAML::Node& node);
+int64_t as_int(const suite::Case& c, const YAML::Node& node, const std::string& what,
+               int64_t min = std::numeric_limits<int64_t>::min());
+// Any YAML number (.inf and .nan included). `unit`, when given, is named in the message:
+// "ttft_ms must be a number of milliseconds".
+double as_double(const suite::Case& c, const YAML::Node& node, const std::string& what,
+                 const std::string& unit = "");
+bool as_bool(const suite::Case& c, const YAML::Node& node, const std::string& what);
+std::string as_string(const suite::Case& c, const YAML::Node& node, const std::string& what);
+
+// The same for the case's field `name` (case_field), `fallback` when the case does not have it.
+// field_double takes finite numbers only.
+int64_t field_int(const suite::Case& c, const std::string& name, int64_t fallback,
+                  int64_t min = std::numeric_limits<int64_t>::min());
+double field_double(const suite::Case& c, const std::string& name, double fallback);
+bool field_bool(const suite::Case& c, const std::string& name, bool fallback);
+std::string field_string(const suite::Case& c, const std::string& name, const std::string& fallback);
 
 // A path a case names (golden, model, dump directory): as written when it exists (relative to
 // the working directory), else relative to the repository holding the suite (suites/x.yaml).

@@ -164,17 +164,6 @@ class CollectiveCase : public PreparedCase {
   CollectiveSpec s_;
 };
 
-int as_int(const suite::Case& c, const YAML::Node& n, const char* what, int min) {
-  int v = 0;
-  try {
-    v = n.as<int>();
-  } catch (const YAML::Exception&) {
-    fail(c, n, std::string(what) + " must be an integer");
-  }
-  if (v < min) fail(c, n, std::string(what) + " must be >= " + std::to_string(min));
-  return v;
-}
-
 std::string as_name(const suite::Case& c, const YAML::Node& n, const char* what,
                     const std::vector<std::string>& allowed) {
   if (!n.IsScalar() || std::find(allowed.begin(), allowed.end(), n.Scalar()) == allowed.end()) {
@@ -204,11 +193,7 @@ std::vector<double> parse_sizes(const suite::Case& c, const YAML::Node& n) {
     const double lo = suite::parse_size(file, n["min"]), hi = suite::parse_size(file, n["max"]);
     double factor = 2;
     if (n["factor"]) {
-      try {
-        factor = n["factor"].as<double>();
-      } catch (const YAML::Exception&) {
-        factor = 0;
-      }
+      factor = double_of(n["factor"]).value_or(0);
       if (!(factor > 1)) fail(c, n["factor"], "factor must be a number > 1");
     }
     if (lo < 1 || hi < lo) fail(c, n, "sizes needs 1B <= min <= max");
@@ -246,18 +231,12 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
     }
   }
   s.sizes = parse_sizes(c, case_field(c, "sizes"));
-  if (const YAML::Node n = case_field(c, "warmup"); n.IsDefined())
-    s.warmup = as_int(c, n, "warmup", 0);
-  if (const YAML::Node n = case_field(c, "repeats"); n.IsDefined())
-    s.repeats = as_int(c, n, "repeats", 1);
-  if (const YAML::Node n = case_field(c, "root"); n.IsDefined()) s.root = as_int(c, n, "root", 0);
+  s.warmup = int(field_int(c, "warmup", s.warmup, 0));
+  s.repeats = int(field_int(c, "repeats", s.repeats, 1));
+  s.root = int(field_int(c, "root", s.root, 0));
   if (const YAML::Node n = case_field(c, "engine"); n.IsDefined())
     s.engine = as_name(c, n, "engine", {"world", "nccl"});
-  auto prepared = std::make_unique<CollectiveCase>(std::move(s));
-  if (const YAML::Node t = case_field(c, "timeout"); t.IsDefined()) {
-    prepared->timeout_s = suite::parse_duration_s(c.check->file, t);
-  }
-  return prepared;
+  return std::make_unique<CollectiveCase>(std::move(s));
 }
 
 }  // namespace

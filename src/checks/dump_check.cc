@@ -83,11 +83,7 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
       const std::string k = kv.first.Scalar();
       double* out = k == "cosine_min" ? &s.cosine_min : k == "rel_l2_max" ? &s.rel_l2_max : nullptr;
       if (out == nullptr) suite::fail_at(c.check->file, kv.first, "unknown tolerance '" + k + "' (cosine_min, rel_l2_max)");
-      try {
-        *out = kv.second.as<double>();
-      } catch (const YAML::Exception&) {
-        suite::fail_at(c.check->file, kv.second, k + " must be a number");
-      }
+      *out = as_double(c, kv.second, k);
     }
   }
   return std::make_unique<DumpCase>(std::move(s));

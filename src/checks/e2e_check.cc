@@ -3,6 +3,7 @@
 // (compare: exact | logprobs) and/or an expectation (expect: {contains, regex}); metrics TTFT,
 // TPOT, ITL and E2E latency of the streamed response.
 #include <algorithm>
+#include <optional>
 #include <regex>
 
 #include "checks/e2e_compare.h"
@@ -13,7 +14,8 @@ namespace h0::checks {
 namespace {
 
 struct Expect {
-  std::string contains, regex;
+  std::string contains, regex;  // regex as written, for messages
+  std::optional<std::regex> compiled;  // regex, compiled once when the case is prepared
   int64_t min_tokens = 0;
 };
 
@@ -29,7 +31,7 @@ std::string expectation_failure(const Expect& e, const service::Result& r) {
   if (!e.contains.empty() && r.text.find(e.contains) == std::string::npos) {
     return "the text does not contain \"" + e.contains + "\"";
   }
-  if (!e.regex.empty() && !std::regex_search(r.text, std::regex(e.regex))) {
+  if (e.compiled && !std::regex_search(r.text, *e.compiled)) {
     return "the text does not match /" + e.regex + "/";
   }
   const int64_t n = r.completion_tokens >= 0 ? r.completion_tokens : int64_t(r.token_ids.size());
@@ -163,12 +165,12 @@ E2eSpec parse_spec(const suite::Case& c) {
       } else if (key == "regex" && kv.second.IsScalar()) {
         s.expect.regex = kv.second.Scalar();
         try {
-          std::regex check(s.expect.regex);
+          s.expect.compiled.emplace(s.expect.regex);
         } catch (const std::regex_error& ex) {
           fail(c, kv.second, "bad regex: " + std::string(ex.what()));
         }
       } else if (key == "min_tokens" && kv.second.IsScalar()) {
-        s.expect.min_tokens = kv.second.as<int64_t>();
+        s.expect.min_tokens = as_int(c, kv.second, "min_tokens");
       } else {
         fail(c, kv.first,
              "unknown expectation '" + key + "' (expected one of: contains, regex, min_tokens)");

@@ -183,11 +183,7 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
       if (target == nullptr)
         fail(c, kv.first,
              "unknown objective '" + key + "' (expected one of: ttft_ms, tpot_ms, e2e_ms)");
-      try {
-        *target = kv.second.as<double>();
-      } catch (const YAML::Exception&) {
-        fail(c, kv.second, key + " must be a number of milliseconds");
-      }
+      *target = as_double(c, kv.second, key, "milliseconds");
       if (!(*target > 0)) fail(c, kv.second, key + " must be > 0");
     }
   }

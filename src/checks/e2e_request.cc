@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "base/base64.h"
 #include "base/error.h"
@@ -36,11 +35,9 @@ std::string image_url(const suite::Case& c, const YAML::Node& at, const std::str
   const char* mime = mime_of(path);
   if (mime == nullptr)
     fail(c, at, "image '" + url + "': expected a .png, .jpg, .gif or .webp file, or a data: URL");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(c, at, "image '" + url + "' not found (looked for " + path + ")");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return std::string("data:") + mime + ";base64," + base::base64_encode(bytes.str());
+  const std::optional<std::string> bytes = suite::read_text_file(path);  // binary-safe
+  if (!bytes) fail(c, at, "image '" + url + "' not found (looked for " + path + ")");
+  return std::string("data:") + mime + ";base64," + base::base64_encode(*bytes);
 }
 
 // The OpenAI message shape, as YAML or as the JSON of a golden file (converted to YAML nodes
@@ -93,61 +90,15 @@ std::vector<int64_t> parse_ids(const suite::Case& c, const YAML::Node& node) {
     fail(c, node, "prompt_ids must be a non-empty list of token ids");
   std::vector<int64_t> ids;
   for (const YAML::Node& n : node) {
-    try {
-      ids.push_back(n.as<int64_t>());
-    } catch (const YAML::Exception&) {
-      fail(c, n, "prompt_ids must hold integers");
-    }
+    const std::optional<int64_t> id = int_of(n);
+    if (!id) fail(c, n, "prompt_ids must hold integers");
+    ids.push_back(*id);
     if (ids.back() < 0) fail(c, n, "a token id cannot be negative");
   }
   return ids;
 }
 
 }  // namespace
-
-int64_t field_int(const suite::Case& c, const char* name, int64_t fallback, int64_t min_value) {
-  const YAML::Node n = case_field(c, name);
-  if (!n.IsDefined()) return fallback;
-  int64_t v = 0;
-  try {
-    if (!n.IsScalar()) throw YAML::Exception(YAML::Mark::null_mark(), "");
-    v = n.as<int64_t>();
-  } catch (const YAML::Exception&) {
-    fail(c, n, std::string(name) + " must be an integer");
-  }
-  if (v < min_value) fail(c, n, std::string(name) + " must be >= " + std::to_string(min_value));
-  return v;
-}
-
-double field_double(const suite::Case& c, const char* name, double fallback) {
-  const YAML::Node n = case_field(c, name);
-  if (!n.IsDefined()) return fallback;
-  try {
-    if (n.IsScalar()) {
-      const double v = n.as<double>();
-      if (std::isfinite(v)) return v;
-    }
-  } catch (const YAML::Exception&) {
-  }
-  fail(c, n, std::string(name) + " must be a number");
-}
-
-bool field_bool(const suite::Case& c, const char* name, bool fallback) {
-  const YAML::Node n = case_field(c, name);
-  if (!n.IsDefined()) return fallback;
-  try {
-    if (n.IsScalar()) return n.as<bool>();
-  } catch (const YAML::Exception&) {
-  }
-  fail(c, n, std::string(name) + " must be true or false");
-}
-
-std::string field_string(const suite::Case& c, const char* name, const std::string& fallback) {
-  const YAML::Node n = case_field(c, name);
-  if (!n.IsDefined()) return fallback;
-  if (!n.IsScalar()) fail(c, n, std::string(name) + " must be a string");
-  return n.Scalar();
-}
 
 std::vector<std::string> e2e_request_fields() {
   return {"model",       "golden", "messages", "prompt", "prompt_ids", "max_tokens",
@@ -273,7 +224,8 @@ ServiceHandle connect_service(RunContext& ctx) {
     h.error = "no service was started for this case";
     return h;
   }
-  const ServiceInfo info = ServiceInfo::from_json(ctx.service());
+  h.info = ServiceInfo::from_json(ctx.service());
+  const ServiceInfo& info = h.info;
   h.evidence = {{"url", info.url},
                 {"command", info.command},
                 {"log", info.log_path},
@@ -294,6 +246,7 @@ ServiceHandle connect_service(RunContext& ctx) {
       return h;
     }
     h.model = ids[0];
+    h.model_ids = std::move(ids);
   }
   h.evidence["model"] = h.model;
   return h;

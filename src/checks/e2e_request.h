@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "checks/check.h"
+#include "checks/service_registry.h"
 #include "service/client.h"
 
 namespace h0::checks {
@@ -38,10 +39,13 @@ bool has_image(const service::Request& r);
 
 // The case's service from the runner (ctx.service()); an error message when it is not usable.
 struct ServiceHandle {
+  ServiceInfo info;  // as the runner passed it
   std::unique_ptr<service::Client> client;
   std::string model;  // the served name to request
   std::string error;  // why the service cannot be used (then client may be empty)
   nlohmann::json evidence = nlohmann::json::object();  // url, command, log tail
+  // GET /v1/models's answer, when connecting asked it (the service names no model).
+  std::optional<std::vector<std::string>> model_ids;
 };
 ServiceHandle connect_service(RunContext& ctx);
 // The result a check of `request` starts from: the service's evidence and the request.
@@ -62,11 +66,5 @@ Latency latency_of(const service::Result& r);
 nlohmann::json response_evidence(const service::Result& r);
 // "timeout: no data for 0.5 s" — the outcome and the client's error.
 std::string failure_message(const service::Result& r);
-
-// Shared YAML helpers of these kinds (failing at the node).
-int64_t field_int(const suite::Case& c, const char* name, int64_t fallback, int64_t min_value);
-double field_double(const suite::Case& c, const char* name, double fallback);
-bool field_bool(const suite::Case& c, const char* name, bool fallback);
-std::string field_string(const suite::Case& c, const char* name, const std::string& fallback);
 
 }  // namespace h0::checks

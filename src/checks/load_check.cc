@@ -93,16 +93,10 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
     if (!ex.IsMap()) suite::fail_at(c.check->file, ex, "expect must be a mapping {max_rank_fraction: x}");
     suite::for_each_entry(c.check->file, ex, [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
       if (key != "max_rank_fraction") suite::fail_at(c.check->file, k, "unknown expectation '" + key + "' (max_rank_fraction)");
-      try {
-        s.max_rank_fraction = v.as<double>();
-      } catch (const YAML::Exception&) {
-        suite::fail_at(c.check->file, v, "max_rank_fraction must be a number");
-      }
+      s.max_rank_fraction = as_double(c, v, "max_rank_fraction");
     });
   }
-  auto prepared = std::make_unique<LoadCase>(std::move(s));
-  if (const YAML::Node t = case_field(c, "timeout"); t.IsDefined()) prepared->timeout_s = suite::parse_duration_s(c.check->file, t);
-  return prepared;
+  return std::make_unique<LoadCase>(std::move(s));
 }
 
 }  // namespace

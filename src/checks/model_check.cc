@@ -61,16 +61,7 @@ std::string scalar(const suite::Case& c, const char* key, bool required) {
     if (required) fail(c, n, std::string("a ") + c.check->kind + " check needs '" + key + "'");
     return "";
   }
-  if (!n.IsScalar()) fail(c, n, std::string("'") + key + "' must be a scalar");
-  return n.Scalar();
-}
-
-double number(const suite::Case& c, const YAML::Node& n, const char* what) {
-  try {
-    return n.as<double>();
-  } catch (const YAML::Exception&) {
-    fail(c, n, std::string(what) + " must be a number");
-  }
+  return as_string(c, n, key);
 }
 
 ModelSpec parse(const suite::Case& c, const std::string& kind) {
@@ -97,25 +88,25 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
   if (const std::string f = scalar(c, "fallback", false); !f.empty() && !backend::parse_fallback(f, &s.fallback)) {
     fail(c, case_field(c, "fallback"), "fallback must be none, decompose or host");
   }
-  if (const std::string g = scalar(c, "greedy", false); !g.empty()) s.greedy = int(number(c, case_field(c, "greedy"), "greedy"));
+  if (const std::string g = scalar(c, "greedy", false); !g.empty()) s.greedy = int(as_double(c, case_field(c, "greedy"), "greedy"));
   if (kind == "image") s.image = resolve_case_path(c, scalar(c, "image", true));
   if (const YAML::Node m = case_field(c, "mesh"); m.IsDefined() && !m.IsNull()) {
     std::string note;
     s.mesh = parse_parallel_plan(c, model::load_architecture(s.model), &note, "mesh");
     if (s.mesh->pp > 1 && kind == "layer") fail(c, m, "a layer check runs one layer: its mesh cannot have pp > 1");
   }
-  if (kind == "layer") s.layer = int64_t(number(c, case_field(c, "layer"), "layer"));
+  if (kind == "layer") s.layer = int64_t(as_double(c, case_field(c, "layer"), "layer"));
   s.tol = default_tolerance(s.dtype);
   const YAML::Node t = case_field(c, "tolerance");
   if (t.IsDefined() && !t.IsNull()) {
     if (!t.IsMap()) fail(c, t, "tolerance must be a mapping");
     for (const auto& kv : t) {
       const std::string k = kv.first.Scalar();
-      if (k == "cosine_min") s.tol.cosine_min = number(c, kv.second, "cosine_min");
-      else if (k == "probe_cosine_min") s.tol.probe_cosine_min = number(c, kv.second, "probe_cosine_min");
-      else if (k == "probe_rel_l2_max") s.tol.probe_rel_l2_max = number(c, kv.second, "probe_rel_l2_max");
-      else if (k == "top1_agreement_min") s.tol.top1_agreement_min = number(c, kv.second, "top1_agreement_min");
-      else if (k == "kl_max") s.tol.kl_max = number(c, kv.second, "kl_max");
+      if (k == "cosine_min") s.tol.cosine_min = as_double(c, kv.second, "cosine_min");
+      else if (k == "probe_cosine_min") s.tol.probe_cosine_min = as_double(c, kv.second, "probe_cosine_min");
+      else if (k == "probe_rel_l2_max") s.tol.probe_rel_l2_max = as_double(c, kv.second, "probe_rel_l2_max");
+      else if (k == "top1_agreement_min") s.tol.top1_agreement_min = as_double(c, kv.second, "top1_agreement_min");
+      else if (k == "kl_max") s.tol.kl_max = as_double(c, kv.second, "kl_max");
       else if (k == "greedy") s.tol.greedy_exact = kv.second.Scalar() == "exact";
       else fail(c, kv.first, "unknown tolerance '" + k + "' (cosine_min, probe_cosine_min, probe_rel_l2_max, top1_agreement_min, kl_max, greedy: exact|close)");
     }
@@ -285,9 +276,7 @@ class ModelCase : public PreparedCase {
 
 template <const char* Kind>
 std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform&) {
-  auto prepared = std::make_unique<ModelCase>(parse(c, Kind));
-  if (const YAML::Node t = case_field(c, "timeout"); t.IsDefined()) prepared->timeout_s = suite::parse_duration_s(c.check->file, t);
-  return prepared;
+  return std::make_unique<ModelCase>(parse(c, Kind));
 }
 
 constexpr char kModel[] = "model", kImage[] = "image", kLayer[] = "layer";

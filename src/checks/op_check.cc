@@ -50,19 +50,6 @@ struct OpCaseSpec {
   backend::FallbackMode fallback = backend::FallbackMode::kDecompose;
 };
 
-int64_t as_int(const suite::Case& c, const YAML::Node& n, const std::string& what) {
-  try {
-    if (n.IsScalar()) return n.as<int64_t>();
-  } catch (const YAML::Exception&) {
-  }
-  fail(c, n, what + " must be an integer, got '" + (n.IsScalar() ? n.Scalar() : std::string("a ") + (n.IsMap() ? "mapping" : "sequence")) + "'");
-}
-
-std::string as_string(const suite::Case& c, const YAML::Node& n, const std::string& what) {
-  if (!n.IsScalar()) fail(c, n, what + " must be a string");
-  return n.Scalar();
-}
-
 // dims from `shape: [...]` (the op's dims in order) or `dims: {name: n}`.
 ops::Dims parse_dims(const suite::Case& c, const ops::OpDef& op, const YAML::Node& shape, const YAML::Node& dims) {
   ops::Dims out;
@@ -478,9 +465,7 @@ class OpCase : public PreparedCase {
 
 std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform& platform) {
   OpCaseSpec spec = parse(c, platform);
-  auto prepared = std::make_unique<OpCase>(std::move(spec));
-  if (const YAML::Node t = case_field(c, "timeout"); t.IsDefined()) prepared->timeout_s = suite::parse_duration_s(c.check->file, t);
-  return prepared;
+  return std::make_unique<OpCase>(std::move(spec));
 }
 
 }  // namespace

@@ -26,30 +26,6 @@ struct PlanCaseSpec {
   Expect expect;
 };
 
-int64_t as_int(const suite::Case& c, const YAML::Node& n, const std::string& what) {
-  try {
-    if (n.IsScalar()) return n.as<int64_t>();
-  } catch (const YAML::Exception&) {
-  }
-  fail(c, n, what + " must be an integer");
-}
-
-double as_double(const suite::Case& c, const YAML::Node& n, const std::string& what) {
-  try {
-    if (n.IsScalar()) return n.as<double>();
-  } catch (const YAML::Exception&) {
-  }
-  fail(c, n, what + " must be a number");
-}
-
-bool as_bool(const suite::Case& c, const YAML::Node& n, const std::string& what) {
-  try {
-    if (n.IsScalar()) return n.as<bool>();
-  } catch (const YAML::Exception&) {
-  }
-  fail(c, n, what + " must be true or false");
-}
-
 }  // namespace
 
 plan::ParallelPlan parse_parallel_plan(const suite::Case& c, const model::Architecture& arch, std::string* dp_note,
@@ -203,9 +179,7 @@ class PlanCase : public PreparedCase {
 };
 
 std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform& platform) {
-  auto prepared = std::make_unique<PlanCase>(parse(c, platform));
-  if (const YAML::Node t = case_field(c, "timeout"); t.IsDefined()) prepared->timeout_s = suite::parse_duration_s(c.check->file, t);
-  return prepared;
+  return std::make_unique<PlanCase>(parse(c, platform));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "checks/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -43,7 +44,13 @@ std::vector<Prepared> prepare_all(const suite::Suite& suite, const suite::Platfo
   for (const suite::Case& c : filtered_cases(suite, filter)) {
     const CheckKind* kind = find_kind(c.check->kind);
     if (kind == nullptr) suite::fail_at(c.check->where, "unknown kind '" + c.check->kind + "'");
-    out.push_back({c, kind->prepare(c, platform)});
+    std::unique_ptr<PreparedCase> prepared = kind->prepare(c, platform);
+    // `timeout`, for the kinds that take one: read here, once, after the kind's own fields.
+    if (std::find(kind->fields.begin(), kind->fields.end(), "timeout") != kind->fields.end()) {
+      if (const YAML::Node t = case_field(c, "timeout"); t.IsDefined())
+        prepared->timeout_s = suite::parse_duration_s(c.check->file, t);
+    }
+    out.push_back({c, std::move(prepared)});
   }
   return out;
 }

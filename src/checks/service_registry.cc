@@ -9,10 +9,8 @@ namespace h0::checks {
 namespace fs = std::filesystem;
 
 nlohmann::json ServiceInfo::to_json() const {
-  return {{"configured", configured},
-          {"ok", ok},
+  return {{"ok", ok},
           {"error", error},
-          {"model_dir", model_dir},
           {"url", url},
           {"model", model},
           {"api_key_env", api_key_env},
@@ -25,10 +23,8 @@ nlohmann::json ServiceInfo::to_json() const {
 
 ServiceInfo ServiceInfo::from_json(const nlohmann::json& j) {
   ServiceInfo s;
-  s.configured = j.value("configured", false);
   s.ok = j.value("ok", false);
   s.error = j.value("error", "");
-  s.model_dir = j.value("model_dir", "");
   s.url = j.value("url", "");
   s.model = j.value("model", "");
   s.api_key_env = j.value("api_key_env", "");
@@ -92,13 +88,11 @@ void ServiceRegistry::stop_all() {
 ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
   const suite::ServiceConfig& cfg = platform_.service;
   ServiceInfo info;
-  info.model_dir = model_dir;
   if (!cfg.present) {
     info.error = "the platform file " + platform_.file +
                  " has no `service:` section (how to start or reach the service)";
     return info;
   }
-  info.configured = true;
   const std::map<std::string, std::string> fixed = {
       {"harness", shell_quoted(self_executable())},
       {"model", shell_quoted(model_dir)},
@@ -113,7 +107,6 @@ ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
       known.error = "the service exited during the run";
       known.log_tail = it->second.process->log_tail();
     }
-    known.model_dir = model_dir;
     return known;
   }
   std::map<std::string, std::string> values = fixed;

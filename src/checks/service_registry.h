@@ -17,10 +17,8 @@
 namespace h0::checks {
 
 struct ServiceInfo {
-  bool configured = false;  // the platform file has a `service:` section
   bool ok = false;          // healthy when last started / probed
   std::string error;        // why not ok
-  std::string model_dir;    // the model the service was started for
   std::string url;          // base URL
   std::string model;  // the name to request (platform's `service.model`), empty: ask /v1/models
   std::string api_key_env;  // the variable holding the key (read by whoever sends requests)
