@@ -13,6 +13,7 @@
 
 #include "checks/runner.h"
 #include "model/architecture.h"
+#include "model/inventory.h"
 #include "plan/parallel_plan.h"
 #include "suite/platform.h"
 
@@ -29,7 +30,10 @@ struct Day0Options {
   bool json = false, keep_going = false, dry_run = false, no_db = false, no_report = false;
 };
 
-enum class StageStatus { kPass, kFail, kBlocked, kNotRun };
+// kNotModelled: the stage needs the executor and the model's family is not modelled; it does
+// not gate later stages, and a run whose other stages all passed is established at the service
+// level (exit 0) rather than fully.
+enum class StageStatus { kPass, kFail, kBlocked, kNotRun, kNotModelled };
 const char* stage_status_name(StageStatus s);
 
 struct StageResult {
@@ -47,6 +51,9 @@ struct Day0Context {
   mesh::Communicator* world = nullptr;      // under a launcher
   std::string model_name;                   // the model directory's name
   std::optional<model::Architecture> arch;  // read by the config stage
+  // A family the executor does not model: the checkpoint's tensors as stored (none for a
+  // config-only directory).
+  std::optional<model::Inventory> stored;
   std::set<std::string> model_ops;          // the catalogue ops the model's config needs
   std::string model_dtype;
   std::string suite_dir;  // a scratch folder for generated suites

@@ -16,6 +16,7 @@
 #include "io/sharded_checkpoint.h"
 #include "model/executor.h"
 #include "model/generation.h"
+#include "model/checkpoint_inventory.h"
 #include "model/inventory.h"
 #include "model/model_source.h"
 #include "model_run.h"
@@ -47,7 +48,8 @@ std::vector<checks::CaseOutcome> run_cases(Day0Context& ctx, const std::string& 
   return checks::run_suite(s, ctx.platform, o, nullptr).cases;
 }
 
-// Pass when every case passed (skips aside), with "N what, M failed (first: id: message)".
+// Pass when every case passed (skips aside, counted), with "N what, M failed (first: id:
+// message)"; not run when every case was skipped (nothing was compared).
 StageResult judge(std::vector<checks::CaseOutcome> cases, const std::string& what) {
   StageResult r;
   if (cases.empty()) {
@@ -55,15 +57,20 @@ StageResult judge(std::vector<checks::CaseOutcome> cases, const std::string& wha
     r.summary = "no " + what;
     return r;
   }
-  int failed = 0;
-  std::string first;
+  int failed = 0, skipped = 0;
+  std::string first, first_skip;
   for (const auto& c : cases) {
     if (checks::is_failure(c.result.status) && failed++ == 0)
       first = c.id + ": " + c.result.message;
+    if (c.result.status == checks::Status::kSkip && skipped++ == 0)
+      first_skip = c.id + ": " + c.result.message;
   }
   r.summary = std::to_string(cases.size()) + " " + what + ", " + std::to_string(failed) + " failed";
   if (failed > 0) r.summary += " (first: " + first + ")";
-  r.status = failed > 0 ? StageStatus::kFail : StageStatus::kPass;
+  if (skipped > 0) r.summary += ", " + std::to_string(skipped) + " skipped (" + first_skip + ")";
+  r.status = failed > 0                          ? StageStatus::kFail
+             : skipped == int(cases.size())      ? StageStatus::kNotRun
+                                                 : StageStatus::kPass;
   r.cases = std::move(cases);
   return r;
 }
@@ -124,8 +131,30 @@ StageResult golden_stage(Day0Context& ctx, bool layer) {
   return judge(run_cases(ctx, suite, ""), layer ? "layer cases" : "model cases");
 }
 
-// The e2e cases for this model: the shipped ones, else a generated set (service, a chat
-// request that must produce tokens, determinism, a small load). Run once.
+// The e2e goldens of --golden: the gen_e2e.py files (<case>.json with a request and the
+// reference's token ids), sorted; each with whether its request holds an image.
+std::vector<std::pair<std::string, bool>> e2e_golden_files(const Day0Context& ctx) {
+  std::vector<std::pair<std::string, bool>> files;
+  if (ctx.options.golden.empty() || !fs::is_directory(ctx.options.golden)) return files;
+  for (const auto& e : fs::directory_iterator(ctx.options.golden)) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_object() || !j.contains("request") || !j.contains("token_ids")) continue;
+    files.emplace_back(absolute(e.path().string()), j["request"].dump().find("image_url") != std::string::npos);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+const char* kNoE2eGoldens =
+    "not compared: no e2e goldens for this model (on the reference machine: "
+    "golden/tools/gen_e2e.py --model DIR --out G, then day0 --golden G)";
+
+// The e2e cases for this model: the shipped ones, else generated ones: the service, one
+// e2e_text / e2e_image case per golden of --golden (judged exactly), determinism on the first
+// golden's request, a small load. Without goldens a chat request still runs, as evidence that
+// the service answers, but the text stage reports "not compared". Run once.
 const std::vector<checks::CaseOutcome>& e2e_cases(Day0Context& ctx) {
   if (ctx.e2e) return *ctx.e2e;
   if (shipped(ctx, "e2e.yaml")) {
@@ -133,17 +162,28 @@ const std::vector<checks::CaseOutcome>& e2e_cases(Day0Context& ctx) {
     return *ctx.e2e;
   }
   const std::string model = "\n    model: " + yaml_quoted(absolute(ctx.options.model)) + "\n";
+  const std::string& name = ctx.model_name;
+  const auto goldens = e2e_golden_files(ctx);
+  std::string yaml = "  - id: " + name + "/service\n    kind: service" + model;
+  std::string determinism_golden;
+  for (const auto& [file, image] : goldens) {
+    yaml += "  - id: " + name + "/" + fs::path(file).stem().string() +
+            "\n    kind: " + (image ? "e2e_image" : "e2e_text") + model +
+            "    golden: " + yaml_quoted(file) + "\n";
+    if (determinism_golden.empty() && !image) determinism_golden = file;
+  }
   const std::string chat = R"(    messages: [{role: user, content: "Hello! Who are you?"}]
     max_tokens: 16
 )";
-  const std::string& name = ctx.model_name;
-  const std::string yaml = "  - id: " + name + "/service\n    kind: service" + model +  //
-                           "  - id: " + name + "/chat\n    kind: e2e_text" + model + chat +
-                           "    expect: {min_tokens: 1}\n"
-                           "  - id: " +
-                           name + "/determinism\n    kind: determinism" + model + chat +
-                           "  - id: " + name + "/load\n    kind: e2e_load" + model +
-                           R"(    prompt: "The quick brown fox jumps over the lazy dog."
+  if (goldens.empty()) {
+    yaml += "  - id: " + name + "/chat_uncompared\n    kind: e2e_text" + model + chat +
+            "    expect: {min_tokens: 1}\n";
+  }
+  yaml += "  - id: " + name + "/determinism\n    kind: determinism" + model +
+          (determinism_golden.empty() ? chat
+                                      : "    golden: " + yaml_quoted(determinism_golden) + "\n");
+  yaml += "  - id: " + name + "/load\n    kind: e2e_load" + model +
+          R"(    prompt: "The quick brown fox jumps over the lazy dog."
     max_tokens: 32
     requests: 8
     concurrency: 4
@@ -245,6 +285,56 @@ std::string model_shape_cases(const Day0Context& ctx) {
   return yaml;
 }
 
+// A stage that needs the executor, for a family it does not model.
+StageResult not_modelled(const Day0Context& ctx, const std::string& what) {
+  return {StageStatus::kNotModelled,
+          "not run: family " + ctx.arch->family + " is not modelled by the executor (" + what + ")",
+          {},
+          {{"family", ctx.arch->family}, {"modelled", false}}};
+}
+
+bool has_checkpoint(const std::string& dir) {
+  return fs::exists(fs::path(dir) / "model.safetensors") ||
+         fs::exists(fs::path(dir) / "model.safetensors.index.json");
+}
+
+std::string mib(int64_t bytes) { return fixed(double(bytes) / (1024.0 * 1024.0), 1) + " MiB"; }
+
+// Stage 1 for a family the executor does not model: what the config says, and the exact
+// counts from the checkpoint's headers.
+StageResult unmodelled_config_stage(Day0Context& ctx) {
+  const model::Architecture& a = *ctx.arch;
+  std::string summary = a.family + (a.architecture.empty() ? "" : " (" + a.architecture + ")") +
+                        ": not modelled by the executor, its stages will not run; ";
+  nlohmann::json details = {{"family", a.family},
+                            {"architecture", a.architecture},
+                            {"modelled", false},
+                            {"modelled_families", model::known_architectures()},
+                            {"layers", a.text.num_layers},
+                            {"hidden_size", a.text.hidden_size}};
+  if (!has_checkpoint(ctx.options.model)) {
+    summary += "exact parameter counts need the checkpoint (this directory holds the config only)";
+    details["needs"] = "checkpoint";
+    return {StageStatus::kPass, summary, {}, details};
+  }
+  const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(ctx.options.model);
+  ctx.stored = model::inventory_from_checkpoint(a, ckpt);
+  const model::CheckpointTally t = model::tally_checkpoint(ckpt);
+  std::string dtypes;
+  nlohmann::json by = nlohmann::json::object();
+  for (const auto& [dtype, d] : t.by_dtype) {
+    dtypes += (dtypes.empty() ? "" : ", ") + dtype + " " + mib(d.bytes);
+    by[dtype] = {{"tensors", d.tensors}, {"elements", d.elements}, {"bytes", d.bytes}};
+  }
+  summary += plan::with_commas(t.parameters) + " parameters in " + std::to_string(t.tensors) +
+             " tensors from the checkpoint (" + dtypes + ")";
+  details["parameters"] = t.parameters;
+  details["tensors"] = t.tensors;
+  details["checkpoint_bytes"] = t.bytes;
+  details["by_dtype"] = by;
+  return {StageStatus::kPass, summary, {}, details};
+}
+
 }  // namespace
 
 const char* stage_status_name(StageStatus s) {
@@ -255,13 +345,16 @@ const char* stage_status_name(StageStatus s) {
       return "fail";
     case StageStatus::kBlocked:
       return "blocked";
+    case StageStatus::kNotModelled:
+      return "not_modelled";
     default:
       return "not_run";
   }
 }
 
 StageResult run_config_stage(Day0Context& ctx) {
-  ctx.arch = model::load_architecture(ctx.options.model);
+  ctx.arch = model::load_any_architecture(ctx.options.model);
+  if (!ctx.arch->modelled) return unmodelled_config_stage(ctx);
   ctx.model_ops =
       checks::ops_of_model(checks::read_model_config(ctx.options.model), &ctx.model_dtype);
   const model::ParamCounts c = model::build_inventory(*ctx.arch).counts;
@@ -272,6 +365,7 @@ StageResult run_config_stage(Day0Context& ctx) {
 }
 
 StageResult run_coverage_stage(Day0Context& ctx) {
+  if (!ctx.arch->modelled) return not_modelled(ctx, "the ops a model runs come from its family");
   auto be = backend::Backend::open({ctx.platform.backend, ctx.platform.lib, ctx.platform.options});
   const auto dtype = tensor::parse_dtype(ctx.model_dtype.empty() ? "bf16" : ctx.model_dtype);
   int native = 0, fallback = 0;
@@ -306,22 +400,48 @@ StageResult run_memory_plan_stage(Day0Context& ctx) {
   }
   plan::MemoryOptions o;
   o.device_memory = ctx.platform.device_memory_bytes;
+  if (!ctx.arch->modelled) {
+    if (!ctx.stored) {
+      return {StageStatus::kNotRun,
+              "needs the checkpoint: the weights of a family the executor does not model are "
+              "read from its safetensors headers",
+              {},
+              {}};
+    }
+    o.checkpoint = &*ctx.stored;
+    if (ctx.arch->text.dtype && tensor::is_float(*ctx.arch->text.dtype) &&
+        tensor::dtype_size(*ctx.arch->text.dtype) <= 2)
+      o.kv_dtype = *ctx.arch->text.dtype;
+  }
   const plan::MemoryPlan p = plan::plan_memory(*ctx.arch, ctx.parallel, o);
   const std::string on = ctx.parallel.world() == 1
                              ? "one device"
                              : std::to_string(ctx.parallel.world()) + " devices (" +
                                    plan::plan_name(ctx.parallel) + ")";
-  if (!p.fits) return {StageStatus::kFail, "does not fit " + on + ": " + p.reason, {}, {}};
+  nlohmann::json details = {{"kv_tokens", p.kv_tokens},
+                            {"plan", plan::plan_name(ctx.parallel)},
+                            {"total_weights", p.total_weights},
+                            {"kv_bytes_per_token", p.kv_bytes_per_token},
+                            {"notes", p.notes}};
+  std::string weights;
+  if (o.checkpoint != nullptr) {
+    weights = "; weights " + mib(p.ranks[0].weights) + " per rank as stored";
+    details["weights_as_stored"] = true;
+  }
+  if (!p.fits) return {StageStatus::kFail, "does not fit " + on + ": " + p.reason, {}, details};
   return {StageStatus::kPass,
-          "fits " + on + ": " + plan::with_commas(p.kv_tokens) + " KV tokens per replica",
+          "fits " + on + ": " + plan::with_commas(p.kv_tokens) + " KV tokens per replica" + weights,
           {},
-          {{"kv_tokens", p.kv_tokens}, {"plan", plan::plan_name(ctx.parallel)}}};
+          details};
 }
 
 StageResult run_load_stage(Day0Context& ctx) {
   const model::ModelSource src = model::resolve_model(ctx.options.model);
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
-  const model::Inventory inv = plan::checkpoint_inventory(*ctx.arch, ckpt);
+  if (!ctx.arch->modelled && !ctx.stored)
+    return {StageStatus::kNotRun, "needs the checkpoint (no safetensors in the directory)", {}, {}};
+  const model::Inventory inv =
+      ctx.arch->modelled ? plan::checkpoint_inventory(*ctx.arch, ckpt) : *ctx.stored;
   std::vector<plan::RankLoad> ranks = {
       plan::load_rank(*ctx.arch, inv, ckpt, plan::ParallelPlan{}, 0, {true})};
   const plan::ShardVerification v = plan::verify_rank_shards(inv, ckpt, ranks);
@@ -335,6 +455,7 @@ StageResult run_load_stage(Day0Context& ctx) {
 }
 
 StageResult run_op_accuracy_stage(Day0Context& ctx) {
+  if (!ctx.arch->modelled) return not_modelled(ctx, "the ops and shapes a model runs come from its family");
   std::string filter;
   for (const auto& op : ctx.model_ops) {
     filter +=
@@ -354,17 +475,22 @@ StageResult run_op_accuracy_stage(Day0Context& ctx) {
 }
 
 StageResult run_layer_stage(Day0Context& ctx) {
+  if (!ctx.arch->modelled)
+    return not_modelled(ctx, "an engine's dump compared with harness compare-dumps localizes a layer");
   if (!shipped(ctx, "layers.yaml")) return golden_stage(ctx, true);
   return judge(run_cases(ctx, suite_path("layers.yaml"), ctx.model_name + "/*"), "layer cases");
 }
 
 StageResult run_model_stage(Day0Context& ctx) {
+  if (!ctx.arch->modelled) return not_modelled(ctx, "the service stages compare the served answers instead");
   if (!shipped(ctx, "model.yaml")) return golden_stage(ctx, false);
   return judge(run_cases(ctx, suite_path("model.yaml"), ctx.model_name + "/*"), "model cases");
 }
 
 StageResult run_image_stage(Day0Context& ctx) {
-  if (!ctx.arch->vision) return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
+  if (!ctx.arch->has_vision)
+    return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
+  if (!ctx.arch->modelled) return not_modelled(ctx, "its vision tower");
   if (!shipped(ctx, "image.yaml"))
     return {StageStatus::kNotRun, "no image goldens for this model", {}, {}};
   return judge(run_cases(ctx, suite_path("image.yaml"), ctx.model_name + "/*"), "image cases");
@@ -373,6 +499,7 @@ StageResult run_image_stage(Day0Context& ctx) {
 StageResult run_mesh_stage(Day0Context& ctx) {
   if (ctx.world == nullptr)
     return {StageStatus::kPass, "not applicable: one rank (run under mpirun for the mesh)", {}, {}};
+  if (!ctx.arch->modelled) return not_modelled(ctx, "sharded execution runs the executor");
   StageResult r =
       judge(run_cases(ctx, suite_path("mesh.yaml"), ctx.model_name + "/*"), "sharded cases");
   size_t ran = 0;
@@ -395,12 +522,21 @@ StageResult run_service_stage(Day0Context& ctx) {
 }
 
 StageResult run_e2e_text_stage(Day0Context& ctx) {
-  return judge(of_kind(e2e_cases(ctx), "e2e_text"), "text requests");
+  StageResult r = judge(of_kind(e2e_cases(ctx), "e2e_text"), "text requests");
+  const bool uncompared = r.cases.size() == 1 && r.cases[0].id == ctx.model_name + "/chat_uncompared";
+  if (uncompared) {  // evidence that the service answers, but nothing was compared: never a pass
+    const std::string answer = r.cases[0].result.message;
+    r.summary = std::string(kNoE2eGoldens) + "; the service answered: " + answer;
+    if (r.status == StageStatus::kPass) r.status = StageStatus::kNotRun;
+  }
+  return r;
 }
 
 StageResult run_e2e_image_stage(Day0Context& ctx) {
-  if (!ctx.arch->vision) return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
-  return judge(of_kind(e2e_cases(ctx), "e2e_image"), "image requests");
+  if (!ctx.arch->has_vision) return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
+  StageResult r = judge(of_kind(e2e_cases(ctx), "e2e_image"), "image requests");
+  if (r.cases.empty()) r.summary = "not compared: no image e2e goldens for this model";
+  return r;
 }
 
 StageResult run_determinism_stage(Day0Context& ctx) {
@@ -410,7 +546,31 @@ StageResult run_determinism_stage(Day0Context& ctx) {
 // Prefill and decode tokens/s of the executor on the platform (64-token prompt, 32 greedy
 // steps, best of 3), TTFT/TPOT of the served load, and the costliest ops with the bandwidth
 // they achieved against the platform's peak.
+// The served numbers alone, for a family the executor does not model.
+StageResult served_performance(Day0Context& ctx) {
+  StageResult r;
+  const std::vector<checks::CaseOutcome> loads =
+      ctx.e2e ? of_kind(*ctx.e2e, "e2e_load") : std::vector<checks::CaseOutcome>{};
+  for (const auto& c : loads) {
+    if (c.result.status != checks::Status::kPass) continue;
+    const double ttft = metric(c, "ttft_p50_ms"), tpot = metric(c, "tpot_p50_ms"),
+                 tps = metric(c, "output_tokens_per_s");
+    r.status = StageStatus::kPass;
+    r.summary = "served TTFT p50 " + fixed(ttft, 1) + " ms, TPOT p50 " + fixed(tpot, 2) +
+                " ms, " + fixed(tps, 0) + " output tok/s; executor prefill/decode not measured (family " +
+                ctx.arch->family + " is not modelled)";
+    r.details = {{"ttft_p50_ms", ttft}, {"tpot_p50_ms", tpot}, {"served_tokens_per_s", tps}};
+    r.cases = loads;
+    return r;
+  }
+  r.status = StageStatus::kFail;
+  r.summary = loads.empty() ? "no served load ran" : "the served load failed: " + loads[0].result.message;
+  r.cases = loads;
+  return r;
+}
+
 StageResult run_performance_stage(Day0Context& ctx) {
+  if (!ctx.arch->modelled) return served_performance(ctx);
   StageResult r;
   const model::ModelSource src = model::resolve_model(ctx.options.model);
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);

@@ -3,6 +3,8 @@
 
 Usage:
   python3 golden/tools/gen_e2e.py --harness build/bin/harness [--root REPO_ROOT]
+  python3 golden/tools/gen_e2e.py --model DIR --out G [--name NAME] [--dtype float32] [--max-tokens 16]
+      [--root REPO_ROOT]
 
 Each file is one OpenAI-compatible request (chat or completion, greedy) and what an independent
 implementation, HuggingFace transformers' `generate`, answers to it: the prompt's token ids, the
@@ -25,6 +27,13 @@ tokens so far, as dump_hf.dump does): same argmax.
 
 PyTorch is pinned to its portable CPU kernels and one thread, so a rerun writes byte-identical
 files.  golden/manifest.json is updated for every file written.  See golden/e2e/README.md.
+
+With --model DIR (any text-only checkpoint transformers can load as a causal LM, of any family,
+e.g. tests/data/models/tiny-gemma3) the script needs no harness: it loads DIR as it is (no
+synthesis, no checkpoint check) in --dtype and writes G/<case>.json, in the same format, for the
+cases of model_cases() (chat_hello, chat_system, completion_text, completion_ids; the chat cases are
+skipped when the tokenizer has no chat template).  "model" is --name (default: DIR's base name),
+"model_dir" is DIR as given.  golden/manifest.json is updated only when G lies under golden/.
 """
 
 from __future__ import annotations
@@ -99,6 +108,26 @@ CASES = {
         ("chat_text", "chat", chat(("user", "Hello! Who are you?"))),
     ],
 }
+
+
+QUICK_BROWN_FOX = "The quick brown fox"  # completion_ids: its encode without special tokens
+
+
+def model_cases(tokenizer, max_tokens: int) -> list[tuple[str, str, dict]]:
+    """The --model mode's cases (chat ones only when the tokenizer has a chat template)."""
+    cases = []
+    if tokenizer.chat_template:
+        cases += [
+            ("chat_hello", "chat", chat(("user", "Hello! Who are you?"), max_tokens=max_tokens)),
+            ("chat_system", "chat", chat(("system", "You are a helpful assistant."),
+                                         ("user", "What is the capital of France?"), max_tokens=max_tokens)),
+        ]
+    ids = tokenizer(QUICK_BROWN_FOX, add_special_tokens=False)["input_ids"]
+    cases += [
+        ("completion_text", "completions", {"prompt": "The capital of France is", "max_tokens": max_tokens}),
+        ("completion_ids", "completions", {"prompt_ids": list(ids), "max_tokens": max_tokens}),
+    ]
+    return cases
 
 
 # --------------------------------------------------------------------------
@@ -212,7 +241,8 @@ def generate(model, prompt: list[int], pixel_values, max_new_tokens: int, eos: i
     return generated, steps
 
 
-def case_golden(root, name, model_dir, model, tokenizer, config, case, endpoint, request) -> dict:
+def case_golden(root, name, model_dir, model, tokenizer, config, case, endpoint, request,
+                model_dir_text: str | None = None) -> dict:
     prompt = prompt_for(tokenizer, config, endpoint, request)
     pixel_values = pixel_values_for(root, model_dir, request["messages"]) if endpoint == "chat" else None
     eos = tokenizer.convert_tokens_to_ids(tokenizer.eos_token)
@@ -221,7 +251,7 @@ def case_golden(root, name, model_dir, model, tokenizer, config, case, endpoint,
     token_ids = generated[:-1] if stop else generated
     return {
         "model": name,
-        "model_dir": f"configs/models/{name}",
+        "model_dir": f"configs/models/{name}" if model_dir_text is None else model_dir_text,
         "case": case,
         "endpoint": endpoint,
         "request": request,
@@ -255,12 +285,16 @@ def margins(g: dict) -> list[float]:
     return [s["top"][0][1] - s["top"][1][1] for s in steps]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--harness", required=True)
-    ap.add_argument("--root", default=str(Path(__file__).resolve().parents[2]))
-    args = ap.parse_args()
-    root = Path(args.root)
+def write_case(path: Path, g: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dumps(g), encoding="utf-8", newline="\n")
+    m = margins(g)
+    print(f"  {g['case']}: prompt {len(g['prompt_token_ids'])} tokens, {g['finish_reason']}, "
+          f"ids {g['token_ids']}, text {g['text']!r}, min top1-top2 margin {min(m):.3g} "
+          f"(step {m.index(min(m))})" if m else f"  {g['case']}: no tokens generated")
+
+
+def main_tiny(args, root: Path) -> None:
     out_dir = root / "golden" / "e2e"
     written = []
     for name, cases in CASES.items():
@@ -276,14 +310,56 @@ def main() -> None:
             for case, endpoint, request in cases:
                 g = case_golden(root, name, model_dir, model, tokenizer, config, case, endpoint, request)
                 path = out_dir / name / f"{case}.json"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(dumps(g), encoding="utf-8", newline="\n")
+                write_case(path, g)
                 written.append(path)
-                m = margins(g)
-                print(f"  {case}: prompt {len(g['prompt_token_ids'])} tokens, {g['finish_reason']}, "
-                      f"ids {g['token_ids']}, text {g['text']!r}, min top1-top2 margin {min(m):.3g} "
-                      f"(step {m.index(min(m))})")
     update_manifest(root / "golden", written, producer=PRODUCER)
+
+
+def main_model(args, root: Path) -> None:
+    """--model DIR --out G: the checkpoint in DIR as it is, MODEL_CASES, G/<case>.json."""
+    model_dir = Path(args.model)
+    name = args.name or model_dir.resolve().name
+    config = AutoConfig.from_pretrained(model_dir)
+    if getattr(config, "vision_config", None) is not None:
+        raise SystemExit(f"{args.model}: --model takes text-only models (this config has a vision_config)")
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = dump_hf.load_model(model_dir, dump_hf.DTYPES[args.dtype], "cpu")
+    print(f"{name}: {type(model).__name__} from {args.model} in {args.dtype}")
+    out_dir = Path(args.out)
+    written = []
+    for case, endpoint, request in model_cases(tokenizer, args.max_tokens):
+        g = case_golden(root, name, model_dir, model, tokenizer, config, case, endpoint, request,
+                        model_dir_text=args.model)
+        path = out_dir / f"{case}.json"
+        write_case(path, g)
+        written.append(path.resolve())
+    golden = (root / "golden").resolve()
+    if out_dir.resolve().is_relative_to(golden):
+        update_manifest(golden, written, producer=PRODUCER)
+        print(f"golden/manifest.json: {len(written)} entries updated")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--harness", help="the harness binary (the tiny models' mode)")
+    ap.add_argument("--root", default=str(Path(__file__).resolve().parents[2]))
+    ap.add_argument("--model", help="a model directory (the --model mode; no harness needed)")
+    ap.add_argument("--out", help="--model mode: the output directory G (G/<case>.json)")
+    ap.add_argument("--name", help="--model mode: the golden's \"model\" (default: DIR's base name)")
+    ap.add_argument("--dtype", choices=sorted(dump_hf.DTYPES), default="float32", help="--model mode")
+    ap.add_argument("--max-tokens", type=int, default=TEXT_TOKENS, help="--model mode (default 16)")
+    args = ap.parse_args()
+    root = Path(args.root)
+    if args.model is not None:
+        if args.out is None:
+            ap.error("--model needs --out")
+        if args.harness is not None:
+            ap.error("--model and --harness are two modes; give one")
+        main_model(args, root)
+    else:
+        if args.harness is None:
+            ap.error("give --harness (the tiny models) or --model DIR --out G")
+        main_tiny(args, root)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,13 @@ class DeterminismCase final : public PreparedCase {
     CheckResult out = result_for(h, spec_.req);
     service::Request request = spec_.req.request;
     request.model = h.model;
+    const AdaptedRequest adapted = adapt_request(h, spec_.req.model_dir, &request);
+    if (!adapted.notes.empty()) out.details["adapted"] = adapted.notes;
+    if (!adapted.cannot.empty()) {
+      out.status = Status::kSkip;
+      out.message = "not run: " + adapted.cannot;
+      return out;
+    }
 
     const service::Result baseline = h.client->complete(request);
     out.details["baseline"] = response_evidence(baseline);

@@ -53,6 +53,13 @@ class E2eCase final : public PreparedCase {
     CheckResult out = result_for(h, spec_.req);
     service::Request request = spec_.req.request;
     request.model = h.model;
+    const AdaptedRequest adapted = adapt_request(h, spec_.req.model_dir, &request);
+    std::vector<std::string> notes = adapted.notes;
+    if (!adapted.cannot.empty()) {
+      out.status = Status::kSkip;
+      out.message = "not compared: " + adapted.cannot;
+      return out;
+    }
 
     std::vector<service::Result> results;
     nlohmann::json responses = nlohmann::json::object();
@@ -70,14 +77,41 @@ class E2eCase final : public PreparedCase {
     }
     out.details["responses"] = responses;
     out.status = Status::kPass;
-    std::vector<std::string> notes;
+    const model::Tokenizer* tok = tokenizer_of(spec_.req.model_dir);
+    const bool ids = std::all_of(results.begin(), results.end(), has_token_ids);
+    // What the verdict rests on, recorded with it.
+    std::string compared = spec_.compare == "none" ? "expectation" : ids ? "token ids, text" : "text";
+    if (spec_.compare == "logprobs") compared = "logprobs";
+    out.details["compared"] = compared;
+    if (spec_.compare == "logprobs" && (results[0].tokens.empty() || !results[0].tokens[0].logprob)) {
+      out.status = Status::kSkip;
+      out.message =
+          "not compared: the engine returns no logprobs, so compare: logprobs cannot be judged "
+          "here (compare: exact can)";
+      return out;
+    }
+    if (!ids && tok != nullptr) {  // no ids and no usage: the harness counts the tokens itself
+      bool counted = false;
+      for (auto& r : results) {
+        if (r.completion_tokens >= 0) continue;
+        r.completion_tokens = int64_t(tok->encode(r.text, false).size());
+        counted = true;
+      }
+      if (counted)
+        notes.push_back("tokens counted by the harness's tokenizer (equal to HF's): the engine "
+                        "reported neither ids nor usage");
+    }
     auto judge = [&](const Verdict& v, const std::string& what) {
       if (!v.pass && out.status == Status::kPass) {
         out.status = Status::kFail;
         out.message = what + ": " + v.message;
         out.details["first_difference"] = v.first_difference;
       } else if (v.pass && !v.message.empty()) {
-        notes.push_back(what + ": " + v.message);
+        const bool known = std::any_of(notes.begin(), notes.end(), [&](const std::string& n) {
+          return n.size() >= v.message.size() &&
+                 n.compare(n.size() - v.message.size(), v.message.size(), v.message) == 0;
+        });
+        if (!known) notes.push_back(what + ": " + v.message);  // once, not per mode
       }
     };
     double max_logprob_diff = 0;
@@ -88,7 +122,7 @@ class E2eCase final : public PreparedCase {
       if (spec_.compare != "none")
         judge(compare_prompt(spec_.req.golden, results[i]), mode + " prompt");
       if (spec_.compare == "exact")
-        judge(compare_exact(spec_.req.golden, results[i]), mode + " vs golden");
+        judge(compare_exact(spec_.req.golden, results[i], tok), mode + " vs golden");
       if (spec_.compare == "logprobs") {
         const Verdict v = compare_logprobs(spec_.req.golden, results[i], spec_.logprob_atol);
         max_logprob_diff = std::max(max_logprob_diff, v.max_logprob_diff);
@@ -116,7 +150,7 @@ class E2eCase final : public PreparedCase {
     if (out.status == Status::kPass) {
       out.message =
           std::to_string(l.tokens) + " tokens" +
-          (spec_.compare == "none" ? "" : ", " + spec_.compare + " match with the golden") +
+          (spec_.compare == "none" ? "" : ", " + spec_.compare + " match with the golden (" + compared + ")") +
           (results.size() == 2 ? ", streamed == not streamed" : "");
       for (const auto& n : notes) out.message += "; " + n;
     }

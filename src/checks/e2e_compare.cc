@@ -44,12 +44,24 @@ std::vector<int64_t> response_ids(const service::Result& r) {
 
 }  // namespace
 
-Verdict compare_exact(const nlohmann::json& golden, const service::Result& r) {
+// The golden's token that holds byte `at` of its text (decoding growing prefixes of its ids as
+// the golden's text was decoded: special tokens skipped); -1 when unknown.
+int64_t golden_token_at(const std::vector<int64_t>& ids, size_t at, const model::Tokenizer& tok) {
+  std::vector<int32_t> prefix;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    prefix.push_back(int32_t(ids[k]));
+    if (tok.decode(prefix, true).size() > at) return int64_t(k);
+  }
+  return ids.empty() ? -1 : int64_t(ids.size());
+}
+
+Verdict compare_exact(const nlohmann::json& golden, const service::Result& r,
+                      const model::Tokenizer* tok) {
   Verdict v;
   const std::vector<int64_t> want = golden_ids(golden), got = response_ids(r);
   if (!got.empty() || !want.empty()) {
     if (got.empty()) {
-      v.message = "the service returned no token ids (return_token_ids); compared the text only";
+      v.message = "the service returned no token ids: compared the text";
     } else if (const int64_t d = first_difference(got, want); d >= 0) {
       v.pass = false;
       v.first_difference = d;
@@ -61,9 +73,12 @@ Verdict compare_exact(const nlohmann::json& golden, const service::Result& r) {
   const std::string text = golden.value("text", "");
   if (const int64_t d = first_difference(r.text, text); d >= 0) {
     v.pass = false;
-    v.first_difference = d;
-    v.message = "text differs from the golden at byte " + std::to_string(d) + ": got \"" +
-                r.text.substr(size_t(d), 40) + "\", golden \"" +
+    const int64_t token = got.empty() && tok != nullptr ? golden_token_at(want, size_t(d), *tok) : -1;
+    v.first_difference = token >= 0 ? token : d;
+    v.message = "text differs from the golden at " +
+                (token >= 0 ? "token " + std::to_string(token) + " (byte " + std::to_string(d) + ")"
+                            : "byte " + std::to_string(d)) +
+                ": got \"" + r.text.substr(size_t(d), 40) + "\", golden \"" +
                 text.substr(std::min(text.size(), size_t(d)), 40) + "\"";
     return v;
   }

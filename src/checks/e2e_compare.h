@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/tokenizer.h"
 #include "service/client.h"
 
 namespace h0::checks {
@@ -21,7 +22,10 @@ struct Verdict {
 };
 
 // Token ids (when the server returned them) and text equal to the golden's; the finish reason too.
-Verdict compare_exact(const nlohmann::json& golden, const service::Result& r);
+// Without ids in the response the text decides, and `tok` (the model's tokenizer, optional)
+// names the golden token where the texts part.
+Verdict compare_exact(const nlohmann::json& golden, const service::Result& r,
+                      const model::Tokenizer* tok = nullptr);
 // check_logprobs_close, plus |logprob - golden logprob| <= atol at every matched position.
 Verdict compare_logprobs(const nlohmann::json& golden, const service::Result& r, double atol);
 // The prompt as the service tokenized it (vLLM's prompt_token_ids, when returned) against the

@@ -57,6 +57,13 @@ class LoadCase final : public PreparedCase {
     service::Request base = spec_.req.request;
     base.model = h.model;
     base.stream = true;
+    const AdaptedRequest adapted = adapt_request(h, spec_.req.model_dir, &base);
+    if (!adapted.cannot.empty()) {
+      CheckResult skipped = result_for(h, spec_.req);
+      skipped.status = Status::kSkip;
+      skipped.message = "not run: " + adapted.cannot;
+      return skipped;
+    }
 
     const size_t n = size_t(spec_.requests);
     std::vector<service::Result> results(n);
@@ -104,6 +111,7 @@ class LoadCase final : public PreparedCase {
       good += meets(spec_.slo, l);
     }
     CheckResult out = result_for(h, spec_.req);
+    if (!adapted.notes.empty()) out.details["adapted"] = adapted.notes;
     out.details["mode"] = spec_.rate > 0 ? "poisson rate " + std::to_string(spec_.rate) + "/s"
                                          : "concurrency " + std::to_string(spec_.concurrency);
     const std::pair<const char*, std::vector<double>*> series[] = {

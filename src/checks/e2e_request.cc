@@ -4,6 +4,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 
 #include "base/base64.h"
@@ -237,6 +240,7 @@ ServiceHandle connect_service(RunContext& ctx) {
   }
   h.client = std::make_unique<service::Client>(info.client_options());
   h.model = info.model;
+  h.evidence["dialect"] = info.dialect.to_json();
   if (h.model.empty()) {
     std::vector<std::string> ids;
     const service::Result r = h.client->models(&ids);
@@ -250,6 +254,70 @@ ServiceHandle connect_service(RunContext& ctx) {
   }
   h.evidence["model"] = h.model;
   return h;
+}
+
+const model::Tokenizer* tokenizer_of(const std::string& model_dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<model::Tokenizer>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(model_dir);
+  if (it == cache.end()) {
+    std::unique_ptr<model::Tokenizer> t;
+    const fs::path file = fs::path(model_dir) / "tokenizer.json";
+    try {
+      if (fs::exists(file)) t = std::make_unique<model::Tokenizer>(model::Tokenizer::from_file(file.string()));
+    } catch (const std::exception&) {
+      t.reset();  // a tokenizer we cannot read: the checks say they could not use it
+    }
+    it = cache.emplace(model_dir, std::move(t)).first;
+  }
+  return it->second.get();
+}
+
+bool has_token_ids(const service::Result& r) {
+  if (!r.token_ids.empty()) return true;
+  if (r.tokens.empty()) return false;
+  for (const auto& t : r.tokens) {
+    if (!t.id) return false;
+  }
+  return true;
+}
+
+AdaptedRequest adapt_request(const ServiceHandle& h, const std::string& model_dir,
+                             service::Request* r) {
+  AdaptedRequest out;
+  r->dialect = h.info.dialect;
+  const service::Sampling& s = r->sampling;
+  if (s.ignore_eos && !r->dialect.ignore_eos)
+    out.notes.push_back("ignore_eos not sent (the engine does not take it): output lengths are real");
+  if (s.top_k && !r->dialect.top_k) out.notes.push_back("top_k not sent (the engine does not take it)");
+  if (r->prompt_ids.empty() || r->dialect.id_prompts) return out;
+  const model::Tokenizer* tok = tokenizer_of(model_dir);
+  if (tok == nullptr) {
+    out.cannot = "the engine takes only text prompts, and " + model_dir +
+                 " has no tokenizer.json to turn the token-id prompt into text";
+    return out;
+  }
+  std::vector<int32_t> ids(r->prompt_ids.begin(), r->prompt_ids.end());
+  // The ids the tokenizer's encode adds by itself (a BOS): the engine adds them again.
+  const std::vector<int32_t> added = tok->encode("", true);
+  size_t skip = 0;
+  while (skip < added.size() && skip < ids.size() && ids[skip] == added[skip]) ++skip;
+  if (skip < added.size()) skip = 0;
+  const std::string text =
+      tok->decode(std::span<const int32_t>(ids.data() + skip, ids.size() - skip), false);
+  if (tok->encode(text, true) != ids) {
+    out.cannot =
+        "the engine takes only text prompts, and no text tokenizes to these prompt ids (decoded "
+        "and encoded again with the engine's special tokens they differ, e.g. a missing BOS)";
+    return out;
+  }
+  r->prompt = text;
+  r->prompt_ids.clear();
+  out.notes.push_back(
+      "the token-id prompt was sent as its decoded text (the engine takes only text prompts; "
+      "the text tokenizes back to the same ids)");
+  return out;
 }
 
 CheckResult result_for(const ServiceHandle& h, const E2eRequest& request) {

@@ -12,6 +12,7 @@
 
 #include "checks/check.h"
 #include "checks/service_registry.h"
+#include "model/tokenizer.h"
 #include "service/client.h"
 
 namespace h0::checks {
@@ -52,6 +53,27 @@ ServiceHandle connect_service(RunContext& ctx);
 CheckResult result_for(const ServiceHandle& h, const E2eRequest& request);
 // A failing result for an unusable service, with its evidence.
 CheckResult service_unavailable(const ServiceHandle& h);
+
+// The request as the case's engine takes it: its dialect (extension fields only where
+// accepted), and a token-id prompt sent as its decoded text when the engine takes only text
+// prompts (decoded with `model_dir`'s tokenizer; the special tokens the tokenizer's encode adds
+// by itself are dropped from the front, so the engine's tokenization gives the ids back).
+// `notes`: what was changed, for the result's message. `cannot`: why this engine cannot be sent
+// the request as meant (no text tokenizes back to the prompt ids — e.g. ids without the BOS the
+// tokenizer adds — or no tokenizer to decode them); the check then judges nothing.
+struct AdaptedRequest {
+  std::vector<std::string> notes;
+  std::string cannot;
+};
+AdaptedRequest adapt_request(const ServiceHandle& h, const std::string& model_dir,
+                             service::Request* r);
+
+// The tokenizer of a model directory (tokenizer.json), loaded once per process; nullptr when
+// the directory has none or it does not load.
+const model::Tokenizer* tokenizer_of(const std::string& model_dir);
+
+// Whether the response carries token ids (token_ids, or "token_id:N" logprob tokens).
+bool has_token_ids(const service::Result& r);
 
 // Latency of one streamed response: ttft, tpot ((e2e - ttft) / (tokens - 1)), inter-token
 // latencies (between content chunks), e2e — milliseconds.

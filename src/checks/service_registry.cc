@@ -18,7 +18,8 @@ nlohmann::json ServiceInfo::to_json() const {
           {"log_path", log_path},
           {"log_tail", log_tail},
           {"startup_s", startup_s},
-          {"request_timeout_s", request_timeout_s}};
+          {"request_timeout_s", request_timeout_s},
+          {"dialect", dialect.to_json()}};
 }
 
 ServiceInfo ServiceInfo::from_json(const nlohmann::json& j) {
@@ -33,6 +34,7 @@ ServiceInfo ServiceInfo::from_json(const nlohmann::json& j) {
   s.log_tail = j.value("log_tail", "");
   s.startup_s = j.value("startup_s", 0.0);
   s.request_timeout_s = j.value("request_timeout_s", 300.0);
+  if (j.contains("dialect")) s.dialect = service::Dialect::from_json(j["dialect"]);
   return s;
 }
 
@@ -70,6 +72,24 @@ std::string shell_quoted(const std::string& s) {
   std::string out = "'";
   for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
   return out + "'";
+}
+
+// The dialect of a healthy service: the platform's (then only whether token-id prompts are
+// taken is probed), else found by a few one-token requests for the model the platform names,
+// else the first /v1/models lists.
+service::Dialect probe(const ServiceInfo& info, const std::string& stated) {
+  service::ClientOptions o = info.client_options();
+  o.retries = 1;
+  service::Client client(o);
+  std::string model = info.model;
+  if (model.empty()) {
+    std::vector<std::string> ids;
+    if (client.models(&ids).ok() && !ids.empty()) model = ids[0];
+  }
+  if (stated.empty()) return service::probe_dialect(client, model);
+  service::Dialect d = *service::dialect_named(stated);
+  if (!service::probe_id_prompts(client, model, &d)) d.how = "platform file; " + d.how;
+  return d;
 }
 
 }  // namespace
@@ -136,6 +156,8 @@ ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
   if (!info.ok) {
     info.error = entry.process->error();
     info.log_tail = entry.process->log_tail();
+  } else {
+    info.dialect = probe(info, cfg.dialect);
   }
   entry.info = info;
   services_.emplace(key, std::move(entry));

@@ -27,6 +27,7 @@ struct ServiceInfo {
   std::string log_tail;     // its last lines when it failed to start
   double startup_s = 0;
   double request_timeout_s = 300;
+  service::Dialect dialect;  // what the engine accepts (the platform's, else probed once)
 
   nlohmann::json to_json() const;
   static ServiceInfo from_json(const nlohmann::json& j);

@@ -188,6 +188,7 @@ Architecture arch_llava(const ConfigFields& f) {
     throw InputError(f.where("vision_feature_layer"), "out of range for " + std::to_string(v.num_layers) + " layers");
   }
   a.vision = v;
+  a.has_vision = true;
   return a;
 }
 
@@ -274,7 +275,7 @@ std::string config_path(const std::string& path) {
   return std::filesystem::is_directory(path) ? (std::filesystem::path(path) / "config.json").string() : path;
 }
 
-Architecture load_architecture(const std::string& path) {
+nlohmann::json read_config_file(const std::string& path) {
   const std::string file = config_path(path);
   std::ifstream in(file);
   if (!in) throw InputError(file, "cannot open (a model directory with config.json, or a config.json file)");
@@ -284,7 +285,18 @@ Architecture load_architecture(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw InputError(file, std::string("not JSON: ") + e.what());
   }
-  return parse_architecture(config, file);
+  return config;
+}
+
+Architecture load_architecture(const std::string& path) {
+  return parse_architecture(read_config_file(path), config_path(path));
+}
+
+bool is_modelled(const nlohmann::json& config) { return config.is_object() && find_family(config) != nullptr; }
+
+TextModel::LayerKind TextModel::layer_kind(int64_t layer) const {
+  if (layer < 0 || layer >= static_cast<int64_t>(layer_kinds.size())) return LayerKind::kFull;
+  return layer_kinds[static_cast<size_t>(layer)];
 }
 
 }  // namespace h0::model

@@ -38,6 +38,9 @@ struct Attention {
   int64_t q_lora_rank = 0;    // 0: q is projected directly (no q_a/q_b)
   int64_t kv_lora_rank = 0;
   int64_t qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  // Sliding-window attention (Mistral, Gemma 3, GPT-OSS): a sliding layer's query sees the last
+  // `sliding_window` keys, so its KV cache holds at most that many tokens per sequence.
+  int64_t sliding_window = 0;  // 0: none
 
   int64_t qk_head_dim() const { return mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
   int64_t value_head_dim() const { return mla ? v_head_dim : head_dim; }
@@ -84,7 +87,13 @@ struct TextModel {
   std::string prefix = "model.";
   std::string head_prefix = "lm_head.";
 
+  // Per decoder layer, when the config says (layer_types, sliding_window_pattern); empty: every
+  // layer is full attention.
+  enum class LayerKind { kFull, kSliding, kLinear };  // kLinear: a fixed-size recurrent state, no KV
+  std::vector<LayerKind> layer_kinds;
+
   bool is_moe_layer(int64_t layer) const;
+  LayerKind layer_kind(int64_t layer) const;
 };
 
 // A CLIP-style vision tower plus LLaVA's projector.
@@ -112,6 +121,12 @@ struct Quantization {
 struct Architecture {
   std::string family;        // "llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3", "llava"
   std::string architecture;  // the HF class, e.g. "LlamaForCausalLM"
+  // False for a family the executor does not model (describe_architecture): `family` is then the
+  // config's model_type, and only the fields every decoder config shares are read (sizes, heads,
+  // kv heads, head_dim, sliding windows, MLA latent, expert counts); the tensor inventory comes
+  // from the checkpoint's headers (model/checkpoint_inventory.h), never from build_inventory.
+  bool modelled = true;
+  bool has_vision = false;   // a vision_config (also set when the tower itself is not modelled)
   TextModel text;
   std::optional<Vision> vision;
   Quantization quantization;
@@ -125,6 +140,18 @@ Architecture parse_architecture(const nlohmann::json& config, const std::string&
 
 // Reads `path`: a config.json file or a model directory holding one.
 Architecture load_architecture(const std::string& path);
+
+// Whether the executor models the config's family (its `architectures`, then `model_type`).
+bool is_modelled(const nlohmann::json& config);
+// parse_architecture for a modelled family; for any other, the architecture-independent
+// description (modelled = false; generic_architecture.cc): the shared decoder fields, read
+// leniently (absent sizes default as transformers' PretrainedConfig does; only hidden_size,
+// num_hidden_layers and num_attention_heads are required), under `text_config` when the config
+// nests its language model.
+Architecture describe_architecture(const nlohmann::json& config, const std::string& where);
+Architecture load_any_architecture(const std::string& path);
+// The parsed JSON of `path` (a config.json or a directory holding one); InputError naming the file.
+nlohmann::json read_config_file(const std::string& path);
 // The config.json path for a directory or file path.
 std::string config_path(const std::string& path);
 

@@ -70,7 +70,11 @@ int64_t slice_bytes(const WeightInfo& w, const Slice& s, WeightFormat f) {
 class WeightTally {
  public:
   WeightTally(const Architecture& arch, const ParallelPlan& plan, const MemoryOptions& o)
-      : arch_(arch), plan_(plan), format_(o.weights), inventory_(inventory_for(arch, o)) {}
+      : arch_(arch),
+        plan_(plan),
+        format_(o.weights),
+        as_stored_(o.checkpoint != nullptr),
+        inventory_(as_stored_ ? *o.checkpoint : inventory_for(arch, o)) {}
 
   int64_t bytes(const RankCoord& c) {
     const auto key = std::make_tuple(c.pp_rank, c.tp_rank, c.ep_rank, c.etp_rank);
@@ -78,7 +82,9 @@ class WeightTally {
     if (it != cache_.end()) return it->second;
     int64_t sum = 0;
     for (const WeightInfo& w : inventory_.weights) {
-      if (auto s = shard_of(w, arch_, plan_, c)) sum += slice_bytes(w, *s, format_);
+      const auto s = shard_of(w, arch_, plan_, c);
+      if (!s) continue;
+      sum += as_stored_ ? s->numel() * static_cast<int64_t>(tensor::dtype_size(w.dtype)) : slice_bytes(w, *s, format_);
     }
     return cache_[key] = sum;
   }
@@ -87,6 +93,7 @@ class WeightTally {
   const Architecture& arch_;
   const ParallelPlan& plan_;
   WeightFormat format_;
+  bool as_stored_;
   model::Inventory inventory_;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, int64_t> cache_;
 };
@@ -95,6 +102,23 @@ int64_t kv_bytes_per_layer(const Architecture& arch, int64_t kv_heads, DType kv)
   const model::Attention& a = arch.text.attn;
   const int64_t width = a.mla ? a.kv_lora_rank + a.qk_rope_head_dim : 2 * kv_heads * a.head_dim;
   return width * static_cast<int64_t>(tensor::dtype_size(kv));
+}
+
+// Layers [begin, end)'s KV bytes per token of a sequence of `len` tokens (0: as if every layer
+// were full): sliding layers at min(window, len) / len, linear-attention layers at none.
+int64_t kv_bytes_of_layers(const Architecture& arch, std::pair<int64_t, int64_t> layers, int64_t kv_heads, DType kv,
+                           int64_t len) {
+  const int64_t full = kv_bytes_per_layer(arch, kv_heads, kv), window = arch.text.attn.sliding_window;
+  int64_t n_full = 0, n_sliding = 0;
+  for (int64_t l = layers.first; l < layers.second; ++l) {
+    switch (arch.text.layer_kind(l)) {
+      case model::TextModel::LayerKind::kFull: ++n_full; break;
+      case model::TextModel::LayerKind::kSliding: ++n_sliding; break;
+      case model::TextModel::LayerKind::kLinear: break;
+    }
+  }
+  if (len <= 0 || window <= 0 || window >= len) return (n_full + n_sliding) * full;
+  return n_full * full + ceil_div(n_sliding * full * window, len);
 }
 
 bool stage_has_moe(const Architecture& arch, std::pair<int64_t, int64_t> layers) {
@@ -173,6 +197,17 @@ std::vector<std::string> plan_notes(const Architecture& arch, const ParallelPlan
   if (plan.tp > 1) notes.push_back("vocab " + std::to_string(t.vocab_size) + " over tp " + std::to_string(plan.tp) + ": " + sizes_of(t.vocab_size, plan.tp));
   if (t.tie_word_embeddings && plan.pp > 1) notes.push_back("tied embedding: held by the first stage and, as the LM head, by the last");
   if (t.num_nextn_predict_layers > 0 && !o.include_mtp) notes.push_back("MTP layers not loaded (speculative decoding off)");
+  int64_t sliding = 0, linear = 0;
+  for (int64_t l = 0; l < t.num_layers; ++l) {
+    sliding += t.layer_kind(l) == model::TextModel::LayerKind::kSliding;
+    linear += t.layer_kind(l) == model::TextModel::LayerKind::kLinear;
+  }
+  if (sliding > 0 && t.attn.sliding_window > 0) {
+    notes.push_back(std::to_string(sliding) + " of " + std::to_string(t.num_layers) + " layers use a sliding window of " +
+                    with_commas(t.attn.sliding_window) + " tokens: their KV holds at most that many per sequence");
+  }
+  if (linear > 0) notes.push_back(std::to_string(linear) + " linear-attention layers hold a fixed-size state (not counted)");
+  if (o.checkpoint != nullptr) notes.push_back("weights as the checkpoint stores them (" + std::to_string(o.checkpoint->weights.size()) + " tensors, split by the name-pattern rule table)");
   return notes;
 }
 
@@ -272,8 +307,8 @@ std::string with_commas(int64_t v) {
 }
 
 
-int64_t model_kv_bytes_per_token(const Architecture& arch, DType kv_dtype) {
-  return arch.text.num_layers * kv_bytes_per_layer(arch, arch.text.attn.num_kv_heads, kv_dtype);
+int64_t model_kv_bytes_per_token(const Architecture& arch, DType kv_dtype, int64_t max_model_len) {
+  return kv_bytes_of_layers(arch, {0, arch.text.num_layers}, arch.text.attn.num_kv_heads, kv_dtype, max_model_len);
 }
 
 MemoryPlan plan_memory(const Architecture& arch, const ParallelPlan& plan, MemoryOptions options) {
@@ -283,7 +318,7 @@ MemoryPlan plan_memory(const Architecture& arch, const ParallelPlan& plan, Memor
   p.options = options;
   p.notes = plan_notes(arch, plan, options);
   p.usable = static_cast<int64_t>(options.device_memory * options.utilization);
-  p.kv_bytes_per_token = model_kv_bytes_per_token(arch, options.kv_dtype);
+  p.kv_bytes_per_token = model_kv_bytes_per_token(arch, options.kv_dtype, options.max_model_len);
   p.required_tokens = options.max_model_len * options.concurrency;
   WeightTally tally(arch, plan, options);
   const int64_t last = plan.pp - 1;
@@ -298,7 +333,7 @@ MemoryPlan plan_memory(const Architecture& arch, const ParallelPlan& plan, Memor
     r.activations = activation_bytes(arch, plan, options, r);
     r.comm = comm_bytes(arch, plan, options, r);
     r.reserve = static_cast<int64_t>(options.reserve);
-    r.kv_bytes_per_token = (r.layers.second - r.layers.first) * kv_bytes_per_layer(arch, r.kv_heads, options.kv_dtype);
+    r.kv_bytes_per_token = kv_bytes_of_layers(arch, r.layers, r.kv_heads, options.kv_dtype, options.max_model_len);
     r.free_for_kv = p.usable - r.weights - r.activations - r.comm - r.reserve;
     if (r.free_for_kv > 0 && r.kv_bytes_per_token > 0) {
       r.kv_blocks = r.free_for_kv / (r.kv_bytes_per_token * options.block_size);

@@ -9,9 +9,14 @@
 //   fp8           1 byte + an f32 scale per 128×128 block (DeepSeek-V3's checkpoint layout)
 //   int8          1 byte + a bf16 scale per output channel
 //   int4          ½ byte + a bf16 scale and a bf16 zero per group of 128 along the input dim
+// With `checkpoint` (a model the executor does not model: model/checkpoint_inventory.h), the
+// weights are the checkpoint's own tensors as stored, every byte of them (the format is ignored).
 // KV cache, bytes per token of one layer: 2·kv_heads_per_rank·head_dim·size(kv dtype) for
 // standard attention; (kv_lora_rank + qk_rope_head_dim)·size for MLA (one latent, held whole by
 // every tp rank). A layer's KV lives on the stage holding the layer; MTP layers hold none.
+// A sliding-window layer holds at most `sliding_window` tokens of a sequence: over a sequence of
+// max_model_len it costs min(window, max_model_len) / max_model_len of a full layer's bytes per
+// token (rounded up). A linear-attention layer holds a fixed state, no KV (not counted).
 // Activations (T = max_batch_tokens, c = compute dtype size), per rank:
 //   1.25 · (2·T·D·c  [residual + normed hidden]
 //           + max(attention: T·c·(q + k + v + o widths of the rank's heads),
@@ -35,6 +40,7 @@
 #include <vector>
 
 #include "model/architecture.h"
+#include "model/inventory.h"
 #include "plan/parallel_plan.h"
 #include "tensor/dtype.h"
 
@@ -62,6 +68,9 @@ struct MemoryOptions {
   double utilization = 0.9;
   double reserve = kGiB;       // runtime, CUDA graphs, workspaces
   bool include_mtp = false;    // load the MTP layers too (speculative decoding)
+  // The checkpoint's tensors as stored (inventory_from_checkpoint); nullptr: build_inventory.
+  // Not owned; must outlive plan_memory.
+  const model::Inventory* checkpoint = nullptr;
 };
 
 struct RankMemory {
@@ -91,8 +100,9 @@ struct MemoryPlan {
   std::string reason;              // why it does not fit; "" when it fits
 };
 
-// The model's KV-cache bytes per token over all layers (MTP excluded), each kv head once.
-int64_t model_kv_bytes_per_token(const model::Architecture& arch, tensor::DType kv_dtype);
+// The model's KV-cache bytes per token over all layers (MTP excluded), each kv head once;
+// sliding-window layers as over a sequence of `max_model_len` (0: every layer full).
+int64_t model_kv_bytes_per_token(const model::Architecture& arch, tensor::DType kv_dtype, int64_t max_model_len = 0);
 
 // Plans `plan` (check_plan must accept it). Throws InputError for impossible options
 // (device_memory <= 0, block_size < 1, ...) and for weights the plan cannot cut (shard_of).

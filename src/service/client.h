@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "service/dialect.h"
+
 namespace h0::service {
 
 struct ClientOptions {
@@ -60,6 +62,8 @@ struct Request {
   bool stream = false;
   // Extra top-level fields merged into the body (a platform's own parameters).
   nlohmann::json extra = nlohmann::json::object();
+  // What the engine accepts: the sampling extensions above are sent only where it does.
+  Dialect dialect;
 };
 
 // One generated token (or one streamed chunk when the server gives no per-token data).

@@ -139,7 +139,8 @@ json request_body(const Request& request) {
   body["max_tokens"] = s.max_tokens;
   body["temperature"] = s.temperature;
   if (s.seed) body["seed"] = *s.seed;
-  if (s.top_k) body["top_k"] = *s.top_k;
+  const Dialect& d = request.dialect;
+  if (s.top_k && d.top_k) body["top_k"] = *s.top_k;
   if (s.top_p) body["top_p"] = *s.top_p;
   body["stream"] = request.stream;
   if (request.stream) body["stream_options"] = {{"include_usage", true}};
@@ -150,10 +151,10 @@ json request_body(const Request& request) {
     } else {
       body["logprobs"] = s.top_logprobs;
     }
-    body["return_tokens_as_token_ids"] = true;
+    if (d.tokens_as_ids) body["return_tokens_as_token_ids"] = true;
   }
-  if (s.ignore_eos) body["ignore_eos"] = true;
-  if (s.return_token_ids) body["return_token_ids"] = true;
+  if (s.ignore_eos && d.ignore_eos) body["ignore_eos"] = true;
+  if (s.return_token_ids && d.return_token_ids) body["return_token_ids"] = true;
   H0_CHECK(request.extra.is_object()) << "Request::extra must be a JSON object";
   for (const auto& [key, value] : request.extra.items()) body[key] = value;
   return body;

@@ -14,6 +14,8 @@ namespace h0::service {
 
 // The body of `request` (Client::body documents it): a chat request when it has messages,
 // else a completion of its prompt ids or prompt text; `extra` merged last at the top level.
+// vLLM's and SGLang's extension fields (top_k, ignore_eos, return_token_ids,
+// return_tokens_as_token_ids) only where `request.dialect` accepts them.
 nlohmann::json request_body(const Request& request);
 
 // Appends what `response` carries to `result`: text, token ids (and prompt token ids when not

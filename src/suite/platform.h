@@ -24,6 +24,7 @@ struct ServiceConfig {
   std::map<std::string, std::string> env;
   std::string api_key_env;  // the environment variable holding the API key (never stored)
   std::string model;        // the model name to request; empty: the first of /v1/models
+  std::string dialect;      // "vllm", "sglang", "openai"; empty: probed once per service
 };
 
 struct Platform {

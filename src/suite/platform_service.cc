@@ -2,6 +2,7 @@
 // OpenAI-compatible API (a start command, or the URL of a service already running).
 #include <string>
 
+#include "service/dialect.h"
 #include "suite/location.h"
 #include "suite/platform.h"
 
@@ -9,7 +10,8 @@ namespace h0::suite {
 namespace {
 
 const char* const kServiceFields =
-    "start, url, health, startup_timeout, stop_grace, request_timeout, env, api_key_env, model";
+    "start, url, health, startup_timeout, stop_grace, request_timeout, env, api_key_env, model, "
+    "dialect";
 
 std::string string_value(const std::string& file, const YAML::Node& value,
                          const std::string& what) {
@@ -67,6 +69,13 @@ ServiceConfig read_service_config(const std::string& file, const YAML::Node& nod
           s.api_key_env = string_value(file, value, "api_key_env");
         } else if (key == "model") {
           s.model = string_value(file, value, "model");
+        } else if (key == "dialect") {
+          s.dialect = string_value(file, value, "dialect");
+          if (!service::dialect_named(s.dialect)) {
+            fail_at(file, value,
+                    "bad dialect '" + s.dialect + "': expected one of " +
+                        service::dialect_names() + " (or leave it out: probed)");
+          }
         } else {
           fail_at(
               file, key_node,

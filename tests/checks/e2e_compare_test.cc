@@ -48,8 +48,26 @@ TEST(E2eCompare, ExactNamesTheFirstDifference) {
   EXPECT_FALSE(compare_exact(golden(), response({5, 6, 7, 8}, "abcd", "stop")).pass);
   const Verdict text_only = compare_exact(golden(), response({}, "abcd"));
   EXPECT_TRUE(text_only.pass);
-  EXPECT_NE(text_only.message.find("text only"), std::string::npos);
+  EXPECT_NE(text_only.message.find("compared the text"), std::string::npos) << text_only.message;
   EXPECT_FALSE(compare_exact(golden(), response({}, "abce")).pass);
+}
+
+// Without ids in the response, the model's tokenizer names the golden token where the texts part.
+TEST(E2eCompare, TextOnlyNamesTheGoldenTokenWhereTheTextsPart) {
+  const auto tok = model::Tokenizer::from_file(std::string(H0_SOURCE_DIR) +
+                                               "/configs/models/tiny-llama/tokenizer.json");
+  const std::vector<int32_t> ids = tok.encode("The capital of France is Paris", false);
+  ASSERT_GE(ids.size(), 5u);
+  nlohmann::json g = {{"token_ids", std::vector<int64_t>(ids.begin(), ids.end())},
+                      {"text", tok.decode(ids, true)},
+                      {"finish_reason", "length"}};
+  std::vector<int32_t> changed = ids;
+  changed[4] = ids[4] == 100 ? 101 : 100;
+  const Verdict v = compare_exact(g, response({}, tok.decode(changed, true)), &tok);
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.first_difference, 4) << v.message;
+  EXPECT_NE(v.message.find("at token 4 (byte"), std::string::npos) << v.message;
+  EXPECT_TRUE(compare_exact(g, response({}, tok.decode(ids, true)), &tok).pass);
 }
 
 TEST(E2eCompare, LogprobsAllowOnePartingAtANearTie) {

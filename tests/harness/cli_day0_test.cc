@@ -131,19 +131,23 @@ TEST(Day0, AFailedConfigBlocksEverything) {
 }
 
 // A model without shipped goldens (tiny-llama under another name): the layer and model stages
-// run generated cases against --golden (dump_hf.py's format), the e2e stages generated requests;
-// without --golden they say how to make goldens.
+// run generated cases against --golden (dump_hf.py's files), the e2e stages one case per
+// gen_e2e.py golden there; without --golden they say how to make goldens, and the text stage,
+// whose answers nothing was compared with, is not a pass.
 TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
   test::TempDir dir;
   std::filesystem::copy(test::source_path("configs/models/tiny-llama"), dir.file("my-llama"));
+  std::filesystem::copy(test::source_path("golden/models/tiny-llama"), dir.file("goldens"));
+  for (const auto& e : std::filesystem::directory_iterator(test::source_path("golden/e2e/tiny-llama")))
+    std::filesystem::copy_file(e.path(), dir.file("goldens/" + e.path().filename().string()));
   const std::string base = "day0 --json --no-db --no-report --model " + dir.file("my-llama");
-  auto r = run_harness(base + " --golden golden/models/tiny-llama");
+  auto r = run_harness(base + " --golden " + dir.file("goldens"));
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages["layer_accuracy"]["summary"],
             "4 layer cases, 0 failed");  // 2 prompts x 2 layers
   EXPECT_EQ(stages["model"]["summary"], "2 model cases, 0 failed");
-  EXPECT_EQ(stages["e2e_text"]["summary"], "1 text requests, 0 failed");
+  EXPECT_EQ(stages["e2e_text"]["summary"], "4 text requests, 0 failed");
   r = run_harness(base);
   EXPECT_EQ(r.code, 1);
   stages = stages_of(r.out);
@@ -151,6 +155,12 @@ TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
   EXPECT_NE(stages["layer_accuracy"]["summary"].get<std::string>().find("dump_hf.py"),
             std::string::npos);
   EXPECT_EQ(stages["model"]["status"], "blocked");
+  r = run_harness(base + " --keep-going");
+  stages = stages_of(r.out);
+  EXPECT_EQ(stages["e2e_text"]["status"], "not_run");
+  EXPECT_NE(stages["e2e_text"]["summary"].get<std::string>().find("gen_e2e.py --model"),
+            std::string::npos)
+      << stages["e2e_text"]["summary"];
 }
 
 // DeepSeek-V3's config alone, sized for 32 H200s (tp 8, pp 2, ep 16: dp 2): the stages that need no

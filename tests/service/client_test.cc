@@ -30,10 +30,11 @@ using test::since;
 // The fake server in `mode` on a free port, killed when this goes out of scope.
 class FakeServer {
  public:
-  explicit FakeServer(const std::string& mode) {
+  explicit FakeServer(const std::string& mode, const std::vector<std::string>& extra = {}) {
     std::string port_file = dir_.file("port");
     std::vector<std::string> args = {H0_FAKE_SERVER, "--port",  "0",           "--mode",   mode,
                                      "--port-file",  port_file, "--auth-file", auth_file()};
+    args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
@@ -417,6 +418,57 @@ TEST(Client, NondeterministicServerChangesOverlappingRequests) {
   EXPECT_EQ(b.token_ids[3], alone.token_ids[3] + 1);
   EXPECT_EQ(a.token_ids[2], alone.token_ids[2]);
   EXPECT_NE(a.text, alone.text);
+}
+
+// A strict server (as transformers serve: FastAPI with extra fields forbidden) refuses vLLM's
+// extension fields with 422; the probe finds the OpenAI dialect and that token-id prompts are
+// refused; requests in that dialect then succeed, with no token ids in the answer.
+TEST(Dialect, StrictServerIsProbedAsOpenAi) {
+  FakeServer server("ok", {"--strict"});
+  ASSERT_FALSE(server.url().empty()) << server.log();
+  Client client(options_for(server));
+  Request r;
+  r.model = "fake-model";
+  r.messages = {{"user", {{"text", "Hello", ""}}}};
+  r.sampling.max_tokens = 4;
+  const Result refused = client.complete(r);  // the default dialect: vLLM's fields
+  EXPECT_EQ(refused.outcome, Outcome::kHttpError);
+  EXPECT_EQ(refused.http_status, 422);
+  EXPECT_NE(refused.error.find("Unexpected fields in the request"), std::string::npos) << refused.error;
+
+  const Dialect d = probe_dialect(client, "fake-model");
+  EXPECT_EQ(d.name, "openai");
+  EXPECT_FALSE(d.return_token_ids);
+  EXPECT_FALSE(d.ignore_eos);
+  EXPECT_FALSE(d.id_prompts);
+  EXPECT_NE(d.how.find("vllm fields refused (HTTP 422"), std::string::npos) << d.how;
+  EXPECT_NE(d.how.find("token-id prompts refused"), std::string::npos) << d.how;
+
+  r.dialect = d;
+  r.sampling.ignore_eos = true;
+  r.sampling.top_k = 1;
+  const Result ok = client.complete(r);
+  EXPECT_TRUE(ok.ok()) << ok.error;
+  EXPECT_TRUE(ok.token_ids.empty());
+  EXPECT_FALSE(ok.text.empty());
+  const nlohmann::json body = Client::body(r);
+  for (const char* field : {"return_token_ids", "ignore_eos", "top_k", "return_tokens_as_token_ids"})
+    EXPECT_FALSE(body.contains(field)) << field;
+}
+
+TEST(Dialect, PermissiveServerIsProbedAsVllm) {
+  FakeServer server("ok");
+  ASSERT_FALSE(server.url().empty()) << server.log();
+  Client client(options_for(server));
+  const Dialect d = probe_dialect(client, "fake-model");
+  EXPECT_EQ(d.name, "vllm") << d.how;
+  EXPECT_TRUE(d.return_token_ids);
+  EXPECT_TRUE(d.id_prompts);
+  EXPECT_EQ(Dialect::from_json(d.to_json()).to_json(), d.to_json());
+  ASSERT_TRUE(dialect_named("sglang"));
+  EXPECT_FALSE(dialect_named("sglang")->return_token_ids);
+  EXPECT_TRUE(dialect_named("sglang")->ignore_eos);
+  EXPECT_FALSE(dialect_named("tgi"));
 }
 
 }  // namespace

@@ -24,6 +24,14 @@
 //   invalid_utf8      like ok, but the first token's text ends in a raw 0xFF byte
 //   nondeterministic  like ok, but each completion is held 150 ms, and one that overlapped
 //                     another gets its 4th token changed (id + 1)
+// --strict: as `transformers serve` (FastAPI, extra fields forbidden): a request field outside
+// the documented OpenAI set is answered 422 {"detail": "Unexpected fields in the request:
+// {...}"}; /v1/completions takes only a string prompt (422 otherwise); no logprobs and no token
+// ids in any answer. --golden-dir D [--tokenizer F] [--corrupt-at N]: a request equal to a
+// golden's (golden/e2e format: chat messages, or a completion whose prompt is the golden's text
+// or tokenizes to its prompt_token_ids with F) gets the golden's answer (its token ids, its text;
+// streamed token by token when F is given), with token N replaced (id + 1, text re-decoded) under
+// --corrupt-at; other requests get the ok mode's tokens. --model-name: the id /v1/models lists.
 // --ready-after S: health answers 503 for S seconds. --exit-after-start: exits with status 3
 // after 0.3 s. --port 0 binds a free port; it is printed and written to --port-file.
 // --auth-file F: each /v1/ request writes its Authorization header (or nothing) to F.
@@ -40,6 +48,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <memory>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -48,6 +58,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "model/tokenizer.h"
 
 namespace {
 
@@ -61,6 +73,9 @@ struct Flags {
   std::string port_file;
   std::string auth_file;
   bool exit_after_start = false;
+  bool strict = false;
+  std::string golden_dir, tokenizer, model_name = "fake-model";
+  int64_t corrupt_at = -1;
 };
 Flags g_flags;
 const Clock::time_point g_start = Clock::now();
@@ -136,6 +151,8 @@ std::string status_text(int status) {
       return "Bad Request";
     case 404:
       return "Not Found";
+    case 422:
+      return "Unprocessable Entity";
     case 429:
       return "Too Many Requests";
     case 500:
@@ -198,6 +215,93 @@ struct Generation {
   std::string finish;
 };
 
+// --golden-dir: the golden files, read once; --tokenizer: the model's tokenizer.
+std::vector<json> g_goldens;
+std::unique_ptr<h0::model::Tokenizer> g_tokenizer;
+
+std::string decode(const std::vector<int64_t>& ids) {
+  std::vector<int32_t> v(ids.begin(), ids.end());
+  return g_tokenizer->decode(v, true);
+}
+
+// The golden `request` equals, or null.
+const json* golden_for(const json& request, bool chat) {
+  for (const json& g : g_goldens) {
+    const json& want = g["request"];
+    if (chat != (g.value("endpoint", "") == "chat")) continue;
+    if (chat && request.contains("messages") && want.contains("messages") &&
+        request["messages"] == want["messages"])
+      return &g;
+    if (chat || !request.contains("prompt")) continue;
+    const json& prompt = request["prompt"];
+    if (want.contains("prompt") && prompt == want["prompt"]) return &g;
+    if (want.contains("prompt_ids") && prompt == want["prompt_ids"]) return &g;
+    if (prompt.is_string() && g_tokenizer) {
+      const std::vector<int32_t> ids = g_tokenizer->encode(prompt.get<std::string>(), true);
+      if (json(std::vector<int64_t>(ids.begin(), ids.end())) == g["prompt_token_ids"]) return &g;
+    }
+  }
+  return nullptr;
+}
+
+// The golden's answer as tokens (one token per golden id, its text from the tokenizer's stream
+// decode; without a tokenizer one token holding the whole text).
+void replay(const json& golden, Generation* g) {
+  std::vector<int64_t> ids = golden["token_ids"].get<std::vector<int64_t>>();
+  g->prompt_ids = golden["prompt_token_ids"].get<std::vector<int64_t>>();
+  std::string text = golden.value("text", "");
+  if (g_flags.corrupt_at >= 0 && size_t(g_flags.corrupt_at) < ids.size()) {
+    ids[size_t(g_flags.corrupt_at)] += 1;
+    if (g_tokenizer) text = decode(ids);
+  }
+  g->tokens.clear();
+  const json steps = golden.value("logprobs", json::array());
+  if (g_tokenizer) {
+    // Each token's text: what decoding one more id adds, a trailing U+FFFD (an incomplete
+    // character the next id may complete) held back until it is settled.
+    std::string emitted;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const std::string cur = decode(std::vector<int64_t>(ids.begin(), ids.begin() + long(i) + 1));
+      std::string piece;
+      if (cur.compare(0, emitted.size(), emitted) == 0) piece = cur.substr(emitted.size());
+      if (i + 1 < ids.size() && piece.size() >= 3 && piece.compare(piece.size() - 3, 3, "\xEF\xBF\xBD") == 0)
+        piece.resize(piece.size() - 3);
+      emitted += piece;
+      const double lp = i < steps.size() ? steps[i].value("logprob", -1.0) : -1.0;
+      g->tokens.push_back({ids[i], piece, lp});
+    }
+    // What the stream held back (an incomplete character at the end) goes with the last token.
+    std::string joined;
+    for (const Token& t : g->tokens) joined += t.text;
+    if (!g->tokens.empty() && text.compare(0, joined.size(), joined) == 0) {
+      g->tokens.back().text += text.substr(joined.size());
+    } else if (!g->tokens.empty()) {
+      for (Token& t : g->tokens) t.text.clear();
+      g->tokens[0].text = text;
+    }
+  } else {
+    for (size_t i = 0; i < ids.size(); ++i) g->tokens.push_back({ids[i], i == 0 ? text : "", -1.0});
+  }
+  g->finish = golden.value("finish_reason", "length");
+}
+
+// --strict: the fields a strict server refuses, as transformers serve names them; "" if none.
+std::string unexpected_fields(const json& request, bool chat) {
+  static const std::set<std::string> kChat = {
+      "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n",
+      "stream", "stream_options", "stop", "seed", "logprobs", "top_logprobs", "presence_penalty",
+      "frequency_penalty", "logit_bias", "user", "response_format", "tools", "tool_choice"};
+  static const std::set<std::string> kCompletion = {
+      "model", "prompt", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options",
+      "stop", "seed", "logprobs", "echo", "suffix", "best_of", "presence_penalty",
+      "frequency_penalty", "logit_bias", "user"};
+  std::string out;
+  for (const auto& [key, value] : request.items()) {
+    if (!(chat ? kChat : kCompletion).contains(key)) out += (out.empty() ? "'" : ", '") + key + "'";
+  }
+  return out.empty() ? "" : "{" + out + "}";
+}
+
 Generation generate(const json& request, bool chat, bool overlapped) {
   Generation g;
   g.chat = chat;
@@ -236,6 +340,8 @@ Generation generate(const json& request, bool chat, bool overlapped) {
     g.tokens[3].text = " w" + std::to_string(g.tokens[3].id);
   }
   g.finish = n < max_tokens ? "stop" : "length";
+  if (const json* golden = golden_for(request, chat)) replay(*golden, &g);
+  if (g_flags.strict) g.top = 0, g.token_ids = g.as_ids = false;
   return g;
 }
 
@@ -380,6 +486,16 @@ void completion(int fd, const HttpRequest& request, bool chat) {
     respond(fd, 400, error_json(400, "the body is not a completion request"));
     return;
   }
+  if (g_flags.strict) {
+    if (const std::string extra = unexpected_fields(body, chat); !extra.empty()) {
+      respond(fd, 422, {{"detail", "Unexpected fields in the request: " + extra}});
+      return;
+    }
+    if (!chat && !body["prompt"].is_string()) {
+      respond(fd, 422, {{"detail", "prompt: Input should be a valid string"}});
+      return;
+    }
+  }
   bool overlapped = false;
   if (mode == "nondeterministic") {
     {
@@ -421,7 +537,7 @@ void serve(int fd) {
       respond(fd, 200, json::object());
     } else {
       respond(fd, 200,
-              {{"object", "list"}, {"data", {{{"id", "fake-model"}, {"object", "model"}}}}});
+              {{"object", "list"}, {"data", {{{"id", g_flags.model_name}, {"object", "model"}}}}});
     }
   } else if (request.method == "POST" && request.path == "/v1/completions") {
     completion(fd, request, false);
@@ -450,6 +566,16 @@ bool parse_flags(int argc, char** argv) {
       g_flags.port_file = argv[++i];
     } else if (flag == "--auth-file" && has_value) {
       g_flags.auth_file = argv[++i];
+    } else if (flag == "--strict") {
+      g_flags.strict = true;
+    } else if (flag == "--golden-dir" && has_value) {
+      g_flags.golden_dir = argv[++i];
+    } else if (flag == "--tokenizer" && has_value) {
+      g_flags.tokenizer = argv[++i];
+    } else if (flag == "--corrupt-at" && has_value) {
+      g_flags.corrupt_at = std::atoll(argv[++i]);
+    } else if (flag == "--model-name" && has_value) {
+      g_flags.model_name = argv[++i];
     } else {
       std::fprintf(stderr, "fake_openai_server: bad flag %s\n", flag.c_str());
       return false;
@@ -468,8 +594,27 @@ bool parse_flags(int argc, char** argv) {
 
 }  // namespace
 
+bool load_goldens() {
+  if (!g_flags.tokenizer.empty()) {
+    g_tokenizer = std::make_unique<h0::model::Tokenizer>(h0::model::Tokenizer::from_file(g_flags.tokenizer));
+  }
+  if (g_flags.golden_dir.empty()) return true;
+  for (const auto& e : std::filesystem::directory_iterator(g_flags.golden_dir)) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    json j = json::parse(in, nullptr, false);
+    if (j.is_object() && j.contains("request") && j.contains("token_ids")) g_goldens.push_back(std::move(j));
+  }
+  log(std::to_string(g_goldens.size()) + " goldens from " + g_flags.golden_dir);
+  return !g_goldens.empty();
+}
+
 int main(int argc, char** argv) {
   if (!parse_flags(argc, argv)) return 2;
+  if (!load_goldens()) {
+    std::fprintf(stderr, "fake_openai_server: no golden files in %s\n", g_flags.golden_dir.c_str());
+    return 2;
+  }
   signal(SIGPIPE, SIG_IGN);
   int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;

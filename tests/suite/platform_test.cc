@@ -329,7 +329,7 @@ TEST_F(PlatformTest, ServiceErrorsNameThePlace) {
             "p.yaml:3:38: bad startup_timeout: expected a duration > 0, e.g. 600s");
   EXPECT_EQ(error_in(head + "service: {start: s, port: 1}\n"),
             "p.yaml:3:21: unknown field 'port' in service (expected one of: start, url, health, startup_timeout, "
-            "stop_grace, request_timeout, env, api_key_env, model)");
+            "stop_grace, request_timeout, env, api_key_env, model, dialect)");
 }
 
 }  // namespace

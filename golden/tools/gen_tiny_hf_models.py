@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Write tiny checkpoints of model families the harness's executor does not model, with transformers itself.
+
+Usage:
+  python3 golden/tools/gen_tiny_hf_models.py [--out tests/data/models] [--only tiny-gemma3,...]
+
+For each family below: the family's config class with tiny sizes, torch.manual_seed(0),
+AutoModelForCausalLM.from_config(cfg) (transformers' own _init_weights), then every parameter
+that init leaves constant (norm weights of ones or zeros, zero biases) gets a seeded normal
+offset so that a reader that drops a bias or a norm weight is caught (turn it off with
+--plain-init), model.to(torch.bfloat16) and save_pretrained(dir, safe_serialization=True),
+which writes config.json, generation_config.json and model.safetensors.  The tokenizer is
+tiny-llama's (configs/models/tiny-llama: tokenizer.json, tokenizer_config.json, copied
+byte for byte: vocabulary 1024, <|begin_of_text|> 1019 = bos, <|eot_id|> 1023 = eos, a Llama-3
+style chat template); config.json's bos/eos follow it, pad is <|end_of_text|> 1020 (the tokenizer
+names no pad token; 1020 is a special token the chat template never emits).
+
+Each checkpoint is loaded back (AutoModelForCausalLM.from_pretrained, f32, eager) and generates.
+
+  tiny-gemma3     gemma3_text, Gemma3ForCausalLM: layer_types [sliding_attention, full_attention],
+                  sliding_window 4, head_dim 32 (!= hidden/heads = 16), query_pre_attn_scalar 24,
+                  q/k norms, 4 norms per layer, embed scale sqrt(hidden); initializer_range 0.1,
+                  embeddings NOT tied (tied, the scaled embedding dominates the residual stream and
+                  greedy decoding repeats one token).
+  tiny-qwen2-moe  qwen2_moe: 4 experts (moe_intermediate_size 32), top-2 (norm_topk_prob false), a
+                  shared expert (64) with its sigmoid gate, q/k/v biases; initializer_range 0.2,
+                  embeddings tied (size).
+  tiny-gpt-oss    gpt_oss: 4 fused experts (intermediate_size 32; gate_up_proj interleaved, biases,
+                  clamped SwiGLU), top-2 router with bias, attention sinks, attention biases,
+                  layer_types [sliding_attention, full_attention], sliding_window 4, head_dim 16,
+                  yarn RoPE (factor 8 over 256 positions); initializer_range 0.2, embeddings tied (size).
+The initializer ranges were picked so that greedy decoding of the e2e prompts does not repeat one
+token (transformers' default 0.02 does, or gives top1-top2 margins under 1e-3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, GenerationConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKENIZER_DIR = ROOT / "configs" / "models" / "tiny-llama"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+BOS, EOS, PAD = 1019, 1023, 1020
+SEED = 0
+COMMON = dict(vocab_size=1024, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+              intermediate_size=128, max_position_embeddings=2048, bos_token_id=BOS, eos_token_id=EOS,
+              pad_token_id=PAD)
+
+
+def configs():
+    from transformers import Gemma3TextConfig, GptOssConfig, Qwen2MoeConfig
+
+    return {
+        "tiny-gemma3": Gemma3TextConfig(
+            **COMMON, head_dim=32, query_pre_attn_scalar=24, sliding_window=4,
+            layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=False,
+            initializer_range=0.1),
+        "tiny-qwen2-moe": Qwen2MoeConfig(
+            **COMMON, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+            shared_expert_intermediate_size=64, decoder_sparse_step=1, norm_topk_prob=False,
+            tie_word_embeddings=True, initializer_range=0.2),
+        "tiny-gpt-oss": GptOssConfig(
+            **{**COMMON, "intermediate_size": 32}, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
+            sliding_window=4, layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=True,
+            initializer_range=0.2,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 8.0, "beta_fast": 32.0,
+                             "beta_slow": 1.0, "truncate": False, "original_max_position_embeddings": 256}),
+    }
+
+
+@torch.no_grad()
+def offset_constant_params(model, seed: int) -> list[str]:
+    """Give every parameter the init left constant (ones, zeros) a seeded N(0, 0.1) offset."""
+    g = torch.Generator().manual_seed(seed)
+    touched = []
+    for name, p in model.named_parameters():
+        if p.numel() > 1 and bool((p == p.flatten()[0]).all()):
+            p.add_(torch.randn(p.shape, generator=g, dtype=torch.float32).to(p.dtype) * 0.1)
+            touched.append(name)
+    return touched
+
+
+def build(name: str, cfg, out: Path, plain: bool) -> None:
+    torch.manual_seed(SEED)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    model.eval()
+    touched = [] if plain else offset_constant_params(model, SEED + 1)
+    model.to(torch.bfloat16)
+    if out.exists():
+        shutil.rmtree(out)
+    model.save_pretrained(out, safe_serialization=True)
+    for f in TOKENIZER_FILES:
+        shutil.copyfile(TOKENIZER_DIR / f, out / f)
+    size = sum(f.stat().st_size for f in out.iterdir())
+    print(f"{out}: {type(model).__name__}, {sum(p.numel() for p in model.parameters())} parameters, "
+          f"{size} bytes; offset {len(touched)} constant parameters: {touched}")
+
+
+@torch.no_grad()
+def check(out: Path) -> None:
+    from transformers import AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32, attn_implementation="eager").eval()
+    tok = AutoTokenizer.from_pretrained(out)
+    ids = tok.apply_chat_template([{"role": "user", "content": "Hello! Who are you?"}], add_generation_prompt=True,
+                                  tokenize=True, return_dict=True, return_tensors="pt")
+    gc = GenerationConfig(do_sample=False, max_new_tokens=8, eos_token_id=EOS, pad_token_id=EOS)
+    seq = model.generate(**ids, generation_config=gc)[0, ids["input_ids"].shape[1]:].tolist()
+    logits = model(**ids).logits[0, -1]
+    top2 = torch.topk(torch.log_softmax(logits.float(), -1), 2).values
+    print(f"  reload ok: {type(model).__name__}, generated {seq} {tok.decode(seq)!r}, "
+          f"first-step top1-top2 margin {float(top2[0] - top2[1]):.3g}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=str(ROOT / "tests" / "data" / "models"))
+    ap.add_argument("--only", help="comma-separated names")
+    ap.add_argument("--plain-init", action="store_true", help="keep transformers' init as it is")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    only = set(args.only.split(",")) if args.only else None
+    for name, cfg in configs().items():
+        if only and name not in only:
+            continue
+        out = Path(args.out) / name
+        build(name, cfg, out, args.plain_init)
+        check(out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+// An msprobe (mindstudio-probe, Ascend's accuracy tool) dump directory read as probes, so that
+// `harness compare-dumps` and `kind: dump` compare an engine's dump with dump_hf.py's golden
+// without a hand-written name map. msprobe writes, per rank and step, a dump.json whose `data`
+// maps "Module.<module path>.<Class>.forward.<call>" (level L0; "<framework API>.<call>" at L1)
+// to the call's input_args / input_kwargs / output: per tensor its dtype, shape, Max, Min, Mean,
+// Norm and, for task "tensor", data_name — a file under dump_tensor_data/ (.pt written by
+// torch.save, or .npy). A module entry becomes the probe "<module path>" (HF's module name,
+// as dump_hf.py names its probes) holding the first tensor of the call's output, for the first
+// call (the prefill); "lm_head" is also the probe "logits".
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace h0::checks {
+
+struct TensorStats {
+  double max = 0, min = 0, mean = 0, norm = 0;
+};
+
+struct MsprobeProbe {
+  std::string name;    // "model.layers.0.self_attn"
+  std::string entry;   // "Module.model.layers.0.self_attn.LlamaAttention.forward.0"
+  tensor::Shape shape;
+  std::optional<TensorStats> stats;      // when dump.json records them
+  std::optional<tensor::Tensor> tensor;  // task "tensor": the output tensor, read from its file
+};
+
+struct MsprobeDump {
+  std::string dump_json;  // the file read
+  std::string task;       // "tensor", "statistics", ...
+  std::vector<MsprobeProbe> probes;  // in dump.json's order (the order of execution)
+  const MsprobeProbe* find(const std::string& name) const;
+};
+
+// Whether `dir` is (or holds, under step*/rank*/) an msprobe dump: a dump.json with a `data` map.
+bool is_msprobe_dump(const std::string& dir);
+// Reads the dump (the first rank of the first step when `dir` is the dump's root). Throws
+// InputError naming the file and the place: a malformed dump.json, a data_name whose file is
+// missing or unreadable (.pt/.npy errors name that file).
+MsprobeDump read_msprobe_dump(const std::string& dir);
+
+// Max, min, mean and L2 norm of a float tensor, accumulated in f64 (msprobe's statistics).
+TensorStats stats_of(const tensor::Tensor& t);
+
+}  // namespace h0::checks

@@ -1,0 +1,209 @@
+// `harness day0` for models of families the executor does not model (tiny Gemma 3, Qwen2-MoE and
+// GPT-OSS checkpoints written by transformers' save_pretrained, tests/data/models/), served by a
+// third-party engine: the fake server in strict mode (as `transformers serve`: extension fields
+// refused with 422, text prompts only, no logprobs or token ids) replaying the goldens
+// golden/tools/gen_e2e.py made with transformers. Every stage that needs no executor runs and
+// passes; the executor stages say why not; a wrong token fails text end-to-end at its position.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness/cli_util.h"
+
+namespace h0 {
+namespace {
+
+using test::run_harness;
+
+std::map<std::string, nlohmann::json> stages_of(const std::string& json_text) {
+  std::map<std::string, nlohmann::json> out;
+  const auto j = nlohmann::json::parse(json_text);
+  for (const auto& s : j["stages"]) out[s["id"].get<std::string>()] = s;
+  return out;
+}
+
+// A platform whose service is the strict fake engine replaying `golden`.
+std::string engine_platform(const test::TempDir& dir, const std::string& model,
+                            const std::string& extra = "", const std::string& dialect = "") {
+  const std::string file = dir.file("engine.yaml");
+  std::ofstream(file) << "platform: strict-engine\nbackend: cpu\ndevice_memory: 8GiB\nservice:\n"
+                      << "  start: \"" << H0_FAKE_SERVER << " --port {port} --strict --golden-dir "
+                      << test::source_path("golden/e2e/" + model) << " --tokenizer "
+                      << test::source_path("tests/data/models/" + model + "/tokenizer.json") << " "
+                      << extra << "\"\n  health: /health\n  startup_timeout: 20s\n"
+                      << (dialect.empty() ? "" : "  dialect: " + dialect + "\n");
+  return file;
+}
+
+struct Family {
+  const char* dir;
+  const char* family;
+};
+
+class Day0Unmodelled : public ::testing::TestWithParam<Family> {};
+
+TEST_P(Day0Unmodelled, EstablishedAtTheServiceLevel) {
+  const Family f = GetParam();
+  test::TempDir dir;
+  const std::string model = test::source_path(std::string("tests/data/models/") + f.dir);
+  const auto r = run_harness("day0 --json --no-db --no-report --model " + model + " --platform " +
+                             engine_platform(dir, f.dir) + " --golden " +
+                             test::source_path(std::string("golden/e2e/") + f.dir) + " --out " +
+                             dir.file("out"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "service_level");
+  EXPECT_EQ(j["ready"], false);
+  auto stages = stages_of(r.out);
+  EXPECT_NE(stages["config"]["summary"].get<std::string>().find(std::string(f.family) + " ("),
+            std::string::npos)
+      << stages["config"]["summary"];
+  EXPECT_NE(stages["config"]["summary"].get<std::string>().find("not modelled"), std::string::npos);
+  // The plan's weights are the checkpoint's bytes (at one device: all of them, exactly).
+  const double stored = stages["config"]["details"]["checkpoint_bytes"].get<double>();
+  const double planned = stages["memory_plan"]["details"]["total_weights"].get<double>();
+  EXPECT_NEAR(planned, stored, 0.01 * stored);
+  for (const char* id : {"config", "memory_plan", "load", "service", "e2e_text", "determinism",
+                         "performance"}) {
+    EXPECT_EQ(stages[id]["status"], "pass") << id << ": " << stages[id]["summary"];
+  }
+  for (const char* id : {"coverage", "op_accuracy", "layer_accuracy", "model"}) {
+    EXPECT_EQ(stages[id]["status"], "not_modelled") << id;
+    EXPECT_NE(stages[id]["summary"].get<std::string>().find("is not modelled by the executor"),
+              std::string::npos);
+  }
+  // 3 goldens compared (chat x2, text completion); the token-id completion cannot be sent as
+  // text to a text-only engine (its ids lack the BOS the tokenizer adds): skipped, said so.
+  const std::string e2e = stages["e2e_text"]["summary"];
+  EXPECT_NE(e2e.find("4 text requests, 0 failed, 1 skipped"), std::string::npos) << e2e;
+  EXPECT_NE(e2e.find("no text tokenizes to these prompt ids"), std::string::npos) << e2e;
+  EXPECT_NE(stages["performance"]["summary"].get<std::string>().find("served TTFT p50"),
+            std::string::npos);
+  const auto text = run_harness("day0 --no-db --no-report --model " + model + " --platform " +
+                                engine_platform(dir, f.dir) + " --golden " +
+                                test::source_path(std::string("golden/e2e/") + f.dir));
+  EXPECT_EQ(text.code, 0);
+  EXPECT_NE(text.out.find("Day-0 readiness established at the service level: 10 of 14 stages "
+                          "passed"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("the executor checks did not run (4 stages: family " +
+                          std::string(f.family) + " is not modelled)"),
+            std::string::npos)
+      << text.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, Day0Unmodelled,
+                         ::testing::Values(Family{"tiny-gemma3", "gemma3_text"},
+                                           Family{"tiny-qwen2-moe", "qwen2_moe"},
+                                           Family{"tiny-gpt-oss", "gpt_oss"}),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param.dir;
+                           for (char& c : n) c = c == '-' ? '_' : c;
+                           return n;
+                         });
+
+// An engine that answers one wrong token: text end-to-end fails at that position, not a ✓.
+TEST(Day0Engine, AWrongTokenFailsTextEndToEndAtItsPosition) {
+  test::TempDir dir;
+  const std::string model = test::source_path("tests/data/models/tiny-gemma3");
+  const auto r = run_harness("day0 --json --no-db --no-report --model " + model + " --platform " +
+                             engine_platform(dir, "tiny-gemma3", "--corrupt-at 3") + " --golden " +
+                             test::source_path("golden/e2e/tiny-gemma3"));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  auto stages = stages_of(r.out);
+  EXPECT_EQ(stages["e2e_text"]["status"], "fail");
+  const std::string s = stages["e2e_text"]["summary"];
+  EXPECT_NE(s.find("text differs from the golden at token 3"), std::string::npos) << s;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["verdict"], "not_established");
+}
+
+// Without e2e goldens the service still answers, but nothing was compared: not a ✓, exit 1.
+TEST(Day0Engine, WithoutGoldensTheTextStageIsNotCompared) {
+  test::TempDir dir;
+  const std::string model = test::source_path("tests/data/models/tiny-gemma3");
+  const auto r = run_harness("day0 --json --no-db --no-report --model " + model + " --platform " +
+                             engine_platform(dir, "tiny-gemma3"));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  auto stages = stages_of(r.out);
+  EXPECT_EQ(stages["service"]["status"], "pass");
+  EXPECT_EQ(stages["e2e_text"]["status"], "not_run");
+  EXPECT_NE(stages["e2e_text"]["summary"].get<std::string>().find("not compared: no e2e goldens"),
+            std::string::npos)
+      << stages["e2e_text"]["summary"];
+}
+
+// The config alone: stage 1 names the family and says the counts need the checkpoint; the plan
+// is not run (it reads the checkpoint's headers), never a guess.
+TEST(Day0Engine, ConfigOnlyDryRunOfAnUnmodelledFamily) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.file("gpt-oss-120b"));
+  std::filesystem::copy_file(test::source_path("tests/data/configs/gpt-oss-120b.json"),
+                             dir.file("gpt-oss-120b/config.json"));
+  const auto r = run_harness("day0 --json --no-db --no-report --dry-run --model " +
+                             dir.file("gpt-oss-120b") + " --mesh tp=8");
+  EXPECT_EQ(r.code, 1) << r.err;
+  auto stages = stages_of(r.out);
+  EXPECT_EQ(stages["config"]["status"], "pass");
+  EXPECT_NE(stages["config"]["summary"].get<std::string>().find(
+                "gpt_oss (GptOssForCausalLM): not modelled by the executor"),
+            std::string::npos);
+  EXPECT_NE(stages["config"]["summary"].get<std::string>().find("need the checkpoint"),
+            std::string::npos);
+  EXPECT_EQ(stages["memory_plan"]["status"], "not_run");
+  EXPECT_NE(stages["memory_plan"]["summary"].get<std::string>().find("needs the checkpoint"),
+            std::string::npos);
+  EXPECT_EQ(stages["coverage"]["status"], "not_modelled");
+}
+
+// The platform names the dialect: no probe, and the same verdict.
+TEST(Day0Engine, AStatedDialectIsUsedAsIs) {
+  test::TempDir dir;
+  const std::string model = test::source_path("tests/data/models/tiny-gemma3");
+  const auto r = run_harness("day0 --json --no-db --no-report --model " + model + " --platform " +
+                             engine_platform(dir, "tiny-gemma3", "", "openai") + " --golden " +
+                             test::source_path("golden/e2e/tiny-gemma3"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  // A vLLM dialect stated for a strict engine: every request refused with 422, the stage fails.
+  const auto bad = run_harness("day0 --json --no-db --no-report --model " + model + " --platform " +
+                               engine_platform(dir, "tiny-gemma3", "", "vllm") + " --golden " +
+                               test::source_path("golden/e2e/tiny-gemma3"));
+  EXPECT_EQ(bad.code, 1);
+  auto stages = stages_of(bad.out);
+  EXPECT_EQ(stages["e2e_text"]["status"], "fail");
+  EXPECT_NE(stages["e2e_text"]["summary"].get<std::string>().find("422"), std::string::npos)
+      << stages["e2e_text"]["summary"];
+}
+
+// The shipped e2e suite against a strict engine serving tiny-llama: the requests the engine can
+// take match the goldens; the two it cannot judge (a token-id prompt whose text does not
+// tokenize back to it, and a logprobs comparison with no logprobs) are skips saying so.
+TEST(E2eSuite, PassesAgainstAStrictEngine) {
+  test::TempDir dir;
+  const std::string file = dir.file("strict.yaml");
+  std::ofstream(file) << "platform: strict-engine\nbackend: cpu\ndevice_memory: 8GiB\nservice:\n"
+                      << "  start: \"" << H0_FAKE_SERVER << " --port {port} --strict --golden-dir "
+                      << test::source_path("golden/e2e/tiny-llama") << " --tokenizer "
+                      << test::source_path("configs/models/tiny-llama/tokenizer.json")
+                      << "\"\n  health: /health\n";
+  const auto r = run_harness("run suites/e2e.yaml --no-db --filter 'tiny-llama/*' --platform " + file +
+                             " --json " + dir.file("out.json"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("8 cases: 6 pass, 2 skip"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(test::read_file(dir.file("out.json")));
+  for (const auto& c : j["cases"]) {
+    if (c["id"] == "tiny-llama/chat_hello") {
+      EXPECT_EQ(c["details"]["compared"], "text") << c.dump();
+      EXPECT_EQ(c["details"]["dialect"]["name"], "openai");
+      EXPECT_NE(c["message"].get<std::string>().find("the service returned no token ids: compared the text"), std::string::npos)
+          << c["message"];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace h0

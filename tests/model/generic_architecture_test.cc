@@ -1,0 +1,113 @@
+// The architecture-independent description of families the executor does not model, from real
+// config.json files (tests/data/configs: GPT-OSS-120B, Qwen2.5-VL-7B) and hand-written ones.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "model/architecture.h"
+#include "plan/memory_plan.h"
+
+namespace h0::model {
+namespace {
+
+using LayerKind = TextModel::LayerKind;
+
+std::string config(const std::string& name) {
+  return std::string(H0_SOURCE_DIR) + "/tests/data/configs/" + name + ".json";
+}
+
+TEST(GenericArchitecture, GptOssIsDescribedNotModelled) {
+  const Architecture a = load_any_architecture(config("gpt-oss-120b"));
+  EXPECT_FALSE(a.modelled);
+  EXPECT_EQ(a.family, "gpt_oss");
+  EXPECT_EQ(a.architecture, "GptOssForCausalLM");
+  EXPECT_EQ(a.text.hidden_size, 2880);
+  EXPECT_EQ(a.text.num_layers, 36);
+  EXPECT_EQ(a.text.attn.num_heads, 64);
+  EXPECT_EQ(a.text.attn.num_kv_heads, 8);
+  EXPECT_EQ(a.text.attn.head_dim, 64);
+  EXPECT_EQ(a.text.attn.sliding_window, 128);
+  ASSERT_EQ(a.text.layer_kinds.size(), 36u);
+  EXPECT_EQ(a.text.layer_kind(0), LayerKind::kSliding);
+  EXPECT_EQ(a.text.layer_kind(1), LayerKind::kFull);
+  EXPECT_EQ(a.text.moe.num_experts, 128);       // num_local_experts
+  EXPECT_EQ(a.text.moe.experts_per_token, 4);   // num_experts_per_tok
+  EXPECT_EQ(a.quantization.method, "mxfp4");
+  EXPECT_FALSE(a.has_vision);
+  // The strict parser still refuses it, naming the known families.
+  EXPECT_THROW(load_architecture(config("gpt-oss-120b")), InputError);
+}
+
+// KV bytes per token: 18 full layers x 2 x 8 kv heads x 64 x 2 B = 36,864; the 18 sliding
+// layers hold at most 128 of a sequence's 8,192 tokens: 36,864 x 128 / 8,192 = 576.
+TEST(GenericArchitecture, SlidingLayersHoldOnlyTheirWindowOfKv) {
+  const Architecture a = load_any_architecture(config("gpt-oss-120b"));
+  EXPECT_EQ(plan::model_kv_bytes_per_token(a, tensor::DType::kBF16), 73728);
+  EXPECT_EQ(plan::model_kv_bytes_per_token(a, tensor::DType::kBF16, 8192), 36864 + 576);
+  EXPECT_EQ(plan::model_kv_bytes_per_token(a, tensor::DType::kBF16, 100), 73728);  // window >= len
+}
+
+TEST(GenericArchitecture, Qwen25VlTextFieldsAtTheTopAndAVisionConfig) {
+  const Architecture a = load_any_architecture(config("qwen2.5-vl-7b-instruct"));
+  EXPECT_FALSE(a.modelled);
+  EXPECT_EQ(a.family, "qwen2_5_vl");
+  EXPECT_TRUE(a.has_vision);
+  EXPECT_EQ(a.text.num_layers, 28);
+  EXPECT_EQ(a.text.attn.num_kv_heads, 4);
+  EXPECT_EQ(a.text.attn.head_dim, 128);
+  EXPECT_TRUE(a.text.layer_kinds.empty());  // use_sliding_window: false
+  EXPECT_EQ(plan::model_kv_bytes_per_token(a, tensor::DType::kBF16), 28 * 2 * 4 * 128 * 2);
+}
+
+TEST(GenericArchitecture, ModelledFamiliesKeepTheirParser) {
+  const Architecture a = load_any_architecture(config("llama-3.1-8b"));
+  EXPECT_TRUE(a.modelled);
+  EXPECT_EQ(a.family, "llama");
+}
+
+TEST(GenericArchitecture, NestedTextConfigPatternsAndBadInput) {
+  nlohmann::json c = {{"architectures", {"Gemma3ForConditionalGeneration"}},
+                      {"model_type", "gemma3"},
+                      {"vision_config", {{"hidden_size", 8}}},
+                      {"text_config",
+                       {{"model_type", "gemma3_text"},
+                        {"hidden_size", 64},
+                        {"num_hidden_layers", 6},
+                        {"num_attention_heads", 4},
+                        {"num_key_value_heads", 1},
+                        {"head_dim", 32},
+                        {"sliding_window", 16},
+                        {"sliding_window_pattern", 3},
+                        {"vocab_size", 100}}}};
+  Architecture a = describe_architecture(c, "config.json");
+  EXPECT_EQ(a.family, "gemma3");
+  EXPECT_TRUE(a.has_vision);
+  EXPECT_EQ(a.text.attn.head_dim, 32);
+  ASSERT_EQ(a.text.layer_kinds.size(), 6u);
+  EXPECT_EQ(a.text.layer_kind(1), LayerKind::kSliding);
+  EXPECT_EQ(a.text.layer_kind(2), LayerKind::kFull);  // every 3rd layer full
+  EXPECT_EQ(a.text.layer_kind(5), LayerKind::kFull);
+
+  c["text_config"]["layer_types"] = {"full_attention", "linear_attention"};  // 2 for 6 layers
+  try {
+    describe_architecture(c, "config.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("text_config.layer_types: has 2 entries for 6"), std::string::npos)
+        << e.what();
+  }
+  c["text_config"].erase("layer_types");
+  c["text_config"]["num_hidden_layers"] = 2147483647;  // shared/reproducers/cfg_layers_2e31
+  EXPECT_THROW(describe_architecture(c, "config.json"), InputError);
+  c["text_config"].erase("hidden_size");
+  try {
+    describe_architecture(c, "config.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("text_config.hidden_size: missing"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace h0::model
