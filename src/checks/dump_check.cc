@@ -5,7 +5,7 @@
 //   - id: my-model/dumps
 //     kind: dump
 //     golden: dumps/reference        # directories of .safetensors, files paired by name
-//     actual: dumps/platform
+//     actual: dumps/platform         # or an msprobe dump directory (dump.json, dump_tensor_data/)
 //     map: dumps/names.yaml          # optional: {names: {golden: actual}, prefixes: {...}}
 //     tolerance: {cosine_min: 0.9999, rel_l2_max: 0.01}
 #include "checks/dump_check.h"

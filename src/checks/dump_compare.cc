@@ -1,6 +1,8 @@
 #include "checks/dump_compare.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <filesystem>
 #include <optional>
 #include <system_error>
@@ -8,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/error.h"
+#include "checks/msprobe_dump.h"
 #include "io/safetensors_reader.h"
 #include "suite/location.h"
 
@@ -48,6 +51,73 @@ std::vector<std::string> execution_order(const io::SafetensorsFile& f) {
 bool is_probe(const io::SafetensorsFile& f, const std::string& name) {
   const io::TensorEntry* e = f.find(name);
   return e != nullptr && tensor::is_float(e->dtype) && name.rfind("greedy_", 0) != 0;
+}
+
+// Max, min and mean relative to the golden's range, the norm relative to its norm.
+ProbeRow stats_row(const std::string& name, const TensorStats& a, const TensorStats& g, double tol) {
+  const double range = std::max({std::fabs(g.max), std::fabs(g.min), 1e-30});
+  const double diffs[] = {std::fabs(a.max - g.max), std::fabs(a.min - g.min), std::fabs(a.mean - g.mean),
+                          std::fabs(a.norm - g.norm)};
+  const double rel[] = {diffs[0] / range, diffs[1] / range, diffs[2] / range, diffs[3] / std::max(g.norm, 1e-30)};
+  ProbeRow r;
+  r.name = name;
+  r.cosine = NAN;
+  r.max_abs_err = *std::max_element(std::begin(diffs), std::end(diffs));
+  r.rel_l2 = *std::max_element(std::begin(rel), std::end(rel));
+  r.ok = r.rel_l2 <= tol;
+  r.statistics = true;
+  return r;
+}
+
+// The golden file an msprobe dump (one forward pass) is compared with: the only one, else the
+// one whose prompt has as many tokens as the dump's embedding output.
+std::string golden_for_msprobe(const std::string& golden_dir, const MsprobeDump& a) {
+  const std::vector<std::string> files = dump_files(golden_dir);
+  if (files.size() == 1) return files[0];
+  int64_t tokens = -1;
+  for (const auto& p : a.probes) {
+    if (p.name.size() >= 12 && p.name.compare(p.name.size() - 12, 12, "embed_tokens") == 0 && p.shape.size() >= 2)
+      tokens = p.shape[p.shape.size() - 2];
+  }
+  std::vector<std::string> matching;
+  for (const auto& f : files) {
+    const io::SafetensorsFile g = io::SafetensorsFile::open((fs::path(golden_dir) / f).string());
+    const io::TensorEntry* ids = g.find("input_ids");
+    if (ids != nullptr && !ids->shape.empty() && ids->shape.back() == tokens) matching.push_back(f);
+  }
+  if (matching.size() == 1) return matching[0];
+  throw InputError(golden_dir, std::to_string(matching.size()) + " of its " + std::to_string(files.size()) +
+                                   " golden files have the msprobe dump's " + std::to_string(tokens) +
+                                   " tokens: give a directory holding the one golden of that prompt");
+}
+
+// An msprobe dump (`actual_dir`) against dump_hf.py's golden: every golden probe in execution
+// order, by tensor where the dump holds tensors, else by statistics.
+DumpComparison compare_msprobe(const std::string& golden_dir, const std::string& actual_dir, const NameMap& map,
+                               double cosine_min, double rel_l2_max) {
+  const MsprobeDump a = read_msprobe_dump(actual_dir);
+  DumpComparison out;
+  DumpFileResult r;
+  r.file = golden_for_msprobe(golden_dir, a);
+  const io::SafetensorsFile g = io::SafetensorsFile::open((fs::path(golden_dir) / r.file).string());
+  for (const std::string& probe : execution_order(g)) {
+    if (!is_probe(g, probe)) continue;
+    const MsprobeProbe* p = a.find(map.map(probe));
+    if (p == nullptr || (!p->tensor && !p->stats)) {
+      r.unmatched.push_back(probe);
+      continue;
+    }
+    const tensor::Tensor golden = g.get(probe);
+    if (p->tensor) {
+      ProbeReport one = compare_probes({{probe, *p->tensor}}, g, cosine_min, rel_l2_max);
+      r.report.rows.push_back(one.rows.at(0));
+    } else {
+      r.report.rows.push_back(stats_row(probe, *p->stats, stats_of(golden), rel_l2_max));
+    }
+    if (!r.report.rows.back().ok && r.report.first_divergent < 0) r.report.first_divergent = int(r.report.rows.size() - 1);
+  }
+  out.files.push_back(std::move(r));
+  return out;
 }
 
 }  // namespace
@@ -102,6 +172,7 @@ nlohmann::json DumpComparison::to_json() const {
 
 DumpComparison compare_dump_dirs(const std::string& golden_dir, const std::string& actual_dir, const NameMap& map,
                                  double cosine_min, double rel_l2_max) {
+  if (is_msprobe_dump(actual_dir)) return compare_msprobe(golden_dir, actual_dir, map, cosine_min, rel_l2_max);
   DumpComparison out;
   const std::vector<std::string> actual_files = dump_files(actual_dir);
   for (const std::string& name : dump_files(golden_dir)) {

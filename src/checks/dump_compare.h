@@ -38,6 +38,9 @@ struct DumpComparison {
   nlohmann::json to_json() const;
 };
 
+// `actual_dir` may also be an msprobe dump (checks/msprobe_dump.h): its module entries are the
+// probes, named as HF's modules, compared with the golden file of the same prompt by tensor, or
+// by statistics (max, min, mean, norm within rel_l2_max) when the dump holds statistics only.
 // Throws InputError when a directory does not exist or holds no .safetensors file.
 DumpComparison compare_dump_dirs(const std::string& golden_dir, const std::string& actual_dir, const NameMap& map,
                                  double cosine_min, double rel_l2_max);

@@ -139,7 +139,12 @@ std::string ProbeReport::first_divergence() const {
 nlohmann::json ProbeReport::to_json() const {
   nlohmann::json probes = nlohmann::json::array();
   for (const ProbeRow& r : rows) {
-    probes.push_back({{"name", r.name}, {"cosine", r.cosine}, {"max_abs_err", r.max_abs_err}, {"rel_l2", r.rel_l2}, {"ok", r.ok}});
+    probes.push_back({{"name", r.name},
+                      {"cosine", r.cosine},
+                      {"max_abs_err", r.max_abs_err},
+                      {"rel_l2", r.rel_l2},
+                      {"ok", r.ok},
+                      {"compared", r.statistics ? "statistics" : "tensor"}});
   }
   nlohmann::json j = {{"probes", probes}};
   if (first_divergent >= 0) {

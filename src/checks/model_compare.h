@@ -38,6 +38,9 @@ struct ProbeRow {
   std::string name;
   double cosine = 0, max_abs_err = 0, rel_l2 = 0;
   bool ok = true;
+  // Compared by statistics only (a dump without tensors): cosine is NaN, max_abs_err the largest
+  // difference of max/min/mean/norm, rel_l2 the largest relative one (checks/msprobe_dump.h).
+  bool statistics = false;
 };
 struct ProbeReport {
   std::vector<ProbeRow> rows;  // in execution order; probes the golden lacks are skipped

@@ -269,7 +269,8 @@ class PickleMachine {
   uint64_t le_bytes(int n) { return le(reinterpret_cast<const std::byte*>(bytes(size_t(n)).data()), n); }
   std::string line() {
     const size_t end = code_.find('\n', at_);
-    if (end == std::string_view::npos || end - at_ > 200) throw InputError(where_, "a malformed GLOBAL");
+    if (end == std::string_view::npos) throw InputError(where_, "the pickle ends inside a GLOBAL");
+    if (end - at_ > 200) throw InputError(where_, "a malformed GLOBAL (a name over 200 bytes)");
     std::string s(code_.substr(at_, end - at_));
     at_ = end + 1;
     return s;

@@ -18,13 +18,7 @@ namespace h0 {
 namespace {
 
 using test::run_harness;
-
-std::map<std::string, nlohmann::json> stages_of(const std::string& json_text) {
-  std::map<std::string, nlohmann::json> out;
-  const auto j = nlohmann::json::parse(json_text);
-  for (const auto& s : j["stages"]) out[s["id"].get<std::string>()] = s;
-  return out;
-}
+using test::stages_of;
 
 // A platform whose service is the strict fake engine replaying `golden`.
 std::string engine_platform(const test::TempDir& dir, const std::string& model,
@@ -141,11 +135,9 @@ TEST(Day0Engine, WithoutGoldensTheTextStageIsNotCompared) {
 // is not run (it reads the checkpoint's headers), never a guess.
 TEST(Day0Engine, ConfigOnlyDryRunOfAnUnmodelledFamily) {
   test::TempDir dir;
-  std::filesystem::create_directories(dir.file("gpt-oss-120b"));
-  std::filesystem::copy_file(test::source_path("tests/data/configs/gpt-oss-120b.json"),
-                             dir.file("gpt-oss-120b/config.json"));
-  const auto r = run_harness("day0 --json --no-db --no-report --dry-run --model " +
-                             dir.file("gpt-oss-120b") + " --mesh tp=8");
+  const auto r = run_harness(
+      "day0 --json --no-db --no-report --dry-run --mesh tp=8 --model " +
+      test::config_only_model(dir, "tests/data/configs/gpt-oss-120b.json", "gpt-oss-120b"));
   EXPECT_EQ(r.code, 1) << r.err;
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages["config"]["status"], "pass");

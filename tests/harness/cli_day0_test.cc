@@ -18,13 +18,7 @@ namespace h0 {
 namespace {
 
 using test::run_harness;
-
-std::map<std::string, nlohmann::json> stages_of(const std::string& json_text) {
-  std::map<std::string, nlohmann::json> out;
-  const auto j = nlohmann::json::parse(json_text);
-  for (const auto& s : j["stages"]) out[s["id"].get<std::string>()] = s;
-  return out;
-}
+using test::stages_of;
 
 TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   test::TempDir dir;
@@ -167,13 +161,12 @@ TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
 // weights run, the rest are reported as not run.
 TEST(Day0, DryRunOfAConfigOnlyLargeModel) {
   test::TempDir dir;
-  std::filesystem::create_directories(dir.file("deepseek-v3"));
-  std::filesystem::copy_file(test::source_path("tests/data/configs/deepseek-v3.json"),
-                             dir.file("deepseek-v3/config.json"));
+  const std::string model =
+      test::config_only_model(dir, "tests/data/configs/deepseek-v3.json", "deepseek-v3");
   std::ofstream(dir.file("h200.yaml"))
       << "platform: h200\nbackend: reference\ndevice_memory: 141GiB\n";
   const auto r =
-      run_harness("day0 --json --no-db --no-report --dry-run --model " + dir.file("deepseek-v3") +
+      run_harness("day0 --json --no-db --no-report --dry-run --model " + model +
                   " --mesh tp=8,pp=2,ep=16 --platform " + dir.file("h200.yaml"));
   EXPECT_EQ(r.code, 1) << r.err;  // not every stage ran
   auto stages = stages_of(r.out);

@@ -4,7 +4,10 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <iterator>
 #include <string>
 
@@ -36,6 +39,21 @@ inline Result run_shell(const std::string& command) {
 // Runs `harness ARGS` from the source tree root; `launcher` (e.g. "mpirun -np 2 ") goes before it.
 inline Result run_harness(const std::string& args, const std::string& launcher = "") {
   return run_shell(launcher + std::string(H0_HARNESS_BIN) + " " + args);
+}
+
+// `harness day0 --json`'s stages by id.
+inline std::map<std::string, nlohmann::json> stages_of(const std::string& json_text) {
+  std::map<std::string, nlohmann::json> out;
+  const auto j = nlohmann::json::parse(json_text);
+  for (const auto& s : j["stages"]) out[s["id"].get<std::string>()] = s;
+  return out;
+}
+
+// A model directory in `dir` holding only `config` (a path in the source tree) as config.json.
+inline std::string config_only_model(const TempDir& dir, const std::string& config, const std::string& name) {
+  std::filesystem::create_directories(dir.file(name));
+  std::filesystem::copy_file(source_path(config), dir.file(name + "/config.json"));
+  return dir.file(name);
 }
 
 }  // namespace h0::test
