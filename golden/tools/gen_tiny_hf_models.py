@@ -9,11 +9,14 @@ AutoModelForCausalLM.from_config(cfg) (transformers' own _init_weights), then ev
 that init leaves constant (norm weights of ones or zeros, zero biases) gets a seeded normal
 offset so that a reader that drops a bias or a norm weight is caught (turn it off with
 --plain-init), model.to(torch.bfloat16) and save_pretrained(dir, safe_serialization=True),
-which writes config.json, generation_config.json and model.safetensors.  The tokenizer is
-tiny-llama's (configs/models/tiny-llama: tokenizer.json, tokenizer_config.json, copied
-byte for byte: vocabulary 1024, <|begin_of_text|> 1019 = bos, <|eot_id|> 1023 = eos, a Llama-3
-style chat template); config.json's bos/eos follow it, pad is <|end_of_text|> 1020 (the tokenizer
-names no pad token; 1020 is a special token the chat template never emits).
+which writes config.json, generation_config.json and model.safetensors.  The tokenizer
+(tokenizer.json, tokenizer_config.json, copied byte for byte; vocabulary 1024) is tiny-llama's
+for tiny-gemma3 and tiny-gpt-oss (<|begin_of_text|> 1019 = bos, <|eot_id|> 1023 = eos, a Llama-3
+style chat template; config.json's pad is <|end_of_text|> 1020: the tokenizer names no pad token)
+and tiny-qwen3-moe's for tiny-qwen2-moe (ChatML template, no bos token, <|im_end|> 1021 = eos,
+<|endoftext|> 1019 = pad; config.json's bos is 1019 as in Qwen's own configs).  A Qwen-family model
+needs the ChatML template: `transformers serve` picks its Qwen response parser by model_type,
+and with a Llama-3 template that parser leaves the prompt's assistant header in the answer.
 
 Each checkpoint is loaded back (AutoModelForCausalLM.from_pretrained, f32, eager) and generates.
 
@@ -44,13 +47,19 @@ import torch
 from transformers import AutoModelForCausalLM, GenerationConfig
 
 ROOT = Path(__file__).resolve().parents[2]
-TOKENIZER_DIR = ROOT / "configs" / "models" / "tiny-llama"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
-BOS, EOS, PAD = 1019, 1023, 1020
+# name -> (the tokenizer's directory, bos, eos, pad ids for config.json)
+LLAMA3_TOKENIZER = ("tiny-llama", 1019, 1023, 1020)
+QWEN_TOKENIZER = ("tiny-qwen3-moe", 1019, 1021, 1019)
+TOKENIZERS = {"tiny-gemma3": LLAMA3_TOKENIZER, "tiny-qwen2-moe": QWEN_TOKENIZER, "tiny-gpt-oss": LLAMA3_TOKENIZER}
 SEED = 0
-COMMON = dict(vocab_size=1024, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-              intermediate_size=128, max_position_embeddings=2048, bos_token_id=BOS, eos_token_id=EOS,
-              pad_token_id=PAD)
+
+
+def common(name: str) -> dict:
+    _, bos, eos, pad = TOKENIZERS[name]
+    return dict(vocab_size=1024, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                intermediate_size=128, max_position_embeddings=2048, bos_token_id=bos, eos_token_id=eos,
+                pad_token_id=pad)
 
 
 def configs():
@@ -58,15 +67,15 @@ def configs():
 
     return {
         "tiny-gemma3": Gemma3TextConfig(
-            **COMMON, head_dim=32, query_pre_attn_scalar=24, sliding_window=4,
+            **common("tiny-gemma3"), head_dim=32, query_pre_attn_scalar=24, sliding_window=4,
             layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=False,
             initializer_range=0.1),
         "tiny-qwen2-moe": Qwen2MoeConfig(
-            **COMMON, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+            **common("tiny-qwen2-moe"), num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
             shared_expert_intermediate_size=64, decoder_sparse_step=1, norm_topk_prob=False,
             tie_word_embeddings=True, initializer_range=0.2),
         "tiny-gpt-oss": GptOssConfig(
-            **{**COMMON, "intermediate_size": 32}, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
+            **{**common("tiny-gpt-oss"), "intermediate_size": 32}, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
             sliding_window=4, layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=True,
             initializer_range=0.2,
             rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 8.0, "beta_fast": 32.0,
@@ -96,21 +105,22 @@ def build(name: str, cfg, out: Path, plain: bool) -> None:
         shutil.rmtree(out)
     model.save_pretrained(out, safe_serialization=True)
     for f in TOKENIZER_FILES:
-        shutil.copyfile(TOKENIZER_DIR / f, out / f)
+        shutil.copyfile(ROOT / "configs" / "models" / TOKENIZERS[name][0] / f, out / f)
     size = sum(f.stat().st_size for f in out.iterdir())
     print(f"{out}: {type(model).__name__}, {sum(p.numel() for p in model.parameters())} parameters, "
           f"{size} bytes; offset {len(touched)} constant parameters: {touched}")
 
 
 @torch.no_grad()
-def check(out: Path) -> None:
+def check(name: str, out: Path) -> None:
     from transformers import AutoTokenizer
 
     model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32, attn_implementation="eager").eval()
     tok = AutoTokenizer.from_pretrained(out)
     ids = tok.apply_chat_template([{"role": "user", "content": "Hello! Who are you?"}], add_generation_prompt=True,
                                   tokenize=True, return_dict=True, return_tensors="pt")
-    gc = GenerationConfig(do_sample=False, max_new_tokens=8, eos_token_id=EOS, pad_token_id=EOS)
+    eos = TOKENIZERS[name][2]
+    gc = GenerationConfig(do_sample=False, max_new_tokens=8, eos_token_id=eos, pad_token_id=eos)
     seq = model.generate(**ids, generation_config=gc)[0, ids["input_ids"].shape[1]:].tolist()
     logits = model(**ids).logits[0, -1]
     top2 = torch.topk(torch.log_softmax(logits.float(), -1), 2).values
@@ -131,7 +141,7 @@ def main() -> None:
             continue
         out = Path(args.out) / name
         build(name, cfg, out, args.plain_init)
-        check(out)
+        check(name, out)
 
 
 if __name__ == "__main__":

@@ -114,6 +114,11 @@ class E2eCase final : public PreparedCase {
         if (!known) notes.push_back(what + ": " + v.message);  // once, not per mode
       }
     };
+    for (const auto& r : results) {  // the dialect's leniencies that applied
+      for (const auto& n : r.notes) {
+        if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+      }
+    }
     double max_logprob_diff = 0;
     if (results.size() == 2)
       judge(compare_responses(results[0], results[1]), "streamed vs not streamed");
@@ -122,7 +127,7 @@ class E2eCase final : public PreparedCase {
       if (spec_.compare != "none")
         judge(compare_prompt(spec_.req.golden, results[i]), mode + " prompt");
       if (spec_.compare == "exact")
-        judge(compare_exact(spec_.req.golden, results[i], tok), mode + " vs golden");
+        judge(compare_exact(spec_.req.golden, results[i], tok, spec_.streams[i]), mode + " vs golden");
       if (spec_.compare == "logprobs") {
         const Verdict v = compare_logprobs(spec_.req.golden, results[i], spec_.logprob_atol);
         max_logprob_diff = std::max(max_logprob_diff, v.max_logprob_diff);

@@ -23,9 +23,12 @@ struct Verdict {
 
 // Token ids (when the server returned them) and text equal to the golden's; the finish reason too.
 // Without ids in the response the text decides, and `tok` (the model's tokenizer, optional)
-// names the golden token where the texts part.
+// names the golden token where the texts part; for a `streamed` answer a trailing U+FFFD that
+// one side lacks (an incomplete character the stream held back) is no difference.
 Verdict compare_exact(const nlohmann::json& golden, const service::Result& r,
-                      const model::Tokenizer* tok = nullptr);
+                      const model::Tokenizer* tok = nullptr, bool streamed = false);
+// `text` without its trailing U+FFFD characters.
+std::string without_replacement_tail(std::string text);
 // check_logprobs_close, plus |logprob - golden logprob| <= atol at every matched position.
 Verdict compare_logprobs(const nlohmann::json& golden, const service::Result& r, double atol);
 // The prompt as the service tokenized it (vLLM's prompt_token_ids, when returned) against the

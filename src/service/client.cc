@@ -175,6 +175,7 @@ std::string no_proxy_list() {
 // Limits of one attempt, in seconds (≤ 0: none).
 struct Limits {
   double connect_s, total_s, idle_s;
+  bool done_required = true;  // a stream must end in data: [DONE] (else: after a finish_reason)
 };
 
 // One HTTP exchange: fills `result` (outcome, error, status, timing and, for completions, the
@@ -291,6 +292,9 @@ bool attempt(const ClientOptions& options, const std::string& path, const std::s
     result->error =
         stream ? "stream ended after " + count(t.sse.events(), "chunk") + " without [DONE]: " + why
                : "response cut after " + count(t.bytes, "byte") + ": " + why;
+  } else if (stream && !t.sse.done() && !limits.done_required && !t.sse.partial()) {
+    result->outcome = Outcome::kOk;  // finish_completion still asks for a finish_reason
+    result->notes.push_back("the stream ended without data: [DONE]");
   } else if (stream && !t.sse.done()) {
     result->outcome = Outcome::kProtocol;
     result->error = "stream ended after " + count(t.sse.events(), "chunk") + " without [DONE]" +
@@ -413,7 +417,8 @@ Result Client::models(std::vector<std::string>* ids) {
 Result Client::complete(const Request& request) {
   bool chat = !request.messages.empty();
   std::string post = dump(request_body(request));
-  Limits limits{options_.connect_timeout_s, options_.request_timeout_s, options_.idle_timeout_s};
+  Limits limits{options_.connect_timeout_s, options_.request_timeout_s, options_.idle_timeout_s,
+                request.dialect.done_marker};
   std::string raw;
   return exchange(options_, chat ? "/v1/chat/completions" : "/v1/completions", &post,
                   chat ? Kind::kChat : Kind::kCompletion, request.stream, limits, options_.retries,

@@ -102,6 +102,7 @@ struct Result {
   double e2e_s = -1;                   // request sent → last byte
   std::vector<double> chunk_arrival_s; // streaming: arrival of each content-bearing chunk
   std::string body_tail;               // the last ≤ 2 KiB of the body, as evidence on errors
+  std::vector<std::string> notes;      // leniencies of the dialect that applied (a missing [DONE])
 
   bool ok() const { return outcome == Outcome::kOk; }
 };

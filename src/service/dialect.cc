@@ -11,6 +11,7 @@ nlohmann::json Dialect::to_json() const {
           {"ignore_eos", ignore_eos},
           {"top_k", top_k},
           {"id_prompts", id_prompts},
+          {"done_marker", done_marker},
           {"how", how}};
 }
 
@@ -23,6 +24,7 @@ Dialect Dialect::from_json(const nlohmann::json& j) {
   d.ignore_eos = j.value("ignore_eos", d.ignore_eos);
   d.top_k = j.value("top_k", d.top_k);
   d.id_prompts = j.value("id_prompts", d.id_prompts);
+  d.done_marker = j.value("done_marker", d.done_marker);
   d.how = j.value("how", d.how);
   return d;
 }
@@ -38,7 +40,7 @@ std::optional<Dialect> dialect_named(std::string_view name) {
   }
   if (name == "openai") {
     d.name = "openai";
-    d.return_token_ids = d.tokens_as_ids = d.ignore_eos = d.top_k = false;
+    d.return_token_ids = d.tokens_as_ids = d.ignore_eos = d.top_k = d.done_marker = false;
     return d;
   }
   return std::nullopt;
@@ -90,7 +92,7 @@ Dialect probe_dialect(Client& client, const std::string& model) {
       // Accepted but not honoured: an engine that ignores unknown fields returns no ids.
       if (found.return_token_ids && r.token_ids.empty()) {
         found.name = "openai";
-        found.return_token_ids = found.tokens_as_ids = false;
+        found.return_token_ids = found.tokens_as_ids = found.done_marker = false;
         seen += "extension fields accepted, no token ids returned; ";
       }
       answered = true;

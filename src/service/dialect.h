@@ -21,6 +21,9 @@ struct Dialect {
   bool ignore_eos = true;        // vLLM, SGLang: generate max_tokens past the end token
   bool top_k = true;             // vLLM, SGLang
   bool id_prompts = true;        // /v1/completions takes a prompt of token ids (OpenAI's spec)
+  // A stream ends with `data: [DONE]` (vLLM, SGLang). Not in the generic openai dialect: a stream
+  // closed after its finish_reason chunk is complete there (transformers serve sends no [DONE]).
+  bool done_marker = true;
   std::string how = "default";   // "platform file", or what the probe saw
 
   nlohmann::json to_json() const;

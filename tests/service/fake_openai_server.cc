@@ -26,8 +26,8 @@
 //                     another gets its 4th token changed (id + 1)
 // --strict: as `transformers serve` (FastAPI, extra fields forbidden): a request field outside
 // the documented OpenAI set is answered 422 {"detail": "Unexpected fields in the request:
-// {...}"}; /v1/completions takes only a string prompt (422 otherwise); no logprobs and no token
-// ids in any answer. --golden-dir D [--tokenizer F] [--corrupt-at N]: a request equal to a
+// {...}"}; /v1/completions takes only a string prompt (400 otherwise); no logprobs and no token
+// ids in any answer; a stream carries its usage in the last chunk and ends without [DONE]. --golden-dir D [--tokenizer F] [--corrupt-at N]: a request equal to a
 // golden's (golden/e2e format: chat messages, or a completion whose prompt is the golden's text
 // or tokenizes to its prompt_token_ids with F) gets the golden's answer (its token ids, its text;
 // streamed token by token when F is given), with token N replaced (id + 1, text re-decoded) under
@@ -461,7 +461,12 @@ void stream_response(int fd, const Generation& g) {
     }
     json next = chunk;
     next["choices"] = {choice_json(g, i, i + 1, true, i + 1 == g.tokens.size())};
+    if (g_flags.strict && i + 1 == g.tokens.size()) next["usage"] = usage_json(g);  // in the last chunk
     if (!send_event(fd, next)) return;
+  }
+  if (g_flags.strict) {  // as transformers serve: no usage chunk, no [DONE]; the stream just closes
+    send_chunk(fd, "");
+    return;
   }
   if (g.usage_chunk) {
     json usage = chunk;
@@ -492,7 +497,7 @@ void completion(int fd, const HttpRequest& request, bool chat) {
       return;
     }
     if (!chat && !body["prompt"].is_string()) {
-      respond(fd, 422, {{"detail", "prompt: Input should be a valid string"}});
+      respond(fd, 400, {{"detail", "prompt must be a string."}});
       return;
     }
   }
