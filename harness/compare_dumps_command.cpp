@@ -43,6 +43,7 @@ int run_compare_dumps(const DumpOptions& opt) {
       }
     }
     for (const auto& u : f.unmatched) std::printf("  %-56s (no actual tensor)\n", u.c_str());
+    for (const auto& u : f.not_dumped) std::printf("  %-56s (not in the msprobe dump's scope)\n", u.c_str());
     if (f.report.first_divergent >= 0) std::printf("  first divergence: %s\n", f.report.first_divergence().c_str());
   }
   for (const auto& m : c.missing_files) std::printf("%s: no file of that name in %s\n", m.c_str(), opt.actual.c_str());

@@ -103,7 +103,11 @@ DumpComparison compare_msprobe(const std::string& golden_dir, const std::string&
   for (const std::string& probe : execution_order(g)) {
     if (!is_probe(g, probe)) continue;
     const MsprobeProbe* p = a.find(map.map(probe));
-    if (p == nullptr || (!p->tensor && !p->stats)) {
+    if (p == nullptr) {
+      r.not_dumped.push_back(probe);
+      continue;
+    }
+    if (!p->tensor && !p->stats) {  // in the dump, but neither its tensor nor its statistics
       r.unmatched.push_back(probe);
       continue;
     }
@@ -165,6 +169,7 @@ nlohmann::json DumpComparison::to_json() const {
     nlohmann::json fj = f.report.to_json();
     fj["file"] = f.file;
     fj["unmatched"] = f.unmatched;
+    if (!f.not_dumped.empty()) fj["not_dumped"] = f.not_dumped;
     j["files"].push_back(fj);
   }
   return j;

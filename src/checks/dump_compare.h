@@ -29,6 +29,9 @@ struct DumpFileResult {
   std::string file;
   ProbeReport report;
   std::vector<std::string> unmatched;  // golden probes with no actual tensor
+  // An msprobe dump: golden probes outside the dump's scope (its `list` / `scope` config left
+  // them out). Reported, not failing: what was compared is listed, and at least one probe must be.
+  std::vector<std::string> not_dumped;
 };
 struct DumpComparison {
   std::vector<DumpFileResult> files;

@@ -44,6 +44,18 @@ std::vector<int64_t> response_ids(const service::Result& r) {
 
 }  // namespace
 
+// Up to `n` bytes of `text` from byte `at`, both ends moved back to a character's first byte, so
+// an excerpt of a model's text never splits a UTF-8 sequence.
+static std::string excerpt(const std::string& text, size_t at, size_t n) {
+  auto boundary = [&](size_t i) {
+    i = std::min(i, text.size());
+    while (i > 0 && i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) --i;
+    return i;
+  };
+  const size_t begin = boundary(at), end = boundary(at + n);
+  return text.substr(begin, end > begin ? end - begin : 0);
+}
+
 std::string without_replacement_tail(std::string text) {
   while (text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0) text.resize(text.size() - 3);
   return text;
@@ -89,8 +101,7 @@ Verdict compare_exact(const nlohmann::json& golden, const service::Result& r,
     v.message = "text differs from the golden at " +
                 (token >= 0 ? "token " + std::to_string(token) + " (byte " + std::to_string(d) + ")"
                             : "byte " + std::to_string(d)) +
-                ": got \"" + r.text.substr(size_t(d), 40) + "\", golden \"" +
-                text.substr(std::min(text.size(), size_t(d)), 40) + "\"";
+                ": got \"" + excerpt(answer, size_t(d), 40) + "\", golden \"" + excerpt(text, size_t(d), 40) + "\"";
     return v;
   }
   const std::string reason = golden.value("finish_reason", "");
@@ -201,9 +212,8 @@ Verdict compare_responses(const service::Result& a, const service::Result& b) {
   if (const int64_t d = first_difference(ta, tb); d >= 0) {
     v.pass = false;
     v.first_difference = d;
-    v.message = "text differs at byte " + std::to_string(d) + ": \"" +
-                a.text.substr(size_t(d), 40) + "\" vs \"" +
-                b.text.substr(std::min(b.text.size(), size_t(d)), 40) + "\"";
+    v.message = "text differs at byte " + std::to_string(d) + ": \"" + excerpt(ta, size_t(d), 40) +
+                "\" vs \"" + excerpt(tb, size_t(d), 40) + "\"";
   }
   return v;
 }

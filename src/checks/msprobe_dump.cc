@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -36,17 +37,28 @@ std::string find_dump_json(const std::string& dir) {
   return found.empty() ? "" : found.front();
 }
 
+// msprobe writes Python's json: the statistics of a masked tensor are the bare tokens -Infinity,
+// Infinity and NaN, which JSON has not. Outside strings they become null (no statistic); JSON
+// nested deeper than kMaxJsonDepth is refused before the (recursive) parser sees it.
 ordered parse_dump_json(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(file, "cannot open");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  text.reserve(raw.size());
   int depth = 0;
   bool quoted = false, escaped = false;
-  for (char c : text) {
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const char c = raw[i];
     if (quoted) {
-      escaped = !escaped && c == '\\';
-      if (c == '"' && !escaped) quoted = false;
-      if (c != '\\') escaped = false;
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        quoted = false;
+      }
+      text += c;
       continue;
     }
     if (c == '"') quoted = true;
@@ -54,6 +66,16 @@ ordered parse_dump_json(const std::string& file) {
       if (++depth > kMaxJsonDepth) throw InputError(file, "JSON nested deeper than " + std::to_string(kMaxJsonDepth));
     }
     if (c == ']' || c == '}') --depth;
+    bool replaced = false;
+    for (std::string_view token : {"-Infinity", "Infinity", "NaN"}) {
+      if (raw.compare(i, token.size(), token) == 0) {
+        text += "null";
+        i += token.size() - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) text += c;
   }
   try {
     return ordered::parse(text);
@@ -157,25 +179,21 @@ MsprobeDump read_msprobe_dump(const std::string& dir) {
     throw InputError(d.dump_json, "not an msprobe dump.json: no `data` object");
   d.task = j.value("task", "");
   const fs::path tensors = fs::path(d.dump_json).parent_path() / "dump_tensor_data";
-  for (const auto& [key, entry] : j["data"].items()) {
-    const auto probe = module_probe(key);
-    if (!probe || probe->second != 0 || d.find(probe->first) != nullptr) continue;  // the first call only
-    if (!entry.is_object()) throw InputError(d.dump_json, "data." + key + ": not an object");
-    const ordered* rec = entry.contains("output") ? first_tensor(entry["output"]) : nullptr;
-    if (rec == nullptr) continue;  // a module whose output holds no tensor
+  // One tensor record of entry `key` as the probe `name`.
+  auto probe_of = [&](const std::string& name, const std::string& key, const ordered& rec) {
     MsprobeProbe p;
-    p.name = probe->first;
+    p.name = name;
     p.entry = key;
-    if (rec->contains("shape") && (*rec)["shape"].is_array()) {
-      for (const auto& v : (*rec)["shape"]) {
+    if (rec.contains("shape") && rec["shape"].is_array()) {
+      for (const auto& v : rec["shape"]) {
         if (!v.is_number_integer() || v.get<int64_t>() < 0)
-          throw InputError(d.dump_json, "data." + key + ": output shape is not a list of sizes");
+          throw InputError(d.dump_json, "data." + key + ": shape is not a list of sizes");
         p.shape.push_back(v.get<int64_t>());
       }
     }
-    p.stats = record_stats(*rec);
+    p.stats = record_stats(rec);
     const std::string data_name =
-        rec->contains("data_name") && (*rec)["data_name"].is_string() ? (*rec)["data_name"].get<std::string>() : "";
+        rec.contains("data_name") && rec["data_name"].is_string() ? rec["data_name"].get<std::string>() : "";
     if (!data_name.empty() && data_name != "-1") {
       if (data_name.find("..") != std::string::npos || data_name.find('/') != std::string::npos)
         throw InputError(d.dump_json, "data." + key + ": data_name '" + data_name + "' is not a file name");
@@ -184,8 +202,25 @@ MsprobeDump read_msprobe_dump(const std::string& dir) {
         throw InputError(d.dump_json, "data." + key + ": data_name " + data_name + " is not in " + tensors.string());
       p.tensor = io::read_tensor_file(file.string());
     }
-    d.probes.push_back(std::move(p));
+    return p;
+  };
+  std::optional<MsprobeProbe> first_layer_input;  // the embedding's output, when it is not dumped
+  for (const auto& [key, entry] : j["data"].items()) {
+    const auto probe = module_probe(key);
+    if (!probe || probe->second != 0 || d.find(probe->first) != nullptr) continue;  // the first call only
+    if (!entry.is_object()) throw InputError(d.dump_json, "data." + key + ": not an object");
+    const ordered* rec = entry.contains("output") ? first_tensor(entry["output"]) : nullptr;
+    if (rec == nullptr) continue;  // a module whose output holds no tensor
+    d.probes.push_back(probe_of(probe->first, key, *rec));
+    const std::string& name = probe->first;
+    const size_t at = name.rfind("layers.0");
+    if (!first_layer_input && at != std::string::npos && at + 8 == name.size() && entry.contains("input_args")) {
+      if (const ordered* in = first_tensor(entry["input_args"])) {
+        first_layer_input = probe_of(name.substr(0, at) + "embed_tokens", key + " input.0", *in);
+      }
+    }
   }
+  if (first_layer_input && d.find(first_layer_input->name) == nullptr) d.probes.push_back(*first_layer_input);
   // The LM head's output is the model's logits, as dump_hf.py names them.
   if (d.find("logits") == nullptr) {
     if (const MsprobeProbe* head = d.find("lm_head")) {

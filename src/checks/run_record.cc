@@ -38,7 +38,7 @@ store::ResultData result_data(const CaseOutcome& outcome) {
   r.status = status_name(outcome.result.status);
   r.duration_s = outcome.result.duration_s;
   r.message = outcome.result.message;
-  r.details_json = outcome.result.details.dump();
+  r.details_json = outcome.result.details.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   r.metrics = outcome.result.metrics;
   r.profiles = outcome.result.profile;
   return r;

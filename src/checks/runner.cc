@@ -151,7 +151,10 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, 
     // "<case index>" or "<case index>\n<service info JSON>".
     const size_t newline = request.find('\n');
     ctx.set_service(newline == std::string::npos ? nlohmann::json() : nlohmann::json::parse(request.substr(newline + 1)));
-    return run_here(*cases[std::stoul(request.substr(0, newline))].prepared, ctx).to_json().dump();
+    // Invalid UTF-8 in a result (a model's text cut mid-character) is replaced, never thrown on.
+    return run_here(*cases[std::stoul(request.substr(0, newline))].prepared, ctx)
+        .to_json()
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   };
   std::unique_ptr<ServiceRegistry> services;  // started on the first case that needs one
 

@@ -152,6 +152,8 @@ class ZipArchive {
 struct Global {
   std::string module, name;
 };
+// _rebuild_tensor_v3 reads an untyped storage (counted in bytes) with a dtype value.
+constexpr const char* kUntyped = "UntypedStorage";
 struct Storage {
   DType dtype;
   std::string key;
@@ -168,6 +170,19 @@ struct RebuiltTensor {
 struct Value {
   std::variant<std::monostate, bool, int64_t, std::string, Tuple, Global, Storage, Mark, RebuiltTensor> v;
 };
+
+// torch.<name> as a dtype value (the last argument of _rebuild_tensor_v3).
+std::optional<DType> torch_dtype(const std::string& name) {
+  static const std::pair<const char*, DType> kDtypes[] = {
+      {"float32", DType::kF32},      {"float64", DType::kF64},        {"float16", DType::kF16},
+      {"bfloat16", DType::kBF16},    {"float8_e4m3fn", DType::kF8E4M3}, {"float8_e5m2", DType::kF8E5M2},
+      {"int64", DType::kI64},        {"int32", DType::kI32},          {"int8", DType::kI8},
+      {"uint8", DType::kU8},         {"bool", DType::kBool}};
+  for (const auto& [n, d] : kDtypes) {
+    if (name == n) return d;
+  }
+  return std::nullopt;
+}
 
 std::optional<DType> storage_dtype(const std::string& name) {
   static const std::pair<const char*, DType> kStorages[] = {
@@ -192,10 +207,16 @@ class PickleMachine {
         case 0x95: bytes(8); break;                   // FRAME
         case 'c': {                                   // GLOBAL
           Global g{line(), line()};
-          const bool rebuild = g.module == "torch._utils" && g.name == "_rebuild_tensor_v2";
+          const bool rebuild = g.module == "torch._utils" &&
+                               (g.name == "_rebuild_tensor_v2" || g.name == "_rebuild_tensor_v3");
           const bool dict = g.module == "collections" && g.name == "OrderedDict";
-          const bool storage = g.module == "torch" && storage_dtype(g.name).has_value();
-          if (!rebuild && !dict && !storage) {
+          const bool storage = (g.module == "torch" && storage_dtype(g.name).has_value()) ||
+                               (g.module == "torch.storage" && g.name == kUntyped);
+          const bool dtype = g.module == "torch" && torch_dtype(g.name).has_value();
+          if (g.module == "torch" && (g.name == "ShortStorage" || g.name == "int16" || g.name == "uint16")) {
+            fail(op, "a " + g.name + " tensor: 16-bit integers are not a dtype of this harness");
+          }
+          if (!rebuild && !dict && !storage && !dtype) {
             fail(op, "GLOBAL '" + g.module + " " + g.name + "' is not a tensor rebuild");
           }
           push(Value{g});
@@ -311,9 +332,13 @@ class PickleMachine {
     const auto* type = std::get_if<Global>(&(*t)[1].v);
     const auto* key = std::get_if<std::string>(&(*t)[2].v);
     const auto* numel = std::get_if<int64_t>(&(*t)[4].v);
-    if (!kind || *kind != "storage" || !type || !key || !numel || *numel < 0 || type->module != "torch")
+    if (!kind || *kind != "storage" || !type || !key || !numel || *numel < 0 ||
+        (type->module != "torch" && type->module != "torch.storage"))
       fail('Q', "a persistent id that is not ('storage', torch.<T>Storage, key, location, numel)");
-    return Value{Storage{*storage_dtype(type->name), *key, *numel}};
+    if (type->name == kUntyped) return Value{Storage{DType::kU8, *key, *numel}};  // numel: bytes
+    const std::optional<DType> d = storage_dtype(type->name);
+    if (!d) fail('Q', "a persistent id whose storage type is " + type->name);
+    return Value{Storage{*d, *key, *numel}};
   }
   Shape ints(const Value& v, const char* what) {
     const auto* t = std::get_if<Tuple>(&v.v);
@@ -331,11 +356,22 @@ class PickleMachine {
     const auto* a = std::get_if<Tuple>(&args.v);
     if (g == nullptr || a == nullptr) fail('R', "REDUCE of something that is not an allowed global");
     if (g->name == "OrderedDict") return Value{Tuple{}};
-    if (g->name != "_rebuild_tensor_v2" || a->size() < 6) fail('R', "a call that is not _rebuild_tensor_v2(storage, ...)");
+    const bool v3 = g->name == "_rebuild_tensor_v3";
+    if ((g->name != "_rebuild_tensor_v2" && !v3) || a->size() < (v3 ? 7u : 6u))
+      fail('R', "a call that is not _rebuild_tensor_v2/v3(storage, ...)");
     const auto* storage = std::get_if<Storage>(&(*a)[0].v);
     const auto* offset = std::get_if<int64_t>(&(*a)[1].v);
-    if (storage == nullptr || offset == nullptr || *offset < 0) fail('R', "_rebuild_tensor_v2 without a storage and offset");
-    RebuiltTensor t{*storage, *offset, ints((*a)[2], "size"), ints((*a)[3], "stride")};
+    if (storage == nullptr || offset == nullptr || *offset < 0) fail('R', "_rebuild_tensor without a storage and offset");
+    Storage st = *storage;
+    if (v3) {  // an untyped storage of bytes, and the dtype last
+      const auto* dtype = std::get_if<Global>(&(*a)[6].v);
+      const std::optional<DType> d = dtype ? torch_dtype(dtype->name) : std::nullopt;
+      if (!d) fail('R', "_rebuild_tensor_v3 without a dtype this harness has");
+      const int64_t elem = int64_t(tensor::dtype_size(*d));
+      if (st.numel % elem != 0) fail('R', "an untyped storage that is not whole elements");
+      st = Storage{*d, st.key, st.numel / elem};
+    }
+    RebuiltTensor t{st, *offset, ints((*a)[2], "size"), ints((*a)[3], "stride")};
     if (t.shape.size() != t.stride.size() || t.shape.size() > 8) fail('R', "size and stride of different ranks");
     return Value{t};
   }

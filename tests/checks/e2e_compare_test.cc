@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "model/unicode_text.h"
+
 namespace h0::checks {
 namespace {
 
@@ -50,6 +52,19 @@ TEST(E2eCompare, ExactNamesTheFirstDifference) {
   EXPECT_TRUE(text_only.pass);
   EXPECT_NE(text_only.message.find("compared the text"), std::string::npos) << text_only.message;
   EXPECT_FALSE(compare_exact(golden(), response({}, "abce")).pass);
+}
+
+// Texts that part inside a multi-byte character: the message quotes whole characters only (a
+// cut UTF-8 sequence in a result once aborted the case's worker when it was written as JSON).
+TEST(E2eCompare, MessagesNeverSplitACharacter) {
+  nlohmann::json g = {{"token_ids", nlohmann::json::array()}, {"text", "ab\xE5\x8D\x81" "cd"}};  // ab十cd
+  const Verdict v = compare_exact(g, response({}, "ab\xE5\x8D\x82" "cd"));           // ab卂cd
+  EXPECT_FALSE(v.pass);
+  EXPECT_FALSE(model::find_invalid_utf8(v.message).has_value()) << v.message;
+  EXPECT_NO_THROW((void)nlohmann::json(v.message).dump());
+  const Verdict r = compare_responses(response({}, "x\xE5\x8D\x81"), response({}, "x\xE5\x8D\x82"));
+  EXPECT_FALSE(r.pass);
+  EXPECT_FALSE(model::find_invalid_utf8(r.message).has_value()) << r.message;
 }
 
 // Without ids in the response, the model's tokenizer names the golden token where the texts part.

@@ -133,5 +133,30 @@ TEST(CliCompareDumps, MatchDivergeAndMap) {
   EXPECT_NE(suite.out.find("first divergence at model.layers.1.mlp"), std::string::npos) << suite.out;
 }
 
+// An engine's msprobe dump (mindstudio-probe on a transformers model, tests/data/msprobe) against
+// dump_hf.py's golden: no map; exit 0 when it matches, 1 naming the first divergent module, 2 for
+// a malformed dump naming the file.
+TEST(CliModel, CompareDumpsReadsMsprobeDumps) {
+  const std::string golden = "tests/data/msprobe/tiny-llama-hf";
+  const auto same = run_harness("compare-dumps " + golden + " tests/data/msprobe/tiny-llama-L0-tensor");
+  EXPECT_EQ(same.code, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("logits"), std::string::npos);
+  EXPECT_NE(same.out.find("(not in the msprobe dump's scope)"), std::string::npos) << same.out;
+  const auto stats = run_harness("compare-dumps " + golden + " tests/data/msprobe/tiny-llama-L0-statistics --json");
+  EXPECT_EQ(stats.code, 0) << stats.out;
+  EXPECT_NE(stats.out.find("\"compared\": \"statistics\""), std::string::npos);
+  const auto differ = run_harness("compare-dumps " + golden + " tests/data/msprobe/tiny-llama-L0-tensor-perturbed");
+  EXPECT_EQ(differ.code, 1);
+  EXPECT_NE(differ.out.find("first divergence: model.layers.1.mlp (layer model.layers.1, sublayer mlp)"),
+            std::string::npos)
+      << differ.out;
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.file("step0/rank0"));
+  std::ofstream(dir.file("step0/rank0/dump.json")) << "{\"data\": [";
+  const auto bad = run_harness("compare-dumps " + golden + " " + dir.path());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find(dir.file("step0/rank0/dump.json") + ": not JSON"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace h0
