@@ -1,8 +1,9 @@
 // kind: e2e_text and kind: e2e_image — one request to the platform's service (streamed, not
 // streamed, or both: then both must give the same tokens), judged against its golden
-// (compare: exact | logprobs) and/or an expectation (expect: {contains, regex}); metrics TTFT,
+// (compare: exact | logprobs | auto) and/or an expectation (expect: {contains, regex}); metrics TTFT,
 // TPOT, ITL and E2E latency of the streamed response.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <regex>
 
@@ -22,7 +23,9 @@ struct Expect {
 struct E2eSpec {
   E2eRequest req;
   std::vector<bool> streams;  // the modes to run, in order
-  std::string compare;        // exact | logprobs | none
+  std::string compare;        // exact | logprobs | auto | none
+  // auto: the logprobs rule (a parting only at a near tie) when the engine returns logprobs and
+  // ids, else exact; its logprob tolerance defaults to none (only the parting rule applies).
   double logprob_atol = 0.05;
   Expect expect;
 };
@@ -80,10 +83,13 @@ class E2eCase final : public PreparedCase {
     const model::Tokenizer* tok = tokenizer_of(spec_.req.model_dir);
     const bool ids = std::all_of(results.begin(), results.end(), has_token_ids);
     // What the verdict rests on, recorded with it.
-    std::string compared = spec_.compare == "none" ? "expectation" : ids ? "token ids, text" : "text";
-    if (spec_.compare == "logprobs") compared = "logprobs";
+    const bool logprobs = !results[0].tokens.empty() && results[0].tokens[0].logprob.has_value();
+    const std::string compare =
+        spec_.compare != "auto" ? spec_.compare : logprobs && ids ? "logprobs" : "exact";
+    std::string compared = compare == "none" ? "expectation" : ids ? "token ids, text" : "text";
+    if (compare == "logprobs") compared = "logprobs";
     out.details["compared"] = compared;
-    if (spec_.compare == "logprobs" && (results[0].tokens.empty() || !results[0].tokens[0].logprob)) {
+    if (compare == "logprobs" && !logprobs) {
       out.status = Status::kSkip;
       out.message =
           "not compared: the engine returns no logprobs, so compare: logprobs cannot be judged "
@@ -124,11 +130,11 @@ class E2eCase final : public PreparedCase {
       judge(compare_responses(results[0], results[1]), "streamed vs not streamed");
     for (size_t i = 0; i < results.size(); ++i) {
       const std::string mode = spec_.streams[i] ? "streamed" : "not streamed";
-      if (spec_.compare != "none")
+      if (compare != "none")
         judge(compare_prompt(spec_.req.golden, results[i]), mode + " prompt");
-      if (spec_.compare == "exact")
+      if (compare == "exact")
         judge(compare_exact(spec_.req.golden, results[i], tok, spec_.streams[i]), mode + " vs golden");
-      if (spec_.compare == "logprobs") {
+      if (compare == "logprobs") {
         const Verdict v = compare_logprobs(spec_.req.golden, results[i], spec_.logprob_atol);
         max_logprob_diff = std::max(max_logprob_diff, v.max_logprob_diff);
         judge(v, mode + " vs golden");
@@ -139,7 +145,7 @@ class E2eCase final : public PreparedCase {
         out.message = mode + ": " + why;
       }
     }
-    if (spec_.compare == "logprobs") out.metrics.push_back({"max_logprob_diff", max_logprob_diff});
+    if (compare == "logprobs") out.metrics.push_back({"max_logprob_diff", max_logprob_diff});
     // Latency of the streamed response (else of the plain one: e2e only).
     const service::Result& timed = spec_.streams.back() ? results.back() : results.front();
     const Latency l = latency_of(timed);
@@ -155,7 +161,7 @@ class E2eCase final : public PreparedCase {
     if (out.status == Status::kPass) {
       out.message =
           std::to_string(l.tokens) + " tokens" +
-          (spec_.compare == "none" ? "" : ", " + spec_.compare + " match with the golden (" + compared + ")") +
+          (compare == "none" ? "" : ", " + compare + " match with the golden (" + compared + ")") +
           (results.size() == 2 ? ", streamed == not streamed" : "");
       for (const auto& n : notes) out.message += "; " + n;
     }
@@ -186,14 +192,14 @@ E2eSpec parse_spec(const suite::Case& c) {
   }
   const bool golden = !s.req.golden.is_null();
   s.compare = field_string(c, "compare", golden ? "exact" : "none");
-  if (s.compare != "exact" && s.compare != "logprobs" && s.compare != "none") {
-    fail(c, case_field(c, "compare"), "compare must be one of: exact, logprobs, none");
+  if (s.compare != "exact" && s.compare != "logprobs" && s.compare != "auto" && s.compare != "none") {
+    fail(c, case_field(c, "compare"), "compare must be one of: exact, logprobs, auto, none");
   }
   if (s.compare != "none" && !golden)
     fail(c, case_field(c, "compare"), "compare: " + s.compare + " needs a `golden` file");
-  if (s.compare == "logprobs" && s.req.request.sampling.top_logprobs == 0)
+  if ((s.compare == "logprobs" || s.compare == "auto") && s.req.request.sampling.top_logprobs == 0)
     s.req.request.sampling.top_logprobs = 5;
-  s.logprob_atol = field_double(c, "logprob_atol", 0.05);
+  s.logprob_atol = field_double(c, "logprob_atol", s.compare == "auto" ? INFINITY : 0.05);
   if (const YAML::Node e = case_field(c, "expect"); e.IsDefined()) {
     if (!e.IsMap())
       fail(c, e, "expect must be a mapping {contains: ..., regex: ..., min_tokens: N}");
