@@ -273,7 +273,8 @@ int run_day0(const Day0Options& opt) {
   // The verdict: every stage passed; or every stage that could run for a family the executor
   // does not model passed (established at the service level); else not established (exit 1).
   const bool ready = passed == int(results.size());
-  const bool service_level = !ready && not_modelled > 0 && passed + not_modelled == int(results.size());
+  const bool service_level =
+      !ready && not_modelled > 0 && passed + not_modelled == int(results.size());
   const char* verdict = ready ? "established" : service_level ? "service_level" : "not_established";
   if (!mesh_run.root) {  // its share: the stages up to the mesh (rank 0 runs the service stages)
     for (const auto& r : results) {
@@ -339,7 +340,8 @@ int run_day0(const Day0Options& opt) {
           size_t(passed), results.size(), seconds, not_modelled, ctx.arch->family.c_str());
     } else {
       std::printf("Day-0 readiness %s: %zu of %zu stages passed in %.1f s.\n",
-                  ready ? "established" : "NOT established", size_t(passed), results.size(), seconds);
+                  ready ? "established" : "NOT established", size_t(passed), results.size(),
+                  seconds);
     }
     if (db)
       std::printf("stored as run %lld in %s\n", static_cast<long long>(run_id), opt.db.c_str());

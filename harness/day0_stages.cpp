@@ -14,9 +14,9 @@
 #include "cli_output.h"
 #include "day0.h"
 #include "io/sharded_checkpoint.h"
+#include "model/checkpoint_inventory.h"
 #include "model/executor.h"
 #include "model/generation.h"
-#include "model/checkpoint_inventory.h"
 #include "model/inventory.h"
 #include "model/model_source.h"
 #include "model_run.h"
@@ -68,9 +68,9 @@ StageResult judge(std::vector<checks::CaseOutcome> cases, const std::string& wha
   r.summary = std::to_string(cases.size()) + " " + what + ", " + std::to_string(failed) + " failed";
   if (failed > 0) r.summary += " (first: " + first + ")";
   if (skipped > 0) r.summary += ", " + std::to_string(skipped) + " skipped (" + first_skip + ")";
-  r.status = failed > 0                          ? StageStatus::kFail
-             : skipped == int(cases.size())      ? StageStatus::kNotRun
-                                                 : StageStatus::kPass;
+  r.status = failed > 0                     ? StageStatus::kFail
+             : skipped == int(cases.size()) ? StageStatus::kNotRun
+                                            : StageStatus::kPass;
   r.cases = std::move(cases);
   return r;
 }
@@ -118,8 +118,8 @@ StageResult golden_stage(Day0Context& ctx, bool layer) {
     const std::string stem = fs::path(f).stem().string();
     yaml += "  - id: " + ctx.model_name + "/" + stem + (layer ? "-layers" : "") +
             "\n    kind: " + (layer ? "layer" : "model") +
-            "\n    model: " + yaml_quoted(absolute(ctx.options.model)) + "\n    golden: " + yaml_quoted(f) +
-            "\n";
+            "\n    model: " + yaml_quoted(absolute(ctx.options.model)) +
+            "\n    golden: " + yaml_quoted(f) + "\n";
     if (layer) {
       yaml += "    matrix: {layer: [";
       for (int64_t l = 0; l < ctx.arch->text.num_layers; ++l)
@@ -141,7 +141,8 @@ std::vector<std::pair<std::string, bool>> e2e_golden_files(const Day0Context& ct
     std::ifstream in(e.path());
     const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
     if (!j.is_object() || !j.contains("request") || !j.contains("token_ids")) continue;
-    files.emplace_back(absolute(e.path().string()), j["request"].dump().find("image_url") != std::string::npos);
+    files.emplace_back(absolute(e.path().string()),
+                       j["request"].dump().find("image_url") != std::string::npos);
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -181,9 +182,9 @@ const std::vector<checks::CaseOutcome>& e2e_cases(Day0Context& ctx) {
     yaml += "  - id: " + name + "/chat_uncompared\n    kind: e2e_text" + model + chat +
             "    expect: {min_tokens: 1}\n";
   }
-  yaml += "  - id: " + name + "/determinism\n    kind: determinism" + model +
-          (determinism_golden.empty() ? chat
-                                      : "    golden: " + yaml_quoted(determinism_golden) + "\n");
+  yaml +=
+      "  - id: " + name + "/determinism\n    kind: determinism" + model +
+      (determinism_golden.empty() ? chat : "    golden: " + yaml_quoted(determinism_golden) + "\n");
   yaml += "  - id: " + name + "/load\n    kind: e2e_load" + model +
           R"(    prompt: "The quick brown fox jumps over the lazy dog."
     max_tokens: 32
@@ -308,12 +309,10 @@ StageResult unmodelled_config_stage(Day0Context& ctx) {
   const model::Architecture& a = *ctx.arch;
   std::string summary = a.family + (a.architecture.empty() ? "" : " (" + a.architecture + ")") +
                         ": not modelled by the executor, its stages will not run; ";
-  nlohmann::json details = {{"family", a.family},
-                            {"architecture", a.architecture},
-                            {"modelled", false},
-                            {"modelled_families", model::known_architectures()},
-                            {"layers", a.text.num_layers},
-                            {"hidden_size", a.text.hidden_size}};
+  nlohmann::json details = {
+      {"family", a.family},          {"architecture", a.architecture},
+      {"modelled", false},           {"modelled_families", model::known_architectures()},
+      {"layers", a.text.num_layers}, {"hidden_size", a.text.hidden_size}};
   if (!has_checkpoint(ctx.options.model)) {
     summary += "exact parameter counts need the checkpoint (this directory holds the config only)";
     details["needs"] = "checkpoint";
@@ -457,7 +456,8 @@ StageResult run_load_stage(Day0Context& ctx) {
 }
 
 StageResult run_op_accuracy_stage(Day0Context& ctx) {
-  if (!ctx.arch->modelled) return not_modelled(ctx, "the ops and shapes a model runs come from its family");
+  if (!ctx.arch->modelled)
+    return not_modelled(ctx, "the ops and shapes a model runs come from its family");
   std::string filter;
   for (const auto& op : ctx.model_ops) {
     filter +=
@@ -478,13 +478,15 @@ StageResult run_op_accuracy_stage(Day0Context& ctx) {
 
 StageResult run_layer_stage(Day0Context& ctx) {
   if (!ctx.arch->modelled)
-    return not_modelled(ctx, "an engine's dump compared with harness compare-dumps localizes a layer");
+    return not_modelled(ctx,
+                        "an engine's dump compared with harness compare-dumps localizes a layer");
   if (!shipped(ctx, "layers.yaml")) return golden_stage(ctx, true);
   return judge(run_cases(ctx, suite_path("layers.yaml"), ctx.model_name + "/*"), "layer cases");
 }
 
 StageResult run_model_stage(Day0Context& ctx) {
-  if (!ctx.arch->modelled) return not_modelled(ctx, "the service stages compare the served answers instead");
+  if (!ctx.arch->modelled)
+    return not_modelled(ctx, "the service stages compare the served answers instead");
   if (!shipped(ctx, "model.yaml")) return golden_stage(ctx, false);
   return judge(run_cases(ctx, suite_path("model.yaml"), ctx.model_name + "/*"), "model cases");
 }
@@ -525,7 +527,8 @@ StageResult run_service_stage(Day0Context& ctx) {
 
 StageResult run_e2e_text_stage(Day0Context& ctx) {
   StageResult r = judge(of_kind(e2e_cases(ctx), "e2e_text"), "text requests");
-  const bool uncompared = r.cases.size() == 1 && r.cases[0].id == ctx.model_name + "/chat_uncompared";
+  const bool uncompared =
+      r.cases.size() == 1 && r.cases[0].id == ctx.model_name + "/chat_uncompared";
   if (uncompared) {  // evidence that the service answers, but nothing was compared: never a pass
     const std::string answer = r.cases[0].result.message;
     r.summary = std::string(kNoE2eGoldens) + "; the service answered: " + answer;
@@ -535,7 +538,8 @@ StageResult run_e2e_text_stage(Day0Context& ctx) {
 }
 
 StageResult run_e2e_image_stage(Day0Context& ctx) {
-  if (!ctx.arch->has_vision) return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
+  if (!ctx.arch->has_vision)
+    return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
   StageResult r = judge(of_kind(e2e_cases(ctx), "e2e_image"), "image requests");
   if (r.cases.empty()) r.summary = "not compared: no image e2e goldens for this model";
   return r;
@@ -558,15 +562,16 @@ StageResult served_performance(Day0Context& ctx) {
     const double ttft = metric(c, "ttft_p50_ms"), tpot = metric(c, "tpot_p50_ms"),
                  tps = metric(c, "output_tokens_per_s");
     r.status = StageStatus::kPass;
-    r.summary = "served TTFT p50 " + fixed(ttft, 1) + " ms, TPOT p50 " + fixed(tpot, 2) +
-                " ms, " + fixed(tps, 0) + " output tok/s; executor prefill/decode not measured (family " +
+    r.summary = "served TTFT p50 " + fixed(ttft, 1) + " ms, TPOT p50 " + fixed(tpot, 2) + " ms, " +
+                fixed(tps, 0) + " output tok/s; executor prefill/decode not measured (family " +
                 ctx.arch->family + " is not modelled)";
     r.details = {{"ttft_p50_ms", ttft}, {"tpot_p50_ms", tpot}, {"served_tokens_per_s", tps}};
     r.cases = loads;
     return r;
   }
   r.status = StageStatus::kFail;
-  r.summary = loads.empty() ? "no served load ran" : "the served load failed: " + loads[0].result.message;
+  r.summary =
+      loads.empty() ? "no served load ran" : "the served load failed: " + loads[0].result.message;
   r.cases = loads;
   return r;
 }

@@ -1,7 +1,7 @@
 // kind: e2e_text and kind: e2e_image — one request to the platform's service (streamed, not
 // streamed, or both: then both must give the same tokens), judged against its golden
-// (compare: exact | logprobs | auto) and/or an expectation (expect: {contains, regex}); metrics TTFT,
-// TPOT, ITL and E2E latency of the streamed response.
+// (compare: exact | logprobs | auto) and/or an expectation (expect: {contains, regex}); metrics
+// TTFT, TPOT, ITL and E2E latency of the streamed response.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -15,7 +15,7 @@ namespace h0::checks {
 namespace {
 
 struct Expect {
-  std::string contains, regex;  // regex as written, for messages
+  std::string contains, regex;         // regex as written, for messages
   std::optional<std::regex> compiled;  // regex, compiled once when the case is prepared
   int64_t min_tokens = 0;
 };
@@ -84,8 +84,9 @@ class E2eCase final : public PreparedCase {
     const bool ids = std::all_of(results.begin(), results.end(), has_token_ids);
     // What the verdict rests on, recorded with it.
     const bool logprobs = !results[0].tokens.empty() && results[0].tokens[0].logprob.has_value();
-    const std::string compare =
-        spec_.compare != "auto" ? spec_.compare : logprobs && ids ? "logprobs" : "exact";
+    const std::string compare = spec_.compare != "auto" ? spec_.compare
+                                : logprobs && ids       ? "logprobs"
+                                                        : "exact";
     std::string compared = compare == "none" ? "expectation" : ids ? "token ids, text" : "text";
     if (compare == "logprobs") compared = "logprobs";
     out.details["compared"] = compared;
@@ -104,8 +105,9 @@ class E2eCase final : public PreparedCase {
         counted = true;
       }
       if (counted)
-        notes.push_back("tokens counted by the harness's tokenizer (equal to HF's): the engine "
-                        "reported neither ids nor usage");
+        notes.push_back(
+            "tokens counted by the harness's tokenizer (equal to HF's): the engine "
+            "reported neither ids nor usage");
     }
     auto judge = [&](const Verdict& v, const std::string& what) {
       if (!v.pass && out.status == Status::kPass) {
@@ -130,10 +132,10 @@ class E2eCase final : public PreparedCase {
       judge(compare_responses(results[0], results[1]), "streamed vs not streamed");
     for (size_t i = 0; i < results.size(); ++i) {
       const std::string mode = spec_.streams[i] ? "streamed" : "not streamed";
-      if (compare != "none")
-        judge(compare_prompt(spec_.req.golden, results[i]), mode + " prompt");
+      if (compare != "none") judge(compare_prompt(spec_.req.golden, results[i]), mode + " prompt");
       if (compare == "exact")
-        judge(compare_exact(spec_.req.golden, results[i], tok, spec_.streams[i]), mode + " vs golden");
+        judge(compare_exact(spec_.req.golden, results[i], tok, spec_.streams[i]),
+              mode + " vs golden");
       if (compare == "logprobs") {
         const Verdict v = compare_logprobs(spec_.req.golden, results[i], spec_.logprob_atol);
         max_logprob_diff = std::max(max_logprob_diff, v.max_logprob_diff);
@@ -192,7 +194,8 @@ E2eSpec parse_spec(const suite::Case& c) {
   }
   const bool golden = !s.req.golden.is_null();
   s.compare = field_string(c, "compare", golden ? "exact" : "none");
-  if (s.compare != "exact" && s.compare != "logprobs" && s.compare != "auto" && s.compare != "none") {
+  if (s.compare != "exact" && s.compare != "logprobs" && s.compare != "auto" &&
+      s.compare != "none") {
     fail(c, case_field(c, "compare"), "compare must be one of: exact, logprobs, auto, none");
   }
   if (s.compare != "none" && !golden)

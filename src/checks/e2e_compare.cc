@@ -57,7 +57,8 @@ static std::string excerpt(const std::string& text, size_t at, size_t n) {
 }
 
 std::string without_replacement_tail(std::string text) {
-  while (text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0) text.resize(text.size() - 3);
+  while (text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0)
+    text.resize(text.size() - 3);
   return text;
 }
 
@@ -88,20 +89,22 @@ Verdict compare_exact(const nlohmann::json& golden, const service::Result& r,
     }
   }
   std::string text = golden.value("text", ""), answer = r.text;
-  if (streamed && got.empty() && without_replacement_tail(answer) == without_replacement_tail(text) &&
-      answer != text) {
+  if (streamed && got.empty() &&
+      without_replacement_tail(answer) == without_replacement_tail(text) && answer != text) {
     // An incomplete character at the end, which a stream holds back (golden/e2e/README.md rule 6).
     answer = text;
     v.message += "; a trailing U+FFFD the stream held back ignored";
   }
   if (const int64_t d = first_difference(answer, text); d >= 0) {
     v.pass = false;
-    const int64_t token = got.empty() && tok != nullptr ? golden_token_at(want, size_t(d), *tok) : -1;
+    const int64_t token =
+        got.empty() && tok != nullptr ? golden_token_at(want, size_t(d), *tok) : -1;
     v.first_difference = token >= 0 ? token : d;
     v.message = "text differs from the golden at " +
                 (token >= 0 ? "token " + std::to_string(token) + " (byte " + std::to_string(d) + ")"
                             : "byte " + std::to_string(d)) +
-                ": got \"" + excerpt(answer, size_t(d), 40) + "\", golden \"" + excerpt(text, size_t(d), 40) + "\"";
+                ": got \"" + excerpt(answer, size_t(d), 40) + "\", golden \"" +
+                excerpt(text, size_t(d), 40) + "\"";
     return v;
   }
   const std::string reason = golden.value("finish_reason", "");
@@ -205,9 +208,10 @@ Verdict compare_responses(const service::Result& a, const service::Result& b) {
       return v;
     }
   }
- std::string ta = a.text, tb = b.text;
+  std::string ta = a.text, tb = b.text;
   if ((ia.empty() || ib.empty()) && without_replacement_tail(ta) == without_replacement_tail(tb)) {
-    ta = tb;  // no ids to compare: a trailing incomplete character one side held back is no difference
+    ta = tb;  // no ids to compare: a trailing incomplete character one side held back is no
+              // difference
   }
   if (const int64_t d = first_difference(ta, tb); d >= 0) {
     v.pass = false;

@@ -5,9 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "base/error.h"
 #include "io/torch_tensor_file.h"
@@ -23,7 +22,8 @@ constexpr int kMaxJsonDepth = 256;
 
 std::string find_dump_json(const std::string& dir) {
   if (!fs::is_directory(dir)) return "";
-  if (fs::is_regular_file(fs::path(dir) / "dump.json")) return (fs::path(dir) / "dump.json").string();
+  if (fs::is_regular_file(fs::path(dir) / "dump.json"))
+    return (fs::path(dir) / "dump.json").string();
   std::vector<std::string> found;  // step*/rank*/dump.json
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
@@ -31,7 +31,8 @@ std::string find_dump_json(const std::string& dir) {
       it.disable_recursion_pending();
       continue;
     }
-    if (it->path().filename() == "dump.json" && it->is_regular_file()) found.push_back(it->path().string());
+    if (it->path().filename() == "dump.json" && it->is_regular_file())
+      found.push_back(it->path().string());
   }
   std::sort(found.begin(), found.end());
   return found.empty() ? "" : found.front();
@@ -63,7 +64,8 @@ ordered parse_dump_json(const std::string& file) {
     }
     if (c == '"') quoted = true;
     if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) throw InputError(file, "JSON nested deeper than " + std::to_string(kMaxJsonDepth));
+      if (++depth > kMaxJsonDepth)
+        throw InputError(file, "JSON nested deeper than " + std::to_string(kMaxJsonDepth));
     }
     if (c == ']' || c == '}') --depth;
     bool replaced = false;
@@ -104,7 +106,8 @@ std::vector<std::string> split_dots(const std::string& s) {
 // nullopt for another kind of entry (an API, a backward pass).
 std::optional<std::pair<std::string, int64_t>> module_probe(const std::string& key) {
   const std::vector<std::string> parts = split_dots(key);
-  if (parts.size() < 5 || parts[0] != "Module" || parts[parts.size() - 2] != "forward" || !is_digits(parts.back()))
+  if (parts.size() < 5 || parts[0] != "Module" || parts[parts.size() - 2] != "forward" ||
+      !is_digits(parts.back()))
     return std::nullopt;
   std::string name;
   for (size_t i = 1; i + 3 < parts.size(); ++i) name += (name.empty() ? "" : ".") + parts[i];
@@ -116,7 +119,8 @@ std::optional<std::pair<std::string, int64_t>> module_probe(const std::string& k
 const ordered* first_tensor(const ordered& v, int depth = 0) {
   if (depth > 16) return nullptr;
   if (v.is_object()) {
-    if (v.contains("type") && v["type"].is_string() && v["type"].get<std::string>().find("Tensor") != std::string::npos)
+    if (v.contains("type") && v["type"].is_string() &&
+        v["type"].get<std::string>().find("Tensor") != std::string::npos)
       return &v;
     for (const auto& [k, e] : v.items()) {
       if (const ordered* t = first_tensor(e, depth + 1)) return t;
@@ -173,7 +177,8 @@ TensorStats stats_of(const tensor::Tensor& t) {
 MsprobeDump read_msprobe_dump(const std::string& dir) {
   MsprobeDump d;
   d.dump_json = find_dump_json(dir);
-  if (d.dump_json.empty()) throw InputError(dir, "not an msprobe dump (no dump.json in it or under step*/rank*/)");
+  if (d.dump_json.empty())
+    throw InputError(dir, "not an msprobe dump (no dump.json in it or under step*/rank*/)");
   const ordered j = parse_dump_json(d.dump_json);
   if (!j.is_object() || !j.contains("data") || !j["data"].is_object())
     throw InputError(d.dump_json, "not an msprobe dump.json: no `data` object");
@@ -192,14 +197,17 @@ MsprobeDump read_msprobe_dump(const std::string& dir) {
       }
     }
     p.stats = record_stats(rec);
-    const std::string data_name =
-        rec.contains("data_name") && rec["data_name"].is_string() ? rec["data_name"].get<std::string>() : "";
+    const std::string data_name = rec.contains("data_name") && rec["data_name"].is_string()
+                                      ? rec["data_name"].get<std::string>()
+                                      : "";
     if (!data_name.empty() && data_name != "-1") {
       if (data_name.find("..") != std::string::npos || data_name.find('/') != std::string::npos)
-        throw InputError(d.dump_json, "data." + key + ": data_name '" + data_name + "' is not a file name");
+        throw InputError(d.dump_json,
+                         "data." + key + ": data_name '" + data_name + "' is not a file name");
       const fs::path file = tensors / data_name;
       if (!fs::exists(file))
-        throw InputError(d.dump_json, "data." + key + ": data_name " + data_name + " is not in " + tensors.string());
+        throw InputError(d.dump_json, "data." + key + ": data_name " + data_name + " is not in " +
+                                          tensors.string());
       p.tensor = io::read_tensor_file(file.string());
     }
     return p;
@@ -207,20 +215,23 @@ MsprobeDump read_msprobe_dump(const std::string& dir) {
   std::optional<MsprobeProbe> first_layer_input;  // the embedding's output, when it is not dumped
   for (const auto& [key, entry] : j["data"].items()) {
     const auto probe = module_probe(key);
-    if (!probe || probe->second != 0 || d.find(probe->first) != nullptr) continue;  // the first call only
+    if (!probe || probe->second != 0 || d.find(probe->first) != nullptr)
+      continue;  // the first call only
     if (!entry.is_object()) throw InputError(d.dump_json, "data." + key + ": not an object");
     const ordered* rec = entry.contains("output") ? first_tensor(entry["output"]) : nullptr;
     if (rec == nullptr) continue;  // a module whose output holds no tensor
     d.probes.push_back(probe_of(probe->first, key, *rec));
     const std::string& name = probe->first;
     const size_t at = name.rfind("layers.0");
-    if (!first_layer_input && at != std::string::npos && at + 8 == name.size() && entry.contains("input_args")) {
+    if (!first_layer_input && at != std::string::npos && at + 8 == name.size() &&
+        entry.contains("input_args")) {
       if (const ordered* in = first_tensor(entry["input_args"])) {
         first_layer_input = probe_of(name.substr(0, at) + "embed_tokens", key + " input.0", *in);
       }
     }
   }
-  if (first_layer_input && d.find(first_layer_input->name) == nullptr) d.probes.push_back(*first_layer_input);
+  if (first_layer_input && d.find(first_layer_input->name) == nullptr)
+    d.probes.push_back(*first_layer_input);
   // The LM head's output is the model's logits, as dump_hf.py names them.
   if (d.find("logits") == nullptr) {
     if (const MsprobeProbe* head = d.find("lm_head")) {

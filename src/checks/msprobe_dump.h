@@ -22,16 +22,16 @@ struct TensorStats {
 };
 
 struct MsprobeProbe {
-  std::string name;    // "model.layers.0.self_attn"
-  std::string entry;   // "Module.model.layers.0.self_attn.LlamaAttention.forward.0"
+  std::string name;   // "model.layers.0.self_attn"
+  std::string entry;  // "Module.model.layers.0.self_attn.LlamaAttention.forward.0"
   tensor::Shape shape;
   std::optional<TensorStats> stats;      // when dump.json records them
   std::optional<tensor::Tensor> tensor;  // task "tensor": the output tensor, read from its file
 };
 
 struct MsprobeDump {
-  std::string dump_json;  // the file read
-  std::string task;       // "tensor", "statistics", ...
+  std::string dump_json;             // the file read
+  std::string task;                  // "tensor", "statistics", ...
   std::vector<MsprobeProbe> probes;  // in dump.json's order (the order of execution)
   const MsprobeProbe* find(const std::string& name) const;
 };

@@ -64,7 +64,8 @@ std::string dict_value(const std::string& header, const std::string& key) {
   while (end < header.size() && header[end] != ',' && header[end] != '}') ++end;
   std::string out = header.substr(v, end - v);
   while (!out.empty() && out.back() == ' ') out.pop_back();
-  if (out.size() >= 2 && out.front() == '\'' && out.back() == '\'') out = out.substr(1, out.size() - 2);
+  if (out.size() >= 2 && out.front() == '\'' && out.back() == '\'')
+    out = out.substr(1, out.size() - 2);
   return out;
 }
 
@@ -79,7 +80,8 @@ Shape parse_shape(const std::string& path, const std::string& text) {
       digits += c;
     } else if (c == ',' || c == ')') {
       if (!digits.empty()) {
-        if (digits.size() > 12) throw InputError(path, "bad .npy header: dimension " + digits + " too large");
+        if (digits.size() > 12)
+          throw InputError(path, "bad .npy header: dimension " + digits + " too large");
         shape.push_back(std::stoll(digits));
       }
       digits.clear();
@@ -99,7 +101,8 @@ class ZipArchive {
     const std::byte* d = file_->data();
     const size_t n = file_->size();
     const std::string& path = file_->path();
-    if (n < 22 || le(d, 4) != 0x04034b50) throw InputError(path, "not a torch.save file (not a zip archive)");
+    if (n < 22 || le(d, 4) != 0x04034b50)
+      throw InputError(path, "not a torch.save file (not a zip archive)");
     size_t eocd = std::string::npos;
     for (size_t at = n - 22 + 1; at-- > 0 && n - at <= 22 + 65535;) {
       if (le(d + at, 4) == 0x06054b50) {
@@ -107,30 +110,40 @@ class ZipArchive {
         break;
       }
     }
-    if (eocd == std::string::npos) throw InputError(path, "a zip archive without its end of central directory");
-    const uint64_t entries = le(d + eocd + 10, 2), cd_size = le(d + eocd + 12, 4), cd_at = le(d + eocd + 16, 4);
-    if (cd_at == 0xFFFFFFFF || entries == 0xFFFF) throw InputError(path, "ZIP64 archives are not read");
-    if (cd_at + cd_size > n) throw InputError(path, "the zip central directory lies past the end of the file");
+    if (eocd == std::string::npos)
+      throw InputError(path, "a zip archive without its end of central directory");
+    const uint64_t entries = le(d + eocd + 10, 2), cd_size = le(d + eocd + 12, 4),
+                   cd_at = le(d + eocd + 16, 4);
+    if (cd_at == 0xFFFFFFFF || entries == 0xFFFF)
+      throw InputError(path, "ZIP64 archives are not read");
+    if (cd_at + cd_size > n)
+      throw InputError(path, "the zip central directory lies past the end of the file");
     size_t at = cd_at;
     for (uint64_t i = 0; i < entries; ++i) {
-      if (at + 46 > n || le(d + at, 4) != 0x02014b50) throw InputError(path, "a malformed zip central directory");
-      const uint64_t method = le(d + at + 10, 2), csize = le(d + at + 20, 4), usize = le(d + at + 24, 4);
-      const uint64_t name_len = le(d + at + 28, 2), extra_len = le(d + at + 30, 2), comment_len = le(d + at + 32, 2);
+      if (at + 46 > n || le(d + at, 4) != 0x02014b50)
+        throw InputError(path, "a malformed zip central directory");
+      const uint64_t method = le(d + at + 10, 2), csize = le(d + at + 20, 4),
+                     usize = le(d + at + 24, 4);
+      const uint64_t name_len = le(d + at + 28, 2), extra_len = le(d + at + 30, 2),
+                     comment_len = le(d + at + 32, 2);
       const uint64_t local = le(d + at + 42, 4);
       if (at + 46 + name_len > n) throw InputError(path, "a malformed zip central directory");
       const std::string name(reinterpret_cast<const char*>(d + at + 46), name_len);
-      if (method != 0) throw InputError(path, "zip entry " + name + " is compressed (torch.save stores entries)");
+      if (method != 0)
+        throw InputError(path, "zip entry " + name + " is compressed (torch.save stores entries)");
       if (csize != usize || local + 30 > n || le(d + local, 4) != 0x04034b50)
         throw InputError(path, "zip entry " + name + ": a malformed local header");
       const uint64_t data = local + 30 + le(d + local + 26, 2) + le(d + local + 28, 2);
-      if (data + usize > n) throw InputError(path, "zip entry " + name + " lies past the end of the file");
+      if (data + usize > n)
+        throw InputError(path, "zip entry " + name + " lies past the end of the file");
       entries_[name] = {data, usize};
       at += 46 + name_len + extra_len + comment_len;
     }
   }
 
   // The entry ending in "/<suffix>" (the archive folder's name varies), or nullopt.
-  std::optional<std::string_view> find(const std::string& suffix, std::string* found = nullptr) const {
+  std::optional<std::string_view> find(const std::string& suffix,
+                                       std::string* found = nullptr) const {
     for (const auto& [name, e] : entries_) {
       const size_t slash = name.find('/');
       if (slash != std::string::npos && name.substr(slash + 1) == suffix) {
@@ -168,16 +181,24 @@ struct RebuiltTensor {
   Shape shape, stride;
 };
 struct Value {
-  std::variant<std::monostate, bool, int64_t, std::string, Tuple, Global, Storage, Mark, RebuiltTensor> v;
+  std::variant<std::monostate, bool, int64_t, std::string, Tuple, Global, Storage, Mark,
+               RebuiltTensor>
+      v;
 };
 
 // torch.<name> as a dtype value (the last argument of _rebuild_tensor_v3).
 std::optional<DType> torch_dtype(const std::string& name) {
-  static const std::pair<const char*, DType> kDtypes[] = {
-      {"float32", DType::kF32},      {"float64", DType::kF64},        {"float16", DType::kF16},
-      {"bfloat16", DType::kBF16},    {"float8_e4m3fn", DType::kF8E4M3}, {"float8_e5m2", DType::kF8E5M2},
-      {"int64", DType::kI64},        {"int32", DType::kI32},          {"int8", DType::kI8},
-      {"uint8", DType::kU8},         {"bool", DType::kBool}};
+  static const std::pair<const char*, DType> kDtypes[] = {{"float32", DType::kF32},
+                                                          {"float64", DType::kF64},
+                                                          {"float16", DType::kF16},
+                                                          {"bfloat16", DType::kBF16},
+                                                          {"float8_e4m3fn", DType::kF8E4M3},
+                                                          {"float8_e5m2", DType::kF8E5M2},
+                                                          {"int64", DType::kI64},
+                                                          {"int32", DType::kI32},
+                                                          {"int8", DType::kI8},
+                                                          {"uint8", DType::kU8},
+                                                          {"bool", DType::kBool}};
   for (const auto& [n, d] : kDtypes) {
     if (name == n) return d;
   }
@@ -186,9 +207,11 @@ std::optional<DType> torch_dtype(const std::string& name) {
 
 std::optional<DType> storage_dtype(const std::string& name) {
   static const std::pair<const char*, DType> kStorages[] = {
-      {"FloatStorage", DType::kF32}, {"DoubleStorage", DType::kF64}, {"HalfStorage", DType::kF16},
-      {"BFloat16Storage", DType::kBF16}, {"LongStorage", DType::kI64}, {"IntStorage", DType::kI32},
-      {"CharStorage", DType::kI8},   {"ByteStorage", DType::kU8},    {"BoolStorage", DType::kBool}};
+      {"FloatStorage", DType::kF32}, {"DoubleStorage", DType::kF64},
+      {"HalfStorage", DType::kF16},  {"BFloat16Storage", DType::kBF16},
+      {"LongStorage", DType::kI64},  {"IntStorage", DType::kI32},
+      {"CharStorage", DType::kI8},   {"ByteStorage", DType::kU8},
+      {"BoolStorage", DType::kBool}};
   for (const auto& [n, d] : kStorages) {
     if (name == n) return d;
   }
@@ -203,9 +226,13 @@ class PickleMachine {
     while (true) {
       const uint8_t op = byte();
       switch (op) {
-        case 0x80: byte(); break;                     // PROTO
-        case 0x95: bytes(8); break;                   // FRAME
-        case 'c': {                                   // GLOBAL
+        case 0x80:
+          byte();
+          break;  // PROTO
+        case 0x95:
+          bytes(8);
+          break;     // FRAME
+        case 'c': {  // GLOBAL
           Global g{line(), line()};
           const bool rebuild = g.module == "torch._utils" &&
                                (g.name == "_rebuild_tensor_v2" || g.name == "_rebuild_tensor_v3");
@@ -213,7 +240,8 @@ class PickleMachine {
           const bool storage = (g.module == "torch" && storage_dtype(g.name).has_value()) ||
                                (g.module == "torch.storage" && g.name == kUntyped);
           const bool dtype = g.module == "torch" && torch_dtype(g.name).has_value();
-          if (g.module == "torch" && (g.name == "ShortStorage" || g.name == "int16" || g.name == "uint16")) {
+          if (g.module == "torch" &&
+              (g.name == "ShortStorage" || g.name == "int16" || g.name == "uint16")) {
             fail(op, "a " + g.name + " tensor: 16-bit integers are not a dtype of this harness");
           }
           if (!rebuild && !dict && !storage && !dtype) {
@@ -222,21 +250,39 @@ class PickleMachine {
           push(Value{g});
           break;
         }
-        case '(': push(Value{Mark{}}); break;         // MARK
-        case ')': push(Value{Tuple{}}); break;        // EMPTY_TUPLE
-        case 't': push(Value{pop_to_mark()}); break;  // TUPLE
-        case 0x85: case 0x86: case 0x87: {            // TUPLE1..3
+        case '(':
+          push(Value{Mark{}});
+          break;  // MARK
+        case ')':
+          push(Value{Tuple{}});
+          break;  // EMPTY_TUPLE
+        case 't':
+          push(Value{pop_to_mark()});
+          break;  // TUPLE
+        case 0x85:
+        case 0x86:
+        case 0x87: {  // TUPLE1..3
           Tuple t(op - 0x84);
           for (size_t i = t.size(); i-- > 0;) t[i] = pop();
           push(Value{std::move(t)});
           break;
         }
-        case 'X': push(Value{std::string(bytes(uint32_t(le_bytes(4))))}); break;  // BINUNICODE
-        case 0x8c: push(Value{std::string(bytes(le_bytes(1)))}); break;          // SHORT_BINUNICODE
-        case 'K': push(Value{int64_t(le_bytes(1))}); break;                      // BININT1
-        case 'M': push(Value{int64_t(le_bytes(2))}); break;                      // BININT2
-        case 'J': push(Value{int64_t(int32_t(uint32_t(le_bytes(4))))}); break;   // BININT
-        case 0x8a: {                                                             // LONG1
+        case 'X':
+          push(Value{std::string(bytes(uint32_t(le_bytes(4))))});
+          break;  // BINUNICODE
+        case 0x8c:
+          push(Value{std::string(bytes(le_bytes(1)))});
+          break;  // SHORT_BINUNICODE
+        case 'K':
+          push(Value{int64_t(le_bytes(1))});
+          break;  // BININT1
+        case 'M':
+          push(Value{int64_t(le_bytes(2))});
+          break;  // BININT2
+        case 'J':
+          push(Value{int64_t(int32_t(uint32_t(le_bytes(4))))});
+          break;      // BININT
+        case 0x8a: {  // LONG1
           const uint64_t n = le_bytes(1);
           if (n > 8) fail(op, "LONG1 of " + std::to_string(n) + " bytes");
           uint64_t v = n ? le_bytes(int(n)) : 0;
@@ -244,28 +290,49 @@ class PickleMachine {
           push(Value{int64_t(v)});
           break;
         }
-        case 0x88: push(Value{true}); break;   // NEWTRUE
-        case 0x89: push(Value{false}); break;  // NEWFALSE
-        case 'N': push(Value{}); break;        // NONE
-        case '}': push(Value{Tuple{}}); break; // EMPTY_DICT (an empty OrderedDict's stand-in)
-        case 'q': memo_[le_bytes(1)] = top(); break;  // BINPUT
-        case 'r': memo_[le_bytes(4)] = top(); break;  // LONG_BINPUT
-        case 0x94: memo_[memo_.size()] = top(); break;  // MEMOIZE
-        case 'h': push(memo(le_bytes(1))); break;       // BINGET
-        case 'j': push(memo(le_bytes(4))); break;       // LONG_BINGET
-        case 'Q': push(persistent(pop())); break;       // BINPERSID
-        case 'R': {                                      // REDUCE
+        case 0x88:
+          push(Value{true});
+          break;  // NEWTRUE
+        case 0x89:
+          push(Value{false});
+          break;  // NEWFALSE
+        case 'N':
+          push(Value{});
+          break;  // NONE
+        case '}':
+          push(Value{Tuple{}});
+          break;  // EMPTY_DICT (an empty OrderedDict's stand-in)
+        case 'q':
+          memo_[le_bytes(1)] = top();
+          break;  // BINPUT
+        case 'r':
+          memo_[le_bytes(4)] = top();
+          break;  // LONG_BINPUT
+        case 0x94:
+          memo_[memo_.size()] = top();
+          break;  // MEMOIZE
+        case 'h':
+          push(memo(le_bytes(1)));
+          break;  // BINGET
+        case 'j':
+          push(memo(le_bytes(4)));
+          break;  // LONG_BINGET
+        case 'Q':
+          push(persistent(pop()));
+          break;     // BINPERSID
+        case 'R': {  // REDUCE
           Value args = pop(), callable = pop();
           push(reduce(callable, args));
           break;
         }
-        case '.': {                                      // STOP
+        case '.': {  // STOP
           Value v = pop();
           auto* t = std::get_if<RebuiltTensor>(&v.v);
           if (t == nullptr) fail(op, "the pickle does not end in a tensor");
           return *t;
         }
-        default: fail(op, "an opcode a single saved tensor does not use");
+        default:
+          fail(op, "an opcode a single saved tensor does not use");
       }
     }
   }
@@ -274,8 +341,8 @@ class PickleMachine {
   [[noreturn]] void fail(uint8_t op, const std::string& what) const {
     char buf[16];
     std::snprintf(buf, sizeof buf, "0x%02x", op);
-    throw InputError(where_, "opcode " + std::string(buf) + " at byte " + std::to_string(at_ - 1) + ": " + what +
-                                 " (only torch.save of one tensor is read)");
+    throw InputError(where_, "opcode " + std::string(buf) + " at byte " + std::to_string(at_ - 1) +
+                                 ": " + what + " (only torch.save of one tensor is read)");
   }
   uint8_t byte() {
     if (at_ >= code_.size()) throw InputError(where_, "the pickle ends before its STOP");
@@ -287,7 +354,9 @@ class PickleMachine {
     at_ += n;
     return s;
   }
-  uint64_t le_bytes(int n) { return le(reinterpret_cast<const std::byte*>(bytes(size_t(n)).data()), n); }
+  uint64_t le_bytes(int n) {
+    return le(reinterpret_cast<const std::byte*>(bytes(size_t(n)).data()), n);
+  }
   std::string line() {
     const size_t end = code_.find('\n', at_);
     if (end == std::string_view::npos) throw InputError(where_, "the pickle ends inside a GLOBAL");
@@ -312,7 +381,8 @@ class PickleMachine {
   }
   Value memo(uint64_t k) const {
     auto it = memo_.find(k);
-    if (it == memo_.end()) throw InputError(where_, "the pickle reads memo " + std::to_string(k) + ", never set");
+    if (it == memo_.end())
+      throw InputError(where_, "the pickle reads memo " + std::to_string(k) + ", never set");
     return it->second;
   }
   Tuple pop_to_mark() {
@@ -354,14 +424,16 @@ class PickleMachine {
   Value reduce(const Value& callable, const Value& args) {
     const auto* g = std::get_if<Global>(&callable.v);
     const auto* a = std::get_if<Tuple>(&args.v);
-    if (g == nullptr || a == nullptr) fail('R', "REDUCE of something that is not an allowed global");
+    if (g == nullptr || a == nullptr)
+      fail('R', "REDUCE of something that is not an allowed global");
     if (g->name == "OrderedDict") return Value{Tuple{}};
     const bool v3 = g->name == "_rebuild_tensor_v3";
     if ((g->name != "_rebuild_tensor_v2" && !v3) || a->size() < (v3 ? 7u : 6u))
       fail('R', "a call that is not _rebuild_tensor_v2/v3(storage, ...)");
     const auto* storage = std::get_if<Storage>(&(*a)[0].v);
     const auto* offset = std::get_if<int64_t>(&(*a)[1].v);
-    if (storage == nullptr || offset == nullptr || *offset < 0) fail('R', "_rebuild_tensor without a storage and offset");
+    if (storage == nullptr || offset == nullptr || *offset < 0)
+      fail('R', "_rebuild_tensor without a storage and offset");
     Storage st = *storage;
     if (v3) {  // an untyped storage of bytes, and the dtype last
       const auto* dtype = std::get_if<Global>(&(*a)[6].v);
@@ -372,7 +444,8 @@ class PickleMachine {
       st = Storage{*d, st.key, st.numel / elem};
     }
     RebuiltTensor t{st, *offset, ints((*a)[2], "size"), ints((*a)[3], "stride")};
-    if (t.shape.size() != t.stride.size() || t.shape.size() > 8) fail('R', "size and stride of different ranks");
+    if (t.shape.size() != t.stride.size() || t.shape.size() > 8)
+      fail('R', "size and stride of different ranks");
     return Value{t};
   }
 
@@ -389,9 +462,11 @@ tensor::Tensor read_npy(const std::string& path) {
   const auto file = base::MappedFile::open(path);
   const std::byte* d = file->data();
   const size_t n = file->size();
-  if (n < 10 || std::memcmp(d, "\x93NUMPY", 6) != 0) throw InputError(path, "not a .npy file (no \\x93NUMPY magic)");
+  if (n < 10 || std::memcmp(d, "\x93NUMPY", 6) != 0)
+    throw InputError(path, "not a .npy file (no \\x93NUMPY magic)");
   const int major = std::to_integer<int>(d[6]);
-  if (major < 1 || major > 3) throw InputError(path, "unknown .npy format version " + std::to_string(major));
+  if (major < 1 || major > 3)
+    throw InputError(path, "unknown .npy format version " + std::to_string(major));
   const size_t len_bytes = major == 1 ? 2 : 4, start = 8 + len_bytes;
   if (n < start) throw InputError(path, "the .npy header is cut short");
   const uint64_t header_len = le(d + 8, int(len_bytes));
@@ -399,13 +474,16 @@ tensor::Tensor read_npy(const std::string& path) {
   const std::string header(reinterpret_cast<const char*>(d + start), header_len);
   const std::string descr = dict_value(header, "descr");
   const auto dtype = npy_dtype(descr);
-  if (!dtype) throw InputError(path, "unsupported .npy dtype '" + descr + "' (little-endian f2 f4 f8 i1 i4 i8 u1 b1)");
-  if (dict_value(header, "fortran_order") != "False") throw InputError(path, "a Fortran-order .npy array is not read");
+  if (!dtype)
+    throw InputError(
+        path, "unsupported .npy dtype '" + descr + "' (little-endian f2 f4 f8 i1 i4 i8 u1 b1)");
+  if (dict_value(header, "fortran_order") != "False")
+    throw InputError(path, "a Fortran-order .npy array is not read");
   const Shape shape = parse_shape(path, dict_value(header, "shape"));
   const uint64_t bytes = uint64_t(numel_of(shape, path)) * tensor::dtype_size(*dtype);
   if (start + header_len + bytes != n) {
-    throw InputError(path, "the .npy data holds " + std::to_string(n - start - header_len) + " bytes, its header says " +
-                               std::to_string(bytes));
+    throw InputError(path, "the .npy data holds " + std::to_string(n - start - header_len) +
+                               " bytes, its header says " + std::to_string(bytes));
   }
   return tensor::Tensor::copy_of(*dtype, shape, d + start + header_len);
 }
@@ -414,16 +492,22 @@ tensor::Tensor read_torch_pt(const std::string& path) {
   const ZipArchive zip(base::MappedFile::open(path));
   std::string pkl_name;
   const auto pkl = zip.find("data.pkl", &pkl_name);
-  if (!pkl) throw InputError(path, "a zip archive without <archive>/data.pkl: not written by torch.save");
+  if (!pkl)
+    throw InputError(path, "a zip archive without <archive>/data.pkl: not written by torch.save");
   if (const auto order = zip.find("byteorder"); order && *order != "little")
-    throw InputError(path, "byteorder '" + std::string(*order) + "': only little-endian tensors are read");
+    throw InputError(
+        path, "byteorder '" + std::string(*order) + "': only little-endian tensors are read");
   const RebuiltTensor t = PickleMachine(*pkl, path + ": " + pkl_name).run();
   const auto storage = zip.find("data/" + t.storage.key);
-  if (!storage) throw InputError(path, "the pickle names storage " + t.storage.key + ", which the archive lacks");
+  if (!storage)
+    throw InputError(path,
+                     "the pickle names storage " + t.storage.key + ", which the archive lacks");
   const size_t elem = tensor::dtype_size(t.storage.dtype);
   if (storage->size() != uint64_t(t.storage.numel) * elem) {
-    throw InputError(path, "storage " + t.storage.key + " holds " + std::to_string(storage->size()) + " bytes, not " +
-                               std::to_string(t.storage.numel) + " elements of " + std::to_string(elem));
+    throw InputError(path, "storage " + t.storage.key + " holds " +
+                               std::to_string(storage->size()) + " bytes, not " +
+                               std::to_string(t.storage.numel) + " elements of " +
+                               std::to_string(elem));
   }
   // The last element the view reads must lie in the storage.
   int64_t last = t.offset;
@@ -431,7 +515,8 @@ tensor::Tensor read_torch_pt(const std::string& path) {
     if (t.shape[i] == 0) last = -1;
     if (last >= 0) last += (t.shape[i] - 1) * t.stride[i];
   }
-  if (last >= t.storage.numel) throw InputError(path, "the tensor's size and stride reach past its storage");
+  if (last >= t.storage.numel)
+    throw InputError(path, "the tensor's size and stride reach past its storage");
   tensor::Tensor out = tensor::Tensor::empty(t.storage.dtype, t.shape);
   const int64_t count = numel_of(t.shape, path);
   auto* dst = static_cast<char*>(out.mutable_data());

@@ -18,23 +18,35 @@ struct LeafRule {
 
 // The rule table of the header, in one place.
 constexpr LeafRule kRules[] = {
-    {"embed_tokens", TpSplit::kVocab, false},    {"wte", TpSplit::kVocab, false},
-    {"word_embeddings", TpSplit::kVocab, false}, {"lm_head", TpSplit::kVocab, false},
-    {"embed_out", TpSplit::kVocab, false},       {"q_proj", TpSplit::kColumn, true},
-    {"k_proj", TpSplit::kColumn, true},          {"v_proj", TpSplit::kColumn, true},
-    {"qkv_proj", TpSplit::kColumn, false},       {"query_key_value", TpSplit::kColumn, false},
-    {"c_attn", TpSplit::kColumn, false},         {"gate_proj", TpSplit::kColumn, false},
-    {"up_proj", TpSplit::kColumn, false},        {"gate_up_proj", TpSplit::kColumn, false},
-    {"w1", TpSplit::kColumn, false},             {"w3", TpSplit::kColumn, false},
-    {"fc1", TpSplit::kColumn, false},            {"c_fc", TpSplit::kColumn, false},
-    {"o_proj", TpSplit::kRow, false},            {"down_proj", TpSplit::kRow, false},
-    {"w2", TpSplit::kRow, false},                {"fc2", TpSplit::kRow, false},
-    {"c_proj", TpSplit::kRow, false},            {"out_proj", TpSplit::kRow, false},
+    {"embed_tokens", TpSplit::kVocab, false},
+    {"wte", TpSplit::kVocab, false},
+    {"word_embeddings", TpSplit::kVocab, false},
+    {"lm_head", TpSplit::kVocab, false},
+    {"embed_out", TpSplit::kVocab, false},
+    {"q_proj", TpSplit::kColumn, true},
+    {"k_proj", TpSplit::kColumn, true},
+    {"v_proj", TpSplit::kColumn, true},
+    {"qkv_proj", TpSplit::kColumn, false},
+    {"query_key_value", TpSplit::kColumn, false},
+    {"c_attn", TpSplit::kColumn, false},
+    {"gate_proj", TpSplit::kColumn, false},
+    {"up_proj", TpSplit::kColumn, false},
+    {"gate_up_proj", TpSplit::kColumn, false},
+    {"w1", TpSplit::kColumn, false},
+    {"w3", TpSplit::kColumn, false},
+    {"fc1", TpSplit::kColumn, false},
+    {"c_fc", TpSplit::kColumn, false},
+    {"o_proj", TpSplit::kRow, false},
+    {"down_proj", TpSplit::kRow, false},
+    {"w2", TpSplit::kRow, false},
+    {"fc2", TpSplit::kRow, false},
+    {"c_proj", TpSplit::kRow, false},
+    {"out_proj", TpSplit::kRow, false},
     {"dense", TpSplit::kRow, false},
 };
 
-constexpr const char* kVisionPrefixes[] = {"visual.", "vision_tower.", "vision_model.", "multi_modal_projector.",
-                                           "mm_projector."};
+constexpr const char* kVisionPrefixes[] = {"visual.", "vision_tower.", "vision_model.",
+                                           "multi_modal_projector.", "mm_projector."};
 constexpr const char* kLayerSegments[] = {"layers.", "h.", "blocks."};
 
 bool ends_with(std::string_view s, std::string_view suffix) {
@@ -59,7 +71,8 @@ int64_t number_at(std::string_view s, size_t at) {
 
 // The index after the first "<segment><n>." of `name` that starts a component, or -1.
 int64_t index_after(std::string_view name, std::string_view segment, size_t* found = nullptr) {
-  for (size_t at = name.find(segment); at != std::string_view::npos; at = name.find(segment, at + 1)) {
+  for (size_t at = name.find(segment); at != std::string_view::npos;
+       at = name.find(segment, at + 1)) {
     if (at > 0 && name[at - 1] != '.') continue;
     const int64_t n = number_at(name, at + segment.size());
     if (n >= 0) {
@@ -75,7 +88,8 @@ NameParts read_name(const std::string& name) {
   const size_t dot = name.rfind('.');
   std::string last = dot == std::string::npos ? name : name.substr(dot + 1);
   std::string before = dot == std::string::npos ? "" : name.substr(0, dot);
-  if (last == "weight" || last == "bias" || last.rfind("weight_", 0) == 0 || last == "input_scale") {
+  if (last == "weight" || last == "bias" || last.rfind("weight_", 0) == 0 ||
+      last == "input_scale") {
     p.bias = last == "bias";
     p.scale = last != "weight" && last != "bias";
     const size_t prev = before.rfind('.');
@@ -145,7 +159,8 @@ Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedC
     if (w.expert >= 0 && w.expert >= t.moe.num_experts) {
       throw InputError(ckpt.path() + ": " + name,
                        "routed expert " + std::to_string(w.expert) + ", but the config has " +
-                           std::to_string(t.moe.num_experts) + " experts (num_experts / num_local_experts / n_routed_experts)");
+                           std::to_string(t.moe.num_experts) +
+                           " experts (num_experts / num_local_experts / n_routed_experts)");
     }
     if (p.fused_experts && w.expert < 0 && w.shape.size() >= 2 && rule_of(p.leaf) != nullptr) {
       w.tp = TpSplit::kColumn;  // the expert axis first: each rank holds whole experts
@@ -154,8 +169,8 @@ Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedC
     if (w.shape.empty()) w.tp = TpSplit::kReplicated;
     const LeafRule* rule = rule_of(p.leaf);
     const int64_t rows = w.shape.empty() ? 0 : w.shape[0];
-    if (rule && rule->heads && !p.scale && w.tp == TpSplit::kColumn && !p.fused_experts && w.expert < 0 &&
-        t.attn.head_dim > 0 && rows % t.attn.head_dim == 0) {
+    if (rule && rule->heads && !p.scale && w.tp == TpSplit::kColumn && !p.fused_experts &&
+        w.expert < 0 && t.attn.head_dim > 0 && rows % t.attn.head_dim == 0) {
       const bool kv = p.leaf != "q_proj";
       if (!kv || rows == t.attn.num_kv_heads * t.attn.head_dim) {
         w.tp_unit = t.attn.head_dim;

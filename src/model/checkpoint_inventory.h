@@ -15,10 +15,11 @@
 //   anything else (norms, routers and gates, sinks, biases)   replicated
 // A tensor under "experts.<e>." belongs to routed expert e (expert-parallel placement); a fused
 // expert tensor ("experts.gate_up_proj", its blocks, scales and bias: experts first) is split
-// over tp along its expert axis. Tensors of a vision tower ("visual.", "vision_tower.", "vision_model.", "multi_modal_
-// projector.") are replicated on the first stage. "layers.<n>." (or "h.<n>.", "blocks.<n>.")
-// places a tensor on layer n's pipeline stage. Quantization scales follow their weight's split
-// in units of one row or column; a split that would not fall on whole heads is made in rows.
+// over tp along its expert axis. Tensors of a vision tower ("visual.", "vision_tower.",
+// "vision_model.", "multi_modal_ projector.") are replicated on the first stage. "layers.<n>." (or
+// "h.<n>.", "blocks.<n>.") places a tensor on layer n's pipeline stage. Quantization scales follow
+// their weight's split in units of one row or column; a split that would not fall on whole heads is
+// made in rows.
 #pragma once
 
 #include <cstdint>

@@ -25,7 +25,8 @@ int64_t first_int(const ConfigFields& f, std::initializer_list<const char*> keys
 }
 
 int64_t positive(const ConfigFields& f, const char* key, int64_t value) {
-  if (value < 1) throw InputError(f.where(key), "must be a positive integer, got " + std::to_string(value));
+  if (value < 1)
+    throw InputError(f.where(key), "must be a positive integer, got " + std::to_string(value));
   return value;
 }
 
@@ -37,14 +38,15 @@ std::vector<LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers, i
   if (j.contains("layer_types") && j["layer_types"].is_array()) {
     const nlohmann::json& types = j["layer_types"];
     if (static_cast<int64_t>(types.size()) != layers) {
-      throw InputError(f.where("layer_types"), "has " + std::to_string(types.size()) + " entries for " +
-                                                   std::to_string(layers) + " num_hidden_layers");
+      throw InputError(f.where("layer_types"), "has " + std::to_string(types.size()) +
+                                                   " entries for " + std::to_string(layers) +
+                                                   " num_hidden_layers");
     }
     for (const auto& t : types) {
       const std::string s = t.is_string() ? t.get<std::string>() : "";
       kinds.push_back(s == "sliding_attention" || s == "chunked_attention" ? LayerKind::kSliding
-                      : s == "linear_attention" || s == "mamba"             ? LayerKind::kLinear
-                                                                            : LayerKind::kFull);
+                      : s == "linear_attention" || s == "mamba"            ? LayerKind::kLinear
+                                                                           : LayerKind::kFull);
     }
     return kinds;
   }
@@ -65,8 +67,8 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
   a.modelled = false;
   a.family = f.opt_string("model_type", top.opt_string("model_type", "unknown"));
   if (nested) a.family = top.opt_string("model_type", a.family);
-  if (config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty() &&
-      config["architectures"][0].is_string()) {
+  if (config.contains("architectures") && config["architectures"].is_array() &&
+      !config["architectures"].empty() && config["architectures"][0].is_string()) {
     a.architecture = config["architectures"][0].get<std::string>();
   }
   a.has_vision = config.contains("vision_config");
@@ -75,13 +77,14 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
   t.hidden_size = positive(f, "hidden_size", f.req_int("hidden_size"));
   t.num_layers = positive(f, "num_hidden_layers", f.req_int("num_hidden_layers"));
   if (t.num_layers > kMaxLayers) {
-    throw InputError(f.where("num_hidden_layers"),
-                     std::to_string(t.num_layers) + " is not a plausible layer count (at most " +
-                         std::to_string(kMaxLayers) + ")");
+    throw InputError(f.where("num_hidden_layers"), std::to_string(t.num_layers) +
+                                                       " is not a plausible layer count (at most " +
+                                                       std::to_string(kMaxLayers) + ")");
   }
   Attention& at = t.attn;
   at.num_heads = positive(f, "num_attention_heads", f.req_int("num_attention_heads"));
-  at.num_kv_heads = positive(f, "num_key_value_heads", f.opt_int("num_key_value_heads", at.num_heads));
+  at.num_kv_heads =
+      positive(f, "num_key_value_heads", f.opt_int("num_key_value_heads", at.num_heads));
   at.head_dim = positive(f, "head_dim", f.opt_int("head_dim", t.hidden_size / at.num_heads));
   if (at.num_heads % at.num_kv_heads != 0) {
     throw InputError(f.where("num_key_value_heads"),
@@ -101,9 +104,11 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
   t.intermediate_size = f.opt_int("intermediate_size", 0);
   t.vocab_size = first_int(f, {"vocab_size"}, top.opt_int("vocab_size", 0));
   t.max_position_embeddings = f.opt_int("max_position_embeddings", 0);
-  t.tie_word_embeddings = top.opt_bool("tie_word_embeddings", f.opt_bool("tie_word_embeddings", false));
+  t.tie_word_embeddings =
+      top.opt_bool("tie_word_embeddings", f.opt_bool("tie_word_embeddings", false));
   t.rms_norm_eps = f.opt_double("rms_norm_eps", 1e-6);
-  const std::string dtype = f.opt_string("torch_dtype", f.opt_string("dtype", top.opt_string("torch_dtype", "")));
+  const std::string dtype =
+      f.opt_string("torch_dtype", f.opt_string("dtype", top.opt_string("torch_dtype", "")));
   if (!dtype.empty()) t.dtype = tensor::parse_dtype(dtype);
   Moe& m = t.moe;
   m.num_experts = first_int(f, {"num_experts", "num_local_experts", "n_routed_experts"}, 0);

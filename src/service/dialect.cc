@@ -51,7 +51,8 @@ const char* dialect_names() { return "vllm, sglang, openai"; }
 namespace {
 
 std::string refusal(const Result& r) {
-  std::string why = r.http_status > 0 ? "HTTP " + std::to_string(r.http_status) : outcome_name(r.outcome);
+  std::string why =
+      r.http_status > 0 ? "HTTP " + std::to_string(r.http_status) : outcome_name(r.outcome);
   if (!r.error.empty()) why += ": " + r.error.substr(0, 160);
   return why;
 }
@@ -106,8 +107,10 @@ Dialect probe_dialect(Client& client, const std::string& model) {
     return found;
   }
   if (!probe_id_prompts(client, model, &found)) seen += found.how + "; ";
-  found.how = "probed: " + (seen.empty() ? std::string("every field accepted; ") : seen) + "dialect " + found.name;
-  if (found.how.size() >= 2 && found.how.compare(found.how.size() - 2, 2, "; ") == 0) found.how.resize(found.how.size() - 2);
+  found.how = "probed: " + (seen.empty() ? std::string("every field accepted; ") : seen) +
+              "dialect " + found.name;
+  if (found.how.size() >= 2 && found.how.compare(found.how.size() - 2, 2, "; ") == 0)
+    found.how.resize(found.how.size() - 2);
   return found;
 }
 

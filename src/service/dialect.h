@@ -24,7 +24,7 @@ struct Dialect {
   // A stream ends with `data: [DONE]` (vLLM, SGLang). Not in the generic openai dialect: a stream
   // closed after its finish_reason chunk is complete there (transformers serve sends no [DONE]).
   bool done_marker = true;
-  std::string how = "default";   // "platform file", or what the probe saw
+  std::string how = "default";  // "platform file", or what the probe saw
 
   nlohmann::json to_json() const;
   static Dialect from_json(const nlohmann::json& j);  // a missing key keeps the vllm default

@@ -22,7 +22,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string data(const std::string& rel) { return std::string(H0_SOURCE_DIR) + "/tests/data/msprobe/" + rel; }
+std::string data(const std::string& rel) {
+  return std::string(H0_SOURCE_DIR) + "/tests/data/msprobe/" + rel;
+}
 
 DumpComparison compare(const std::string& dump) {
   return compare_dump_dirs(data("tiny-llama-hf"), data(dump), NameMap{}, 0.99999, 1e-3);
@@ -42,11 +44,18 @@ TEST(MsprobeDump, TensorDumpMatchesTheGoldenWithoutAMap) {
   EXPECT_EQ(f.file, "p7.safetensors");
   // The embedding's output is layer 0's input (the dump's list left the embedding out); the
   // LM head is not in that dump, so the logits are reported as not dumped, not as compared.
-  const std::vector<std::string> want = {
-      "model.embed_tokens",        "model.layers.0.input_layernorm", "model.layers.0.self_attn",
-      "model.layers.0.post_attention_layernorm", "model.layers.0.mlp", "model.layers.0",
-      "model.layers.1.input_layernorm", "model.layers.1.self_attn", "model.layers.1.post_attention_layernorm",
-      "model.layers.1.mlp",        "model.layers.1",                 "model.norm"};
+  const std::vector<std::string> want = {"model.embed_tokens",
+                                         "model.layers.0.input_layernorm",
+                                         "model.layers.0.self_attn",
+                                         "model.layers.0.post_attention_layernorm",
+                                         "model.layers.0.mlp",
+                                         "model.layers.0",
+                                         "model.layers.1.input_layernorm",
+                                         "model.layers.1.self_attn",
+                                         "model.layers.1.post_attention_layernorm",
+                                         "model.layers.1.mlp",
+                                         "model.layers.1",
+                                         "model.norm"};
   EXPECT_EQ(names(f), want);
   EXPECT_EQ(f.not_dumped, std::vector<std::string>{"logits"});
   for (const auto& r : f.report.rows) {
@@ -56,7 +65,8 @@ TEST(MsprobeDump, TensorDumpMatchesTheGoldenWithoutAMap) {
 }
 
 TEST(MsprobeDump, APerturbedWeightNamesItsModule) {
-  const DumpComparison c = compare("tiny-llama-L0-tensor-perturbed");  // layers.1.mlp.down_proj x 1.01
+  const DumpComparison c =
+      compare("tiny-llama-L0-tensor-perturbed");  // layers.1.mlp.down_proj x 1.01
   EXPECT_FALSE(c.ok());
   const ProbeReport& r = c.files.at(0).report;
   ASSERT_GE(r.first_divergent, 0);
@@ -82,13 +92,15 @@ TEST(MsprobeDump, AStatisticOffNamesItsModule) {
   const std::string file = dir.file("step0/rank0/dump.json");
   std::string text = test::read_file(file);
   const std::string key = "\"Module.model.layers.1.mlp.LlamaMLP.forward.0\"";
-  const size_t entry = text.find(key), out = text.find("\"output\"", entry), norm = text.find("\"Norm\": ", out);
+  const size_t entry = text.find(key), out = text.find("\"output\"", entry),
+               norm = text.find("\"Norm\": ", out);
   ASSERT_NE(norm, std::string::npos);
   const size_t end = text.find_first_of(",\n}", norm + 8);
   const double v = std::stod(text.substr(norm + 8, end - norm - 8));
   text.replace(norm + 8, end - norm - 8, std::to_string(v * 1.01));
   std::ofstream(file) << text;
-  const DumpComparison c = compare_dump_dirs(data("tiny-llama-hf"), dir.path(), NameMap{}, 0.99999, 1e-3);
+  const DumpComparison c =
+      compare_dump_dirs(data("tiny-llama-hf"), dir.path(), NameMap{}, 0.99999, 1e-3);
   const ProbeReport& r = c.files.at(0).report;
   ASSERT_GE(r.first_divergent, 0);
   EXPECT_EQ(r.rows[size_t(r.first_divergent)].name, "model.layers.1.mlp");
@@ -123,7 +135,8 @@ TEST(MsprobeDump, MalformedDumpsAreRefusedWithFileAndPlace) {
   write(R"({"data": {"Module.m.L.forward.0": {"output": [{"type": "torch.Tensor", "shape": [2],
         "data_name": "../../etc/passwd"}]}}})");
   expect_refused(dir.path(), "is not a file name");
-  write(R"({"data": {"Module.m.L.forward.0": {"output": [{"type": "torch.Tensor", "shape": ["x"]}]}}})");
+  write(
+      R"({"data": {"Module.m.L.forward.0": {"output": [{"type": "torch.Tensor", "shape": ["x"]}]}}})");
   expect_refused(dir.path(), "shape is not a list of sizes");
   // A tensor file that is not a torch.save file: its own name and reason.
   write(R"({"data": {"Module.m.L.forward.0": {"output": [{"type": "torch.Tensor", "shape": [2],

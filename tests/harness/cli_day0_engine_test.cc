@@ -64,8 +64,8 @@ TEST_P(Day0Unmodelled, EstablishedAtTheServiceLevel) {
   const double stored = stages["config"]["details"]["checkpoint_bytes"].get<double>();
   const double planned = stages["memory_plan"]["details"]["total_weights"].get<double>();
   EXPECT_NEAR(planned, stored, 0.01 * stored);
-  for (const char* id : {"config", "memory_plan", "load", "service", "e2e_text", "determinism",
-                         "performance"}) {
+  for (const char* id :
+       {"config", "memory_plan", "load", "service", "e2e_text", "determinism", "performance"}) {
     EXPECT_EQ(stages[id]["status"], "pass") << id << ": " << stages[id]["summary"];
   }
   for (const char* id : {"coverage", "op_accuracy", "layer_accuracy", "model"}) {
@@ -190,8 +190,8 @@ TEST(E2eSuite, PassesAgainstAStrictEngine) {
                       << test::source_path("golden/e2e/tiny-llama") << " --tokenizer "
                       << test::source_path("configs/models/tiny-llama/tokenizer.json")
                       << "\"\n  health: /health\n";
-  const auto r = run_harness("run suites/e2e.yaml --no-db --filter 'tiny-llama/*' --platform " + file +
-                             " --json " + dir.file("out.json"));
+  const auto r = run_harness("run suites/e2e.yaml --no-db --filter 'tiny-llama/*' --platform " +
+                             file + " --json " + dir.file("out.json"));
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("8 cases: 6 pass, 2 skip"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(test::read_file(dir.file("out.json")));
@@ -199,7 +199,9 @@ TEST(E2eSuite, PassesAgainstAStrictEngine) {
     if (c["id"] == "tiny-llama/chat_hello") {
       EXPECT_EQ(c["details"]["compared"], "text") << c.dump();
       EXPECT_EQ(c["details"]["dialect"]["name"], "openai");
-      EXPECT_NE(c["message"].get<std::string>().find("the service returned no token ids: compared the text"), std::string::npos)
+      EXPECT_NE(c["message"].get<std::string>().find(
+                    "the service returned no token ids: compared the text"),
+                std::string::npos)
           << c["message"];
     }
   }
@@ -210,16 +212,19 @@ TEST(E2eSuite, PassesAgainstAStrictEngine) {
 TEST(E2eSuite, ATokenIdPromptGoesToATextOnlyEngineAsText) {
   test::TempDir dir;
   const std::string model = test::source_path("tests/data/models/tiny-qwen2-moe");
-  std::ofstream(dir.file("s.yaml")) << "suite: s\nchecks:\n  - id: ids\n    kind: e2e_text\n    model: " << model
-                                    << "\n    golden: " << test::source_path("golden/e2e/tiny-qwen2-moe/completion_ids.json")
-                                    << "\n";
-  const auto r = run_harness("run " + dir.file("s.yaml") + " --no-db --platform " +
-                             engine_platform(dir, "tiny-qwen2-moe") + " --json " + dir.file("out.json"));
+  std::ofstream(dir.file("s.yaml"))
+      << "suite: s\nchecks:\n  - id: ids\n    kind: e2e_text\n    model: " << model
+      << "\n    golden: " << test::source_path("golden/e2e/tiny-qwen2-moe/completion_ids.json")
+      << "\n";
+  const auto r =
+      run_harness("run " + dir.file("s.yaml") + " --no-db --platform " +
+                  engine_platform(dir, "tiny-qwen2-moe") + " --json " + dir.file("out.json"));
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   const auto j = nlohmann::json::parse(test::read_file(dir.file("out.json")));
   ASSERT_EQ(j["cases"].size(), 1u);
   const std::string message = j["cases"][0]["message"];
-  EXPECT_NE(message.find("the token-id prompt was sent as its decoded text"), std::string::npos) << message;
+  EXPECT_NE(message.find("the token-id prompt was sent as its decoded text"), std::string::npos)
+      << message;
   EXPECT_NE(message.find("the stream ended without data: [DONE]"), std::string::npos) << message;
 }
 

@@ -12,7 +12,9 @@ namespace {
 
 using tensor::DType;
 
-std::string file(const std::string& name) { return std::string(H0_SOURCE_DIR) + "/tests/data/tensor_files/" + name; }
+std::string file(const std::string& name) {
+  return std::string(H0_SOURCE_DIR) + "/tests/data/tensor_files/" + name;
+}
 
 // The tensor's values as doubles, row-major.
 std::vector<double> values(const tensor::Tensor& t) {
@@ -25,7 +27,8 @@ TEST(TorchTensorFile, ReadsWhatTorchSaveWrote) {
   EXPECT_EQ(a.dtype(), DType::kF32);
   EXPECT_EQ(a.shape(), (tensor::Shape{2, 3}));
   EXPECT_EQ(values(a), (std::vector<double>{0, 1, 2, 3, 4, 5}));
-  const tensor::Tensor t = read_torch_pt(file("bf16_3x2_t.pt"));  // the transpose of [[0 1 2] [3 4 5]]
+  const tensor::Tensor t =
+      read_torch_pt(file("bf16_3x2_t.pt"));  // the transpose of [[0 1 2] [3 4 5]]
   EXPECT_EQ(t.dtype(), DType::kBF16);
   EXPECT_EQ(t.shape(), (tensor::Shape{3, 2}));
   EXPECT_EQ(values(t), (std::vector<double>{0, 3, 1, 4, 2, 5}));

@@ -1,6 +1,8 @@
 // The checkpoint-derived inventory of an unmodelled family: the name-pattern TP rules, layer and
 // expert placement, exact counts by dtype (MXFP4 blocks, scales), and the memory plan from the
 // stored bytes.
+#include "model/checkpoint_inventory.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -9,7 +11,6 @@
 #include "io/safetensors_writer.h"
 #include "io/sharded_checkpoint.h"
 #include "model/architecture.h"
-#include "model/checkpoint_inventory.h"
 #include "plan/memory_plan.h"
 #include "test_util.h"
 
@@ -41,7 +42,9 @@ class GptOssLike : public ::testing::Test {
  protected:
   void SetUp() override {
     std::vector<io::NamedTensor> t;
-    auto add = [&](const std::string& name, DType d, tensor::Shape s) { t.push_back({name, Tensor::zeros(d, s)}); };
+    auto add = [&](const std::string& name, DType d, tensor::Shape s) {
+      t.push_back({name, Tensor::zeros(d, s)});
+    };
     add("model.embed_tokens.weight", DType::kBF16, {64, 32});
     add("lm_head.weight", DType::kBF16, {64, 32});
     add("model.norm.weight", DType::kBF16, {32});
@@ -54,18 +57,25 @@ class GptOssLike : public ::testing::Test {
       add(p + "self_attn.o_proj.weight", DType::kBF16, {32, 32});
       add(p + "self_attn.sinks", DType::kBF16, {4});
       add(p + "mlp.router.weight", DType::kBF16, {4, 32});
-      add(p + "mlp.experts.gate_up_proj_blocks", DType::kU8, {4, 128, 1, 16});  // 2 x 64 rows, 32 values
+      add(p + "mlp.experts.gate_up_proj_blocks", DType::kU8,
+          {4, 128, 1, 16});  // 2 x 64 rows, 32 values
       add(p + "mlp.experts.gate_up_proj_scales", DType::kU8, {4, 128, 1});
       add(p + "mlp.experts.down_proj_blocks", DType::kU8, {4, 32, 2, 16});
       add(p + "mlp.experts.down_proj_scales", DType::kU8, {4, 32, 2});
     }
     io::write_safetensors(dir_.file("model.safetensors"), std::move(t), {});
-    nlohmann::json c = {{"architectures", {"GptOssForCausalLM"}}, {"model_type", "gpt_oss"},
-                        {"hidden_size", 32},  {"num_hidden_layers", 2},
-                        {"num_attention_heads", 4}, {"num_key_value_heads", 2},
-                        {"head_dim", 8},      {"vocab_size", 64},
-                        {"num_local_experts", 4}, {"num_experts_per_tok", 2},
-                        {"sliding_window", 4}, {"layer_types", {"sliding_attention", "full_attention"}},
+    nlohmann::json c = {{"architectures", {"GptOssForCausalLM"}},
+                        {"model_type", "gpt_oss"},
+                        {"hidden_size", 32},
+                        {"num_hidden_layers", 2},
+                        {"num_attention_heads", 4},
+                        {"num_key_value_heads", 2},
+                        {"head_dim", 8},
+                        {"vocab_size", 64},
+                        {"num_local_experts", 4},
+                        {"num_experts_per_tok", 2},
+                        {"sliding_window", 4},
+                        {"layer_types", {"sliding_attention", "full_attention"}},
                         {"intermediate_size", 64}};
     arch_ = describe_architecture(c, "config.json");
   }
@@ -82,7 +92,8 @@ TEST_F(GptOssLike, CountsByDtypeWithPackedBlocksAndScales) {
   EXPECT_EQ(t.by_dtype.at("bf16").elements, bf16);
   EXPECT_EQ(t.by_dtype.at("bf16").bytes, 2 * bf16);
   EXPECT_EQ(t.by_dtype.at("u8").bytes, blocks + scales);
-  EXPECT_EQ(t.parameters, bf16 + 2 * blocks);  // two 4-bit values per byte; scales are not parameters
+  EXPECT_EQ(t.parameters,
+            bf16 + 2 * blocks);  // two 4-bit values per byte; scales are not parameters
   EXPECT_EQ(t.scale_elements, scales);
   EXPECT_EQ(t.bytes, 2 * bf16 + blocks + scales);
 }
@@ -124,20 +135,23 @@ TEST_F(GptOssLike, MemoryPlanFromTheStoredBytes) {
   EXPECT_EQ(two.ranks[0].weights, (stored - replicated) / 2 + replicated);
   EXPECT_EQ(two.ranks[0].kv_heads, 1);
   bool sliding_note = false;
-  for (const auto& n : two.notes) sliding_note |= n.find("sliding window of 4 tokens") != std::string::npos;
+  for (const auto& n : two.notes)
+    sliding_note |= n.find("sliding window of 4 tokens") != std::string::npos;
   EXPECT_TRUE(sliding_note);
 }
 
 TEST_F(GptOssLike, AnExpertPastTheConfigsCountIsAnInputError) {
   std::vector<io::NamedTensor> t;
-  t.push_back({"model.layers.0.mlp.experts.7.up_proj.weight", Tensor::zeros(DType::kBF16, {8, 32})});
+  t.push_back(
+      {"model.layers.0.mlp.experts.7.up_proj.weight", Tensor::zeros(DType::kBF16, {8, 32})});
   io::write_safetensors(dir_.file("bad.safetensors"), std::move(t), {});
   const auto ckpt = io::ShardedCheckpoint::open(dir_.file("bad.safetensors"));
   try {
     inventory_from_checkpoint(arch_, ckpt);
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("routed expert 7, but the config has 4 experts"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("routed expert 7, but the config has 4 experts"),
+              std::string::npos)
         << e.what();
   }
 }

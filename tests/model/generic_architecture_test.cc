@@ -31,8 +31,8 @@ TEST(GenericArchitecture, GptOssIsDescribedNotModelled) {
   ASSERT_EQ(a.text.layer_kinds.size(), 36u);
   EXPECT_EQ(a.text.layer_kind(0), LayerKind::kSliding);
   EXPECT_EQ(a.text.layer_kind(1), LayerKind::kFull);
-  EXPECT_EQ(a.text.moe.num_experts, 128);       // num_local_experts
-  EXPECT_EQ(a.text.moe.experts_per_token, 4);   // num_experts_per_tok
+  EXPECT_EQ(a.text.moe.num_experts, 128);      // num_local_experts
+  EXPECT_EQ(a.text.moe.experts_per_token, 4);  // num_experts_per_tok
   EXPECT_EQ(a.quantization.method, "mxfp4");
   EXPECT_FALSE(a.has_vision);
   // The strict parser still refuses it, naming the known families.
@@ -94,7 +94,8 @@ TEST(GenericArchitecture, NestedTextConfigPatternsAndBadInput) {
     describe_architecture(c, "config.json");
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("text_config.layer_types: has 2 entries for 6"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("text_config.layer_types: has 2 entries for 6"),
+              std::string::npos)
         << e.what();
   }
   c["text_config"].erase("layer_types");
@@ -105,7 +106,8 @@ TEST(GenericArchitecture, NestedTextConfigPatternsAndBadInput) {
     describe_architecture(c, "config.json");
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("text_config.hidden_size: missing"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("text_config.hidden_size: missing"), std::string::npos)
+        << e.what();
   }
 }
 
