@@ -1,5 +1,6 @@
 #include "io/torch_tensor_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -517,8 +518,12 @@ tensor::Tensor read_torch_pt(const std::string& path) {
   }
   if (last >= t.storage.numel)
     throw InputError(path, "the tensor's size and stride reach past its storage");
-  tensor::Tensor out = tensor::Tensor::empty(t.storage.dtype, t.shape);
   const int64_t count = numel_of(t.shape, path);
+  // A broadcast view (stride 0) can name far more elements than its storage holds.
+  if (count > std::max<int64_t>(t.storage.numel, 1) * 64 && count > (int64_t(1) << 26))
+    throw InputError(path, "a view of " + std::to_string(count) + " elements over a storage of " +
+                               std::to_string(t.storage.numel) + ": not read");
+  tensor::Tensor out = tensor::Tensor::empty(t.storage.dtype, t.shape);
   auto* dst = static_cast<char*>(out.mutable_data());
   const char* src = storage->data();
   std::vector<int64_t> index(t.shape.size(), 0);
