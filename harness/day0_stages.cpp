@@ -401,6 +401,8 @@ StageResult run_memory_plan_stage(Day0Context& ctx) {
   }
   plan::MemoryOptions o;
   o.device_memory = ctx.platform.device_memory_bytes;
+  std::string source;
+  o.weights = plan::checkpoint_weight_format(*ctx.arch, &source);
   if (!ctx.arch->modelled) {
     if (!ctx.stored) {
       return {StageStatus::kNotRun,
@@ -424,7 +426,8 @@ StageResult run_memory_plan_stage(Day0Context& ctx) {
                             {"total_weights", p.total_weights},
                             {"kv_bytes_per_token", p.kv_bytes_per_token},
                             {"notes", p.notes}};
-  std::string weights;
+  std::string weights = std::string("; weights ") + plan::weight_format_name(o.weights) + " (" + source + ")";
+  details["weight_format"] = plan::weight_format_name(o.weights);
   if (o.checkpoint != nullptr) {
     weights = "; weights " + mib(p.ranks[0].weights) + " per rank as stored";
     details["weights_as_stored"] = true;

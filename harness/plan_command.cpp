@@ -25,7 +25,7 @@ namespace h0::cli {
 namespace {
 
 struct PlanOptions {
-  std::string model, platform, weight_dtype = "bf16", kv_dtype = "bf16", device_memory, reserve = "1GiB";
+  std::string model, platform, weight_dtype, kv_dtype = "bf16", device_memory, reserve = "1GiB";
   plan::ParallelPlan parallel;
   int64_t block_size = 16, max_model_len = 0, concurrency = 1, max_batch_tokens = 8192;
   double utilization = 0.9;
@@ -49,11 +49,17 @@ double platform_memory(const std::string& flag) {
   return platform.device_memory_bytes;
 }
 
-plan::MemoryOptions memory_options(const PlanOptions& opt) {
+plan::MemoryOptions memory_options(const PlanOptions& opt, const model::Architecture& arch, std::string* source) {
   plan::MemoryOptions o;
-  const auto format = plan::parse_weight_format(opt.weight_dtype);
-  if (!format) throw InputError("--weight-dtype " + opt.weight_dtype, std::string("expected one of ") + plan::weight_format_names());
-  o.weights = *format;
+  if (opt.weight_dtype.empty()) {  // the checkpoint's own format
+    o.weights = plan::checkpoint_weight_format(arch, source);
+    *source = "the checkpoint's: " + *source;
+  } else {
+    const auto format = plan::parse_weight_format(opt.weight_dtype);
+    if (!format) throw InputError("--weight-dtype " + opt.weight_dtype, std::string("expected one of ") + plan::weight_format_names());
+    o.weights = *format;
+    *source = "--weight-dtype";
+  }
   const auto kv = plan::parse_kv_dtype(opt.kv_dtype);
   if (!kv) throw InputError("--kv-dtype " + opt.kv_dtype, "expected a float dtype: bf16, f16, f32, fp8");
   o.kv_dtype = *kv;
@@ -68,14 +74,15 @@ plan::MemoryOptions memory_options(const PlanOptions& opt) {
   return o;
 }
 
-void print_header(const model::Architecture& arch, const plan::MemoryPlan& p, const std::string& model) {
+void print_header(const model::Architecture& arch, const plan::MemoryPlan& p, const std::string& model,
+                  const std::string& weight_source) {
   const plan::MemoryOptions& o = p.options;
   std::printf("model    %s (%s, %lld layers%s)\n", model.c_str(), arch.architecture.c_str(),
               static_cast<long long>(arch.text.num_layers),
               arch.is_moe() ? (", " + std::to_string(arch.text.moe.num_experts) + " experts").c_str() : "");
   std::printf("plan     %s, %lld ranks\n", plan::plan_name(p.plan).c_str(), static_cast<long long>(p.plan.world()));
-  std::printf("serving  weights %s, kv cache %s, block %lld, max_model_len %lld x concurrency %lld, max batch tokens %lld\n",
-              plan::weight_format_name(o.weights), tensor::dtype_name(o.kv_dtype), static_cast<long long>(o.block_size),
+  std::printf("serving  weights %s (%s), kv cache %s, block %lld, max_model_len %lld x concurrency %lld, max batch tokens %lld\n",
+              plan::weight_format_name(o.weights), weight_source.c_str(), tensor::dtype_name(o.kv_dtype), static_cast<long long>(o.block_size),
               static_cast<long long>(o.max_model_len), static_cast<long long>(o.concurrency),
               static_cast<long long>(o.max_batch_tokens));
   std::printf("device   %s x %.2f = %s usable, reserve %s\n", human_bytes(static_cast<uint64_t>(o.device_memory)).c_str(),
@@ -97,15 +104,17 @@ int run_plan(const PlanOptions& opt) {
                         : issue->dimension == "ep" ? parallel.ep : parallel.dp;
     throw InputError("--" + issue->dimension + " " + std::to_string(value), issue->message);
   }
-  plan::MemoryPlan p = plan::plan_memory(arch, parallel, memory_options(opt));
+  std::string source;
+  plan::MemoryPlan p = plan::plan_memory(arch, parallel, memory_options(opt, arch, &source));
   if (!dp_note.empty()) p.notes.insert(p.notes.begin(), dp_note);
   if (opt.json) {
     nlohmann::json j = plan::plan_json(p);
+    j["weight_format_source"] = source;
     j["model"] = opt.model;
     j["architecture"] = arch.architecture;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    print_header(arch, p, opt.model);
+    print_header(arch, p, opt.model, source);
     std::printf("\n%s\n", plan::plan_table(p).c_str());
     std::printf("%s\n", colored(plan::plan_verdict(p), p.fits ? "32" : "31").c_str());
   }
@@ -122,7 +131,9 @@ void register_plan(CLI::App& app, Run* run) {
   sub->add_option("--pp", opt->parallel.pp, "Pipeline stages (default 1)");
   sub->add_option("--ep", opt->parallel.ep, "Expert-parallel groups, formed from the tp x dp ranks of a stage (default 1)");
   CLI::Option* dp = sub->add_option("--dp", opt->parallel.dp, "Data-parallel replicas (default: ep/tp when ep > tp, else 1)");
-  sub->add_option("--weight-dtype", opt->weight_dtype, "bf16, f16, f32, fp8 (128x128 block scales), int8, int4 (default bf16)");
+  sub->add_option("--weight-dtype", opt->weight_dtype,
+                  "bf16, f16, f32, fp8 (128x128 block scales), int8, int4 (default: the checkpoint's, from "
+                  "quantization_config / torch_dtype)");
   sub->add_option("--kv-dtype", opt->kv_dtype, "KV-cache dtype: bf16, f16, f32, fp8 (default bf16)");
   sub->add_option("--block-size", opt->block_size, "KV-cache block size in tokens (default 16)");
   sub->add_option("--max-model-len", opt->max_model_len, "Longest sequence (default min(max_position_embeddings, 8192))");

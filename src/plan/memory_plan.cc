@@ -288,6 +288,28 @@ const char* weight_format_name(WeightFormat format) {
   return "?";
 }
 
+WeightFormat checkpoint_weight_format(const Architecture& arch, std::string* why) {
+  std::string source;
+  WeightFormat f = WeightFormat::kBF16;
+  if (arch.quantization.method == "fp8") {
+    f = WeightFormat::kFP8;
+    source = "quantization_config fp8";
+    if (arch.quantization.block_rows > 0) {
+      source += " [" + std::to_string(arch.quantization.block_rows) + ", " + std::to_string(arch.quantization.block_cols) + "]";
+    }
+  } else if (arch.text.dtype == DType::kF16 || arch.text.dtype == DType::kF32) {
+    f = *arch.text.dtype == DType::kF16 ? WeightFormat::kF16 : WeightFormat::kF32;
+    source = std::string("torch_dtype ") + tensor::dtype_name(*arch.text.dtype);
+  } else {
+    source = arch.text.dtype ? "torch_dtype bf16" : "bf16 (the config names no dtype)";
+  }
+  if (!arch.quantization.method.empty() && arch.quantization.method != "fp8") {
+    source += "; quantization_config " + arch.quantization.method + " is not planned as such";
+  }
+  if (why != nullptr) *why = source;
+  return f;
+}
+
 const char* weight_format_names() { return "bf16, f16, f32, fp8, int8, int4"; }
 
 std::optional<DType> parse_kv_dtype(std::string_view name) {

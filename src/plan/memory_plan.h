@@ -52,6 +52,10 @@ std::optional<WeightFormat> parse_weight_format(std::string_view name);
 const char* weight_format_name(WeightFormat format);
 // "bf16, f16, f32, fp8, int8, int4", for errors.
 const char* weight_format_names();
+// The format the model's checkpoint stores its linear weights in: fp8 when its
+// quantization_config says fp8 (block scales), else its torch_dtype (bf16 when absent). `why`
+// (optional) gets where that came from, e.g. "quantization_config fp8 [128, 128]".
+WeightFormat checkpoint_weight_format(const model::Architecture& arch, std::string* why = nullptr);
 // A KV-cache dtype: a float dtype name, or "fp8" (f8_e4m3).
 std::optional<tensor::DType> parse_kv_dtype(std::string_view name);
 
