@@ -450,12 +450,17 @@ StageResult run_load_stage(Day0Context& ctx) {
       plan::load_rank(*ctx.arch, inv, ckpt, plan::ParallelPlan{}, 0, {true})};
   const plan::ShardVerification v = plan::verify_rank_shards(inv, ckpt, ranks);
   if (!v.problems.empty()) return {StageStatus::kFail, v.problems[0], {}, {}};
+  const std::vector<std::string>& notes = ranks[0].notes;
   return {StageStatus::kPass,
           std::to_string(v.tensors) + " tensors, " +
               human_bytes(uint64_t(ranks[0].report.bytes_read)) +
-              (src.synthesized ? " (synthesized, seed 0)" : "") + ", checksummed",
+              (src.synthesized ? " (synthesized, seed 0)" : "") + ", checksummed" +
+              (notes.empty() ? ""
+                             : "; " + std::to_string(notes.size()) +
+                                   " stored in another float dtype, read as stored (first: " +
+                                   notes[0] + ")"),
           {},
-          {{"tensors", v.tensors}, {"bytes", ranks[0].report.bytes_read}}};
+          {{"tensors", v.tensors}, {"bytes", ranks[0].report.bytes_read}, {"dtype_notes", notes}}};
 }
 
 StageResult run_op_accuracy_stage(Day0Context& ctx) {

@@ -64,6 +64,7 @@ int run_load(LoadOptions opt) {
                         {"ranks", nlohmann::json::array()}};
     for (const auto& l : loads) j["ranks"].push_back(rank_json(l));
     if (opt.all) j["verification"] = {{"tensors", v.tensors}, {"slices", v.slices}, {"ok", ok}, {"problems", v.problems}};
+    if (!loads.empty()) j["dtype_notes"] = loads[0].notes;
     std::printf("%s\n", j.dump(2).c_str());
     return ok ? kExitOk : kExitMismatch;
   }
@@ -75,6 +76,9 @@ int run_load(LoadOptions opt) {
     std::printf("%-6lld %8zu %14s %9.1f%% %10.4f %9.2f\n", (long long)l.rank, r.weights.size(),
                 human_bytes(uint64_t(r.bytes_read)).c_str(), 100.0 * double(r.bytes_read) / double(std::max<int64_t>(r.checkpoint_bytes, 1)),
                 r.seconds, r.gb_per_s());
+  }
+  if (!loads.empty()) {
+    for (const auto& n : loads[0].notes) std::printf("note   stored in another float dtype, read as stored: %s\n", n.c_str());
   }
   if (opt.all) {
     std::printf("shards %s: %lld tensors, %lld slices%s\n", ok ? colored("verified", "32").c_str() : colored("WRONG", "31").c_str(),

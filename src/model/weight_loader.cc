@@ -89,14 +89,19 @@ std::string list(const std::vector<std::string>& items) {
 
 }  // namespace
 
-void verify_checkpoint(const io::ShardedCheckpoint& ckpt, const Inventory& inventory) {
-  std::vector<std::string> missing, unexpected, misshapen;
+std::vector<std::string> verify_checkpoint(const io::ShardedCheckpoint& ckpt, const Inventory& inventory) {
+  std::vector<std::string> missing, unexpected, misshapen, converted;
   std::map<std::string, const WeightInfo*, std::less<>> expected;
   for (const WeightInfo& w : inventory.weights) expected[w.name] = &w;
   for (const auto& [name, w] : expected) {
     const io::TensorEntry* e = ckpt.find(name);
+    const bool float_pair = e != nullptr && tensor::is_float(e->dtype) && tensor::is_float(w->dtype) &&
+                            !w->quantized && w->role != WeightRole::kQuantScale;
     if (e == nullptr) {
       missing.push_back(name);
+    } else if (e->shape == w->shape && e->dtype != w->dtype && float_pair) {
+      converted.push_back(name + ": " + tensor::dtype_name(e->dtype) + " (the inventory's " +
+                          tensor::dtype_name(w->dtype) + ")");
     } else if (e->shape != w->shape || e->dtype != w->dtype) {
       misshapen.push_back(name + ": " + tensor::dtype_name(e->dtype) + " " + tensor::shape_string(e->shape) +
                           " (expected " + tensor::dtype_name(w->dtype) + " " + tensor::shape_string(w->shape) + ")");
@@ -105,7 +110,7 @@ void verify_checkpoint(const io::ShardedCheckpoint& ckpt, const Inventory& inven
   for (const std::string& name : ckpt.names()) {
     if (expected.count(name) == 0) unexpected.push_back(name);
   }
-  if (missing.empty() && unexpected.empty() && misshapen.empty()) return;
+  if (missing.empty() && unexpected.empty() && misshapen.empty()) return converted;
   std::string msg = "does not match the model's tensor inventory:";
   if (!missing.empty()) msg += "\n  missing (" + std::to_string(missing.size()) + "): " + list(missing);
   if (!unexpected.empty()) msg += "\n  unexpected (" + std::to_string(unexpected.size()) + "): " + list(unexpected);

@@ -45,8 +45,12 @@ struct LoadReport {
 };
 
 // Compares the checkpoint's tensors with the inventory: names, shapes and dtypes. Throws one
-// InputError listing every missing, unexpected and misshapen tensor (first 20 of each).
-void verify_checkpoint(const io::ShardedCheckpoint& ckpt, const Inventory& inventory);
+// InputError listing every missing, unexpected and misshapen tensor (first 20 of each). A float
+// tensor stored in another float dtype than the inventory's (a routing bias saved in bf16 after
+// `model.to(torch.bfloat16)`) is no error unless it is quantized or a quantization scale: it is
+// read as stored (the executor converts every float weight to its compute dtype) and returned
+// as a note, "model.layers.3.mlp.gate.e_score_correction_bias: bf16 (the inventory's f32)".
+std::vector<std::string> verify_checkpoint(const io::ShardedCheckpoint& ckpt, const Inventory& inventory);
 
 // Reads the requested weights on base::worker_threads() threads (HARNESS_THREADS). Throws InputError for an absent tensor or an out-of-range slice.
 LoadReport load_weights(const io::ShardedCheckpoint& ckpt, const std::vector<LoadRequest>& requests,

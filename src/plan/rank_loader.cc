@@ -46,11 +46,12 @@ RankLoad load_rank(const model::Architecture& arch, const model::Inventory& inve
     throw InputError("--rank", std::to_string(rank) + " is outside the plan's " + std::to_string(plan.world()) + " ranks");
   }
   if (const auto issue = check_plan(arch, plan)) throw InputError("--" + issue->dimension, issue->message);
-  model::verify_checkpoint(ckpt, inventory);
+  const std::vector<std::string> notes = model::verify_checkpoint(ckpt, inventory);
   const RankCoord at = coord_of(plan, rank);
   std::vector<model::LoadRequest> requests;
   RankLoad out;
   out.rank = rank;
+  out.notes = notes;
   for (const model::WeightInfo& w : inventory.weights) {
     const std::optional<Slice> s = shard_of(w, arch, plan, at);
     if (!s) {

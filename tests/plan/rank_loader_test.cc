@@ -103,5 +103,36 @@ TEST(RankLoader, ACheckpointThatDoesNotMatchIsAnInputError) {
   EXPECT_THROW(load_rank(c.arch, c.inv, c.ckpt, plan, 0, {false}), InputError);
 }
 
+// A routing bias saved in bf16 (transformers' `model.to(torch.bfloat16)`; the inventory keeps it
+// in f32, as HF does): read as stored and noted, not refused. A wrong shape still is.
+TEST(RankLoader, AFloatTensorInAnotherFloatDtypeIsNotedNotRefused) {
+  Checkpoint c("tiny-deepseek-v3");
+  const std::string bias = "model.layers.1.mlp.gate.e_score_correction_bias";
+  ASSERT_NE(c.inv.find(bias), nullptr);
+  ASSERT_EQ(c.inv.find(bias)->dtype, tensor::DType::kF32);
+  h0::test::TempDir bf16;
+  std::vector<io::NamedTensor> tensors;
+  for (const auto& w : c.inv.weights) {
+    const tensor::Tensor t = c.ckpt.get(w.name);
+    tensors.push_back({w.name, w.name == bias ? t.to(tensor::DType::kBF16) : t});
+  }
+  io::write_safetensors(bf16.file("model.safetensors"), tensors);
+  const auto ckpt = io::ShardedCheckpoint::open(bf16.path());
+  const RankLoad r = load_rank(c.arch, c.inv, ckpt, ParallelPlan{}, 0, {false});
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0], bias + ": bf16 (the inventory's f32)");
+  EXPECT_TRUE(verify_rank_shards(c.inv, ckpt, {r}).problems.empty());
+  // The same bias with one expert too few is still refused.
+  tensors.clear();
+  for (const auto& w : c.inv.weights) {
+    const tensor::Tensor t = c.ckpt.get(w.name);
+    tensors.push_back({w.name, w.name == bias ? tensor::Tensor::copy_of(t.dtype(), {t.shape()[0] - 1}, t.data()) : t});
+  }
+  h0::test::TempDir shorter;
+  io::write_safetensors(shorter.file("model.safetensors"), tensors);
+  EXPECT_THROW(load_rank(c.arch, c.inv, io::ShardedCheckpoint::open(shorter.path()), ParallelPlan{}, 0, {false}),
+               InputError);
+}
+
 }  // namespace
 }  // namespace h0::plan
