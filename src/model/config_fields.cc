@@ -22,6 +22,15 @@ int64_t ConfigFields::req_int(const std::string& key) const {
   return v->get<int64_t>();
 }
 
+int64_t ConfigFields::req_int_any(const std::vector<std::string>& keys) const {
+  for (const std::string& k : keys) {
+    if (find(k) != nullptr) return req_int(k);
+  }
+  std::string names;
+  for (const std::string& k : keys) names += (names.empty() ? "" : " or ") + k;
+  throw InputError(where(keys.front()), "missing (an integer is required; also read as " + names + ")");
+}
+
 double ConfigFields::req_double(const std::string& key) const {
   const nlohmann::json* v = find(key);
   if (v == nullptr) throw InputError(where(key), "missing (a number is required)");

@@ -20,6 +20,9 @@ class ConfigFields {
   std::string where(const std::string& key) const;
 
   int64_t req_int(const std::string& key) const;
+  // The first of `keys` present: one field under the names different transformers majors write
+  // (Qwen3-MoE: num_experts in 4.x, num_local_experts in 5.x). Missing: an error naming them all.
+  int64_t req_int_any(const std::vector<std::string>& keys) const;
   double req_double(const std::string& key) const;
   ConfigFields req_object(const std::string& key) const;
 

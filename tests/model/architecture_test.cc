@@ -1,8 +1,10 @@
 // Architectures from real config.json files (tests/data/configs, see SOURCES.md there) and their
 // exact parameter counts against the published figures.
 #include <cmath>
+#include <fstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "model/architecture.h"
@@ -156,6 +158,20 @@ TEST(ArchitectureErrors, NameTheField) {
             "config.json: kv_lora_rank: missing (an integer is required)");
   EXPECT_EQ(message(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 8, "num_hidden_layers": 1, "vocab_size": 8, "num_attention_heads": 4, "num_key_value_heads": 3})"),
             "config.json: num_key_value_heads: must be positive and divide num_attention_heads (4)");
+}
+
+// Every family's default config as transformers 5 saves it (golden/tools/gen_tf5_configs.py):
+// parsed — transformers 5 renames fields, e.g. Qwen3-MoE's num_experts to num_local_experts —
+// and counted exactly as transformers' own num_parameters() of the same config.
+TEST(Transformers5Configs, ParseAndCountAsTransformersDoes) {
+  std::ifstream in(std::string(H0_SOURCE_DIR) + "/golden/models/transformers5-counts.json");
+  const nlohmann::json golden = nlohmann::json::parse(in);
+  ASSERT_EQ(golden["models"].size(), 7u);
+  for (const auto& [type, want] : golden["models"].items()) {
+    const Architecture a = load_architecture(std::string(H0_SOURCE_DIR) + "/" + want["config"].get<std::string>());
+    EXPECT_EQ(build_inventory(a).counts.total, want["num_parameters"].get<int64_t>()) << type;
+    EXPECT_EQ(a.architecture, want["architectures"].get<std::string>()) << type;
+  }
 }
 
 }  // namespace
