@@ -296,11 +296,6 @@ StageResult not_modelled(const Day0Context& ctx, const std::string& what) {
           {{"family", ctx.arch->family}, {"modelled", false}}};
 }
 
-bool has_checkpoint(const std::string& dir) {
-  return fs::exists(fs::path(dir) / "model.safetensors") ||
-         fs::exists(fs::path(dir) / "model.safetensors.index.json");
-}
-
 std::string mib(int64_t bytes) { return fixed(double(bytes) / (1024.0 * 1024.0), 1) + " MiB"; }
 
 // Stage 1 for a family the executor does not model: what the config says, and the exact
@@ -313,7 +308,7 @@ StageResult unmodelled_config_stage(Day0Context& ctx) {
       {"family", a.family},          {"architecture", a.architecture},
       {"modelled", false},           {"modelled_families", model::known_architectures()},
       {"layers", a.text.num_layers}, {"hidden_size", a.text.hidden_size}};
-  if (!has_checkpoint(ctx.options.model)) {
+  if (!model::has_checkpoint(ctx.options.model)) {
     summary += "exact parameter counts need the checkpoint (this directory holds the config only)";
     details["needs"] = "checkpoint";
     return {StageStatus::kPass, summary, {}, details};

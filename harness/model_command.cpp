@@ -12,6 +12,8 @@
 #include "cli_output.h"
 #include "commands.h"
 #include "model/architecture.h"
+#include "io/sharded_checkpoint.h"
+#include "model/checkpoint_inventory.h"
 #include "model/inventory.h"
 #include "model/synth.h"
 #include "model_run.h"
@@ -51,8 +53,12 @@ std::string billions(int64_t n) {
 }
 
 int run_info(const ModelOptions& opt) {
-  const model::Architecture a = model::load_architecture(opt.model);
-  const model::Inventory inv = model::build_inventory(a);
+  const model::Architecture a = model::load_any_architecture(opt.model);
+  // A family the executor does not model: the checkpoint's own tensors, when it is there.
+  const bool counted = a.modelled || model::has_checkpoint(opt.model);
+  const model::Inventory inv = a.modelled  ? model::build_inventory(a)
+                               : counted ? model::inventory_from_checkpoint(a, io::ShardedCheckpoint::open(opt.model))
+                                         : model::Inventory{};
   const model::TextModel& t = a.text;
   int64_t bytes = 0;
   for (const auto& w : inv.weights) bytes += w.bytes();
@@ -62,7 +68,7 @@ int run_info(const ModelOptions& opt) {
                         {"heads", t.attn.num_heads}, {"kv_heads", t.attn.num_kv_heads}, {"mla", t.attn.mla},
                         {"experts", t.moe.num_experts}, {"experts_per_token", t.moe.experts_per_token},
                         {"parameters", counts_json(inv.counts)}, {"checkpoint_bytes", bytes},
-                        {"tensors", inv.weights.size()}};
+                        {"tensors", inv.weights.size()}, {"modelled", a.modelled}, {"counted", counted}};
     if (opt.tensors) {
       j["inventory"] = nlohmann::json::array();
       for (const auto& w : inv.weights) j["inventory"].push_back(weight_json(w));
@@ -74,12 +80,25 @@ int run_info(const ModelOptions& opt) {
               a.architecture.c_str(), a.family.c_str(), (long long)t.num_layers, (long long)t.hidden_size,
               (long long)t.vocab_size, t.attn.mla ? "latent (MLA)" : "grouped-query", (long long)t.attn.num_heads,
               (long long)t.attn.num_kv_heads);
-  if (a.is_moe()) {
+  if (!a.modelled) {
+    std::printf("not modelled by the executor: %s\n",
+                counted ? "the counts are the checkpoint's tensors, by the name-pattern rule table"
+                        : "the parameter counts need the checkpoint (config.json and *.safetensors)");
+  }
+  if (a.is_moe() && !a.modelled) {  // only the counts the shared config fields give
+    std::printf("MoE: %lld routed experts (top %lld)\n", (long long)t.moe.num_experts, (long long)t.moe.experts_per_token);
+  } else if (a.is_moe()) {
     std::printf("MoE: %lld routed experts (top %lld), %lld shared, %s routing\n", (long long)t.moe.num_experts,
                 (long long)t.moe.experts_per_token, (long long)t.moe.num_shared_experts, t.moe.scoring.c_str());
   }
-  std::printf("parameters: %lld total (%s), %lld active per token (%s)\n", (long long)inv.counts.total,
-              billions(inv.counts.total).c_str(), (long long)inv.counts.active, billions(inv.counts.active).c_str());
+  if (!counted) return kExitOk;
+  if (a.modelled) {
+    std::printf("parameters: %lld total (%s), %lld active per token (%s)\n", (long long)inv.counts.total,
+                billions(inv.counts.total).c_str(), (long long)inv.counts.active, billions(inv.counts.active).c_str());
+  } else {
+    std::printf("parameters: %lld total (%s); active per token not computed (the family is not modelled)\n",
+                (long long)inv.counts.total, billions(inv.counts.total).c_str());
+  }
   if (inv.counts.mtp > 0) {
     std::printf("multi-token prediction (checkpoint only): %lld unique + %lld embedding/head copies\n",
                 (long long)inv.counts.mtp, (long long)inv.counts.mtp_shared);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -16,7 +17,9 @@
 #include "base/error.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "io/sharded_checkpoint.h"
 #include "model/architecture.h"
+#include "model/checkpoint_inventory.h"
 #include "plan/memory_plan.h"
 #include "plan/plan_report.h"
 #include "suite/platform.h"
@@ -95,8 +98,20 @@ void print_header(const model::Architecture& arch, const plan::MemoryPlan& p, co
   for (const std::string& note : p.notes) std::printf("note     %s\n", note.c_str());
 }
 
+// A family the executor does not model is planned from its checkpoint's tensor headers.
+std::optional<model::Inventory> stored_inventory(const model::Architecture& arch, const std::string& model) {
+  if (arch.modelled) return std::nullopt;
+  if (!model::has_checkpoint(model)) {
+    throw InputError(model, "family " + arch.family +
+                                " is not modelled by the executor: its plan reads the checkpoint's tensor headers, "
+                                "so give the checkpoint directory (config.json and *.safetensors)");
+  }
+  return model::inventory_from_checkpoint(arch, io::ShardedCheckpoint::open(model));
+}
+
 int run_plan(const PlanOptions& opt) {
-  const model::Architecture arch = model::load_architecture(opt.model);
+  const model::Architecture arch = model::load_any_architecture(opt.model);
+  const std::optional<model::Inventory> stored = stored_inventory(arch, opt.model);
   plan::ParallelPlan parallel = opt.parallel;
   const std::string dp_note = plan::default_dp(&parallel, opt.dp_given);
   if (const auto issue = plan::check_plan(arch, parallel)) {
@@ -105,7 +120,12 @@ int run_plan(const PlanOptions& opt) {
     throw InputError("--" + issue->dimension + " " + std::to_string(value), issue->message);
   }
   std::string source;
-  plan::MemoryPlan p = plan::plan_memory(arch, parallel, memory_options(opt, arch, &source));
+  plan::MemoryOptions o = memory_options(opt, arch, &source);
+  if (stored) {
+    o.checkpoint = &*stored;
+    source = "as stored in the checkpoint; " + arch.family + " is not modelled";
+  }
+  plan::MemoryPlan p = plan::plan_memory(arch, parallel, o);
   if (!dp_note.empty()) p.notes.insert(p.notes.begin(), dp_note);
   if (opt.json) {
     nlohmann::json j = plan::plan_json(p);

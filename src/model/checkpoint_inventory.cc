@@ -1,6 +1,7 @@
 #include "model/checkpoint_inventory.h"
 
 #include <cctype>
+#include <filesystem>
 #include <string_view>
 
 #include "base/error.h"
@@ -131,6 +132,13 @@ const LeafRule* rule_of(const std::string& leaf) {
 bool is_float_dtype(DType d) { return tensor::is_float(d); }
 
 }  // namespace
+
+bool has_checkpoint(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  return fs::is_directory(path, ec) && (fs::exists(fs::path(path) / "model.safetensors", ec) ||
+                                        fs::exists(fs::path(path) / "model.safetensors.index.json", ec));
+}
 
 TpSplit tp_rule(const std::string& name) {
   const NameParts p = read_name(name);

@@ -37,6 +37,9 @@ namespace h0::model {
 // InputError for a tensor naming an expert at or past the config's expert count.
 Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt);
 
+// Whether `path` is a directory holding a checkpoint (model.safetensors or its sharded index).
+bool has_checkpoint(const std::string& path);
+
 // What a checkpoint holds by dtype, read from its headers.
 struct DtypeTally {
   int64_t tensors = 0, elements = 0, bytes = 0;

@@ -39,6 +39,7 @@ struct Family {
   // Its tokenizer's encode adds a BOS (Llama-3's; Qwen's ChatML adds none), so a text-only
   // engine cannot be sent the golden's token-id prompt (ids without that BOS).
   bool adds_bos;
+  int64_t hf_parameters;  // transformers' num_parameters() of the checkpoint (5.24)
 };
 
 class Day0Unmodelled : public ::testing::TestWithParam<Family> {};
@@ -60,6 +61,7 @@ TEST_P(Day0Unmodelled, EstablishedAtTheServiceLevel) {
             std::string::npos)
       << stages["config"]["summary"];
   EXPECT_NE(stages["config"]["summary"].get<std::string>().find("not modelled"), std::string::npos);
+  EXPECT_EQ(stages["config"]["details"]["parameters"].get<int64_t>(), f.hf_parameters);
   // The plan's weights are the checkpoint's bytes (at one device: all of them, exactly).
   const double stored = stages["config"]["details"]["checkpoint_bytes"].get<double>();
   const double planned = stages["memory_plan"]["details"]["total_weights"].get<double>();
@@ -100,9 +102,9 @@ TEST_P(Day0Unmodelled, EstablishedAtTheServiceLevel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, Day0Unmodelled,
-                         ::testing::Values(Family{"tiny-gemma3", "gemma3_text", true},
-                                           Family{"tiny-qwen2-moe", "qwen2_moe", false},
-                                           Family{"tiny-gpt-oss", "gpt_oss", true}),
+                         ::testing::Values(Family{"tiny-gemma3", "gemma3_text", true, 230080},
+                                           Family{"tiny-qwen2-moe", "qwen2_moe", false, 165056},
+                                           Family{"tiny-gpt-oss", "gpt_oss", true, 141520}),
                          [](const auto& param_info) {
                            std::string n = param_info.param.dir;
                            for (char& c : n) c = c == '-' ? '_' : c;

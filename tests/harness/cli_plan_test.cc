@@ -96,5 +96,36 @@ TEST(CliPlan, SuiteCasesPassAndFailOnTheirExpectations) {
   EXPECT_NE(bad.err.find("bad.yaml:6:16: num_attention_heads 64 is not divisible by tp 3"), std::string::npos) << bad.err;
 }
 
+// A family the executor does not model (GPT-OSS, written by transformers) is planned from its
+// checkpoint's headers: every stored byte at tp 1; its config alone is refused, saying why.
+TEST(CliPlan, AnUnmodelledFamilyIsPlannedFromItsCheckpoint) {
+  const auto r = run_harness("plan --model tests/data/models/tiny-gpt-oss --device-memory 1GiB --reserve 0 --json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["weight_format_source"], "as stored in the checkpoint; gpt_oss is not modelled");
+  std::ifstream in(test::source_path("tests/data/models/tiny-gpt-oss/model.safetensors"), std::ios::binary | std::ios::ate);
+  uint64_t header = 0;
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(&header), 8);
+  in.seekg(0, std::ios::end);
+  const int64_t data_bytes = int64_t(in.tellg()) - 8 - int64_t(header);
+  EXPECT_EQ(j["weights_bytes_total"].get<int64_t>(), data_bytes);
+  const auto config_only = run_harness("plan --model tests/data/configs/gpt-oss-120b.json --tp 8 --device-memory 80GiB");
+  EXPECT_EQ(config_only.code, 2);
+  EXPECT_NE(config_only.err.find("family gpt_oss is not modelled by the executor"), std::string::npos) << config_only.err;
+}
+
+TEST(CliPlan, ModelInfoOfAnUnmodelledFamily) {
+  const auto r = run_harness("model info --json --model tests/data/models/tiny-qwen2-moe");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["modelled"], false);
+  EXPECT_EQ(j["family"], "qwen2_moe");
+  EXPECT_EQ(j["parameters"]["total"], 165056);  // the checkpoint's elements (transformers' num_parameters: 165,056)
+  const auto config_only = run_harness("model info --model tests/data/configs/gpt-oss-120b.json");
+  EXPECT_EQ(config_only.code, 0);
+  EXPECT_NE(config_only.out.find("the parameter counts need the checkpoint"), std::string::npos) << config_only.out;
+}
+
 }  // namespace
 }  // namespace h0
