@@ -23,6 +23,45 @@ tensor::Tensor stack(const std::vector<tensor::Tensor>& parts) {
   return out;
 }
 
+// w[n][k] = q[n][k] · scale[n / br][k / bc] in f32: an fp8 block-quantized weight with its
+// weight_scale_inv (DeepSeek-V3's layout, the last blocks ragged). InputError when the scale's
+// shape does not cover the weight in those blocks.
+tensor::Tensor dequantize_blocks(const tensor::Tensor& q, const tensor::Tensor& scale, int64_t br, int64_t bc,
+                                 const std::string& where) {
+  if (q.shape().size() != 2 || scale.shape().size() != 2) throw InputError(where, "an fp8 weight and its scale must be 2-D");
+  const int64_t n = q.shape()[0], k = q.shape()[1];
+  const tensor::Shape want = {(n + br - 1) / br, (k + bc - 1) / bc};
+  if (scale.shape() != want) {
+    throw InputError(where, "weight_scale_inv is " + tensor::shape_string(scale.shape()) + ", but " +
+                                tensor::shape_string(q.shape()) + " in " + std::to_string(br) + "x" + std::to_string(bc) +
+                                " blocks needs " + tensor::shape_string(want));
+  }
+  const tensor::Tensor qf = q.to(tensor::DType::kF32), sf = scale.to(tensor::DType::kF32);
+  tensor::Tensor out = tensor::Tensor::empty(tensor::DType::kF32, q.shape());
+  const float* qv = qf.data_as<float>();
+  const float* sv = sf.data_as<float>();
+  float* ov = out.mutable_data_as<float>();
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t c = 0; c < k; ++c) ov[r * k + c] = qv[r * k + c] * sv[(r / br) * want[1] + c / bc];
+  }
+  return out;
+}
+
+// Columns [begin, end) of a 2-D host tensor; rows [begin, end) for axis 0.
+tensor::Tensor slice_of(const tensor::Tensor& t, int axis, int64_t begin, int64_t end) {
+  if (axis == 0) return t.slice_rows(begin, end);
+  const int64_t rows = t.shape()[0], cols = t.shape()[1], w = end - begin;
+  const size_t e = tensor::dtype_size(t.dtype());
+  tensor::Tensor out = tensor::Tensor::empty(t.dtype(), {rows, w});
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(static_cast<char*>(out.mutable_data()) + size_t(r * w) * e,
+                static_cast<const char*>(t.data()) + size_t(r * cols + begin) * e, size_t(w) * e);
+  }
+  return out;
+}
+
+bool is_fp8(tensor::DType d) { return d == tensor::DType::kF8E4M3 || d == tensor::DType::kF8E5M2; }
+
 }  // namespace
 
 ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt, backend::Backend& backend,
@@ -41,7 +80,19 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     std::optional<WeightSlice> part = WeightSlice{-1, 0, 0};
     if (sharding != nullptr) part = sharding->slice(w);
     if (!part) continue;  // another rank's
-    const tensor::Tensor stored = part->axis < 0 ? ckpt.get(w.name) : ckpt.slice(w.name, part->axis, part->begin, part->end);
+    tensor::Tensor stored;
+    if (is_fp8(ckpt.find(w.name)->dtype)) {  // block-quantized: dequantized here by the block rule
+      const std::string scale = w.name + "_scale_inv";
+      if (ckpt.find(scale) == nullptr) {
+        throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8 with no '" + scale + "' (block scales)");
+      }
+      const int64_t br = arch.quantization.block_rows > 0 ? arch.quantization.block_rows : 128;
+      const int64_t bc = arch.quantization.block_cols > 0 ? arch.quantization.block_cols : 128;
+      const tensor::Tensor full = dequantize_blocks(ckpt.get(w.name), ckpt.get(scale), br, bc, ckpt.path() + ": " + w.name);
+      stored = part->axis < 0 ? full : slice_of(full, part->axis, part->begin, part->end);
+    } else {
+      stored = part->axis < 0 ? ckpt.get(w.name) : ckpt.slice(w.name, part->axis, part->begin, part->end);
+    }
     const tensor::Tensor host = tensor::is_float(stored.dtype()) ? glue::to_dtype(stored, dtype) : stored;
     bytes_ += int64_t(host.nbytes());
     if (w.expert >= 0) {
