@@ -141,7 +141,8 @@ checks::Status record_status(StageStatus s) {
 // One record of the whole run: every stage's checks ("<stage>/<case>") and the stage itself
 // ("stage/<NN>-<id>", kind day0_stage: its title and summary).
 checks::RunReport run_record(const Day0Options& opt, const suite::Platform& platform,
-                             const std::vector<StageResult>& results, double seconds) {
+                             const std::vector<StageResult>& results, double seconds,
+                             const std::string& verdict) {
   checks::RunReport report;
   report.suite_name = "day0";
   report.suite_file = "day0:" + opt.model;
@@ -170,6 +171,7 @@ checks::RunReport run_record(const Day0Options& opt, const suite::Platform& plat
     stage.result.details = results[i].details;
     stage.result.details["title"] = s.title;
     stage.result.details["stage_status"] = stage_status_name(results[i].status);
+    stage.result.details["verdict"] = verdict;  // the run's, on every stage (the dashboard shows it)
     report.cases.push_back(std::move(stage));
   }
   return report;
@@ -286,7 +288,7 @@ int run_day0(const Day0Options& opt) {
   // One run record: the store, then JSON, JUnit and the dashboard from it.
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const checks::RunReport report = run_record(opt, platform, results, seconds);
+  const checks::RunReport report = run_record(opt, platform, results, seconds, verdict);
   store::RunData run = checks::run_data(report, platform, labels, mesh_run.name);
   run.started_at = store::utc_now();
   run.finished_at = run.started_at;

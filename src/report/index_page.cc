@@ -59,7 +59,16 @@ std::string overview(const SiteModel& model) {
 std::string day0_panel(const SiteRun& run, const std::string& root) {
   if (run.day0.empty()) return "";
   std::string html = "<section id=\"day0\" class=\"panel\"><h2>Day-0 checklist · run " +
-                     html_link(root + run.page, run_ref(run.run.id)) + "</h2>\n<ol class=\"checklist\">\n";
+                     html_link(root + run.page, run_ref(run.run.id)) + "</h2>\n";
+  const std::string& v = run.day0_verdict;
+  if (!v.empty()) {
+    const std::string text = v == "established"     ? "Day-0 readiness established"
+                             : v == "service_level" ? "Day-0 readiness established at the service level "
+                                                      "(the executor checks did not run: the family is not modelled)"
+                                                    : "Day-0 readiness NOT established";
+    html += "<p class=\"verdict verdict-" + html_escape(v) + "\">" + html_escape(text) + "</p>\n";
+  }
+  html += "<ol class=\"checklist\">\n";
   for (const auto& s : run.day0) {
     html += "<li data-stage=\"" + html_escape(s.id) + "\">" + status_badge(s.status) + " " + html_escape(s.title);
     if (!s.summary.empty()) html += " <span class=\"muted\">" + html_escape(s.summary) + "</span>";

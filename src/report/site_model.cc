@@ -195,7 +195,15 @@ class Gatherer {
       ++site_run.counts[r.status];
       site_run.cases.push_back(digest(run, run_index, r, &site_run.tolerances, &tolerances));
     }
-    if (is_day0_run(run)) site_run.day0 = day0_stages(run);
+    if (is_day0_run(run)) {
+      site_run.day0 = day0_stages(run);
+      for (const auto& r : run.results) {
+        if (r.kind != "day0_stage") continue;
+        const nlohmann::json d = nlohmann::json::parse(r.details_json, nullptr, false);
+        if (d.is_object()) site_run.day0_verdict = d.value("verdict", "");
+        break;
+      }
+    }
     if (auto prev = last_complete_.find(run.platform); prev != last_complete_.end()) {
       site_run.previous = prev->second.first;
       site_run.diff = trimmed_diff(prev->second.second, run);

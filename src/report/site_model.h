@@ -51,6 +51,8 @@ struct SiteRun {
   std::vector<CaseDigest> cases;
   std::vector<std::string> tolerances;  // distinct tolerance texts of this run
   std::vector<Day0Stage> day0;          // empty unless this is a Day-0 run
+  // `harness day0`'s verdict: "established", "service_level", "not_established"; "" if unknown.
+  std::string day0_verdict;
   std::string page;                     // "runs/run-<id>.html"
   std::string data;                     // "data/run-<id>.js"
 

@@ -111,6 +111,20 @@ INSTANTIATE_TEST_SUITE_P(Families, Day0Unmodelled,
                            return n;
                          });
 
+// The dashboard of such a run says which readiness was established.
+TEST(Day0Engine, TheDashboardShowsTheServiceLevelVerdict) {
+  test::TempDir dir;
+  const auto r = run_harness("day0 --model " + test::source_path("tests/data/models/tiny-gemma3") + " --platform " +
+                             engine_platform(dir, "tiny-gemma3") + " --golden " +
+                             test::source_path("golden/e2e/tiny-gemma3") + " --db " + dir.file("r.db") +
+                             " --out " + dir.file("out"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const std::string index = test::read_file(dir.file("out/site/index.html"));
+  EXPECT_NE(index.find("verdict-service_level\">Day-0 readiness established at the service level"),
+            std::string::npos);
+  EXPECT_NE(index.find("st-not_modelled"), std::string::npos);
+}
+
 // An engine that answers one wrong token: text end-to-end fails at that position, not a ✓.
 TEST(Day0Engine, AWrongTokenFailsTextEndToEndAtItsPosition) {
   test::TempDir dir;

@@ -59,6 +59,8 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   EXPECT_NE(test::read_file(dir.file("out/day0.xml")).find("<testsuite"), std::string::npos);
   const std::string index = test::read_file(dir.file("out/site/index.html"));
   EXPECT_NE(index.find("Day-0 checklist"), std::string::npos);
+  EXPECT_NE(index.find("<p class=\"verdict verdict-established\">Day-0 readiness established</p>"),
+            std::string::npos);
   EXPECT_NE(index.find("performance snapshot"), std::string::npos);
 }
 
