@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "base/error.h"
+#include "base/json_depth.h"
 #include "io/torch_tensor_file.h"
 
 namespace h0::checks {
@@ -17,8 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using ordered = nlohmann::ordered_json;
 
-// JSON nested deeper than this is refused before parsing (the parser recurses).
-constexpr int kMaxJsonDepth = 256;
+using base::kMaxJsonDepth;
 
 std::string find_dump_json(const std::string& dir) {
   if (!fs::is_directory(dir)) return "";
@@ -45,9 +45,10 @@ ordered parse_dump_json(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(file, "cannot open");
   const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (base::json_depth(raw, kMaxJsonDepth) > kMaxJsonDepth)
+    throw InputError(file, "JSON nested deeper than " + std::to_string(kMaxJsonDepth));
   std::string text;
   text.reserve(raw.size());
-  int depth = 0;
   bool quoted = false, escaped = false;
   for (size_t i = 0; i < raw.size(); ++i) {
     const char c = raw[i];
@@ -63,11 +64,6 @@ ordered parse_dump_json(const std::string& file) {
       continue;
     }
     if (c == '"') quoted = true;
-    if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth)
-        throw InputError(file, "JSON nested deeper than " + std::to_string(kMaxJsonDepth));
-    }
-    if (c == ']' || c == '}') --depth;
     bool replaced = false;
     for (std::string_view token : {"-Infinity", "Infinity", "NaN"}) {
       if (raw.compare(i, token.size(), token) == 0) {

@@ -2,8 +2,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "base/error.h"
+#include "base/json_depth.h"
 #include "model/config_fields.h"
 
 namespace h0::model {
@@ -279,9 +281,13 @@ nlohmann::json read_config_file(const std::string& path) {
   const std::string file = config_path(path);
   std::ifstream in(file);
   if (!in) throw InputError(file, "cannot open (a model directory with config.json, or a config.json file)");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (base::json_depth(text, base::kMaxJsonDepth) > base::kMaxJsonDepth) {
+    throw InputError(file, "JSON nested deeper than " + std::to_string(base::kMaxJsonDepth) + " levels");
+  }
   nlohmann::json config;
   try {
-    config = nlohmann::json::parse(in);
+    config = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(file, std::string("not JSON: ") + e.what());
   }

@@ -4,7 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include "base/error.h"
+#include "base/json_depth.h"
+#include "test_util.h"
 #include "model/architecture.h"
 #include "plan/memory_plan.h"
 
@@ -109,6 +113,23 @@ TEST(GenericArchitecture, NestedTextConfigPatternsAndBadInput) {
     EXPECT_NE(std::string(e.what()).find("text_config.hidden_size: missing"), std::string::npos)
         << e.what();
   }
+}
+
+// A config.json nested 100k deep (shared/reproducers/cfg_deep_bias) once overflowed the stack
+// of the recursive JSON parser: refused before parsing, naming the file.
+TEST(GenericArchitecture, ADeeplyNestedConfigIsRefusedNotACrash) {
+  h0::test::TempDir dir;
+  std::ofstream(dir.file("config.json")) << "{\"model_type\": \"x\", \"bias\": " << std::string(100000, '[')
+                                         << std::string(100000, ']') << "}";
+  try {
+    load_any_architecture(dir.path());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("config.json: JSON nested deeper than 256 levels"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(base::json_depth("{\"a\": [1, {\"b\": \"[[[\"}]}", 256), 3);  // brackets in strings do not count
+  EXPECT_EQ(base::json_depth(std::string(300, '['), 256), 257);
 }
 
 }  // namespace
