@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/json_depth.h"
 #include "base/mapped_file.h"
 
 namespace h0::io {
@@ -157,6 +158,9 @@ SafetensorsFile SafetensorsFile::parse(const std::byte* data, size_t size, std::
     throw InputError(where, "header is not JSON: it must start with '{'");
   }
 
+  if (base::json_depth(std::string_view(text, header_len), base::kMaxJsonDepth) > base::kMaxJsonDepth) {
+    throw InputError(where, "header JSON nested deeper than " + std::to_string(base::kMaxJsonDepth) + " levels");
+  }
   // Parse, refusing duplicate top-level names (a JSON object may repeat keys; the format may
   // not). A SAX pass finds them; nlohmann's callback parser would, but in quadratic time.
   const std::string duplicate = first_duplicate_key(text, header_len);

@@ -133,5 +133,15 @@ TEST(SafetensorsErrors, OpenNamesTheFile) {
   EXPECT_THROW(SafetensorsFile::open(dir.path()), InputError);  // a directory
 }
 
+// shared/reproducers/deep_metadata_100k.safetensors and deep_shape.safetensors crashed the
+// recursive JSON parser (SIGSEGV): refused before parsing.
+TEST(SafetensorsErrors, DeeplyNestedHeaderIsRefused) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(error_of(image("{\"__metadata__\": {\"x\": " + deep + "}}", 0)),
+            "f.st: header JSON nested deeper than 256 levels");
+  EXPECT_EQ(error_of(image("{\"a\":{\"dtype\":\"F32\",\"shape\":" + deep + ",\"data_offsets\":[0,0]}}", 0)),
+            "f.st: header JSON nested deeper than 256 levels");
+}
+
 }  // namespace
 }  // namespace h0::io
