@@ -11,6 +11,8 @@
 namespace h0::model {
 namespace {
 
+constexpr int64_t kMaxLayers = 100000;  // far above any released model
+
 // Rope base and scaling: transformers 4 writes `rope_theta` + `rope_scaling`, transformers 5
 // writes `rope_parameters` {rope_theta, rope_type, factor, ...}.
 void read_rope(const ConfigFields& f, TextModel* t, double default_theta) {
@@ -52,6 +54,11 @@ void read_decoder(const ConfigFields& f, TextModel* t, bool defaults) {
   t->hidden_size = size("hidden_size", 4096);
   t->intermediate_size = size("intermediate_size", 11008);
   t->num_layers = size("num_hidden_layers", 32);
+  if (t->num_layers < 1 || t->num_layers > kMaxLayers) {  // a layer table of that size is a malformed config
+    throw InputError(f.where("num_hidden_layers"), std::to_string(t->num_layers) +
+                                                       " is not a plausible layer count (1 to " +
+                                                       std::to_string(kMaxLayers) + ")");
+  }
   t->vocab_size = size("vocab_size", 32000);
   t->attn.num_heads = size("num_attention_heads", 32);
   t->attn.num_kv_heads = f.opt_int("num_key_value_heads", t->attn.num_heads);

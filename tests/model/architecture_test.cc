@@ -174,5 +174,19 @@ TEST(Transformers5Configs, ParseAndCountAsTransformersDoes) {
   }
 }
 
+// shared/reproducers/cfg_layers_2e31: a Llama config with 2^31 - 1 layers grew to GBs building
+// its inventory; refused at the field instead.
+TEST(Architecture, AnImplausibleLayerCountIsRefusedAtTheField) {
+  nlohmann::json c = {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", 128}, {"intermediate_size", 256},
+                      {"num_hidden_layers", 2147483647}, {"num_attention_heads", 4}, {"vocab_size", 1024}};
+  try {
+    parse_architecture(c, "config.json");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "config.json: num_hidden_layers: 2147483647 is not a plausible layer count (1 to 100000)");
+  }
+}
+
 }  // namespace
 }  // namespace h0::model
