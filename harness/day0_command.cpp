@@ -4,7 +4,9 @@
 // whose hard needs did not pass cannot run (blocked); one whose earlier stages failed is blocked
 // too unless --keep-going. --dry-run runs only what needs no weights. The terminal gets one line
 // per stage; the store gets one run (suite "day0": every check each stage ran, and one case per
-// stage), and --out the dashboard, day0.json and day0.xml. Exit 0 only when every stage passed.
+// stage), and --out the dashboard, day0.json and day0.xml. Exit 0 when every stage passed, or when
+// every stage that could run passed and the rest need the executor for a family it does not model
+// (readiness established at the service level); 1 otherwise.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -364,7 +366,8 @@ void register_day0(CLI::App& app, Run* run) {
                   "Platform config (default configs/platforms/cpu.yaml)");
   sub->add_option(
       "--golden", opt->golden,
-      "Goldens of a model without shipped ones: the directory golden/tools/dump_hf.py wrote");
+      "Goldens of a model without shipped ones: the directory golden/tools/dump_hf.py (probes, "
+      "logits) and/or golden/tools/gen_e2e.py --model (served answers) wrote");
   sub->add_option("--mesh", opt->mesh,
                   "The parallel plan the memory stage sizes, e.g. tp=8,pp=2,ep=16");
   sub->add_flag("--keep-going", opt->keep_going,
