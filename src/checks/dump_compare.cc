@@ -107,16 +107,15 @@ DumpComparison compare_msprobe(const std::string& golden_dir, const std::string&
       r.not_dumped.push_back(probe);
       continue;
     }
-    if (!p->tensor && !p->stats) {  // in the dump, but neither its tensor nor its statistics
+    if (p->tensor_file.empty() && !p->stats) {  // in the dump, but neither its tensor nor its statistics
       r.unmatched.push_back(probe);
       continue;
     }
-    const tensor::Tensor golden = g.get(probe);
-    if (p->tensor) {
-      ProbeReport one = compare_probes({{probe, *p->tensor}}, g, cosine_min, rel_l2_max);
+    if (!p->tensor_file.empty()) {
+      ProbeReport one = compare_probes({{probe, p->load()}}, g, cosine_min, rel_l2_max);
       r.report.rows.push_back(one.rows.at(0));
     } else {
-      r.report.rows.push_back(stats_row(probe, *p->stats, stats_of(golden), rel_l2_max));
+      r.report.rows.push_back(stats_row(probe, *p->stats, stats_of(g.get(probe)), rel_l2_max));
     }
     if (!r.report.rows.back().ok && r.report.first_divergent < 0) r.report.first_divergent = int(r.report.rows.size() - 1);
   }

@@ -141,6 +141,8 @@ std::optional<TensorStats> record_stats(const ordered& r) {
 
 }  // namespace
 
+tensor::Tensor MsprobeProbe::load() const { return io::read_tensor_file(tensor_file); }
+
 const MsprobeProbe* MsprobeDump::find(const std::string& name) const {
   for (const auto& p : probes) {
     if (p.name == name) return &p;
@@ -204,7 +206,7 @@ MsprobeDump read_msprobe_dump(const std::string& dir) {
       if (!fs::exists(file))
         throw InputError(d.dump_json, "data." + key + ": data_name " + data_name + " is not in " +
                                           tensors.string());
-      p.tensor = io::read_tensor_file(file.string());
+      p.tensor_file = file.string();
     }
     return p;
   };

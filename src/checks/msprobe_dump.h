@@ -25,8 +25,11 @@ struct MsprobeProbe {
   std::string name;   // "model.layers.0.self_attn"
   std::string entry;  // "Module.model.layers.0.self_attn.LlamaAttention.forward.0"
   tensor::Shape shape;
-  std::optional<TensorStats> stats;      // when dump.json records them
-  std::optional<tensor::Tensor> tensor;  // task "tensor": the output tensor, read from its file
+  std::optional<TensorStats> stats;  // when dump.json records them
+  std::string tensor_file;           // task "tensor": the output tensor's file ("" when none)
+  // The tensor from tensor_file, read now (a dump can be far larger than memory: read one at a
+  // time). InputError naming the file when it is not a tensor file this harness reads.
+  tensor::Tensor load() const;
 };
 
 struct MsprobeDump {
@@ -38,9 +41,9 @@ struct MsprobeDump {
 
 // Whether `dir` is (or holds, under step*/rank*/) an msprobe dump: a dump.json with a `data` map.
 bool is_msprobe_dump(const std::string& dir);
-// Reads the dump (the first rank of the first step when `dir` is the dump's root). Throws
-// InputError naming the file and the place: a malformed dump.json, a data_name whose file is
-// missing or unreadable (.pt/.npy errors name that file).
+// Reads the dump's dump.json (the first rank of the first step when `dir` is the dump's root);
+// tensors stay in their files until loaded. Throws InputError naming the file and the place: a
+// malformed dump.json, a data_name whose file is missing.
 MsprobeDump read_msprobe_dump(const std::string& dir);
 
 // Max, min, mean and L2 norm of a float tensor, accumulated in f64 (msprobe's statistics).
