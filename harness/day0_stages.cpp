@@ -421,12 +421,12 @@ StageResult run_memory_plan_stage(Day0Context& ctx) {
                             {"total_weights", p.total_weights},
                             {"kv_bytes_per_token", p.kv_bytes_per_token},
                             {"notes", p.notes}};
-  std::string weights = std::string("; weights ") + plan::weight_format_name(o.weights) + " (" + source + ")";
   details["weight_format"] = plan::weight_format_name(o.weights);
-  if (o.checkpoint != nullptr) {
-    weights = "; weights " + mib(p.ranks[0].weights) + " per rank as stored";
-    details["weights_as_stored"] = true;
-  }
+  if (o.checkpoint != nullptr) details["weights_as_stored"] = true;
+  const std::string weights =
+      o.checkpoint != nullptr
+          ? "; weights " + mib(p.ranks[0].weights) + " per rank as stored"
+          : std::string("; weights ") + plan::weight_format_name(o.weights) + " (" + source + ")";
   if (!p.fits) return {StageStatus::kFail, "does not fit " + on + ": " + p.reason, {}, details};
   return {StageStatus::kPass,
           "fits " + on + ": " + plan::with_commas(p.kv_tokens) + " KV tokens per replica" + weights,

@@ -4,28 +4,15 @@ namespace h0::base {
 
 int json_depth(std::string_view text, int limit) {
   int depth = 0, deepest = 0;
-  bool quoted = false, escaped = false;
-  for (char c : text) {
-    if (quoted) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        quoted = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      quoted = true;
-    } else if (c == '[' || c == '{') {
+  for_each_outside_strings(text, [&](size_t i) {
+    if (text[i] == '[' || text[i] == '{') {
       if (++depth > deepest) deepest = depth;
-      if (deepest > limit) return limit + 1;
-    } else if (c == ']' || c == '}') {
+    } else if (text[i] == ']' || text[i] == '}') {
       --depth;
     }
-  }
-  return deepest;
+    return deepest > limit ? text.size() : i + 1;  // past the limit: stop
+  });
+  return deepest > limit ? limit + 1 : deepest;
 }
 
 }  // namespace h0::base

@@ -65,10 +65,11 @@ std::string without_replacement_tail(std::string text) {
 // The golden's token that holds byte `at` of its text (decoding growing prefixes of its ids as
 // the golden's text was decoded: special tokens skipped); -1 when unknown.
 int64_t golden_token_at(const std::vector<int64_t>& ids, size_t at, const model::Tokenizer& tok) {
-  std::vector<int32_t> prefix;
+  model::DecodeStream stream(tok, true);  // decode of the ids so far, one id at a time
+  std::string text;
   for (size_t k = 0; k < ids.size(); ++k) {
-    prefix.push_back(int32_t(ids[k]));
-    if (tok.decode(prefix, true).size() > at) return int64_t(k);
+    stream.push(int32_t(ids[k]), &text);
+    if (text.size() > at) return int64_t(k);
   }
   return ids.empty() ? -1 : int64_t(ids.size());
 }

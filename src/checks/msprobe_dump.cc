@@ -49,32 +49,18 @@ ordered parse_dump_json(const std::string& file) {
     throw InputError(file, "JSON nested deeper than " + std::to_string(kMaxJsonDepth));
   std::string text;
   text.reserve(raw.size());
-  bool quoted = false, escaped = false;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    const char c = raw[i];
-    if (quoted) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        quoted = false;
-      }
-      text += c;
-      continue;
-    }
-    if (c == '"') quoted = true;
-    bool replaced = false;
+  size_t copied = 0;  // raw[0, copied) is in `text`
+  base::for_each_outside_strings(raw, [&](size_t i) {
     for (std::string_view token : {"-Infinity", "Infinity", "NaN"}) {
       if (raw.compare(i, token.size(), token) == 0) {
-        text += "null";
-        i += token.size() - 1;
-        replaced = true;
-        break;
+        text.append(raw, copied, i - copied).append("null");
+        copied = i + token.size();
+        return copied;
       }
     }
-    if (!replaced) text += c;
-  }
+    return i + 1;
+  });
+  text.append(raw, copied, std::string::npos);
   try {
     return ordered::parse(text);
   } catch (const nlohmann::json::exception& e) {
@@ -144,10 +130,8 @@ std::optional<TensorStats> record_stats(const ordered& r) {
 tensor::Tensor MsprobeProbe::load() const { return io::read_tensor_file(tensor_file); }
 
 const MsprobeProbe* MsprobeDump::find(const std::string& name) const {
-  for (const auto& p : probes) {
-    if (p.name == name) return &p;
-  }
-  return nullptr;
+  const auto it = index.find(name);
+  return it == index.end() ? nullptr : &probes[it->second];
 }
 
 bool is_msprobe_dump(const std::string& dir) { return !find_dump_json(dir).empty(); }
@@ -218,6 +202,7 @@ MsprobeDump read_msprobe_dump(const std::string& dir) {
     if (!entry.is_object()) throw InputError(d.dump_json, "data." + key + ": not an object");
     const ordered* rec = entry.contains("output") ? first_tensor(entry["output"]) : nullptr;
     if (rec == nullptr) continue;  // a module whose output holds no tensor
+    d.index[probe->first] = d.probes.size();
     d.probes.push_back(probe_of(probe->first, key, *rec));
     const std::string& name = probe->first;
     const size_t at = name.rfind("layers.0");
@@ -228,13 +213,16 @@ MsprobeDump read_msprobe_dump(const std::string& dir) {
       }
     }
   }
-  if (first_layer_input && d.find(first_layer_input->name) == nullptr)
+  if (first_layer_input && d.find(first_layer_input->name) == nullptr) {
+    d.index[first_layer_input->name] = d.probes.size();
     d.probes.push_back(*first_layer_input);
+  }
   // The LM head's output is the model's logits, as dump_hf.py names them.
   if (d.find("logits") == nullptr) {
     if (const MsprobeProbe* head = d.find("lm_head")) {
       MsprobeProbe logits = *head;
       logits.name = "logits";
+      d.index["logits"] = d.probes.size();
       d.probes.push_back(std::move(logits));
     }
   }

@@ -9,6 +9,7 @@
 // call (the prefill); "lm_head" is also the probe "logits".
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,8 @@ struct MsprobeDump {
   std::string dump_json;             // the file read
   std::string task;                  // "tensor", "statistics", ...
   std::vector<MsprobeProbe> probes;  // in dump.json's order (the order of execution)
+  std::map<std::string, size_t> index;  // probe name -> position in `probes`
+  // nullptr if absent. O(log n).
   const MsprobeProbe* find(const std::string& name) const;
 };
 

@@ -129,7 +129,14 @@ const LeafRule* rule_of(const std::string& leaf) {
   return nullptr;
 }
 
-bool is_float_dtype(DType d) { return tensor::is_float(d); }
+// The rule table's split for a name already read.
+TpSplit split_of(const NameParts& p) {
+  if (p.vision) return TpSplit::kReplicated;
+  const LeafRule* r = rule_of(p.leaf);
+  if (r == nullptr) return TpSplit::kReplicated;
+  if (r->split == TpSplit::kRow && p.bias) return TpSplit::kReplicated;
+  return r->split;
+}
 
 }  // namespace
 
@@ -140,14 +147,7 @@ bool has_checkpoint(const std::string& path) {
                                         fs::exists(fs::path(path) / "model.safetensors.index.json", ec));
 }
 
-TpSplit tp_rule(const std::string& name) {
-  const NameParts p = read_name(name);
-  if (p.vision) return TpSplit::kReplicated;
-  const LeafRule* r = rule_of(p.leaf);
-  if (r == nullptr) return TpSplit::kReplicated;
-  if (r->split == TpSplit::kRow && p.bias) return TpSplit::kReplicated;
-  return r->split;
-}
+TpSplit tp_rule(const std::string& name) { return split_of(read_name(name)); }
 
 Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt) {
   const TextModel& t = arch.text;
@@ -163,7 +163,7 @@ Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedC
     w.layer = p.vision ? -1 : p.layer;
     w.expert = p.expert;
     w.mtp = t.num_layers > 0 && w.layer >= t.num_layers;
-    w.tp = tp_rule(name);
+    w.tp = split_of(p);
     if (w.expert >= 0 && w.expert >= t.moe.num_experts) {
       throw InputError(ckpt.path() + ": " + name,
                        "routed expert " + std::to_string(w.expert) + ", but the config has " +
@@ -208,7 +208,7 @@ CheckpointTally tally_checkpoint(const io::ShardedCheckpoint& ckpt) {
     const NameParts p = read_name(name);
     if (p.scale) {
       out.scale_elements += n;
-    } else if (p.packed && !is_float_dtype(e->dtype)) {
+    } else if (p.packed && !tensor::is_float(e->dtype)) {
       out.parameters += 2 * n;
     } else {
       out.parameters += n;

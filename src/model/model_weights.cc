@@ -47,19 +47,6 @@ tensor::Tensor dequantize_blocks(const tensor::Tensor& q, const tensor::Tensor& 
   return out;
 }
 
-// Columns [begin, end) of a 2-D host tensor; rows [begin, end) for axis 0.
-tensor::Tensor slice_of(const tensor::Tensor& t, int axis, int64_t begin, int64_t end) {
-  if (axis == 0) return t.slice_rows(begin, end);
-  const int64_t rows = t.shape()[0], cols = t.shape()[1], w = end - begin;
-  const size_t e = tensor::dtype_size(t.dtype());
-  tensor::Tensor out = tensor::Tensor::empty(t.dtype(), {rows, w});
-  for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(static_cast<char*>(out.mutable_data()) + size_t(r * w) * e,
-                static_cast<const char*>(t.data()) + size_t(r * cols + begin) * e, size_t(w) * e);
-  }
-  return out;
-}
-
 bool is_fp8(tensor::DType d) { return d == tensor::DType::kF8E4M3 || d == tensor::DType::kF8E5M2; }
 
 }  // namespace
@@ -89,7 +76,7 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
       const int64_t br = arch.quantization.block_rows > 0 ? arch.quantization.block_rows : 128;
       const int64_t bc = arch.quantization.block_cols > 0 ? arch.quantization.block_cols : 128;
       const tensor::Tensor full = dequantize_blocks(ckpt.get(w.name), ckpt.get(scale), br, bc, ckpt.path() + ": " + w.name);
-      stored = part->axis < 0 ? full : slice_of(full, part->axis, part->begin, part->end);
+      stored = part->axis < 0 ? full : full.slice(part->axis, part->begin, part->end);
     } else {
       stored = part->axis < 0 ? ckpt.get(w.name) : ckpt.slice(w.name, part->axis, part->begin, part->end);
     }

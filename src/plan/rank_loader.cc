@@ -8,19 +8,10 @@
 namespace h0::plan {
 namespace {
 
-// Copies the region `s` of the full tensor (row-major, `shape`) into a contiguous buffer.
+// The bytes of region `s` of the full tensor, contiguous.
 std::string region_bytes(const tensor::Tensor& full, const Slice& s) {
-  const size_t e = tensor::dtype_size(full.dtype());
-  if (s.whole()) return std::string(static_cast<const char*>(full.data()), full.nbytes());
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < s.axis; ++i) outer *= full.dim(i);
-  for (int i = s.axis + 1; i < full.ndim(); ++i) inner *= full.dim(i);
-  const int64_t extent = full.dim(s.axis), run = (s.end - s.begin) * inner;
-  std::string out;
-  out.reserve(size_t(outer * run) * e);
-  const char* base = static_cast<const char*>(full.data());
-  for (int64_t o = 0; o < outer; ++o) out.append(base + size_t((o * extent + s.begin) * inner) * e, size_t(run) * e);
-  return out;
+  const tensor::Tensor part = s.whole() ? full : full.slice(s.axis, s.begin, s.end);
+  return std::string(static_cast<const char*>(part.data()), part.nbytes());
 }
 
 }  // namespace

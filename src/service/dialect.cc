@@ -109,8 +109,6 @@ Dialect probe_dialect(Client& client, const std::string& model) {
   if (!probe_id_prompts(client, model, &found)) seen += found.how + "; ";
   found.how = "probed: " + (seen.empty() ? std::string("every field accepted; ") : seen) +
               "dialect " + found.name;
-  if (found.how.size() >= 2 && found.how.compare(found.how.size() - 2, 2, "; ") == 0)
-    found.how.resize(found.how.size() - 2);
   return found;
 }
 

@@ -97,6 +97,24 @@ Tensor Tensor::reshape(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::slice(int axis, int64_t begin, int64_t end) const {
+  H0_CHECK(axis >= 0 && axis < ndim() && 0 <= begin && begin <= end && end <= shape_[size_t(axis)])
+      << "[" << begin << ", " << end << ") of axis " << axis << " of " << shape_string(shape_);
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= shape_[size_t(i)];
+  for (int i = axis + 1; i < ndim(); ++i) inner *= shape_[size_t(i)];
+  Shape shape = shape_;
+  shape[size_t(axis)] = end - begin;
+  Tensor out = empty(dtype_, shape);
+  const size_t e = dtype_size(dtype_), run = size_t((end - begin) * inner) * e;
+  const auto* src = static_cast<const std::byte*>(data_);
+  auto* dst = static_cast<std::byte*>(out.mutable_data());
+  for (int64_t o = 0; o < outer; ++o) {
+    std::memcpy(dst + size_t(o) * run, src + size_t((o * shape_[size_t(axis)] + begin) * inner) * e, run);
+  }
+  return out;
+}
+
 Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
   H0_CHECK(ndim() >= 1 && 0 <= begin && begin <= end && end <= shape_[0])
       << "rows [" << begin << ", " << end << ") of " << shape_string(shape_);

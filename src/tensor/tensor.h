@@ -70,6 +70,8 @@ class Tensor {
   Tensor reshape(Shape shape) const;
   // Rows [begin, end) of dim 0, sharing storage (zero-copy).
   Tensor slice_rows(int64_t begin, int64_t end) const;
+  // [begin, end) of dimension `axis`, an owned contiguous copy (any axis).
+  Tensor slice(int axis, int64_t begin, int64_t end) const;
   // Element i (row-major) converted to double; for tests and tools, not for hot loops.
   double at(int64_t i) const;
 

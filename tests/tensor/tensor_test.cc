@@ -71,5 +71,20 @@ TEST(Tensor, ReshapeKeepsStorage) {
   EXPECT_DEATH(t.reshape({5}), "reshape");
 }
 
+// slice(axis, ...) against the row-major index arithmetic, on every axis of a [2, 3, 4] tensor.
+TEST(Tensor, SliceCopiesAnyAxis) {
+  Tensor t = Tensor::empty(DType::kI32, {2, 3, 4});
+  for (int i = 0; i < 24; ++i) t.mutable_data_as<int32_t>()[i] = i;
+  const Tensor a = t.slice(1, 1, 3);
+  ASSERT_EQ(a.shape(), (Shape{2, 2, 4}));
+  for (int x = 0; x < 2; ++x)
+    for (int y = 0; y < 2; ++y)
+      for (int z = 0; z < 4; ++z) EXPECT_EQ(a.data_as<int32_t>()[(x * 2 + y) * 4 + z], x * 12 + (y + 1) * 4 + z);
+  const Tensor b = t.slice(2, 3, 4);
+  ASSERT_EQ(b.shape(), (Shape{2, 3, 1}));
+  for (int r = 0; r < 6; ++r) EXPECT_EQ(b.data_as<int32_t>()[r], r * 4 + 3);
+  EXPECT_EQ(t.slice(0, 1, 2).data_as<int32_t>()[0], 12);
+}
+
 }  // namespace
 }  // namespace h0::tensor
