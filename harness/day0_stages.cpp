@@ -258,6 +258,18 @@ std::string model_shape_cases(const Day0Context& ctx) {
       add("linear", dims({T, k, n}), "", "linear/" + std::to_string(k) + "x" + std::to_string(n));
     }
   }
+  if (ctx.model_ops.count("scaled_linear")) {  // the fp8 block-quantized projections, as stored
+    const model::Quantization& q = ctx.arch->quantization;
+    const int64_t bn = q.block_rows > 0 ? q.block_rows : 128, bk = q.block_cols > 0 ? q.block_cols : 128;
+    std::set<std::pair<int64_t, int64_t>> shapes;
+    for (const model::WeightInfo& w : model::build_inventory(*ctx.arch).weights) {
+      if (w.quantized && w.expert < 0 && !w.mtp) shapes.insert({w.shape[1], w.shape[0]});
+    }
+    const std::string attrs = "    attrs: {block_n: " + std::to_string(bn) + ", block_k: " + std::to_string(bk) + "}\n";
+    for (const auto& [k, n] : shapes) {
+      add("scaled_linear", dims({T, k, n}), attrs, "scaled_linear/" + std::to_string(k) + "x" + std::to_string(n));
+    }
+  }
   if (ctx.model_ops.count("swiglu") && t.intermediate_size > 0)
     add("swiglu", dims({T, t.intermediate_size}), "");
   if (ctx.model_ops.count("rope")) {

@@ -90,8 +90,12 @@ def versions() -> dict[str, str]:
 
 def load_model(model_dir, dtype=torch.float32, device="cpu"):
     """The model, in eval mode, with eager attention. LLaVA (or any config with a vision_config)
-    is loaded as an image-text-to-text model, everything else as a causal LM."""
+    is loaded as an image-text-to-text model, everything else as a causal LM. An fp8
+    block-quantized checkpoint (quantization_config fp8, DeepSeek-V3's layout) is loaded with its
+    weights dequantized in torch by fp8_blocks' documented rule, then cast to `dtype`."""
     from transformers import AutoConfig, AutoModelForCausalLM
+
+    import fp8_blocks
 
     config = AutoConfig.from_pretrained(model_dir)
     if config.model_type == "llava":
@@ -100,7 +104,10 @@ def load_model(model_dir, dtype=torch.float32, device="cpu"):
         from transformers import AutoModelForImageTextToText as cls
     else:
         cls = AutoModelForCausalLM
-    model = cls.from_pretrained(model_dir, dtype=dtype, attn_implementation="eager")
+    if fp8_blocks.block_size(json.loads((Path(model_dir) / "config.json").read_text())) is not None:
+        model = fp8_blocks.load_dequantized(model_dir, cls, dtype, attn_implementation="eager")
+    else:
+        model = cls.from_pretrained(model_dir, dtype=dtype, attn_implementation="eager")
     model.to(device)
     model.eval()
     return model

@@ -100,6 +100,11 @@ CASES = {
     "tiny-deepseek-v3": [
         ("chat_hello", "chat", chat(("user", "Hello! Who are you?"))),
     ],
+    # fp8 block-quantized (golden/tools/fp8_blocks.py): HF runs the weights dequantized by the rule
+    "tiny-deepseek-v3-fp8": [
+        ("chat_hello", "chat", chat(("user", "Hello! Who are you?"))),
+        ("completion_ids_p7", "completions", {"prompt_ids": P7, "max_tokens": TEXT_TOKENS}),
+    ],
     "tiny-llava": [
         ("chat_image_checker", "chat", chat(("user", [image_part("checker.png"), text_part("What is in this image?")]),
                                             max_tokens=IMAGE_TOKENS)),
@@ -298,6 +303,8 @@ def main_tiny(args, root: Path) -> None:
     out_dir = root / "golden" / "e2e"
     written = []
     for name, cases in CASES.items():
+        if args.only and name not in args.only:
+            continue
         model_dir = root / "configs" / "models" / name
         config = AutoConfig.from_pretrained(model_dir)
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -343,6 +350,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--harness", help="the harness binary (the tiny models' mode)")
     ap.add_argument("--root", default=str(Path(__file__).resolve().parents[2]))
+    ap.add_argument("--only", nargs="+", help="the tiny models' mode: only these models")
     ap.add_argument("--model", help="a model directory (the --model mode; no harness needed)")
     ap.add_argument("--out", help="--model mode: the output directory G (G/<case>.json)")
     ap.add_argument("--name", help="--model mode: the golden's \"model\" (default: DIR's base name)")

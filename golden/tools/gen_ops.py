@@ -572,9 +572,16 @@ def op_patch_embed(inp, attrs):
 # ---- quantization --------------------------------------------------------
 
 
-def _groups(x: torch.Tensor, granularity: str, block: int) -> tuple[torch.Tensor, list[int]]:
+def _groups(x: torch.Tensor, granularity: str, block: int, block_rows: int = 128) -> tuple[torch.Tensor, list[int]]:
     """x -> (x viewed as [..., G, g] groups along the last axis padded with 0, scale shape)."""
     N = x.shape[-1]
+    if granularity == "block2d":  # block_rows x block tiles of a 2-D x: [MB, NB, block_rows * block]
+        if block <= 0 or block_rows <= 0 or x.dim() != 2:
+            raise GenError(f"quantize: block2d needs a 2-D x and positive blocks, got {list(x.shape)}")
+        mb, nb = -(-x.shape[0] // block_rows), -(-N // block)
+        padded = F.pad(x, (0, nb * block - N, 0, mb * block_rows - x.shape[0]))
+        tiles = padded.reshape(mb, block_rows, nb, block).permute(0, 2, 1, 3).reshape(mb, nb, -1)
+        return tiles, [mb, nb]
     if granularity == "tensor":
         return x.reshape(1, 1, -1), [1]
     if granularity == "channel":
@@ -585,12 +592,14 @@ def _groups(x: torch.Tensor, granularity: str, block: int) -> tuple[torch.Tensor
         nb = -(-N // block)
         padded = F.pad(x, (0, nb * block - N))
         return padded.reshape(*x.shape[:-1], nb, block), list(x.shape[:-1]) + [nb]
-    raise GenError(f"quantize: granularity must be tensor, channel or block, got {granularity!r}")
+    raise GenError(f"quantize: granularity must be tensor, channel, block or block2d, got {granularity!r}")
 
 
-def _expand_scale(scale: torch.Tensor, x_shape, granularity: str, block: int) -> torch.Tensor:
+def _expand_scale(scale: torch.Tensor, x_shape, granularity: str, block: int, block_rows: int = 128) -> torch.Tensor:
     """Scale (f64) broadcast to x's shape."""
     N = x_shape[-1]
+    if granularity == "block2d":
+        return scale.repeat_interleave(block_rows, dim=0)[: x_shape[0]].repeat_interleave(block, dim=1)[:, :N]
     if granularity == "tensor":
         return scale.reshape([1] * len(x_shape)).expand(x_shape)
     if granularity == "channel":
@@ -604,15 +613,16 @@ def op_quantize(inp, attrs):
     qdtype = attr(attrs, "dtype", "i8")
     granularity = attr(attrs, "granularity", "tensor")
     block = int(attr(attrs, "block", 128))
+    block_rows = int(attr(attrs, "block_rows", 128))
     if qdtype not in QMAX:
         raise GenError(f"quantize: dtype must be i8, f8_e4m3 or f8_e5m2, got {qdtype!r}")
     qmax = QMAX[qdtype]
-    groups, scale_shape = _groups(x, granularity, block)
+    groups, scale_shape = _groups(x, granularity, block, block_rows)
     amax = torch.amax(groups.abs(), dim=-1)                       # f64, exact
     scale32 = (amax / qmax).to(torch.float32)                     # f32(amax/qmax)
     scale32 = torch.where(amax == 0, torch.ones_like(scale32), scale32)
     scale32 = scale32.reshape(scale_shape)
-    v = x / _expand_scale(f64(scale32), x.shape, granularity, block)  # f64 from the f32 scale
+    v = x / _expand_scale(f64(scale32), x.shape, granularity, block, block_rows)  # f64 from the f32 scale
     if qdtype == "i8":
         q = torch.clamp(torch.round(v), -qmax, qmax).to(torch.int8)  # round half to even
     else:
@@ -631,7 +641,28 @@ def op_dequantize(inp, attrs):
     if q.dtype != DTYPES.get(qdtype):
         raise GenError(f"dequantize: q is {q.dtype}, attr dtype says {qdtype}")
     q64 = f64(q)
-    return [q64 * _expand_scale(f64(scale), q64.shape, granularity, block)]
+    return [q64 * _expand_scale(f64(scale), q64.shape, granularity, block, int(attr(attrs, "block_rows", 128)))]
+
+
+@op("scaled_linear")
+def op_scaled_linear(inp, attrs):
+    """x'·(w ⊙ w_scale)ᵀ + bias in f64; w_scale per block_n x block_k block of w; act_quant
+    dynamic: x quantized per token in groups of block_k to f8_e4m3 (op_quantize, block) and back."""
+    x, w, w_scale = inp[0], inp[1], inp[2]
+    bias = f64(inp[3]) if len(inp) > 3 else None
+    qdtype = attr(attrs, "dtype", "f8_e4m3")
+    if w.dtype != DTYPES.get(qdtype):
+        raise GenError(f"scaled_linear: w is {w.dtype}, attr dtype says {qdtype}")
+    bn, bk = int(attr(attrs, "block_n", 128)), int(attr(attrs, "block_k", 128))
+    want = [-(-w.shape[0] // bn), -(-w.shape[1] // bk)]
+    if list(w_scale.shape) != want:
+        raise GenError(f"scaled_linear: w_scale is {list(w_scale.shape)}, w {list(w.shape)} needs {want}")
+    weight = f64(w) * _expand_scale(f64(w_scale), w.shape, "block2d", bk, bn)
+    xs = f64(x)
+    if attr(attrs, "act_quant", "none") == "dynamic":
+        q, s = op_quantize([x], {"dtype": "f8_e4m3", "granularity": "block", "block": bk})
+        xs = f64(q) * _expand_scale(f64(s), x.shape, "block", bk)
+    return [F.linear(xs, weight, bias)]
 
 
 # ---- token selection -----------------------------------------------------

@@ -4,7 +4,7 @@
 Usage:  python3 golden/tools/test_gen_ops.py
 
 Builds a small dump (cases.json in the harness's format + one inputs
-safetensors per case) in a temporary directory covering all 21 ops with
+safetensors per case) in a temporary directory covering all 22 ops with
 several attrs each, runs gen_ops.py on it (into a temporary repository root,
 twice, and once more through --harness with a stand-in harness), and checks
 the goldens against properties and references computed another way: explicit
@@ -54,6 +54,7 @@ DEFAULTS = {
     "moe_experts": {}, "patch_embed": {"patch": None},
     "quantize": {"dtype": "i8", "granularity": "tensor", "block": 128},
     "dequantize": {"dtype": "i8", "granularity": "tensor", "block": 128, "out_dtype": "f32"},
+    "scaled_linear": {"dtype": "f8_e4m3", "block_n": 128, "block_k": 128, "act_quant": "none"},
     "argmax": {}, "sample": {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 0, "step": 0},
 }
 NAME_OF = {v: k for k, v in gen_ops.DTYPES.items()}
@@ -389,6 +390,21 @@ def build_dump() -> tuple[FakeDump, dict]:
         cid = d.add("dequantize", {"q": q, "scale": scale}, [("x", od, [4, 40])],
                     {"dtype": qd, "granularity": gran, "block": block, "out_dtype": od}, tag=f"{qd},{gran}")
         info["dequantize"].append((cid, gran, block))
+
+    # block2d: 16 x 16 tiles of a 20 x 40 weight (ragged both ways), and scaled_linear over it.
+    wq = d.randn(20, 40, std=100).clamp(-440, 440).to(torch.float8_e4m3fn)
+    ws = d.rand(2, 3, lo=0.001, hi=0.01)
+    info["dequantize_block2d"] = d.add("dequantize", {"q": wq, "scale": ws}, [("x", "f32", [20, 40])],
+                                       {"dtype": "f8_e4m3", "granularity": "block2d", "block": 16,
+                                        "block_rows": 16}, tag="block2d")
+    info["scaled_linear"] = {}
+    for act in ("none", "dynamic"):
+        x = d.randn(3, 40)
+        x[1, 3] = 9.0  # an outlier in the first activation group of token 1
+        bias = d.randn(20, std=0.1)
+        info["scaled_linear"][act] = d.add(
+            "scaled_linear", {"x": x, "w": wq, "w_scale": ws, "bias": bias}, [("y", "f32", [3, 20])],
+            {"block_n": 16, "block_k": 16, "act_quant": act}, tag=act)
 
     am = torch.round(d.randn(5, 11) * 2) / 2
     am[0] = 1.0
@@ -755,6 +771,32 @@ def main() -> int:
                 close(G(cid, "x"), q * broadcast_scale(s, q.shape, gran, block), rtol=1e-7, atol=0)
         c.check("dequantize vs numpy q*scale", dequantize)
 
+        def tiles(s2, rows, cols, br, bc):
+            return np.repeat(np.repeat(s2, br, axis=0)[:rows], bc, axis=1)[:, :cols]
+
+        def dequantize_block2d():
+            cid = info["dequantize_block2d"]
+            q, s2 = X(cid, "q"), X(cid, "scale")
+            close(G(cid, "x"), q * tiles(s2, 20, 40, 16, 16), rtol=1e-7, atol=0)
+        c.check("dequantize block2d vs numpy q*scale per 16x16 tile", dequantize_block2d)
+
+        def scaled_linear():
+            for act, cid in info["scaled_linear"].items():
+                x, w, s2, b = X(cid, "x"), X(cid, "w"), X(cid, "w_scale"), X(cid, "bias")
+                if act == "dynamic":  # per token, 16-wide groups (the last 8): amax / 448 in f32, x / s -> e4m3
+                    x = x.copy()
+                    for r in range(3):
+                        for j in range(0, 40, 16):
+                            g = x[r, j:j + 16]
+                            sc = float(np.float32(np.abs(g).max() / 448.0))
+                            q = torch.from_numpy(np.clip(g / sc, -448, 448).astype(np.float32)).to(torch.float8_e4m3fn)
+                            x[r, j:j + 16] = np64(q) * sc
+                want = x @ (w * tiles(s2, 20, 40, 16, 16)).T + b
+                close(G(cid, "y"), want, rtol=1e-6, atol=1e-6)
+            assert not np.allclose(G(info["scaled_linear"]["none"], "y"), G(info["scaled_linear"]["dynamic"], "y"),
+                                   rtol=1e-4, atol=0), "act_quant dynamic should change y"
+        c.check("scaled_linear vs numpy x @ (w * tiles).T + b, act_quant none and dynamic", scaled_linear)
+
         # ---- token selection ----
         def argmax():
             cid = info["argmax"]
@@ -786,12 +828,12 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
 
     ops_covered = {cs["op"] for cs in build_dump()[0].cases}
-    if ops_covered != set(gen_ops.OPS) or len(ops_covered) != 21:
+    if ops_covered != set(gen_ops.OPS) or len(ops_covered) != 22:
         print(f"FAIL coverage: {sorted(set(gen_ops.OPS) - ops_covered)}")
         c.failed += 1
     else:
         c.passed += 1
-        print("ok   all 21 ops covered")
+        print("ok   all 22 ops covered")
     print(f"test_gen_ops: {c.passed} passed, {c.failed} failed")
     return 1 if c.failed else 0
 

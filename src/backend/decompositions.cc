@@ -1,11 +1,14 @@
 // Decompositions of ops into others, for backends that lack an op but have its parts. The
 // heavy work runs on the backend; the host only moves small tensors (a transpose, a [T]
-// vector of inverse norms, a broadcast). Intermediates are in the call's dtype, so a
-// decomposed op may round more often than a native one.
+// vector of inverse norms, a broadcast), except scaled_linear, whose weight the host
+// dequantizes (the catalogue's dequantize reference, block2d) before the backend's linear
+// runs (in f32 where the backend has it). Intermediates are in the call's dtype, so a decomposed op may round more often than a
+// native one.
 #include <cmath>
 #include <cstring>
 
 #include "backend/executor.h"
+#include "ops/op_list.h"
 #include "tensor/tensor.h"
 
 namespace h0::backend {
@@ -58,6 +61,53 @@ void linear(Backend& b, const std::vector<const DeviceTensor*>& in, const std::v
   b.run_op("add", {&product, &bias_dev}, {out[0]}, "{}");
 }
 
+// scaled_linear(x, w, w_scale, bias) = linear(x', dequantize(w, w_scale), bias): the weight
+// dequantized on the host by the block rule (the catalogue's dequantize reference, block2d); with
+// act_quant dynamic, x' is x quantized per token (f8_e4m3, groups of block_k) and taken back, also
+// on the host. The linear runs in f32 when the backend has it (x and the bias widened, the result
+// rounded once to the call's dtype, as a native kernel does): a bf16 copy of the dequantized
+// weight would round every weight once more.
+void scaled_linear(Backend& b, const std::vector<const DeviceTensor*>& in, const std::vector<DeviceTensor*>& out,
+                   const ops::Json& attrs) {
+  const DType dtype = in[0]->dtype();
+  const DType work = b.supports("linear", DType::kF32) ? DType::kF32 : dtype;
+  const auto reference = [](const ops::OpDef& op, const std::vector<const Tensor*>& args,
+                            const std::vector<Tensor*>& results, const ops::Json& a) {
+    op.reference(args, results, ops::validate_attrs(op, a));
+  };
+  const Tensor w = b.download(*in[1]), scale = b.download(*in[2]);
+  Tensor dense = Tensor::zeros(work, w.shape());
+  reference(ops::dequantize_op(), {&w, &scale}, {&dense},
+            {{"dtype", attrs.at("dtype")}, {"granularity", "block2d"}, {"block", attrs.at("block_k")},
+             {"block_rows", attrs.at("block_n")}, {"out_dtype", tensor::dtype_name(work)}});
+  Tensor x = b.download(*in[0]);
+  if (attrs.at("act_quant") == "dynamic") {
+    const int64_t bk = attrs.at("block_k").get<int64_t>();
+    const ops::Json group = {{"dtype", "f8_e4m3"}, {"granularity", "block"}, {"block", bk}};
+    Tensor q = Tensor::zeros(DType::kF8E4M3, x.shape());
+    Tensor s = Tensor::zeros(DType::kF32, {x.dim(0), (x.dim(1) + bk - 1) / bk});
+    reference(ops::quantize_op(), {&x}, {&q, &s}, group);
+    ops::Json back = group;
+    back["out_dtype"] = tensor::dtype_name(work);
+    x = Tensor::zeros(work, x.shape());
+    reference(ops::dequantize_op(), {&q, &s}, {&x}, back);
+  }
+  const DeviceTensor x_dev = b.upload(x.to(work)), dense_dev = b.upload(dense);
+  std::vector<const DeviceTensor*> args = {&x_dev, &dense_dev};
+  DeviceTensor bias_dev;
+  if (in.size() > 3 && in[3] != nullptr) {
+    bias_dev = b.upload(b.download(*in[3]).to(work));
+    args.push_back(&bias_dev);
+  }
+  if (work == dtype) {
+    b.run_op("linear", args, {out[0]}, "{}");
+    return;
+  }
+  DeviceTensor y = b.allocate(work, out[0]->shape());
+  b.run_op("linear", args, {&y}, "{}");
+  b.upload_into(b.download(y).to(dtype), out[0]);
+}
+
 // rmsnorm(x[T,D], w[D]): row sums of x*x by a matmul with ones, 1/sqrt(mean + eps) on the host
 // ([T] values), broadcast back by matmuls with ones, then two muls.
 void rmsnorm(Backend& b, const std::vector<const DeviceTensor*>& in, const std::vector<DeviceTensor*>& out,
@@ -96,6 +146,7 @@ const std::vector<Decomposition>& decompositions() {
       {"swiglu", {"silu", "mul"}, &swiglu},
       {"linear", {"matmul", "add"}, &linear},
       {"rmsnorm", {"mul", "matmul"}, &rmsnorm},
+      {"scaled_linear", {"linear"}, &scaled_linear},
   };
   return table;
 }

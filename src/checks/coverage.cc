@@ -18,7 +18,9 @@ std::set<std::string> ops_of_model(const nlohmann::json& config, std::string* dt
     if (text.contains(key) && text[key].is_number() && text[key].get<int64_t>() > 0) need.insert({"moe_gate", "moe_experts"});
   }
   if (config.contains("vision_config")) need.insert({"patch_embed", "layernorm", "gelu", "matmul", "softmax"});
-  if (config.contains("quantization_config")) need.insert({"quantize", "dequantize"});
+  // fp8 block-quantized checkpoints run their projections through scaled_linear.
+  const nlohmann::json& quant = config.contains("quantization_config") ? config["quantization_config"] : text.value("quantization_config", nlohmann::json());
+  if (quant.is_object() && quant.value("quant_method", std::string()) == "fp8") need.insert("scaled_linear");
   return need;
 }
 

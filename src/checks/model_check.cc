@@ -44,6 +44,16 @@ ModelTolerance default_tolerance(tensor::DType dtype) {
   return {0.999, 0.995, 0.1, 0.8, 5e-2, false};
 }
 
+// The quantization error budget of a quantized checkpoint (`quant_budget:`): how far its run is
+// from the goldens of its unquantized original (same prompt), beside the usual comparison with
+// the golden of the quantized checkpoint itself. Thresholds left out are reported, not judged.
+struct QuantBudget {
+  std::string original_file;           // the original's golden for this prompt
+  std::optional<double> kl_mean_max;    // mean over positions of KL(original || ours)
+  std::optional<double> top1_agreement_min;
+  std::optional<int64_t> greedy_divergence_min;  // the first greedy step that differs must be >= this
+};
+
 struct ModelSpec {
   std::string kind, id, check_id;
   std::string model, golden_file, image;
@@ -53,6 +63,8 @@ struct ModelSpec {
   int greedy = -1;  // -1: as many as the golden has
   ModelTolerance tol{};
   std::optional<plan::ParallelPlan> mesh;  // run sharded over this many ranks
+  std::optional<QuantBudget> budget;
+  bool act_quant = false;  // fp8 checkpoints: scaled_linear's act_quant dynamic
 };
 
 std::string scalar(const suite::Case& c, const char* key, bool required) {
@@ -96,6 +108,26 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
     if (s.mesh->pp > 1 && kind == "layer") fail(c, m, "a layer check runs one layer: its mesh cannot have pp > 1");
   }
   if (kind == "layer") s.layer = int64_t(as_double(c, case_field(c, "layer"), "layer"));
+  if (const std::string a = scalar(c, "act_quant", false); !a.empty()) {
+    if (a != "none" && a != "dynamic") fail(c, case_field(c, "act_quant"), "act_quant must be none or dynamic, got '" + a + "'");
+    s.act_quant = a == "dynamic";
+  }
+  if (const YAML::Node b = case_field(c, "quant_budget"); b.IsDefined() && !b.IsNull()) {
+    if (!b.IsMap()) fail(c, b, "quant_budget must be a mapping {original, kl_mean_max, top1_agreement_min, greedy_divergence_min}");
+    QuantBudget q;
+    for (const auto& kv : b) {
+      const std::string k = kv.first.Scalar();
+      if (k == "original") q.original_file = resolve_case_path(c, as_string(c, kv.second, "original"));
+      else if (k == "kl_mean_max") q.kl_mean_max = as_double(c, kv.second, "kl_mean_max");
+      else if (k == "top1_agreement_min") q.top1_agreement_min = as_double(c, kv.second, "top1_agreement_min");
+      else if (k == "greedy_divergence_min") q.greedy_divergence_min = int64_t(as_double(c, kv.second, "greedy_divergence_min"));
+      else fail(c, kv.first, "unknown quant_budget key '" + k + "' (original, kl_mean_max, top1_agreement_min, greedy_divergence_min)");
+    }
+    if (q.original_file.empty()) fail(c, b, "quant_budget needs 'original': the unquantized model's golden directory or file");
+    if (fs::is_directory(q.original_file)) q.original_file = (fs::path(q.original_file) / fs::path(s.golden_file).filename()).string();
+    if (!fs::exists(q.original_file)) fail(c, b["original"], "golden file " + q.original_file + " does not exist");
+    s.budget = q;
+  }
   s.tol = default_tolerance(s.dtype);
   const YAML::Node t = case_field(c, "tolerance");
   if (t.IsDefined() && !t.IsNull()) {
@@ -184,6 +216,7 @@ class ModelCase : public PreparedCase {
     }
     model::ExecutorOptions eo{s_.dtype, s_.fallback, 16, 4096, true};
     eo.sharding = sharding.get();
+    eo.act_quant = s_.act_quant;
     model::Executor ex(arch, ckpt, ctx.backend(), eo);
     r.details["checkpoint"] = src.synthesized ? "synthesized (seed 0)" : src.dir;
     std::vector<std::string> failures;
@@ -241,6 +274,40 @@ class ModelCase : public PreparedCase {
     }
     if (m.kl_max > s_.tol.kl_max) failures->push_back("KL divergence " + std::to_string(m.kl_max) + " > " + std::to_string(s_.tol.kl_max));
     if (steps > 0 && has_greedy) judge_greedy(gen, golden, r, failures);
+    if (s_.budget) judge_budget(gen, r, failures);
+  }
+
+  // Question (b) of a quantized checkpoint: its distance from the unquantized original.
+  void judge_budget(const model::Generation& gen, CheckResult* r, std::vector<std::string>* failures) {
+    const QuantBudget& b = *s_.budget;
+    const io::SafetensorsFile original = io::SafetensorsFile::open(b.original_file);
+    const LogitsMetrics m = compare_logits(gen.prompt_logits, original.get("logits"));
+    const std::vector<int64_t> want = model::glue::ids_of(original.get("greedy_ids"));
+    int64_t diverge = int64_t(std::min(want.size(), gen.ids.size()));
+    for (size_t i = 0; i < want.size() && i < gen.ids.size(); ++i) {
+      if (want[i] != gen.ids[i]) {
+        diverge = int64_t(i);
+        break;
+      }
+    }
+    r->metrics.insert(r->metrics.end(), {{"budget_kl_mean", m.kl_mean}, {"budget_kl_max", m.kl_max},
+                                         {"budget_top1_agreement", m.top1_agreement},
+                                         {"budget_greedy_divergence", double(diverge)}});
+    r->details["quant_budget"] = {{"original", b.original_file}, {"kl_mean", m.kl_mean}, {"kl_max", m.kl_max},
+                                  {"top1_agreement", m.top1_agreement}, {"greedy_divergence", diverge},
+                                  {"greedy_steps", std::min(want.size(), gen.ids.size())}};
+    const std::string vs = " against the unquantized original";
+    if (b.kl_mean_max && m.kl_mean > *b.kl_mean_max) {
+      failures->push_back("quantization budget: mean KL " + std::to_string(m.kl_mean) + " > " + std::to_string(*b.kl_mean_max) + vs);
+    }
+    if (b.top1_agreement_min && m.top1_agreement < *b.top1_agreement_min) {
+      failures->push_back("quantization budget: top-1 agreement " + std::to_string(m.top1_agreement) + " < " +
+                          std::to_string(*b.top1_agreement_min) + vs);
+    }
+    if (b.greedy_divergence_min && diverge < *b.greedy_divergence_min) {
+      failures->push_back("quantization budget: greedy tokens part at step " + std::to_string(diverge) + " < " +
+                          std::to_string(*b.greedy_divergence_min) + vs);
+    }
   }
 
   void judge_greedy(const model::Generation& gen, const io::SafetensorsFile& golden, CheckResult* r,
@@ -290,7 +357,7 @@ std::vector<std::string> fields(std::vector<std::string> extra) {
 
 }  // namespace
 
-CheckKind model_check_kind() { return {kModel, fields({}), &prepare<kModel>}; }
+CheckKind model_check_kind() { return {kModel, fields({"quant_budget", "act_quant"}), &prepare<kModel>}; }
 CheckKind image_check_kind() { return {kImage, fields({"image"}), &prepare<kImage>}; }
 CheckKind layer_check_kind() { return {kLayer, fields({"layer"}), &prepare<kLayer>}; }
 

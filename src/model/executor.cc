@@ -52,6 +52,12 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, 
   const TextModel& t = arch_.text;
   rmsnorm_ = bind_op("rmsnorm", {{"eps", t.rms_norm_eps}});
   linear_ = bind_op("linear");
+  if (arch_.quantization.method == "fp8") {
+    const Quantization& q = arch_.quantization;
+    scaled_linear_ = bind_op("scaled_linear", {{"block_n", q.block_rows > 0 ? q.block_rows : 128},
+                                               {"block_k", q.block_cols > 0 ? q.block_cols : 128},
+                                               {"act_quant", options.act_quant ? "dynamic" : "none"}});
+  }
   add_ = bind_op("add");
   swiglu_ = bind_op("swiglu");
   embedding_ = bind_op("embedding");
@@ -101,6 +107,13 @@ void Executor::all_reduce(mesh::Communicator* comm, DeviceTensor* t) {
 DeviceTensor Executor::linear(const std::string& weight_prefix, const DeviceTensor& x, bool with_bias) {
   const DeviceTensor& w = weights_->get(weight_prefix + ".weight");
   const DeviceTensor* b = with_bias ? weights_->find(weight_prefix + ".bias") : nullptr;
+  if (const DeviceTensor* scale = weights_->find(weight_prefix + ".weight_scale_inv")) {
+    H0_CHECK(scaled_linear_.def != nullptr) << weight_prefix << " has block scales but the config has no fp8 quantization_config";
+    BoundOp op = scaled_linear_;
+    if (w.dtype() != tensor::DType::kF8E4M3) op.attrs["dtype"] = tensor::dtype_name(w.dtype());
+    if (b != nullptr) return ops_.run1(op, {&x, &w, scale, b});
+    return ops_.run1(op, {&x, &w, scale});
+  }
   if (b != nullptr) return ops_.run1(linear_, {&x, &w, b});
   return ops_.run1(linear_, {&x, &w});
 }

@@ -29,6 +29,10 @@ struct ExecutorOptions {
   int64_t block_size = 16;
   int64_t max_tokens = 1024;  // KV cache capacity over all sequences
   bool profile = true;
+  // fp8 block-quantized projections: scaled_linear's act_quant "dynamic" (the input quantized
+  // per token in 1 x block_k groups, as DeepSeek's inference code and vLLM run) instead of
+  // "none" (the input as is, the reference's dequantized-weights arithmetic).
+  bool act_quant = false;
   // This rank's part of a parallel plan (plan/execution_sharding.h); null: the whole model.
   const Sharding* sharding = nullptr;
 };
@@ -136,6 +140,7 @@ class Executor {
   PagedKvCache cache_;
   std::string prefix_;
   double attention_scale_ = 0;
+  BoundOp scaled_linear_;  // attrs for fp8 block weights (quantization_config); op null otherwise
   BoundOp rmsnorm_, linear_, add_, swiglu_, embedding_, rope_, moe_gate_, moe_experts_, argmax_;
   BoundOp layernorm_, mul_, silu_, gelu_, patch_embed_, vision_attention_;
 };

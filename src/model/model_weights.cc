@@ -23,26 +23,29 @@ tensor::Tensor stack(const std::vector<tensor::Tensor>& parts) {
   return out;
 }
 
-// w[n][k] = q[n][k] · scale[n / br][k / bc] in f32: an fp8 block-quantized weight with its
-// weight_scale_inv (DeepSeek-V3's layout, the last blocks ragged). InputError when the scale's
-// shape does not cover the weight in those blocks.
-tensor::Tensor dequantize_blocks(const tensor::Tensor& q, const tensor::Tensor& scale, int64_t br, int64_t bc,
-                                 const std::string& where) {
+// InputError unless scale covers the 2-D fp8 weight q in br x bc blocks (the last ragged).
+void check_block_scales(const tensor::Tensor& q, const tensor::Tensor& scale, int64_t br, int64_t bc,
+                        const std::string& where) {
   if (q.shape().size() != 2 || scale.shape().size() != 2) throw InputError(where, "an fp8 weight and its scale must be 2-D");
-  const int64_t n = q.shape()[0], k = q.shape()[1];
-  const tensor::Shape want = {(n + br - 1) / br, (k + bc - 1) / bc};
+  const tensor::Shape want = {(q.shape()[0] + br - 1) / br, (q.shape()[1] + bc - 1) / bc};
   if (scale.shape() != want) {
     throw InputError(where, "weight_scale_inv is " + tensor::shape_string(scale.shape()) + ", but " +
                                 tensor::shape_string(q.shape()) + " in " + std::to_string(br) + "x" + std::to_string(bc) +
                                 " blocks needs " + tensor::shape_string(want));
   }
+}
+
+// w[n][k] = q[n][k] · scale[n / br][k / bc] in f32: an fp8 block-quantized weight with its
+// weight_scale_inv (DeepSeek-V3's layout, the last blocks ragged; check_block_scales first).
+tensor::Tensor dequantize_blocks(const tensor::Tensor& q, const tensor::Tensor& scale, int64_t br, int64_t bc) {
+  const int64_t n = q.shape()[0], k = q.shape()[1], kb = scale.shape()[1];
   const tensor::Tensor qf = q.to(tensor::DType::kF32), sf = scale.to(tensor::DType::kF32);
   tensor::Tensor out = tensor::Tensor::empty(tensor::DType::kF32, q.shape());
   const float* qv = qf.data_as<float>();
   const float* sv = sf.data_as<float>();
   float* ov = out.mutable_data_as<float>();
   for (int64_t r = 0; r < n; ++r) {
-    for (int64_t c = 0; c < k; ++c) ov[r * k + c] = qv[r * k + c] * sv[(r / br) * want[1] + c / bc];
+    for (int64_t c = 0; c < k; ++c) ov[r * k + c] = qv[r * k + c] * sv[(r / br) * kb + c / bc];
   }
   return out;
 }
@@ -68,15 +71,37 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     if (sharding != nullptr) part = sharding->slice(w);
     if (!part) continue;  // another rank's
     tensor::Tensor stored;
-    if (is_fp8(ckpt.find(w.name)->dtype)) {  // block-quantized: dequantized here by the block rule
+    if (is_fp8(ckpt.find(w.name)->dtype)) {  // block-quantized, with its weight_scale_inv
       const std::string scale = w.name + "_scale_inv";
       if (ckpt.find(scale) == nullptr) {
         throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8 with no '" + scale + "' (block scales)");
       }
       const int64_t br = arch.quantization.block_rows > 0 ? arch.quantization.block_rows : 128;
       const int64_t bc = arch.quantization.block_cols > 0 ? arch.quantization.block_cols : 128;
-      const tensor::Tensor full = dequantize_blocks(ckpt.get(w.name), ckpt.get(scale), br, bc, ckpt.path() + ": " + w.name);
-      stored = part->axis < 0 ? full : full.slice(part->axis, part->begin, part->end);
+      const std::string where = ckpt.path() + ": " + w.name;
+      const tensor::Tensor q = ckpt.get(w.name), s = ckpt.get(scale);
+      check_block_scales(q, s, br, bc, where);
+      if (w.expert >= 0) {  // moe_experts takes float weights: routed experts are dequantized here
+        const tensor::Tensor full = dequantize_blocks(q, s, br, bc);
+        stored = part->axis < 0 ? full : full.slice(part->axis, part->begin, part->end);
+      } else {  // run quantized by scaled_linear: this rank's whole blocks of q and their scales
+        tensor::Tensor q_part = q, s_part = s;
+        if (part->axis >= 0) {
+          const int64_t block = part->axis == 0 ? br : bc, dim = q.shape()[size_t(part->axis)];
+          if (part->begin % block != 0 || (part->end % block != 0 && part->end != dim)) {
+            throw InputError(where, "this rank's part [" + std::to_string(part->begin) + ", " +
+                                        std::to_string(part->end) + ") of axis " + std::to_string(part->axis) +
+                                        " cuts through its " + std::to_string(block) +
+                                        "-wide quantization blocks (the per-rank part must be whole blocks)");
+          }
+          q_part = q.slice(part->axis, part->begin, part->end);
+          s_part = s.slice(part->axis, part->begin / block, (part->end + block - 1) / block);
+        }
+        bytes_ += int64_t(q_part.nbytes() + s_part.nbytes());
+        tensors_.emplace(w.name, backend.upload(q_part));
+        tensors_.emplace(scale, backend.upload(s_part));
+        continue;
+      }
     } else {
       stored = part->axis < 0 ? ckpt.get(w.name) : ckpt.slice(w.name, part->axis, part->begin, part->end);
     }

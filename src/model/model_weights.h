@@ -1,6 +1,9 @@
 // A model's weights in backend memory, in the run dtype: loaded from a checkpoint (converted on
 // the host, uploaded once), looked up by HF checkpoint name. MoE experts are also stacked into
 // the moe_experts op's operands: w_gate[E,F,D], w_up[E,F,D], w_down[E,D,F] per layer.
+// An fp8 block-quantized projection (quantization_config fp8) stays as stored: "<name>" in fp8
+// and "<name>_scale_inv" in f32, this rank's whole blocks of both, for scaled_linear; routed
+// experts are dequantized on load (moe_experts takes float weights).
 #pragma once
 
 #include <map>

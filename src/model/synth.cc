@@ -8,11 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/check.h"
 #include "base/error.h"
 #include "base/sha256.h"
 #include "io/safetensors_writer.h"
 #include "model/architecture.h"
 #include "model/inventory.h"
+#include "ops/op_list.h"
 #include "tensor/convert.h"
 #include "tensor/philox.h"
 
@@ -68,6 +70,26 @@ tensor::Tensor synth_tensor(const WeightInfo& w, uint64_t seed) {
   return t;
 }
 
+// A quantized projection of an fp8 checkpoint (quantization_config fp8): the weight drawn as the
+// unquantized checkpoint has it (the config's dtype, so the two checkpoints are one model before
+// and after quantization), then block-quantized by the catalogue's quantize (granularity block2d,
+// f8_e4m3: scale = f32(amax / 448) per br x bc block, q = f8(x / scale)). Returns q; *scale gets
+// the weight_scale_inv.
+tensor::Tensor synth_quantized(const WeightInfo& w, DType original, const Quantization& q, uint64_t seed,
+                               tensor::Tensor* scale) {
+  WeightInfo dense = w;
+  dense.dtype = original;
+  const tensor::Tensor x = synth_tensor(dense, seed);
+  const ops::OpDef& op = ops::quantize_op();
+  const ops::Json attrs = ops::validate_attrs(
+      op, {{"dtype", "f8_e4m3"}, {"granularity", "block2d"}, {"block_rows", q.block_rows}, {"block", q.block_cols}});
+  const auto out = ops::infer_outputs(op, {{x.dtype(), x.shape(), true}}, attrs);
+  tensor::Tensor qt = tensor::Tensor::zeros(out[0].dtype, out[0].shape);
+  *scale = tensor::Tensor::zeros(out[1].dtype, out[1].shape);
+  op.reference({&x}, {&qt, scale}, attrs);
+  return qt;
+}
+
 // Splits the tensors, in inventory order, into `shards` groups of about equal bytes.
 std::vector<std::vector<size_t>> assign_shards(const std::vector<WeightInfo>& weights, int shards) {
   int64_t total = 0;
@@ -101,7 +123,13 @@ SynthReport synthesize_checkpoint(const std::string& model_dir, const std::strin
                                   const SynthOptions& options) {
   if (options.shards < 1) throw InputError("--shards", "must be at least 1");
   const Architecture arch = load_architecture(model_dir);
-  const Inventory inv = build_inventory(arch, {.dtype = std::nullopt, .quantized = false, .include_mtp = true});
+  const Inventory inv = build_inventory(arch, {.dtype = std::nullopt, .quantized = true, .include_mtp = true});
+  const DType original = arch.text.dtype.value_or(DType::kBF16);  // the inventory's rule for unquantized tensors
+  if (arch.quantization.method == "fp8" && (arch.quantization.block_rows <= 0 || arch.quantization.block_cols <= 0)) {
+    throw InputError(config_path(model_dir) + ": quantization_config",
+                     "fp8 needs weight_block_size [rows, cols] to synthesize block scales");
+  }
+  std::map<std::string, tensor::Tensor> scales;  // weight_scale_inv, made with their weights
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw InputError(out_dir, "cannot create: " + ec.message());
@@ -125,7 +153,24 @@ SynthReport synthesize_checkpoint(const std::string& model_dir, const std::strin
     std::vector<io::NamedTensor> tensors;
     for (size_t i : groups[g]) {
       const WeightInfo& w = inv.weights[i];
-      tensors.push_back({w.name, synth_tensor(w, options.seed)});
+      if (w.quantized) {
+        tensor::Tensor scale;
+        tensors.push_back({w.name, synth_quantized(w, original, arch.quantization, options.seed, &scale)});
+        scales[w.name + "_scale_inv"] = std::move(scale);
+      } else if (w.role == WeightRole::kQuantScale) {
+        auto it = scales.find(w.name);
+        if (it == scales.end()) {  // in an earlier shard than its weight: made now, the same values
+          const WeightInfo* weight = inv.find(w.name.substr(0, w.name.size() - std::string("_scale_inv").size()));
+          H0_CHECK(weight != nullptr) << w.name;
+          tensor::Tensor scale;
+          synth_quantized(*weight, original, arch.quantization, options.seed, &scale);
+          it = scales.emplace(w.name, std::move(scale)).first;
+        }
+        tensors.push_back({w.name, std::move(it->second)});
+        scales.erase(it);
+      } else {
+        tensors.push_back({w.name, synth_tensor(w, options.seed)});
+      }
       weight_map[w.name] = file;
       report.bytes += w.bytes();
       ++report.tensors;

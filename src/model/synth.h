@@ -23,7 +23,11 @@ struct SynthReport {
 
 // Weight values: element i of tensor `name` is Philox(seed, stream = first 8 bytes of
 // sha256(name)).normal(i) scaled by the tensor's role (documented in synth.cc), rounded to the
-// checkpoint dtype. `model_dir` holds config.json and optionally tokenizer.json,
+// checkpoint dtype. A config with quantization_config fp8 (weight_block_size [br, bc]) gets its
+// projections as DeepSeek-V3's checkpoints store them: F8_E4M3 plus an F32 weight_scale_inv per
+// br x bc block, quantized from exactly the values the same config without quantization_config
+// synthesizes (amax / 448 per block, q = f8(x / scale); the bf16 original of the fp8 checkpoint).
+// `model_dir` holds config.json and optionally tokenizer.json,
 // tokenizer_config.json, preprocessor_config.json, generation_config.json (copied verbatim).
 // Throws InputError for a bad model directory or an unwritable `out_dir`.
 SynthReport synthesize_checkpoint(const std::string& model_dir, const std::string& out_dir,

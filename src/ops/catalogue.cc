@@ -72,7 +72,7 @@ const std::vector<const OpDef*>& all_ops() {
       &rmsnorm_op(),    &layernorm_op(), &rope_op(),          &softmax_op(),     &silu_op(),
       &gelu_op(),       &swiglu_op(),   &attention_op(),      &paged_attention_op(),
       &moe_gate_op(),   &moe_experts_op(), &patch_embed_op(), &quantize_op(),    &dequantize_op(),
-      &argmax_op(),     &sample_op(),
+      &scaled_linear_op(), &argmax_op(),     &sample_op(),
   };
   return ops;
 }

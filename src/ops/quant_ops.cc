@@ -1,10 +1,20 @@
-// quantize and dequantize: symmetric absmax quantization to i8 or fp8.
+// quantize, dequantize and scaled_linear: symmetric absmax quantization to i8 or fp8.
 //   quantize(x[..., N]) = q[..., N] (attr dtype: i8, f8_e4m3, f8_e5m2), scale (f32)
 //   dequantize(q[..., N], scale) = x[..., N] (attr out_dtype: f32, bf16, f16), x = q · scale
+//   scaled_linear(x[T,K], w[N,K] (attr dtype), w_scale[ceil(N/block_n), ceil(K/block_k)] (f32),
+//                 optional bias[N]) = y[T,N] = x'·(w ⊙ w_scale)ᵀ + bias, in x's dtype:
+//     a linear over a block-quantized weight (DeepSeek-V3 / Kimi-K2 / Qwen3-FP8 checkpoints:
+//     F8_E4M3 with weight_scale_inv of 128 × 128 blocks). x' = x, or with attr act_quant
+//     "dynamic" x quantized to f8_e4m3 per token in groups of block_k (quantize granularity
+//     block) and taken back, as DeepSeek's inference code and vLLM quantize activations.
+//     2TKN flops; reduction K.
 // A group shares one scale (attr granularity):
 //   tensor:  all of x                              scale [1]
 //   channel: one row of the last axis              scale x.shape[:-1]
 //   block:   `block` consecutive elements of a row scale x.shape[:-1] + [ceil(N / block)]
+//   block2d: a `block_rows` × `block` tile of a 2-D x[M, N]
+//                                                  scale [ceil(M / block_rows), ceil(N / block)]
+//            (DeepSeek-V3's weight_scale_inv: 128 × 128, the last tiles ragged)
 // scale = f32(amax / qmax) over the group (1 if amax = 0), qmax = 127, 448, 57344.
 // q = x / scale in f64 (from the f32 scale), rounded to nearest even integer for i8, saturated
 // to [−qmax, qmax], then stored. f8 goes through f32 (RNE twice, as torch's .to(float8) and an
@@ -25,36 +35,48 @@ using util::desc;
 const AttrSpec kDtypeAttr = {"dtype", AttrType::kString, "\"i8\"", "i8|f8_e4m3|f8_e5m2",
                              "quantized dtype"};
 const AttrSpec kGranularityAttr = {"granularity", AttrType::kString, "\"tensor\"",
-                                   "tensor|channel|block", "which elements share a scale"};
+                                   "tensor|channel|block|block2d", "which elements share a scale"};
 const AttrSpec kBlockAttr = {"block", AttrType::kInt, "128", nullptr,
-                             "elements of the last axis per scale (granularity block)"};
+                             "elements of the last axis per scale (granularity block, block2d)"};
+const AttrSpec kBlockRowsAttr = {"block_rows", AttrType::kInt, "128", nullptr,
+                                 "rows per scale (granularity block2d)"};
+const AttrSpec kWeightDtypeAttr = {"dtype", AttrType::kString, "\"f8_e4m3\"",
+                                   "f8_e4m3|f8_e5m2|i8", "dtype of w"};
 
 // How x's elements map to scales.
 struct Grouping {
-  enum Kind { kTensor, kChannel, kBlock } kind;
+  enum Kind { kTensor, kChannel, kBlock, kBlock2d } kind;
   int64_t block;
+  int64_t block_rows;
 
   // Group of element j of row r of the last axis (n wide).
   int64_t group(int64_t r, int64_t j, int64_t n) const {
+    const int64_t blocks = (n + block - 1) / block;
     switch (kind) {
       case kTensor:
         return 0;
       case kChannel:
         return r;
+      case kBlock:
+        return r * blocks + j / block;
       default:
-        return r * ((n + block - 1) / block) + j / block;
+        return (r / block_rows) * blocks + j / block;
     }
   }
 };
 
+// The op's grouping (attrs granularity, block, block_rows).
 Grouping grouping(const OpDef& op, const Json& attrs) {
   const std::string g = util::attr_s(attrs, "granularity");
   const int64_t block = util::attr_i(attrs, "block");
+  const int64_t rows = util::attr_i(attrs, "block_rows");
   if (block <= 0) util::fail(op, "attr 'block' must be positive, got " + std::to_string(block));
+  if (rows <= 0) util::fail(op, "attr 'block_rows' must be positive, got " + std::to_string(rows));
   return {g == "tensor"    ? Grouping::kTensor
           : g == "channel" ? Grouping::kChannel
-                           : Grouping::kBlock,
-          block};
+          : g == "block"   ? Grouping::kBlock
+                           : Grouping::kBlock2d,
+          block, rows};
 }
 
 DType quant_dtype(const Json& attrs) { return *tensor::parse_dtype(util::attr_s(attrs, "dtype")); }
@@ -63,12 +85,24 @@ double qmax(DType dtype) {
   return dtype == DType::kI8 ? 127.0 : dtype == DType::kF8E4M3 ? 448.0 : 57344.0;
 }
 
-// The scale's shape for x of shape `x`.
+// The scale's shape for x of shape `x` (block2d: x is 2-D, checked by the callers).
 Shape scale_shape(const Shape& x, const Grouping& g) {
   if (g.kind == Grouping::kTensor) return {1};
+  if (g.kind == Grouping::kBlock2d) {
+    return {(x[0] + g.block_rows - 1) / g.block_rows, (x[1] + g.block - 1) / g.block};
+  }
   Shape s(x.begin(), x.end() - 1);
   if (g.kind == Grouping::kBlock) s.push_back((x.back() + g.block - 1) / g.block);
   return s;
+}
+
+// Throws unless operand `d` (named `name`) can be grouped by `g`: [..., N], 2-D for block2d.
+void require_groupable(const OpDef& op, const TensorDesc& d, const char* name, const Grouping& g) {
+  if (g.kind == Grouping::kBlock2d) {
+    util::require_shape(op, d.shape.size() == 2, name, d, "[M, N] (granularity block2d)");
+  } else {
+    util::require_shape(op, !d.shape.empty(), name, d, "[..., N]");
+  }
 }
 
 std::string bracketed(const Shape& s) {
@@ -77,36 +111,44 @@ std::string bracketed(const Shape& s) {
   return out + "]";
 }
 
-// x is (R, N) seen flat. Writes q (same shape, attr dtype) and scale (scale_shape).
-void quantize_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
-                        const Json& attrs) {
-  const Grouping g = grouping(quantize_op(), attrs);
-  const DType dtype = quant_dtype(attrs);
+// x (rows × n, row-major) quantized by `g`: q before its rounding to `dtype` (an i8 value is
+// already an integer), and the f32 scales, both as f64.
+struct Quantized {
+  std::vector<double> q, scale;
+};
+Quantized quantize_values(const std::vector<double>& x, int64_t rows, int64_t n, const Grouping& g,
+                          size_t groups, DType dtype) {
   const double limit = qmax(dtype);
-  const auto x = util::to_f64(*in[0]);
-  const int64_t n = in[0]->dim(in[0]->ndim() - 1), rows = n == 0 ? 0 : in[0]->numel() / n;
-  std::vector<double> amax(static_cast<size_t>(out[1]->numel()), 0.0);
+  std::vector<double> amax(groups, 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t j = 0; j < n; ++j) {
       double& m = amax[static_cast<size_t>(g.group(r, j, n))];
       m = std::max(m, std::fabs(x[static_cast<size_t>(r * n + j)]));
     }
   }
-  std::vector<double> scale(amax.size());
-  for (size_t i = 0; i < amax.size(); ++i) {
-    scale[i] = amax[i] == 0 ? 1.0 : static_cast<double>(static_cast<float>(amax[i] / limit));
+  Quantized out{std::vector<double>(x.size()), std::vector<double>(groups)};
+  for (size_t i = 0; i < groups; ++i) {
+    out.scale[i] = amax[i] == 0 ? 1.0 : static_cast<double>(static_cast<float>(amax[i] / limit));
   }
-  std::vector<double> q(x.size());
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t j = 0; j < n; ++j) {
       const size_t i = static_cast<size_t>(r * n + j);
-      double v = x[i] / scale[static_cast<size_t>(g.group(r, j, n))];
+      double v = x[i] / out.scale[static_cast<size_t>(g.group(r, j, n))];
       if (dtype == DType::kI8) v = std::nearbyint(v);  // the default rounding mode: ties to even
-      q[i] = std::clamp(v, -limit, limit);
+      out.q[i] = std::clamp(v, -limit, limit);
     }
   }
-  util::from_f64(q, out[0]);
-  util::from_f64(scale, out[1]);
+  return out;
+}
+
+// x is (R, N) seen flat. Writes q (same shape, attr dtype) and scale (scale_shape).
+void quantize_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                        const Json& attrs) {
+  const int64_t n = in[0]->dim(in[0]->ndim() - 1), rows = n == 0 ? 0 : in[0]->numel() / n;
+  const Quantized qs = quantize_values(util::to_f64(*in[0]), rows, n, grouping(quantize_op(), attrs),
+                                       static_cast<size_t>(out[1]->numel()), quant_dtype(attrs));
+  util::from_f64(qs.q, out[0]);
+  util::from_f64(qs.scale, out[1]);
 }
 
 // q is (R, N) seen flat; scale as scale_shape. x = q · scale.
@@ -139,7 +181,7 @@ const OpDef& quantize_op() {
       .name = "quantize",
       .inputs = {{"x", OperandKind::kFloat}},
       .outputs = {{"q", OperandKind::kQuant}, {"scale", OperandKind::kF32}},
-      .attrs = {kDtypeAttr, kGranularityAttr, kBlockAttr},
+      .attrs = {kDtypeAttr, kGranularityAttr, kBlockAttr, kBlockRowsAttr},
       .dims = {"*"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kElementwise,
@@ -151,10 +193,10 @@ const OpDef& quantize_op() {
           [](const std::vector<TensorDesc>& in, const Json& attrs) {
             const OpDef& self = quantize_op();
             const TensorDesc& x = in[0];
-            util::require_shape(self, !x.shape.empty(), "x", x, "[..., N]");
-            return std::vector<TensorDesc>{
-                desc(quant_dtype(attrs), x.shape),
-                desc(DType::kF32, scale_shape(x.shape, grouping(self, attrs)))};
+            const Grouping g = grouping(self, attrs);
+            require_groupable(self, x, "x", g);
+            return std::vector<TensorDesc>{desc(quant_dtype(attrs), x.shape),
+                                           desc(DType::kF32, scale_shape(x.shape, g))};
           },
       .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
                  const Json&) { return quant_cost(in, out, 3); },
@@ -176,6 +218,7 @@ const OpDef& dequantize_op() {
       .attrs = {kDtypeAttr,
                 kGranularityAttr,
                 kBlockAttr,
+                kBlockRowsAttr,
                 {"out_dtype", AttrType::kString, "\"f32\"", "f32|bf16|f16", "dtype of x"}},
       .dims = {"*"},
       .dim_defaults = {},
@@ -186,14 +229,17 @@ const OpDef& dequantize_op() {
             const Grouping g = grouping(dequantize_op(), attrs);
             return std::vector<TensorDesc>{
                 desc(quant_dtype(attrs), shape),
-                desc(DType::kF32, shape.empty() ? Shape{1} : scale_shape(shape, g))};
+                desc(DType::kF32, shape.empty() || (g.kind == Grouping::kBlock2d && shape.size() != 2)
+                                      ? Shape{1}
+                                      : scale_shape(shape, g))};
           },
       .infer =
           [](const std::vector<TensorDesc>& in, const Json& attrs) {
             const OpDef& self = dequantize_op();
             const TensorDesc &q = in[0], &scale = in[1];
-            util::require_shape(self, !q.shape.empty(), "q", q, "[..., N]");
-            const Shape want = scale_shape(q.shape, grouping(self, attrs));
+            const Grouping g = grouping(self, attrs);
+            require_groupable(self, q, "q", g);
+            const Shape want = scale_shape(q.shape, g);
             util::require_shape(
                 self, scale.shape == want, "scale", scale,
                 bracketed(want) + " (granularity " + util::attr_s(attrs, "granularity") + ")");
@@ -213,6 +259,125 @@ const OpDef& dequantize_op() {
                                : Json{{"uniform", {{"low", -limit}, {"high", limit}}}};
             return Json{{"q", q},
                         {"scale", {{"uniform", {{"low", 0.5 / limit}, {"high", 2 / limit}}}}}};
+          },
+  };
+  return op;
+}
+
+namespace {
+
+// y[t][n] = Σ_k x'[t][k] · w[n][k] · w_scale[n / bn][k / bk] (+ bias[n]) in f64.
+void scaled_linear_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                             const Json& attrs) {
+  const int64_t t = in[0]->dim(0), k = in[0]->dim(1), n = in[1]->dim(0);
+  const int64_t bn = util::attr_i(attrs, "block_n"), bk = util::attr_i(attrs, "block_k");
+  std::vector<double> x = util::to_f64(*in[0]);
+  if (util::attr_s(attrs, "act_quant") == "dynamic") {
+    const Grouping g{Grouping::kBlock, bk, 1};
+    const size_t groups = static_cast<size_t>(t * ((k + bk - 1) / bk));
+    const Quantized qs = quantize_values(x, t, k, g, groups, DType::kF8E4M3);
+    Tensor q = Tensor::zeros(DType::kF8E4M3, {t, k});
+    util::from_f64(qs.q, &q);
+    x = util::to_f64(q);
+    for (int64_t r = 0; r < t; ++r) {
+      for (int64_t j = 0; j < k; ++j) x[static_cast<size_t>(r * k + j)] *= qs.scale[static_cast<size_t>(g.group(r, j, k))];
+    }
+  }
+  const auto w = util::to_f64(*in[1]);
+  const auto scale = util::to_f64(*in[2]);
+  const auto bias = in.size() > 3 && in[3] != nullptr ? util::to_f64(*in[3]) : std::vector<double>();
+  const int64_t kb = (k + bk - 1) / bk;
+  std::vector<double> y(static_cast<size_t>(t * n));
+  for (int64_t r = 0; r < t; ++r) {
+    for (int64_t c = 0; c < n; ++c) {
+      double acc = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        acc += x[static_cast<size_t>(r * k + j)] * w[static_cast<size_t>(c * k + j)] *
+               scale[static_cast<size_t>((c / bn) * kb + j / bk)];
+      }
+      if (!bias.empty()) acc += bias[static_cast<size_t>(c)];
+      y[static_cast<size_t>(r * n + c)] = acc;
+    }
+  }
+  util::from_f64(y, out[0]);
+}
+
+int64_t positive_attr(const OpDef& op, const Json& attrs, const char* name) {
+  const int64_t v = util::attr_i(attrs, name);
+  if (v <= 0) util::fail(op, "attr '" + std::string(name) + "' must be positive, got " + std::to_string(v));
+  return v;
+}
+
+}  // namespace
+
+const OpDef& scaled_linear_op() {
+  static const OpDef op = {
+      .name = "scaled_linear",
+      .inputs = {{"x", OperandKind::kFloat},
+                 {"w", OperandKind::kQuant},
+                 {"w_scale", OperandKind::kF32},
+                 {"bias", OperandKind::kFloat, true}},
+      .outputs = {{"y", OperandKind::kFloat}},
+      .attrs = {kWeightDtypeAttr,
+                {"block_n", AttrType::kInt, "128", nullptr, "rows of w per scale"},
+                {"block_k", AttrType::kInt, "128", nullptr, "columns of w per scale (and of x per activation scale)"},
+                {"act_quant", AttrType::kString, "\"none\"", "none|dynamic",
+                 "dynamic: x quantized to f8_e4m3 per token in groups of block_k first"}},
+      .dims = {"T", "K", "N"},
+      .dim_defaults = {},
+      .tolerance = ToleranceClass::kReduction,
+      .operands =
+          [](const Dims& dims, const Json& attrs, DType dtype, DType, const std::set<std::string>& with) {
+            const OpDef& self = scaled_linear_op();
+            const int64_t t = util::dim(self, dims, "T"), k = util::dim(self, dims, "K"),
+                          n = util::dim(self, dims, "N");
+            const int64_t bn = positive_attr(self, attrs, "block_n"), bk = positive_attr(self, attrs, "block_k");
+            std::vector<TensorDesc> in = {desc(dtype, {t, k}), desc(quant_dtype(attrs), {n, k}),
+                                          desc(DType::kF32, {(n + bn - 1) / bn, (k + bk - 1) / bk})};
+            if (with.count("bias")) in.push_back(desc(dtype, {n}));
+            return in;
+          },
+      .infer =
+          [](const std::vector<TensorDesc>& in, const Json& attrs) {
+            const OpDef& self = scaled_linear_op();
+            const TensorDesc &x = in[0], &w = in[1], &scale = in[2];
+            const TensorDesc bias = in.size() > 3 ? in[3] : util::absent();
+            const int64_t bn = positive_attr(self, attrs, "block_n"), bk = positive_attr(self, attrs, "block_k");
+            util::require_shape(self, x.shape.size() == 2, "x", x, "[T, K]");
+            util::require_shape(self, w.shape.size() == 2 && w.shape[1] == x.shape[1], "w", w,
+                                "[N, K] with K = " + std::to_string(x.shape[1]));
+            const Shape want = {(w.shape[0] + bn - 1) / bn, (w.shape[1] + bk - 1) / bk};
+            util::require_shape(self, scale.shape == want, "w_scale", scale,
+                                bracketed(want) + " (w " + tensor::shape_string(w.shape) + " in " + std::to_string(bn) +
+                                    "x" + std::to_string(bk) + " blocks)");
+            if (bias.present) {
+              util::require_shape(self, bias.shape == Shape{w.shape[0]}, "bias", bias,
+                                  "[N] = [" + std::to_string(w.shape[0]) + "]");
+            }
+            return std::vector<TensorDesc>{desc(x.dtype, {x.shape[0], w.shape[0]})};
+          },
+      .cost =
+          [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
+            const double t = static_cast<double>(in[0].shape[0]), k = static_cast<double>(in[0].shape[1]),
+                         n = static_cast<double>(in[1].shape[0]);
+            const double bias_flops = in.size() > 3 && in[3].present ? t * n : 0;
+            return Cost{2 * t * k * n + bias_flops, util::bytes_of(in) + util::bytes_of(out), k};
+          },
+      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                      const Json& a) { scaled_linear_reference(in, out, a); },
+      .default_inputs =
+          [](const Dims& dims, const Json& attrs) {
+            const double k = static_cast<double>(util::dim(scaled_linear_op(), dims, "K"));
+            const DType dtype = quant_dtype(attrs);
+            const double limit = qmax(dtype);
+            const Json w = dtype == DType::kI8 ? Json{{"ints", {{"low", -127}, {"high", 128}}}}
+                                               : Json{{"uniform", {{"low", -limit}, {"high", limit}}}};
+            // w ⊙ w_scale has a standard deviation near 1/sqrt(K), as linear's default w
+            const double s = std::sqrt(3.0) / (limit * std::sqrt(k));
+            return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},
+                        {"w", w},
+                        {"w_scale", {{"uniform", {{"low", 0.5 * s}, {"high", 1.5 * s}}}}},
+                        {"bias", {{"normal", {{"mean", 0}, {"std", 0.1}}}}}};
           },
   };
   return op;

@@ -1,8 +1,8 @@
 // An FP8 block-quantized checkpoint (DeepSeek-V3's layout: F8_E4M3 linear weights and an f32
 // weight_scale_inv per block, the last blocks ragged) runs as the checkpoint it encodes: its logits
-// equal, bit for bit, those of a checkpoint holding the weights dequantized by the block rule in
-// this test (q · scale per block). A scale of the wrong shape, or a weight with none, is refused
-// naming the tensor. (Dequantized on load; a quantized linear op on the backend is issue 17's.)
+// equal, to f32 rounding, those of a checkpoint holding the weights dequantized by the block rule
+// in this test (q · scale per block). The projections stay fp8 on the backend and run through
+// scaled_linear. A scale of the wrong shape, or a weight with none, is refused naming the tensor.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -103,14 +103,18 @@ TEST(Fp8Weights, RunAsTheWeightsTheyEncode) {
   Executor deq(load_architecture(p.dequantized.path()), deq_ckpt, *be, {});
   const Tensor a = fp8.forward(fp8.new_sequence(), prompt), b = deq.forward(deq.new_sequence(), prompt);
   ASSERT_EQ(a.shape(), b.shape());
-  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.at(i), b.at(i)) << "logit " << i;
+  // The fp8 run goes through scaled_linear, the dequantized one through linear: the same
+  // products (q · scale is exact in f32 either way), summed in another order.
+  double same = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) same = std::max(same, std::fabs(a.at(i) - b.at(i)) / (1 + std::fabs(b.at(i))));
+  EXPECT_LT(same, 1e-5);
   // And they are not the bf16 original's (the quantization changed the weights).
   const auto base_ckpt = io::ShardedCheckpoint::open(p.base.path());
   Executor base(load_architecture(p.base.path()), base_ckpt, *be, {});
   const Tensor c = base.forward(base.new_sequence(), prompt);
   double diff = 0;
   for (int64_t i = 0; i < a.numel(); ++i) diff = std::max(diff, std::fabs(a.at(i) - c.at(i)));
-  EXPECT_GT(diff, 0.0);
+  EXPECT_GT(diff, 100 * same);
 }
 
 TEST(Fp8Weights, AWrongOrMissingScaleIsRefusedNamingTheTensor) {

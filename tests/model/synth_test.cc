@@ -126,3 +126,32 @@ TEST(VerifyCheckpoint, ListsMissingUnexpectedAndMisshapenTensors) {
 
 }  // namespace
 }  // namespace h0::model
+
+namespace h0::model {
+namespace {
+
+// configs/models/tiny-deepseek-v3-fp8 (quantization_config fp8, 16 x 16 blocks): the synthesized
+// checkpoint is, byte for byte, tiny-deepseek-v3's (its bf16 original) with every projection
+// quantized by torch (golden/tools/fp8_blocks.py, recorded by gen_fp8_models.py): F8_E4M3 weights
+// and their F32 weight_scale_inv, the last blocks ragged.
+TEST(TinyFp8Model, SynthesizedBytesAreTorchsBlockQuantizationOfTheOriginal) {
+  const nlohmann::json g = golden("tiny-deepseek-v3-fp8");
+  h0::test::TempDir dir;
+  synthesize_checkpoint(model_dir("tiny-deepseek-v3-fp8"), dir.path(), {g["synth"]["seed"].get<uint64_t>(), g["synth"]["shards"].get<int>()});
+  const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(dir.path());
+  verify_checkpoint(ckpt, build_inventory(load_architecture(dir.path())));  // fp8 + scales, as the config says
+  int scales = 0, fp8 = 0;
+  for (const auto& [name, sha] : g["synth"]["tensor_sha256"].items()) {
+    const tensor::Tensor t = ckpt.get(name);
+    EXPECT_EQ(base::sha256_hex(t.data(), t.nbytes()), sha.get<std::string>()) << name;
+    scales += name.ends_with("_scale_inv");
+    fp8 += t.dtype() == tensor::DType::kF8E4M3;
+  }
+  EXPECT_EQ(ckpt.names().size(), g["synth"]["tensor_sha256"].size());
+  EXPECT_EQ(scales, g["quantized_projections"].get<int>());
+  EXPECT_EQ(fp8, scales);
+  EXPECT_GT(scales, 50);
+}
+
+}  // namespace
+}  // namespace h0::model

@@ -59,6 +59,7 @@ const std::vector<Problem>& problems() {
        {{"d0", 3}, {"d1", 10}},
        {{"granularity", "block"}, {"block", 4}, {"dtype", "f8_e4m3"}, {"out_dtype", "bf16"}},
        {}},
+      {"scaled_linear", {{"T", 3}, {"K", 40}, {"N", 20}}, {{"block_n", 16}, {"block_k", 16}}, {"bias"}},
       {"argmax", {{"T", 2}, {"V", 9}}, Json::object(), {}},
       {"sample", {{"T", 2}, {"V", 9}}, {{"top_k", 3}}, {}},
   };
@@ -125,7 +126,7 @@ bool kind_fits(OperandKind kind, DType dtype, DType float_dtype, DType index_dty
 }
 
 TEST(Catalogue, EveryEntryIsComplete) {
-  EXPECT_EQ(all_ops().size(), 21u);
+  EXPECT_EQ(all_ops().size(), 22u);
   for (const OpDef* op : all_ops()) {
     SCOPED_TRACE(op->name);
     EXPECT_FALSE(op->inputs.empty());
@@ -301,6 +302,20 @@ TEST(Catalogue, InferredOutputs) {
                         {{"granularity", "channel"}, {"out_dtype", "f16"}});
   EXPECT_EQ(dq[0].dtype, DType::kF16);
   EXPECT_EQ(dq[0].shape, (Shape{4, 6}));
+  // block2d: a scale per block_rows x block tile, the last ones ragged; 2-D only.
+  EXPECT_EQ(infer("quantize", {d(kF32, {300, 200})}, {{"granularity", "block2d"}, {"dtype", "f8_e4m3"}})[1].shape,
+            (Shape{3, 2}));
+  EXPECT_EQ(error_of([&] { infer("quantize", {d(kF32, {2, 3, 4})}, {{"granularity", "block2d"}}); }),
+            "op 'quantize': x must be [M, N] (granularity block2d), got 2x3x4 f32");
+  // scaled_linear: y[T, N] in x's dtype; w of the attr dtype; w_scale covering w in blocks.
+  const TensorDesc x = d(DType::kBF16, {5, 300}), w = d(DType::kF8E4M3, {200, 300});
+  const auto y = infer("scaled_linear", {x, w, d(kF32, {2, 3})});
+  EXPECT_EQ(y[0].dtype, DType::kBF16);
+  EXPECT_EQ(y[0].shape, (Shape{5, 200}));
+  EXPECT_EQ(error_of([&] { infer("scaled_linear", {x, w, d(kF32, {2, 2})}); }),
+            "op 'scaled_linear': w_scale must be [2, 3] (w 200x300 in 128x128 blocks), got 2x2 f32");
+  EXPECT_EQ(error_of([&] { infer("scaled_linear", {x, d(DType::kF8E5M2, {200, 300}), d(kF32, {2, 3})}); }),
+            "op 'scaled_linear': input 'w' must be f8_e4m3 (attr dtype), got f8_e5m2");
   const auto gate = infer("moe_gate", {d(DType::kBF16, {5, 16})}, {{"top_k", 3}});
   EXPECT_EQ(gate[0].dtype, DType::kF32);
   EXPECT_EQ(gate[1].dtype, DType::kI32);
@@ -332,7 +347,9 @@ TEST(Catalogue, AttrErrors) {
   EXPECT_EQ(attrs_error("quantize", {{"dtype", "i4"}}),
             "op 'quantize': attr 'dtype' must be one of i8|f8_e4m3|f8_e5m2, got \"i4\"");
   EXPECT_EQ(attrs_error("quantize", {{"granularity", "row"}}),
-            "op 'quantize': attr 'granularity' must be one of tensor|channel|block, got \"row\"");
+            "op 'quantize': attr 'granularity' must be one of tensor|channel|block|block2d, got \"row\"");
+  EXPECT_EQ(attrs_error("scaled_linear", {{"act_quant", "static"}}),
+            "op 'scaled_linear': attr 'act_quant' must be one of none|dynamic, got \"static\"");
   EXPECT_EQ(attrs_error("dequantize", {{"out_dtype", "f64"}}),
             "op 'dequantize': attr 'out_dtype' must be one of f32|bf16|f16, got \"f64\"");
   EXPECT_EQ(attrs_error("moe_gate", {{"scoring", "relu"}}),

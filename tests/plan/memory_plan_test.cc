@@ -114,6 +114,27 @@ TEST(Weights, DeepSeekV3Fp8IsTheReleasedCheckpoint) {
   EXPECT_LT(serve.total_weights, 680e9);
 }
 
+// An fp8 checkpoint at tp=8, as `harness plan` and day0's memory stage plan it by default (the
+// checkpoint's own format): every rank's weights are the checkpoint's bytes (fp8 and their block
+// scales as stored, MTP left out) over 8, plus the parts each rank holds whole (MLA's low-rank
+// projections, norms, the router): within 1%. The expectation reads only the checkpoint's tensor
+// list and which tensors split, not the planner's byte rules.
+TEST(Weights, Fp8CheckpointsOverTp8AreTheirBytesOverEight) {
+  for (const char* name : {"deepseek-v3", "kimi-k2-instruct"}) {
+    SCOPED_TRACE(name);
+    const Architecture a = arch_of(name);
+    ASSERT_EQ(checkpoint_weight_format(a), WeightFormat::kFP8);
+    int64_t expected = 0;
+    for (const auto& w : model::build_inventory(a, {.include_mtp = false}).weights) {
+      expected += w.tp == model::TpSplit::kReplicated ? w.bytes() : w.bytes() / 8;
+    }
+    const MemoryPlan p = plan_memory(a, {8, 1, 1, 1}, on(141, checkpoint_weight_format(a)));
+    for (const RankMemory& r : p.ranks) {
+      EXPECT_NEAR(double(r.weights), double(expected), 0.01 * double(expected)) << "rank " << r.coord.rank;
+    }
+  }
+}
+
 TEST(Weights, QuantizedFormatsFollowTheirLayouts) {
   const Architecture a = arch_of("llama-3.1-8b");
   const model::Inventory inv = model::build_inventory(a);

@@ -5,7 +5,15 @@
 //     x.shape[:-1] + [ceil(N / block)]). scale = f32(amax / qmax), 1 where amax == 0;
 //     q = round-to-nearest-even(x / scale) with the quotient in f64, saturated to ±qmax
 //     (qmax = 127, 448, 57344); f8 results are rounded through f32 like tensor::convert.
+//     `block2d` (a block_rows × block tile of a 2-D x; scale [ceil(M / block_rows), ceil(N / block)]).
 //   dequantize(q, scale) -> x = q · scale in f32, rounded once to attr out_dtype.
+//   scaled_linear(x[T,K], w[N,K], w_scale, bias[N]?) -> y = x'·(w ⊙ w_scale)ᵀ + bias: the weight
+//     dequantized to f32 on the fly, one block row (block_n rows) at a time, never whole. Up to
+//     kFusedTokens tokens: each w row widened once into a K-float buffer and dotted with every
+//     token (a decode step reads the weight once, 1 byte per element); more tokens: a group of
+//     block rows widened into a bounded f32 buffer and multiplied by OpenBLAS sgemm. With
+//     act_quant dynamic, x is first quantized to f8_e4m3 per token in groups of block_k and
+//     taken back (x' = q · s in f32), as quantize granularity block does.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -31,14 +39,24 @@ struct QuantLayout {
   QuantFormat format;
   int64_t rows, n, group, blocks;
   bool whole_tensor;
+  int64_t block_rows = 1;  // rows sharing a scale (block2d), else 1
+
+  size_t scale_index(size_t row, size_t col) const {
+    if (whole_tensor) return 0;
+    return (row / static_cast<size_t>(block_rows)) * static_cast<size_t>(blocks) + col / static_cast<size_t>(group);
+  }
 };
+
+const QuantFormat* find_format(const std::string& name) {
+  for (const auto& f : kFormats) {
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
 
 QuantLayout quant_layout(const OpCall& call, const hb_tensor& x, const hb_tensor& scale) {
   const std::string name = attr_s(call.attrs, "dtype", "i8");
-  const QuantFormat* format = nullptr;
-  for (const auto& f : kFormats) {
-    if (name == f.name) format = &f;
-  }
+  const QuantFormat* format = find_format(name);
   require(call, format != nullptr, "attr dtype must be i8, f8_e4m3 or f8_e5m2, got '" + name + "'");
   require(call, x.ndim >= 1, "the tensor must be [..., N], got " + describe(x));
   const std::string gran = attr_s(call.attrs, "granularity", "tensor");
@@ -56,8 +74,16 @@ QuantLayout quant_layout(const OpCall& call, const hb_tensor& x, const hb_tensor
     require(call, l.group > 0, "attr block must be positive, got " + std::to_string(l.group));
     l.blocks = (l.n + l.group - 1) / l.group;
     want.shape[want.ndim++] = l.blocks;
+  } else if (gran == "block2d") {
+    require(call, x.ndim == 2, "granularity block2d needs a 2-D tensor, got " + describe(x));
+    l.group = attr_i(call.attrs, "block", 128);
+    l.block_rows = attr_i(call.attrs, "block_rows", 128);
+    require(call, l.group > 0 && l.block_rows > 0, "attrs block and block_rows must be positive");
+    l.blocks = (l.n + l.group - 1) / l.group;
+    want.shape[0] = (l.rows + l.block_rows - 1) / l.block_rows;
+    want.shape[want.ndim++] = l.blocks;
   } else {
-    require(call, false, "attr granularity must be tensor, channel or block, got '" + gran + "'");
+    require(call, false, "attr granularity must be tensor, channel, block or block2d, got '" + gran + "'");
   }
   bool same = scale.dtype == HB_F32 && scale.ndim == want.ndim;
   for (int i = 0; same && i < want.ndim; ++i) same = scale.shape[i] == want.shape[i];
@@ -120,6 +146,26 @@ void quantize_kernel(const OpCall& call) {
     });
     return;
   }
+  if (l.block_rows > 1) {  // block2d: a scale per tile, over block_rows rows
+    const size_t tiles_down = static_cast<size_t>((l.rows + l.block_rows - 1) / l.block_rows);
+    base::parallel_for(tiles_down, 1, [&](size_t, size_t b, size_t e) {
+      for (size_t tr = b; tr < e; ++tr) {
+        const int64_t r0 = static_cast<int64_t>(tr) * l.block_rows, r1 = std::min(l.rows, r0 + l.block_rows);
+        for (int64_t blk = 0; blk < l.blocks; ++blk) {
+          const int64_t start = blk * l.group, len = std::min(l.group, l.n - start);
+          float amax = 0;
+          for (int64_t r = r0; r < r1; ++r) amax = std::max(amax, amax_of(xf.data() + r * l.n + start, len));
+          const float s = scale_for(amax, l.format.qmax);
+          scales[tr * static_cast<size_t>(l.blocks) + static_cast<size_t>(blk)] = s;
+          for (int64_t r = r0; r < r1; ++r) {
+            const size_t first = static_cast<size_t>(r * l.n + start);
+            quantize_run(xf.data() + first, len, s, l.format, q, first);
+          }
+        }
+      }
+    });
+    return;
+  }
   base::parallel_for(static_cast<size_t>(l.rows), row_grain(l.n), [&](size_t, size_t b, size_t e) {
     for (size_t r = b; r < e; ++r) {
       for (int64_t blk = 0; blk < l.blocks; ++blk) {
@@ -149,15 +195,126 @@ void dequantize_kernel(const OpCall& call) {
     std::vector<float> v(e - b);
     load_f32(q, b, e - b, v.data());  // i8 and f8 widen exactly
     for (size_t i = b; i < e; ++i) {
-      size_t g = 0;
-      if (!l.whole_tensor) {
-        const size_t row = i / static_cast<size_t>(l.n), col = i % static_cast<size_t>(l.n);
-        g = row * static_cast<size_t>(l.blocks) + col / static_cast<size_t>(l.group);
-      }
-      v[i - b] *= scales[g];
+      const size_t row = i / static_cast<size_t>(l.n), col = i % static_cast<size_t>(l.n);
+      v[i - b] *= scales[l.scale_index(row, col)];
     }
     store_f32(v.data(), out, b, e - b);
   });
+}
+
+namespace {
+
+constexpr int64_t kFusedTokens = 8;
+
+// x[T,K] as f32, quantized per token in groups of `block` to f8_e4m3 and taken back (act_quant
+// dynamic), in place.
+void fake_quantize_activations(std::vector<float>* x, int64_t t, int64_t k, int64_t block) {
+  const QuantFormat& f8 = kFormats[1];
+  base::parallel_for(static_cast<size_t>(t), row_grain(k), [&](size_t, size_t b, size_t e) {
+    for (size_t r = b; r < e; ++r) {
+      float* row = x->data() + r * static_cast<size_t>(k);
+      for (int64_t start = 0; start < k; start += block) {
+        const int64_t len = std::min(block, k - start);
+        const float s = scale_for(amax_of(row + start, len), f8.qmax);
+        for (int64_t j = start; j < start + len; ++j) {
+          const double v = std::clamp(static_cast<double>(row[j]) / static_cast<double>(s), -f8.qmax, f8.qmax);
+          row[j] = tensor::f8e4m3_bits_to_f32(tensor::f32_to_f8e4m3_bits(static_cast<float>(v))) * s;
+        }
+      }
+    }
+  });
+}
+
+// Rows [r0, r1) of w[N,K] as f32 into dst (row-major, K wide): w · w_scale.
+void widen_rows(const hb_tensor& w, const float* scales, int64_t k, int64_t bn, int64_t bk, int64_t r0, int64_t r1,
+                float* dst) {
+  const int64_t kb = (k + bk - 1) / bk;
+  for (int64_t r = r0; r < r1; ++r) {
+    float* row = dst + (r - r0) * k;
+    load_f32(w, static_cast<size_t>(r * k), static_cast<size_t>(k), row);  // i8 and f8 widen exactly
+    const float* s = scales + (r / bn) * kb;
+    for (int64_t j = 0; j < k; ++j) row[j] *= s[j / bk];
+  }
+}
+
+// Σ a[j]·b[j] in f32 with eight partial sums (a fixed order: the same bits on every run).
+float dot(const float* a, const float* b, int64_t k) {
+  float acc[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= k; j += 8) {
+    for (int i = 0; i < 8; ++i) acc[i] += a[j + i] * b[j + i];
+  }
+  for (; j < k; ++j) acc[0] += a[j] * b[j];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+}  // namespace
+
+void scaled_linear_kernel(const OpCall& call) {
+  const hb_tensor &x = call.in[0], &w = call.in[1], &w_scale = call.in[2];
+  const hb_dtype dt = x.dtype;
+  require_tensor(call, x, "x", {-1, -1}, dt);
+  const int64_t t = x.shape[0], k = x.shape[1];
+  const std::string wname = attr_s(call.attrs, "dtype", "f8_e4m3");
+  const QuantFormat* format = find_format(wname);
+  require(call, format != nullptr, "attr dtype must be f8_e4m3, f8_e5m2 or i8, got '" + wname + "'");
+  require_tensor(call, w, "w", {-1, k}, format->dtype);
+  const int64_t n = w.shape[0];
+  const int64_t bn = attr_i(call.attrs, "block_n", 128), bk = attr_i(call.attrs, "block_k", 128);
+  require(call, bn > 0 && bk > 0, "attrs block_n and block_k must be positive");
+  require_tensor(call, w_scale, "w_scale", {(n + bn - 1) / bn, (k + bk - 1) / bk}, HB_F32);
+  const hb_tensor* bias = call.n_in > 3 ? &call.in[3] : nullptr;
+  if (bias != nullptr) require_tensor(call, *bias, "bias", {n}, dt);
+  const hb_tensor& out = call.out[0];
+  require_tensor(call, out, "y", {t, n}, dt);
+  const std::string act = attr_s(call.attrs, "act_quant", "none");
+  require(call, act == "none" || act == "dynamic", "attr act_quant must be none or dynamic, got '" + act + "'");
+
+  std::vector<float> xs(static_cast<size_t>(t * k));
+  load_f32(x, 0, xs.size(), xs.data());
+  if (act == "dynamic") fake_quantize_activations(&xs, t, k, bk);
+  std::vector<float> owned;
+  float* y = static_cast<float*>(out.data);
+  if (out.dtype != HB_F32) {
+    owned.resize(static_cast<size_t>(t * n));
+    y = owned.data();
+  }
+  std::vector<float> bias_f(bias != nullptr ? static_cast<size_t>(n) : 0);
+  if (bias != nullptr) load_f32(*bias, 0, bias_f.size(), bias_f.data());
+  const auto* scales = static_cast<const float*>(w_scale.data);
+
+  if (t <= kFusedTokens) {
+    base::parallel_for(static_cast<size_t>(n), row_grain(k * t), [&](size_t, size_t b, size_t e) {
+      std::vector<float> row(static_cast<size_t>(k));
+      for (size_t r = b; r < e; ++r) {
+        widen_rows(w, scales, k, bn, bk, static_cast<int64_t>(r), static_cast<int64_t>(r) + 1, row.data());
+        for (int64_t i = 0; i < t; ++i) {
+          y[i * n + static_cast<int64_t>(r)] = dot(xs.data() + i * k, row.data(), k) + (bias ? bias_f[r] : 0.0f);
+        }
+      }
+    });
+  } else {
+    // Block rows in groups of about 4M widened elements (16 MB), each group one sgemm into a
+    // [T, rows] buffer that is then placed into y's columns.
+    const int64_t group = std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, k * bn)) * bn;
+    std::vector<float> wide, part;
+    for (int64_t r0 = 0; r0 < n; r0 += group) {
+      const int64_t rows = std::min(group, n - r0);
+      wide.resize(static_cast<size_t>(rows * k));
+      base::parallel_for(static_cast<size_t>(rows), row_grain(k), [&](size_t, size_t b, size_t e) {
+        widen_rows(w, scales, k, bn, bk, r0 + static_cast<int64_t>(b), r0 + static_cast<int64_t>(e),
+                   wide.data() + b * static_cast<size_t>(k));
+      });
+      part.resize(static_cast<size_t>(t * rows));
+      sgemm(t, rows, k, xs.data(), wide.data(), true, part.data(), false);
+      for (int64_t i = 0; i < t; ++i) {
+        for (int64_t c = 0; c < rows; ++c) {
+          y[i * n + r0 + c] = part[static_cast<size_t>(i * rows + c)] + (bias ? bias_f[static_cast<size_t>(r0 + c)] : 0.0f);
+        }
+      }
+    }
+  }
+  if (out.dtype != HB_F32) store_all(owned, out);
 }
 
 }  // namespace h0::backends::cpu

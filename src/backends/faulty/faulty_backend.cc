@@ -9,6 +9,9 @@
 //   {"op": "rope", "fault": "slow", "factor": 1.3}             takes factor x as long
 //   {"op": "attention", "fault": "crash"}                      abort()
 //   {"op": "attention", "fault": "hang"}                       never returns
+//   {"op": "scaled_linear", "fault": "wrong_block"}            block row r of the weight is
+//       scaled by w_scale's row r + 1 (cyclically; a single block row: the next block column),
+//       what an off-by-one block index in a block-quantized GEMM produces
 // "op" may be "*" (every op); "call": N faults only the Nth call (0-based) of that op;
 // {"fault": "none"} (the default) is a faithful backend. Several faults at once:
 //   {"faults": [{"op": "rmsnorm", "fault": "scale"}, {"op": "softmax", "fault": "slow"}]}
@@ -149,6 +152,22 @@ void inject(const Fault& o, hb_tensor* outputs, int32_t n_outputs) {
   }
 }
 
+// scaled_linear's w_scale (input 2, f32 [rows, cols]) with every block row replaced by the next
+// one, cyclically (a single block row: every block column by the next). `storage` keeps the
+// shifted copy alive for the call.
+void shift_scale_blocks(hb_tensor* scale, std::vector<float>* storage) {
+  if (scale->dtype != HB_F32 || scale->ndim != 2) return;
+  const int64_t rows = scale->shape[0], cols = scale->shape[1];
+  const float* src = static_cast<const float*>(scale->data);
+  storage->assign(src, src + rows * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      (*storage)[r * cols + c] = rows > 1 ? src[((r + 1) % rows) * cols + c] : src[r * cols + (c + 1) % cols];
+    }
+  }
+  scale->data = storage->data();
+}
+
 // Reads one fault's keys from the flat JSON object text `json`.
 Fault parse_fault(const std::string& json) {
   Fault f;
@@ -179,12 +198,12 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
       open = close;
     }
   }
-  static const char* kFaults[] = {"none", "scale", "nan", "bf16_truncate", "slow", "crash", "hang"};
+  static const char* kFaults[] = {"none", "scale", "nan", "bf16_truncate", "slow", "crash", "hang", "wrong_block"};
   for (const Fault& fault : f.faults) {
     bool known = false;
     for (const char* k : kFaults) known = known || fault.fault == k;
     if (!known) {
-      f.last_error = "unknown fault '" + fault.fault + "' (none, scale, nan, bf16_truncate, slow, crash, hang)";
+      f.last_error = "unknown fault '" + fault.fault + "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block)";
       return HB_INVALID_ARGUMENT;
     }
     const std::string msg = "faulty: op " + fault.op + ", fault " + fault.fault;
@@ -229,8 +248,13 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
       for (;;) pause();
     }
   }
+  std::vector<hb_tensor> inputs(in, in + n_in);
+  std::vector<float> shifted;
+  for (const Fault* fault : active) {
+    if (fault->fault == "wrong_block" && n_in >= 3) shift_scale_blocks(&inputs[2], &shifted);
+  }
   const auto start = std::chrono::steady_clock::now();
-  const hb_status s = f.host->reference_op(op, in, n_in, out, n_out, attrs);
+  const hb_status s = f.host->reference_op(op, inputs.data(), n_in, out, n_out, attrs);
   if (s != HB_OK) {
     f.last_error = std::string("reference_op failed for ") + op;
     return s;
