@@ -93,6 +93,24 @@ QuantLayout quant_layout(const OpCall& call, const hb_tensor& x, const hb_tensor
   return l;
 }
 
+// The 256 values of a one-byte quantized dtype as f32 (i8, f8_e4m3, f8_e5m2): exact.
+struct ByteTable {
+  float value[256];
+  explicit ByteTable(hb_dtype dtype) {
+    for (int b = 0; b < 256; ++b) {
+      const auto bits = static_cast<uint8_t>(b);
+      value[b] = dtype == HB_I8        ? static_cast<float>(static_cast<int8_t>(bits))
+                 : dtype == HB_F8_E4M3 ? tensor::f8e4m3_bits_to_f32(bits)
+                                       : tensor::f8e5m2_bits_to_f32(bits);
+    }
+  }
+};
+
+const ByteTable& table_of(hb_dtype dtype) {
+  static const ByteTable i8(HB_I8), e4m3(HB_F8_E4M3), e5m2(HB_F8_E5M2);
+  return dtype == HB_I8 ? i8 : dtype == HB_F8_E4M3 ? e4m3 : e5m2;
+}
+
 float amax_of(const float* v, int64_t n) {
   float m = 0;
   for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(v[i]));
@@ -191,12 +209,18 @@ void dequantize_kernel(const OpCall& call) {
   const auto* scales = static_cast<const float*>(scale_t.data);
   const size_t total = static_cast<size_t>(numel(q));
   const size_t grain = static_cast<size_t>(std::max<int64_t>(1, l.n)) * row_grain(l.n);
-  base::parallel_for(total, grain, [&](size_t, size_t b, size_t e) {
+  const float* table = table_of(q.dtype).value;  // i8 and f8 widen exactly
+  const auto* bytes = static_cast<const uint8_t*>(q.data);
+  const size_t n = static_cast<size_t>(l.n), group = l.whole_tensor ? n : static_cast<size_t>(l.group);
+  base::parallel_for(total, grain, [&](size_t, size_t b, size_t e) {  // whole rows
     std::vector<float> v(e - b);
-    load_f32(q, b, e - b, v.data());  // i8 and f8 widen exactly
-    for (size_t i = b; i < e; ++i) {
-      const size_t row = i / static_cast<size_t>(l.n), col = i % static_cast<size_t>(l.n);
-      v[i - b] *= scales[l.scale_index(row, col)];
+    for (size_t row = b / std::max<size_t>(n, 1); row * n < e; ++row) {
+      for (size_t col = 0; col < n; col += group) {
+        const float scale = scales[l.scale_index(row, col)];
+        for (size_t i = row * n + col, end = row * n + std::min(n, col + group); i < end; ++i) {
+          v[i - b] = table[bytes[i]] * scale;
+        }
+      }
     }
     store_f32(v.data(), out, b, e - b);
   });
@@ -225,15 +249,21 @@ void fake_quantize_activations(std::vector<float>* x, int64_t t, int64_t k, int6
   });
 }
 
-// Rows [r0, r1) of w[N,K] as f32 into dst (row-major, K wide): w · w_scale.
+// Rows [r0, r1) of w[N,K] as f32 into dst (row-major, K wide): w · w_scale, a block of bk
+// columns at a time under one scale. The product is f32, as dequantize's.
 void widen_rows(const hb_tensor& w, const float* scales, int64_t k, int64_t bn, int64_t bk, int64_t r0, int64_t r1,
                 float* dst) {
   const int64_t kb = (k + bk - 1) / bk;
+  const float* table = table_of(w.dtype).value;
+  const auto* q = static_cast<const uint8_t*>(w.data);
   for (int64_t r = r0; r < r1; ++r) {
     float* row = dst + (r - r0) * k;
-    load_f32(w, static_cast<size_t>(r * k), static_cast<size_t>(k), row);  // i8 and f8 widen exactly
+    const uint8_t* src = q + r * k;
     const float* s = scales + (r / bn) * kb;
-    for (int64_t j = 0; j < k; ++j) row[j] *= s[j / bk];
+    for (int64_t c = 0; c < kb; ++c) {
+      const float scale = s[c];
+      for (int64_t j = c * bk, end = std::min(k, j + bk); j < end; ++j) row[j] = table[src[j]] * scale;
+    }
   }
 }
 
