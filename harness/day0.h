@@ -23,6 +23,9 @@ struct Day0Options {
   std::string model = "configs/models/tiny-llava";
   std::string platform;
   std::string golden;  // dump_hf.py output for a model without shipped goldens
+  // dump_hf.py output of a quantized model's unquantized original (same prompts): the model
+  // stage reports the quantization error budget against it (quant_budget).
+  std::string original_golden;
   std::string mesh;    // "tp=2,pp=1,ep=1,dp=1": the plan the memory stage sizes
   std::string db = "reports/results.db";
   std::string out = "reports/day0";  // dashboard, day0.json, day0.xml

@@ -368,6 +368,11 @@ void register_day0(CLI::App& app, Run* run) {
       "--golden", opt->golden,
       "Goldens of a model without shipped ones: the directory golden/tools/dump_hf.py (probes, "
       "logits) and/or golden/tools/gen_e2e.py --model (served answers) wrote");
+  sub->add_option("--original-golden", opt->original_golden,
+                  "For a quantized checkpoint (fp8): dump_hf.py's goldens of its unquantized original, same "
+                  "prompts; the model stage reports the quantization error budget (mean KL, top-1 agreement, "
+                  "greedy divergence) against them")
+      ->check(CLI::ExistingDirectory);
   sub->add_option("--mesh", opt->mesh,
                   "The parallel plan the memory stage sizes, e.g. tp=8,pp=2,ep=16");
   sub->add_flag("--keep-going", opt->keep_going,

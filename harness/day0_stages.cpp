@@ -120,6 +120,9 @@ StageResult golden_stage(Day0Context& ctx, bool layer) {
             "\n    kind: " + (layer ? "layer" : "model") +
             "\n    model: " + yaml_quoted(absolute(ctx.options.model)) +
             "\n    golden: " + yaml_quoted(f) + "\n";
+    if (!layer && !ctx.options.original_golden.empty()) {  // reported; thresholds are a suite's to set
+      yaml += "    quant_budget: {original: " + yaml_quoted(absolute(ctx.options.original_golden)) + "}\n";
+    }
     if (layer) {
       yaml += "    matrix: {layer: [";
       for (int64_t l = 0; l < ctx.arch->text.num_layers; ++l)
@@ -464,7 +467,7 @@ StageResult run_load_stage(Day0Context& ctx) {
               (src.synthesized ? " (synthesized, seed 0)" : "") + ", checksummed" +
               (notes.empty() ? ""
                              : "; " + std::to_string(notes.size()) +
-                                   " stored in another float dtype, read as stored (first: " +
+                                   " stored otherwise than the inventory says, read as stored (first: " +
                                    notes[0] + ")"),
           {},
           {{"tensors", v.tensors}, {"bytes", ranks[0].report.bytes_read}, {"dtype_notes", notes}}};
@@ -499,11 +502,45 @@ StageResult run_layer_stage(Day0Context& ctx) {
   return judge(run_cases(ctx, suite_path("layers.yaml"), ctx.model_name + "/*"), "layer cases");
 }
 
+// A quantized checkpoint's cases with a quant_budget: the worst budget numbers over them, in
+// the summary and the details (the metrics themselves are in the run record); cases run with
+// dynamic activation quantization are summed up apart.
+void add_quant_budget(StageResult* r) {
+  struct Worst {
+    double kl = -1, top1 = 2, diverge = 1e9;
+  } plain, act;
+  for (const auto& c : r->cases) {
+    if (metric(c, "budget_kl_mean") < 0) continue;
+    Worst& w = metric(c, "act_quant_dynamic", 0) > 0 ? act : plain;
+    w.kl = std::max(w.kl, metric(c, "budget_kl_mean"));
+    w.top1 = std::min(w.top1, metric(c, "budget_top1_agreement"));
+    w.diverge = std::min(w.diverge, metric(c, "budget_greedy_divergence"));
+  }
+  const auto text = [](const Worst& w) {
+    return "mean KL " + fixed(w.kl, 4) + ", top-1 " + fixed(w.top1, 3) + ", greedy identical for " +
+           fixed(w.diverge, 0) + " steps";
+  };
+  const auto json = [](const Worst& w) {
+    return nlohmann::json{{"kl_mean_max", w.kl}, {"top1_agreement_min", w.top1}, {"greedy_divergence_min", w.diverge}};
+  };
+  if (plain.kl >= 0) {
+    r->summary += "; quantization budget vs the unquantized original (worst prompt): " + text(plain);
+    r->details["quant_budget"] = json(plain);
+  }
+  if (act.kl >= 0) {
+    r->summary += "; with dynamic activation quantization: " + text(act);
+    r->details["quant_budget_act_quant"] = json(act);
+  }
+}
+
 StageResult run_model_stage(Day0Context& ctx) {
   if (!ctx.arch->modelled)
     return not_modelled(ctx, "the service stages compare the served answers instead");
-  if (!shipped(ctx, "model.yaml")) return golden_stage(ctx, false);
-  return judge(run_cases(ctx, suite_path("model.yaml"), ctx.model_name + "/*"), "model cases");
+  StageResult r = shipped(ctx, "model.yaml")
+                      ? judge(run_cases(ctx, suite_path("model.yaml"), ctx.model_name + "/*"), "model cases")
+                      : golden_stage(ctx, false);
+  add_quant_budget(&r);
+  return r;
 }
 
 StageResult run_image_stage(Day0Context& ctx) {

@@ -78,7 +78,7 @@ int run_load(LoadOptions opt) {
                 r.seconds, r.gb_per_s());
   }
   if (!loads.empty()) {
-    for (const auto& n : loads[0].notes) std::printf("note   stored in another float dtype, read as stored: %s\n", n.c_str());
+    for (const auto& n : loads[0].notes) std::printf("note   stored otherwise than the inventory says, read as stored: %s\n", n.c_str());
   }
   if (opt.all) {
     std::printf("shards %s: %lld tensors, %lld slices%s\n", ok ? colored("verified", "32").c_str() : colored("WRONG", "31").c_str(),

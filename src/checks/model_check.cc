@@ -290,6 +290,7 @@ class ModelCase : public PreparedCase {
         break;
       }
     }
+    if (s_.act_quant) r->metrics.emplace_back("act_quant_dynamic", 1);
     r->metrics.insert(r->metrics.end(), {{"budget_kl_mean", m.kl_mean}, {"budget_kl_max", m.kl_max},
                                          {"budget_top1_agreement", m.top1_agreement},
                                          {"budget_greedy_divergence", double(diverge)}});

@@ -225,7 +225,7 @@ DeviceTensor Executor::embed(const std::vector<int64_t>& ids) {
 tensor::Tensor Executor::lm_head(const DeviceTensor& x) {
   const std::string head = arch_.text.tie_word_embeddings ? arch_.text.prefix + "embed_tokens"
                                                           : arch_.text.head_prefix.substr(0, arch_.text.head_prefix.size() - 1);
-  const tensor::Tensor local = to_host_f32(ops_.run1(linear_, {&x, &weights_->get(head + ".weight")}));
+  const tensor::Tensor local = to_host_f32(linear(head, x, false));
   const Sharding* sh = options_.sharding;
   if (sh == nullptr || !sh->tp || sh->tp->size() == 1) return local;
   const int64_t T = local.dim(0), V = arch_.text.vocab_size, n = sh->tp->size();
@@ -410,7 +410,7 @@ std::vector<DeviceTensor> Executor::local_routes(std::vector<DeviceTensor> route
 DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
   const Moe& m = arch_.text.moe;
   const std::string p = arch_.text.prefix + "layers." + std::to_string(layer) + (m.mixtral_names ? ".block_sparse_moe." : ".mlp.");
-  const DeviceTensor logits = ops_.run1(linear_, {&h, &weights_->get(p + "gate.weight")});
+  const DeviceTensor logits = linear(p + "gate", h, false);  // scaled_linear if a quantizer stored the router fp8
   const DeviceTensor* bias = weights_->find(p + "gate.e_score_correction_bias");
   std::vector<DeviceTensor> routed = bias ? ops_.run(moe_gate_, {&logits, bias}) : ops_.run(moe_gate_, {&logits});
   const Sharding* sh = options_.sharding;

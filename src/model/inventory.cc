@@ -268,6 +268,10 @@ Inventory build_inventory(const Architecture& arch, const InventoryOptions& opti
   Inventory inv;
   inv.weights = b.take();
   inv.counts = count(arch, inv.weights);
+  if (arch.quantization.method == "fp8") {
+    inv.block_rows = arch.quantization.block_rows;
+    inv.block_cols = arch.quantization.block_cols;
+  }
   return inv;
 }
 

@@ -67,6 +67,9 @@ struct InventoryOptions {
 struct Inventory {
   std::vector<WeightInfo> weights;
   ParamCounts counts;
+  // The checkpoint's quantization blocks (quantization_config fp8 weight_block_size), 0 when the
+  // config quantizes nothing: how a `<name>_scale_inv` covers its weight.
+  int64_t block_rows = 0, block_cols = 0;
 
   // Returns nullptr if absent. O(n).
   const WeightInfo* find(const std::string& name) const;

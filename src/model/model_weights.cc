@@ -76,6 +76,10 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
       if (ckpt.find(scale) == nullptr) {
         throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8 with no '" + scale + "' (block scales)");
       }
+      if (arch.quantization.method != "fp8") {
+        throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8, but config.json has no fp8 "
+                                      "quantization_config (its weight_block_size says how the scales apply)");
+      }
       const int64_t br = arch.quantization.block_rows > 0 ? arch.quantization.block_rows : 128;
       const int64_t bc = arch.quantization.block_cols > 0 ? arch.quantization.block_cols : 128;
       const std::string where = ckpt.path() + ": " + w.name;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 
@@ -93,22 +94,48 @@ std::vector<std::string> verify_checkpoint(const io::ShardedCheckpoint& ckpt, co
   std::vector<std::string> missing, unexpected, misshapen, converted;
   std::map<std::string, const WeightInfo*, std::less<>> expected;
   for (const WeightInfo& w : inventory.weights) expected[w.name] = &w;
+  const auto is_fp8 = [](tensor::DType d) { return d == tensor::DType::kF8E4M3 || d == tensor::DType::kF8E5M2; };
+  const auto is_wide = [&](tensor::DType d) { return tensor::is_float(d) && !is_fp8(d); };  // computes as stored
+  const auto scale_of = [](const std::string& weight) { return weight + "_scale_inv"; };
+  std::set<std::string> extra_scales;  // of weights quantized where the reference layout has none
   for (const auto& [name, w] : expected) {
     const io::TensorEntry* e = ckpt.find(name);
-    const bool float_pair = e != nullptr && tensor::is_float(e->dtype) && tensor::is_float(w->dtype) &&
-                            !w->quantized && w->role != WeightRole::kQuantScale;
+    const bool float_pair = e != nullptr && is_wide(e->dtype) && is_wide(w->dtype) && !w->quantized &&
+                            w->role != WeightRole::kQuantScale;
     if (e == nullptr) {
-      missing.push_back(name);
+      // The scale of a projection the checkpoint keeps unquantized is not expected.
+      const std::string weight = name.substr(0, name.size() - std::string("_scale_inv").size());
+      const io::TensorEntry* we = w->role == WeightRole::kQuantScale ? ckpt.find(weight) : nullptr;
+      if (we == nullptr || !is_wide(we->dtype)) missing.push_back(name);
     } else if (e->shape == w->shape && e->dtype != w->dtype && float_pair) {
       converted.push_back(name + ": " + tensor::dtype_name(e->dtype) + " (the inventory's " +
                           tensor::dtype_name(w->dtype) + ")");
+    } else if (e->shape == w->shape && w->quantized && is_wide(e->dtype) && ckpt.find(scale_of(name)) == nullptr) {
+      converted.push_back(name + ": " + tensor::dtype_name(e->dtype) + ", not quantized (the config's layout stores it fp8)");
+    } else if (e->shape == w->shape && !w->quantized && w->role == WeightRole::kParameter && w->shape.size() == 2 &&
+               is_fp8(e->dtype) && ckpt.find(scale_of(name)) != nullptr) {
+      const io::TensorEntry* s = ckpt.find(scale_of(name));
+      const int64_t br = inventory.block_rows, bc = inventory.block_cols;
+      const tensor::Shape want = {br > 0 ? (e->shape[0] + br - 1) / br : 0, bc > 0 ? (e->shape[1] + bc - 1) / bc : 0};
+      if (br <= 0 || bc <= 0) {
+        misshapen.push_back(name + ": " + tensor::dtype_name(e->dtype) + " with block scales, but the config has no fp8 "
+                            "quantization_config (weight_block_size)");
+      } else if (s->dtype != tensor::DType::kF32 || s->shape != want) {
+        misshapen.push_back(scale_of(name) + ": " + tensor::dtype_name(s->dtype) + " " + tensor::shape_string(s->shape) +
+                            " (expected f32 " + tensor::shape_string(want) + ": " + tensor::shape_string(e->shape) + " in " +
+                            std::to_string(br) + "x" + std::to_string(bc) + " blocks)");
+      } else {
+        converted.push_back(name + ": " + tensor::dtype_name(e->dtype) + " with block scales (the reference layout keeps it " +
+                            tensor::dtype_name(w->dtype) + ")");
+      }
+      extra_scales.insert(scale_of(name));
     } else if (e->shape != w->shape || e->dtype != w->dtype) {
       misshapen.push_back(name + ": " + tensor::dtype_name(e->dtype) + " " + tensor::shape_string(e->shape) +
                           " (expected " + tensor::dtype_name(w->dtype) + " " + tensor::shape_string(w->shape) + ")");
     }
   }
   for (const std::string& name : ckpt.names()) {
-    if (expected.count(name) == 0) unexpected.push_back(name);
+    if (expected.count(name) == 0 && extra_scales.count(name) == 0) unexpected.push_back(name);
   }
   if (missing.empty() && unexpected.empty() && misshapen.empty()) return converted;
   std::string msg = "does not match the model's tensor inventory:";

@@ -50,6 +50,11 @@ struct LoadReport {
 // `model.to(torch.bfloat16)`) is no error unless it is quantized or a quantization scale: it is
 // read as stored (the executor converts every float weight to its compute dtype) and returned
 // as a note, "model.layers.3.mlp.gate.e_score_correction_bias: bf16 (the inventory's f32)".
+// A quantized checkpoint may differ from the config's reference layout (DeepSeek-V3's: every
+// decoder projection fp8) tensor by tensor, as quantizers do (modules_to_not_convert, experts
+// left in bf16, the router quantized): a projection the layout quantizes stored in a float dtype
+// with no scale, or a 2-D decoder weight the layout keeps float stored fp8 with a 2-D f32
+// `<name>_scale_inv`, is read as stored and noted; the scale's block shape is checked on load.
 std::vector<std::string> verify_checkpoint(const io::ShardedCheckpoint& ckpt, const Inventory& inventory);
 
 // Reads the requested weights on base::worker_threads() threads (HARNESS_THREADS). Throws InputError for an absent tensor or an out-of-range slice.

@@ -22,12 +22,8 @@ model::Inventory checkpoint_inventory(const model::Architecture& arch, const io:
   for (const auto& w : full.weights) has_mtp = has_mtp || (w.mtp && ckpt.find(w.name) != nullptr);
   model::InventoryOptions o;
   o.include_mtp = has_mtp;
-  // A checkpoint whose weights are not in the config's quantized dtype (a synthesized one) is
-  // read as it is stored.
-  for (const auto& w : full.weights) {
-    const io::TensorEntry* e = ckpt.find(w.name);
-    if (w.quantized && e != nullptr && e->dtype != w.dtype) o.quantized = false;
-  }
+  // The config's reference layout (fp8 projections where quantization_config says so);
+  // verify_checkpoint reads a checkpoint that quantizes other tensors, tensor by tensor, as stored.
   return model::build_inventory(arch, o);
 }
 
@@ -44,6 +40,8 @@ RankLoad load_rank(const model::Architecture& arch, const model::Inventory& inve
   out.rank = rank;
   out.notes = notes;
   for (const model::WeightInfo& w : inventory.weights) {
+    // the scale of a projection the checkpoint keeps unquantized (verify_checkpoint allowed it)
+    if (w.role == model::WeightRole::kQuantScale && ckpt.find(w.name) == nullptr) continue;
     const std::optional<Slice> s = shard_of(w, arch, plan, at);
     if (!s) {
       ++out.tensors_skipped;
@@ -65,6 +63,7 @@ ShardVerification verify_rank_shards(const model::Inventory& inventory, const io
     for (const auto& w : r.report.weights) by_name[w.name].emplace_back(r.rank, &w);
   }
   for (const model::WeightInfo& w : inventory.weights) {
+    if (w.role == model::WeightRole::kQuantScale && ckpt.find(w.name) == nullptr) continue;  // as load_rank
     ++v.tensors;
     const tensor::Tensor full = ckpt.get(w.name);
     auto it = by_name.find(w.name);

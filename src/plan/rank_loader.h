@@ -20,7 +20,7 @@ struct RankLoad {
   int64_t rank = 0;
   model::LoadReport report;
   int64_t tensors_skipped = 0;  // inventory tensors this rank holds none of
-  std::vector<std::string> notes;  // float tensors stored in another float dtype (verify_checkpoint)
+  std::vector<std::string> notes;  // tensors read as stored, not as the inventory says (verify_checkpoint)
 };
 
 // The inventory of the checkpoint as released (quantized when the config says so), without

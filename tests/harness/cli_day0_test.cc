@@ -189,21 +189,25 @@ TEST(Day0, DryRunOfAConfigOnlyLargeModel) {
   }
 }
 
-// Kimi-K2's config (an fp8 checkpoint: quantization_config fp8, 128x128 blocks) on 8 H200s: the
-// memory stage plans the checkpoint's format, not bf16 (which does not fit: 240.8 GiB per rank).
+// Kimi-K2's and DeepSeek-V3's configs (fp8 checkpoints: quantization_config fp8, 128x128 blocks)
+// on 8 H200s: the memory stage plans the checkpoint's format, not bf16 (Kimi-K2 in bf16 does not
+// fit: 240.8 GiB per rank).
 TEST(Day0, TheMemoryPlanFollowsTheCheckpointsFormat) {
-  test::TempDir dir;
-  std::ofstream(dir.file("h200.yaml")) << "platform: h200\nbackend: reference\ndevice_memory: 141GiB\n";
-  const auto r = run_harness("day0 --json --no-db --no-report --dry-run --mesh tp=8 --platform " +
-                             dir.file("h200.yaml") + " --model " +
-                             test::config_only_model(dir, "tests/data/configs/kimi-k2-instruct.json", "kimi-k2"));
-  auto stages = stages_of(r.out);
-  EXPECT_EQ(stages["memory_plan"]["status"], "pass") << stages["memory_plan"]["summary"];
-  EXPECT_NE(stages["memory_plan"]["summary"].get<std::string>().find(
-                "weights fp8 (quantization_config fp8 [128, 128])"),
-            std::string::npos)
-      << stages["memory_plan"]["summary"];
-  EXPECT_EQ(stages["memory_plan"]["details"]["weight_format"], "fp8");
+  for (const char* name : {"kimi-k2-instruct", "deepseek-v3"}) {
+    SCOPED_TRACE(name);
+    test::TempDir dir;
+    std::ofstream(dir.file("h200.yaml")) << "platform: h200\nbackend: reference\ndevice_memory: 141GiB\n";
+    const auto r = run_harness("day0 --json --no-db --no-report --dry-run --mesh tp=8 --platform " +
+                               dir.file("h200.yaml") + " --model " +
+                               test::config_only_model(dir, std::string("tests/data/configs/") + name + ".json", name));
+    auto stages = stages_of(r.out);
+    EXPECT_EQ(stages["memory_plan"]["status"], "pass") << stages["memory_plan"]["summary"];
+    EXPECT_NE(stages["memory_plan"]["summary"].get<std::string>().find(
+                  "weights fp8 (quantization_config fp8 [128, 128])"),
+              std::string::npos)
+        << stages["memory_plan"]["summary"];
+    EXPECT_EQ(stages["memory_plan"]["details"]["weight_format"], "fp8");
+  }
 }
 
 }  // namespace

@@ -17,6 +17,8 @@
 #include "model/executor.h"
 #include "model/inventory.h"
 #include "model/synth.h"
+#include "model/weight_loader.h"
+#include "ops/op_list.h"
 #include "test_util.h"
 
 namespace h0::model {
@@ -144,6 +146,78 @@ TEST(Fp8Weights, AWrongOrMissingScaleIsRefusedNamingTheTensor) {
           << e.what();
     }
   }
+}
+
+// Quantizers do not all store DeepSeek-V3's layout: the routed experts left in a float dtype (a
+// quantizer that converts nn.Linear modules only), the router quantized. Such a checkpoint is read
+// as stored, each difference noted, and runs as the weights it encodes.
+TEST(Fp8Weights, ALayoutThatDiffersTensorByTensorIsReadAsStored) {
+  h0::test::TempDir ref, mixed;
+  synthesize_checkpoint(h0::test::source_path("configs/models/tiny-deepseek-v3-fp8"), ref.path(), {0, 1});
+  const auto ref_ckpt = io::ShardedCheckpoint::open(ref.path());
+  const Architecture arch = load_architecture(ref.path());
+  const std::string router = "model.layers.1.mlp.gate.weight";
+  std::vector<io::NamedTensor> tensors;
+  int experts_dequantized = 0;
+  for (const std::string& name : ref_ckpt.names()) {
+    const Tensor t = ref_ckpt.get(name);
+    if (name.find(".mlp.experts.") != std::string::npos && name.ends_with("_scale_inv")) continue;
+    if (name.find(".mlp.experts.") != std::string::npos && t.dtype() == DType::kF8E4M3) {
+      // q · scale per 16 x 16 block, exact in f32
+      const Tensor s = ref_ckpt.get(name + "_scale_inv"), qf = t.to(DType::kF32);
+      Tensor w = Tensor::zeros(DType::kF32, t.shape());
+      for (int64_t r = 0; r < t.dim(0); ++r)
+        for (int64_t c = 0; c < t.dim(1); ++c)
+          w.mutable_data_as<float>()[r * t.dim(1) + c] = qf.data_as<float>()[r * t.dim(1) + c] * s.data_as<float>()[(r / 16) * s.dim(1) + c / 16];
+      tensors.push_back({name, std::move(w)});
+      ++experts_dequantized;
+      continue;
+    }
+    tensors.push_back({name, t});
+  }
+  ASSERT_GT(experts_dequantized, 20);
+  write_config(ref.path(), mixed.path(), false);
+  std::filesystem::copy_file(ref.file("config.json"), mixed.file("config.json"), std::filesystem::copy_options::overwrite_existing);
+  io::write_safetensors(mixed.file("model.safetensors"), tensors);
+  const auto mixed_ckpt = io::ShardedCheckpoint::open(mixed.path());
+  const std::vector<std::string> notes = verify_checkpoint(mixed_ckpt, build_inventory(arch));
+  ASSERT_EQ(notes.size(), size_t(experts_dequantized));
+  EXPECT_NE(notes[0].find(": f32, not quantized (the config's layout stores it fp8)"), std::string::npos) << notes[0];
+
+  auto be = backend::Backend::open({"cpu", "", nlohmann::json::object()});
+  const std::vector<int64_t> prompt = {1000, 17, 256, 3, 999, 42, 511};
+  Executor a(arch, ref_ckpt, *be, {}), b(arch, mixed_ckpt, *be, {});
+  const Tensor la = a.forward(a.new_sequence(), prompt), lb = b.forward(b.new_sequence(), prompt);
+  for (int64_t i = 0; i < la.numel(); ++i) ASSERT_NEAR(la.at(i), lb.at(i), 1e-4 * (1 + std::fabs(la.at(i)))) << i;
+
+  // The router of layer 1 stored fp8 with 16 x 16 block scales: read as stored, run by scaled_linear.
+  const ops::OpDef& quantize = ops::quantize_op();
+  const ops::Json attrs = ops::validate_attrs(quantize, {{"dtype", "f8_e4m3"}, {"granularity", "block2d"}, {"block_rows", 16}, {"block", 16}});
+  const Tensor gate = ref_ckpt.get(router).to(DType::kF32);
+  Tensor q = Tensor::zeros(DType::kF8E4M3, gate.shape()), s = Tensor::zeros(DType::kF32, {(gate.dim(0) + 15) / 16, (gate.dim(1) + 15) / 16});
+  quantize.reference({&gate}, {&q, &s}, attrs);
+  for (auto& t : tensors) {
+    if (t.name == router) t.tensor = q;
+  }
+  tensors.push_back({router + "_scale_inv", s});
+  h0::test::TempDir quantized_router;
+  write_config(ref.path(), quantized_router.path(), false);
+  std::filesystem::copy_file(ref.file("config.json"), quantized_router.file("config.json"), std::filesystem::copy_options::overwrite_existing);
+  io::write_safetensors(quantized_router.file("model.safetensors"), tensors);
+  const auto qr_ckpt = io::ShardedCheckpoint::open(quantized_router.path());
+  const std::vector<std::string> qr_notes = verify_checkpoint(qr_ckpt, build_inventory(arch));
+  bool noted = false;
+  for (const auto& n : qr_notes) noted = noted || n == router + ": f8_e4m3 with block scales (the reference layout keeps it bf16)";
+  EXPECT_TRUE(noted);
+  Executor c(arch, qr_ckpt, *be, {});
+  const Tensor lc = c.forward(c.new_sequence(), prompt);
+  EXPECT_EQ(c.ops().routes().at("scaled_linear"), "native");
+  double diff = 0;
+  for (int64_t i = 0; i < lc.numel(); ++i) {
+    ASSERT_TRUE(std::isfinite(lc.at(i)));
+    diff = std::max(diff, std::fabs(lc.at(i) - lb.at(i)));
+  }
+  EXPECT_GT(diff, 0.0);  // the router's weights changed by their quantization
 }
 
 }  // namespace
