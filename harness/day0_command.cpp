@@ -251,7 +251,14 @@ int run_day0(const Day0Options& opt) {
         throw;
       } catch (
           const std::exception& e) {  // a bad model directory, a backend that will not open, ...
-        r = {StageStatus::kFail, e.what(), {}, {}};
+        // One line: a multi-line error (verify_checkpoint's list of tensors) keeps its names.
+        std::string why = e.what();
+        for (size_t at; (at = why.find("\n")) != std::string::npos;) {
+          size_t end = at + 1;
+          while (end < why.size() && why[end] == ' ') ++end;
+          why.replace(at, end - at, at > 0 && why[at - 1] == ':' ? " " : "; ");
+        }
+        r = {StageStatus::kFail, why, {}, {{"error", e.what()}}};
       }
     }
     if (std::string(s.id) == "mesh" && !mesh_run.root) rank_stop = true;

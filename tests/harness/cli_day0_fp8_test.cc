@@ -102,6 +102,14 @@ TEST(Day0Fp8, AScaleThatDoesNotCoverItsWeightIsRefusedNamingTheTensor) {
   const auto r = run_harness("load --model " + dir.file("bad"));
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find(victim + ": f32 3x3 (expected f32 3x4)"), std::string::npos) << r.err;
+  // day0's load stage fails saying the same, on its one line; what needs the weights is blocked.
+  const auto d = run_harness("day0 --json --no-db --no-report --model " + dir.file("bad"));
+  EXPECT_EQ(d.code, 1) << d.err;
+  auto stages = stages_of(d.out);
+  EXPECT_EQ(stages["load"]["status"], "fail");
+  EXPECT_TRUE(contains(stages["load"]["summary"], "wrong shape or dtype (1): " + victim + ": f32 3x3 (expected f32 3x4)"))
+      << stages["load"]["summary"];
+  EXPECT_EQ(stages["model"]["status"], "blocked");
 }
 
 }  // namespace
