@@ -275,6 +275,12 @@ Architecture parse_architecture(const nlohmann::json& config, const std::string&
     if (block.size() == 2) {
       a.quantization.block_rows = block[0];
       a.quantization.block_cols = block[1];
+    } else if (a.quantization.method == "fp8") {  // transformers' FineGrainedFP8Config default
+      a.quantization.block_rows = a.quantization.block_cols = 128;
+    }
+    if (!block.empty() && (block.size() != 2 || block[0] <= 0 || block[1] <= 0)) {
+      throw InputError(where + ": quantization_config: weight_block_size",
+                       "must be two positive integers [rows, cols], e.g. [128, 128]");
     }
   }
   return a;

@@ -106,25 +106,12 @@ const OpDef& linear_op() {
           },
       .infer =
           [](const std::vector<TensorDesc>& in, const Json&) {
-            const OpDef& self = linear_op();
-            const TensorDesc &x = in[0], &w = in[1];
             const TensorDesc bias = in.size() > 2 ? in[2] : util::absent();
-            util::require_shape(self, x.shape.size() == 2, "x", x, "[T, K]");
-            util::require_shape(self, w.shape.size() == 2 && w.shape[1] == x.shape[1], "w", w,
-                                "[N, K] with K = " + std::to_string(x.shape[1]));
-            if (bias.present) {
-              util::require_shape(self, bias.shape == Shape{w.shape[0]}, "bias", bias,
-                                  "[N] = [" + std::to_string(w.shape[0]) + "]");
-            }
-            return std::vector<TensorDesc>{desc(x.dtype, {x.shape[0], w.shape[0]})};
+            return std::vector<TensorDesc>{util::linear_output(linear_op(), in[0], in[1], bias)};
           },
       .cost =
           [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
-            const double t = static_cast<double>(in[0].shape[0]),
-                         k = static_cast<double>(in[0].shape[1]),
-                         n = static_cast<double>(in[1].shape[0]);
-            const double bias_flops = in.size() > 2 && in[2].present ? t * n : 0;
-            return Cost{2 * t * k * n + bias_flops, util::bytes_of(in) + util::bytes_of(out), k};
+            return util::linear_cost(in, out, in.size() > 2 && in[2].present);
           },
       .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
                       const Json&) { gemm_reference(in, out, true); },

@@ -36,6 +36,19 @@ void require_shape(const OpDef& op, bool ok, const char* operand, const TensorDe
                        tensor::shape_string(d.shape) + " " + tensor::dtype_name(d.dtype));
 }
 
+TensorDesc linear_output(const OpDef& op, const TensorDesc& x, const TensorDesc& w, const TensorDesc& bias) {
+  require_shape(op, x.shape.size() == 2, "x", x, "[T, K]");
+  require_shape(op, w.shape.size() == 2 && w.shape[1] == x.shape[1], "w", w, "[N, K] with K = " + std::to_string(x.shape[1]));
+  if (bias.present) require_shape(op, bias.shape == Shape{w.shape[0]}, "bias", bias, "[N] = [" + std::to_string(w.shape[0]) + "]");
+  return desc(x.dtype, {x.shape[0], w.shape[0]});
+}
+
+Cost linear_cost(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, bool bias) {
+  const double t = static_cast<double>(in[0].shape[0]), k = static_cast<double>(in[0].shape[1]),
+               n = static_cast<double>(in[1].shape[0]);
+  return Cost{2 * t * k * n + (bias ? t * n : 0), bytes_of(in) + bytes_of(out), k};
+}
+
 double bytes_of(const std::vector<TensorDesc>& descs) {
   double total = 0;
   for (const auto& d : descs) {

@@ -30,6 +30,12 @@ void require_shape(const OpDef& op, bool ok, const char* operand, const TensorDe
 // Bytes of a list of descs (absent ones count zero).
 double bytes_of(const std::vector<TensorDesc>& descs);
 
+// The shape rule of a linear: x[T,K], w[N,K], bias[N] (absent: present = false) -> y[T,N] in x's
+// dtype; throws naming the operand that does not fit. Shared by linear and scaled_linear.
+TensorDesc linear_output(const OpDef& op, const TensorDesc& x, const TensorDesc& w, const TensorDesc& bias);
+// Its cost: 2TKN flops (+ TN with a bias), every operand read once, reduction K.
+Cost linear_cost(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, bool bias);
+
 // A tensor's elements as f64, row-major (any dtype).
 std::vector<double> to_f64(const Tensor& t);
 // Writes f64 values into `out`, rounding once to its dtype (RNE; saturating/NaN rules of

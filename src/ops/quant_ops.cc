@@ -343,25 +343,16 @@ const OpDef& scaled_linear_op() {
             const TensorDesc &x = in[0], &w = in[1], &scale = in[2];
             const TensorDesc bias = in.size() > 3 ? in[3] : util::absent();
             const int64_t bn = positive_attr(self, attrs, "block_n"), bk = positive_attr(self, attrs, "block_k");
-            util::require_shape(self, x.shape.size() == 2, "x", x, "[T, K]");
-            util::require_shape(self, w.shape.size() == 2 && w.shape[1] == x.shape[1], "w", w,
-                                "[N, K] with K = " + std::to_string(x.shape[1]));
+            const TensorDesc y = util::linear_output(self, x, w, bias);
             const Shape want = {(w.shape[0] + bn - 1) / bn, (w.shape[1] + bk - 1) / bk};
             util::require_shape(self, scale.shape == want, "w_scale", scale,
                                 bracketed(want) + " (w " + tensor::shape_string(w.shape) + " in " + std::to_string(bn) +
                                     "x" + std::to_string(bk) + " blocks)");
-            if (bias.present) {
-              util::require_shape(self, bias.shape == Shape{w.shape[0]}, "bias", bias,
-                                  "[N] = [" + std::to_string(w.shape[0]) + "]");
-            }
-            return std::vector<TensorDesc>{desc(x.dtype, {x.shape[0], w.shape[0]})};
+            return std::vector<TensorDesc>{y};
           },
       .cost =
           [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
-            const double t = static_cast<double>(in[0].shape[0]), k = static_cast<double>(in[0].shape[1]),
-                         n = static_cast<double>(in[1].shape[0]);
-            const double bias_flops = in.size() > 3 && in[3].present ? t * n : 0;
-            return Cost{2 * t * k * n + bias_flops, util::bytes_of(in) + util::bytes_of(out), k};
+            return util::linear_cost(in, out, in.size() > 3 && in[3].present);
           },
       .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
                       const Json& a) { scaled_linear_reference(in, out, a); },

@@ -86,6 +86,31 @@ TEST(Architecture, DeepseekV3Fields) {
   EXPECT_EQ(a.quantization.method, "fp8");
 }
 
+// weight_block_size: the blocks of the fp8 scales; transformers' FineGrainedFP8Config default
+// (128 x 128) when left out; anything but two positive integers refused at the field.
+TEST(Architecture, Fp8BlockSize) {
+  std::ifstream in(config("deepseek-v3"));
+  nlohmann::json c = nlohmann::json::parse(in);
+  c["quantization_config"] = {{"quant_method", "fp8"}, {"weight_block_size", {64, 32}}};
+  Architecture a = parse_architecture(c, "config.json");
+  EXPECT_EQ(a.quantization.block_rows, 64);
+  EXPECT_EQ(a.quantization.block_cols, 32);
+  c["quantization_config"].erase("weight_block_size");
+  a = parse_architecture(c, "config.json");
+  EXPECT_EQ(a.quantization.block_rows, 128);
+  EXPECT_EQ(a.quantization.block_cols, 128);
+  for (const char* bad : {"[0, 128]", "[128]", "[128, 128, 1]"}) {
+    c["quantization_config"]["weight_block_size"] = nlohmann::json::parse(bad);
+    try {
+      parse_architecture(c, "config.json");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), "config.json: quantization_config: weight_block_size: must be two positive "
+                                       "integers [rows, cols], e.g. [128, 128]") << bad;
+    }
+  }
+}
+
 TEST(Architecture, DeepseekV3MtpCountedSeparately) {
   const Inventory inv = build_inventory(load_architecture(config("deepseek-v3")));
   // README_WEIGHTS: the MTP module is 11.5B unique parameters plus copies of the 0.9B embedding and head.
