@@ -10,6 +10,7 @@
 #include "checks/coverage.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "model/architecture.h"
 #include "ops/op.h"
 #include "suite/platform.h"
 
@@ -27,7 +28,16 @@ int run_coverage(const CoverageOptions& opt) {
   std::vector<tensor::DType> dtypes = {tensor::DType::kF32, tensor::DType::kBF16, tensor::DType::kF16, tensor::DType::kF64};
   std::set<std::string> needed;
   std::string model_dtype;
-  if (!opt.model.empty()) needed = checks::ops_of_model(checks::read_model_config(opt.model), &model_dtype);
+  if (!opt.model.empty()) {
+    const model::Architecture arch = model::load_any_architecture(opt.model);
+    if (!arch.modelled) {
+      std::fprintf(stderr, "family %s is not modelled by the executor: which ops it runs is not known here; the whole "
+                           "catalogue follows\n", arch.family.c_str());
+    } else {
+      needed = checks::ops_of_model(arch);
+      model_dtype = arch.text.dtype ? tensor::dtype_name(*arch.text.dtype) : "bf16";
+    }
+  }
   const auto rows = checks::coverage(*be, dtypes, needed);
   const auto model_d = tensor::parse_dtype(model_dtype);
 

@@ -18,6 +18,7 @@
 #include "model/executor.h"
 #include "model/generation.h"
 #include "model/inventory.h"
+#include "model/model_ops.h"
 #include "model/model_source.h"
 #include "model_run.h"
 #include "plan/memory_plan.h"
@@ -242,10 +243,9 @@ std::string model_shape_cases(const Day0Context& ctx) {
     for (int64_t v : d) out += (out.size() > 1 ? ", " : "") + std::to_string(v);
     return out + "]";
   };
-  if (ctx.model_ops.count("rmsnorm")) {
-    add("rmsnorm", dims({T, t.hidden_size}),
-        "    attrs: {eps: " + nlohmann::json(t.rms_norm_eps).dump() + "}\n");
-  }
+  const model::ModelOps bound = model::model_ops(*ctx.arch);  // the attrs the executor runs them with
+  const auto attrs_of = [](const model::BoundOp& op) { return "    attrs: " + op.attrs.dump() + "\n"; };
+  if (ctx.model_ops.count("rmsnorm")) add("rmsnorm", dims({T, t.hidden_size}), attrs_of(bound.rmsnorm));
   if (ctx.model_ops.count("embedding")) {
     add("embedding", dims({T, std::min<int64_t>(t.vocab_size, 32768), t.hidden_size}), "");
   }
@@ -262,26 +262,20 @@ std::string model_shape_cases(const Day0Context& ctx) {
     }
   }
   if (ctx.model_ops.count("scaled_linear")) {  // the fp8 block-quantized projections, as stored
-    const model::Quantization& q = ctx.arch->quantization;
-    const int64_t bn = q.block_rows > 0 ? q.block_rows : 128, bk = q.block_cols > 0 ? q.block_cols : 128;
     std::set<std::pair<int64_t, int64_t>> shapes;
     for (const model::WeightInfo& w : model::build_inventory(*ctx.arch).weights) {
       if (w.quantized && w.expert < 0 && !w.mtp) shapes.insert({w.shape[1], w.shape[0]});
     }
-    const std::string attrs = "    attrs: {block_n: " + std::to_string(bn) + ", block_k: " + std::to_string(bk) + "}\n";
     for (const auto& [k, n] : shapes) {
-      add("scaled_linear", dims({T, k, n}), attrs, "scaled_linear/" + std::to_string(k) + "x" + std::to_string(n));
+      add("scaled_linear", dims({T, k, n}), attrs_of(bound.scaled_linear),
+          "scaled_linear/" + std::to_string(k) + "x" + std::to_string(n));
     }
   }
   if (ctx.model_ops.count("swiglu") && t.intermediate_size > 0)
     add("swiglu", dims({T, t.intermediate_size}), "");
   if (ctx.model_ops.count("rope")) {
     const int64_t rot = a.mla ? a.qk_rope_head_dim : a.head_dim;
-    nlohmann::json attrs = {{"theta", t.rope_theta}, {"style", a.mla ? "gptj" : "neox"}};
-    if (!t.rope_scaling_json.is_null()) attrs["scaling"] = t.rope_scaling_json;
-    add("rope", dims({T, heads, rot}),
-        "    attrs: " + attrs.dump() +
-            "\n    inputs: {positions: {arange: {start: 0, step: 1}}}\n");
+    add("rope", dims({T, heads, rot}), attrs_of(bound.rope) + "    inputs: {positions: {arange: {start: 0, step: 1}}}\n");
   }
   if (ctx.model_ops.count("paged_attention")) {
     const int64_t kv_heads = a.mla ? heads : a.num_kv_heads;
@@ -290,11 +284,7 @@ std::string model_shape_cases(const Day0Context& ctx) {
   }
   if (ctx.arch->is_moe()) {
     const model::Moe& m = t.moe;
-    const nlohmann::json gate = {
-        {"top_k", m.experts_per_token},  {"scoring", m.scoring},
-        {"normalize", m.norm_topk_prob}, {"n_group", m.n_group},
-        {"topk_group", m.topk_group},    {"routed_scaling_factor", m.routed_scaling_factor}};
-    add("moe_gate", dims({T, m.num_experts}), "    attrs: " + gate.dump() + "\n");
+    add("moe_gate", dims({T, m.num_experts}), attrs_of(bound.moe_gate));
     add("moe_experts",
         dims({T, t.hidden_size, m.expert_intermediate_size, m.num_experts, m.experts_per_token}),
         "    inputs: {ids: {arange: {start: 0, step: 1, mod: " + std::to_string(m.num_experts) +
@@ -366,8 +356,8 @@ const char* stage_status_name(StageStatus s) {
 StageResult run_config_stage(Day0Context& ctx) {
   ctx.arch = model::load_any_architecture(ctx.options.model);
   if (!ctx.arch->modelled) return unmodelled_config_stage(ctx);
-  ctx.model_ops =
-      checks::ops_of_model(checks::read_model_config(ctx.options.model), &ctx.model_dtype);
+  ctx.model_ops = checks::ops_of_model(*ctx.arch);
+  ctx.model_dtype = ctx.arch->text.dtype ? tensor::dtype_name(*ctx.arch->text.dtype) : "";
   const model::ParamCounts c = model::build_inventory(*ctx.arch).counts;
   std::string summary = ctx.arch->architecture + ": " + plan::with_commas(c.total) + " parameters";
   if (c.active != c.total) summary += ", " + plan::with_commas(c.active) + " active";

@@ -11,17 +11,12 @@
 
 #include "backend/backend.h"
 #include "backend/executor.h"
+#include "model/architecture.h"
 
 namespace h0::checks {
 
-// The ops a model needs, from its HF config.json: every decoder needs the same core; MoE
-// experts, a vision tower and a quantization config add theirs. `dtype` gets the model's
-// torch_dtype in harness spelling ("bf16"), or "" if absent. (The models module refines this
-// per architecture.)
-std::set<std::string> ops_of_model(const nlohmann::json& config, std::string* dtype);
-
-// Reads <dir>/config.json. Throws InputError naming the file.
-nlohmann::json read_model_config(const std::string& dir);
+// The ops a modelled architecture runs (model::model_ops, the executor's own binding), by name.
+std::set<std::string> ops_of_model(const model::Architecture& arch);
 
 struct CoverageRow {
   std::string op;

@@ -48,39 +48,8 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, 
       weights_(std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype, options.sharding)),
       cache_(backend, kv_geometry(arch, options), options.dtype),
       prefix_(arch.family == "llava" ? "model.language_model." : "model."),
-      attention_scale_(attention_scale(arch.text)) {
-  const TextModel& t = arch_.text;
-  rmsnorm_ = bind_op("rmsnorm", {{"eps", t.rms_norm_eps}});
-  linear_ = bind_op("linear");
-  if (arch_.quantization.method == "fp8") {
-    const Quantization& q = arch_.quantization;
-    scaled_linear_ = bind_op("scaled_linear", {{"block_n", q.block_rows > 0 ? q.block_rows : 128},
-                                               {"block_k", q.block_cols > 0 ? q.block_cols : 128},
-                                               {"act_quant", options.act_quant ? "dynamic" : "none"}});
-  }
-  add_ = bind_op("add");
-  swiglu_ = bind_op("swiglu");
-  embedding_ = bind_op("embedding");
-  rope_ = bind_op("rope", {{"theta", t.rope_theta}, {"style", t.attn.mla ? "gptj" : "neox"},
-                           {"scaling", t.rope_scaling_json}});
-  if (arch_.is_moe()) {
-    const Moe& m = t.moe;
-    moe_gate_ = bind_op("moe_gate", {{"top_k", m.experts_per_token}, {"scoring", m.scoring},
-                                     {"normalize", m.norm_topk_prob}, {"n_group", m.n_group},
-                                     {"topk_group", m.topk_group}, {"routed_scaling_factor", m.routed_scaling_factor}});
-    moe_experts_ = bind_op("moe_experts");
-  }
-  argmax_ = bind_op("argmax");
-  if (arch_.vision) {
-    const Vision& v = *arch_.vision;
-    layernorm_ = bind_op("layernorm", {{"eps", v.layer_norm_eps}});
-    mul_ = bind_op("mul");
-    silu_ = bind_op("silu");
-    gelu_ = bind_op("gelu", {{"approximate", "none"}});
-    patch_embed_ = bind_op("patch_embed", {{"patch", v.patch_size}});
-    vision_attention_ = bind_op("attention", {{"causal", false}, {"scale", 1.0 / std::sqrt(double(v.hidden_size / v.num_heads))}});
-  }
-}
+      attention_scale_(attention_scale(arch.text)),
+      op_(model_ops(arch, options.act_quant)) {}
 
 Executor::~Executor() = default;
 
@@ -108,14 +77,14 @@ DeviceTensor Executor::linear(const std::string& weight_prefix, const DeviceTens
   const DeviceTensor& w = weights_->get(weight_prefix + ".weight");
   const DeviceTensor* b = with_bias ? weights_->find(weight_prefix + ".bias") : nullptr;
   if (const DeviceTensor* scale = weights_->find(weight_prefix + ".weight_scale_inv")) {
-    H0_CHECK(scaled_linear_.def != nullptr) << weight_prefix << " has block scales but the config has no fp8 quantization_config";
-    BoundOp op = scaled_linear_;
+    H0_CHECK(op_.scaled_linear.def != nullptr) << weight_prefix << " has block scales but the config has no fp8 quantization_config";
+    BoundOp op = op_.scaled_linear;
     if (w.dtype() != tensor::DType::kF8E4M3) op.attrs["dtype"] = tensor::dtype_name(w.dtype());
     if (b != nullptr) return ops_.run1(op, {&x, &w, scale, b});
     return ops_.run1(op, {&x, &w, scale});
   }
-  if (b != nullptr) return ops_.run1(linear_, {&x, &w, b});
-  return ops_.run1(linear_, {&x, &w});
+  if (b != nullptr) return ops_.run1(op_.linear, {&x, &w, b});
+  return ops_.run1(op_.linear, {&x, &w});
 }
 
 tensor::Tensor Executor::forward(int seq, const std::vector<int64_t>& ids, ProbeRecorder* probes,
@@ -177,7 +146,7 @@ std::vector<tensor::Tensor> Executor::forward_batch(const std::vector<BatchItem>
   for (const Segment& s : step.segments) cache_.advance(s.seq, s.tokens);
   tensor::Tensor out;
   if (last_stage) {
-    x = ops_.run1(rmsnorm_, {&x, &weights_->get(arch_.text.prefix + "norm.weight")});
+    x = ops_.run1(op_.rmsnorm, {&x, &weights_->get(arch_.text.prefix + "norm.weight")});
     probe(step, prefix_ + "norm", x);
     out = lm_head(x);
   } else {
@@ -202,14 +171,14 @@ DeviceTensor Executor::embed(const std::vector<int64_t>& ids) {
   const DeviceTensor& table = weights_->get(arch_.text.prefix + "embed_tokens.weight");
   if (sh == nullptr || !sh->tp || sh->tp->size() == 1) {
     const DeviceTensor id_dev = backend_.upload(index_tensor(ids));
-    return ops_.run1(embedding_, {&id_dev, &table});
+    return ops_.run1(op_.embedding, {&id_dev, &table});
   }
   std::vector<int64_t> local(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     local[i] = ids[i] >= sh->vocab_begin && ids[i] < sh->vocab_end ? ids[i] - sh->vocab_begin : 0;
   }
   const DeviceTensor id_dev = backend_.upload(index_tensor(local));
-  tensor::Tensor host = backend_.download(ops_.run1(embedding_, {&id_dev, &table}));
+  tensor::Tensor host = backend_.download(ops_.run1(op_.embedding, {&id_dev, &table}));
   const size_t row = size_t(arch_.text.hidden_size) * tensor::dtype_size(host.dtype());
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < sh->vocab_begin || ids[i] >= sh->vocab_end) {
@@ -282,16 +251,16 @@ tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden, 
 DeviceTensor Executor::decoder_layer(int64_t layer, DeviceTensor x, Step& step) {
   const std::string w = arch_.text.prefix + "layers." + std::to_string(layer) + ".";
   const std::string p = prefix_ + "layers." + std::to_string(layer);
-  DeviceTensor h = ops_.run1(rmsnorm_, {&x, &weights_->get(w + "input_layernorm.weight")});
+  DeviceTensor h = ops_.run1(op_.rmsnorm, {&x, &weights_->get(w + "input_layernorm.weight")});
   probe(step, p + ".input_layernorm", h);
   DeviceTensor a = arch_.text.attn.mla ? latent_attention(layer, h, step) : attention(layer, h, step);
   probe(step, p + ".self_attn", a);
-  x = ops_.run1(add_, {&x, &a});
-  h = ops_.run1(rmsnorm_, {&x, &weights_->get(w + "post_attention_layernorm.weight")});
+  x = ops_.run1(op_.add, {&x, &a});
+  h = ops_.run1(op_.rmsnorm, {&x, &weights_->get(w + "post_attention_layernorm.weight")});
   probe(step, p + ".post_attention_layernorm", h);
   DeviceTensor m = arch_.text.is_moe_layer(layer) ? moe(layer, h) : mlp(w + "mlp.", h);
   probe(step, p + ".mlp", m);
-  x = ops_.run1(add_, {&x, &m});
+  x = ops_.run1(op_.add, {&x, &m});
   probe(step, p, x);
   return x;
 }
@@ -306,14 +275,14 @@ DeviceTensor Executor::attention(int64_t layer, const DeviceTensor& h, Step& ste
   if (at.qk_norm) {  // Qwen3: RMSNorm over each head before RoPE
     q.reshape({T * H, hd});
     k.reshape({T * Hkv, hd});
-    q = ops_.run1(rmsnorm_, {&q, &weights_->get(w + "q_norm.weight")});
-    k = ops_.run1(rmsnorm_, {&k, &weights_->get(w + "k_norm.weight")});
+    q = ops_.run1(op_.rmsnorm, {&q, &weights_->get(w + "q_norm.weight")});
+    k = ops_.run1(op_.rmsnorm, {&k, &weights_->get(w + "k_norm.weight")});
   }
   q.reshape({T, H, hd});
   k.reshape({T, Hkv, hd});
   v.reshape({T, Hkv, hd});
-  q = ops_.run1(rope_, {&q, &step.positions});
-  k = ops_.run1(rope_, {&k, &step.positions});
+  q = ops_.run1(op_.rope, {&q, &step.positions});
+  k = ops_.run1(op_.rope, {&k, &step.positions});
   DeviceTensor o = cached_attention(layer, q, backend_.download(k), backend_.download(v), step);
   o.reshape({T, H * hd});
   DeviceTensor out = linear(w + "o_proj", o, first_tp_rank());  // row-parallel under TP
@@ -332,7 +301,7 @@ DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, St
   DeviceTensor q;
   if (at.q_lora_rank > 0) {
     DeviceTensor qa = linear(w + "q_a_proj", h);
-    qa = ops_.run1(rmsnorm_, {&qa, &weights_->get(w + "q_a_layernorm.weight")});
+    qa = ops_.run1(op_.rmsnorm, {&qa, &weights_->get(w + "q_a_layernorm.weight")});
     q = linear(w + "q_b_proj", qa);
   } else {
     q = linear(w + "q_proj", h);
@@ -340,12 +309,12 @@ DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, St
   auto [q_nope, q_rot] = glue::split_last(backend_.download(q).reshape({T, H, nope + rot}), nope);
   auto [latent, k_rot] = glue::split_last(backend_.download(linear(w + "kv_a_proj_with_mqa", h)), at.kv_lora_rank);
   DeviceTensor c = backend_.upload(latent);
-  c = ops_.run1(rmsnorm_, {&c, &weights_->get(w + "kv_a_layernorm.weight")});
+  c = ops_.run1(op_.rmsnorm, {&c, &weights_->get(w + "kv_a_layernorm.weight")});
   auto [k_nope, value] = glue::split_last(backend_.download(linear(w + "kv_b_proj", c)).reshape({T, H, nope + at.v_head_dim}), nope);
 
   DeviceTensor q_rot_dev = backend_.upload(q_rot), k_rot_dev = backend_.upload(k_rot.reshape({T, 1, rot}));
-  q_rot_dev = ops_.run1(rope_, {&q_rot_dev, &step.positions});
-  k_rot_dev = ops_.run1(rope_, {&k_rot_dev, &step.positions});
+  q_rot_dev = ops_.run1(op_.rope, {&q_rot_dev, &step.positions});
+  k_rot_dev = ops_.run1(op_.rope, {&k_rot_dev, &step.positions});
   const tensor::Tensor key = glue::concat_last(k_nope, glue::repeat_heads(backend_.download(k_rot_dev), H));
   const DeviceTensor query = backend_.upload(glue::concat_last(q_nope, backend_.download(q_rot_dev)));
   DeviceTensor o = cached_attention(layer, query, key, value, step);
@@ -382,7 +351,7 @@ DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q, co
 
 DeviceTensor Executor::mlp(const std::string& prefix, const DeviceTensor& h) {
   const DeviceTensor g = linear(prefix + "gate_proj", h), u = linear(prefix + "up_proj", h);
-  const DeviceTensor a = ops_.run1(swiglu_, {&g, &u});
+  const DeviceTensor a = ops_.run1(op_.swiglu, {&g, &u});
   DeviceTensor out = linear(prefix + "down_proj", a, first_tp_rank());  // row-parallel under TP
   if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
   return out;
@@ -412,23 +381,23 @@ DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
   const std::string p = arch_.text.prefix + "layers." + std::to_string(layer) + (m.mixtral_names ? ".block_sparse_moe." : ".mlp.");
   const DeviceTensor logits = linear(p + "gate", h, false);  // scaled_linear if a quantizer stored the router fp8
   const DeviceTensor* bias = weights_->find(p + "gate.e_score_correction_bias");
-  std::vector<DeviceTensor> routed = bias ? ops_.run(moe_gate_, {&logits, bias}) : ops_.run(moe_gate_, {&logits});
+  std::vector<DeviceTensor> routed = bias ? ops_.run(op_.moe_gate, {&logits, bias}) : ops_.run(op_.moe_gate, {&logits});
   const Sharding* sh = options_.sharding;
   if (sh != nullptr && !sh->experts_split_by_tp) routed = local_routes(std::move(routed), sh->expert_begin, sh->expert_end);
   const ExpertStack& e = weights_->experts(layer);
-  DeviceTensor y = ops_.run1(moe_experts_, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down});
+  DeviceTensor y = ops_.run1(op_.moe_experts, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down});
   // Combine: under EP each token's experts ran on their ranks; under TP each expert's partial sums.
   if (sh != nullptr) all_reduce(sh->experts_split_by_tp ? sh->tp.get() : sh->ep.get(), &y);
   if (m.num_shared_experts > 0) {
     const DeviceTensor s = mlp(p + "shared_experts.", h);
-    y = ops_.run1(add_, {&y, &s});
+    y = ops_.run1(op_.add, {&y, &s});
   }
   return y;
 }
 
 std::vector<int64_t> Executor::greedy(const tensor::Tensor& logits) {
   const DeviceTensor l = backend_.upload(logits);
-  const tensor::Tensor ids = backend_.download(ops_.run1(argmax_, {&l}));
+  const tensor::Tensor ids = backend_.download(ops_.run1(op_.argmax, {&l}));
   return glue::ids_of(ids);
 }
 

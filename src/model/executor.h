@@ -17,6 +17,7 @@
 #include "model/architecture.h"
 #include "model/kv_cache.h"
 #include "model/model_weights.h"
+#include "model/model_ops.h"
 #include "model/op_runner.h"
 #include "model/probes.h"
 #include "model/sharding.h"
@@ -140,9 +141,7 @@ class Executor {
   PagedKvCache cache_;
   std::string prefix_;
   double attention_scale_ = 0;
-  BoundOp scaled_linear_;  // attrs for fp8 block weights (quantization_config); op null otherwise
-  BoundOp rmsnorm_, linear_, add_, swiglu_, embedding_, rope_, moe_gate_, moe_experts_, argmax_;
-  BoundOp layernorm_, mul_, silu_, gelu_, patch_embed_, vision_attention_;
+  ModelOps op_;  // the model's ops, bound once (model_ops.h)
 };
 
 }  // namespace h0::model

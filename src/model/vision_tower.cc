@@ -30,17 +30,17 @@ tensor::Tensor Executor::image_features(const tensor::Tensor& rescaled_pixels, c
   const int64_t plane = rescaled_pixels.dim(1) * rescaled_pixels.dim(2);
   const DeviceTensor scale = constant_like(x, {1 / std[0], 1 / std[1], 1 / std[2]}, plane);
   const DeviceTensor shift = constant_like(x, {-mean[0] / std[0], -mean[1] / std[1], -mean[2] / std[2]}, plane);
-  x = ops_.run1(mul_, {&x, &scale});
-  x = ops_.run1(add_, {&x, &shift});
+  x = ops_.run1(op_.mul, {&x, &scale});
+  x = ops_.run1(op_.add, {&x, &shift});
   probe(step, "pixel_values", x);
 
   const std::string w = v.prefix;
-  const DeviceTensor patches = ops_.run1(patch_embed_, {&x, &weights_->get(w + "embeddings.patch_embedding.weight")});
+  const DeviceTensor patches = ops_.run1(op_.patch_embed, {&x, &weights_->get(w + "embeddings.patch_embedding.weight")});
   const tensor::Tensor cls = backend_.download(weights_->get(w + "embeddings.class_embedding")).reshape({1, v.hidden_size});
   DeviceTensor emb = backend_.upload(glue::concat_rows(cls, backend_.download(patches)));
-  emb = ops_.run1(add_, {&emb, &weights_->get(w + "embeddings.position_embedding.weight")});
+  emb = ops_.run1(op_.add, {&emb, &weights_->get(w + "embeddings.position_embedding.weight")});
   probe(step, "model.vision_tower.embeddings", emb);
-  DeviceTensor h = ops_.run1(layernorm_, {&emb, &weights_->get(w + "pre_layrnorm.weight"), &weights_->get(w + "pre_layrnorm.bias")});
+  DeviceTensor h = ops_.run1(op_.layernorm, {&emb, &weights_->get(w + "pre_layrnorm.weight"), &weights_->get(w + "pre_layrnorm.bias")});
   probe(step, "model.vision_tower.pre_layrnorm", h);
 
   // hidden_states[0] is the pre-LayerNorm output, [i + 1] the output of layer i.
@@ -55,7 +55,7 @@ tensor::Tensor Executor::image_features(const tensor::Tensor& rescaled_pixels, c
   DeviceTensor f = backend_.upload(selected);
   probe(step, "image_features_selected", f);
   f = linear("multi_modal_projector.linear_1", f);
-  f = ops_.run1(gelu_, {&f});
+  f = ops_.run1(op_.gelu, {&f});
   f = linear("multi_modal_projector.linear_2", f);
   probe(step, "model.multi_modal_projector", f);
   return to_host_f32(f);
@@ -64,18 +64,18 @@ tensor::Tensor Executor::image_features(const tensor::Tensor& rescaled_pixels, c
 DeviceTensor Executor::vision_layer(const std::string& w, const std::string& p, DeviceTensor x, Step& step) {
   const Vision& v = *arch_.vision;
   const int64_t S = x.shape()[0], heads = v.num_heads, hd = v.hidden_size / v.num_heads;
-  DeviceTensor h = ops_.run1(layernorm_, {&x, &weights_->get(w + "layer_norm1.weight"), &weights_->get(w + "layer_norm1.bias")});
+  DeviceTensor h = ops_.run1(op_.layernorm, {&x, &weights_->get(w + "layer_norm1.weight"), &weights_->get(w + "layer_norm1.bias")});
   probe(step, p + ".layer_norm1", h);
   DeviceTensor q = linear(w + "self_attn.q_proj", h), k = linear(w + "self_attn.k_proj", h), val = linear(w + "self_attn.v_proj", h);
   q.reshape({S, heads, hd});
   k.reshape({S, heads, hd});
   val.reshape({S, heads, hd});
-  DeviceTensor o = ops_.run1(vision_attention_, {&q, &k, &val});
+  DeviceTensor o = ops_.run1(op_.vision_attention, {&q, &k, &val});
   o.reshape({S, heads * hd});
   o = linear(w + "self_attn.out_proj", o);
   probe(step, p + ".self_attn", o);
-  x = ops_.run1(add_, {&x, &o});
-  h = ops_.run1(layernorm_, {&x, &weights_->get(w + "layer_norm2.weight"), &weights_->get(w + "layer_norm2.bias")});
+  x = ops_.run1(op_.add, {&x, &o});
+  h = ops_.run1(op_.layernorm, {&x, &weights_->get(w + "layer_norm2.weight"), &weights_->get(w + "layer_norm2.bias")});
   probe(step, p + ".layer_norm2", h);
   DeviceTensor m = linear(w + "mlp.fc1", h);
   if (v.hidden_act == "quick_gelu") {  // x·sigmoid(1.702x) = silu(1.702x) / 1.702
@@ -83,15 +83,15 @@ DeviceTensor Executor::vision_layer(const std::string& w, const std::string& p, 
       step.gelu_up.emplace(constant_like(m, {1.702}, 1));
       step.gelu_down.emplace(constant_like(m, {1 / 1.702}, 1));
     }
-    m = ops_.run1(mul_, {&m, &*step.gelu_up});
-    m = ops_.run1(silu_, {&m});
-    m = ops_.run1(mul_, {&m, &*step.gelu_down});
+    m = ops_.run1(op_.mul, {&m, &*step.gelu_up});
+    m = ops_.run1(op_.silu, {&m});
+    m = ops_.run1(op_.mul, {&m, &*step.gelu_down});
   } else {
-    m = ops_.run1(gelu_, {&m});
+    m = ops_.run1(op_.gelu, {&m});
   }
   m = linear(w + "mlp.fc2", m);
   probe(step, p + ".mlp", m);
-  x = ops_.run1(add_, {&x, &m});
+  x = ops_.run1(op_.add, {&x, &m});
   probe(step, p, x);
   return x;
 }

@@ -81,21 +81,27 @@ TEST(CliChecks, OpReplaysInputsOnAnyPlatform) {
   EXPECT_EQ(f64.code, 0);  // f32 is native on cpu
 }
 
+// A model's needs are the ops the executor binds for its architecture (model::model_ops): the
+// tiny Qwen3-MoE runs no dense MLP (no swiglu) and no vision tower; a family the executor does
+// not model gets the whole catalogue and a note saying why.
 TEST(CliChecks, CoverageShowsRoutesAndAModelsNeeds) {
-  test::TempDir dir;
-  std::ofstream(dir.file("config.json")) << R"({"model_type": "qwen3_moe", "torch_dtype": "bfloat16", "num_experts": 8})";
-  const auto r = run_harness("coverage --json --model " + dir.path());
+  const auto r = run_harness("coverage --json --model configs/models/tiny-qwen3-moe");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_EQ(j["model_dtype"], "bf16");
   std::set<std::string> ops;
   for (const auto& row : j["ops"]) {
     ops.insert(row["op"]);
     EXPECT_EQ(row["model"], "native") << row["op"];
     EXPECT_EQ(row["f64"], "host") << row["op"];  // cpu has no f64 kernels: the host reference
   }
-  EXPECT_TRUE(ops.count("moe_experts"));
-  EXPECT_FALSE(ops.count("patch_embed"));
+  EXPECT_EQ(ops, (std::set<std::string>{"add", "argmax", "embedding", "linear", "moe_experts", "moe_gate",
+                                        "paged_attention", "rmsnorm", "rope", "sample"}));
+  const auto unmodelled = run_harness("coverage --json --model tests/data/models/tiny-gemma3");
+  ASSERT_EQ(unmodelled.code, 0) << unmodelled.err;
+  EXPECT_NE(unmodelled.err.find("family gemma3_text is not modelled by the executor"), std::string::npos) << unmodelled.err;
+  EXPECT_EQ(nlohmann::json::parse(unmodelled.out)["ops"].size(), 22u);
   const auto table = run_harness("coverage --platform configs/platforms/reference.yaml");
   EXPECT_NE(table.out.find("backend reference (built-in)"), std::string::npos);
 }

@@ -41,7 +41,6 @@ TEST(Day0Fp8, EveryStagePassesWithTheProjectionsRunQuantized) {
     EXPECT_NE(record.find(std::string("op_accuracy/tiny-deepseek-v3-fp8/shapes/scaled_linear/") + kxn), std::string::npos)
         << kxn;
   }
-  EXPECT_TRUE(contains(stages["performance"]["summary"], "scaled_linear")) << stages["performance"]["summary"];
 }
 
 // The faulty plugin's wrong_block: block row r of each weight scaled by w_scale's row r + 1.

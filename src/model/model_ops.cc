@@ -1,0 +1,54 @@
+#include "model/model_ops.h"
+
+#include <cmath>
+
+namespace h0::model {
+
+ModelOps model_ops(const Architecture& arch, bool act_quant) {
+  const TextModel& t = arch.text;
+  ModelOps o;
+  o.rmsnorm = bind_op("rmsnorm", {{"eps", t.rms_norm_eps}});
+  o.linear = bind_op("linear");
+  if (arch.quantization.method == "fp8") {
+    const Quantization& q = arch.quantization;
+    o.scaled_linear = bind_op("scaled_linear", {{"block_n", q.block_rows > 0 ? q.block_rows : 128},
+                                                {"block_k", q.block_cols > 0 ? q.block_cols : 128},
+                                                {"act_quant", act_quant ? "dynamic" : "none"}});
+  }
+  o.add = bind_op("add");
+  bool dense_mlp = arch.text.moe.num_shared_experts > 0;  // shared experts are a dense MLP
+  for (int64_t l = 0; l < t.num_layers && !dense_mlp; ++l) dense_mlp = !t.is_moe_layer(l);
+  if (dense_mlp) o.swiglu = bind_op("swiglu");
+  o.embedding = bind_op("embedding");
+  o.rope = bind_op("rope", {{"theta", t.rope_theta}, {"style", t.attn.mla ? "gptj" : "neox"}, {"scaling", t.rope_scaling_json}});
+  if (arch.is_moe()) {
+    const Moe& m = t.moe;
+    o.moe_gate = bind_op("moe_gate", {{"top_k", m.experts_per_token}, {"scoring", m.scoring},
+                                      {"normalize", m.norm_topk_prob}, {"n_group", m.n_group},
+                                      {"topk_group", m.topk_group}, {"routed_scaling_factor", m.routed_scaling_factor}});
+    o.moe_experts = bind_op("moe_experts");
+  }
+  o.argmax = bind_op("argmax");
+  if (arch.vision) {
+    const Vision& v = *arch.vision;
+    o.layernorm = bind_op("layernorm", {{"eps", v.layer_norm_eps}});
+    o.mul = bind_op("mul");
+    o.silu = bind_op("silu");
+    o.gelu = bind_op("gelu", {{"approximate", "none"}});
+    o.patch_embed = bind_op("patch_embed", {{"patch", v.patch_size}});
+    o.vision_attention =
+        bind_op("attention", {{"causal", false}, {"scale", 1.0 / std::sqrt(double(v.hidden_size / v.num_heads))}});
+  }
+  return o;
+}
+
+std::set<std::string> ModelOps::names() const {
+  std::set<std::string> out = {"paged_attention", "sample"};
+  for (const BoundOp* op : {&rmsnorm, &linear, &add, &swiglu, &embedding, &rope, &argmax, &scaled_linear, &moe_gate,
+                            &moe_experts, &layernorm, &mul, &silu, &gelu, &patch_embed, &vision_attention}) {
+    if (op->def != nullptr) out.insert(op->def->name);
+  }
+  return out;
+}
+
+}  // namespace h0::model

@@ -1,0 +1,30 @@
+// The catalogue ops a model runs, with their attrs at its architecture: bound once here for the
+// executor, and listed by the same code for `harness coverage` and day0's coverage and op stages,
+// so the list a model "needs" cannot drift from what it runs (tests/model/model_ops_test.cc runs
+// each tiny model and compares the ops it actually ran with names()).
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "model/architecture.h"
+#include "model/op_runner.h"
+
+namespace h0::model {
+
+struct ModelOps {
+  BoundOp rmsnorm, linear, add, swiglu, embedding, rope, argmax;
+  BoundOp scaled_linear;          // fp8 block-quantized projections (quantization_config fp8)
+  BoundOp moe_gate, moe_experts;  // MoE layers
+  BoundOp layernorm, mul, silu, gelu, patch_embed, vision_attention;  // the vision tower (LLaVA)
+
+  // Every op the model runs: the bound ones, paged_attention (bound per forward pass: its context
+  // length) and sample (bound per request: its sampling parameters).
+  std::set<std::string> names() const;
+};
+
+// The ops of a modelled architecture (Architecture::modelled). `act_quant`: scaled_linear's
+// act_quant "dynamic" instead of "none".
+ModelOps model_ops(const Architecture& arch, bool act_quant = false);
+
+}  // namespace h0::model

@@ -1,0 +1,56 @@
+// The ops a model "needs" (model::model_ops, what coverage and day0 list) are exactly the ops its
+// run takes: each tiny model runs a prompt (LLaVA with an image), greedy and a sampled step, and
+// the ops the executor actually ran equal ModelOps::names().
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "backend/backend.h"
+#include "io/sharded_checkpoint.h"
+#include "model/executor.h"
+#include "model/image.h"
+#include "model/model_ops.h"
+#include "model/synth.h"
+#include "test_util.h"
+
+namespace h0::model {
+namespace {
+
+class RanOps : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RanOps, AreTheDerivedSet) {
+  h0::test::TempDir dir;
+  synthesize_checkpoint(h0::test::source_path("configs/models/" + GetParam()), dir.path(), {0, 1});
+  const Architecture arch = load_architecture(dir.path());
+  const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(dir.path());
+  auto be = backend::Backend::open({"cpu", "", nlohmann::json::object()});
+  Executor ex(arch, ckpt, *be, {});
+  tensor::Tensor features;
+  if (arch.vision) {
+    const ClipProcessor p = load_clip_processor(dir.path());
+    features = ex.image_features(clip_rescaled_pixels(decode_image(h0::test::golden_path("models/images/checker.png")), p),
+                                 p.mean, p.std);
+  }
+  std::vector<int64_t> prompt = {1000, 17, 256, 3, 999, 42, 511};
+  if (arch.vision) prompt.insert(prompt.begin() + 2, features.dim(0), arch.vision->image_token_index);
+  const tensor::Tensor logits = ex.forward(ex.new_sequence(), prompt, nullptr, arch.vision ? &features : nullptr);
+  ex.greedy(logits);
+  ex.sample(logits, 0.8, 5, 0.9, 1, 0);
+
+  std::set<std::string> ran;
+  for (const auto& [op, route] : ex.ops().routes()) ran.insert(op);
+  EXPECT_EQ(ran, model_ops(arch).names());
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, RanOps,
+                         ::testing::Values("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-deepseek-v3-fp8",
+                                           "tiny-llava"),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           std::string n = p.param;
+                           for (char& c : n) if (c == '-') c = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace h0::model
