@@ -9,7 +9,6 @@
 #include "checks/model_check.h"
 
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 
 #include "backend/backend.h"
@@ -157,19 +156,12 @@ std::vector<std::vector<int64_t>> rows_of(const tensor::Tensor& t) {
 // in execution order, then the lowest rank) and every rank fails when any did.
 void gather_ranks(mesh::Communicator& world, const model::Sharding& sh, const ProbeReport& report,
                   std::vector<std::string>* failures, CheckResult* r) {
-  // Each rank: [failed, layer of its first divergence (-1 before the layers, 2^20 after),
-  // place within the layer in execution order].
+  // Each rank: [failed, the layer and step of its first divergence (model::probe_place)].
   int32_t mine[3] = {failures->empty() ? 0 : 1, INT32_MAX, INT32_MAX};
   if (report.first_divergent >= 0) {
-    const std::string& name = report.rows[size_t(report.first_divergent)].name;
-    const size_t at = name.find("layers.");
-    mine[1] = at == std::string::npos ? (name == "logits" || name.find("norm") != std::string::npos ? 1 << 20 : -1)
-                                      : std::atoi(name.c_str() + at + 7);
-    mine[2] = 4;  // the layer's output
-    const char* order[] = {"input_layernorm", "self_attn", "post_attention_layernorm", "mlp"};
-    for (int32_t k = 0; k < 4; ++k) {
-      if (name.size() > std::strlen(order[k]) && name.ends_with(order[k])) mine[2] = k;
-    }
+    const model::ProbePlace at = model::probe_place(report.rows[size_t(report.first_divergent)].name);
+    mine[1] = at.layer;
+    mine[2] = at.step;
   }
   std::vector<int32_t> all(size_t(world.size()) * 3);
   world.all_gather(mine, all.data(), 3, tensor::DType::kI32);
@@ -183,7 +175,7 @@ void gather_ranks(mesh::Communicator& world, const model::Sharding& sh, const Pr
   if (first < 0) return;
   r->details["first_divergent_rank"] = first;
   const int32_t layer = all[size_t(first) * 3 + 1];
-  std::string where = layer >= 0 && layer < (1 << 20) ? " in layer " + std::to_string(layer) : "";
+  std::string where = layer >= 0 && layer < model::ProbePlace::kAfterLayers ? " in layer " + std::to_string(layer) : "";
   if (first == world.rank()) where += " (" + sh.label + ")";
   failures->insert(failures->begin(), "rank " + std::to_string(first) + " diverged first" + where);
 }

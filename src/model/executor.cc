@@ -251,15 +251,16 @@ tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden, 
 DeviceTensor Executor::decoder_layer(int64_t layer, DeviceTensor x, Step& step) {
   const std::string w = arch_.text.prefix + "layers." + std::to_string(layer) + ".";
   const std::string p = prefix_ + "layers." + std::to_string(layer);
+  const auto sublayer = [&](int k) { return p + "." + kDecoderSublayers[k]; };  // probes.h: their order
   DeviceTensor h = ops_.run1(op_.rmsnorm, {&x, &weights_->get(w + "input_layernorm.weight")});
-  probe(step, p + ".input_layernorm", h);
+  probe(step, sublayer(0), h);
   DeviceTensor a = arch_.text.attn.mla ? latent_attention(layer, h, step) : attention(layer, h, step);
-  probe(step, p + ".self_attn", a);
+  probe(step, sublayer(1), a);
   x = ops_.run1(op_.add, {&x, &a});
   h = ops_.run1(op_.rmsnorm, {&x, &weights_->get(w + "post_attention_layernorm.weight")});
-  probe(step, p + ".post_attention_layernorm", h);
+  probe(step, sublayer(2), h);
   DeviceTensor m = arch_.text.is_moe_layer(layer) ? moe(layer, h) : mlp(w + "mlp.", h);
-  probe(step, p + ".mlp", m);
+  probe(step, sublayer(3), m);
   x = ops_.run1(op_.add, {&x, &m});
   probe(step, p, x);
   return x;

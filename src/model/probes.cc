@@ -1,6 +1,28 @@
 #include "model/probes.h"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace h0::model {
+
+ProbePlace probe_place(const std::string& name) {
+  ProbePlace p;
+  const size_t at = name.find("layers.");
+  if (at == std::string::npos) {
+    if (name == "logits" || name.find("norm") != std::string::npos) {  // the final norm, then the logits
+      p.layer = ProbePlace::kAfterLayers;
+      p.step = name == "logits" ? 1 : 0;
+    }
+    return p;
+  }
+  p.layer = std::atoi(name.c_str() + at + 7);
+  p.step = 4;  // the layer's output
+  for (int32_t k = 0; k < 4; ++k) {
+    const char* sub = kDecoderSublayers[k];
+    if (name.size() > std::strlen(sub) && name.ends_with(std::string(".") + sub)) p.step = k;
+  }
+  return p;
+}
 
 void ProbeRecorder::record(const std::string& name, tensor::Tensor value) {
   for (auto& [n, t] : probes_) {

@@ -3,6 +3,7 @@
 // goldens dumped from transformers with forward hooks (golden/tools/dump_hf.py).
 #pragma once
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <utility>
@@ -11,6 +12,21 @@
 #include "tensor/tensor.h"
 
 namespace h0::model {
+
+// A decoder layer's probes in execution order: "<prefix>layers.<i>.<sublayer>" for each of these,
+// then "<prefix>layers.<i>" itself (the residual stream after the layer).
+inline constexpr const char* kDecoderSublayers[] = {"input_layernorm", "self_attn", "post_attention_layernorm", "mlp"};
+
+// Where probe `name` sits in a model's execution order: its decoder layer (-1 before the layers:
+// the embedding, the vision tower; kAfterLayers after them: the final norm, the logits) and, in a
+// layer, its place (the index into kDecoderSublayers, 4 for the layer's output). Orders the first
+// divergences of the ranks of a sharded run.
+struct ProbePlace {
+  static constexpr int32_t kAfterLayers = 1 << 20;
+  int32_t layer = -1, step = 0;
+  bool operator<(const ProbePlace& o) const { return layer != o.layer ? layer < o.layer : step < o.step; }
+};
+ProbePlace probe_place(const std::string& name);
 
 class ProbeRecorder {
  public:

@@ -54,3 +54,30 @@ INSTANTIATE_TEST_SUITE_P(Tiny, RanOps,
 
 }  // namespace
 }  // namespace h0::model
+
+namespace h0::model {
+namespace {
+
+// The probe order the sharded checks rank divergences by is the order the executor records.
+TEST(ProbePlace, FollowsTheExecutionOrder) {
+  h0::test::TempDir dir;
+  synthesize_checkpoint(h0::test::source_path("configs/models/tiny-llama"), dir.path(), {0, 1});
+  const Architecture arch = load_architecture(dir.path());
+  const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(dir.path());
+  auto be = backend::Backend::open({"cpu", "", nlohmann::json::object()});
+  Executor ex(arch, ckpt, *be, {});
+  ProbeRecorder probes;
+  ex.forward(ex.new_sequence(), {1000, 17, 256}, &probes);
+  ASSERT_GT(probes.probes().size(), 10u);
+  for (size_t i = 1; i < probes.probes().size(); ++i) {
+    const std::string &a = probes.probes()[i - 1].first, &b = probes.probes()[i].first;
+    EXPECT_TRUE(probe_place(a) < probe_place(b)) << a << " then " << b;
+  }
+  EXPECT_EQ(probe_place("model.layers.3.post_attention_layernorm").step, 2);
+  EXPECT_EQ(probe_place("model.layers.3").step, 4);
+  EXPECT_EQ(probe_place("model.embed_tokens").layer, -1);
+  EXPECT_EQ(probe_place("logits").layer, ProbePlace::kAfterLayers);
+}
+
+}  // namespace
+}  // namespace h0::model
