@@ -173,14 +173,20 @@ class InventoryBuilder {
     for (int64_t e = 0; e < m.num_experts; ++e) {
       expert_ = e;
       const std::string x = p + "experts." + std::to_string(e) + ".";
+      using Part = WeightInfo::ExpertPart;
+      const auto part = [&](const char* name, Part which, int64_t out, int64_t in, TpSplit tp) {
+        const size_t at = out_.size();
+        proj(x + name, out, in, tp, 1);
+        out_[at].expert_part = which;  // the weight; its scale (fp8) follows
+      };
       if (m.mixtral_names) {
-        proj(x + "w1", inter, h, TpSplit::kColumn, 1);
-        proj(x + "w2", h, inter, TpSplit::kRow, 1);
-        proj(x + "w3", inter, h, TpSplit::kColumn, 1);
+        part("w1", Part::kGate, inter, h, TpSplit::kColumn);
+        part("w2", Part::kDown, h, inter, TpSplit::kRow);
+        part("w3", Part::kUp, inter, h, TpSplit::kColumn);
       } else {
-        proj(x + "gate_proj", inter, h, TpSplit::kColumn, 1);
-        proj(x + "up_proj", inter, h, TpSplit::kColumn, 1);
-        proj(x + "down_proj", h, inter, TpSplit::kRow, 1);
+        part("gate_proj", Part::kGate, inter, h, TpSplit::kColumn);
+        part("up_proj", Part::kUp, inter, h, TpSplit::kColumn);
+        part("down_proj", Part::kDown, h, inter, TpSplit::kRow);
       }
     }
     expert_ = -1;

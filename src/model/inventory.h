@@ -39,6 +39,8 @@ struct WeightInfo {
   bool kv_heads = false;  // split by kv heads: replicated in groups when kv heads < tp
   int64_t layer = -1;     // decoder layer (pipeline stage by layer); -1 before the first, num_layers after the last
   int64_t expert = -1;    // routed expert index (expert-parallel placement); -1 if none
+  // A routed expert's projection: which operand of moe_experts it is (w_gate, w_up, w_down).
+  enum class ExpertPart { kNone, kGate, kUp, kDown } expert_part = ExpertPart::kNone;
   bool mtp = false;       // multi-token-prediction layer: in released checkpoints, not in the HF model
   bool quantized = false; // a linear weight stored in the checkpoint's quantized dtype
 

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/check.h"
 #include "base/error.h"
 #include "model/sharding.h"
 #include "model/weight_loader.h"
@@ -111,11 +112,10 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     }
     const tensor::Tensor host = tensor::is_float(stored.dtype()) ? glue::to_dtype(stored, dtype) : stored;
     bytes_ += int64_t(host.nbytes());
-    if (w.expert >= 0) {
-      // gate (w1 / gate_proj), up (w3 / up_proj), down (w2 / down_proj)
-      const bool down = w.name.ends_with("down_proj.weight") || w.name.ends_with(".w2.weight");
-      const bool up = w.name.ends_with("up_proj.weight") || w.name.ends_with(".w3.weight");
-      expert_parts[w.layer][down ? 2 : up ? 1 : 0].push_back(host);
+    if (w.expert >= 0) {  // moe_experts' w_gate, w_up, w_down, in expert order
+      H0_CHECK(w.expert_part != WeightInfo::ExpertPart::kNone) << w.name << ": a routed expert weight with no part";
+      const int part = w.expert_part == WeightInfo::ExpertPart::kGate ? 0 : w.expert_part == WeightInfo::ExpertPart::kUp ? 1 : 2;
+      expert_parts[w.layer][size_t(part)].push_back(host);
       continue;
     }
     tensors_.emplace(w.name, backend.upload(host));
