@@ -8,10 +8,10 @@
 //     `block2d` (a block_rows × block tile of a 2-D x; scale [ceil(M / block_rows), ceil(N / block)]).
 //   dequantize(q, scale) -> x = q · scale in f32, rounded once to attr out_dtype.
 //   scaled_linear(x[T,K], w[N,K], w_scale, bias[N]?) -> y = x'·(w ⊙ w_scale)ᵀ + bias: the weight
-//     dequantized to f32 on the fly, one block row (block_n rows) at a time, never whole. Up to
-//     kFusedTokens tokens: each w row widened once into a K-float buffer and dotted with every
-//     token (a decode step reads the weight once, 1 byte per element); more tokens: a group of
-//     block rows widened into a bounded f32 buffer and multiplied by OpenBLAS sgemm. With
+//     widened to f32 on the fly (a 256-entry table per byte, one scale per block run), never
+//     whole. Up to kFusedTokens tokens: each w row widened into a K-float buffer and dotted with
+//     every token (a decode step reads the weight once, 1 byte per element); more tokens: groups
+//     of block rows (~16 MB of f32) widened and multiplied by OpenBLAS sgemm. With
 //     act_quant dynamic, x is first quantized to f8_e4m3 per token in groups of block_k and
 //     taken back (x' = q · s in f32), as quantize granularity block does.
 #include <algorithm>
