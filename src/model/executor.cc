@@ -74,10 +74,20 @@ void Executor::all_reduce(mesh::Communicator* comm, DeviceTensor* t) {
 }
 
 DeviceTensor Executor::linear(const std::string& weight_prefix, const DeviceTensor& x, bool with_bias) {
-  const DeviceTensor& w = weights_->get(weight_prefix + ".weight");
-  const DeviceTensor* b = with_bias ? weights_->find(weight_prefix + ".bias") : nullptr;
-  if (const DeviceTensor* scale = weights_->find(weight_prefix + ".weight_scale_inv")) {
-    H0_CHECK(op_.scaled_linear.def != nullptr) << weight_prefix << " has block scales but the config has no fp8 quantization_config";
+  return linear_of(weights_->get(weight_prefix + ".weight"), with_bias ? weights_->find(weight_prefix + ".bias") : nullptr,
+                   weights_->find(weight_prefix + ".weight_scale_inv"), x);
+}
+
+DeviceTensor Executor::linear(int64_t layer, TensorRole role, const DeviceTensor& x, bool with_bias) {
+  return linear_of(weights_->get(layer, role), with_bias ? weights_->find(layer, role, TensorPiece::kBias) : nullptr,
+                   weights_->find(layer, role, TensorPiece::kScale), x);
+}
+
+// x·wᵀ + b by linear, or by scaled_linear when w comes with block scales (an fp8 checkpoint).
+DeviceTensor Executor::linear_of(const DeviceTensor& w, const DeviceTensor* b, const DeviceTensor* scale,
+                                 const DeviceTensor& x) {
+  if (scale != nullptr) {
+    H0_CHECK(op_.scaled_linear.def != nullptr) << "a weight has block scales but the config has no fp8 quantization_config";
     BoundOp op = op_.scaled_linear;
     if (w.dtype() != tensor::DType::kF8E4M3) op.attrs["dtype"] = tensor::dtype_name(w.dtype());
     if (b != nullptr) return ops_.run1(op, {&x, &w, scale, b});
@@ -146,7 +156,7 @@ std::vector<tensor::Tensor> Executor::forward_batch(const std::vector<BatchItem>
   for (const Segment& s : step.segments) cache_.advance(s.seq, s.tokens);
   tensor::Tensor out;
   if (last_stage) {
-    x = ops_.run1(op_.rmsnorm, {&x, &weights_->get(arch_.text.prefix + "norm.weight")});
+    x = ops_.run1(op_.rmsnorm, {&x, &weights_->get(arch_.text.num_layers, TensorRole::kFinalNorm)});
     probe(step, prefix_ + "norm", x);
     out = lm_head(x);
   } else {
@@ -168,7 +178,7 @@ std::vector<tensor::Tensor> Executor::forward_batch(const std::vector<BatchItem>
 // here and come from their rank through the all-reduce.
 DeviceTensor Executor::embed(const std::vector<int64_t>& ids) {
   const Sharding* sh = options_.sharding;
-  const DeviceTensor& table = weights_->get(arch_.text.prefix + "embed_tokens.weight");
+  const DeviceTensor& table = weights_->get(-1, TensorRole::kEmbed);
   if (sh == nullptr || !sh->tp || sh->tp->size() == 1) {
     const DeviceTensor id_dev = backend_.upload(index_tensor(ids));
     return ops_.run1(op_.embedding, {&id_dev, &table});
@@ -192,9 +202,8 @@ DeviceTensor Executor::embed(const std::vector<int64_t>& ids) {
 
 // The LM head (vocabulary-parallel under TP: each rank's columns, all-gathered). [T, V] f32.
 tensor::Tensor Executor::lm_head(const DeviceTensor& x) {
-  const std::string head = arch_.text.tie_word_embeddings ? arch_.text.prefix + "embed_tokens"
-                                                          : arch_.text.head_prefix.substr(0, arch_.text.head_prefix.size() - 1);
-  const tensor::Tensor local = to_host_f32(linear(head, x, false));
+  const tensor::Tensor local = to_host_f32(arch_.text.tie_word_embeddings ? linear(-1, TensorRole::kEmbed, x, false)
+                                                                          : linear(arch_.text.num_layers, TensorRole::kHead, x, false));
   const Sharding* sh = options_.sharding;
   if (sh == nullptr || !sh->tp || sh->tp->size() == 1) return local;
   const int64_t T = local.dim(0), V = arch_.text.vocab_size, n = sh->tp->size();
@@ -249,17 +258,16 @@ tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden, 
 }
 
 DeviceTensor Executor::decoder_layer(int64_t layer, DeviceTensor x, Step& step) {
-  const std::string w = arch_.text.prefix + "layers." + std::to_string(layer) + ".";
   const std::string p = prefix_ + "layers." + std::to_string(layer);
   const auto sublayer = [&](int k) { return p + "." + kDecoderSublayers[k]; };  // probes.h: their order
-  DeviceTensor h = ops_.run1(op_.rmsnorm, {&x, &weights_->get(w + "input_layernorm.weight")});
+  DeviceTensor h = ops_.run1(op_.rmsnorm, {&x, &weights_->get(layer, TensorRole::kAttnNorm)});
   probe(step, sublayer(0), h);
   DeviceTensor a = arch_.text.attn.mla ? latent_attention(layer, h, step) : attention(layer, h, step);
   probe(step, sublayer(1), a);
   x = ops_.run1(op_.add, {&x, &a});
-  h = ops_.run1(op_.rmsnorm, {&x, &weights_->get(w + "post_attention_layernorm.weight")});
+  h = ops_.run1(op_.rmsnorm, {&x, &weights_->get(layer, TensorRole::kFfnNorm)});
   probe(step, sublayer(2), h);
-  DeviceTensor m = arch_.text.is_moe_layer(layer) ? moe(layer, h) : mlp(w + "mlp.", h);
+  DeviceTensor m = arch_.text.is_moe_layer(layer) ? moe(layer, h) : mlp(layer, TensorRole::kFfnGate, h);
   probe(step, sublayer(3), m);
   x = ops_.run1(op_.add, {&x, &m});
   probe(step, p, x);
@@ -268,16 +276,16 @@ DeviceTensor Executor::decoder_layer(int64_t layer, DeviceTensor x, Step& step) 
 
 DeviceTensor Executor::attention(int64_t layer, const DeviceTensor& h, Step& step) {
   const Attention& at = arch_.text.attn;
-  const std::string w = arch_.text.prefix + "layers." + std::to_string(layer) + ".self_attn.";
   const int64_t T = step.tokens, hd = at.head_dim;
   const int64_t H = options_.sharding ? options_.sharding->heads : at.num_heads;
   const int64_t Hkv = options_.sharding ? options_.sharding->kv_heads : at.num_kv_heads;
-  DeviceTensor q = linear(w + "q_proj", h), k = linear(w + "k_proj", h), v = linear(w + "v_proj", h);
+  DeviceTensor q = linear(layer, TensorRole::kAttnQ, h), k = linear(layer, TensorRole::kAttnK, h),
+               v = linear(layer, TensorRole::kAttnV, h);
   if (at.qk_norm) {  // Qwen3: RMSNorm over each head before RoPE
     q.reshape({T * H, hd});
     k.reshape({T * Hkv, hd});
-    q = ops_.run1(op_.rmsnorm, {&q, &weights_->get(w + "q_norm.weight")});
-    k = ops_.run1(op_.rmsnorm, {&k, &weights_->get(w + "k_norm.weight")});
+    q = ops_.run1(op_.rmsnorm, {&q, &weights_->get(layer, TensorRole::kAttnQNorm)});
+    k = ops_.run1(op_.rmsnorm, {&k, &weights_->get(layer, TensorRole::kAttnKNorm)});
   }
   q.reshape({T, H, hd});
   k.reshape({T, Hkv, hd});
@@ -286,7 +294,7 @@ DeviceTensor Executor::attention(int64_t layer, const DeviceTensor& h, Step& ste
   k = ops_.run1(op_.rope, {&k, &step.positions});
   DeviceTensor o = cached_attention(layer, q, backend_.download(k), backend_.download(v), step);
   o.reshape({T, H * hd});
-  DeviceTensor out = linear(w + "o_proj", o, first_tp_rank());  // row-parallel under TP
+  DeviceTensor out = linear(layer, TensorRole::kAttnO, o, first_tp_rank());  // row-parallel under TP
   if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
   return out;
 }
@@ -296,22 +304,22 @@ DeviceTensor Executor::attention(int64_t layer, const DeviceTensor& h, Step& ste
 // keys and values cached per head, expanded from the latent.
 DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, Step& step) {
   const Attention& at = arch_.text.attn;
-  const std::string w = arch_.text.prefix + "layers." + std::to_string(layer) + ".self_attn.";
   const int64_t T = step.tokens, nope = at.qk_nope_head_dim, rot = at.qk_rope_head_dim;
   const int64_t H = options_.sharding ? options_.sharding->heads : at.num_heads;
   DeviceTensor q;
   if (at.q_lora_rank > 0) {
-    DeviceTensor qa = linear(w + "q_a_proj", h);
-    qa = ops_.run1(op_.rmsnorm, {&qa, &weights_->get(w + "q_a_layernorm.weight")});
-    q = linear(w + "q_b_proj", qa);
+    DeviceTensor qa = linear(layer, TensorRole::kAttnQA, h);
+    qa = ops_.run1(op_.rmsnorm, {&qa, &weights_->get(layer, TensorRole::kAttnQANorm)});
+    q = linear(layer, TensorRole::kAttnQB, qa);
   } else {
-    q = linear(w + "q_proj", h);
+    q = linear(layer, TensorRole::kAttnQ, h);
   }
   auto [q_nope, q_rot] = glue::split_last(backend_.download(q).reshape({T, H, nope + rot}), nope);
-  auto [latent, k_rot] = glue::split_last(backend_.download(linear(w + "kv_a_proj_with_mqa", h)), at.kv_lora_rank);
+  auto [latent, k_rot] = glue::split_last(backend_.download(linear(layer, TensorRole::kAttnKVA, h)), at.kv_lora_rank);
   DeviceTensor c = backend_.upload(latent);
-  c = ops_.run1(op_.rmsnorm, {&c, &weights_->get(w + "kv_a_layernorm.weight")});
-  auto [k_nope, value] = glue::split_last(backend_.download(linear(w + "kv_b_proj", c)).reshape({T, H, nope + at.v_head_dim}), nope);
+  c = ops_.run1(op_.rmsnorm, {&c, &weights_->get(layer, TensorRole::kAttnKVANorm)});
+  auto [k_nope, value] =
+      glue::split_last(backend_.download(linear(layer, TensorRole::kAttnKVB, c)).reshape({T, H, nope + at.v_head_dim}), nope);
 
   DeviceTensor q_rot_dev = backend_.upload(q_rot), k_rot_dev = backend_.upload(k_rot.reshape({T, 1, rot}));
   q_rot_dev = ops_.run1(op_.rope, {&q_rot_dev, &step.positions});
@@ -320,7 +328,7 @@ DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, St
   const DeviceTensor query = backend_.upload(glue::concat_last(q_nope, backend_.download(q_rot_dev)));
   DeviceTensor o = cached_attention(layer, query, key, value, step);
   o.reshape({T, H * at.v_head_dim});
-  DeviceTensor out = linear(w + "o_proj", o, first_tp_rank());
+  DeviceTensor out = linear(layer, TensorRole::kAttnO, o, first_tp_rank());
   if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
   return out;
 }
@@ -350,10 +358,13 @@ DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q, co
   return backend_.upload(out);
 }
 
-DeviceTensor Executor::mlp(const std::string& prefix, const DeviceTensor& h) {
-  const DeviceTensor g = linear(prefix + "gate_proj", h), u = linear(prefix + "up_proj", h);
+// A dense MLP: `gate` is kFfnGate (the layer's) or kSharedGate (its shared experts); up and down
+// are the two roles after it.
+DeviceTensor Executor::mlp(int64_t layer, TensorRole gate, const DeviceTensor& h) {
+  const auto up = TensorRole(uint8_t(gate) + 1), down = TensorRole(uint8_t(gate) + 2);
+  const DeviceTensor g = linear(layer, gate, h), u = linear(layer, up, h);
   const DeviceTensor a = ops_.run1(op_.swiglu, {&g, &u});
-  DeviceTensor out = linear(prefix + "down_proj", a, first_tp_rank());  // row-parallel under TP
+  DeviceTensor out = linear(layer, down, a, first_tp_rank());  // row-parallel under TP
   if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
   return out;
 }
@@ -379,9 +390,8 @@ std::vector<DeviceTensor> Executor::local_routes(std::vector<DeviceTensor> route
 
 DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
   const Moe& m = arch_.text.moe;
-  const std::string p = arch_.text.prefix + "layers." + std::to_string(layer) + (m.mixtral_names ? ".block_sparse_moe." : ".mlp.");
-  const DeviceTensor logits = linear(p + "gate", h, false);  // scaled_linear if a quantizer stored the router fp8
-  const DeviceTensor* bias = weights_->find(p + "gate.e_score_correction_bias");
+  const DeviceTensor logits = linear(layer, TensorRole::kRouter, h, false);  // scaled_linear if a quantizer stored it fp8
+  const DeviceTensor* bias = weights_->find(layer, TensorRole::kRouterBias);
   std::vector<DeviceTensor> routed = bias ? ops_.run(op_.moe_gate, {&logits, bias}) : ops_.run(op_.moe_gate, {&logits});
   const Sharding* sh = options_.sharding;
   if (sh != nullptr && !sh->experts_split_by_tp) routed = local_routes(std::move(routed), sh->expert_begin, sh->expert_end);
@@ -390,7 +400,7 @@ DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
   // Combine: under EP each token's experts ran on their ranks; under TP each expert's partial sums.
   if (sh != nullptr) all_reduce(sh->experts_split_by_tp ? sh->tp.get() : sh->ep.get(), &y);
   if (m.num_shared_experts > 0) {
-    const DeviceTensor s = mlp(p + "shared_experts.", h);
+    const DeviceTensor s = mlp(layer, TensorRole::kSharedGate, h);
     y = ops_.run1(op_.add, {&y, &s});
   }
   return y;

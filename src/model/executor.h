@@ -115,12 +115,15 @@ class Executor {
   backend::DeviceTensor latent_attention(int64_t layer, const backend::DeviceTensor& h, Step& step);
   backend::DeviceTensor cached_attention(int64_t layer, const backend::DeviceTensor& q, const tensor::Tensor& k,
                                          const tensor::Tensor& v, Step& step);
-  backend::DeviceTensor mlp(const std::string& prefix, const backend::DeviceTensor& h);
+  backend::DeviceTensor mlp(int64_t layer, TensorRole gate, const backend::DeviceTensor& h);
   backend::DeviceTensor moe(int64_t layer, const backend::DeviceTensor& h);
   std::vector<backend::DeviceTensor> local_routes(std::vector<backend::DeviceTensor> routed, int64_t first, int64_t last);
   // x·wᵀ (+ bias). `with_bias` false leaves a replicated bias out (a row-parallel rank other
   // than tp rank 0, whose partial sums are all-reduced).
   backend::DeviceTensor linear(const std::string& weight_prefix, const backend::DeviceTensor& x, bool with_bias = true);
+  backend::DeviceTensor linear(int64_t layer, TensorRole role, const backend::DeviceTensor& x, bool with_bias = true);
+  backend::DeviceTensor linear_of(const backend::DeviceTensor& w, const backend::DeviceTensor* b,
+                                  const backend::DeviceTensor* scale, const backend::DeviceTensor& x);
   // Sums `t` over a communicator of more than one rank (in place, through the host).
   void all_reduce(mesh::Communicator* comm, backend::DeviceTensor* t);
   backend::DeviceTensor embed(const std::vector<int64_t>& ids);

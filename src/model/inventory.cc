@@ -1,6 +1,7 @@
 #include "model/inventory.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace h0::model {
 namespace {
@@ -17,28 +18,30 @@ class InventoryBuilder {
 
   std::vector<WeightInfo> take() { return std::move(out_); }
 
-  void embedding(const std::string& prefix) {
-    add(prefix + "embed_tokens.weight", {t_.vocab_size, t_.hidden_size}, TpSplit::kVocab);
+  void embedding(const std::string& prefix, TensorRole role = TensorRole::kEmbed) {
+    add(prefix + "embed_tokens.weight", {t_.vocab_size, t_.hidden_size}, TpSplit::kVocab).tensor = role;
   }
   void final_norm_and_head() {
     layer_ = t_.num_layers;
-    norm(t_.prefix + "norm.weight", t_.hidden_size);
-    if (!t_.tie_word_embeddings) add(t_.head_prefix + "weight", {t_.vocab_size, t_.hidden_size}, TpSplit::kVocab);
+    norm(t_.prefix + "norm.weight", t_.hidden_size, TensorRole::kFinalNorm);
+    if (!t_.tie_word_embeddings) {
+      add(t_.head_prefix + "weight", {t_.vocab_size, t_.hidden_size}, TpSplit::kVocab).tensor = TensorRole::kHead;
+    }
   }
 
   void decoder_layer(int64_t layer, const std::string& p) {
     layer_ = layer;
-    norm(p + "input_layernorm.weight", t_.hidden_size);
+    norm(p + "input_layernorm.weight", t_.hidden_size, TensorRole::kAttnNorm);
     if (t_.attn.mla) {
       mla_attention(p + "self_attn.");
     } else {
       gqa_attention(p + "self_attn.");
     }
-    norm(p + "post_attention_layernorm.weight", t_.hidden_size);
+    norm(p + "post_attention_layernorm.weight", t_.hidden_size, TensorRole::kFfnNorm);
     if (t_.is_moe_layer(layer)) {
       moe(p);
     } else {
-      mlp(p + "mlp.", t_.intermediate_size);
+      mlp(p + "mlp.", t_.intermediate_size, TensorRole::kFfnGate);
     }
   }
 
@@ -46,7 +49,7 @@ class InventoryBuilder {
   void mtp_layer(int64_t layer) {
     mtp_ = true;
     const std::string p = t_.prefix + "layers." + std::to_string(layer) + ".";
-    embedding(p);
+    embedding(p, TensorRole::kOther);
     norm(p + "enorm.weight", t_.hidden_size);
     norm(p + "hnorm.weight", t_.hidden_size);
     add(p + "eh_proj.weight", {t_.hidden_size, 2 * t_.hidden_size}, TpSplit::kReplicated);
@@ -94,7 +97,9 @@ class InventoryBuilder {
     out_.push_back(std::move(w));
     return out_.back();
   }
-  void norm(const std::string& name, int64_t n) { add(name, {n}, TpSplit::kReplicated); }
+  void norm(const std::string& name, int64_t n, TensorRole role = TensorRole::kOther) {
+    add(name, {n}, TpSplit::kReplicated).tensor = role;
+  }
   void layer_norm(const std::string& p, int64_t n) {
     add(p + ".weight", {n}, TpSplit::kReplicated);
     add(p + ".bias", {n}, TpSplit::kReplicated);
@@ -105,9 +110,11 @@ class InventoryBuilder {
   }
 
   // A decoder-layer projection [out, in]: quantized when the checkpoint is, with its scales.
-  void proj(const std::string& p, int64_t out, int64_t in, TpSplit tp, int64_t unit, bool kv_heads = false) {
+  void proj(TensorRole role, const std::string& p, int64_t out, int64_t in, TpSplit tp, int64_t unit,
+            bool kv_heads = false) {
     WeightInfo& w = add(p + ".weight", {out, in}, tp, unit);
     w.kv_heads = kv_heads;
+    w.tensor = role;
     if (!quant_) return;
     w.dtype = DType::kF8E4M3;
     w.quantized = true;
@@ -117,22 +124,31 @@ class InventoryBuilder {
     s.dtype = DType::kF32;
     s.role = WeightRole::kQuantScale;
     s.kv_heads = kv_heads;
+    s.tensor = role;
+    s.piece = TensorPiece::kScale;
+  }
+  // The bias of role `role` (after its weight).
+  WeightInfo& bias(TensorRole role, const std::string& name, int64_t n, TpSplit tp, int64_t unit = 1) {
+    WeightInfo& b = add(name, {n}, tp, unit);
+    b.tensor = role;
+    b.piece = TensorPiece::kBias;
+    return b;
   }
 
   void gqa_attention(const std::string& p) {
     const Attention& a = t_.attn;
     const int64_t hd = a.head_dim, h = t_.hidden_size;
-    proj(p + "q_proj", a.num_heads * hd, h, TpSplit::kColumn, hd);
-    if (a.qkv_bias) add(p + "q_proj.bias", {a.num_heads * hd}, TpSplit::kColumn, hd);
-    for (const char* kv : {"k_proj", "v_proj"}) {
-      proj(p + kv, a.num_kv_heads * hd, h, TpSplit::kColumn, hd, true);
-      if (a.qkv_bias) add(p + kv + ".bias", {a.num_kv_heads * hd}, TpSplit::kColumn, hd).kv_heads = true;
+    proj(TensorRole::kAttnQ, p + "q_proj", a.num_heads * hd, h, TpSplit::kColumn, hd);
+    if (a.qkv_bias) bias(TensorRole::kAttnQ, p + "q_proj.bias", a.num_heads * hd, TpSplit::kColumn, hd);
+    for (const auto& [role, kv] : {std::pair{TensorRole::kAttnK, "k_proj"}, std::pair{TensorRole::kAttnV, "v_proj"}}) {
+      proj(role, p + kv, a.num_kv_heads * hd, h, TpSplit::kColumn, hd, true);
+      if (a.qkv_bias) bias(role, p + kv + ".bias", a.num_kv_heads * hd, TpSplit::kColumn, hd).kv_heads = true;
     }
-    proj(p + "o_proj", h, a.num_heads * hd, TpSplit::kRow, hd);
-    if (a.o_bias) add(p + "o_proj.bias", {h}, TpSplit::kReplicated);
+    proj(TensorRole::kAttnO, p + "o_proj", h, a.num_heads * hd, TpSplit::kRow, hd);
+    if (a.o_bias) bias(TensorRole::kAttnO, p + "o_proj.bias", h, TpSplit::kReplicated);
     if (a.qk_norm) {
-      norm(p + "q_norm.weight", hd);
-      norm(p + "k_norm.weight", hd);
+      norm(p + "q_norm.weight", hd, TensorRole::kAttnQNorm);
+      norm(p + "k_norm.weight", hd, TensorRole::kAttnKNorm);
     }
   }
 
@@ -142,63 +158,64 @@ class InventoryBuilder {
     const Attention& a = t_.attn;
     const int64_t h = t_.hidden_size, qk = a.qk_head_dim();
     if (a.q_lora_rank > 0) {
-      proj(p + "q_a_proj", a.q_lora_rank, h, TpSplit::kReplicated, 1);
-      norm(p + "q_a_layernorm.weight", a.q_lora_rank);
-      proj(p + "q_b_proj", a.num_heads * qk, a.q_lora_rank, TpSplit::kColumn, qk);
+      proj(TensorRole::kAttnQA, p + "q_a_proj", a.q_lora_rank, h, TpSplit::kReplicated, 1);
+      norm(p + "q_a_layernorm.weight", a.q_lora_rank, TensorRole::kAttnQANorm);
+      proj(TensorRole::kAttnQB, p + "q_b_proj", a.num_heads * qk, a.q_lora_rank, TpSplit::kColumn, qk);
     } else {
-      proj(p + "q_proj", a.num_heads * qk, h, TpSplit::kColumn, qk);
+      proj(TensorRole::kAttnQ, p + "q_proj", a.num_heads * qk, h, TpSplit::kColumn, qk);
     }
-    proj(p + "kv_a_proj_with_mqa", a.kv_lora_rank + a.qk_rope_head_dim, h, TpSplit::kReplicated, 1);
-    norm(p + "kv_a_layernorm.weight", a.kv_lora_rank);
+    proj(TensorRole::kAttnKVA, p + "kv_a_proj_with_mqa", a.kv_lora_rank + a.qk_rope_head_dim, h, TpSplit::kReplicated, 1);
+    norm(p + "kv_a_layernorm.weight", a.kv_lora_rank, TensorRole::kAttnKVANorm);
     const int64_t kv_b = a.qk_nope_head_dim + a.v_head_dim;
-    proj(p + "kv_b_proj", a.num_heads * kv_b, a.kv_lora_rank, TpSplit::kColumn, kv_b);
-    proj(p + "o_proj", h, a.num_heads * a.v_head_dim, TpSplit::kRow, a.v_head_dim);
+    proj(TensorRole::kAttnKVB, p + "kv_b_proj", a.num_heads * kv_b, a.kv_lora_rank, TpSplit::kColumn, kv_b);
+    proj(TensorRole::kAttnO, p + "o_proj", h, a.num_heads * a.v_head_dim, TpSplit::kRow, a.v_head_dim);
   }
 
-  void mlp(const std::string& p, int64_t inter) {
+  static_assert(uint8_t(TensorRole::kFfnDown) == uint8_t(TensorRole::kFfnGate) + 2 &&
+                uint8_t(TensorRole::kSharedDown) == uint8_t(TensorRole::kSharedGate) + 2);
+  // A dense MLP; `gate` is kFfnGate (the layer's MLP) or kSharedGate (shared experts), and up and
+  // down are the roles after it.
+  void mlp(const std::string& p, int64_t inter, TensorRole gate) {
     const int64_t h = t_.hidden_size;
-    proj(p + "gate_proj", inter, h, TpSplit::kColumn, 1);
-    if (t_.mlp_bias) add(p + "gate_proj.bias", {inter}, TpSplit::kColumn);
-    proj(p + "up_proj", inter, h, TpSplit::kColumn, 1);
-    if (t_.mlp_bias) add(p + "up_proj.bias", {inter}, TpSplit::kColumn);
-    proj(p + "down_proj", h, inter, TpSplit::kRow, 1);
-    if (t_.mlp_bias) add(p + "down_proj.bias", {h}, TpSplit::kReplicated);
+    const auto up = TensorRole(uint8_t(gate) + 1), down = TensorRole(uint8_t(gate) + 2);
+    proj(gate, p + "gate_proj", inter, h, TpSplit::kColumn, 1);
+    if (t_.mlp_bias) bias(gate, p + "gate_proj.bias", inter, TpSplit::kColumn);
+    proj(up, p + "up_proj", inter, h, TpSplit::kColumn, 1);
+    if (t_.mlp_bias) bias(up, p + "up_proj.bias", inter, TpSplit::kColumn);
+    proj(down, p + "down_proj", h, inter, TpSplit::kRow, 1);
+    if (t_.mlp_bias) bias(down, p + "down_proj.bias", h, TpSplit::kReplicated);
   }
 
   void moe(const std::string& layer_prefix) {
     const Moe& m = t_.moe;
     const int64_t h = t_.hidden_size, inter = m.expert_intermediate_size;
     const std::string p = layer_prefix + (m.mixtral_names ? "block_sparse_moe." : "mlp.");
-    if (m.mixtral_names) add(p + "gate.weight", {m.num_experts, h}, TpSplit::kReplicated);
+    const auto router = [&] { add(p + "gate.weight", {m.num_experts, h}, TpSplit::kReplicated).tensor = TensorRole::kRouter; };
+    if (m.mixtral_names) router();
     for (int64_t e = 0; e < m.num_experts; ++e) {
       expert_ = e;
       const std::string x = p + "experts." + std::to_string(e) + ".";
-      using Part = WeightInfo::ExpertPart;
-      const auto part = [&](const char* name, Part which, int64_t out, int64_t in, TpSplit tp) {
-        const size_t at = out_.size();
-        proj(x + name, out, in, tp, 1);
-        out_[at].expert_part = which;  // the weight; its scale (fp8) follows
-      };
       if (m.mixtral_names) {
-        part("w1", Part::kGate, inter, h, TpSplit::kColumn);
-        part("w2", Part::kDown, h, inter, TpSplit::kRow);
-        part("w3", Part::kUp, inter, h, TpSplit::kColumn);
+        proj(TensorRole::kExpertGate, x + "w1", inter, h, TpSplit::kColumn, 1);
+        proj(TensorRole::kExpertDown, x + "w2", h, inter, TpSplit::kRow, 1);
+        proj(TensorRole::kExpertUp, x + "w3", inter, h, TpSplit::kColumn, 1);
       } else {
-        part("gate_proj", Part::kGate, inter, h, TpSplit::kColumn);
-        part("up_proj", Part::kUp, inter, h, TpSplit::kColumn);
-        part("down_proj", Part::kDown, h, inter, TpSplit::kRow);
+        proj(TensorRole::kExpertGate, x + "gate_proj", inter, h, TpSplit::kColumn, 1);
+        proj(TensorRole::kExpertUp, x + "up_proj", inter, h, TpSplit::kColumn, 1);
+        proj(TensorRole::kExpertDown, x + "down_proj", h, inter, TpSplit::kRow, 1);
       }
     }
     expert_ = -1;
     if (!m.mixtral_names) {
-      add(p + "gate.weight", {m.num_experts, h}, TpSplit::kReplicated);
+      router();
       if (m.correction_bias) {
         WeightInfo& b = add(p + "gate.e_score_correction_bias", {m.num_experts}, TpSplit::kReplicated);
         b.role = WeightRole::kBuffer;
         b.dtype = DType::kF32;  // HF keeps the correction bias in f32
+        b.tensor = TensorRole::kRouterBias;
       }
     }
-    if (m.num_shared_experts > 0) mlp(p + "shared_experts.", inter * m.num_shared_experts);
+    if (m.num_shared_experts > 0) mlp(p + "shared_experts.", inter * m.num_shared_experts, TensorRole::kSharedGate);
   }
 
   const Architecture& arch_;
@@ -252,6 +269,13 @@ int64_t WeightInfo::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+const WeightInfo* Inventory::find(int64_t layer, TensorRole tensor, TensorPiece piece, int64_t expert) const {
+  for (const WeightInfo& w : weights) {
+    if (w.layer == layer && w.tensor == tensor && w.piece == piece && w.expert == expert && !w.mtp) return &w;
+  }
+  return nullptr;
 }
 
 const WeightInfo* Inventory::find(const std::string& name) const {

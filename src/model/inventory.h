@@ -21,6 +21,23 @@ enum class TpSplit {
 };
 const char* tp_split_name(TpSplit split);  // "replicated", "column", "row", "vocab"
 
+// What a weight is to the decoder, whatever a family calls it (llama.cpp's LLM_TENSOR_*): the
+// family's table (inventory.cc) spells each name once; the executor and the loader find a weight
+// by (layer, tensor, piece). kOther: not looked up by role (the vision tower, MTP-only tensors).
+enum class TensorRole : uint8_t {
+  kOther,
+  kEmbed, kFinalNorm, kHead,  // layer -1 (the embedding) and num_layers (norm, head)
+  kAttnNorm, kFfnNorm,        // input_layernorm, post_attention_layernorm
+  kAttnQ, kAttnK, kAttnV, kAttnO, kAttnQNorm, kAttnKNorm,
+  kAttnQA, kAttnQANorm, kAttnQB, kAttnKVA, kAttnKVANorm, kAttnKVB,  // MLA
+  kFfnGate, kFfnUp, kFfnDown,                                       // a dense MLP
+  kRouter, kRouterBias,
+  kSharedGate, kSharedUp, kSharedDown,  // shared experts: one dense MLP
+  kExpertGate, kExpertUp, kExpertDown,  // routed expert `expert`: moe_experts' w_gate, w_up, w_down
+};
+// Which tensor of a role: the weight, its bias, its block scales (weight_scale_inv).
+enum class TensorPiece : uint8_t { kWeight, kBias, kScale };
+
 enum class WeightRole {
   kParameter,   // a parameter of the HF model
   kBuffer,      // in checkpoints but a buffer in HF (DeepSeek-V3's gate.e_score_correction_bias)
@@ -39,8 +56,8 @@ struct WeightInfo {
   bool kv_heads = false;  // split by kv heads: replicated in groups when kv heads < tp
   int64_t layer = -1;     // decoder layer (pipeline stage by layer); -1 before the first, num_layers after the last
   int64_t expert = -1;    // routed expert index (expert-parallel placement); -1 if none
-  // A routed expert's projection: which operand of moe_experts it is (w_gate, w_up, w_down).
-  enum class ExpertPart { kNone, kGate, kUp, kDown } expert_part = ExpertPart::kNone;
+  TensorRole tensor = TensorRole::kOther;
+  TensorPiece piece = TensorPiece::kWeight;
   bool mtp = false;       // multi-token-prediction layer: in released checkpoints, not in the HF model
   bool quantized = false; // a linear weight stored in the checkpoint's quantized dtype
 
@@ -75,6 +92,10 @@ struct Inventory {
 
   // Returns nullptr if absent. O(n).
   const WeightInfo* find(const std::string& name) const;
+  // The weight of `tensor` in `layer` (a routed expert's: with `expert`), MTP layers excluded;
+  // nullptr if the model has none. O(n).
+  const WeightInfo* find(int64_t layer, TensorRole tensor, TensorPiece piece = TensorPiece::kWeight,
+                         int64_t expert = -1) const;
 };
 
 Inventory build_inventory(const Architecture& arch, const InventoryOptions& options = {});

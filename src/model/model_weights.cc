@@ -103,8 +103,8 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
           s_part = s.slice(part->axis, part->begin / block, (part->end + block - 1) / block);
         }
         bytes_ += int64_t(q_part.nbytes() + s_part.nbytes());
-        tensors_.emplace(w.name, backend.upload(q_part));
-        tensors_.emplace(scale, backend.upload(s_part));
+        add(w, w.name, backend.upload(q_part), TensorPiece::kWeight);
+        add(w, scale, backend.upload(s_part), TensorPiece::kScale);
         continue;
       }
     } else {
@@ -113,17 +113,37 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     const tensor::Tensor host = tensor::is_float(stored.dtype()) ? glue::to_dtype(stored, dtype) : stored;
     bytes_ += int64_t(host.nbytes());
     if (w.expert >= 0) {  // moe_experts' w_gate, w_up, w_down, in expert order
-      H0_CHECK(w.expert_part != WeightInfo::ExpertPart::kNone) << w.name << ": a routed expert weight with no part";
-      const int part = w.expert_part == WeightInfo::ExpertPart::kGate ? 0 : w.expert_part == WeightInfo::ExpertPart::kUp ? 1 : 2;
+      H0_CHECK(w.tensor == TensorRole::kExpertGate || w.tensor == TensorRole::kExpertUp || w.tensor == TensorRole::kExpertDown)
+          << w.name << ": a routed expert weight with no expert role";
+      const int part = int(w.tensor) - int(TensorRole::kExpertGate);
       expert_parts[w.layer][size_t(part)].push_back(host);
       continue;
     }
-    tensors_.emplace(w.name, backend.upload(host));
+    add(w, w.name, backend.upload(host), w.piece);
   }
   for (auto& [layer, parts] : expert_parts) {
     experts_.emplace(layer, ExpertStack{backend.upload(stack(parts[0])), backend.upload(stack(parts[1])),
                                         backend.upload(stack(parts[2]))});
   }
+}
+
+void ModelWeights::add(const WeightInfo& w, const std::string& name, backend::DeviceTensor t, TensorPiece piece) {
+  const auto it = tensors_.emplace(name, std::move(t)).first;
+  if (w.tensor != TensorRole::kOther) by_role_[{w.layer, w.tensor, piece}] = &it->second;
+}
+
+const backend::DeviceTensor* ModelWeights::find(int64_t layer, TensorRole tensor, TensorPiece piece) const {
+  auto it = by_role_.find({layer, tensor, piece});
+  return it == by_role_.end() ? nullptr : it->second;
+}
+
+const backend::DeviceTensor& ModelWeights::get(int64_t layer, TensorRole tensor, TensorPiece piece) const {
+  const backend::DeviceTensor* t = find(layer, tensor, piece);
+  if (t == nullptr) {
+    throw InputError("model weights", "no tensor of role " + std::to_string(int(tensor)) + " (piece " +
+                                          std::to_string(int(piece)) + ") in layer " + std::to_string(layer));
+  }
+  return *t;
 }
 
 const backend::DeviceTensor& ModelWeights::get(const std::string& name) const {

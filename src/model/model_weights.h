@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "backend/backend.h"
 #include "io/sharded_checkpoint.h"
@@ -34,12 +35,19 @@ class ModelWeights {
   const backend::DeviceTensor& get(const std::string& name) const;
   // nullptr if absent (optional biases).
   const backend::DeviceTensor* find(const std::string& name) const;
+  // By role (inventory.h): `tensor` of decoder layer `layer` (-1: the embedding; num_layers: the
+  // final norm and the head). get throws InputError naming the role if absent.
+  const backend::DeviceTensor& get(int64_t layer, TensorRole tensor, TensorPiece piece = TensorPiece::kWeight) const;
+  const backend::DeviceTensor* find(int64_t layer, TensorRole tensor, TensorPiece piece = TensorPiece::kWeight) const;
   // The routed experts of MoE layer `layer`.
   const ExpertStack& experts(int64_t layer) const;
   int64_t bytes() const { return bytes_; }
 
  private:
+  void add(const WeightInfo& w, const std::string& name, backend::DeviceTensor t, TensorPiece piece);
+
   std::map<std::string, backend::DeviceTensor, std::less<>> tensors_;
+  std::map<std::tuple<int64_t, TensorRole, TensorPiece>, const backend::DeviceTensor*> by_role_;  // into tensors_
   std::map<int64_t, ExpertStack> experts_;
   int64_t bytes_ = 0;
 };

@@ -2,6 +2,8 @@
 // exact parameter counts against the published figures.
 #include <cmath>
 #include <fstream>
+#include <set>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -210,6 +212,30 @@ TEST(Architecture, AnImplausibleLayerCountIsRefusedAtTheField) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
               "config.json: num_hidden_layers: 2147483647 is not a plausible layer count (1 to 100000)");
+  }
+}
+
+}  // namespace
+}  // namespace h0::model
+
+namespace h0::model {
+namespace {
+
+// Every decoder weight of every modelled family has a role, and (layer, role, piece, expert) names
+// exactly one tensor: what the executor and the loader look weights up by.
+TEST(Inventory, EveryDecoderWeightHasOneRole) {
+  for (const char* name : {"llama-3.1-8b", "qwen2.5-72b", "qwen3-8b", "qwen3-235b-a22b", "mixtral-8x7b-v0.1", "deepseek-v3",
+                           "kimi-k2-instruct", "llava-1.5-7b-hf"}) {
+    SCOPED_TRACE(name);
+    const Inventory inv = build_inventory(load_architecture(config(name)));
+    std::set<std::tuple<int64_t, TensorRole, TensorPiece, int64_t>> keys;
+    for (const WeightInfo& w : inv.weights) {
+      const bool vision = w.name.find("vision_tower.") != std::string::npos || w.name.find("multi_modal_projector.") != std::string::npos;
+      if (w.mtp || vision) continue;
+      EXPECT_NE(w.tensor, TensorRole::kOther) << w.name;
+      EXPECT_TRUE(keys.insert({w.layer, w.tensor, w.piece, w.expert}).second) << w.name << " shares its role";
+      if (w.layer <= 1) EXPECT_EQ(inv.find(w.layer, w.tensor, w.piece, w.expert), &w) << w.name;  // find is O(n)
+    }
   }
 }
 
