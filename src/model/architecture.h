@@ -134,6 +134,10 @@ struct Architecture {
   bool is_moe() const { return text.moe.num_experts > 0; }
 };
 
+// num_hidden_layers above this (or below 1) is a malformed config, not a model: refused at the
+// field before any per-layer table is built.
+inline constexpr int64_t kMaxDecoderLayers = 100000;
+
 // Parses a config.json object. `where` names it in errors: "config.json: text_config.hidden_size:
 // missing (an integer is required)". Unknown architectures are an InputError listing the known ones.
 Architecture parse_architecture(const nlohmann::json& config, const std::string& where);

@@ -13,8 +13,6 @@ namespace {
 using LayerKind = TextModel::LayerKind;
 
 // Far above any released model; a larger value is a malformed config, not a model to plan.
-constexpr int64_t kMaxLayers = 100000;
-
 // The first of `keys` present (not null) in `f`, else `def`.
 int64_t first_int(const ConfigFields& f, std::initializer_list<const char*> keys, int64_t def) {
   for (const char* k : keys) {
@@ -76,10 +74,10 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
   t.model_type = f.opt_string("model_type", a.family);
   t.hidden_size = positive(f, "hidden_size", f.req_int("hidden_size"));
   t.num_layers = positive(f, "num_hidden_layers", f.req_int("num_hidden_layers"));
-  if (t.num_layers > kMaxLayers) {
+  if (t.num_layers > kMaxDecoderLayers) {
     throw InputError(f.where("num_hidden_layers"), std::to_string(t.num_layers) +
                                                        " is not a plausible layer count (at most " +
-                                                       std::to_string(kMaxLayers) + ")");
+                                                       std::to_string(kMaxDecoderLayers) + ")");
   }
   Attention& at = t.attn;
   at.num_heads = positive(f, "num_attention_heads", f.req_int("num_attention_heads"));

@@ -115,8 +115,8 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     if (w.expert >= 0) {  // moe_experts' w_gate, w_up, w_down, in expert order
       H0_CHECK(w.tensor == TensorRole::kExpertGate || w.tensor == TensorRole::kExpertUp || w.tensor == TensorRole::kExpertDown)
           << w.name << ": a routed expert weight with no expert role";
-      const int part = int(w.tensor) - int(TensorRole::kExpertGate);
-      expert_parts[w.layer][size_t(part)].push_back(host);
+      const int which = int(w.tensor) - int(TensorRole::kExpertGate);
+      expert_parts[w.layer][size_t(which)].push_back(host);
       continue;
     }
     add(w, w.name, backend.upload(host), w.piece);

@@ -234,7 +234,9 @@ TEST(Inventory, EveryDecoderWeightHasOneRole) {
       if (w.mtp || vision) continue;
       EXPECT_NE(w.tensor, TensorRole::kOther) << w.name;
       EXPECT_TRUE(keys.insert({w.layer, w.tensor, w.piece, w.expert}).second) << w.name << " shares its role";
-      if (w.layer <= 1) EXPECT_EQ(inv.find(w.layer, w.tensor, w.piece, w.expert), &w) << w.name;  // find is O(n)
+      if (w.layer <= 1) {  // find is O(n)
+        EXPECT_EQ(inv.find(w.layer, w.tensor, w.piece, w.expert), &w) << w.name;
+      }
     }
   }
 }

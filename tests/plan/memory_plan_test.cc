@@ -125,7 +125,7 @@ TEST(Weights, Fp8CheckpointsOverTp8AreTheirBytesOverEight) {
     const Architecture a = arch_of(name);
     ASSERT_EQ(checkpoint_weight_format(a), WeightFormat::kFP8);
     int64_t expected = 0;
-    for (const auto& w : model::build_inventory(a, {.include_mtp = false}).weights) {
+    for (const auto& w : model::build_inventory(a, {.dtype = std::nullopt, .quantized = true, .include_mtp = false}).weights) {
       expected += w.tp == model::TpSplit::kReplicated ? w.bytes() : w.bytes() / 8;
     }
     const MemoryPlan p = plan_memory(a, {8, 1, 1, 1}, on(141, checkpoint_weight_format(a)));

@@ -1,0 +1,89 @@
+// What every family reads: the decoder's shared fields (rope, sizes, heads) and a CLIP tower.
+#include "base/error.h"
+#include "model/families/families.h"
+
+namespace h0::model {
+namespace {
+
+// Rope base and scaling: transformers 4 writes `rope_theta` + `rope_scaling`, transformers 5
+// writes `rope_parameters` {rope_theta, rope_type, factor, ...}.
+void read_rope(const ConfigFields& f, TextModel* t, double default_theta) {
+  t->rope_theta = f.opt_double("rope_theta", default_theta);
+  std::optional<ConfigFields> s = f.opt_object("rope_parameters");
+  if (!s) s = f.opt_object("rope_scaling");
+  if (!s) return;
+  t->rope_theta = s->opt_double("rope_theta", t->rope_theta);
+  t->rope_scaling_json = s->json();
+  RopeScaling& r = t->rope_scaling;
+  r.type = s->opt_string("rope_type", s->opt_string("type", "default"));
+  if (r.type == "default") {
+    t->rope_scaling_json = nullptr;
+    return;
+  }
+  if (r.type != "linear" && r.type != "llama3" && r.type != "yarn") {
+    throw InputError(s->where("rope_type"), "unsupported '" + r.type + "' (default, linear, llama3, yarn)");
+  }
+  r.factor = s->req_double("factor");
+  r.original_max_position_embeddings = s->opt_int("original_max_position_embeddings", t->max_position_embeddings);
+  if (r.type == "llama3") {
+    r.low_freq_factor = s->req_double("low_freq_factor");
+    r.high_freq_factor = s->req_double("high_freq_factor");
+    r.original_max_position_embeddings = s->req_int("original_max_position_embeddings");
+  }
+  if (r.type == "yarn") {
+    r.beta_fast = s->opt_double("beta_fast", 32);
+    r.beta_slow = s->opt_double("beta_slow", 1);
+    r.mscale = s->opt_double("mscale", 1);
+    r.mscale_all_dim = s->opt_double("mscale_all_dim", 0);
+  }
+}
+
+}  // namespace
+
+void read_decoder(const ConfigFields& f, TextModel* t, bool defaults) {
+  auto size = [&](const char* key, int64_t def) { return defaults ? f.opt_int(key, def) : f.req_int(key); };
+  t->model_type = f.opt_string("model_type", "llama");
+  t->hidden_size = size("hidden_size", 4096);
+  t->intermediate_size = size("intermediate_size", 11008);
+  t->num_layers = size("num_hidden_layers", 32);
+  if (t->num_layers < 1 || t->num_layers > kMaxDecoderLayers) {  // a layer table of that size is a malformed config
+    throw InputError(f.where("num_hidden_layers"), std::to_string(t->num_layers) +
+                                                       " is not a plausible layer count (1 to " +
+                                                       std::to_string(kMaxDecoderLayers) + ")");
+  }
+  t->vocab_size = size("vocab_size", 32000);
+  t->attn.num_heads = size("num_attention_heads", 32);
+  t->attn.num_kv_heads = f.opt_int("num_key_value_heads", t->attn.num_heads);
+  t->attn.head_dim = f.opt_int("head_dim", t->hidden_size / t->attn.num_heads);
+  t->max_position_embeddings = f.opt_int("max_position_embeddings", 2048);
+  t->rms_norm_eps = f.opt_double("rms_norm_eps", 1e-6);
+  t->tie_word_embeddings = f.opt_bool("tie_word_embeddings", false);
+  t->hidden_act = f.opt_string("hidden_act", "silu");
+  t->mlp_bias = f.opt_bool("mlp_bias", false);
+  const std::string dtype = f.opt_string("torch_dtype", f.opt_string("dtype", ""));
+  if (!dtype.empty()) t->dtype = tensor::parse_dtype(dtype);
+  read_rope(f, t, 10000);
+  if (t->attn.num_heads <= 0 || t->attn.num_kv_heads <= 0 || t->attn.num_heads % t->attn.num_kv_heads != 0) {
+    throw InputError(f.where("num_key_value_heads"), "must be positive and divide num_attention_heads (" +
+                                                         std::to_string(t->attn.num_heads) + ")");
+  }
+}
+
+Vision read_clip_vision(const ConfigFields& f) {
+  Vision v;
+  v.hidden_size = f.opt_int("hidden_size", 768);
+  v.intermediate_size = f.opt_int("intermediate_size", 3072);
+  v.num_layers = f.opt_int("num_hidden_layers", 12);
+  v.num_heads = f.opt_int("num_attention_heads", 12);
+  v.num_channels = f.opt_int("num_channels", 3);
+  v.image_size = f.opt_int("image_size", 224);
+  v.patch_size = f.opt_int("patch_size", 32);
+  v.layer_norm_eps = f.opt_double("layer_norm_eps", 1e-5);
+  v.hidden_act = f.opt_string("hidden_act", "quick_gelu");
+  const std::string type = f.opt_string("model_type", "clip_vision_model");
+  if (type != "clip_vision_model") throw InputError(f.where("model_type"), "unsupported vision tower '" + type + "' (clip_vision_model)");
+  if (v.image_size % v.patch_size != 0) throw InputError(f.where("patch_size"), "must divide image_size");
+  return v;
+}
+
+}  // namespace h0::model

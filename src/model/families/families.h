@@ -1,0 +1,27 @@
+// The families the executor models: one file each under src/model/families/, one parse
+// function per file (config.json fields -> Architecture), one row in architecture.cc's kFamilies.
+// A family that the existing blocks express (attention: GQA or MLA, with or without biases and
+// QK-norm; MLP: dense, MoE with shared experts; a CLIP tower) needs nothing else.
+#pragma once
+
+#include "model/architecture.h"
+#include "model/config_fields.h"
+
+namespace h0::model {
+
+// Fields every decoder shares (sizes, heads, rope, dtype). With `defaults` (a LLaVA
+// text_config), missing sizes take LlamaConfig's defaults as transformers does; otherwise they
+// are required. Throws InputError naming the field.
+void read_decoder(const ConfigFields& f, TextModel* t, bool defaults);
+// CLIPVisionConfig's fields, its defaults for the missing ones.
+Vision read_clip_vision(const ConfigFields& f);
+
+Architecture arch_llama(const ConfigFields& f);  // families/llama.cc
+Architecture arch_qwen2(const ConfigFields& f);  // families/qwen2.cc
+Architecture arch_qwen3(const ConfigFields& f);  // families/qwen3.cc
+Architecture arch_qwen3_moe(const ConfigFields& f);  // families/qwen3_moe.cc
+Architecture arch_mixtral(const ConfigFields& f);  // families/mixtral.cc
+Architecture arch_deepseek_v3(const ConfigFields& f);  // families/deepseek_v3.cc
+Architecture arch_llava(const ConfigFields& f);  // families/llava.cc
+
+}  // namespace h0::model
