@@ -1,5 +1,7 @@
 #include "model/inventory.h"
 
+#include "base/error.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -283,6 +285,14 @@ const WeightInfo* Inventory::find(const std::string& name) const {
     if (w.name == name) return &w;
   }
   return nullptr;
+}
+
+void require_whole_blocks(const std::string& name, int64_t parts, int64_t begin, int64_t end, int64_t dim, int64_t block) {
+  if (block > 1 && (begin % block != 0 || (end % block != 0 && end != dim))) {
+    throw InputError("tp " + std::to_string(parts), name + ": rows [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                                        ") of this rank cut through its " + std::to_string(block) +
+                                                        "-wide quantization blocks (the per-rank part must be whole blocks)");
+  }
 }
 
 Inventory build_inventory(const Architecture& arch, const InventoryOptions& options) {

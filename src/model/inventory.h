@@ -100,4 +100,10 @@ struct Inventory {
 
 Inventory build_inventory(const Architecture& arch, const InventoryOptions& options = {});
 
+// Throws InputError("tp N", "<name>: rows [b, e) of this rank cut through its B-wide quantization
+// blocks ...") unless [begin, end) of an axis `dim` long is whole blocks of `block` (the last may be
+// ragged): a tensor-parallel part of a block-quantized weight. The planner's shard_of applies it to
+// the inventory's quantized weights, ModelWeights to any weight stored fp8.
+void require_whole_blocks(const std::string& name, int64_t parts, int64_t begin, int64_t end, int64_t dim, int64_t block);
+
 }  // namespace h0::model

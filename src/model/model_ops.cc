@@ -11,8 +11,8 @@ ModelOps model_ops(const Architecture& arch, bool act_quant) {
   o.linear = bind_op("linear");
   if (arch.quantization.method == "fp8") {
     const Quantization& q = arch.quantization;
-    o.scaled_linear = bind_op("scaled_linear", {{"block_n", q.block_rows > 0 ? q.block_rows : 128},
-                                                {"block_k", q.block_cols > 0 ? q.block_cols : 128},
+    o.scaled_linear = bind_op("scaled_linear", {{"block_n", q.block_rows},  // > 0 for fp8 (architecture.cc)
+                                                {"block_k", q.block_cols},
                                                 {"act_quant", act_quant ? "dynamic" : "none"}});
   }
   o.add = bind_op("add");

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "model/sharding.h"
 #include "model/weight_loader.h"
+#include "ops/op_list.h"
 #include "model/host_glue.h"
 
 namespace h0::model {
@@ -36,18 +37,14 @@ void check_block_scales(const tensor::Tensor& q, const tensor::Tensor& scale, in
   }
 }
 
-// w[n][k] = q[n][k] · scale[n / br][k / bc] in f32: an fp8 block-quantized weight with its
-// weight_scale_inv (DeepSeek-V3's layout, the last blocks ragged; check_block_scales first).
+// q · scale per br x bc block in f32: the catalogue's dequantize (granularity block2d), the one
+// block rule (check_block_scales first).
 tensor::Tensor dequantize_blocks(const tensor::Tensor& q, const tensor::Tensor& scale, int64_t br, int64_t bc) {
-  const int64_t n = q.shape()[0], k = q.shape()[1], kb = scale.shape()[1];
-  const tensor::Tensor qf = q.to(tensor::DType::kF32), sf = scale.to(tensor::DType::kF32);
+  const ops::OpDef& op = ops::dequantize_op();
+  const ops::Json attrs = ops::validate_attrs(op, {{"dtype", tensor::dtype_name(q.dtype())}, {"granularity", "block2d"},
+                                                   {"block_rows", br}, {"block", bc}, {"out_dtype", "f32"}});
   tensor::Tensor out = tensor::Tensor::empty(tensor::DType::kF32, q.shape());
-  const float* qv = qf.data_as<float>();
-  const float* sv = sf.data_as<float>();
-  float* ov = out.mutable_data_as<float>();
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t c = 0; c < k; ++c) ov[r * k + c] = qv[r * k + c] * sv[(r / br) * kb + c / bc];
-  }
+  op.reference({&q, &scale}, {&out}, attrs);
   return out;
 }
 
@@ -81,8 +78,7 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
         throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8, but config.json has no fp8 "
                                       "quantization_config (its weight_block_size says how the scales apply)");
       }
-      const int64_t br = arch.quantization.block_rows > 0 ? arch.quantization.block_rows : 128;
-      const int64_t bc = arch.quantization.block_cols > 0 ? arch.quantization.block_cols : 128;
+      const int64_t br = arch.quantization.block_rows, bc = arch.quantization.block_cols;  // > 0 for fp8 (architecture.cc)
       const std::string where = ckpt.path() + ": " + w.name;
       const tensor::Tensor q = ckpt.get(w.name), s = ckpt.get(scale);
       check_block_scales(q, s, br, bc, where);
@@ -92,13 +88,9 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
       } else {  // run quantized by scaled_linear: this rank's whole blocks of q and their scales
         tensor::Tensor q_part = q, s_part = s;
         if (part->axis >= 0) {
-          const int64_t block = part->axis == 0 ? br : bc, dim = q.shape()[size_t(part->axis)];
-          if (part->begin % block != 0 || (part->end % block != 0 && part->end != dim)) {
-            throw InputError(where, "this rank's part [" + std::to_string(part->begin) + ", " +
-                                        std::to_string(part->end) + ") of axis " + std::to_string(part->axis) +
-                                        " cuts through its " + std::to_string(block) +
-                                        "-wide quantization blocks (the per-rank part must be whole blocks)");
-          }
+          const int64_t block = part->axis == 0 ? br : bc;
+          require_whole_blocks(w.name, sharding->tp ? sharding->tp->size() : 1, part->begin, part->end,
+                               q.shape()[size_t(part->axis)], block);
           q_part = q.slice(part->axis, part->begin, part->end);
           s_part = s.slice(part->axis, part->begin / block, (part->end + block - 1) / block);
         }

@@ -125,11 +125,7 @@ SynthReport synthesize_checkpoint(const std::string& model_dir, const std::strin
   const Architecture arch = load_architecture(model_dir);
   const Inventory inv = build_inventory(arch, {.dtype = std::nullopt, .quantized = true, .include_mtp = true});
   const DType original = arch.text.dtype.value_or(DType::kBF16);  // the inventory's rule for unquantized tensors
-  if (arch.quantization.method == "fp8" && (arch.quantization.block_rows <= 0 || arch.quantization.block_cols <= 0)) {
-    throw InputError(config_path(model_dir) + ": quantization_config",
-                     "fp8 needs weight_block_size [rows, cols] to synthesize block scales");
-  }
-  std::map<std::string, tensor::Tensor> scales;  // weight_scale_inv, made with their weights
+  std::map<std::string, tensor::Tensor> scales;  // weight_scale_inv, made with their weights (shards keep inventory order)
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw InputError(out_dir, "cannot create: " + ec.message());
@@ -158,14 +154,8 @@ SynthReport synthesize_checkpoint(const std::string& model_dir, const std::strin
         tensors.push_back({w.name, synth_quantized(w, original, arch.quantization, options.seed, &scale)});
         scales[w.name + "_scale_inv"] = std::move(scale);
       } else if (w.role == WeightRole::kQuantScale) {
-        auto it = scales.find(w.name);
-        if (it == scales.end()) {  // in an earlier shard than its weight: made now, the same values
-          const WeightInfo* weight = inv.find(w.name.substr(0, w.name.size() - std::string("_scale_inv").size()));
-          H0_CHECK(weight != nullptr) << w.name;
-          tensor::Tensor scale;
-          synth_quantized(*weight, original, arch.quantization, options.seed, &scale);
-          it = scales.emplace(w.name, std::move(scale)).first;
-        }
+        auto it = scales.find(w.name);  // made with its weight, just before it in inventory order
+        H0_CHECK(it != scales.end()) << w.name << " before its weight";
         tensors.push_back({w.name, std::move(it->second)});
         scales.erase(it);
       } else {

@@ -46,12 +46,8 @@ Slice cut(const WeightInfo& w, const model::Architecture& arch, int axis, int64_
   s.shape = w.shape;
   s.shape[static_cast<size_t>(axis)] = s.end - s.begin;
   if (w.quantized) {
-    const int64_t block = axis == 0 ? arch.quantization.block_rows : arch.quantization.block_cols;
-    if (block > 1 && (s.begin % block != 0 || (s.end % block != 0 && s.end != dim))) {
-      throw InputError("tp " + str(parts), w.name + ": rows [" + str(s.begin) + ", " + str(s.end) +
-                                               ") of this rank cut through its " + str(block) +
-                                               "-wide quantization blocks (the per-rank part must be whole blocks)");
-    }
+    model::require_whole_blocks(w.name, parts, s.begin, s.end, dim,
+                                axis == 0 ? arch.quantization.block_rows : arch.quantization.block_cols);
   }
   return s;
 }

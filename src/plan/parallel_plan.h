@@ -90,11 +90,6 @@ struct Slice {
   int64_t numel() const;
 };
 
-// The part of `w` that rank `at` holds, or nullopt when it holds none of it (another stage's
-// layer, another ep group's expert). Head-split tensors are cut in whole heads (w.tp_unit);
-// block-quantized weights (w.quantized) must be cut on block boundaries and their scales
-// (WeightRole::kQuantScale) are cut in the matching blocks. Throws InputError when the plan
-// cannot split `w` (check_plan's problems, or fp8 blocks straddling a rank boundary).
 std::optional<Slice> shard_of(const model::WeightInfo& w, const model::Architecture& arch, const ParallelPlan& plan,
                               const RankCoord& at);
 
