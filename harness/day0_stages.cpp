@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "base/error.h"
 #include "checks/coverage.h"
+#include "checks/isolation.h"
 #include "cli_output.h"
 #include "day0.h"
 #include "io/sharded_checkpoint.h"
@@ -228,8 +229,7 @@ std::string model_shape_cases(const Day0Context& ctx) {
   const model::TextModel& t = ctx.arch->text;
   const model::Attention& a = t.attn;
   const std::string dtype = ctx.model_dtype.empty() ? "bf16" : ctx.model_dtype;
-  const int64_t T = 16, heads = a.num_heads, q_dim = heads * a.qk_head_dim();
-  const int64_t kv_dim = (a.mla ? heads : a.num_kv_heads) * a.qk_head_dim();
+  const int64_t T = 16, heads = a.num_heads;
   std::string yaml;
   // One case of `op` at `shape` ("[16, 64]"); `id` defaults to the op's name.
   auto add = [&](const std::string& op, const std::string& shape, const std::string& extra,
@@ -249,13 +249,13 @@ std::string model_shape_cases(const Day0Context& ctx) {
   if (ctx.model_ops.count("embedding")) {
     add("embedding", dims({T, std::min<int64_t>(t.vocab_size, 32768), t.hidden_size}), "");
   }
-  if (ctx.model_ops.count("linear")) {
-    std::set<std::pair<int64_t, int64_t>> shapes = {{t.hidden_size, q_dim},
-                                                    {t.hidden_size, kv_dim},
-                                                    {heads * a.value_head_dim(), t.hidden_size}};
-    if (t.intermediate_size > 0) {
-      shapes.insert({t.hidden_size, t.intermediate_size});
-      shapes.insert({t.intermediate_size, t.hidden_size});
+  if (ctx.model_ops.count("linear")) {  // every projection the decoder runs by linear, as its inventory has it
+    std::set<std::pair<int64_t, int64_t>> shapes;
+    for (const model::WeightInfo& w : model::build_inventory(*ctx.arch).weights) {
+      const bool by_role = w.tensor != model::TensorRole::kOther && w.tensor != model::TensorRole::kEmbed &&
+                           w.tensor != model::TensorRole::kHead;
+      if (by_role && w.shape.size() == 2 && w.piece == model::TensorPiece::kWeight && !w.quantized && w.expert < 0 && !w.mtp)
+        shapes.insert({w.shape[1], w.shape[0]});
     }
     for (const auto& [k, n] : shapes) {
       add("linear", dims({T, k, n}), "", "linear/" + std::to_string(k) + "x" + std::to_string(n));
@@ -271,6 +271,7 @@ std::string model_shape_cases(const Day0Context& ctx) {
           "scaled_linear/" + std::to_string(k) + "x" + std::to_string(n));
     }
   }
+  if (ctx.model_ops.count("sigmoid")) add("sigmoid", dims({T, t.hidden_size}), "");  // the shared-expert gate
   if (ctx.model_ops.count("swiglu") && t.intermediate_size > 0)
     add("swiglu", dims({T, t.intermediate_size}), "");
   if (ctx.model_ops.count("rope")) {
@@ -281,6 +282,12 @@ std::string model_shape_cases(const Day0Context& ctx) {
     const int64_t kv_heads = a.mla ? heads : a.num_kv_heads;
     add("paged_attention", dims({T, T, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16}),
         "    attrs: {context_len: " + std::to_string(T) + "}\n");
+    if (a.sliding_window > 0) {  // the sliding layers': a context past the window, so the mask cuts
+      const int64_t S = T + a.sliding_window;
+      add("paged_attention", dims({T, S, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16}),
+          "    attrs: {context_len: " + std::to_string(S) + ", sliding_window: " + std::to_string(a.sliding_window) + "}\n",
+          "paged_attention/sliding");
+    }
   }
   if (ctx.arch->is_moe()) {
     const model::Moe& m = t.moe;
@@ -367,17 +374,41 @@ StageResult run_config_stage(Day0Context& ctx) {
 
 StageResult run_coverage_stage(Day0Context& ctx) {
   if (!ctx.arch->modelled) return not_modelled(ctx, "the ops a model runs come from its family");
-  auto be = backend::Backend::open({ctx.platform.backend, ctx.platform.lib, ctx.platform.options});
   const auto dtype = tensor::parse_dtype(ctx.model_dtype.empty() ? "bf16" : ctx.model_dtype);
+  // op -> native / decomposed / host / missing. Asked of the backend in a child process when the
+  // platform isolates: a runtime opened in this process would be inherited half-alive by the
+  // op stage's forked workers (PoCL's threads do not survive fork: its kernels then never return).
+  const auto ask = [&](const std::string&) {
+    auto be = backend::Backend::open({ctx.platform.backend, ctx.platform.lib, ctx.platform.options});
+    nlohmann::json routes = nlohmann::json::object();
+    for (const auto& row : checks::coverage(*be, {*dtype}, ctx.model_ops))
+      routes[row.op] = checks::coverage_word(row.routes[0].second);
+    return routes.dump();
+  };
+  nlohmann::json routes;
+  if (ctx.platform.isolation != "none" && ctx.world == nullptr) {
+    checks::Worker worker([&](const std::string& request) {
+      try {
+        return ask(request);
+      } catch (const std::exception& e) {
+        return nlohmann::json{{"error", e.what()}}.dump();
+      }
+    });
+    std::string reply, why;
+    if (worker.call("coverage", ctx.platform.case_timeout_s, &reply, &why) != checks::Worker::Reply::kOk)
+      return {StageStatus::kFail, "opening the backend: the platform's process " + why, {}, {}};
+    routes = nlohmann::json::parse(reply);
+    if (routes.contains("error")) return {StageStatus::kFail, "opening the backend: " + routes["error"].get<std::string>(), {}, {}};
+  } else {
+    routes = nlohmann::json::parse(ask(""));
+  }
   int native = 0, fallback = 0;
   std::string missing;
-  nlohmann::json routes = nlohmann::json::object();
-  for (const auto& row : checks::coverage(*be, {*dtype}, ctx.model_ops)) {
-    const std::string word = checks::coverage_word(row.routes[0].second);
-    routes[row.op] = word;
+  for (const auto& [op, word_json] : routes.items()) {
+    const std::string word = word_json.get<std::string>();
     native += word == "native";
     fallback += word == "decomposed" || word == "host";
-    if (word == "missing") missing += (missing.empty() ? "" : ", ") + row.op;
+    if (word == "missing") missing += (missing.empty() ? "" : ", ") + op;
   }
   std::string summary =
       std::to_string(native) + " native, " + std::to_string(fallback) + " fallback";

@@ -28,6 +28,11 @@ It also makes three small test images deterministically, golden/models/images/{g
 checker.png,noise.jpg}, and for each golden/models/tiny-llava/pixels_<stem>.safetensors (the image as
 PIL decodes it and the pixel_values the HF image processor makes of it).
 
+The checkpoints transformers itself wrote (HF_MODELS: tests/data/models/<name>/, made by
+gen_tiny_hf_models.py with from_config + save_pretrained) get the same activation files and a
+golden/models/<name>.json of their num_parameters() and state-dict shapes; nothing is synthesized.
+`--only a,b` regenerates those models alone.
+
 PyTorch is pinned to its portable CPU kernels and one thread, so the files are reproducible.
 golden/manifest.json is updated for every file written.  See golden/models/README.md.
 """
@@ -62,6 +67,9 @@ import dump_hf  # noqa: E402
 torch.set_num_threads(1)
 
 MODELS = ["tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava"]
+# Checkpoints written by transformers itself (gen_tiny_hf_models.py: from_config + save_pretrained),
+# under tests/data/models/: their goldens come from the checkpoint as it is, no synth.
+HF_MODELS = ["tiny-mistral", "tiny-qwen2-moe"]
 SEED = 0
 TORCH_DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16,
                 "F8_E4M3": torch.float8_e4m3fn}
@@ -153,6 +161,18 @@ def golden_for(harness: str, root: Path, name: str, with_checkpoint=None) -> dic
         "state_dict": expected,
         "unused_by_hf": unused,
         "synth": {"seed": SEED, "shards": SHARDS, "tensor_sha256": dict(sorted(saved.items()))},
+    }
+
+
+def golden_for_hf(ckpt: Path, name: str) -> dict:
+    """The golden JSON of a checkpoint transformers wrote: its count and state-dict shapes."""
+    config, meta_model = instantiate(ckpt)
+    return {
+        "model": name,
+        "architecture": config.architectures[0],
+        "num_parameters": meta_model.num_parameters(),
+        "state_dict": {k: list(v.shape) for k, v in meta_model.state_dict().items()},
+        "checkpoint": str(ckpt.relative_to(ckpt.parents[3])),
     }
 
 
@@ -259,14 +279,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--harness", required=True)
     ap.add_argument("--root", default=str(Path(__file__).resolve().parents[2]))
+    ap.add_argument("--only", help="comma-separated model names (default: all)")
     args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else None
     root = Path(args.root)
     out_dir = root / "golden" / "models"
     out_dir.mkdir(parents=True, exist_ok=True)
     images_dir = out_dir / "images"
     images = make_images(images_dir)
     written = list(images)
+    for name in HF_MODELS:
+        if only and name not in only:
+            continue
+        ckpt = root / "tests" / "data" / "models" / name
+        written.extend(write_activations(ckpt, name, out_dir / name, images_dir))
+        g = golden_for_hf(ckpt, name)
+        path = out_dir / f"{name}.json"
+        path.write_text(json.dumps(g, indent=1, sort_keys=True) + "\n")
+        written.append(path)
+        print(f"{name}: {g['num_parameters']} parameters (checkpoint {g['checkpoint']})")
     for name in MODELS:
+        if only and name not in only:
+            continue
         def activations(ckpt: Path, name=name) -> None:
             written.extend(write_activations(ckpt, name, out_dir / name, images_dir))
             if name == "tiny-llava":

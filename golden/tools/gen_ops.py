@@ -152,6 +152,11 @@ def op_silu(inp, attrs):
     return [F.silu(f64(inp[0]))]
 
 
+@op("sigmoid")
+def op_sigmoid(inp, attrs):
+    return [torch.sigmoid(f64(inp[0]))]
+
+
 @op("gelu")
 def op_gelu(inp, attrs):
     approximate = attr(attrs, "approximate", "none")

@@ -28,6 +28,8 @@ Each checkpoint is loaded back (AutoModelForCausalLM.from_pretrained, f32, eager
   tiny-qwen2-moe  qwen2_moe: 4 experts (moe_intermediate_size 32), top-2 (norm_topk_prob false), a
                   shared expert (64) with its sigmoid gate, q/k/v biases; initializer_range 0.2,
                   embeddings tied (size).
+  tiny-mistral    mistral: sliding_window 4 on every layer (the 7- and 13-token prompts see it cut),
+                  GQA 4/2, head_dim 16; initializer_range 0.2, embeddings not tied.
   tiny-gpt-oss    gpt_oss: 4 fused experts (intermediate_size 32; gate_up_proj interleaved, biases,
                   clamped SwiGLU), top-2 router with bias, attention sinks, attention biases,
                   layer_types [sliding_attention, full_attention], sliding_window 4, head_dim 16,
@@ -51,7 +53,8 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 # name -> (the tokenizer's directory, bos, eos, pad ids for config.json)
 LLAMA3_TOKENIZER = ("tiny-llama", 1019, 1023, 1020)
 QWEN_TOKENIZER = ("tiny-qwen3-moe", 1019, 1021, 1019)
-TOKENIZERS = {"tiny-gemma3": LLAMA3_TOKENIZER, "tiny-qwen2-moe": QWEN_TOKENIZER, "tiny-gpt-oss": LLAMA3_TOKENIZER}
+TOKENIZERS = {"tiny-gemma3": LLAMA3_TOKENIZER, "tiny-qwen2-moe": QWEN_TOKENIZER, "tiny-gpt-oss": LLAMA3_TOKENIZER,
+              "tiny-mistral": LLAMA3_TOKENIZER}
 SEED = 0
 
 
@@ -63,9 +66,11 @@ def common(name: str) -> dict:
 
 
 def configs():
-    from transformers import Gemma3TextConfig, GptOssConfig, Qwen2MoeConfig
+    from transformers import Gemma3TextConfig, GptOssConfig, MistralConfig, Qwen2MoeConfig
 
     return {
+        "tiny-mistral": MistralConfig(
+            **common("tiny-mistral"), sliding_window=4, tie_word_embeddings=False, initializer_range=0.2),
         "tiny-gemma3": Gemma3TextConfig(
             **common("tiny-gemma3"), head_dim=32, query_pre_attn_scalar=24, sliding_window=4,
             layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=False,

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/tensor_names.h"
 #include "tensor/dtype.h"
 
 namespace h0::model {
@@ -51,7 +52,8 @@ struct Moe {
   int64_t num_experts = 0;
   int64_t experts_per_token = 0;
   int64_t expert_intermediate_size = 0;
-  int64_t num_shared_experts = 0;          // DeepSeek: one MLP of num_shared·expert_inter
+  int64_t num_shared_experts = 0;          // run as one dense MLP of shared_inter() width
+  int64_t shared_intermediate_size = 0;    // Qwen2-MoE's shared_expert_intermediate_size; 0: num_shared·expert_inter
   std::string scoring = "softmax";         // "softmax" or "sigmoid" (DeepSeek-V3)
   bool norm_topk_prob = false;
   int64_t n_group = 1, topk_group = 1;     // grouped routing (DeepSeek-V3)
@@ -60,8 +62,13 @@ struct Moe {
   int64_t first_k_dense = 0;               // DeepSeek: layers [0, k) are dense
   int64_t layer_freq = 1;                  // DeepSeek moe_layer_freq / Qwen decoder_sparse_step
   std::vector<int64_t> dense_layers;       // Qwen3-MoE mlp_only_layers
-  // Tensor names: Mixtral "block_sparse_moe" with w1/w3/w2; others "mlp" with gate/up/down.
-  bool mixtral_names = false;
+  // Qwen2-MoE: the shared expert's output scaled by sigmoid(x·shared_expert_gate) per token.
+  bool shared_expert_gate = false;
+
+  // The width of the shared experts' MLP (DeepSeek: num_shared_experts · expert_intermediate_size).
+  int64_t shared_inter() const {
+    return shared_intermediate_size > 0 ? shared_intermediate_size : num_shared_experts * expert_intermediate_size;
+  }
 };
 
 // The language model: a decoder-only transformer.
@@ -86,6 +93,8 @@ struct TextModel {
   // Weight-name prefixes: "model." for the decoder, "lm_head." for the head (LLaVA nests both).
   std::string prefix = "model.";
   std::string head_prefix = "lm_head.";
+  // The decoder layers' tensor names: the family's table (static; families/<family>.cc).
+  const TensorNames* names = &llama_tensor_names();
 
   // Per decoder layer, when the config says (layer_types, sliding_window_pattern); empty: every
   // layer is full attention.

@@ -236,8 +236,13 @@ void Executor::begin_step(Step* step) {
     step->tokens += s.tokens;
     for (int64_t i = 0; i < s.tokens; ++i) pos.push_back(s.start + i);
     s.table = cache_.block_table(s.seq);
-    s.paged_attention = bind_op("paged_attention", {{"context_len", s.start + s.tokens}, {"scale", attention_scale_},
-                                                    {"causal", true}, {"q_offset", s.start}});
+    ops::Json attrs = {{"context_len", s.start + s.tokens}, {"scale", attention_scale_}, {"causal", true},
+                       {"q_offset", s.start}};
+    s.paged_attention = bind_op("paged_attention", attrs);
+    if (arch_.text.attn.sliding_window > 0) {  // the sliding layers' (TextModel::layer_kinds)
+      attrs["sliding_window"] = arch_.text.attn.sliding_window;
+      s.sliding_attention = bind_op("paged_attention", attrs);
+    }
   }
   step->positions = backend_.upload(index_tensor(pos));
 }
@@ -342,16 +347,18 @@ DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q, co
   }
   cache_.upload(layer);
   const DeviceTensor &k_cache = cache_.k(layer), &v_cache = cache_.v(layer);
+  const bool sliding = arch_.text.layer_kind(layer) == TextModel::LayerKind::kSliding && arch_.text.attn.sliding_window > 0;
+  const auto op = [sliding](const Segment& s) -> const BoundOp& { return sliding ? s.sliding_attention : s.paged_attention; };
   if (step.segments.size() == 1) {
     const Segment& s = step.segments[0];
-    return ops_.run1(s.paged_attention, {&q, &k_cache, &v_cache, &s.table});
+    return ops_.run1(op(s), {&q, &k_cache, &v_cache, &s.table});
   }
   const tensor::Tensor q_host = backend_.download(q);
   const tensor::Shape qs = q.shape();
   tensor::Tensor out = tensor::Tensor::zeros(q.dtype(), {qs[0], qs[1], v_cache.shape()[3]});
   for (const Segment& s : step.segments) {
     const DeviceTensor q_seg = backend_.upload(q_host.slice_rows(s.row, s.row + s.tokens));
-    const DeviceTensor o_seg = ops_.run1(s.paged_attention, {&q_seg, &k_cache, &v_cache, &s.table});
+    const DeviceTensor o_seg = ops_.run1(op(s), {&q_seg, &k_cache, &v_cache, &s.table});
     tensor::Tensor rows = out.slice_rows(s.row, s.row + s.tokens);
     backend_.download(o_seg, &rows);
   }
@@ -400,7 +407,13 @@ DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
   // Combine: under EP each token's experts ran on their ranks; under TP each expert's partial sums.
   if (sh != nullptr) all_reduce(sh->experts_split_by_tp ? sh->tp.get() : sh->ep.get(), &y);
   if (m.num_shared_experts > 0) {
-    const DeviceTensor s = mlp(layer, TensorRole::kSharedGate, h);
+    DeviceTensor s = mlp(layer, TensorRole::kSharedGate, h);
+    if (m.shared_expert_gate) {  // Qwen2-MoE: s · sigmoid(h·gᵀ), one gate value per token
+      const tensor::Tensor g = backend_.download(linear(layer, TensorRole::kSharedExpertGate, h, false));
+      DeviceTensor gate = backend_.upload(glue::repeat_heads(g, arch_.text.hidden_size).reshape({g.dim(0), arch_.text.hidden_size}));
+      gate = ops_.run1(op_.sigmoid, {&gate});
+      s = ops_.run1(op_.mul, {&s, &gate});
+    }
     y = ops_.run1(op_.add, {&y, &s});
   }
   return y;

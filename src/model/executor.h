@@ -97,6 +97,7 @@ class Executor {
     int64_t row = 0, tokens = 0, start = 0;  // rows [row, row + tokens) hold positions [start, start + tokens)
     backend::DeviceTensor table;
     BoundOp paged_attention;  // attrs of this segment's context (bound once, used by every layer)
+    BoundOp sliding_attention;  // the same with the sliding window: the sliding layers
   };
   struct Step {  // one forward pass over one or more sequences
     std::vector<Segment> segments;

@@ -6,11 +6,11 @@
 #include "base/error.h"
 #include "model/architecture.h"
 #include "model/config_fields.h"
+#include "model/families/families.h"
 
 namespace h0::model {
 namespace {
 
-using LayerKind = TextModel::LayerKind;
 
 // Far above any released model; a larger value is a malformed config, not a model to plan.
 // The first of `keys` present (not null) in `f`, else `def`.
@@ -26,34 +26,6 @@ int64_t positive(const ConfigFields& f, const char* key, int64_t value) {
   if (value < 1)
     throw InputError(f.where(key), "must be a positive integer, got " + std::to_string(value));
   return value;
-}
-
-// layer_types (transformers' current spelling), else Gemma 3's sliding_window_pattern (every
-// n-th layer full), else every layer sliding when a window is set and used (Mistral).
-std::vector<LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers, int64_t window) {
-  std::vector<LayerKind> kinds;
-  const nlohmann::json& j = f.json();
-  if (j.contains("layer_types") && j["layer_types"].is_array()) {
-    const nlohmann::json& types = j["layer_types"];
-    if (static_cast<int64_t>(types.size()) != layers) {
-      throw InputError(f.where("layer_types"), "has " + std::to_string(types.size()) +
-                                                   " entries for " + std::to_string(layers) +
-                                                   " num_hidden_layers");
-    }
-    for (const auto& t : types) {
-      const std::string s = t.is_string() ? t.get<std::string>() : "";
-      kinds.push_back(s == "sliding_attention" || s == "chunked_attention" ? LayerKind::kSliding
-                      : s == "linear_attention" || s == "mamba"            ? LayerKind::kLinear
-                                                                           : LayerKind::kFull);
-    }
-    return kinds;
-  }
-  if (window <= 0 || !f.opt_bool("use_sliding_window", true)) return kinds;
-  const int64_t pattern = f.opt_int("sliding_window_pattern", 0);
-  for (int64_t l = 0; l < layers; ++l) {
-    kinds.push_back(pattern > 0 && (l + 1) % pattern == 0 ? LayerKind::kFull : LayerKind::kSliding);
-  }
-  return kinds;
 }
 
 Architecture generic_architecture(const nlohmann::json& config, const std::string& where) {

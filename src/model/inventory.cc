@@ -33,17 +33,18 @@ class InventoryBuilder {
 
   void decoder_layer(int64_t layer, const std::string& p) {
     layer_ = layer;
-    norm(p + "input_layernorm.weight", t_.hidden_size, TensorRole::kAttnNorm);
+    prefix_ = p;
+    norm(TensorRole::kAttnNorm, t_.hidden_size);
     if (t_.attn.mla) {
-      mla_attention(p + "self_attn.");
+      mla_attention();
     } else {
-      gqa_attention(p + "self_attn.");
+      gqa_attention();
     }
-    norm(p + "post_attention_layernorm.weight", t_.hidden_size, TensorRole::kFfnNorm);
+    norm(TensorRole::kFfnNorm, t_.hidden_size);
     if (t_.is_moe_layer(layer)) {
-      moe(p);
+      moe();
     } else {
-      mlp(p + "mlp.", t_.intermediate_size, TensorRole::kFfnGate);
+      mlp(t_.intermediate_size, TensorRole::kFfnGate);
     }
   }
 
@@ -111,10 +112,15 @@ class InventoryBuilder {
     if (bias) add(p + ".bias", {out}, TpSplit::kReplicated);
   }
 
+  // The name of `role`'s `piece` in the current decoder layer (the family's table).
+  std::string named(TensorRole role, TensorPiece piece = TensorPiece::kWeight) const {
+    return t_.names->name(prefix_, role, piece, expert_);
+  }
+  void norm(TensorRole role, int64_t n) { norm(named(role), n, role); }
+
   // A decoder-layer projection [out, in]: quantized when the checkpoint is, with its scales.
-  void proj(TensorRole role, const std::string& p, int64_t out, int64_t in, TpSplit tp, int64_t unit,
-            bool kv_heads = false) {
-    WeightInfo& w = add(p + ".weight", {out, in}, tp, unit);
+  void proj(TensorRole role, int64_t out, int64_t in, TpSplit tp, int64_t unit, bool kv_heads = false) {
+    WeightInfo& w = add(named(role), {out, in}, tp, unit);
     w.kv_heads = kv_heads;
     w.tensor = role;
     if (!quant_) return;
@@ -122,7 +128,7 @@ class InventoryBuilder {
     w.quantized = true;
     const int64_t br = arch_.quantization.block_rows, bc = arch_.quantization.block_cols;
     const int64_t scale_unit = tp == TpSplit::kColumn ? std::max<int64_t>(1, unit / br) : 1;
-    WeightInfo& s = add(p + ".weight_scale_inv", {(out + br - 1) / br, (in + bc - 1) / bc}, tp, scale_unit);
+    WeightInfo& s = add(named(role, TensorPiece::kScale), {(out + br - 1) / br, (in + bc - 1) / bc}, tp, scale_unit);
     s.dtype = DType::kF32;
     s.role = WeightRole::kQuantScale;
     s.kv_heads = kv_heads;
@@ -130,94 +136,82 @@ class InventoryBuilder {
     s.piece = TensorPiece::kScale;
   }
   // The bias of role `role` (after its weight).
-  WeightInfo& bias(TensorRole role, const std::string& name, int64_t n, TpSplit tp, int64_t unit = 1) {
-    WeightInfo& b = add(name, {n}, tp, unit);
+  WeightInfo& bias(TensorRole role, int64_t n, TpSplit tp, int64_t unit = 1) {
+    WeightInfo& b = add(named(role, TensorPiece::kBias), {n}, tp, unit);
     b.tensor = role;
     b.piece = TensorPiece::kBias;
     return b;
   }
 
-  void gqa_attention(const std::string& p) {
+  void gqa_attention() {
     const Attention& a = t_.attn;
     const int64_t hd = a.head_dim, h = t_.hidden_size;
-    proj(TensorRole::kAttnQ, p + "q_proj", a.num_heads * hd, h, TpSplit::kColumn, hd);
-    if (a.qkv_bias) bias(TensorRole::kAttnQ, p + "q_proj.bias", a.num_heads * hd, TpSplit::kColumn, hd);
-    for (const auto& [role, kv] : {std::pair{TensorRole::kAttnK, "k_proj"}, std::pair{TensorRole::kAttnV, "v_proj"}}) {
-      proj(role, p + kv, a.num_kv_heads * hd, h, TpSplit::kColumn, hd, true);
-      if (a.qkv_bias) bias(role, p + kv + ".bias", a.num_kv_heads * hd, TpSplit::kColumn, hd).kv_heads = true;
+    proj(TensorRole::kAttnQ, a.num_heads * hd, h, TpSplit::kColumn, hd);
+    if (a.qkv_bias) bias(TensorRole::kAttnQ, a.num_heads * hd, TpSplit::kColumn, hd);
+    for (const TensorRole role : {TensorRole::kAttnK, TensorRole::kAttnV}) {
+      proj(role, a.num_kv_heads * hd, h, TpSplit::kColumn, hd, true);
+      if (a.qkv_bias) bias(role, a.num_kv_heads * hd, TpSplit::kColumn, hd).kv_heads = true;
     }
-    proj(TensorRole::kAttnO, p + "o_proj", h, a.num_heads * hd, TpSplit::kRow, hd);
-    if (a.o_bias) bias(TensorRole::kAttnO, p + "o_proj.bias", h, TpSplit::kReplicated);
+    proj(TensorRole::kAttnO, h, a.num_heads * hd, TpSplit::kRow, hd);
+    if (a.o_bias) bias(TensorRole::kAttnO, h, TpSplit::kReplicated);
     if (a.qk_norm) {
-      norm(p + "q_norm.weight", hd, TensorRole::kAttnQNorm);
-      norm(p + "k_norm.weight", hd, TensorRole::kAttnKNorm);
+      norm(TensorRole::kAttnQNorm, hd);
+      norm(TensorRole::kAttnKNorm, hd);
     }
   }
 
   // Multi-head latent attention: the low-rank down projections and their norms are replicated;
   // the up projections split by heads.
-  void mla_attention(const std::string& p) {
+  void mla_attention() {
     const Attention& a = t_.attn;
     const int64_t h = t_.hidden_size, qk = a.qk_head_dim();
     if (a.q_lora_rank > 0) {
-      proj(TensorRole::kAttnQA, p + "q_a_proj", a.q_lora_rank, h, TpSplit::kReplicated, 1);
-      norm(p + "q_a_layernorm.weight", a.q_lora_rank, TensorRole::kAttnQANorm);
-      proj(TensorRole::kAttnQB, p + "q_b_proj", a.num_heads * qk, a.q_lora_rank, TpSplit::kColumn, qk);
+      proj(TensorRole::kAttnQA, a.q_lora_rank, h, TpSplit::kReplicated, 1);
+      norm(TensorRole::kAttnQANorm, a.q_lora_rank);
+      proj(TensorRole::kAttnQB, a.num_heads * qk, a.q_lora_rank, TpSplit::kColumn, qk);
     } else {
-      proj(TensorRole::kAttnQ, p + "q_proj", a.num_heads * qk, h, TpSplit::kColumn, qk);
+      proj(TensorRole::kAttnQ, a.num_heads * qk, h, TpSplit::kColumn, qk);
     }
-    proj(TensorRole::kAttnKVA, p + "kv_a_proj_with_mqa", a.kv_lora_rank + a.qk_rope_head_dim, h, TpSplit::kReplicated, 1);
-    norm(p + "kv_a_layernorm.weight", a.kv_lora_rank, TensorRole::kAttnKVANorm);
+    proj(TensorRole::kAttnKVA, a.kv_lora_rank + a.qk_rope_head_dim, h, TpSplit::kReplicated, 1);
+    norm(TensorRole::kAttnKVANorm, a.kv_lora_rank);
     const int64_t kv_b = a.qk_nope_head_dim + a.v_head_dim;
-    proj(TensorRole::kAttnKVB, p + "kv_b_proj", a.num_heads * kv_b, a.kv_lora_rank, TpSplit::kColumn, kv_b);
-    proj(TensorRole::kAttnO, p + "o_proj", h, a.num_heads * a.v_head_dim, TpSplit::kRow, a.v_head_dim);
+    proj(TensorRole::kAttnKVB, a.num_heads * kv_b, a.kv_lora_rank, TpSplit::kColumn, kv_b);
+    proj(TensorRole::kAttnO, h, a.num_heads * a.v_head_dim, TpSplit::kRow, a.v_head_dim);
   }
 
   static_assert(uint8_t(TensorRole::kFfnDown) == uint8_t(TensorRole::kFfnGate) + 2 &&
                 uint8_t(TensorRole::kSharedDown) == uint8_t(TensorRole::kSharedGate) + 2);
   // A dense MLP; `gate` is kFfnGate (the layer's MLP) or kSharedGate (shared experts), and up and
   // down are the roles after it.
-  void mlp(const std::string& p, int64_t inter, TensorRole gate) {
+  void mlp(int64_t inter, TensorRole gate) {
     const int64_t h = t_.hidden_size;
     const auto up = TensorRole(uint8_t(gate) + 1), down = TensorRole(uint8_t(gate) + 2);
-    proj(gate, p + "gate_proj", inter, h, TpSplit::kColumn, 1);
-    if (t_.mlp_bias) bias(gate, p + "gate_proj.bias", inter, TpSplit::kColumn);
-    proj(up, p + "up_proj", inter, h, TpSplit::kColumn, 1);
-    if (t_.mlp_bias) bias(up, p + "up_proj.bias", inter, TpSplit::kColumn);
-    proj(down, p + "down_proj", h, inter, TpSplit::kRow, 1);
-    if (t_.mlp_bias) bias(down, p + "down_proj.bias", h, TpSplit::kReplicated);
+    proj(gate, inter, h, TpSplit::kColumn, 1);
+    if (t_.mlp_bias) bias(gate, inter, TpSplit::kColumn);
+    proj(up, inter, h, TpSplit::kColumn, 1);
+    if (t_.mlp_bias) bias(up, inter, TpSplit::kColumn);
+    proj(down, h, inter, TpSplit::kRow, 1);
+    if (t_.mlp_bias) bias(down, h, TpSplit::kReplicated);
   }
 
-  void moe(const std::string& layer_prefix) {
+  void moe() {
     const Moe& m = t_.moe;
     const int64_t h = t_.hidden_size, inter = m.expert_intermediate_size;
-    const std::string p = layer_prefix + (m.mixtral_names ? "block_sparse_moe." : "mlp.");
-    const auto router = [&] { add(p + "gate.weight", {m.num_experts, h}, TpSplit::kReplicated).tensor = TensorRole::kRouter; };
-    if (m.mixtral_names) router();
-    for (int64_t e = 0; e < m.num_experts; ++e) {
-      expert_ = e;
-      const std::string x = p + "experts." + std::to_string(e) + ".";
-      if (m.mixtral_names) {
-        proj(TensorRole::kExpertGate, x + "w1", inter, h, TpSplit::kColumn, 1);
-        proj(TensorRole::kExpertDown, x + "w2", h, inter, TpSplit::kRow, 1);
-        proj(TensorRole::kExpertUp, x + "w3", inter, h, TpSplit::kColumn, 1);
-      } else {
-        proj(TensorRole::kExpertGate, x + "gate_proj", inter, h, TpSplit::kColumn, 1);
-        proj(TensorRole::kExpertUp, x + "up_proj", inter, h, TpSplit::kColumn, 1);
-        proj(TensorRole::kExpertDown, x + "down_proj", h, inter, TpSplit::kRow, 1);
-      }
+    add(named(TensorRole::kRouter), {m.num_experts, h}, TpSplit::kReplicated).tensor = TensorRole::kRouter;
+    if (m.correction_bias) {
+      WeightInfo& b = add(named(TensorRole::kRouterBias), {m.num_experts}, TpSplit::kReplicated);
+      b.role = WeightRole::kBuffer;
+      b.dtype = DType::kF32;  // HF keeps the correction bias in f32
+      b.tensor = TensorRole::kRouterBias;
+    }
+    for (expert_ = 0; expert_ < m.num_experts; ++expert_) {
+      proj(TensorRole::kExpertGate, inter, h, TpSplit::kColumn, 1);
+      proj(TensorRole::kExpertUp, inter, h, TpSplit::kColumn, 1);
+      proj(TensorRole::kExpertDown, h, inter, TpSplit::kRow, 1);
     }
     expert_ = -1;
-    if (!m.mixtral_names) {
-      router();
-      if (m.correction_bias) {
-        WeightInfo& b = add(p + "gate.e_score_correction_bias", {m.num_experts}, TpSplit::kReplicated);
-        b.role = WeightRole::kBuffer;
-        b.dtype = DType::kF32;  // HF keeps the correction bias in f32
-        b.tensor = TensorRole::kRouterBias;
-      }
-    }
-    if (m.num_shared_experts > 0) mlp(p + "shared_experts.", inter * m.num_shared_experts, TensorRole::kSharedGate);
+    if (m.num_shared_experts > 0) mlp(m.shared_inter(), TensorRole::kSharedGate);
+    if (m.shared_expert_gate) add(named(TensorRole::kSharedExpertGate), {1, h}, TpSplit::kReplicated).tensor = TensorRole::kSharedExpertGate;
   }
 
   const Architecture& arch_;
@@ -226,6 +220,7 @@ class InventoryBuilder {
   DType dtype_;
   std::vector<WeightInfo> out_;
   int64_t layer_ = -1, expert_ = -1;
+  std::string prefix_;  // the current decoder layer's, e.g. "model.layers.3."
   bool mtp_ = false;
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/architecture.h"
+#include "model/tensor_names.h"
 #include "tensor/dtype.h"
 
 namespace h0::model {
@@ -20,23 +21,6 @@ enum class TpSplit {
   kVocab,       // dim 0 split by vocabulary rows (embedding, LM head)
 };
 const char* tp_split_name(TpSplit split);  // "replicated", "column", "row", "vocab"
-
-// What a weight is to the decoder, whatever a family calls it (llama.cpp's LLM_TENSOR_*): the
-// family's table (inventory.cc) spells each name once; the executor and the loader find a weight
-// by (layer, tensor, piece). kOther: not looked up by role (the vision tower, MTP-only tensors).
-enum class TensorRole : uint8_t {
-  kOther,
-  kEmbed, kFinalNorm, kHead,  // layer -1 (the embedding) and num_layers (norm, head)
-  kAttnNorm, kFfnNorm,        // input_layernorm, post_attention_layernorm
-  kAttnQ, kAttnK, kAttnV, kAttnO, kAttnQNorm, kAttnKNorm,
-  kAttnQA, kAttnQANorm, kAttnQB, kAttnKVA, kAttnKVANorm, kAttnKVB,  // MLA
-  kFfnGate, kFfnUp, kFfnDown,                                       // a dense MLP
-  kRouter, kRouterBias,
-  kSharedGate, kSharedUp, kSharedDown,  // shared experts: one dense MLP
-  kExpertGate, kExpertUp, kExpertDown,  // routed expert `expert`: moe_experts' w_gate, w_up, w_down
-};
-// Which tensor of a role: the weight, its bias, its block scales (weight_scale_inv).
-enum class TensorPiece : uint8_t { kWeight, kBias, kScale };
 
 enum class WeightRole {
   kParameter,   // a parameter of the HF model

@@ -27,6 +27,10 @@ ModelOps model_ops(const Architecture& arch, bool act_quant) {
                                       {"normalize", m.norm_topk_prob}, {"n_group", m.n_group},
                                       {"topk_group", m.topk_group}, {"routed_scaling_factor", m.routed_scaling_factor}});
     o.moe_experts = bind_op("moe_experts");
+    if (m.shared_expert_gate) {
+      o.sigmoid = bind_op("sigmoid");
+      o.mul = bind_op("mul");
+    }
   }
   o.argmax = bind_op("argmax");
   if (arch.vision) {
@@ -45,7 +49,7 @@ ModelOps model_ops(const Architecture& arch, bool act_quant) {
 std::set<std::string> ModelOps::names() const {
   std::set<std::string> out = {"paged_attention", "sample"};
   for (const BoundOp* op : {&rmsnorm, &linear, &add, &swiglu, &embedding, &rope, &argmax, &scaled_linear, &moe_gate,
-                            &moe_experts, &layernorm, &mul, &silu, &gelu, &patch_embed, &vision_attention}) {
+                            &moe_experts, &sigmoid, &layernorm, &mul, &silu, &gelu, &patch_embed, &vision_attention}) {
     if (op->def != nullptr) out.insert(op->def->name);
   }
   return out;

@@ -16,6 +16,7 @@ struct ModelOps {
   BoundOp rmsnorm, linear, add, swiglu, embedding, rope, argmax;
   BoundOp scaled_linear;          // fp8 block-quantized projections (quantization_config fp8)
   BoundOp moe_gate, moe_experts;  // MoE layers
+  BoundOp sigmoid;                // Qwen2-MoE's shared-expert gate (with mul)
   BoundOp layernorm, mul, silu, gelu, patch_embed, vision_attention;  // the vision tower (LLaVA)
 
   // Every op the model runs: the bound ones, paged_attention (bound per forward pass: its context

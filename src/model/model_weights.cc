@@ -132,8 +132,9 @@ const backend::DeviceTensor* ModelWeights::find(int64_t layer, TensorRole tensor
 const backend::DeviceTensor& ModelWeights::get(int64_t layer, TensorRole tensor, TensorPiece piece) const {
   const backend::DeviceTensor* t = find(layer, tensor, piece);
   if (t == nullptr) {
-    throw InputError("model weights", "no tensor of role " + std::to_string(int(tensor)) + " (piece " +
-                                          std::to_string(int(piece)) + ") in layer " + std::to_string(layer));
+    static constexpr const char* kPiece[] = {"weight", "bias", "block scales"};
+    throw InputError("model weights", std::string("no ") + tensor_role_name(tensor) + " " + kPiece[size_t(piece)] +
+                                          " in layer " + std::to_string(layer));
   }
   return *t;
 }

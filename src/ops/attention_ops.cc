@@ -3,7 +3,8 @@
 //   paged_attention(q[T,Hq,Dh], k_cache[NB,B,Hkv,Dh], v_cache[NB,B,Hkv,Dv], block_table[n] i32)
 //     = o[T,Hq,Dv], key j < context_len at block block_table[j / B], slot j % B (vLLM's layout).
 // Query t sits at position p = q_offset + t (default S − T: the queries are the last T keys);
-// it sees key j iff (!causal || j <= p) && (sliding_window == 0 || j > p − sliding_window).
+// it sees key j iff (!causal || j <= p) && (sliding_window == 0 || j > p − sliding_window)
+// (both ops: Mistral's, Gemma 3's and GPT-OSS's sliding layers run paged_attention with it).
 // Query head h reads kv head h / (Hq / Hkv) (HF repeat_kv). o = softmax(scale · q·kᵀ) · v over
 // the visible keys, max-subtracted, in f64; a query that sees no key gets zeros.
 // flops 2·T·S·Hq·(Dh + Dv) + 5·T·S·Hq (the softmax), masked pairs included; reduction S.
@@ -127,7 +128,7 @@ void paged_attention_reference(const std::vector<const Tensor*>& in,
   const AttentionGeometry g = {in[0]->dim(0), in[0]->dim(1), in[1]->dim(2),
                                in[0]->dim(2), in[2]->dim(3), len};
   const AttentionMask mask = {util::attr_b(a, "causal"), util::attr_i_or(a, "q_offset", len - g.t),
-                              0};
+                              util::attr_i(a, "sliding_window")};
   std::vector<int64_t> rows(static_cast<size_t>(len));
   for (int64_t j = 0; j < len; ++j) {
     const auto block = static_cast<int64_t>(table[static_cast<size_t>(j / b)]);
@@ -215,7 +216,9 @@ const OpDef& paged_attention_op() {
                 {"causal", AttrType::kBool, "true", nullptr,
                  "mask keys after the query's position"},
                 {"q_offset", AttrType::kInt, "null", nullptr,
-                 "position of q[0] among the keys; null = context_len - T"}},
+                 "position of q[0] among the keys; null = context_len - T"},
+                {"sliding_window", AttrType::kInt, "0", nullptr,
+                 "0 = none; else query p sees keys j with p - window < j <= p"}},
       .dims = {"T", "S", "Hq", "Hkv", "Dh", "Dv", "B"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kReduction,
@@ -253,6 +256,10 @@ const OpDef& paged_attention_op() {
             if (len < 0 || len > capacity) {
               util::fail(self, "attr 'context_len' must be in [0, n * B = " +
                                    std::to_string(capacity) + "], got " + std::to_string(len));
+            }
+            const int64_t window = util::attr_i(attrs, "sliding_window");
+            if (window < 0) {
+              util::fail(self, "attr 'sliding_window' must be >= 0, got " + std::to_string(window));
             }
             return std::vector<TensorDesc>{desc(q.dtype, {q.shape[0], q.shape[1], v.shape[3]})};
           },

@@ -2,6 +2,7 @@
 // same index, rounded once. Reduction length 1.
 //   add(a, b) = a + b, mul(a, b) = a · b     a and b of one shape (any rank)    1 flop/element
 //   silu(x) = x · sigmoid(x)                 any shape                          4 flops/element
+//   sigmoid(x) = 1 / (1 + e^−x)              any shape                          4 flops/element
 //   gelu(x), attr approximate:                any shape
 //     "none": 0.5·x·(1 + erf(x/√2))                                             5 flops/element
 //     "tanh": 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))   (HF gelu_pytorch_tanh) 8 flops/element
@@ -121,6 +122,31 @@ const OpDef& silu_op() {
       .reference =
           [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json&) {
             map_reference(in, out, [](double x, double) { return util::silu(x); });
+          },
+      .default_inputs = [](const Dims&, const Json&) { return normal_inputs({"x"}); },
+  };
+  return op;
+}
+
+const OpDef& sigmoid_op() {
+  static const OpDef op = {
+      .name = "sigmoid",
+      .inputs = {{"x", OperandKind::kFloat}},
+      .outputs = {{"y", OperandKind::kFloat}},
+      .attrs = {},
+      .dims = {"*"},
+      .dim_defaults = {},
+      .tolerance = ToleranceClass::kTranscendental,
+      .operands =
+          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
+            return std::vector<TensorDesc>{desc(dtype, util::full_shape(dims))};
+          },
+      .infer = [](const std::vector<TensorDesc>& in, const Json&) { return unary_infer(in); },
+      .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
+                 const Json&) { return elementwise_cost(in, out, 4); },
+      .reference =
+          [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json&) {
+            map_reference(in, out, [](double x, double) { return 1.0 / (1.0 + std::exp(-x)); });
           },
       .default_inputs = [](const Dims&, const Json&) { return normal_inputs({"x"}); },
   };

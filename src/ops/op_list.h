@@ -16,6 +16,7 @@ const OpDef& layernorm_op();        // norm_ops.cc
 const OpDef& rope_op();             // rope_op.cc
 const OpDef& softmax_op();          // softmax_op.cc
 const OpDef& silu_op();             // elementwise_ops.cc
+const OpDef& sigmoid_op();          // elementwise_ops.cc
 const OpDef& gelu_op();             // elementwise_ops.cc
 const OpDef& swiglu_op();           // elementwise_ops.cc
 const OpDef& attention_op();        // attention_ops.cc

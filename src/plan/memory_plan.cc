@@ -147,7 +147,7 @@ int64_t activation_bytes(const Architecture& arch, const ParallelPlan& plan, con
   if (stage_has_moe(arch, r.layers)) {
     const model::Moe& m = t.moe;
     peak = std::max(peak, T * m.experts_per_token * c * (3 * ceil_div(m.expert_intermediate_size, plan.etp()) + D));
-    peak = std::max(peak, 3 * T * c * ceil_div(m.num_shared_experts * m.expert_intermediate_size, plan.tp));
+    peak = std::max(peak, 3 * T * c * ceil_div(m.shared_inter(), plan.tp));
   }
   if (r.coord.pp_rank == plan.pp - 1) {
     const int64_t rows = std::min(T, std::max(o.concurrency, kSamplerRows));

@@ -41,6 +41,7 @@ const std::vector<Problem>& problems() {
       {"rope", {{"T", 3}, {"H", 2}, {"Dh", 8}}, {{"rotary_dim", 4}}, {}},
       {"softmax", {{"d0", 2}, {"d1", 5}}, Json::object(), {}},
       {"silu", {{"d0", 7}}, Json::object(), {}},
+      {"sigmoid", {{"d0", 7}}, Json::object(), {}},
       {"gelu", {{"d0", 2}, {"d1", 3}}, {{"approximate", "tanh"}}, {}},
       {"swiglu", {{"T", 2}, {"F", 6}}, Json::object(), {}},
       {"attention",
@@ -126,7 +127,7 @@ bool kind_fits(OperandKind kind, DType dtype, DType float_dtype, DType index_dty
 }
 
 TEST(Catalogue, EveryEntryIsComplete) {
-  EXPECT_EQ(all_ops().size(), 22u);
+  EXPECT_EQ(all_ops().size(), 23u);
   for (const OpDef* op : all_ops()) {
     SCOPED_TRACE(op->name);
     EXPECT_FALSE(op->inputs.empty());
@@ -158,7 +159,7 @@ TEST(Catalogue, ToleranceClasses) {
       {"attention", ToleranceClass::kReduction},   {"paged_attention", ToleranceClass::kReduction},
       {"moe_experts", ToleranceClass::kReduction}, {"patch_embed", ToleranceClass::kReduction},
       {"softmax", ToleranceClass::kReduction},     {"rope", ToleranceClass::kTranscendental},
-      {"silu", ToleranceClass::kTranscendental},   {"gelu", ToleranceClass::kTranscendental},
+      {"silu", ToleranceClass::kTranscendental},   {"sigmoid", ToleranceClass::kTranscendental},   {"gelu", ToleranceClass::kTranscendental},
       {"swiglu", ToleranceClass::kTranscendental}, {"moe_gate", ToleranceClass::kTranscendental},
       {"add", ToleranceClass::kElementwise},       {"mul", ToleranceClass::kElementwise},
       {"embedding", ToleranceClass::kElementwise}, {"dequantize", ToleranceClass::kElementwise},

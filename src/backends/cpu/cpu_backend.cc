@@ -47,6 +47,7 @@ constexpr KernelEntry kKernels[] = {
     {"rope", cpu::rope_kernel, 2, 2, 1, 0},
     {"softmax", cpu::softmax_kernel, 1, 1, 1, 0},
     {"silu", cpu::silu_kernel, 1, 1, 1, 0},
+    {"sigmoid", cpu::sigmoid_kernel, 1, 1, 1, 0},
     {"gelu", cpu::gelu_kernel, 1, 1, 1, 0},
     {"swiglu", cpu::swiglu_kernel, 2, 2, 1, 0},
     {"attention", cpu::attention_kernel, 3, 3, 1, 0},

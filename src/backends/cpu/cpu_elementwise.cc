@@ -1,6 +1,6 @@
 // Element-wise ops and the embedding lookup.
 //   add(a, b) = a + b          mul(a, b) = a · b          (same shapes, any rank)
-//   silu(x) = x · sigmoid(x)    gelu(x) = 0.5x(1 + erf(x/√2)), or with approximate = "tanh"
+//   silu(x) = x · sigmoid(x)    sigmoid(x) = 1 / (1 + e^−x)    gelu(x) = 0.5x(1 + erf(x/√2)), or with approximate = "tanh"
 //   0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))    swiglu(gate[T,F], up[T,F]) = silu(gate) · up
 //   embedding(ids[T], table[V,D]) = table[ids[t]] (a row copy: exact in every dtype)
 // Elements are processed in blocks: narrow inputs are widened into a stack buffer, the block
@@ -75,6 +75,15 @@ void silu_kernel(const OpCall& call) {
   require_like(call, call.out[0], "y", x);
   map_blocks<1>({&x}, call.out[0], [](float* y, const float* const* in, size_t n) {
     for (size_t i = 0; i < n; ++i) y[i] = silu(in[0][i]);
+  });
+}
+
+void sigmoid_kernel(const OpCall& call) {
+  const hb_tensor& x = call.in[0];
+  require(call, is_float(x.dtype), "x must be f32, bf16 or f16, got " + describe(x));
+  require_like(call, call.out[0], "y", x);
+  map_blocks<1>({&x}, call.out[0], [](float* y, const float* const* in, size_t n) {
+    for (size_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-in[0][i]));
   });
 }
 

@@ -119,6 +119,7 @@ void embedding_kernel(const OpCall& call);        // cpu_elementwise.cc
 void add_kernel(const OpCall& call);              // cpu_elementwise.cc
 void mul_kernel(const OpCall& call);              // cpu_elementwise.cc
 void silu_kernel(const OpCall& call);             // cpu_elementwise.cc
+void sigmoid_kernel(const OpCall& call);          // cpu_elementwise.cc
 void gelu_kernel(const OpCall& call);             // cpu_elementwise.cc
 void swiglu_kernel(const OpCall& call);           // cpu_elementwise.cc
 void rmsnorm_kernel(const OpCall& call);          // cpu_norm.cc

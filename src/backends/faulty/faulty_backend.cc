@@ -12,6 +12,8 @@
 //   {"op": "scaled_linear", "fault": "wrong_block"}            block row r of the weight is
 //       scaled by w_scale's row r + 1 (cyclically; a single block row: the next block column),
 //       what an off-by-one block index in a block-quantized GEMM produces
+//   {"op": "paged_attention", "fault": "drop_attr", "attr": "sliding_window"}   the kernel never
+//       sees that attr (its default applies), as a plugin written before the attr existed
 // "op" may be "*" (every op); "call": N faults only the Nth call (0-based) of that op;
 // {"fault": "none"} (the default) is a faithful backend. Several faults at once:
 //   {"faults": [{"op": "rmsnorm", "fault": "scale"}, {"op": "softmax", "fault": "slow"}]}
@@ -38,6 +40,7 @@ struct Fault {
   long call = -1;   // -1: every call
   long index = 0;   // element set to NaN
   long calls = 0;   // calls of the targeted op so far
+  std::string attr; // drop_attr: the attr left out
 };
 
 struct Faulty {
@@ -168,6 +171,19 @@ void shift_scale_blocks(hb_tensor* scale, std::vector<float>* storage) {
   scale->data = storage->data();
 }
 
+// `attrs` (a flat JSON object, as the harness writes it: no spaces) without "key": value.
+std::string without_attr(const std::string& attrs, const std::string& key) {
+  const std::string needle = "\"" + key + "\":";
+  const size_t at = attrs.find(needle);
+  if (at == std::string::npos) return attrs;
+  size_t end = at + needle.size();
+  while (end < attrs.size() && attrs[end] != ',' && attrs[end] != '}') ++end;
+  if (end < attrs.size() && attrs[end] == ',') return attrs.substr(0, at) + attrs.substr(end + 1);
+  size_t begin = at;  // the last key: drop the comma before it
+  if (begin > 0 && attrs[begin - 1] == ',') --begin;
+  return attrs.substr(0, begin) + attrs.substr(end);
+}
+
 // Reads one fault's keys from the flat JSON object text `json`.
 Fault parse_fault(const std::string& json) {
   Fault f;
@@ -178,6 +194,7 @@ Fault parse_fault(const std::string& json) {
   if (json_value(json.c_str(), "factor", &v)) f.factor = atof(v.c_str());
   if (json_value(json.c_str(), "call", &v)) f.call = atol(v.c_str());
   if (json_value(json.c_str(), "index", &v)) f.index = atol(v.c_str());
+  if (json_value(json.c_str(), "attr", &v)) f.attr = v;
   return f;
 }
 
@@ -198,12 +215,18 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
       open = close;
     }
   }
-  static const char* kFaults[] = {"none", "scale", "nan", "bf16_truncate", "slow", "crash", "hang", "wrong_block"};
+  static const char* kFaults[] = {"none", "scale", "nan", "bf16_truncate", "slow", "crash", "hang", "wrong_block",
+                                  "drop_attr"};
   for (const Fault& fault : f.faults) {
     bool known = false;
     for (const char* k : kFaults) known = known || fault.fault == k;
     if (!known) {
-      f.last_error = "unknown fault '" + fault.fault + "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block)";
+      f.last_error = "unknown fault '" + fault.fault +
+                     "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr)";
+      return HB_INVALID_ARGUMENT;
+    }
+    if (fault.fault == "drop_attr" && fault.attr.empty()) {
+      f.last_error = "fault drop_attr needs \"attr\": the attr to leave out";
       return HB_INVALID_ARGUMENT;
     }
     const std::string msg = "faulty: op " + fault.op + ", fault " + fault.fault;
@@ -250,11 +273,13 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
   }
   std::vector<hb_tensor> inputs(in, in + n_in);
   std::vector<float> shifted;
+  std::string call_attrs = attrs != nullptr ? attrs : "{}";
   for (const Fault* fault : active) {
     if (fault->fault == "wrong_block" && n_in >= 3) shift_scale_blocks(&inputs[2], &shifted);
+    if (fault->fault == "drop_attr") call_attrs = without_attr(call_attrs, fault->attr);
   }
   const auto start = std::chrono::steady_clock::now();
-  const hb_status s = f.host->reference_op(op, inputs.data(), n_in, out, n_out, attrs);
+  const hb_status s = f.host->reference_op(op, inputs.data(), n_in, out, n_out, call_attrs.c_str());
   if (s != HB_OK) {
     f.last_error = std::string("reference_op failed for ") + op;
     return s;

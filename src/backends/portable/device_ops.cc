@@ -28,6 +28,7 @@ constexpr OpEntry kOps[] = {
     {"rope", rope_op, 2, 2, 1, 0},
     {"softmax", softmax_op, 1, 1, 1, 0},
     {"silu", silu_op, 1, 1, 1, 0},
+    {"sigmoid", sigmoid_op, 1, 1, 1, 0},
     {"gelu", gelu_op, 1, 1, 1, 0},
     {"swiglu", swiglu_op, 2, 2, 1, 0},
     {"attention", attention_op, 3, 3, 1, 0},

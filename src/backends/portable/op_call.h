@@ -62,6 +62,7 @@ void embedding_op(const Call& call);        // ops_dense.cc
 void add_op(const Call& call);              // ops_dense.cc
 void mul_op(const Call& call);              // ops_dense.cc
 void silu_op(const Call& call);             // ops_dense.cc
+void sigmoid_op(const Call& call);          // ops_dense.cc
 void gelu_op(const Call& call);             // ops_dense.cc
 void swiglu_op(const Call& call);           // ops_dense.cc
 void rmsnorm_op(const Call& call);          // ops_dense.cc

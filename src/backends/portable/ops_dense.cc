@@ -131,6 +131,7 @@ void swiglu_op(const Call& call) {
   binary(call, 2);
 }
 void silu_op(const Call& call) { unary(call, 0); }
+void sigmoid_op(const Call& call) { unary(call, 3); }
 
 void gelu_op(const Call& call) {
   const std::string approximate = attr_s(call.attrs, "approximate", "none");

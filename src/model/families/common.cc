@@ -5,6 +5,8 @@
 namespace h0::model {
 namespace {
 
+using LayerKind = TextModel::LayerKind;
+
 // Rope base and scaling: transformers 4 writes `rope_theta` + `rope_scaling`, transformers 5
 // writes `rope_parameters` {rope_theta, rope_type, factor, ...}.
 void read_rope(const ConfigFields& f, TextModel* t, double default_theta) {
@@ -67,6 +69,32 @@ void read_decoder(const ConfigFields& f, TextModel* t, bool defaults) {
     throw InputError(f.where("num_key_value_heads"), "must be positive and divide num_attention_heads (" +
                                                          std::to_string(t->attn.num_heads) + ")");
   }
+}
+
+std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers, int64_t window) {
+  std::vector<TextModel::LayerKind> kinds;
+  const nlohmann::json& j = f.json();
+  if (j.contains("layer_types") && j["layer_types"].is_array()) {
+    const nlohmann::json& types = j["layer_types"];
+    if (static_cast<int64_t>(types.size()) != layers) {
+      throw InputError(f.where("layer_types"), "has " + std::to_string(types.size()) +
+                                                   " entries for " + std::to_string(layers) +
+                                                   " num_hidden_layers");
+    }
+    for (const auto& t : types) {
+      const std::string s = t.is_string() ? t.get<std::string>() : "";
+      kinds.push_back(s == "sliding_attention" || s == "chunked_attention" ? LayerKind::kSliding
+                      : s == "linear_attention" || s == "mamba"            ? LayerKind::kLinear
+                                                                           : LayerKind::kFull);
+    }
+    return kinds;
+  }
+  if (window <= 0 || !f.opt_bool("use_sliding_window", true)) return kinds;
+  const int64_t pattern = f.opt_int("sliding_window_pattern", 0);
+  for (int64_t l = 0; l < layers; ++l) {
+    kinds.push_back(pattern > 0 && (l + 1) % pattern == 0 ? LayerKind::kFull : LayerKind::kSliding);
+  }
+  return kinds;
 }
 
 Vision read_clip_vision(const ConfigFields& f) {

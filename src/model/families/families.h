@@ -1,7 +1,9 @@
-// The families the executor models: one file each under src/model/families/, one parse
-// function per file (config.json fields -> Architecture), one row in architecture.cc's kFamilies.
-// A family that the existing blocks express (attention: GQA or MLA, with or without biases and
-// QK-norm; MLP: dense, MoE with shared experts; a CLIP tower) needs nothing else.
+// The families the executor models: one file each under src/model/families/ (built by a glob),
+// holding its parse function (config.json fields -> Architecture) and, when its checkpoints
+// name tensors differently from Llama's, its TensorNames table; one row in architecture.cc's
+// kFamilies and one declaration here. A family that the existing blocks express (attention: GQA
+// or MLA, with or without biases and QK-norm, sliding-window layers; MLP: dense, MoE with shared
+// experts; a CLIP tower) needs nothing else: README "Adding a model family".
 #pragma once
 
 #include "model/architecture.h"
@@ -13,6 +15,10 @@ namespace h0::model {
 // text_config), missing sizes take LlamaConfig's defaults as transformers does; otherwise they
 // are required. Throws InputError naming the field.
 void read_decoder(const ConfigFields& f, TextModel* t, bool defaults);
+// Per layer: full, sliding or linear attention. layer_types (transformers' current spelling),
+// else Gemma 3's sliding_window_pattern (every n-th layer full), else every layer sliding when a
+// window is set and use_sliding_window is not false (Mistral); empty: every layer full.
+std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers, int64_t window);
 // CLIPVisionConfig's fields, its defaults for the missing ones.
 Vision read_clip_vision(const ConfigFields& f);
 

@@ -1,0 +1,103 @@
+#include "model/tensor_names.h"
+
+#include "base/check.h"
+
+namespace h0::model {
+
+const char* tensor_role_name(TensorRole role) {
+  switch (role) {
+    case TensorRole::kOther: return "other";
+    case TensorRole::kEmbed: return "embed";
+    case TensorRole::kFinalNorm: return "final_norm";
+    case TensorRole::kHead: return "head";
+    case TensorRole::kAttnNorm: return "attn_norm";
+    case TensorRole::kFfnNorm: return "ffn_norm";
+    case TensorRole::kAttnQ: return "attn_q";
+    case TensorRole::kAttnK: return "attn_k";
+    case TensorRole::kAttnV: return "attn_v";
+    case TensorRole::kAttnO: return "attn_o";
+    case TensorRole::kAttnQNorm: return "attn_q_norm";
+    case TensorRole::kAttnKNorm: return "attn_k_norm";
+    case TensorRole::kAttnQA: return "attn_q_a";
+    case TensorRole::kAttnQANorm: return "attn_q_a_norm";
+    case TensorRole::kAttnQB: return "attn_q_b";
+    case TensorRole::kAttnKVA: return "attn_kv_a";
+    case TensorRole::kAttnKVANorm: return "attn_kv_a_norm";
+    case TensorRole::kAttnKVB: return "attn_kv_b";
+    case TensorRole::kFfnGate: return "ffn_gate";
+    case TensorRole::kFfnUp: return "ffn_up";
+    case TensorRole::kFfnDown: return "ffn_down";
+    case TensorRole::kRouter: return "router";
+    case TensorRole::kRouterBias: return "router_correction_bias";
+    case TensorRole::kSharedGate: return "shared_gate";
+    case TensorRole::kSharedUp: return "shared_up";
+    case TensorRole::kSharedDown: return "shared_down";
+    case TensorRole::kSharedExpertGate: return "shared_expert_gate";
+    case TensorRole::kExpertGate: return "expert_gate";
+    case TensorRole::kExpertUp: return "expert_up";
+    case TensorRole::kExpertDown: return "expert_down";
+    case TensorRole::kCount: break;
+  }
+  return "?";
+}
+
+TensorNames::TensorNames(std::initializer_list<Entry> stems) {
+  for (const auto& [role, stem] : stems) stems_[size_t(role)] = stem;
+}
+
+TensorNames TensorNames::with(std::initializer_list<Entry> changes) const {
+  TensorNames out = *this;
+  for (const auto& [role, stem] : changes) out.stems_[size_t(role)] = stem;
+  return out;
+}
+
+std::string TensorNames::name(const std::string& layer_prefix, TensorRole role, TensorPiece piece,
+                              int64_t expert) const {
+  const char* stem = stems_[size_t(role)];
+  H0_CHECK(stem != nullptr) << "the family's tensor names have no " << tensor_role_name(role);
+  std::string out = layer_prefix + stem;
+  if (const size_t at = out.find("{e}"); at != std::string::npos) {
+    H0_CHECK(expert >= 0) << tensor_role_name(role) << " is a routed expert's: an expert index is needed";
+    out.replace(at, 3, std::to_string(expert));
+  }
+  if (role == TensorRole::kRouterBias) return out;
+  switch (piece) {
+    case TensorPiece::kWeight: return out + ".weight";
+    case TensorPiece::kBias: return out + ".bias";
+    case TensorPiece::kScale: return out + ".weight_scale_inv";
+  }
+  return out;
+}
+
+const TensorNames& llama_tensor_names() {
+  static const TensorNames names({
+      {TensorRole::kAttnNorm, "input_layernorm"},
+      {TensorRole::kFfnNorm, "post_attention_layernorm"},
+      {TensorRole::kAttnQ, "self_attn.q_proj"},
+      {TensorRole::kAttnK, "self_attn.k_proj"},
+      {TensorRole::kAttnV, "self_attn.v_proj"},
+      {TensorRole::kAttnO, "self_attn.o_proj"},
+      {TensorRole::kAttnQNorm, "self_attn.q_norm"},
+      {TensorRole::kAttnKNorm, "self_attn.k_norm"},
+      {TensorRole::kAttnQA, "self_attn.q_a_proj"},
+      {TensorRole::kAttnQANorm, "self_attn.q_a_layernorm"},
+      {TensorRole::kAttnQB, "self_attn.q_b_proj"},
+      {TensorRole::kAttnKVA, "self_attn.kv_a_proj_with_mqa"},
+      {TensorRole::kAttnKVANorm, "self_attn.kv_a_layernorm"},
+      {TensorRole::kAttnKVB, "self_attn.kv_b_proj"},
+      {TensorRole::kFfnGate, "mlp.gate_proj"},
+      {TensorRole::kFfnUp, "mlp.up_proj"},
+      {TensorRole::kFfnDown, "mlp.down_proj"},
+      {TensorRole::kRouter, "mlp.gate"},
+      {TensorRole::kRouterBias, "mlp.gate.e_score_correction_bias"},
+      {TensorRole::kSharedGate, "mlp.shared_experts.gate_proj"},
+      {TensorRole::kSharedUp, "mlp.shared_experts.up_proj"},
+      {TensorRole::kSharedDown, "mlp.shared_experts.down_proj"},
+      {TensorRole::kExpertGate, "mlp.experts.{e}.gate_proj"},
+      {TensorRole::kExpertUp, "mlp.experts.{e}.up_proj"},
+      {TensorRole::kExpertDown, "mlp.experts.{e}.down_proj"},
+  });
+  return names;
+}
+
+}  // namespace h0::model

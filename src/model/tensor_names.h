@@ -1,0 +1,60 @@
+// What a weight is to the decoder, whatever a family calls it (llama.cpp's LLM_TENSOR_NAMES):
+// every decoder weight has a role, and a family's file spells each role's name once, in its
+// TensorNames table. The inventory builds checkpoint names from the table; the executor, the
+// loader and the planner find a weight by (layer, role, piece), never by its name.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+namespace h0::model {
+
+// kOther: not looked up by role (the vision tower, MTP-only tensors).
+enum class TensorRole : uint8_t {
+  kOther,
+  kEmbed, kFinalNorm, kHead,  // layer -1 (the embedding) and num_layers (norm, head)
+  kAttnNorm, kFfnNorm,        // input_layernorm, post_attention_layernorm
+  kAttnQ, kAttnK, kAttnV, kAttnO, kAttnQNorm, kAttnKNorm,
+  kAttnQA, kAttnQANorm, kAttnQB, kAttnKVA, kAttnKVANorm, kAttnKVB,  // MLA
+  kFfnGate, kFfnUp, kFfnDown,                                       // a dense MLP
+  kRouter, kRouterBias,                  // kRouterBias: a correction-bias buffer (DeepSeek-V3's noaux_tc)
+  kSharedGate, kSharedUp, kSharedDown,   // shared experts: one dense MLP
+  kSharedExpertGate,                     // Qwen2-MoE: sigmoid(x·w) scales the shared expert's output
+  kExpertGate, kExpertUp, kExpertDown,   // routed expert `expert`: moe_experts' w_gate, w_up, w_down
+  kCount,
+};
+// Which tensor of a role: the weight, its bias, its block scales (weight_scale_inv).
+enum class TensorPiece : uint8_t { kWeight, kBias, kScale };
+
+// "attn_q", "expert_gate", ...: for errors and listings.
+const char* tensor_role_name(TensorRole role);
+
+// A family's decoder-layer names: per role, its stem under the layer's prefix
+// ("model.layers.3."), "{e}" standing for a routed expert's index. A piece appends ".weight",
+// ".bias" or ".weight_scale_inv"; kRouterBias names a buffer, so its stem is the whole name.
+// A role with no stem is one the family's layers never have.
+class TensorNames {
+ public:
+  using Entry = std::pair<TensorRole, const char*>;
+  explicit TensorNames(std::initializer_list<Entry> stems);
+  // This table with some stems replaced (or added): a family that renames a few tensors.
+  TensorNames with(std::initializer_list<Entry> changes) const;
+
+  bool has(TensorRole role) const { return stems_[size_t(role)] != nullptr; }
+  // "<layer_prefix><stem><piece>"; a role the table lacks is a programming error (H0_CHECK).
+  std::string name(const std::string& layer_prefix, TensorRole role, TensorPiece piece = TensorPiece::kWeight,
+                   int64_t expert = -1) const;
+
+ private:
+  std::array<const char*, size_t(TensorRole::kCount)> stems_{};
+};
+
+// The spelling of HF's Llama and of the families derived from it (Qwen2/3, Qwen3-MoE,
+// DeepSeek-V3): self_attn.q_proj, mlp.gate_proj, mlp.gate, mlp.experts.{e}.gate_proj,
+// mlp.shared_experts.gate_proj, ...
+const TensorNames& llama_tensor_names();
+
+}  // namespace h0::model
