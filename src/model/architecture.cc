@@ -30,6 +30,7 @@ constexpr Family kFamilies[] = {
     {"DeepseekV3ForCausalLM", "deepseek_v3", "deepseek_v3", arch_deepseek_v3},
     {"DeepseekV3ForCausalLM", "kimi_k2", "deepseek_v3", arch_deepseek_v3},
     {"LlavaForConditionalGeneration", "llava", "llava", arch_llava},
+    {"MistralForCausalLM", "mistral", "mistral", arch_mistral},
 };
 
 const Family* find_family(const nlohmann::json& config) {

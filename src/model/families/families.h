@@ -29,5 +29,6 @@ Architecture arch_qwen3_moe(const ConfigFields& f);  // families/qwen3_moe.cc
 Architecture arch_mixtral(const ConfigFields& f);  // families/mixtral.cc
 Architecture arch_deepseek_v3(const ConfigFields& f);  // families/deepseek_v3.cc
 Architecture arch_llava(const ConfigFields& f);  // families/llava.cc
+Architecture arch_mistral(const ConfigFields& f);  // families/mistral.cc
 
 }  // namespace h0::model
