@@ -31,6 +31,7 @@ constexpr Family kFamilies[] = {
     {"DeepseekV3ForCausalLM", "kimi_k2", "deepseek_v3", arch_deepseek_v3},
     {"LlavaForConditionalGeneration", "llava", "llava", arch_llava},
     {"MistralForCausalLM", "mistral", "mistral", arch_mistral},
+    {"Qwen2MoeForCausalLM", "qwen2_moe", "qwen2_moe", arch_qwen2_moe},
 };
 
 const Family* find_family(const nlohmann::json& config) {

@@ -30,5 +30,6 @@ Architecture arch_mixtral(const ConfigFields& f);  // families/mixtral.cc
 Architecture arch_deepseek_v3(const ConfigFields& f);  // families/deepseek_v3.cc
 Architecture arch_llava(const ConfigFields& f);  // families/llava.cc
 Architecture arch_mistral(const ConfigFields& f);  // families/mistral.cc
+Architecture arch_qwen2_moe(const ConfigFields& f);  // families/qwen2_moe.cc
 
 }  // namespace h0::model

@@ -1,0 +1,39 @@
+// Qwen2-MoE (Qwen2MoeForCausalLM; Qwen1.5-MoE, Qwen2-57B-A14B): Qwen2 attention, experts routed by
+// a softmax over all experts (top-k weights renormalized only with norm_topk_prob), and one
+// shared expert whose output is scaled per token by sigmoid(x · shared_expert_gate).
+#include "model/families/families.h"
+
+namespace h0::model {
+namespace {
+
+const TensorNames& qwen2_moe_names() {
+  static const TensorNames names = llama_tensor_names().with({
+      {TensorRole::kSharedGate, "mlp.shared_expert.gate_proj"},
+      {TensorRole::kSharedUp, "mlp.shared_expert.up_proj"},
+      {TensorRole::kSharedDown, "mlp.shared_expert.down_proj"},
+      {TensorRole::kSharedExpertGate, "mlp.shared_expert_gate"},
+  });
+  return names;
+}
+
+}  // namespace
+
+Architecture arch_qwen2_moe(const ConfigFields& f) {
+  Architecture a;
+  read_decoder(f, &a.text, false);
+  a.text.names = &qwen2_moe_names();
+  a.text.attn.qkv_bias = f.opt_bool("qkv_bias", true);  // transformers 5 writes it; 4 always had them
+  Moe& m = a.text.moe;
+  m.num_experts = f.req_int_any({"num_experts", "num_local_experts"});
+  m.experts_per_token = f.req_int("num_experts_per_tok");
+  m.expert_intermediate_size = f.req_int("moe_intermediate_size");
+  m.norm_topk_prob = f.opt_bool("norm_topk_prob", false);
+  m.layer_freq = f.opt_int("decoder_sparse_step", 1);
+  m.dense_layers = f.opt_int_list("mlp_only_layers");
+  m.shared_intermediate_size = f.req_int("shared_expert_intermediate_size");  // every layer's MoE block has one
+  m.num_shared_experts = 1;
+  m.shared_expert_gate = true;
+  return a;
+}
+
+}  // namespace h0::model
