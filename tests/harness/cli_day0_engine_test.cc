@@ -1,4 +1,4 @@
-// `harness day0` for models of families the executor does not model (tiny Gemma 3, Qwen2-MoE and
+// `harness day0` for models of families the executor does not model (tiny Gemma 3 and
 // GPT-OSS checkpoints written by transformers' save_pretrained, tests/data/models/), served by a
 // third-party engine: the fake server in strict mode (as `transformers serve`: extension fields
 // refused with 422, text prompts only, no logprobs or token ids) replaying the goldens
@@ -103,13 +103,33 @@ TEST_P(Day0Unmodelled, EstablishedAtTheServiceLevel) {
 
 INSTANTIATE_TEST_SUITE_P(Families, Day0Unmodelled,
                          ::testing::Values(Family{"tiny-gemma3", "gemma3_text", true, 230080},
-                                           Family{"tiny-qwen2-moe", "qwen2_moe", false, 165056},
                                            Family{"tiny-gpt-oss", "gpt_oss", true, 141520}),
                          [](const auto& param_info) {
                            std::string n = param_info.param.dir;
                            for (char& c : n) c = c == '-' ? '_' : c;
                            return n;
                          });
+
+// A family the executor models (Qwen2-MoE, Mistral: one file each) on the same third-party
+// engine: every stage runs — the executor's against the shipped transformers goldens, the
+// service's against the engine — and passes: readiness established, exit 0.
+TEST(Day0Engine, AModelledFamilyOnAThirdPartyEnginePassesEveryStage) {
+  for (const char* name : {"tiny-qwen2-moe", "tiny-mistral"}) {
+    SCOPED_TRACE(name);
+    test::TempDir dir;
+    const auto r = run_harness("day0 --json --no-db --no-report --model " +
+                               test::source_path(std::string("tests/data/models/") + name) + " --platform " +
+                               engine_platform(dir, name) + " --golden " +
+                               test::source_path(std::string("golden/e2e/") + name));
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["ready"], true);
+    auto stages = stages_of(r.out);
+    ASSERT_EQ(stages.size(), 14u);
+    for (const auto& [id, s] : stages) EXPECT_EQ(s["status"], "pass") << id << ": " << s["summary"];
+    EXPECT_NE(stages["model"]["summary"].get<std::string>().find("0 failed"), std::string::npos);
+  }
+}
 
 // The dashboard of such a run says which readiness was established.
 TEST(Day0Engine, TheDashboardShowsTheServiceLevelVerdict) {

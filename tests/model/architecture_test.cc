@@ -62,12 +62,50 @@ INSTANTIATE_TEST_SUITE_P(
                       Published{"qwen3-235b-a22b", 235093634560, 22190763520, 235e9, 22e9, 1e9, 1e9},
                       Published{"mixtral-8x7b-v0.1", 46702792704, 12879925248, 46.7e9, 12.9e9},
                       Published{"deepseek-v3", 671026419200, 37552282624, 671e9, 37e9, 1e9, 1e9, true},
-                      Published{"kimi-k2-instruct", 1026408232448, 32861477888, 1e12, 32e9, 0.1e12, 1e9, true}),
+                      Published{"kimi-k2-instruct", 1026408232448, 32861477888, 1e12, 32e9, 0.1e12, 1e9, true},
+                      Published{"mistral-7b-v0.1", 7241732096, 0, 7.24e9, 0},
+                      Published{"mistral-7b-instruct-v0.3", 7248023552, 0, 7.25e9, 0},
+                      Published{"qwen1.5-moe-a2.7b", 14315784192, 2689173504, 14.3e9, 2.7e9},
+                      Published{"qwen2-57b-a14b", 57408658944, 14249270784, 57e9, 14e9, 1e9, 1e9}),
     [](const ::testing::TestParamInfo<Published>& param) {
       std::string n = param.param.file;
       for (char& ch : n) if (ch == '-' || ch == '.') ch = '_';
       return n;
     });
+
+// Mistral-7B-v0.1 slides a 4096-token window on every layer; v0.3's null window is full attention.
+TEST(Architecture, MistralFields) {
+  const Architecture a = load_architecture(config("mistral-7b-v0.1"));
+  EXPECT_EQ(a.family, "mistral");
+  EXPECT_EQ(a.text.attn.sliding_window, 4096);
+  ASSERT_EQ(a.text.layer_kinds.size(), 32u);
+  for (int64_t l = 0; l < 32; ++l) EXPECT_EQ(a.text.layer_kind(l), TextModel::LayerKind::kSliding) << l;
+  const Architecture b = load_architecture(config("mistral-7b-instruct-v0.3"));
+  EXPECT_EQ(b.text.attn.sliding_window, 0);
+  EXPECT_TRUE(b.text.layer_kinds.empty());
+  EXPECT_EQ(b.text.layer_kind(0), TextModel::LayerKind::kFull);
+}
+
+// Qwen1.5-MoE: one shared expert (5632 wide, not a multiple of the experts' count) behind a
+// sigmoid gate, softmax routing left unnormalized, q/k/v biases; its tensors under Qwen2-MoE's names.
+TEST(Architecture, Qwen2MoeFields) {
+  const Architecture a = load_architecture(config("qwen1.5-moe-a2.7b"));
+  EXPECT_EQ(a.family, "qwen2_moe");
+  EXPECT_EQ(a.text.moe.num_experts, 60);
+  EXPECT_EQ(a.text.moe.shared_inter(), 5632);
+  EXPECT_TRUE(a.text.moe.shared_expert_gate);
+  EXPECT_FALSE(a.text.moe.norm_topk_prob);
+  EXPECT_TRUE(a.text.attn.qkv_bias);
+  EXPECT_EQ(a.text.attn.sliding_window, 0);  // use_sliding_window false
+  const Inventory inv = build_inventory(a);
+  const WeightInfo* gate = inv.find(3, TensorRole::kSharedExpertGate);
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->name, "model.layers.3.mlp.shared_expert_gate.weight");
+  EXPECT_EQ(gate->shape, (std::vector<int64_t>{1, 2048}));
+  EXPECT_EQ(inv.find(3, TensorRole::kSharedUp)->name, "model.layers.3.mlp.shared_expert.up_proj.weight");
+  EXPECT_EQ(inv.find(3, TensorRole::kExpertDown, TensorPiece::kWeight, 59)->name, "model.layers.3.mlp.experts.59.down_proj.weight");
+  EXPECT_EQ(inv.find(0, TensorRole::kAttnK, TensorPiece::kBias)->name, "model.layers.0.self_attn.k_proj.bias");
+}
 
 TEST(Architecture, DeepseekV3Fields) {
   const Architecture a = load_architecture(config("deepseek-v3"));
@@ -193,7 +231,7 @@ TEST(ArchitectureErrors, NameTheField) {
 TEST(Transformers5Configs, ParseAndCountAsTransformersDoes) {
   std::ifstream in(std::string(H0_SOURCE_DIR) + "/golden/models/transformers5-counts.json");
   const nlohmann::json golden = nlohmann::json::parse(in);
-  ASSERT_EQ(golden["models"].size(), 7u);
+  ASSERT_EQ(golden["models"].size(), 9u);
   for (const auto& [type, want] : golden["models"].items()) {
     const Architecture a = load_architecture(std::string(H0_SOURCE_DIR) + "/" + want["config"].get<std::string>());
     EXPECT_EQ(build_inventory(a).counts.total, want["num_parameters"].get<int64_t>()) << type;
@@ -225,7 +263,7 @@ namespace {
 // exactly one tensor: what the executor and the loader look weights up by.
 TEST(Inventory, EveryDecoderWeightHasOneRole) {
   for (const char* name : {"llama-3.1-8b", "qwen2.5-72b", "qwen3-8b", "qwen3-235b-a22b", "mixtral-8x7b-v0.1", "deepseek-v3",
-                           "kimi-k2-instruct", "llava-1.5-7b-hf"}) {
+                           "kimi-k2-instruct", "llava-1.5-7b-hf", "mistral-7b-v0.1", "qwen1.5-moe-a2.7b"}) {
     SCOPED_TRACE(name);
     const Inventory inv = build_inventory(load_architecture(config(name)));
     std::set<std::tuple<int64_t, TensorRole, TensorPiece, int64_t>> keys;

@@ -1,0 +1,111 @@
+// The families added as one file each (src/model/families/mistral.cc, qwen2_moe.cc) on checkpoints
+// transformers wrote itself (tests/data/models/, golden/tools/gen_tiny_hf_models.py): day0 passes
+// every stage on cpu, the reference backend and PoCL; the op stage runs the model's own cases (the
+// sliding-window attention at Mistral's window, the shared-expert gate's sigmoid); faults in the
+// blocks they brought — a kernel that ignores sliding_window, a wrong sigmoid — and the catalogue's
+// old faults are caught at the op stage and localized at the layer stage, as on the old models.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness/cli_util.h"
+
+namespace h0 {
+namespace {
+
+using test::run_harness;
+using test::stages_of;
+
+bool contains(const nlohmann::json& s, const std::string& text) {
+  return s.get<std::string>().find(text) != std::string::npos;
+}
+
+std::string model_dir(const std::string& name) { return test::source_path("tests/data/models/" + name); }
+
+struct NewFamily {
+  const char* name;
+  int64_t hf_parameters;   // transformers' num_parameters() (golden/models/<name>.json)
+  const char* model_case;  // an op case at this model's shapes that only its block brings
+};
+
+class Day0NewFamily : public ::testing::TestWithParam<std::tuple<NewFamily, const char*>> {};
+
+TEST_P(Day0NewFamily, EveryStagePasses) {
+  const auto& [f, platform] = GetParam();
+  test::TempDir dir;
+  const auto r = run_harness("day0 --json --no-db --model " + model_dir(f.name) +
+                             " --platform configs/platforms/" + platform + ".yaml --out " + dir.file("out"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto stages = stages_of(r.out);
+  ASSERT_EQ(stages.size(), 14u);
+  for (const auto& [id, s] : stages) EXPECT_EQ(s["status"], "pass") << id << ": " << s["summary"];
+  EXPECT_EQ(stages["config"]["details"]["parameters"].get<int64_t>(), f.hf_parameters);
+  EXPECT_TRUE(contains(stages["e2e_text"]["summary"], "0 failed")) << stages["e2e_text"]["summary"];
+  const std::string record = test::read_file(dir.file("out/day0.json"));
+  EXPECT_NE(record.find(std::string("op_accuracy/") + f.name + "/shapes/" + f.model_case), std::string::npos)
+      << f.model_case;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, Day0NewFamily,
+    ::testing::Combine(::testing::Values(NewFamily{"tiny-mistral", 205120, "paged_attention/sliding"},
+                                         NewFamily{"tiny-qwen2-moe", 165056, "sigmoid"}),
+                       ::testing::Values("cpu", "reference", "opencl-pocl")),
+    [](const auto& param_info) {
+      std::string n = std::string(std::get<0>(param_info.param).name) + "_" + std::get<1>(param_info.param);
+      for (char& c : n) c = c == '-' ? '_' : c;
+      return n;
+    });
+
+// day0 on `name` with the faulty plugin's `options` (a YAML flow map), --keep-going: the stages.
+std::map<std::string, nlohmann::json> faulty_day0(const std::string& name, const std::string& options) {
+  test::TempDir dir;
+  std::ofstream(dir.file("faulty.yaml")) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
+                                         << ", options: " << options << "}\ndevice_memory: 8GiB\n";
+  const auto r = run_harness("day0 --json --no-db --no-report --keep-going --model " + model_dir(name) +
+                             " --platform " + dir.file("faulty.yaml"));
+  EXPECT_EQ(r.code, 1) << r.err;
+  return stages_of(r.out);
+}
+
+// A plugin written before paged_attention had sliding_window (it never sees the attr) runs full
+// attention: the op stage's sliding cases fail; the layer stage names layer 0's attention.
+TEST(Day0NewFamilyFaults, APagedAttentionThatIgnoresTheWindowIsCaughtAndLocalized) {
+  auto stages = faulty_day0("tiny-mistral", "{op: paged_attention, fault: drop_attr, attr: sliding_window}");
+  EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
+  EXPECT_TRUE(contains(stages["op_accuracy"]["summary"], "paged_attention")) << stages["op_accuracy"]["summary"];
+  EXPECT_EQ(stages["layer_accuracy"]["status"], "fail");
+  EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.self_attn"))
+      << stages["layer_accuracy"]["summary"];
+  EXPECT_EQ(stages["model"]["status"], "fail");
+}
+
+// A sigmoid 1 % off (the shared-expert gate's): caught at the op stage, localized at layer 0's MoE block.
+TEST(Day0NewFamilyFaults, AWrongSigmoidIsCaughtAndLocalizedAtTheMoeBlock) {
+  auto stages = faulty_day0("tiny-qwen2-moe", "{op: sigmoid, fault: scale, magnitude: 0.01}");
+  EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
+  EXPECT_TRUE(contains(stages["op_accuracy"]["summary"], "sigmoid")) << stages["op_accuracy"]["summary"];
+  EXPECT_EQ(stages["layer_accuracy"]["status"], "fail");
+  EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.mlp"))
+      << stages["layer_accuracy"]["summary"];
+}
+
+// The catalogue's old faults on the new models, as on the old ones: a 1 % rmsnorm is named at
+// the first norm of layer 0; a NaN in the router's softmax-top-k at layer 0's MoE block.
+TEST(Day0NewFamilyFaults, TheOldFaultsAreLocalizedOnTheNewModels) {
+  for (const char* name : {"tiny-mistral", "tiny-qwen2-moe"}) {
+    SCOPED_TRACE(name);
+    auto stages = faulty_day0(name, "{op: rmsnorm, fault: scale, magnitude: 0.01}");
+    EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
+    EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.input_layernorm"))
+        << stages["layer_accuracy"]["summary"];
+  }
+  auto stages = faulty_day0("tiny-qwen2-moe", "{op: moe_experts, fault: scale, magnitude: 0.01}");
+  EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
+  EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.mlp"))
+      << stages["layer_accuracy"]["summary"];
+}
+
+}  // namespace
+}  // namespace h0
