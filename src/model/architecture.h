@@ -42,6 +42,9 @@ struct Attention {
   // Sliding-window attention (Mistral, Gemma 3, GPT-OSS): a sliding layer's query sees the last
   // `sliding_window` keys, so its KV cache holds at most that many tokens per sequence.
   int64_t sliding_window = 0;  // 0: none
+  // Partial rotary (GLM-4.5's partial_rotary_factor): RoPE turns the first rotary_dim dims of each
+  // q/k head (NeoX halves of those), the rest pass through. 0: all of head_dim.
+  int64_t rotary_dim = 0;
 
   int64_t qk_head_dim() const { return mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
   int64_t value_head_dim() const { return mla ? v_head_dim : head_dim; }

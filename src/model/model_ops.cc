@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "base/error.h"
+
 namespace h0::model {
 
 ModelOps model_ops(const Architecture& arch, bool act_quant) {
@@ -20,7 +22,18 @@ ModelOps model_ops(const Architecture& arch, bool act_quant) {
   for (int64_t l = 0; l < t.num_layers && !dense_mlp; ++l) dense_mlp = !t.is_moe_layer(l);
   if (dense_mlp) o.swiglu = bind_op("swiglu");
   o.embedding = bind_op("embedding");
-  o.rope = bind_op("rope", {{"theta", t.rope_theta}, {"style", t.attn.mla ? "gptj" : "neox"}, {"scaling", t.rope_scaling_json}});
+  ops::Json rope = {{"theta", t.rope_theta}, {"style", t.attn.mla ? "gptj" : "neox"}, {"scaling", t.rope_scaling_json}};
+  if (t.attn.rotary_dim > 0 && !t.attn.mla) {
+    // An odd partial rotary dim (transformers' default Glm4MoeConfig: int(42 · 0.5)): HF's
+    // frequencies over the odd dim are not rope's (even rotary_dim), so no run can match it.
+    if (t.attn.rotary_dim % 2 != 0) {
+      throw InputError("config.json: partial_rotary_factor",
+                       "the rotary dim " + std::to_string(t.attn.rotary_dim) + " of head_dim " + std::to_string(t.attn.head_dim) +
+                           " is odd: the rope op turns an even number of dims");
+    }
+    rope["rotary_dim"] = t.attn.rotary_dim;
+  }
+  o.rope = bind_op("rope", rope);
   if (arch.is_moe()) {
     const Moe& m = t.moe;
     o.moe_gate = bind_op("moe_gate", {{"top_k", m.experts_per_token}, {"scoring", m.scoring},
