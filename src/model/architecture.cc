@@ -32,6 +32,7 @@ constexpr Family kFamilies[] = {
     {"LlavaForConditionalGeneration", "llava", "llava", arch_llava},
     {"MistralForCausalLM", "mistral", "mistral", arch_mistral},
     {"Qwen2MoeForCausalLM", "qwen2_moe", "qwen2_moe", arch_qwen2_moe},
+    {"Glm4MoeForCausalLM", "glm4_moe", "glm4_moe", arch_glm4_moe},
 };
 
 const Family* find_family(const nlohmann::json& config) {
