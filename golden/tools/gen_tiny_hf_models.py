@@ -30,6 +30,10 @@ Each checkpoint is loaded back (AutoModelForCausalLM.from_pretrained, f32, eager
                   embeddings tied (size).
   tiny-mistral    mistral: sliding_window 4 on every layer (the 7- and 13-token prompts see it cut),
                   GQA 4/2, head_dim 16; initializer_range 0.2, embeddings not tied.
+  tiny-glm4-moe   glm4_moe: 3 layers (the first dense), 8 experts in 2 groups (topk_group 1), top-2,
+                  sigmoid scores with the correction bias, routed scaling 2.5, one shared expert,
+                  q/k/v biases, QK-norm, head_dim 32 with partial rotary 0.5 (16 dims turn);
+                  initializer_range 0.2, embeddings not tied.
   tiny-gpt-oss    gpt_oss: 4 fused experts (intermediate_size 32; gate_up_proj interleaved, biases,
                   clamped SwiGLU), top-2 router with bias, attention sinks, attention biases,
                   layer_types [sliding_attention, full_attention], sliding_window 4, head_dim 16,
@@ -54,7 +58,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 LLAMA3_TOKENIZER = ("tiny-llama", 1019, 1023, 1020)
 QWEN_TOKENIZER = ("tiny-qwen3-moe", 1019, 1021, 1019)
 TOKENIZERS = {"tiny-gemma3": LLAMA3_TOKENIZER, "tiny-qwen2-moe": QWEN_TOKENIZER, "tiny-gpt-oss": LLAMA3_TOKENIZER,
-              "tiny-mistral": LLAMA3_TOKENIZER}
+              "tiny-mistral": LLAMA3_TOKENIZER, "tiny-glm4-moe": LLAMA3_TOKENIZER}
 SEED = 0
 
 
@@ -66,9 +70,15 @@ def common(name: str) -> dict:
 
 
 def configs():
-    from transformers import Gemma3TextConfig, GptOssConfig, MistralConfig, Qwen2MoeConfig
+    from transformers import Gemma3TextConfig, Glm4MoeConfig, GptOssConfig, MistralConfig, Qwen2MoeConfig
 
     return {
+        "tiny-glm4-moe": Glm4MoeConfig(
+            **{**common("tiny-glm4-moe"), "num_hidden_layers": 3}, head_dim=32, n_routed_experts=8,
+            num_experts_per_tok=2, moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1,
+            n_group=2, topk_group=1, routed_scaling_factor=2.5, norm_topk_prob=True, use_qk_norm=True,
+            attention_bias=True, num_nextn_predict_layers=0, tie_word_embeddings=False, initializer_range=0.2,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
         "tiny-mistral": MistralConfig(
             **common("tiny-mistral"), sliding_window=4, tie_word_embeddings=False, initializer_range=0.2),
         "tiny-gemma3": Gemma3TextConfig(
@@ -96,6 +106,12 @@ def offset_constant_params(model, seed: int) -> list[str]:
     for name, p in model.named_parameters():
         if p.numel() > 1 and bool((p == p.flatten()[0]).all()):
             p.add_(torch.randn(p.shape, generator=g, dtype=torch.float32).to(p.dtype) * 0.1)
+            touched.append(name)
+    # The router's correction bias (DeepSeek-V3-style routing, GLM-4.5) is a zero buffer: offset it
+    # too, so that a router that ignores it selects other experts.  No other family has one.
+    for name, b in model.named_buffers():
+        if name.endswith("e_score_correction_bias") and bool((b == 0).all()):
+            b.add_(torch.randn(b.shape, generator=g, dtype=torch.float32).to(b.dtype) * 0.1)
             touched.append(name)
     return touched
 

@@ -1,4 +1,4 @@
-// The families added as one file each (src/model/families/mistral.cc, qwen2_moe.cc) on checkpoints
+// The families added as one file each (src/model/families/mistral.cc, qwen2_moe.cc, glm4_moe.cc) on checkpoints
 // transformers wrote itself (tests/data/models/, golden/tools/gen_tiny_hf_models.py): day0 passes
 // every stage on cpu, the reference backend and PoCL; the op stage runs the model's own cases (the
 // sliding-window attention at Mistral's window, the shared-expert gate's sigmoid); faults in the
@@ -50,7 +50,8 @@ TEST_P(Day0NewFamily, EveryStagePasses) {
 INSTANTIATE_TEST_SUITE_P(
     Families, Day0NewFamily,
     ::testing::Combine(::testing::Values(NewFamily{"tiny-mistral", 205120, "paged_attention/sliding"},
-                                         NewFamily{"tiny-qwen2-moe", 165056, "sigmoid"}),
+                                         NewFamily{"tiny-qwen2-moe", 165056, "sigmoid"},
+                                         NewFamily{"tiny-glm4-moe", 342400, "moe_gate"}),
                        ::testing::Values("cpu", "reference", "opencl-pocl")),
     [](const auto& param_info) {
       std::string n = std::string(std::get<0>(param_info.param).name) + "_" + std::get<1>(param_info.param);
@@ -79,6 +80,16 @@ TEST(Day0NewFamilyFaults, APagedAttentionThatIgnoresTheWindowIsCaughtAndLocalize
   EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.self_attn"))
       << stages["layer_accuracy"]["summary"];
   EXPECT_EQ(stages["model"]["status"], "fail");
+}
+
+// GLM-4.5 turns half of each head (partial_rotary_factor): a rope kernel that never sees
+// rotary_dim turns all of it; caught at the op stage, localized at layer 0's attention.
+TEST(Day0NewFamilyFaults, ARopeThatTurnsTheWholeHeadIsCaughtAndLocalized) {
+  auto stages = faulty_day0("tiny-glm4-moe", "{op: rope, fault: drop_attr, attr: rotary_dim}");
+  EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
+  EXPECT_TRUE(contains(stages["op_accuracy"]["summary"], "rope")) << stages["op_accuracy"]["summary"];
+  EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.self_attn"))
+      << stages["layer_accuracy"]["summary"];
 }
 
 // A sigmoid 1 % off (the shared-expert gate's): caught at the op stage, localized at layer 0's MoE block.

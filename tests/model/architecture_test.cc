@@ -66,7 +66,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Published{"mistral-7b-v0.1", 7241732096, 0, 7.24e9, 0},
                       Published{"mistral-7b-instruct-v0.3", 7248023552, 0, 7.25e9, 0},
                       Published{"qwen1.5-moe-a2.7b", 14315784192, 2689173504, 14.3e9, 2.7e9},
-                      Published{"qwen2-57b-a14b", 57408658944, 14249270784, 57e9, 14e9, 1e9, 1e9}),
+                      Published{"qwen2-57b-a14b", 57408658944, 14249270784, 57e9, 14e9, 1e9, 1e9},
+                      // GLM's cards: 355B / 32B and 106B / 12B, active without the embedding.
+                      Published{"glm-4.5", 352797829024, 33632251904, 355e9, 32e9, 10e9, 2e9, true},
+                      Published{"glm-4.5-air", 106852251264, 13424123904, 106e9, 12e9, 2e9, 2e9, true}),
     [](const ::testing::TestParamInfo<Published>& param) {
       std::string n = param.param.file;
       for (char& ch : n) if (ch == '-' || ch == '.') ch = '_';
@@ -105,6 +108,33 @@ TEST(Architecture, Qwen2MoeFields) {
   EXPECT_EQ(inv.find(3, TensorRole::kSharedUp)->name, "model.layers.3.mlp.shared_expert.up_proj.weight");
   EXPECT_EQ(inv.find(3, TensorRole::kExpertDown, TensorPiece::kWeight, 59)->name, "model.layers.3.mlp.experts.59.down_proj.weight");
   EXPECT_EQ(inv.find(0, TensorRole::kAttnK, TensorPiece::kBias)->name, "model.layers.0.self_attn.k_proj.bias");
+}
+
+// GLM-4.5: GQA with q/k/v biases and QK-norm, half of head_dim rotary, DeepSeek-V3's routing
+// over 160 experts, 3 dense layers, one MTP layer in the checkpoint (counted apart).
+TEST(Architecture, Glm4MoeFields) {
+  const Architecture a = load_architecture(config("glm-4.5"));
+  EXPECT_EQ(a.family, "glm4_moe");
+  EXPECT_FALSE(a.text.attn.mla);
+  EXPECT_EQ(a.text.attn.head_dim, 128);
+  EXPECT_EQ(a.text.attn.rotary_dim, 64);
+  EXPECT_TRUE(a.text.attn.qkv_bias);
+  EXPECT_FALSE(a.text.attn.o_bias);
+  EXPECT_TRUE(a.text.attn.qk_norm);
+  EXPECT_EQ(a.text.moe.scoring, "sigmoid");
+  EXPECT_TRUE(a.text.moe.correction_bias);
+  EXPECT_EQ(a.text.moe.routed_scaling_factor, 2.5);
+  EXPECT_FALSE(a.text.is_moe_layer(2));
+  EXPECT_TRUE(a.text.is_moe_layer(3));
+  EXPECT_EQ(a.text.num_nextn_predict_layers, 1);
+  EXPECT_GT(counts_of("glm-4.5").mtp, 0);
+  EXPECT_FALSE(load_architecture(config("glm-4.5-air")).text.attn.qk_norm);
+  // transformers 5 moves partial_rotary_factor into rope_parameters.
+  std::ifstream in(config("glm-4.5"));
+  nlohmann::json c = nlohmann::json::parse(in);
+  c.erase("partial_rotary_factor");
+  c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e6}, {"partial_rotary_factor", 0.25}};
+  EXPECT_EQ(parse_architecture(c, "config.json").text.attn.rotary_dim, 32);
 }
 
 TEST(Architecture, DeepseekV3Fields) {
@@ -231,7 +261,7 @@ TEST(ArchitectureErrors, NameTheField) {
 TEST(Transformers5Configs, ParseAndCountAsTransformersDoes) {
   std::ifstream in(std::string(H0_SOURCE_DIR) + "/golden/models/transformers5-counts.json");
   const nlohmann::json golden = nlohmann::json::parse(in);
-  ASSERT_EQ(golden["models"].size(), 9u);
+  ASSERT_EQ(golden["models"].size(), 10u);
   for (const auto& [type, want] : golden["models"].items()) {
     const Architecture a = load_architecture(std::string(H0_SOURCE_DIR) + "/" + want["config"].get<std::string>());
     EXPECT_EQ(build_inventory(a).counts.total, want["num_parameters"].get<int64_t>()) << type;
@@ -263,7 +293,7 @@ namespace {
 // exactly one tensor: what the executor and the loader look weights up by.
 TEST(Inventory, EveryDecoderWeightHasOneRole) {
   for (const char* name : {"llama-3.1-8b", "qwen2.5-72b", "qwen3-8b", "qwen3-235b-a22b", "mixtral-8x7b-v0.1", "deepseek-v3",
-                           "kimi-k2-instruct", "llava-1.5-7b-hf", "mistral-7b-v0.1", "qwen1.5-moe-a2.7b"}) {
+                           "kimi-k2-instruct", "llava-1.5-7b-hf", "mistral-7b-v0.1", "qwen1.5-moe-a2.7b", "glm-4.5"}) {
     SCOPED_TRACE(name);
     const Inventory inv = build_inventory(load_architecture(config(name)));
     std::set<std::tuple<int64_t, TensorRole, TensorPiece, int64_t>> keys;

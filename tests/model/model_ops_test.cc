@@ -52,7 +52,7 @@ INSTANTIATE_TEST_SUITE_P(Tiny, RanOps,
                          ::testing::Values("configs/models/tiny-llama", "configs/models/tiny-qwen3-moe",
                                            "configs/models/tiny-deepseek-v3", "configs/models/tiny-deepseek-v3-fp8",
                                            "configs/models/tiny-llava", "tests/data/models/tiny-mistral",
-                                           "tests/data/models/tiny-qwen2-moe"),
+                                           "tests/data/models/tiny-qwen2-moe", "tests/data/models/tiny-glm4-moe"),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string n = p.param.substr(p.param.rfind('/') + 1);
                            for (char& c : n) if (c == '-') c = '_';
