@@ -90,6 +90,32 @@ OpDef binary_op(const char* name) {
 
 double plus(double a, double b) { return a + b; }
 double times(double a, double b) { return a * b; }
+double silu_of(double x, double) { return util::silu(x); }
+double sigmoid_of(double x, double) { return util::sigmoid(x); }
+
+// silu and sigmoid: y = f(x), one transcendental of each element (4 flops), no attrs.
+template <const OpDef& (*kSelf)(), double (*kFn)(double, double)>
+OpDef transcendental_op(const char* name) {
+  return {
+      .name = name,
+      .inputs = {{"x", OperandKind::kFloat}},
+      .outputs = {{"y", OperandKind::kFloat}},
+      .attrs = {},
+      .dims = {"*"},
+      .dim_defaults = {},
+      .tolerance = ToleranceClass::kTranscendental,
+      .operands =
+          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
+            return std::vector<TensorDesc>{desc(dtype, util::full_shape(dims))};
+          },
+      .infer = [](const std::vector<TensorDesc>& in, const Json&) { return unary_infer(in); },
+      .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
+                 const Json&) { return elementwise_cost(in, out, 4); },
+      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                      const Json&) { map_reference(in, out, kFn); },
+      .default_inputs = [](const Dims&, const Json&) { return normal_inputs({"x"}); },
+  };
+}
 
 }  // namespace
 
@@ -104,52 +130,12 @@ const OpDef& mul_op() {
 }
 
 const OpDef& silu_op() {
-  static const OpDef op = {
-      .name = "silu",
-      .inputs = {{"x", OperandKind::kFloat}},
-      .outputs = {{"y", OperandKind::kFloat}},
-      .attrs = {},
-      .dims = {"*"},
-      .dim_defaults = {},
-      .tolerance = ToleranceClass::kTranscendental,
-      .operands =
-          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
-            return std::vector<TensorDesc>{desc(dtype, util::full_shape(dims))};
-          },
-      .infer = [](const std::vector<TensorDesc>& in, const Json&) { return unary_infer(in); },
-      .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
-                 const Json&) { return elementwise_cost(in, out, 4); },
-      .reference =
-          [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json&) {
-            map_reference(in, out, [](double x, double) { return util::silu(x); });
-          },
-      .default_inputs = [](const Dims&, const Json&) { return normal_inputs({"x"}); },
-  };
+  static const OpDef op = transcendental_op<&silu_op, &silu_of>("silu");
   return op;
 }
 
 const OpDef& sigmoid_op() {
-  static const OpDef op = {
-      .name = "sigmoid",
-      .inputs = {{"x", OperandKind::kFloat}},
-      .outputs = {{"y", OperandKind::kFloat}},
-      .attrs = {},
-      .dims = {"*"},
-      .dim_defaults = {},
-      .tolerance = ToleranceClass::kTranscendental,
-      .operands =
-          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
-            return std::vector<TensorDesc>{desc(dtype, util::full_shape(dims))};
-          },
-      .infer = [](const std::vector<TensorDesc>& in, const Json&) { return unary_infer(in); },
-      .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
-                 const Json&) { return elementwise_cost(in, out, 4); },
-      .reference =
-          [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json&) {
-            map_reference(in, out, [](double x, double) { return 1.0 / (1.0 + std::exp(-x)); });
-          },
-      .default_inputs = [](const Dims&, const Json&) { return normal_inputs({"x"}); },
-  };
+  static const OpDef op = transcendental_op<&sigmoid_op, &sigmoid_of>("sigmoid");
   return op;
 }
 
