@@ -108,6 +108,20 @@ TEST(Architecture, Qwen2MoeFields) {
   EXPECT_EQ(inv.find(3, TensorRole::kSharedUp)->name, "model.layers.3.mlp.shared_expert.up_proj.weight");
   EXPECT_EQ(inv.find(3, TensorRole::kExpertDown, TensorPiece::kWeight, 59)->name, "model.layers.3.mlp.experts.59.down_proj.weight");
   EXPECT_EQ(inv.find(0, TensorRole::kAttnK, TensorPiece::kBias)->name, "model.layers.0.self_attn.k_proj.bias");
+  // use_sliding_window (set by no released model): transformers 4's rule, layers from
+  // max_window_layers (21) on slide; transformers 5's layer_types as written.
+  std::ifstream in(config("qwen1.5-moe-a2.7b"));
+  nlohmann::json c = nlohmann::json::parse(in);
+  c["use_sliding_window"] = true;
+  Architecture s = parse_architecture(c, "config.json");
+  EXPECT_EQ(s.text.attn.sliding_window, 32768);
+  EXPECT_EQ(s.text.layer_kind(20), TextModel::LayerKind::kFull);
+  EXPECT_EQ(s.text.layer_kind(21), TextModel::LayerKind::kSliding);
+  c["layer_types"] = nlohmann::json::array();
+  for (int l = 0; l < 24; ++l) c["layer_types"].push_back(l == 0 ? "sliding_attention" : "full_attention");
+  s = parse_architecture(c, "config.json");
+  EXPECT_EQ(s.text.layer_kind(0), TextModel::LayerKind::kSliding);
+  EXPECT_EQ(s.text.layer_kind(21), TextModel::LayerKind::kFull);
 }
 
 // GLM-4.5: GQA with q/k/v biases and QK-norm, half of head_dim rotary, DeepSeek-V3's routing

@@ -23,6 +23,17 @@ Architecture arch_qwen2_moe(const ConfigFields& f) {
   read_decoder(f, &a.text, false);
   a.text.names = &qwen2_moe_names();
   a.text.attn.qkv_bias = f.opt_bool("qkv_bias", true);  // transformers 5 writes it; 4 always had them
+  if (f.opt_bool("use_sliding_window", false)) {  // no released Qwen2-MoE sets it; HF's rule if one does
+    const int64_t layers = a.text.num_layers;
+    a.text.attn.sliding_window = f.opt_int("sliding_window", 0);
+    if (f.json().contains("layer_types")) {  // transformers 5 writes the rule's result
+      a.text.layer_kinds = read_layer_kinds(f, layers, a.text.attn.sliding_window);
+    } else {  // transformers 4: layers from max_window_layers on slide
+      const int64_t from = f.opt_int("max_window_layers", layers);
+      for (int64_t l = 0; l < layers; ++l)
+        a.text.layer_kinds.push_back(l >= from ? TextModel::LayerKind::kSliding : TextModel::LayerKind::kFull);
+    }
+  }
   Moe& m = a.text.moe;
   m.num_experts = f.req_int_any({"num_experts", "num_local_experts"});
   m.experts_per_token = f.req_int("num_experts_per_tok");
