@@ -173,11 +173,13 @@ def op_swiglu(inp, attrs):
 
 @op("rmsnorm")
 def op_rmsnorm(inp, attrs):
-    # HF LlamaRMSNorm.forward, in float64.
+    # HF LlamaRMSNorm.forward, in float64; offset 1 is Gemma3RMSNorm's (1.0 + weight) (its
+    # forward casts to float32, so its formula is written out here in float64).
     x, w = f64(inp[0]), f64(inp[1])
     eps = float(attr(attrs, "eps", 1e-6))
+    offset = float(attr(attrs, "offset", 0.0))
     variance = x.pow(2).mean(-1, keepdim=True)
-    return [w * (x * torch.rsqrt(variance + eps))]
+    return [(offset + w) * (x * torch.rsqrt(variance + eps))]
 
 
 @op("layernorm")

@@ -1,5 +1,6 @@
 // rmsnorm and layernorm.
-//   rmsnorm(x[T,D], w[D]) = x / sqrt(mean(x^2) + eps) * w            (HF LlamaRMSNorm)
+//   rmsnorm(x[T,D], w[D]) = x / sqrt(mean(x^2) + eps) * (offset + w)  (HF LlamaRMSNorm; offset 1:
+//     Gemma's (1 + w), applied in f32 before the one rounding)
 //   layernorm(x[T,D], w[D], b[D]) = (x - mean) / sqrt(var + eps) * w + b  (biased variance)
 // Reductions over D in f64; one rounding to the output dtype.
 #include <cmath>
@@ -39,7 +40,7 @@ Cost norm_cost(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>&
 
 // x is (T, D); w and b are (D). `center` subtracts the mean (layernorm) before scaling.
 void norm_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
-                    double eps, bool center) {
+                    double eps, bool center, double offset = 0) {
   const int64_t t = in[0]->dim(0), d = in[0]->dim(1);
   const auto x = util::to_f64(*in[0]);
   const auto w = util::to_f64(*in[1]);
@@ -56,7 +57,7 @@ void norm_reference(const std::vector<const Tensor*>& in, const std::vector<Tens
     for (int64_t j = 0; j < d; ++j) sq += (row[j] - mean) * (row[j] - mean);
     const double inv = 1.0 / std::sqrt(sq / static_cast<double>(d) + eps);
     for (int64_t j = 0; j < d; ++j) {
-      double v = (row[j] - mean) * inv * w[static_cast<size_t>(j)];
+      double v = (row[j] - mean) * inv * (offset + w[static_cast<size_t>(j)]);
       if (!b.empty()) v += b[static_cast<size_t>(j)];
       y[static_cast<size_t>(r * d + j)] = v;
     }
@@ -71,7 +72,8 @@ const OpDef& rmsnorm_op() {
       .name = "rmsnorm",
       .inputs = {{"x", OperandKind::kFloat}, {"w", OperandKind::kFloat}},
       .outputs = {{"y", OperandKind::kFloat}},
-      .attrs = {{"eps", AttrType::kFloat, "1e-6", nullptr, "added to mean(x^2)"}},
+      .attrs = {{"eps", AttrType::kFloat, "1e-6", nullptr, "added to mean(x^2)"},
+                {"offset", AttrType::kFloat, "0", nullptr, "added to w (Gemma's 1 + w: 1)"}},
       .dims = {"T", "D"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kReduction,
@@ -83,7 +85,7 @@ const OpDef& rmsnorm_op() {
         return norm_cost(in, out, 4);
       },
       .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json& a) {
-        norm_reference(in, out, util::attr_f(a, "eps"), false);
+        norm_reference(in, out, util::attr_f(a, "eps"), false, util::attr_f(a, "offset"));
       },
       .default_inputs = [](const Dims&, const Json&) {
         return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},

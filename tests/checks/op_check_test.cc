@@ -50,7 +50,7 @@ TEST(OpCheck, MalformedFieldsNameTheirPlace) {
   EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    attrs: {eps: tiny}\n"),
             "s.yaml:7:18: op 'rmsnorm': attr 'eps' must be a number, got \"tiny\"");
   EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    attrs: {epsilon: 1.0e-6}\n"),
-            "s.yaml:7:13: op 'rmsnorm': unknown attr 'epsilon' (expected eps)");
+            "s.yaml:7:13: op 'rmsnorm': unknown attr 'epsilon' (expected eps, offset)");
   EXPECT_EQ(prepare_error(head + "    op: rope\n    shape: [2, 2, 8]\n    attrs: {style: llama}\n"),
             "s.yaml:7:20: op 'rope': attr 'style' must be one of neox|gptj, got \"llama\"");
   EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8, 3]\n"),

@@ -1,5 +1,5 @@
 // Row reductions: rmsnorm, layernorm and softmax, one row per task, f32 accumulation.
-//   rmsnorm(x[T,D], w[D])         = x / sqrt(mean(x²) + eps) · w
+//   rmsnorm(x[T,D], w[D])         = x / sqrt(mean(x²) + eps) · (offset + w)
 //   layernorm(x[T,D], w[D], b[D]) = (x − mean) / sqrt(var + eps) · w + b   (biased variance)
 //   softmax(x[..., N])            = exp(x − max) / Σ exp(x − max), over the last axis
 // Sums use `omp simd` reductions: a fixed, vectorized order, identical on every run.
@@ -53,6 +53,12 @@ void norm(const OpCall& call, bool center) {
     bias = b->data();
   }
   const float* wp = w.data();
+  std::vector<float> shifted;  // offset + w (Gemma's 1 + w), in f32
+  if (const double offset = center ? 0.0 : attr_f(call.attrs, "offset", 0.0); offset != 0) {
+    shifted.resize(static_cast<size_t>(d));
+    for (int64_t j = 0; j < d; ++j) shifted[static_cast<size_t>(j)] = static_cast<float>(offset) + wp[j];
+    wp = shifted.data();
+  }
   const float inv_d = 1.0f / static_cast<float>(d);
   for_rows(x, call.out[0], t, d, [&](const float* row, float* y) {
     float mean = 0;

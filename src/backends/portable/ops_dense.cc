@@ -40,10 +40,11 @@ void norm(const Call& call, bool center) {
   if (t == 0 || d == 0) return;
   const float eps = static_cast<float>(attr_f(call.attrs, "eps", center ? 1e-5 : 1e-6));
   const void* bias = center ? call.in[2].data : nullptr;
+  const float offset = center ? 0.0f : static_cast<float>(attr_f(call.attrs, "offset", 0.0));
   const int c = center ? 1 : 0, dd = as_int(call, d);
   call.dev.launch("norm_rows", x.dtype, per_row(t),
                   {buffer(x.data), buffer(call.in[1].data), buffer(bias), buffer(call.out[0].data),
-                   i32(dd), f32(eps), i32(c)});
+                   i32(dd), f32(eps), i32(c), f32(offset)});
 }
 
 }  // namespace
