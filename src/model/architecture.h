@@ -48,6 +48,14 @@ struct Attention {
 
   int64_t qk_head_dim() const { return mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
   int64_t value_head_dim() const { return mla ? v_head_dim : head_dim; }
+  // What the planner holds per token per layer, in elements: one latent (kv_lora_rank +
+  // qk_rope_head_dim) for MLA, K and V of `kv_heads` heads otherwise.
+  int64_t kv_cache_width(int64_t kv_heads) const {
+    return mla ? kv_lora_rank + qk_rope_head_dim : 2 * kv_heads * head_dim;
+  }
+  // Whether tensor parallelism splits the cached KV by kv heads (false: MLA's latent is held
+  // whole by every rank, so kv-head divisibility and replication do not apply).
+  bool kv_split_by_heads() const { return !mla; }
 };
 
 // Mixture of experts. num_experts == 0: every layer is dense.

@@ -99,9 +99,7 @@ class WeightTally {
 };
 
 int64_t kv_bytes_per_layer(const Architecture& arch, int64_t kv_heads, DType kv) {
-  const model::Attention& a = arch.text.attn;
-  const int64_t width = a.mla ? a.kv_lora_rank + a.qk_rope_head_dim : 2 * kv_heads * a.head_dim;
-  return width * static_cast<int64_t>(tensor::dtype_size(kv));
+  return arch.text.attn.kv_cache_width(kv_heads) * static_cast<int64_t>(tensor::dtype_size(kv));
 }
 
 // Layers [begin, end)'s KV bytes per token of a sequence of `len` tokens (0: as if every layer
@@ -140,8 +138,9 @@ int64_t activation_bytes(const Architecture& arch, const ParallelPlan& plan, con
   const model::Attention& a = t.attn;
   const int64_t T = o.max_batch_tokens, D = t.hidden_size, c = tensor::dtype_size(compute_dtype(o.weights));
   const int64_t heads = a.num_heads / plan.tp;
-  const int64_t attn = a.mla ? T * c * heads * 2 * (a.qk_head_dim() + a.v_head_dim)
-                             : T * c * a.head_dim * (2 * heads + 2 * r.kv_heads);
+  // q and o of this rank's heads, k and v of its kv heads (MLA: expanded per head from the latent).
+  const int64_t kv_rows = a.kv_split_by_heads() ? r.kv_heads : heads;
+  const int64_t attn = T * c * (heads + kv_rows) * (a.qk_head_dim() + a.value_head_dim());
   int64_t peak = attn;
   if (stage_has_dense(arch, r.layers)) peak = std::max(peak, 3 * T * c * ceil_div(t.intermediate_size, plan.tp));
   if (stage_has_moe(arch, r.layers)) {
@@ -184,7 +183,7 @@ std::vector<std::string> plan_notes(const Architecture& arch, const ParallelPlan
     notes.push_back("kv heads replicated x" + std::to_string(x) + " (" + std::to_string(t.attn.num_kv_heads) +
                     " kv heads over tp " + std::to_string(plan.tp) + ")");
   }
-  if (t.attn.mla && plan.tp > 1) {
+  if (!t.attn.kv_split_by_heads() && plan.tp > 1) {
     notes.push_back("MLA: the latent KV (kv_lora_rank " + std::to_string(t.attn.kv_lora_rank) + " + qk_rope_head_dim " +
                     std::to_string(t.attn.qk_rope_head_dim) + ") is held whole by each of the " +
                     std::to_string(plan.tp) + " tp ranks");

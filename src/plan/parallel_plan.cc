@@ -74,10 +74,10 @@ std::optional<PlanIssue> check_plan(const model::Architecture& arch, const Paral
   if (heads % tp != 0) {
     return PlanIssue{"tp", "num_attention_heads " + str(heads) + " is not divisible by tp " + str(tp)};
   }
-  if (!t.attn.mla && kv >= tp && kv % tp != 0) {
+  if (t.attn.kv_split_by_heads() && kv >= tp && kv % tp != 0) {
     return PlanIssue{"tp", "num_key_value_heads " + str(kv) + " is not divisible by tp " + str(tp)};
   }
-  if (!t.attn.mla && kv < tp && tp % kv != 0) {
+  if (t.attn.kv_split_by_heads() && kv < tp && tp % kv != 0) {
     return PlanIssue{"tp", "tp " + str(tp) + " is not a multiple of num_key_value_heads " + str(kv) +
                                " (each kv head must be replicated over the same number of ranks)"};
   }
@@ -143,13 +143,13 @@ int64_t stage_of(const WeightInfo& w, const model::Architecture& arch, const Par
 
 int64_t kv_head_replication(const model::Architecture& arch, const ParallelPlan& plan) {
   const int64_t kv = arch.text.attn.num_kv_heads;
-  if (arch.text.attn.mla || kv >= plan.tp || kv < 1) return 1;
+  if (!arch.text.attn.kv_split_by_heads() || kv >= plan.tp || kv < 1) return 1;
   return plan.tp / kv;
 }
 
 int64_t kv_heads_per_rank(const model::Architecture& arch, const ParallelPlan& plan) {
   const int64_t kv = arch.text.attn.num_kv_heads;
-  if (arch.text.attn.mla) return 1;  // one latent, held whole by every rank
+  if (!arch.text.attn.kv_split_by_heads()) return 1;  // one latent, held whole by every rank
   return kv >= plan.tp ? kv / plan.tp : 1;
 }
 
