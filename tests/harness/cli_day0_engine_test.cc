@@ -124,9 +124,7 @@ TEST(Day0Engine, AModelledFamilyOnAThirdPartyEnginePassesEveryStage) {
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     const auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["ready"], true);
-    auto stages = stages_of(r.out);
-    ASSERT_EQ(stages.size(), 14u);
-    for (const auto& [id, s] : stages) EXPECT_EQ(s["status"], "pass") << id << ": " << s["summary"];
+    auto stages = test::expect_every_stage_passes(r.out);
     EXPECT_NE(stages["model"]["summary"].get<std::string>().find("0 failed"), std::string::npos);
   }
 }

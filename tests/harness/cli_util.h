@@ -1,6 +1,7 @@
 // Runs the built `harness` binary; helpers shared by the command-line tests.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -47,6 +48,14 @@ inline std::map<std::string, nlohmann::json> stages_of(const std::string& json_t
   const auto j = nlohmann::json::parse(json_text);
   for (const auto& s : j["stages"]) out[s["id"].get<std::string>()] = s;
   return out;
+}
+
+// day0 --json's stages, each expected to pass (all 14 of them); the stages for further checks.
+inline std::map<std::string, nlohmann::json> expect_every_stage_passes(const std::string& json_text) {
+  auto stages = stages_of(json_text);
+  EXPECT_EQ(stages.size(), 14u);
+  for (const auto& [id, s] : stages) EXPECT_EQ(s["status"], "pass") << id << ": " << s["summary"];
+  return stages;
 }
 
 // A model directory in `dir` holding only `config` (a path in the source tree) as config.json.
