@@ -249,9 +249,10 @@ std::string model_shape_cases(const Day0Context& ctx) {
   if (ctx.model_ops.count("embedding")) {
     add("embedding", dims({T, std::min<int64_t>(t.vocab_size, 32768), t.hidden_size}), "");
   }
+  const model::Inventory inventory = model::build_inventory(*ctx.arch);
   if (ctx.model_ops.count("linear")) {  // every projection the decoder runs by linear, as its inventory has it
     std::set<std::pair<int64_t, int64_t>> shapes;
-    for (const model::WeightInfo& w : model::build_inventory(*ctx.arch).weights) {
+    for (const model::WeightInfo& w : inventory.weights) {
       const bool by_role = w.tensor != model::TensorRole::kOther && w.tensor != model::TensorRole::kEmbed &&
                            w.tensor != model::TensorRole::kHead;
       if (by_role && w.shape.size() == 2 && w.piece == model::TensorPiece::kWeight && !w.quantized && w.expert < 0 && !w.mtp)
@@ -263,7 +264,7 @@ std::string model_shape_cases(const Day0Context& ctx) {
   }
   if (ctx.model_ops.count("scaled_linear")) {  // the fp8 block-quantized projections, as stored
     std::set<std::pair<int64_t, int64_t>> shapes;
-    for (const model::WeightInfo& w : model::build_inventory(*ctx.arch).weights) {
+    for (const model::WeightInfo& w : inventory.weights) {
       if (w.quantized && w.expert < 0 && !w.mtp) shapes.insert({w.shape[1], w.shape[0]});
     }
     for (const auto& [k, n] : shapes) {
@@ -271,7 +272,7 @@ std::string model_shape_cases(const Day0Context& ctx) {
           "scaled_linear/" + std::to_string(k) + "x" + std::to_string(n));
     }
   }
-  if (ctx.model_ops.count("sigmoid")) add("sigmoid", dims({T, t.hidden_size}), "");  // the shared-expert gate
+  if (ctx.model_ops.count("sigmoid")) add("sigmoid", dims({T, 1}), "");  // the shared-expert gate, a value per token
   if (ctx.model_ops.count("swiglu") && t.intermediate_size > 0)
     add("swiglu", dims({T, t.intermediate_size}), "");
   if (ctx.model_ops.count("rope")) {

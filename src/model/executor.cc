@@ -409,9 +409,10 @@ DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
   if (m.num_shared_experts > 0) {
     DeviceTensor s = mlp(layer, TensorRole::kSharedGate, h);
     if (m.shared_expert_gate) {  // Qwen2-MoE: s · sigmoid(h·gᵀ), one gate value per token
-      const tensor::Tensor g = backend_.download(linear(layer, TensorRole::kSharedExpertGate, h, false));
-      DeviceTensor gate = backend_.upload(glue::repeat_heads(g, arch_.text.hidden_size).reshape({g.dim(0), arch_.text.hidden_size}));
-      gate = ops_.run1(op_.sigmoid, {&gate});
+      const DeviceTensor logit = linear(layer, TensorRole::kSharedExpertGate, h, false);
+      const tensor::Tensor g = backend_.download(ops_.run1(op_.sigmoid, {&logit}));  // [T, 1]
+      // mul takes equal shapes: the per-token value is repeated over the hidden size on the host.
+      const DeviceTensor gate = backend_.upload(glue::repeat_heads(g, arch_.text.hidden_size).reshape({g.dim(0), arch_.text.hidden_size}));
       s = ops_.run1(op_.mul, {&s, &gate});
     }
     y = ops_.run1(op_.add, {&y, &s});

@@ -43,7 +43,6 @@ class TensorNames {
   // This table with some stems replaced (or added): a family that renames a few tensors.
   TensorNames with(std::initializer_list<Entry> changes) const;
 
-  bool has(TensorRole role) const { return stems_[size_t(role)] != nullptr; }
   // "<layer_prefix><stem><piece>"; a role the table lacks is a programming error (H0_CHECK).
   std::string name(const std::string& layer_prefix, TensorRole role, TensorPiece piece = TensorPiece::kWeight,
                    int64_t expert = -1) const;

@@ -46,6 +46,18 @@ void map_blocks(const std::array<const hb_tensor*, N>& in, const hb_tensor& out,
 }
 
 inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// y = fn(x) element by element (silu, sigmoid).
+template <float (*kFn)(float)>
+void unary(const OpCall& call) {
+  const hb_tensor& x = call.in[0];
+  require(call, is_float(x.dtype), "x must be f32, bf16 or f16, got " + describe(x));
+  require_like(call, call.out[0], "y", x);
+  map_blocks<1>({&x}, call.out[0], [](float* y, const float* const* in, size_t n) {
+    for (size_t i = 0; i < n; ++i) y[i] = kFn(in[0][i]);
+  });
+}
 
 void binary(const OpCall& call, bool multiply) {
   const hb_tensor &a = call.in[0], &b = call.in[1];
@@ -69,23 +81,8 @@ void binary(const OpCall& call, bool multiply) {
 void add_kernel(const OpCall& call) { binary(call, false); }
 void mul_kernel(const OpCall& call) { binary(call, true); }
 
-void silu_kernel(const OpCall& call) {
-  const hb_tensor& x = call.in[0];
-  require(call, is_float(x.dtype), "x must be f32, bf16 or f16, got " + describe(x));
-  require_like(call, call.out[0], "y", x);
-  map_blocks<1>({&x}, call.out[0], [](float* y, const float* const* in, size_t n) {
-    for (size_t i = 0; i < n; ++i) y[i] = silu(in[0][i]);
-  });
-}
-
-void sigmoid_kernel(const OpCall& call) {
-  const hb_tensor& x = call.in[0];
-  require(call, is_float(x.dtype), "x must be f32, bf16 or f16, got " + describe(x));
-  require_like(call, call.out[0], "y", x);
-  map_blocks<1>({&x}, call.out[0], [](float* y, const float* const* in, size_t n) {
-    for (size_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-in[0][i]));
-  });
-}
+void silu_kernel(const OpCall& call) { unary<&silu>(call); }
+void sigmoid_kernel(const OpCall& call) { unary<&sigmoid>(call); }
 
 void gelu_kernel(const OpCall& call) {
   const hb_tensor& x = call.in[0];

@@ -97,6 +97,18 @@ std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_
   return kinds;
 }
 
+void read_grouped_routing(const ConfigFields& f, Moe* m) {
+  m->experts_per_token = f.req_int("num_experts_per_tok");
+  m->expert_intermediate_size = f.req_int("moe_intermediate_size");
+  m->norm_topk_prob = f.opt_bool("norm_topk_prob", true);
+  m->n_group = f.opt_int("n_group", 1);
+  m->topk_group = f.opt_int("topk_group", 1);
+  m->routed_scaling_factor = f.opt_double("routed_scaling_factor", 1);
+  if (m->num_experts > 0 && (m->n_group <= 0 || m->num_experts % m->n_group != 0)) {
+    throw InputError(f.where("n_group"), "must divide n_routed_experts (" + std::to_string(m->num_experts) + ")");
+  }
+}
+
 Vision read_clip_vision(const ConfigFields& f) {
   Vision v;
   v.hidden_size = f.opt_int("hidden_size", 768);

@@ -1,7 +1,6 @@
 // DeepSeek-V3 / Kimi-K2 (DeepseekV3ForCausalLM): multi-head latent attention, sigmoid routing
 // with a correction bias, expert groups and routed scaling, shared experts, dense first layers,
 // MTP layers in the checkpoint.
-#include "base/error.h"
 #include "model/families/families.h"
 
 namespace h0::model {
@@ -20,20 +19,12 @@ Architecture arch_deepseek_v3(const ConfigFields& f) {
   at.qkv_bias = at.o_bias = f.opt_bool("attention_bias", false);
   Moe& m = a.text.moe;
   m.num_experts = f.opt_int("n_routed_experts", 0);
-  m.experts_per_token = f.req_int("num_experts_per_tok");
-  m.expert_intermediate_size = f.req_int("moe_intermediate_size");
+  read_grouped_routing(f, &m);
   m.num_shared_experts = f.opt_int("n_shared_experts", 0);
   m.scoring = f.opt_string("scoring_func", "sigmoid");
-  m.norm_topk_prob = f.opt_bool("norm_topk_prob", true);
-  m.n_group = f.opt_int("n_group", 1);
-  m.topk_group = f.opt_int("topk_group", 1);
-  m.routed_scaling_factor = f.opt_double("routed_scaling_factor", 1);
   m.correction_bias = f.opt_string("topk_method", "noaux_tc") == "noaux_tc";
   m.first_k_dense = f.opt_int("first_k_dense_replace", 0);
   m.layer_freq = f.opt_int("moe_layer_freq", 1);
-  if (m.num_experts > 0 && m.num_experts % m.n_group != 0) {
-    throw InputError(f.where("n_group"), "must divide n_routed_experts (" + std::to_string(m.num_experts) + ")");
-  }
   a.text.num_nextn_predict_layers = f.opt_int("num_nextn_predict_layers", 0);
   return a;
 }

@@ -19,6 +19,10 @@ void read_decoder(const ConfigFields& f, TextModel* t, bool defaults);
 // else Gemma 3's sliding_window_pattern (every n-th layer full), else every layer sliding when a
 // window is set and use_sliding_window is not false (Mistral); empty: every layer full.
 std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers, int64_t window);
+// DeepSeek-V3's routing fields, which GLM-4.5 shares (num_experts set first): experts per token,
+// their width, norm_topk_prob (default true), n_group / topk_group (must divide the experts),
+// routed_scaling_factor.
+void read_grouped_routing(const ConfigFields& f, Moe* m);
 // CLIPVisionConfig's fields, its defaults for the missing ones.
 Vision read_clip_vision(const ConfigFields& f);
 

@@ -25,19 +25,11 @@ Architecture arch_glm4_moe(const ConfigFields& f) {
   }
   Moe& m = a.text.moe;
   m.num_experts = f.req_int_any({"n_routed_experts", "num_local_experts"});
-  m.experts_per_token = f.req_int("num_experts_per_tok");
-  m.expert_intermediate_size = f.req_int("moe_intermediate_size");
+  read_grouped_routing(f, &m);
   m.num_shared_experts = f.opt_int("n_shared_experts", 1);
   m.scoring = "sigmoid";
   m.correction_bias = true;
-  m.norm_topk_prob = f.opt_bool("norm_topk_prob", true);
-  m.n_group = f.opt_int("n_group", 1);
-  m.topk_group = f.opt_int("topk_group", 1);
-  m.routed_scaling_factor = f.opt_double("routed_scaling_factor", 1);
   m.first_k_dense = f.opt_int("first_k_dense_replace", 1);
-  if (m.num_experts % m.n_group != 0) {
-    throw InputError(f.where("n_group"), "must divide n_routed_experts (" + std::to_string(m.num_experts) + ")");
-  }
   a.text.num_nextn_predict_layers = f.opt_int("num_nextn_predict_layers", 0);
   return a;
 }
