@@ -243,11 +243,11 @@ std::string model_shape_cases(const Day0Context& ctx) {
     for (int64_t v : d) out += (out.size() > 1 ? ", " : "") + std::to_string(v);
     return out + "]";
   };
-  const model::ModelOps bound = model::model_ops(*ctx.arch);  // the attrs the executor runs them with
+  const model::ModelOps bound = model::model_ops(*ctx.arch, *tensor::parse_dtype(dtype));  // the attrs the executor runs them with
   const auto attrs_of = [](const model::BoundOp& op) { return "    attrs: " + op.attrs.dump() + "\n"; };
   if (ctx.model_ops.count("rmsnorm")) add("rmsnorm", dims({T, t.hidden_size}), attrs_of(bound.rmsnorm));
   if (ctx.model_ops.count("embedding")) {
-    add("embedding", dims({T, std::min<int64_t>(t.vocab_size, 32768), t.hidden_size}), "");
+    add("embedding", dims({T, std::min<int64_t>(t.vocab_size, 32768), t.hidden_size}), attrs_of(bound.embedding));
   }
   const model::Inventory inventory = model::build_inventory(*ctx.arch);
   if (ctx.model_ops.count("linear")) {  // every projection the decoder runs by linear, as its inventory has it
@@ -275,18 +275,28 @@ std::string model_shape_cases(const Day0Context& ctx) {
   if (ctx.model_ops.count("sigmoid")) add("sigmoid", dims({T, 1}), "");  // the shared-expert gate, a value per token
   if (ctx.model_ops.count("swiglu") && t.intermediate_size > 0)
     add("swiglu", dims({T, t.intermediate_size}), "");
+  if (bound.mlp_act.def != nullptr && t.intermediate_size > 0) {  // a gelu MLP: act(gate) · up
+    add("gelu", dims({T, t.intermediate_size}), attrs_of(bound.mlp_act));
+    add("mul", dims({T, t.intermediate_size}), "");
+  }
   if (ctx.model_ops.count("rope")) {
     const int64_t rot = a.mla ? a.qk_rope_head_dim : a.head_dim;
     add("rope", dims({T, heads, rot}), attrs_of(bound.rope) + "    inputs: {positions: {arange: {start: 0, step: 1}}}\n");
+    if (bound.local_rope.def != nullptr) {  // the sliding layers' own base
+      add("rope", dims({T, heads, rot}), attrs_of(bound.local_rope) + "    inputs: {positions: {arange: {start: 0, step: 1}}}\n",
+          "rope/local");
+    }
   }
   if (ctx.model_ops.count("paged_attention")) {
     const int64_t kv_heads = a.mla ? heads : a.num_kv_heads;
+    // The config's softmax scale (Gemma 3's query_pre_attn_scalar), else the op's default.
+    const std::string scale = a.scale > 0 ? ", scale: " + nlohmann::json(a.scale).dump() : "";
     add("paged_attention", dims({T, T, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16}),
-        "    attrs: {context_len: " + std::to_string(T) + "}\n");
+        "    attrs: {context_len: " + std::to_string(T) + scale + "}\n");
     if (a.sliding_window > 0) {  // the sliding layers': a context past the window, so the mask cuts
       const int64_t S = T + a.sliding_window;
       add("paged_attention", dims({T, S, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16}),
-          "    attrs: {context_len: " + std::to_string(S) + ", sliding_window: " + std::to_string(a.sliding_window) + "}\n",
+          "    attrs: {context_len: " + std::to_string(S) + ", sliding_window: " + std::to_string(a.sliding_window) + scale + "}\n",
           "paged_attention/sliding");
     }
   }

@@ -17,6 +17,7 @@ Tensors (float tensors are f32 whatever --dtype is; the batch dimension is squee
   <P>embed_tokens           [T, D]       P = "model." or "model.language_model."
   <P>layers.i.input_layernorm, <P>layers.i.self_attn (output[0], after o_proj),
   <P>layers.i.post_attention_layernorm, <P>layers.i.mlp (MLP or MoE block),
+  <P>layers.i.pre_feedforward_layernorm, <P>layers.i.post_feedforward_layernorm (Gemma 3),
   <P>layers.i (the layer's output = residual stream)                 [T, D] each
   <P>norm                   [T, D]
   logits                    [T, V]       the model's output logits
@@ -63,7 +64,10 @@ from safetensors.torch import save_file  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 TOPK = 5
-LAYER_PROBES = ("input_layernorm", "self_attn", "post_attention_layernorm", "mlp")
+# In execution order (src/model/probes.h kDecoderSublayers); Gemma 3's sandwich norms add the
+# pre/post-feedforward ones, and its post_attention_layernorm is the attention output's norm.
+LAYER_PROBES = ("input_layernorm", "self_attn", "post_attention_layernorm", "pre_feedforward_layernorm", "mlp",
+                "post_feedforward_layernorm")
 VISION_LAYER_PROBES = ("layer_norm1", "self_attn", "layer_norm2", "mlp")
 
 

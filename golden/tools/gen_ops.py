@@ -134,7 +134,9 @@ def op_linear(inp, attrs):
 @op("embedding")
 def op_embedding(inp, attrs):
     ids, table = inp
-    return [F.embedding(ids.to(torch.int64), f64(table))]
+    # Gemma3TextScaledWordEmbedding: rows times the scale (the op's: its f32 value).
+    scale = float(torch.tensor(float(attr(attrs, "scale", 1.0)), dtype=torch.float32))
+    return [F.embedding(ids.to(torch.int64), f64(table)) * scale]
 
 
 @op("add")

@@ -7,7 +7,7 @@
 
 namespace h0::checks {
 
-std::set<std::string> ops_of_model(const model::Architecture& arch) { return model::model_ops(arch).names(); }
+std::set<std::string> ops_of_model(const model::Architecture& arch) { return model::model_ops(arch, arch.text.dtype.value_or(tensor::DType::kBF16)).names(); }
 
 std::vector<CoverageRow> coverage(const backend::Backend& backend, const std::vector<tensor::DType>& dtypes,
                                   const std::set<std::string>& only) {

@@ -45,6 +45,8 @@ struct Attention {
   // Partial rotary (GLM-4.5's partial_rotary_factor): RoPE turns the first rotary_dim dims of each
   // q/k head (NeoX halves of those), the rest pass through. 0: all of head_dim.
   int64_t rotary_dim = 0;
+  // The softmax scale of q·k; 0: qk_head_dim^-0.5 (Gemma 3: query_pre_attn_scalar^-0.5).
+  double scale = 0;
 
   int64_t qk_head_dim() const { return mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
   int64_t value_head_dim() const { return mla ? v_head_dim : head_dim; }
@@ -93,10 +95,20 @@ struct TextModel {
   double rope_theta = 10000;
   RopeScaling rope_scaling;
   nlohmann::json rope_scaling_json;  // the config's object verbatim (the rope op's `scaling`); null: none
+  // The sliding layers' own RoPE (Gemma 3's rope_local_base_freq, or rope_parameters'
+  // sliding_attention): a base and a scaling object (null: none). 0: they use the rope above.
+  double local_rope_theta = 0;
+  nlohmann::json local_rope_scaling_json;
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
   bool mlp_bias = false;
-  std::string hidden_act = "silu";
+  std::string hidden_act = "silu";  // the MLP's: silu (swiglu), gelu, gelu_pytorch_tanh (model_ops: others refused)
+  // Gemma 3: the embedding's rows times √hidden_size (rounded to the run dtype, as HF's
+  // embed_scale.to(weight.dtype)); every RMSNorm weighs by (1 + w); a norm on the attention's
+  // and on the MLP's output before each residual add (kAttnPostNorm, kFfnPostNorm).
+  bool embed_scaled = false;
+  double norm_offset = 0;
+  bool sandwich_norms = false;
   Attention attn;
   Moe moe;
   int64_t num_nextn_predict_layers = 0;  // DeepSeek-V3 multi-token prediction (checkpoint only)

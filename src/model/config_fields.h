@@ -34,9 +34,9 @@ class ConfigFields {
   std::vector<int64_t> opt_int_list(const std::string& key) const;
   std::optional<ConfigFields> opt_object(const std::string& key) const;
   const nlohmann::json& json() const { return *j_; }
+  const nlohmann::json* find(const std::string& key) const;  // nullptr when absent or null
 
  private:
-  const nlohmann::json* find(const std::string& key) const;  // nullptr when absent or null
 
   const nlohmann::json* j_;
   std::string where_;

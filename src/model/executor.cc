@@ -22,9 +22,10 @@ KvGeometry kv_geometry(const Architecture& a, const ExecutorOptions& o) {
           at.value_head_dim()};
 }
 
-// HF DeepseekV3Attention: qk_head_dim^-0.5, times mscale² under yarn with mscale_all_dim.
+// The config's (Attention::scale), else qk_head_dim^-0.5; HF DeepseekV3Attention: times mscale²
+// under yarn with mscale_all_dim.
 double attention_scale(const TextModel& t) {
-  double scale = 1.0 / std::sqrt(double(t.attn.qk_head_dim()));
+  double scale = t.attn.scale > 0 ? t.attn.scale : 1.0 / std::sqrt(double(t.attn.qk_head_dim()));
   const RopeScaling& r = t.rope_scaling;
   if (t.attn.mla && r.type == "yarn" && r.mscale_all_dim != 0 && r.factor > 1) {
     const double m = 0.1 * r.mscale_all_dim * std::log(r.factor) + 1.0;
@@ -49,7 +50,7 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, 
       cache_(backend, kv_geometry(arch, options), options.dtype),
       prefix_(arch.family == "llava" ? "model.language_model." : "model."),
       attention_scale_(attention_scale(arch.text)),
-      op_(model_ops(arch, options.act_quant)) {}
+      op_(model_ops(arch, options.dtype, options.act_quant)) {}
 
 Executor::~Executor() = default;
 
@@ -264,16 +265,22 @@ tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden, 
 
 DeviceTensor Executor::decoder_layer(int64_t layer, DeviceTensor x, Step& step) {
   const std::string p = prefix_ + "layers." + std::to_string(layer);
-  const auto sublayer = [&](int k) { return p + "." + kDecoderSublayers[k]; };  // probes.h: their order
-  DeviceTensor h = ops_.run1(op_.rmsnorm, {&x, &weights_->get(layer, TensorRole::kAttnNorm)});
-  probe(step, sublayer(0), h);
-  DeviceTensor a = arch_.text.attn.mla ? latent_attention(layer, h, step) : attention(layer, h, step);
-  probe(step, sublayer(1), a);
+  const TextModel& t = arch_.text;
+  // A norm's probe is named as its weight (probes.h: kDecoderSublayers orders them).
+  const auto norm = [&](TensorRole role, const DeviceTensor& in) {
+    DeviceTensor out = ops_.run1(op_.rmsnorm, {&in, &weights_->get(layer, role)});
+    probe(step, p + "." + t.names->stem(role), out);
+    return out;
+  };
+  DeviceTensor h = norm(TensorRole::kAttnNorm, x);
+  DeviceTensor a = t.attn.mla ? latent_attention(layer, h, step) : attention(layer, h, step);
+  probe(step, p + ".self_attn", a);
+  if (t.sandwich_norms) a = norm(TensorRole::kAttnPostNorm, a);
   x = ops_.run1(op_.add, {&x, &a});
-  h = ops_.run1(op_.rmsnorm, {&x, &weights_->get(layer, TensorRole::kFfnNorm)});
-  probe(step, sublayer(2), h);
-  DeviceTensor m = arch_.text.is_moe_layer(layer) ? moe(layer, h) : mlp(layer, TensorRole::kFfnGate, h);
-  probe(step, sublayer(3), m);
+  h = norm(TensorRole::kFfnNorm, x);
+  DeviceTensor m = t.is_moe_layer(layer) ? moe(layer, h) : mlp(layer, TensorRole::kFfnGate, h);
+  probe(step, p + ".mlp", m);
+  if (t.sandwich_norms) m = norm(TensorRole::kFfnPostNorm, m);
   x = ops_.run1(op_.add, {&x, &m});
   probe(step, p, x);
   return x;
@@ -295,8 +302,10 @@ DeviceTensor Executor::attention(int64_t layer, const DeviceTensor& h, Step& ste
   q.reshape({T, H, hd});
   k.reshape({T, Hkv, hd});
   v.reshape({T, Hkv, hd});
-  q = ops_.run1(op_.rope, {&q, &step.positions});
-  k = ops_.run1(op_.rope, {&k, &step.positions});
+  const bool local = op_.local_rope.def != nullptr && arch_.text.layer_kind(layer) == TextModel::LayerKind::kSliding;
+  const BoundOp& rope = local ? op_.local_rope : op_.rope;  // Gemma 3: the sliding layers' own base
+  q = ops_.run1(rope, {&q, &step.positions});
+  k = ops_.run1(rope, {&k, &step.positions});
   DeviceTensor o = cached_attention(layer, q, backend_.download(k), backend_.download(v), step);
   o.reshape({T, H * hd});
   DeviceTensor out = linear(layer, TensorRole::kAttnO, o, first_tp_rank());  // row-parallel under TP
@@ -370,7 +379,13 @@ DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q, co
 DeviceTensor Executor::mlp(int64_t layer, TensorRole gate, const DeviceTensor& h) {
   const auto up = TensorRole(uint8_t(gate) + 1), down = TensorRole(uint8_t(gate) + 2);
   const DeviceTensor g = linear(layer, gate, h), u = linear(layer, up, h);
-  const DeviceTensor a = ops_.run1(op_.swiglu, {&g, &u});
+  DeviceTensor a;
+  if (op_.swiglu.def != nullptr) {
+    a = ops_.run1(op_.swiglu, {&g, &u});
+  } else {  // act(gate) · up (Gemma 3: gelu_pytorch_tanh)
+    const DeviceTensor act = ops_.run1(op_.mlp_act, {&g});
+    a = ops_.run1(op_.mul, {&act, &u});
+  }
   DeviceTensor out = linear(layer, down, a, first_tp_rank());  // row-parallel under TP
   if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
   return out;

@@ -40,12 +40,14 @@ class InventoryBuilder {
     } else {
       gqa_attention();
     }
+    if (t_.sandwich_norms) norm(TensorRole::kAttnPostNorm, t_.hidden_size);
     norm(TensorRole::kFfnNorm, t_.hidden_size);
     if (t_.is_moe_layer(layer)) {
       moe();
     } else {
       mlp(t_.intermediate_size, TensorRole::kFfnGate);
     }
+    if (t_.sandwich_norms) norm(TensorRole::kFfnPostNorm, t_.hidden_size);
   }
 
   // DeepSeek-V3's multi-token-prediction layer as released checkpoints hold it.

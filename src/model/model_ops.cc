@@ -3,13 +3,30 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "tensor/convert.h"
 
 namespace h0::model {
 
-ModelOps model_ops(const Architecture& arch, bool act_quant) {
+namespace {
+
+// v as a value of `dtype` (PyTorch's tensor.to(dtype) of a scalar).
+double rounded_to(double v, tensor::DType dtype) {
+  const float f = float(v);
+  std::byte narrow[8];
+  float back = 0;
+  tensor::convert(&f, tensor::DType::kF32, narrow, dtype, 1);
+  tensor::convert(narrow, dtype, &back, tensor::DType::kF32, 1);
+  return back;
+}
+
+}  // namespace
+
+ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant) {
   const TextModel& t = arch.text;
   ModelOps o;
-  o.rmsnorm = bind_op("rmsnorm", {{"eps", t.rms_norm_eps}});
+  ops::Json norm = {{"eps", t.rms_norm_eps}};
+  if (t.norm_offset != 0) norm["offset"] = t.norm_offset;
+  o.rmsnorm = bind_op("rmsnorm", norm);
   o.linear = bind_op("linear");
   if (arch.quantization.method == "fp8") {
     const Quantization& q = arch.quantization;
@@ -20,8 +37,15 @@ ModelOps model_ops(const Architecture& arch, bool act_quant) {
   o.add = bind_op("add");
   bool dense_mlp = arch.text.moe.num_shared_experts > 0;  // shared experts are a dense MLP
   for (int64_t l = 0; l < t.num_layers && !dense_mlp; ++l) dense_mlp = !t.is_moe_layer(l);
-  if (dense_mlp) o.swiglu = bind_op("swiglu");
-  o.embedding = bind_op("embedding");
+  if (dense_mlp && t.hidden_act == "silu") {
+    o.swiglu = bind_op("swiglu");
+  } else if (dense_mlp) {  // families/common.cc read_activation: gelu (erf) or its tanh approximation
+    o.mlp_act = bind_op("gelu", {{"approximate", t.hidden_act == "gelu" ? "none" : "tanh"}});
+    o.mul = bind_op("mul");
+  }
+  // Gemma 3: rows · √D, the scale rounded to the run dtype (HF: embed_scale.to(weight.dtype)).
+  o.embedding = t.embed_scaled ? bind_op("embedding", {{"scale", rounded_to(std::sqrt(double(t.hidden_size)), dtype)}})
+                               : bind_op("embedding");
   ops::Json rope = {{"theta", t.rope_theta}, {"style", t.attn.mla ? "gptj" : "neox"}, {"scaling", t.rope_scaling_json}};
   if (t.attn.rotary_dim > 0 && !t.attn.mla) {
     // An odd partial rotary dim (transformers' default Glm4MoeConfig: int(42 · 0.5)): HF's
@@ -34,8 +58,16 @@ ModelOps model_ops(const Architecture& arch, bool act_quant) {
     rope["rotary_dim"] = t.attn.rotary_dim;
   }
   o.rope = bind_op("rope", rope);
+  if (t.local_rope_theta > 0) {
+    rope["theta"] = t.local_rope_theta;
+    rope["scaling"] = t.local_rope_scaling_json;
+    o.local_rope = bind_op("rope", rope);
+  }
   if (arch.is_moe()) {
     const Moe& m = t.moe;
+    if (t.hidden_act != "silu") {
+      throw InputError("config.json: hidden_act", "'" + t.hidden_act + "' with routed experts: moe_experts gates them by silu");
+    }
     o.moe_gate = bind_op("moe_gate", {{"top_k", m.experts_per_token}, {"scoring", m.scoring},
                                       {"normalize", m.norm_topk_prob}, {"n_group", m.n_group},
                                       {"topk_group", m.topk_group}, {"routed_scaling_factor", m.routed_scaling_factor}});
@@ -61,7 +93,7 @@ ModelOps model_ops(const Architecture& arch, bool act_quant) {
 
 std::set<std::string> ModelOps::names() const {
   std::set<std::string> out = {"paged_attention", "sample"};
-  for (const BoundOp* op : {&rmsnorm, &linear, &add, &swiglu, &embedding, &rope, &argmax, &scaled_linear, &moe_gate,
+  for (const BoundOp* op : {&rmsnorm, &linear, &add, &swiglu, &mlp_act, &embedding, &rope, &local_rope, &argmax, &scaled_linear, &moe_gate,
                             &moe_experts, &sigmoid, &layernorm, &mul, &silu, &gelu, &patch_embed, &vision_attention}) {
     if (op->def != nullptr) out.insert(op->def->name);
   }

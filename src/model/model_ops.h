@@ -9,14 +9,18 @@
 
 #include "model/architecture.h"
 #include "model/op_runner.h"
+#include "tensor/dtype.h"
 
 namespace h0::model {
 
 struct ModelOps {
   BoundOp rmsnorm, linear, add, swiglu, embedding, rope, argmax;
+  BoundOp mlp_act;                // a gelu MLP's activation (with mul), in place of swiglu
+  BoundOp local_rope;             // the sliding layers' RoPE when their base differs (Gemma 3)
   BoundOp scaled_linear;          // fp8 block-quantized projections (quantization_config fp8)
   BoundOp moe_gate, moe_experts;  // MoE layers
   BoundOp sigmoid;                // Qwen2-MoE's shared-expert gate (with mul)
+  // mul: the shared-expert gate's, a gelu MLP's and the vision tower's
   BoundOp layernorm, mul, silu, gelu, patch_embed, vision_attention;  // the vision tower (LLaVA)
 
   // Every op the model runs: the bound ones, paged_attention (bound per forward pass: its context
@@ -24,8 +28,10 @@ struct ModelOps {
   std::set<std::string> names() const;
 };
 
-// The ops of a modelled architecture (Architecture::modelled). `act_quant`: scaled_linear's
-// act_quant "dynamic" instead of "none".
-ModelOps model_ops(const Architecture& arch, bool act_quant = false);
+// The ops of a modelled architecture (Architecture::modelled), run in `dtype` (the constants
+// HF rounds to the weights' dtype, Gemma 3's embedding scale, are rounded to it). `act_quant`:
+// scaled_linear's act_quant "dynamic" instead of "none". Throws InputError for what the ops
+// cannot express (an odd partial rotary dim; routed experts with an activation other than silu).
+ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant = false);
 
 }  // namespace h0::model

@@ -16,8 +16,8 @@ ProbePlace probe_place(const std::string& name) {
     return p;
   }
   p.layer = std::atoi(name.c_str() + at + 7);
-  p.step = 4;  // the layer's output
-  for (int32_t k = 0; k < 4; ++k) {
+  p.step = kLayerOutputStep;
+  for (int32_t k = 0; k < kLayerOutputStep; ++k) {
     const char* sub = kDecoderSublayers[k];
     if (name.size() > std::strlen(sub) && name.ends_with(std::string(".") + sub)) p.step = k;
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <set>
 #include <string>
 #include <utility>
@@ -13,13 +14,18 @@
 
 namespace h0::model {
 
-// A decoder layer's probes in execution order: "<prefix>layers.<i>.<sublayer>" for each of these,
-// then "<prefix>layers.<i>" itself (the residual stream after the layer).
-inline constexpr const char* kDecoderSublayers[] = {"input_layernorm", "self_attn", "post_attention_layernorm", "mlp"};
+// A decoder layer's probes in execution order: "<prefix>layers.<i>.<sublayer>" for those of these
+// the layer has, then "<prefix>layers.<i>" itself (the residual stream after the layer). The norms
+// are named by their weights' stems (the family's TensorNames): Llama's pre-MLP norm is
+// post_attention_layernorm; with sandwich norms (Gemma 3) that name is the attention output's
+// norm and the MLP has a norm before and after it.
+inline constexpr const char* kDecoderSublayers[] = {"input_layernorm",           "self_attn", "post_attention_layernorm",
+                                                    "pre_feedforward_layernorm", "mlp",       "post_feedforward_layernorm"};
+inline constexpr int32_t kLayerOutputStep = int32_t(std::size(kDecoderSublayers));
 
 // Where probe `name` sits in a model's execution order: its decoder layer (-1 before the layers:
 // the embedding, the vision tower; kAfterLayers after them: the final norm, the logits) and, in a
-// layer, its place (the index into kDecoderSublayers, 4 for the layer's output). Orders the first
+// layer, its place (the index into kDecoderSublayers, kLayerOutputStep for the layer's output). Orders the first
 // divergences of the ranks of a sharded run.
 struct ProbePlace {
   static constexpr int32_t kAfterLayers = 1 << 20;

@@ -12,6 +12,8 @@ const char* tensor_role_name(TensorRole role) {
     case TensorRole::kHead: return "head";
     case TensorRole::kAttnNorm: return "attn_norm";
     case TensorRole::kFfnNorm: return "ffn_norm";
+    case TensorRole::kAttnPostNorm: return "attn_post_norm";
+    case TensorRole::kFfnPostNorm: return "ffn_post_norm";
     case TensorRole::kAttnQ: return "attn_q";
     case TensorRole::kAttnK: return "attn_k";
     case TensorRole::kAttnV: return "attn_v";
@@ -51,11 +53,15 @@ TensorNames TensorNames::with(std::initializer_list<Entry> changes) const {
   return out;
 }
 
-std::string TensorNames::name(const std::string& layer_prefix, TensorRole role, TensorPiece piece,
-                              int64_t expert) const {
+const char* TensorNames::stem(TensorRole role) const {
   const char* stem = stems_[size_t(role)];
   H0_CHECK(stem != nullptr) << "the family's tensor names have no " << tensor_role_name(role);
-  std::string out = layer_prefix + stem;
+  return stem;
+}
+
+std::string TensorNames::name(const std::string& layer_prefix, TensorRole role, TensorPiece piece,
+                              int64_t expert) const {
+  std::string out = layer_prefix + stem(role);
   if (const size_t at = out.find("{e}"); at != std::string::npos) {
     H0_CHECK(expert >= 0) << tensor_role_name(role) << " is a routed expert's: an expert index is needed";
     out.replace(at, 3, std::to_string(expert));

@@ -16,7 +16,8 @@ namespace h0::model {
 enum class TensorRole : uint8_t {
   kOther,
   kEmbed, kFinalNorm, kHead,  // layer -1 (the embedding) and num_layers (norm, head)
-  kAttnNorm, kFfnNorm,        // input_layernorm, post_attention_layernorm
+  kAttnNorm, kFfnNorm,        // input_layernorm, post_attention_layernorm (Llama's names)
+  kAttnPostNorm, kFfnPostNorm,  // sandwich norms (Gemma 3): on the attention's and the MLP's outputs
   kAttnQ, kAttnK, kAttnV, kAttnO, kAttnQNorm, kAttnKNorm,
   kAttnQA, kAttnQANorm, kAttnQB, kAttnKVA, kAttnKVANorm, kAttnKVB,  // MLA
   kFfnGate, kFfnUp, kFfnDown,                                       // a dense MLP
@@ -46,6 +47,9 @@ class TensorNames {
   // "<layer_prefix><stem><piece>"; a role the table lacks is a programming error (H0_CHECK).
   std::string name(const std::string& layer_prefix, TensorRole role, TensorPiece piece = TensorPiece::kWeight,
                    int64_t expert = -1) const;
+  // The role's stem ("post_attention_layernorm"): for a norm, also the name of the module whose
+  // output is its probe. A role the table lacks is a programming error.
+  const char* stem(TensorRole role) const;
 
  private:
   std::array<const char*, size_t(TensorRole::kCount)> stems_{};

@@ -1,6 +1,9 @@
 // embedding and patch_embed: the two ways tokens enter a model.
-//   embedding(ids[T], table[V,D]) = out[T,D], out[t] = table[ids[t]]   a gather, no flops;
-//     bytes count the T rows read, not the whole table. An id outside [0, V) is an InputError.
+//   embedding(ids[T], table[V,D]) = out[T,D], out[t] = table[ids[t]] · scale   a gather; bytes
+//     count the T rows read, not the whole table. An id outside [0, V) is an InputError. attr
+//     scale (default 1: an exact copy): each element times the f32 value of scale, rounded once
+//     into the table's dtype (Gemma 3's √D; the model rounds √D to its dtype first, as HF does);
+//     T·D flops when scale ≠ 1.
 //   patch_embed(pixels[C,Hi,Wi], w[D,C,P,P], optional b[D]) = out[(Hi/P)·(Wi/P), D]:
 //     a Conv2d with kernel = stride = P (attr `patch`), flattened row-major over patches
 //     (patch (r, c) is row r·(Wi/P) + c), as HF ViT / SigLIP / CLIP patch embeddings.
@@ -28,7 +31,7 @@ int64_t patch_size(const Json& attrs) {
 }
 
 // ids is (T); table is (V, D). out[t] = table[ids[t]].
-void embedding_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
+void embedding_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, double scale) {
   const int64_t t = in[0]->dim(0), v = in[1]->dim(0), d = in[1]->dim(1);
   const auto ids = util::to_f64(*in[0]);
   const auto table = util::to_f64(*in[1]);
@@ -40,7 +43,7 @@ void embedding_reference(const std::vector<const Tensor*>& in, const std::vector
                                      " is outside [0, " + std::to_string(v) + ")");
     }
     for (int64_t j = 0; j < d; ++j) {
-      y[static_cast<size_t>(i * d + j)] = table[static_cast<size_t>(id * d + j)];
+      y[static_cast<size_t>(i * d + j)] = table[static_cast<size_t>(id * d + j)] * scale;
     }
   }
   util::from_f64(y, out[0]);
@@ -81,7 +84,7 @@ const OpDef& embedding_op() {
       .name = "embedding",
       .inputs = {{"ids", OperandKind::kIndex}, {"table", OperandKind::kFloat}},
       .outputs = {{"out", OperandKind::kFloat}},
-      .attrs = {},
+      .attrs = {{"scale", AttrType::kFloat, "1", nullptr, "multiplies every element (Gemma 3: √D)"}},
       .dims = {"T", "V", "D"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kElementwise,
@@ -102,13 +105,14 @@ const OpDef& embedding_op() {
             return std::vector<TensorDesc>{desc(table.dtype, {ids.shape[0], table.shape[1]})};
           },
       .cost =
-          [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
+          [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json& a) {
             // The gathered rows, not the whole table: a 32000-row table is not read per call.
             const double rows_read = util::bytes_of(out);
-            return Cost{0, util::bytes_of({in[0]}) + rows_read + util::bytes_of(out), 1};
+            const double flops = util::attr_f(a, "scale") == 1 ? 0 : double(out[0].shape[0] * out[0].shape[1]);
+            return Cost{flops, util::bytes_of({in[0]}) + rows_read + util::bytes_of(out), 1};
           },
       .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
-                      const Json&) { embedding_reference(in, out); },
+                      const Json& a) { embedding_reference(in, out, static_cast<float>(util::attr_f(a, "scale"))); },
       .default_inputs =
           [](const Dims& dims, const Json&) {
             const int64_t v = util::dim(embedding_op(), dims, "V");

@@ -120,9 +120,10 @@ void embedding_op(const Call& call) {
   }
   if (t * d == 0) return;
   const int is64 = ids.dtype == HB_I64 ? 1 : 0, rows = as_int(call, t), dd = as_int(call, d);
+  const float scale = static_cast<float>(attr_f(call.attrs, "scale", 1.0));  // 1: LD·1 then ST is exact
   call.dev.launch("gather_rows", table.dtype, grid_1d(t * d),
                   {buffer(ids.data), i32(is64), buffer(table.data), buffer(call.out[0].data),
-                   i32(rows), i32(dd)});
+                   i32(rows), i32(dd), f32(scale)});
 }
 
 void add_op(const Call& call) { binary(call, 0); }

@@ -13,34 +13,46 @@ void read_rope(const ConfigFields& f, TextModel* t, double default_theta) {
   t->rope_theta = f.opt_double("rope_theta", default_theta);
   std::optional<ConfigFields> s = f.opt_object("rope_parameters");
   if (!s) s = f.opt_object("rope_scaling");
-  if (!s) return;
-  t->rope_theta = s->opt_double("rope_theta", t->rope_theta);
-  t->rope_scaling_json = s->json();
-  RopeScaling& r = t->rope_scaling;
-  r.type = s->opt_string("rope_type", s->opt_string("type", "default"));
-  if (r.type == "default") {
-    t->rope_scaling_json = nullptr;
-    return;
-  }
-  if (r.type != "linear" && r.type != "llama3" && r.type != "yarn") {
-    throw InputError(s->where("rope_type"), "unsupported '" + r.type + "' (default, linear, llama3, yarn)");
-  }
-  r.factor = s->req_double("factor");
-  r.original_max_position_embeddings = s->opt_int("original_max_position_embeddings", t->max_position_embeddings);
-  if (r.type == "llama3") {
-    r.low_freq_factor = s->req_double("low_freq_factor");
-    r.high_freq_factor = s->req_double("high_freq_factor");
-    r.original_max_position_embeddings = s->req_int("original_max_position_embeddings");
-  }
-  if (r.type == "yarn") {
-    r.beta_fast = s->opt_double("beta_fast", 32);
-    r.beta_slow = s->opt_double("beta_slow", 1);
-    r.mscale = s->opt_double("mscale", 1);
-    r.mscale_all_dim = s->opt_double("mscale_all_dim", 0);
-  }
+  if (s) read_rope_object(*s, t->max_position_embeddings, &t->rope_theta, &t->rope_scaling, &t->rope_scaling_json);
 }
 
 }  // namespace
+
+void read_rope_object(const ConfigFields& s, int64_t max_positions, double* theta, RopeScaling* scaling,
+                      nlohmann::json* json) {
+  *theta = s.opt_double("rope_theta", *theta);
+  *json = s.json();
+  RopeScaling& r = *scaling;
+  r.type = s.opt_string("rope_type", s.opt_string("type", "default"));
+  if (r.type == "default") {
+    *json = nullptr;
+    return;
+  }
+  if (r.type != "linear" && r.type != "llama3" && r.type != "yarn") {
+    throw InputError(s.where("rope_type"), "unsupported '" + r.type + "' (default, linear, llama3, yarn)");
+  }
+  r.factor = s.req_double("factor");
+  r.original_max_position_embeddings = s.opt_int("original_max_position_embeddings", max_positions);
+  if (r.type == "llama3") {
+    r.low_freq_factor = s.req_double("low_freq_factor");
+    r.high_freq_factor = s.req_double("high_freq_factor");
+    r.original_max_position_embeddings = s.req_int("original_max_position_embeddings");
+  }
+  if (r.type == "yarn") {
+    r.beta_fast = s.opt_double("beta_fast", 32);
+    r.beta_slow = s.opt_double("beta_slow", 1);
+    r.mscale = s.opt_double("mscale", 1);
+    r.mscale_all_dim = s.opt_double("mscale_all_dim", 0);
+  }
+}
+
+std::string read_activation(const ConfigFields& f, const char* key) {
+  const std::string act = f.opt_string(key, "silu");
+  if (act == "silu" || act == "swish") return "silu";
+  if (act == "gelu") return "gelu";
+  if (act == "gelu_pytorch_tanh" || act == "gelu_new" || act == "gelu_tanh") return "gelu_pytorch_tanh";
+  throw InputError(f.where(key), "unsupported activation '" + act + "' (silu, gelu, gelu_pytorch_tanh, gelu_new)");
+}
 
 void read_decoder(const ConfigFields& f, TextModel* t, bool defaults) {
   auto size = [&](const char* key, int64_t def) { return defaults ? f.opt_int(key, def) : f.req_int(key); };
@@ -60,7 +72,7 @@ void read_decoder(const ConfigFields& f, TextModel* t, bool defaults) {
   t->max_position_embeddings = f.opt_int("max_position_embeddings", 2048);
   t->rms_norm_eps = f.opt_double("rms_norm_eps", 1e-6);
   t->tie_word_embeddings = f.opt_bool("tie_word_embeddings", false);
-  t->hidden_act = f.opt_string("hidden_act", "silu");
+  t->hidden_act = read_activation(f, "hidden_act");
   t->mlp_bias = f.opt_bool("mlp_bias", false);
   const std::string dtype = f.opt_string("torch_dtype", f.opt_string("dtype", ""));
   if (!dtype.empty()) t->dtype = tensor::parse_dtype(dtype);

@@ -15,6 +15,15 @@ namespace h0::model {
 // text_config), missing sizes take LlamaConfig's defaults as transformers does; otherwise they
 // are required. Throws InputError naming the field.
 void read_decoder(const ConfigFields& f, TextModel* t, bool defaults);
+// A RoPE object (rope_parameters, rope_scaling, or one layer type's entry of Gemma 3's nested
+// rope_parameters): its rope_theta (when present) and scaling (json: the object, null for
+// "default"). Throws InputError naming the field.
+void read_rope_object(const ConfigFields& s, int64_t max_positions, double* theta, RopeScaling* scaling,
+                      nlohmann::json* json);
+// The MLP's activation under `key` (hidden_act; Gemma's hidden_activation), normalized: silu
+// (also "swish"), gelu (erf), gelu_pytorch_tanh (also gelu_new, gelu_tanh: the same tanh
+// approximation). Another is refused at the field: a model run with the wrong one matches nothing.
+std::string read_activation(const ConfigFields& f, const char* key);
 // Per layer: full, sliding or linear attention. layer_types (transformers' current spelling),
 // else Gemma 3's sliding_window_pattern (every n-th layer full), else every layer sliding when a
 // window is set and use_sliding_window is not false (Mistral); empty: every layer full.
