@@ -45,5 +45,6 @@ Architecture arch_llava(const ConfigFields& f);  // families/llava.cc
 Architecture arch_mistral(const ConfigFields& f);  // families/mistral.cc
 Architecture arch_qwen2_moe(const ConfigFields& f);  // families/qwen2_moe.cc
 Architecture arch_glm4_moe(const ConfigFields& f);  // families/glm4_moe.cc
+Architecture arch_gemma3_text(const ConfigFields& f);  // families/gemma3_text.cc
 
 }  // namespace h0::model
