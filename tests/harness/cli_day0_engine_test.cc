@@ -102,19 +102,18 @@ TEST_P(Day0Unmodelled, EstablishedAtTheServiceLevel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, Day0Unmodelled,
-                         ::testing::Values(Family{"tiny-gemma3", "gemma3_text", true, 230080},
-                                           Family{"tiny-gpt-oss", "gpt_oss", true, 141520}),
+                         ::testing::Values(Family{"tiny-gpt-oss", "gpt_oss", true, 141520}),
                          [](const auto& param_info) {
                            std::string n = param_info.param.dir;
                            for (char& c : n) c = c == '-' ? '_' : c;
                            return n;
                          });
 
-// A family the executor models (Qwen2-MoE, Mistral: one file each) on the same third-party
+// A family the executor models (Qwen2-MoE, Mistral, Gemma 3: one file each) on the same third-party
 // engine: every stage runs — the executor's against the shipped transformers goldens, the
 // service's against the engine — and passes: readiness established, exit 0.
 TEST(Day0Engine, AModelledFamilyOnAThirdPartyEnginePassesEveryStage) {
-  for (const char* name : {"tiny-qwen2-moe", "tiny-mistral"}) {
+  for (const char* name : {"tiny-qwen2-moe", "tiny-mistral", "tiny-gemma3"}) {
     SCOPED_TRACE(name);
     test::TempDir dir;
     const auto r = run_harness("day0 --json --no-db --no-report --model " +
@@ -132,9 +131,9 @@ TEST(Day0Engine, AModelledFamilyOnAThirdPartyEnginePassesEveryStage) {
 // The dashboard of such a run says which readiness was established.
 TEST(Day0Engine, TheDashboardShowsTheServiceLevelVerdict) {
   test::TempDir dir;
-  const auto r = run_harness("day0 --model " + test::source_path("tests/data/models/tiny-gemma3") + " --platform " +
-                             engine_platform(dir, "tiny-gemma3") + " --golden " +
-                             test::source_path("golden/e2e/tiny-gemma3") + " --db " + dir.file("r.db") +
+  const auto r = run_harness("day0 --model " + test::source_path("tests/data/models/tiny-gpt-oss") + " --platform " +
+                             engine_platform(dir, "tiny-gpt-oss") + " --golden " +
+                             test::source_path("golden/e2e/tiny-gpt-oss") + " --db " + dir.file("r.db") +
                              " --out " + dir.file("out"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const std::string index = test::read_file(dir.file("out/site/index.html"));
@@ -146,10 +145,10 @@ TEST(Day0Engine, TheDashboardShowsTheServiceLevelVerdict) {
 // An engine that answers one wrong token: text end-to-end fails at that position, not a ✓.
 TEST(Day0Engine, AWrongTokenFailsTextEndToEndAtItsPosition) {
   test::TempDir dir;
-  const std::string model = test::source_path("tests/data/models/tiny-gemma3");
+  const std::string model = test::source_path("tests/data/models/tiny-gpt-oss");
   const auto r = run_harness("day0 --json --no-db --no-report --model " + model + " --platform " +
-                             engine_platform(dir, "tiny-gemma3", "--corrupt-at 3") + " --golden " +
-                             test::source_path("golden/e2e/tiny-gemma3"));
+                             engine_platform(dir, "tiny-gpt-oss", "--corrupt-at 3") + " --golden " +
+                             test::source_path("golden/e2e/tiny-gpt-oss"));
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages["e2e_text"]["status"], "fail");
@@ -161,9 +160,9 @@ TEST(Day0Engine, AWrongTokenFailsTextEndToEndAtItsPosition) {
 // Without e2e goldens the service still answers, but nothing was compared: not a ✓, exit 1.
 TEST(Day0Engine, WithoutGoldensTheTextStageIsNotCompared) {
   test::TempDir dir;
-  const std::string model = test::source_path("tests/data/models/tiny-gemma3");
+  const std::string model = test::source_path("tests/data/models/tiny-gpt-oss");
   const auto r = run_harness("day0 --json --no-db --no-report --model " + model + " --platform " +
-                             engine_platform(dir, "tiny-gemma3"));
+                             engine_platform(dir, "tiny-gpt-oss"));
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages["service"]["status"], "pass");
@@ -197,15 +196,15 @@ TEST(Day0Engine, ConfigOnlyDryRunOfAnUnmodelledFamily) {
 // The platform names the dialect: no probe, and the same verdict.
 TEST(Day0Engine, AStatedDialectIsUsedAsIs) {
   test::TempDir dir;
-  const std::string model = test::source_path("tests/data/models/tiny-gemma3");
+  const std::string model = test::source_path("tests/data/models/tiny-gpt-oss");
   const auto r = run_harness("day0 --json --no-db --no-report --model " + model + " --platform " +
-                             engine_platform(dir, "tiny-gemma3", "", "openai") + " --golden " +
-                             test::source_path("golden/e2e/tiny-gemma3"));
+                             engine_platform(dir, "tiny-gpt-oss", "", "openai") + " --golden " +
+                             test::source_path("golden/e2e/tiny-gpt-oss"));
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   // A vLLM dialect stated for a strict engine: every request refused with 422, the stage fails.
   const auto bad = run_harness("day0 --json --no-db --no-report --model " + model + " --platform " +
-                               engine_platform(dir, "tiny-gemma3", "", "vllm") + " --golden " +
-                               test::source_path("golden/e2e/tiny-gemma3"));
+                               engine_platform(dir, "tiny-gpt-oss", "", "vllm") + " --golden " +
+                               test::source_path("golden/e2e/tiny-gpt-oss"));
   EXPECT_EQ(bad.code, 1);
   auto stages = stages_of(bad.out);
   EXPECT_EQ(stages["e2e_text"]["status"], "fail");

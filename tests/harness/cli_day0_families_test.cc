@@ -1,8 +1,10 @@
-// The families added as one file each (src/model/families/mistral.cc, qwen2_moe.cc, glm4_moe.cc) on checkpoints
+// The families added as one file each (src/model/families/mistral.cc, qwen2_moe.cc, glm4_moe.cc,
+// gemma3_text.cc) on checkpoints
 // transformers wrote itself (tests/data/models/, golden/tools/gen_tiny_hf_models.py): day0 passes
 // every stage on cpu, the reference backend and PoCL; the op stage runs the model's own cases (the
-// sliding-window attention at Mistral's window, the shared-expert gate's sigmoid); faults in the
-// blocks they brought — a kernel that ignores sliding_window, a wrong sigmoid — and the catalogue's
+// sliding-window attention at Mistral's window, the shared-expert gate's sigmoid, Gemma 3's local
+// RoPE); faults in the blocks they brought — a kernel that ignores sliding_window, a wrong sigmoid,
+// an embedding that drops its scale, a norm without its offset — and the catalogue's
 // old faults are caught at the op stage and localized at the layer stage, as on the old models.
 #include <gtest/gtest.h>
 
@@ -49,7 +51,8 @@ INSTANTIATE_TEST_SUITE_P(
     Families, Day0NewFamily,
     ::testing::Combine(::testing::Values(NewFamily{"tiny-mistral", 205120, "paged_attention/sliding"},
                                          NewFamily{"tiny-qwen2-moe", 165056, "sigmoid"},
-                                         NewFamily{"tiny-glm4-moe", 342400, "moe_gate"}),
+                                         NewFamily{"tiny-glm4-moe", 342400, "moe_gate"},
+                                         NewFamily{"tiny-gemma3", 230080, "rope/local"}),
                        ::testing::Values("cpu", "reference", "opencl-pocl")),
     [](const auto& param_info) {
       std::string n = std::string(std::get<0>(param_info.param).name) + "_" + std::get<1>(param_info.param);
@@ -96,6 +99,24 @@ TEST(Day0NewFamilyFaults, AWrongSigmoidIsCaughtAndLocalizedAtTheMoeBlock) {
   EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
   EXPECT_TRUE(contains(stages["op_accuracy"]["summary"], "sigmoid")) << stages["op_accuracy"]["summary"];
   EXPECT_EQ(stages["layer_accuracy"]["status"], "fail");
+  EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.mlp"))
+      << stages["layer_accuracy"]["summary"];
+}
+
+// Gemma 3's blocks: an embedding that ignores `scale` (its √D) is caught at the op stage and named
+// at the embedding by the model stage (the layer stage feeds golden inputs, so it passes); a norm
+// that ignores `offset` (its 1 + w) at layer 0's first norm; a 1 % gelu at layer 0's MLP.
+TEST(Day0NewFamilyFaults, GemmaBlocksFaultsAreCaughtAndLocalized) {
+  auto stages = faulty_day0("tiny-gemma3", "{op: embedding, fault: drop_attr, attr: scale}");
+  EXPECT_TRUE(contains(stages["op_accuracy"]["summary"], "embedding/scale")) << stages["op_accuracy"]["summary"];
+  EXPECT_EQ(stages["layer_accuracy"]["status"], "pass");
+  EXPECT_TRUE(contains(stages["model"]["summary"], "first divergence at model.embed_tokens")) << stages["model"]["summary"];
+  stages = faulty_day0("tiny-gemma3", "{op: rmsnorm, fault: drop_attr, attr: offset}");
+  EXPECT_TRUE(contains(stages["op_accuracy"]["summary"], "rmsnorm/offset")) << stages["op_accuracy"]["summary"];
+  EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.input_layernorm"))
+      << stages["layer_accuracy"]["summary"];
+  stages = faulty_day0("tiny-gemma3", "{op: gelu, fault: scale, magnitude: 0.01}");
+  EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
   EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.mlp"))
       << stages["layer_accuracy"]["summary"];
 }

@@ -116,12 +116,12 @@ TEST(CliPlan, AnUnmodelledFamilyIsPlannedFromItsCheckpoint) {
 }
 
 TEST(CliPlan, ModelInfoOfAnUnmodelledFamily) {
-  const auto r = run_harness("model info --json --model tests/data/models/tiny-gemma3");
+  const auto r = run_harness("model info --json --model tests/data/models/tiny-gpt-oss");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["modelled"], false);
-  EXPECT_EQ(j["family"], "gemma3_text");
-  EXPECT_EQ(j["parameters"]["total"], 230080);  // the checkpoint's elements (transformers' num_parameters: 230,080)
+  EXPECT_EQ(j["family"], "gpt_oss");
+  EXPECT_EQ(j["parameters"]["total"], 141520);  // the checkpoint's elements (transformers' num_parameters: 141,520)
   const auto config_only = run_harness("model info --model tests/data/configs/gpt-oss-120b.json");
   EXPECT_EQ(config_only.code, 0);
   EXPECT_NE(config_only.out.find("the parameter counts need the checkpoint"), std::string::npos) << config_only.out;
@@ -130,7 +130,7 @@ TEST(CliPlan, ModelInfoOfAnUnmodelledFamily) {
 // The families added as one file each count from the config alone, exactly as transformers'
 // num_parameters() of the checkpoints transformers wrote (golden/models/<name>.json).
 TEST(CliPlan, ModelInfoOfTheNewFamiliesEqualsTransformersCount) {
-  for (const char* name : {"tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe"}) {
+  for (const char* name : {"tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe", "tiny-gemma3"}) {
     SCOPED_TRACE(name);
     const auto r = run_harness(std::string("model info --json --model tests/data/models/") + name);
     ASSERT_EQ(r.code, 0) << r.err;

@@ -69,12 +69,68 @@ INSTANTIATE_TEST_SUITE_P(
                       Published{"qwen2-57b-a14b", 57408658944, 14249270784, 57e9, 14e9, 1e9, 1e9},
                       // GLM's cards: 355B / 32B and 106B / 12B, active without the embedding.
                       Published{"glm-4.5", 352797829024, 33632251904, 355e9, 32e9, 10e9, 2e9, true},
-                      Published{"glm-4.5-air", 106852251264, 13424123904, 106e9, 12e9, 2e9, 2e9, true}),
+                      Published{"glm-4.5-air", 106852251264, 13424123904, 106e9, 12e9, 2e9, 2e9, true},
+                      // Gemma 3 1B: tied embeddings (Gemma3TextConfig's default; the config omits the key).
+                      Published{"gemma-3-1b-it", 999885952, 0, 1e9, 0, 0.1e9}),
     [](const ::testing::TestParamInfo<Published>& param) {
       std::string n = param.param.file;
       for (char& ch : n) if (ch == '-' || ch == '.') ch = '_';
       return n;
     });
+
+// Gemma 3 1B (a transformers 4 config): every 6th layer full, the others a 512-token window with
+// their own RoPE base; query_pre_attn_scalar's scale; (1 + w) norms, four per layer; √D embedding.
+TEST(Architecture, Gemma3TextFields) {
+  const Architecture a = load_architecture(config("gemma-3-1b-it"));
+  EXPECT_EQ(a.family, "gemma3_text");
+  EXPECT_EQ(a.architecture, "Gemma3ForCausalLM");
+  const TextModel& t = a.text;
+  EXPECT_EQ(t.attn.head_dim, 256);
+  EXPECT_EQ(t.attn.sliding_window, 512);
+  ASSERT_EQ(t.layer_kinds.size(), 26u);
+  for (int64_t l = 0; l < 26; ++l) {
+    EXPECT_EQ(t.layer_kind(l), (l + 1) % 6 == 0 ? TextModel::LayerKind::kFull : TextModel::LayerKind::kSliding) << l;
+  }
+  EXPECT_EQ(t.rope_theta, 1e6);
+  EXPECT_EQ(t.local_rope_theta, 1e4);
+  EXPECT_DOUBLE_EQ(t.attn.scale, 1.0 / 16);
+  EXPECT_TRUE(t.attn.qk_norm);
+  EXPECT_TRUE(t.tie_word_embeddings);
+  EXPECT_TRUE(t.embed_scaled && t.sandwich_norms);
+  EXPECT_EQ(t.norm_offset, 1);
+  EXPECT_EQ(t.hidden_act, "gelu_pytorch_tanh");
+  const Inventory inv = build_inventory(a);
+  int64_t norms = 0;
+  for (const WeightInfo& w : inv.weights) norms += w.layer == 0 && w.name.ends_with("layernorm.weight");
+  EXPECT_EQ(norms, 4);
+
+  // transformers 5 nests the bases by layer type; a scaling there applies to its layers only.
+  std::ifstream in(config("gemma-3-1b-it"));
+  nlohmann::json c = nlohmann::json::parse(in);
+  for (const char* k : {"rope_theta", "rope_local_base_freq", "rope_scaling", "sliding_window_pattern"}) c.erase(k);
+  c["rope_parameters"] = {{"full_attention", {{"rope_type", "linear"}, {"factor", 8.0}, {"rope_theta", 5e5}}},
+                          {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 2e4}}}};
+  const TextModel n = parse_architecture(c, "config.json").text;
+  EXPECT_EQ(n.rope_theta, 5e5);
+  EXPECT_EQ(n.rope_scaling.type, "linear");
+  EXPECT_EQ(n.local_rope_theta, 2e4);
+  EXPECT_TRUE(n.local_rope_scaling_json.is_null());
+  // Neither layer_types nor a pattern: Gemma3TextConfig's pattern of 6.
+  EXPECT_EQ(n.layer_kind(5), TextModel::LayerKind::kFull);
+  EXPECT_EQ(n.layer_kind(4), TextModel::LayerKind::kSliding);
+
+  // What the blocks cannot run is refused at its field.
+  c["final_logit_softcapping"] = 30.0;
+  try {
+    parse_architecture(c, "config.json");
+    FAIL() << "softcapping accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("config.json: final_logit_softcapping"), std::string::npos) << e.what();
+  }
+  c.erase("final_logit_softcapping");
+  c["hidden_activation"] = "relu2";
+  EXPECT_THROW(parse_architecture(c, "config.json"), InputError);
+}
 
 // Mistral-7B-v0.1 slides a 4096-token window on every layer; v0.3's null window is full attention.
 TEST(Architecture, MistralFields) {
@@ -275,7 +331,7 @@ TEST(ArchitectureErrors, NameTheField) {
 TEST(Transformers5Configs, ParseAndCountAsTransformersDoes) {
   std::ifstream in(std::string(H0_SOURCE_DIR) + "/golden/models/transformers5-counts.json");
   const nlohmann::json golden = nlohmann::json::parse(in);
-  ASSERT_EQ(golden["models"].size(), 10u);
+  ASSERT_EQ(golden["models"].size(), 11u);
   for (const auto& [type, want] : golden["models"].items()) {
     const Architecture a = load_architecture(std::string(H0_SOURCE_DIR) + "/" + want["config"].get<std::string>());
     EXPECT_EQ(build_inventory(a).counts.total, want["num_parameters"].get<int64_t>()) << type;
@@ -307,7 +363,8 @@ namespace {
 // exactly one tensor: what the executor and the loader look weights up by.
 TEST(Inventory, EveryDecoderWeightHasOneRole) {
   for (const char* name : {"llama-3.1-8b", "qwen2.5-72b", "qwen3-8b", "qwen3-235b-a22b", "mixtral-8x7b-v0.1", "deepseek-v3",
-                           "kimi-k2-instruct", "llava-1.5-7b-hf", "mistral-7b-v0.1", "qwen1.5-moe-a2.7b", "glm-4.5"}) {
+                           "kimi-k2-instruct", "llava-1.5-7b-hf", "mistral-7b-v0.1", "qwen1.5-moe-a2.7b", "glm-4.5",
+                           "gemma-3-1b-it"}) {
     SCOPED_TRACE(name);
     const Inventory inv = build_inventory(load_architecture(config(name)));
     std::set<std::tuple<int64_t, TensorRole, TensorPiece, int64_t>> keys;

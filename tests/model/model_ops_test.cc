@@ -5,6 +5,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "io/sharded_checkpoint.h"
@@ -45,14 +46,15 @@ TEST_P(RanOps, AreTheDerivedSet) {
 
   std::set<std::string> ran;
   for (const auto& [op, route] : ex.ops().routes()) ran.insert(op);
-  EXPECT_EQ(ran, model_ops(arch).names());
+  EXPECT_EQ(ran, model_ops(arch, tensor::DType::kF32).names());
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, RanOps,
                          ::testing::Values("configs/models/tiny-llama", "configs/models/tiny-qwen3-moe",
                                            "configs/models/tiny-deepseek-v3", "configs/models/tiny-deepseek-v3-fp8",
                                            "configs/models/tiny-llava", "tests/data/models/tiny-mistral",
-                                           "tests/data/models/tiny-qwen2-moe", "tests/data/models/tiny-glm4-moe"),
+                                           "tests/data/models/tiny-qwen2-moe", "tests/data/models/tiny-glm4-moe",
+                                           "tests/data/models/tiny-gemma3"),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string n = p.param.substr(p.param.rfind('/') + 1);
                            for (char& c : n) if (c == '-') c = '_';
@@ -65,23 +67,40 @@ INSTANTIATE_TEST_SUITE_P(Tiny, RanOps,
 namespace h0::model {
 namespace {
 
-// The probe order the sharded checks rank divergences by is the order the executor records.
+// The probe order the sharded checks rank divergences by is the order the executor records: on
+// Llama's layers and on Gemma 3's (a norm after the attention and after the MLP too).
 TEST(ProbePlace, FollowsTheExecutionOrder) {
-  h0::test::TempDir dir;
-  synthesize_checkpoint(h0::test::source_path("configs/models/tiny-llama"), dir.path(), {0, 1});
-  const Architecture arch = load_architecture(dir.path());
-  const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(dir.path());
-  auto be = backend::Backend::open({"cpu", "", nlohmann::json::object()});
-  Executor ex(arch, ckpt, *be, {});
-  ProbeRecorder probes;
-  ex.forward(ex.new_sequence(), {1000, 17, 256}, &probes);
-  ASSERT_GT(probes.probes().size(), 10u);
-  for (size_t i = 1; i < probes.probes().size(); ++i) {
-    const std::string &a = probes.probes()[i - 1].first, &b = probes.probes()[i].first;
-    EXPECT_TRUE(probe_place(a) < probe_place(b)) << a << " then " << b;
+  for (const char* model : {"configs/models/tiny-llama", "tests/data/models/tiny-gemma3"}) {
+    SCOPED_TRACE(model);
+    h0::test::TempDir dir;
+    std::string path = h0::test::source_path(model);
+    if (std::string(model).rfind("configs/", 0) == 0) {
+      synthesize_checkpoint(path, dir.path(), {0, 1});
+      path = dir.path();
+    }
+    const Architecture arch = load_architecture(path);
+    const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(path);
+    auto be = backend::Backend::open({"cpu", "", nlohmann::json::object()});
+    Executor ex(arch, ckpt, *be, {});
+    ProbeRecorder probes;
+    ex.forward(ex.new_sequence(), {1000, 17, 256}, &probes);
+    ASSERT_GT(probes.probes().size(), 10u);
+    std::vector<std::string> layer0;
+    for (size_t i = 1; i < probes.probes().size(); ++i) {
+      const std::string &a = probes.probes()[i - 1].first, &b = probes.probes()[i].first;
+      EXPECT_TRUE(probe_place(a) < probe_place(b)) << a << " then " << b;
+    }
+    for (const auto& [name, t] : probes.probes()) {
+      if (name.rfind("model.layers.0.", 0) == 0) layer0.push_back(name.substr(15));
+    }
+    const std::vector<std::string> llama = {"input_layernorm", "self_attn", "post_attention_layernorm", "mlp"};
+    const std::vector<std::string> gemma = {"input_layernorm",           "self_attn", "post_attention_layernorm",
+                                            "pre_feedforward_layernorm", "mlp",       "post_feedforward_layernorm"};
+    EXPECT_EQ(layer0, arch.text.sandwich_norms ? gemma : llama);
   }
   EXPECT_EQ(probe_place("model.layers.3.post_attention_layernorm").step, 2);
-  EXPECT_EQ(probe_place("model.layers.3").step, 4);
+  EXPECT_EQ(probe_place("model.layers.3.post_feedforward_layernorm").step, 5);
+  EXPECT_EQ(probe_place("model.layers.3").step, kLayerOutputStep);
   EXPECT_EQ(probe_place("model.embed_tokens").layer, -1);
   EXPECT_EQ(probe_place("logits").layer, ProbePlace::kAfterLayers);
 }
