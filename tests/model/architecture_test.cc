@@ -115,7 +115,10 @@ TEST(Architecture, Gemma3TextFields) {
   EXPECT_EQ(n.rope_scaling.type, "linear");
   EXPECT_EQ(n.local_rope_theta, 2e4);
   EXPECT_TRUE(n.local_rope_scaling_json.is_null());
-  // Neither layer_types nor a pattern: Gemma3TextConfig's pattern of 6.
+  // Neither layer_types nor a pattern: Gemma3TextConfig's pattern of 6; nor an activation: its
+  // gelu_pytorch_tanh.
+  c.erase("hidden_activation");
+  EXPECT_EQ(parse_architecture(c, "config.json").text.hidden_act, "gelu_pytorch_tanh");
   EXPECT_EQ(n.layer_kind(5), TextModel::LayerKind::kFull);
   EXPECT_EQ(n.layer_kind(4), TextModel::LayerKind::kSliding);
 

@@ -18,16 +18,20 @@
 namespace h0::model {
 namespace {
 
+// The checkpoint of `model`: configs/models/ ones synthesized into `dir`; tests/data/models/
+// ones (written by transformers) as they are.
+std::string checkpoint_of(const std::string& model, const h0::test::TempDir& dir) {
+  const std::string path = h0::test::source_path(model);
+  if (model.rfind("configs/", 0) != 0) return path;
+  synthesize_checkpoint(path, dir.path(), {0, 1});
+  return dir.path();
+}
+
 class RanOps : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RanOps, AreTheDerivedSet) {
   h0::test::TempDir dir;
-  // configs/models/: synthesized; tests/data/models/: checkpoints transformers wrote, as they are.
-  std::string model = h0::test::source_path(GetParam());
-  if (GetParam().rfind("configs/", 0) == 0) {
-    synthesize_checkpoint(model, dir.path(), {0, 1});
-    model = dir.path();
-  }
+  const std::string model = checkpoint_of(GetParam(), dir);
   const Architecture arch = load_architecture(model);
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(model);
   auto be = backend::Backend::open({"cpu", "", nlohmann::json::object()});
@@ -73,11 +77,7 @@ TEST(ProbePlace, FollowsTheExecutionOrder) {
   for (const char* model : {"configs/models/tiny-llama", "tests/data/models/tiny-gemma3"}) {
     SCOPED_TRACE(model);
     h0::test::TempDir dir;
-    std::string path = h0::test::source_path(model);
-    if (std::string(model).rfind("configs/", 0) == 0) {
-      synthesize_checkpoint(path, dir.path(), {0, 1});
-      path = dir.path();
-    }
+    const std::string path = checkpoint_of(model, dir);
     const Architecture arch = load_architecture(path);
     const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(path);
     auto be = backend::Backend::open({"cpu", "", nlohmann::json::object()});

@@ -46,15 +46,15 @@ void read_rope_object(const ConfigFields& s, int64_t max_positions, double* thet
   }
 }
 
-std::string read_activation(const ConfigFields& f, const char* key) {
-  const std::string act = f.opt_string(key, "silu");
+std::string read_activation(const ConfigFields& f, const char* key, const std::string& def) {
+  const std::string act = f.opt_string(key, def);
   if (act == "silu" || act == "swish") return "silu";
   if (act == "gelu") return "gelu";
   if (act == "gelu_pytorch_tanh" || act == "gelu_new" || act == "gelu_tanh") return "gelu_pytorch_tanh";
   throw InputError(f.where(key), "unsupported activation '" + act + "' (silu, gelu, gelu_pytorch_tanh, gelu_new)");
 }
 
-void read_decoder(const ConfigFields& f, TextModel* t, bool defaults) {
+void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double default_rope_theta) {
   auto size = [&](const char* key, int64_t def) { return defaults ? f.opt_int(key, def) : f.req_int(key); };
   t->model_type = f.opt_string("model_type", "llama");
   t->hidden_size = size("hidden_size", 4096);
@@ -76,14 +76,15 @@ void read_decoder(const ConfigFields& f, TextModel* t, bool defaults) {
   t->mlp_bias = f.opt_bool("mlp_bias", false);
   const std::string dtype = f.opt_string("torch_dtype", f.opt_string("dtype", ""));
   if (!dtype.empty()) t->dtype = tensor::parse_dtype(dtype);
-  read_rope(f, t, 10000);
+  read_rope(f, t, default_rope_theta);
   if (t->attn.num_heads <= 0 || t->attn.num_kv_heads <= 0 || t->attn.num_heads % t->attn.num_kv_heads != 0) {
     throw InputError(f.where("num_key_value_heads"), "must be positive and divide num_attention_heads (" +
                                                          std::to_string(t->attn.num_heads) + ")");
   }
 }
 
-std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers, int64_t window) {
+std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers, int64_t window,
+                                                   int64_t default_pattern) {
   std::vector<TextModel::LayerKind> kinds;
   const nlohmann::json& j = f.json();
   if (j.contains("layer_types") && j["layer_types"].is_array()) {
@@ -102,7 +103,7 @@ std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_
     return kinds;
   }
   if (window <= 0 || !f.opt_bool("use_sliding_window", true)) return kinds;
-  const int64_t pattern = f.opt_int("sliding_window_pattern", 0);
+  const int64_t pattern = f.opt_int("sliding_window_pattern", default_pattern);
   for (int64_t l = 0; l < layers; ++l) {
     kinds.push_back(pattern > 0 && (l + 1) % pattern == 0 ? LayerKind::kFull : LayerKind::kSliding);
   }

@@ -14,7 +14,8 @@ namespace h0::model {
 // Fields every decoder shares (sizes, heads, rope, dtype). With `defaults` (a LLaVA
 // text_config), missing sizes take LlamaConfig's defaults as transformers does; otherwise they
 // are required. Throws InputError naming the field.
-void read_decoder(const ConfigFields& f, TextModel* t, bool defaults);
+// `default_rope_theta`: the family's base when the config writes none (Gemma 3: 1e6).
+void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double default_rope_theta = 10000);
 // A RoPE object (rope_parameters, rope_scaling, or one layer type's entry of Gemma 3's nested
 // rope_parameters): its rope_theta (when present) and scaling (json: the object, null for
 // "default"). Throws InputError naming the field.
@@ -23,11 +24,13 @@ void read_rope_object(const ConfigFields& s, int64_t max_positions, double* thet
 // The MLP's activation under `key` (hidden_act; Gemma's hidden_activation), normalized: silu
 // (also "swish"), gelu (erf), gelu_pytorch_tanh (also gelu_new, gelu_tanh: the same tanh
 // approximation). Another is refused at the field: a model run with the wrong one matches nothing.
-std::string read_activation(const ConfigFields& f, const char* key);
+std::string read_activation(const ConfigFields& f, const char* key, const std::string& def = "silu");
 // Per layer: full, sliding or linear attention. layer_types (transformers' current spelling),
-// else Gemma 3's sliding_window_pattern (every n-th layer full), else every layer sliding when a
-// window is set and use_sliding_window is not false (Mistral); empty: every layer full.
-std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers, int64_t window);
+// else Gemma 3's sliding_window_pattern (every n-th layer full; `default_pattern` when absent,
+// Gemma3TextConfig's 6), else every layer sliding when a window is set and use_sliding_window is
+// not false (Mistral); empty: every layer full.
+std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers, int64_t window,
+                                                   int64_t default_pattern = 0);
 // DeepSeek-V3's routing fields, which GLM-4.5 shares (num_experts set first): experts per token,
 // their width, norm_topk_prob (default true), n_group / topk_group (must divide the experts),
 // routed_scaling_factor.

@@ -32,11 +32,11 @@ void refuse_set(const ConfigFields& f, const char* key, const std::string& why) 
 Architecture arch_gemma3_text(const ConfigFields& f) {
   Architecture a;
   TextModel& t = a.text;
-  read_decoder(f, &t, false);
+  read_decoder(f, &t, false, 1e6);  // Gemma3TextConfig.default_theta's global base
   t.names = &gemma3_tensor_names();
   t.attn.head_dim = f.opt_int("head_dim", 256);  // Gemma3TextConfig's defaults where configs omit them
   t.tie_word_embeddings = f.opt_bool("tie_word_embeddings", true);
-  t.hidden_act = read_activation(f, "hidden_activation");
+  t.hidden_act = read_activation(f, "hidden_activation", "gelu_pytorch_tanh");
   t.attn.qkv_bias = t.attn.o_bias = f.opt_bool("attention_bias", false);
   t.attn.qk_norm = true;
   t.attn.scale = 1.0 / std::sqrt(f.opt_double("query_pre_attn_scalar", 256));
@@ -51,23 +51,14 @@ Architecture arch_gemma3_text(const ConfigFields& f) {
   // Sliding layers: layer_types, else every sliding_window_pattern-th layer full (6 when the
   // config says neither: Gemma3TextConfig's default).
   t.attn.sliding_window = f.opt_int("sliding_window", 4096);
-  if (f.find("layer_types") != nullptr || t.attn.sliding_window <= 0) {
-    t.layer_kinds = read_layer_kinds(f, t.num_layers, t.attn.sliding_window);
-  } else {
-    const int64_t pattern = f.opt_int("sliding_window_pattern", 6);
-    for (int64_t l = 0; l < t.num_layers; ++l) {
-      t.layer_kinds.push_back(pattern > 0 && (l + 1) % pattern == 0 ? TextModel::LayerKind::kFull
-                                                                     : TextModel::LayerKind::kSliding);
-    }
-  }
-  // RoPE: transformers 4 writes rope_theta (+ rope_scaling) for the full layers and
-  // rope_local_base_freq for the sliding ones; 5 writes rope_parameters {full_attention: {...},
-  // sliding_attention: {...}}. Bases default to 1e6 and 1e4 (Gemma3TextConfig.default_theta).
+  t.layer_kinds = read_layer_kinds(f, t.num_layers, t.attn.sliding_window, 6);
+  // RoPE: transformers 4 writes rope_theta (+ rope_scaling, read by read_decoder) for the full
+  // layers and rope_local_base_freq for the sliding ones; 5 writes rope_parameters
+  // {full_attention: {...}, sliding_attention: {...}}. The local base defaults to 1e4.
   t.local_rope_theta = f.opt_double("rope_local_base_freq", 10000);
   t.local_rope_scaling_json = nullptr;
-  std::optional<ConfigFields> rope = f.opt_object("rope_parameters");
+  const std::optional<ConfigFields> rope = f.opt_object("rope_parameters");
   if (rope && rope->find("full_attention") != nullptr) {
-    t.rope_theta = 1e6;
     read_rope_object(rope->req_object("full_attention"), t.max_position_embeddings, &t.rope_theta, &t.rope_scaling,
                      &t.rope_scaling_json);
     if (rope->find("sliding_attention") != nullptr) {
@@ -75,10 +66,6 @@ Architecture arch_gemma3_text(const ConfigFields& f) {
       read_rope_object(rope->req_object("sliding_attention"), t.max_position_embeddings, &t.local_rope_theta, &local,
                        &t.local_rope_scaling_json);
     }
-  } else {  // read_decoder read the scaling; only the base's default differs
-    if (!rope) rope = f.opt_object("rope_scaling");
-    t.rope_theta = f.opt_double("rope_theta", 1e6);
-    if (rope) t.rope_theta = rope->opt_double("rope_theta", t.rope_theta);
   }
   return a;
 }
