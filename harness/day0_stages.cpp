@@ -291,12 +291,14 @@ std::string model_shape_cases(const Day0Context& ctx) {
     const int64_t kv_heads = a.mla ? heads : a.num_kv_heads;
     // The config's softmax scale (Gemma 3's query_pre_attn_scalar), else the op's default.
     const std::string scale = a.scale > 0 ? ", scale: " + nlohmann::json(a.scale).dump() : "";
+    const std::string sinks = a.sinks ? "    with: [sinks]\n" : "";  // GPT-OSS's attention sinks
     add("paged_attention", dims({T, T, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16}),
-        "    attrs: {context_len: " + std::to_string(T) + scale + "}\n");
+        "    attrs: {context_len: " + std::to_string(T) + scale + "}\n" + sinks);
     if (a.sliding_window > 0) {  // the sliding layers': a context past the window, so the mask cuts
       const int64_t S = T + a.sliding_window;
       add("paged_attention", dims({T, S, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16}),
-          "    attrs: {context_len: " + std::to_string(S) + ", sliding_window: " + std::to_string(a.sliding_window) + scale + "}\n",
+          "    attrs: {context_len: " + std::to_string(S) + ", sliding_window: " + std::to_string(a.sliding_window) + scale + "}\n" +
+              sinks,
           "paged_attention/sliding");
     }
   }
@@ -305,8 +307,9 @@ std::string model_shape_cases(const Day0Context& ctx) {
     add("moe_gate", dims({T, m.num_experts}), attrs_of(bound.moe_gate));
     add("moe_experts",
         dims({T, t.hidden_size, m.expert_intermediate_size, m.num_experts, m.experts_per_token}),
-        "    inputs: {ids: {arange: {start: 0, step: 1, mod: " + std::to_string(m.num_experts) +
-            "}}}\n");
+        "    inputs: {ids: {arange: {start: 0, step: 1, mod: " + std::to_string(m.num_experts) + "}}}\n" +
+            (bound.moe_experts.attrs.empty() ? "" : attrs_of(bound.moe_experts)) +
+            (m.fused_experts ? "    with: [b_gate, b_up, b_down]\n" : ""));  // GPT-OSS's biased, clamped experts
   }
   return yaml;
 }

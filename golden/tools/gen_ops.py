@@ -50,6 +50,7 @@ import math  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Callable  # noqa: E402
 
@@ -64,6 +65,7 @@ from transformers.modeling_rope_utils import (  # noqa: E402
     ROPE_INIT_FUNCTIONS,
     RotaryEmbeddingConfigMixin,
 )
+from transformers.models.gpt_oss import modeling_gpt_oss as hf_gpt_oss  # noqa: E402
 from transformers.models.gptj import modeling_gptj as hf_gptj  # noqa: E402
 from transformers.models.llama import modeling_llama as hf_llama  # noqa: E402
 
@@ -462,6 +464,31 @@ def op_attention(inp, attrs):
                           window=int(attr(attrs, "sliding_window", 0)))]
 
 
+def sink_attention_f64(q, k, v, sinks, *, causal: bool, scale: float | None, q_offset: int,
+                       window: int) -> torch.Tensor:
+    """transformers' gpt_oss eager_attention_forward (the sink logit joins each softmax, its share
+    dropped) on q[T,Hq,Dh], k[S,Hkv,Dh], v[S,Hkv,Dv], sinks[Hq] (float64) -> o[T,Hq,Dv]."""
+    T, Hq, Dh = q.shape
+    S, Hkv, _ = k.shape
+    if scale is None:
+        scale = 1.0 / math.sqrt(Dh)
+    pos = q_offset + torch.arange(T, dtype=torch.int64)[:, None]
+    key = torch.arange(S, dtype=torch.int64)[None, :]
+    mask = torch.ones(T, S, dtype=torch.bool)
+    if causal:
+        mask &= key <= pos
+    if window > 0:
+        mask &= key > pos - window
+    additive = torch.zeros(T, S, dtype=F64).masked_fill(~mask, float("-inf"))[None, None]
+    module = torch.nn.Module()
+    module.sinks = torch.nn.Parameter(sinks, requires_grad=False)
+    module.num_key_value_groups = Hq // Hkv
+    module.eval()
+    out, _ = hf_gpt_oss.eager_attention_forward(module, q.permute(1, 0, 2)[None], k.permute(1, 0, 2)[None],
+                                                v.permute(1, 0, 2)[None], additive, float(scale))
+    return out[0].contiguous()  # [T, Hq, Dv]
+
+
 def gather_paged(k_cache, v_cache, block_table, context_len: int):
     """Keys/values 0..context_len-1: key j lives at block_table[j / B], slot j % B."""
     B = k_cache.shape[1]
@@ -481,6 +508,11 @@ def op_paged_attention(inp, attrs):
         raise GenError(f"paged_attention: context_len {context_len} > {n} blocks of {B}")
     k, v = gather_paged(k_cache, v_cache, block_table, context_len)
     q_offset = attrs.get("q_offset")
+    if len(inp) > 4:  # attention sinks: GPT-OSS's own eager attention
+        return [sink_attention_f64(q, k, v, f64(inp[4]), causal=bool(attr(attrs, "causal", True)),
+                                   scale=attrs.get("scale"),
+                                   q_offset=context_len - q.shape[0] if q_offset is None else int(q_offset),
+                                   window=int(attr(attrs, "sliding_window", 0)))]
     return [attention_f64(q, k, v, causal=bool(attr(attrs, "causal", True)),
                           scale=attrs.get("scale"),
                           q_offset=context_len - q.shape[0] if q_offset is None else int(q_offset),
@@ -553,15 +585,32 @@ def op_moe_experts(inp, attrs):
     ids = inp[2].to(torch.int64)
     w_gate, w_up, w_down = (f64(t) for t in inp[3:6])
     T, k = ids.shape
-    E = w_gate.shape[0]
+    E, Fi, D = w_gate.shape
+    if len(inp) > 6:  # GPT-OSS's expert biases
+        b_gate, b_up, b_down = (f64(t) for t in inp[6:9])
+    else:
+        b_gate, b_up, b_down = torch.zeros(E, Fi, dtype=F64), torch.zeros(E, Fi, dtype=F64), torch.zeros(E, D, dtype=F64)
+    activation = attr(attrs, "activation", "silu")
+    if activation == "clamped_swiglu":
+        # GptOssExperts._apply_gate itself, on gate/up interleaved as the checkpoint stores them.
+        experts = SimpleNamespace(alpha=float(attr(attrs, "alpha", 1.702)), limit=float(attr(attrs, "limit", 7.0)))
+
+        def act(g, u):
+            gate_up = torch.stack([g, u], dim=-1).flatten(-2)
+            return hf_gpt_oss.GptOssExperts._apply_gate(experts, gate_up)
+    elif activation == "silu":
+        def act(g, u):
+            return F.silu(g) * u
+    else:
+        raise GenError(f"moe_experts: activation must be silu or clamped_swiglu, got {activation!r}")
     y = torch.zeros(T, w_down.shape[1], dtype=F64)
     for t in range(T):
         for j in range(k):
             e = int(ids[t, j])
             if not 0 <= e < E:
                 raise GenError(f"moe_experts: expert id {e} out of range [0, {E})")
-            h = F.silu(w_gate[e] @ x[t]) * (w_up[e] @ x[t])
-            y[t] += weights[t, j] * (w_down[e] @ h)
+            h = act(w_gate[e] @ x[t] + b_gate[e], w_up[e] @ x[t] + b_up[e])
+            y[t] += weights[t, j] * (w_down[e] @ h + b_down[e])
     return [y]
 
 

@@ -34,6 +34,7 @@ constexpr Family kFamilies[] = {
     {"Qwen2MoeForCausalLM", "qwen2_moe", "qwen2_moe", arch_qwen2_moe},
     {"Glm4MoeForCausalLM", "glm4_moe", "glm4_moe", arch_glm4_moe},
     {"Gemma3ForCausalLM", "gemma3_text", "gemma3_text", arch_gemma3_text},
+    {"GptOssForCausalLM", "gpt_oss", "gpt_oss", arch_gpt_oss},
 };
 
 const Family* find_family(const nlohmann::json& config) {

@@ -47,6 +47,8 @@ struct Attention {
   int64_t rotary_dim = 0;
   // The softmax scale of q·k; 0: qk_head_dim^-0.5 (Gemma 3: query_pre_attn_scalar^-0.5).
   double scale = 0;
+  // GPT-OSS: a learned logit per head in the softmax denominator (kAttnSinks, paged_attention's sinks).
+  bool sinks = false;
 
   int64_t qk_head_dim() const { return mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
   int64_t value_head_dim() const { return mla ? v_head_dim : head_dim; }
@@ -77,6 +79,11 @@ struct Moe {
   std::vector<int64_t> dense_layers;       // Qwen3-MoE mlp_only_layers
   // Qwen2-MoE: the shared expert's output scaled by sigmoid(x·shared_expert_gate) per token.
   bool shared_expert_gate = false;
+  // GPT-OSS: the router has a bias; the experts are stored fused (kExpertsGateUp, kExpertsDown,
+  // with biases) and gated by the clamped SwiGLU (moe_experts' activation clamped_swiglu).
+  bool router_bias = false;
+  bool fused_experts = false;
+  double swiglu_alpha = 0, swiglu_limit = 0;  // > 0: clamped_swiglu
 
   // The width of the shared experts' MLP (DeepSeek: num_shared_experts · expert_intermediate_size).
   int64_t shared_inter() const {

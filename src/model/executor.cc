@@ -358,16 +358,18 @@ DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q, co
   const DeviceTensor &k_cache = cache_.k(layer), &v_cache = cache_.v(layer);
   const bool sliding = arch_.text.layer_kind(layer) == TextModel::LayerKind::kSliding && arch_.text.attn.sliding_window > 0;
   const auto op = [sliding](const Segment& s) -> const BoundOp& { return sliding ? s.sliding_attention : s.paged_attention; };
-  if (step.segments.size() == 1) {
-    const Segment& s = step.segments[0];
-    return ops_.run1(op(s), {&q, &k_cache, &v_cache, &s.table});
-  }
+  const DeviceTensor* sinks = weights_->find(layer, TensorRole::kAttnSinks);  // GPT-OSS
+  const auto run = [&](const Segment& s, const DeviceTensor& q_rows) {
+    return sinks != nullptr ? ops_.run1(op(s), {&q_rows, &k_cache, &v_cache, &s.table, sinks})
+                            : ops_.run1(op(s), {&q_rows, &k_cache, &v_cache, &s.table});
+  };
+  if (step.segments.size() == 1) return run(step.segments[0], q);
   const tensor::Tensor q_host = backend_.download(q);
   const tensor::Shape qs = q.shape();
   tensor::Tensor out = tensor::Tensor::zeros(q.dtype(), {qs[0], qs[1], v_cache.shape()[3]});
   for (const Segment& s : step.segments) {
     const DeviceTensor q_seg = backend_.upload(q_host.slice_rows(s.row, s.row + s.tokens));
-    const DeviceTensor o_seg = ops_.run1(op(s), {&q_seg, &k_cache, &v_cache, &s.table});
+    const DeviceTensor o_seg = run(s, q_seg);
     tensor::Tensor rows = out.slice_rows(s.row, s.row + s.tokens);
     backend_.download(o_seg, &rows);
   }
@@ -412,13 +414,15 @@ std::vector<DeviceTensor> Executor::local_routes(std::vector<DeviceTensor> route
 
 DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
   const Moe& m = arch_.text.moe;
-  const DeviceTensor logits = linear(layer, TensorRole::kRouter, h, false);  // scaled_linear if a quantizer stored it fp8
+  const DeviceTensor logits = linear(layer, TensorRole::kRouter, h, m.router_bias);  // scaled_linear if a quantizer stored it fp8
   const DeviceTensor* bias = weights_->find(layer, TensorRole::kRouterBias);
   std::vector<DeviceTensor> routed = bias ? ops_.run(op_.moe_gate, {&logits, bias}) : ops_.run(op_.moe_gate, {&logits});
   const Sharding* sh = options_.sharding;
   if (sh != nullptr && !sh->experts_split_by_tp) routed = local_routes(std::move(routed), sh->expert_begin, sh->expert_end);
   const ExpertStack& e = weights_->experts(layer);
-  DeviceTensor y = ops_.run1(op_.moe_experts, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down});
+  DeviceTensor y = e.b_gate ? ops_.run1(op_.moe_experts, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down,
+                                                          &*e.b_gate, &*e.b_up, &*e.b_down})
+                           : ops_.run1(op_.moe_experts, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down});
   // Combine: under EP each token's experts ran on their ranks; under TP each expert's partial sums.
   if (sh != nullptr) all_reduce(sh->experts_split_by_tp ? sh->tp.get() : sh->ep.get(), &y);
   if (m.num_shared_experts > 0) {

@@ -160,6 +160,7 @@ class InventoryBuilder {
       norm(TensorRole::kAttnQNorm, hd);
       norm(TensorRole::kAttnKNorm, hd);
     }
+    if (a.sinks) add(named(TensorRole::kAttnSinks), {a.num_heads}, TpSplit::kColumn).tensor = TensorRole::kAttnSinks;
   }
 
   // Multi-head latent attention: the low-rank down projections and their norms are replicated;
@@ -200,20 +201,43 @@ class InventoryBuilder {
     const Moe& m = t_.moe;
     const int64_t h = t_.hidden_size, inter = m.expert_intermediate_size;
     add(named(TensorRole::kRouter), {m.num_experts, h}, TpSplit::kReplicated).tensor = TensorRole::kRouter;
+    if (m.router_bias) bias(TensorRole::kRouter, m.num_experts, TpSplit::kReplicated);
     if (m.correction_bias) {
       WeightInfo& b = add(named(TensorRole::kRouterBias), {m.num_experts}, TpSplit::kReplicated);
       b.role = WeightRole::kBuffer;
       b.dtype = DType::kF32;  // HF keeps the correction bias in f32
       b.tensor = TensorRole::kRouterBias;
     }
-    for (expert_ = 0; expert_ < m.num_experts; ++expert_) {
-      proj(TensorRole::kExpertGate, inter, h, TpSplit::kColumn, 1);
-      proj(TensorRole::kExpertUp, inter, h, TpSplit::kColumn, 1);
-      proj(TensorRole::kExpertDown, h, inter, TpSplit::kRow, 1);
+    if (m.fused_experts) {
+      fused_experts();
+    } else {
+      for (expert_ = 0; expert_ < m.num_experts; ++expert_) {
+        proj(TensorRole::kExpertGate, inter, h, TpSplit::kColumn, 1);
+        proj(TensorRole::kExpertUp, inter, h, TpSplit::kColumn, 1);
+        proj(TensorRole::kExpertDown, h, inter, TpSplit::kRow, 1);
+      }
+      expert_ = -1;
     }
-    expert_ = -1;
     if (m.num_shared_experts > 0) mlp(m.shared_inter(), TensorRole::kSharedGate);
     if (m.shared_expert_gate) add(named(TensorRole::kSharedExpertGate), {1, h}, TpSplit::kReplicated).tensor = TensorRole::kSharedExpertGate;
+  }
+
+  // GPT-OSS: gate_up [E, D, 2F] (gate/up interleaved: TP cuts whole pairs) with bias [E, 2F],
+  // down [E, F, D] with bias [E, D] (replicated: under TP only the first rank adds it).
+  void fused_experts() {
+    const Moe& m = t_.moe;
+    const int64_t e = m.num_experts, h = t_.hidden_size, f = m.expert_intermediate_size;
+    const auto fused = [&](TensorRole role, TensorPiece piece, std::vector<int64_t> shape, TpSplit tp, int axis, int64_t unit) {
+      WeightInfo& w = add(named(role, piece), std::move(shape), tp, unit);
+      w.tensor = role;
+      w.piece = piece;
+      w.all_experts = true;
+      w.tp_axis = axis;
+    };
+    fused(TensorRole::kExpertsGateUp, TensorPiece::kWeight, {e, h, 2 * f}, TpSplit::kColumn, 2, 2);
+    fused(TensorRole::kExpertsGateUp, TensorPiece::kBias, {e, 2 * f}, TpSplit::kColumn, 1, 2);
+    fused(TensorRole::kExpertsDown, TensorPiece::kWeight, {e, f, h}, TpSplit::kRow, 1, 1);
+    fused(TensorRole::kExpertsDown, TensorPiece::kBias, {e, h}, TpSplit::kReplicated, -1, 1);
   }
 
   const Architecture& arch_;
@@ -243,7 +267,7 @@ ParamCounts count(const Architecture& arch, const std::vector<WeightInfo>& weigh
       continue;
     }
     c.total += elements(w);
-    if (w.expert >= 0) routed += elements(w);
+    if (w.expert >= 0 || w.all_experts) routed += elements(w);
     if (w.name.rfind("vision_tower.", 0) == 0 || w.name.rfind("multi_modal_projector.", 0) == 0) c.vision += elements(w);
   }
   const Moe& m = arch.text.moe;

@@ -40,6 +40,9 @@ struct WeightInfo {
   bool kv_heads = false;  // split by kv heads: replicated in groups when kv heads < tp
   int64_t layer = -1;     // decoder layer (pipeline stage by layer); -1 before the first, num_layers after the last
   int64_t expert = -1;    // routed expert index (expert-parallel placement); -1 if none
+  // Every routed expert along axis 0 (GPT-OSS's fused experts): expert parallelism cuts axis 0.
+  bool all_experts = false;
+  int tp_axis = -1;       // the axis a column/row split cuts; -1: 0 for column and vocab, 1 for row
   TensorRole tensor = TensorRole::kOther;
   TensorPiece piece = TensorPiece::kWeight;
   bool mtp = false;       // multi-token-prediction layer: in released checkpoints, not in the HF model

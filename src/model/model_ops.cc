@@ -68,10 +68,12 @@ ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant
     if (t.hidden_act != "silu") {
       throw InputError("config.json: hidden_act", "'" + t.hidden_act + "' with routed experts: moe_experts gates them by silu");
     }
+    ops::Json experts = ops::Json::object();
+    if (m.swiglu_limit > 0) experts = {{"activation", "clamped_swiglu"}, {"alpha", m.swiglu_alpha}, {"limit", m.swiglu_limit}};
     o.moe_gate = bind_op("moe_gate", {{"top_k", m.experts_per_token}, {"scoring", m.scoring},
                                       {"normalize", m.norm_topk_prob}, {"n_group", m.n_group},
                                       {"topk_group", m.topk_group}, {"routed_scaling_factor", m.routed_scaling_factor}});
-    o.moe_experts = bind_op("moe_experts");
+    o.moe_experts = bind_op("moe_experts", experts);
     if (m.shared_expert_gate) {
       o.sigmoid = bind_op("sigmoid");
       o.mul = bind_op("mul");

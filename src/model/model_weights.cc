@@ -48,6 +48,36 @@ tensor::Tensor dequantize_blocks(const tensor::Tensor& q, const tensor::Tensor& 
   return out;
 }
 
+// GPT-OSS's fused experts as moe_experts' operands, in `dtype`. gate_up [E, D, 2F] (gate ::2,
+// up 1::2 along the last axis, applied as x · w) -> w_gate, w_up [E, F, D]; down [E, F, D] ->
+// w_down [E, D, F]; gate_up_bias [E, 2F] -> b_gate, b_up [E, F]; down_bias [E, D] as stored.
+struct FusedExperts {
+  tensor::Tensor gate_up, gate_up_bias, down, down_bias;
+};
+
+std::array<tensor::Tensor, 6> unpack_fused(const FusedExperts& in, tensor::DType dtype) {
+  const tensor::Tensor gu = glue::to_f32(in.gate_up), gub = glue::to_f32(in.gate_up_bias), dn = glue::to_f32(in.down);
+  const int64_t e = gu.dim(0), d = gu.dim(1), f = gu.dim(2) / 2;
+  tensor::Tensor gate = tensor::Tensor::empty(tensor::DType::kF32, {e, f, d}), up = tensor::Tensor::empty(tensor::DType::kF32, {e, f, d});
+  tensor::Tensor down = tensor::Tensor::empty(tensor::DType::kF32, {e, d, f});
+  tensor::Tensor b_gate = tensor::Tensor::empty(tensor::DType::kF32, {e, f}), b_up = tensor::Tensor::empty(tensor::DType::kF32, {e, f});
+  const float *src = gu.data_as<float>(), *bsrc = gub.data_as<float>(), *dsrc = dn.data_as<float>();
+  float *g = gate.mutable_data_as<float>(), *u = up.mutable_data_as<float>(), *w = down.mutable_data_as<float>();
+  for (int64_t x = 0; x < e; ++x) {
+    for (int64_t i = 0; i < f; ++i) {
+      for (int64_t c = 0; c < d; ++c) {
+        g[(x * f + i) * d + c] = src[(x * d + c) * 2 * f + 2 * i];
+        u[(x * f + i) * d + c] = src[(x * d + c) * 2 * f + 2 * i + 1];
+        w[(x * d + c) * f + i] = dsrc[(x * f + i) * d + c];
+      }
+      b_gate.mutable_data_as<float>()[x * f + i] = bsrc[x * 2 * f + 2 * i];
+      b_up.mutable_data_as<float>()[x * f + i] = bsrc[x * 2 * f + 2 * i + 1];
+    }
+  }
+  return {glue::to_dtype(gate, dtype), glue::to_dtype(up, dtype), glue::to_dtype(down, dtype),
+          glue::to_dtype(b_gate, dtype), glue::to_dtype(b_up, dtype), glue::to_dtype(in.down_bias, dtype)};
+}
+
 bool is_fp8(tensor::DType d) { return d == tensor::DType::kF8E4M3 || d == tensor::DType::kF8E5M2; }
 
 }  // namespace
@@ -64,6 +94,7 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     }
   }
   std::map<int64_t, std::array<std::vector<tensor::Tensor>, 3>> expert_parts;
+  std::map<int64_t, FusedExperts> fused;
   for (const WeightInfo& w : inv.weights) {
     std::optional<WeightSlice> part = WeightSlice{-1, 0, 0};
     if (sharding != nullptr) part = sharding->slice(w);
@@ -102,6 +133,18 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     } else {
       stored = part->axis < 0 ? ckpt.get(w.name) : ckpt.slice(w.name, part->axis, part->begin, part->end);
     }
+    if (w.all_experts) {  // unpacked below into moe_experts' operands
+      FusedExperts& f = fused[w.layer];
+      const bool bias = w.piece == TensorPiece::kBias;
+      if (w.tensor == TensorRole::kExpertsGateUp) {
+        (bias ? f.gate_up_bias : f.gate_up) = stored;
+      } else if (bias && sharding != nullptr && sharding->experts_split_by_tp && sharding->tp_rank != 0) {
+        f.down_bias = tensor::Tensor::zeros(stored.dtype(), stored.shape());  // the first rank adds it
+      } else {
+        (bias ? f.down_bias : f.down) = stored;
+      }
+      continue;
+    }
     const tensor::Tensor host = tensor::is_float(stored.dtype()) ? glue::to_dtype(stored, dtype) : stored;
     bytes_ += int64_t(host.nbytes());
     if (w.expert >= 0) {  // moe_experts' w_gate, w_up, w_down, in expert order
@@ -113,9 +156,17 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     }
     add(w, w.name, backend.upload(host), w.piece);
   }
+  for (const auto& [layer, f] : fused) {
+    std::array<tensor::Tensor, 6> t = unpack_fused(f, dtype);
+    ExpertStack stack{backend.upload(t[0]), backend.upload(t[1]), backend.upload(t[2]), backend.upload(t[3]),
+                      backend.upload(t[4]), backend.upload(t[5])};
+    for (const tensor::Tensor& part : t) bytes_ += int64_t(part.nbytes());
+    experts_.emplace(layer, std::move(stack));
+  }
   for (auto& [layer, parts] : expert_parts) {
     experts_.emplace(layer, ExpertStack{backend.upload(stack(parts[0])), backend.upload(stack(parts[1])),
-                                        backend.upload(stack(parts[2]))});
+                                        backend.upload(stack(parts[2])), std::nullopt,
+                                        std::nullopt, std::nullopt});
   }
 }
 

@@ -3,10 +3,14 @@
 // the moe_experts op's operands: w_gate[E,F,D], w_up[E,F,D], w_down[E,D,F] per layer.
 // An fp8 block-quantized projection (quantization_config fp8) stays as stored: "<name>" in fp8
 // and "<name>_scale_inv" in f32, this rank's whole blocks of both, for scaled_linear; routed
-// experts are dequantized on load (moe_experts takes float weights).
+// experts are dequantized on load (moe_experts takes float weights). Fused experts (GPT-OSS's
+// gate_up [E, D, 2F] interleaved and down [E, F, D], with biases) are unpacked into the same
+// operands; under TP the down bias is held by the first rank only (zeros elsewhere), so the
+// all-reduce adds it once.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -18,8 +22,10 @@ namespace h0::model {
 
 struct Sharding;
 
+// moe_experts' weight operands; the biases only for experts stored with them (GPT-OSS).
 struct ExpertStack {
   backend::DeviceTensor gate, up, down;
+  std::optional<backend::DeviceTensor> b_gate, b_up, b_down;
 };
 
 class ModelWeights {

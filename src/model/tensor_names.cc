@@ -38,9 +38,16 @@ const char* tensor_role_name(TensorRole role) {
     case TensorRole::kExpertGate: return "expert_gate";
     case TensorRole::kExpertUp: return "expert_up";
     case TensorRole::kExpertDown: return "expert_down";
+    case TensorRole::kAttnSinks: return "attn_sinks";
+    case TensorRole::kExpertsGateUp: return "experts_gate_up";
+    case TensorRole::kExpertsDown: return "experts_down";
     case TensorRole::kCount: break;
   }
   return "?";
+}
+
+bool is_parameter_role(TensorRole role) {
+  return role == TensorRole::kAttnSinks || role == TensorRole::kExpertsGateUp || role == TensorRole::kExpertsDown;
 }
 
 TensorNames::TensorNames(std::initializer_list<Entry> stems) {
@@ -67,6 +74,10 @@ std::string TensorNames::name(const std::string& layer_prefix, TensorRole role, 
     out.replace(at, 3, std::to_string(expert));
   }
   if (role == TensorRole::kRouterBias) return out;
+  if (is_parameter_role(role)) {
+    H0_CHECK(piece != TensorPiece::kScale) << tensor_role_name(role) << " has no block scales";
+    return piece == TensorPiece::kBias ? out + "_bias" : out;
+  }
   switch (piece) {
     case TensorPiece::kWeight: return out + ".weight";
     case TensorPiece::kBias: return out + ".bias";

@@ -25,6 +25,10 @@ enum class TensorRole : uint8_t {
   kSharedGate, kSharedUp, kSharedDown,   // shared experts: one dense MLP
   kSharedExpertGate,                     // Qwen2-MoE: sigmoid(x·w) scales the shared expert's output
   kExpertGate, kExpertUp, kExpertDown,   // routed expert `expert`: moe_experts' w_gate, w_up, w_down
+  // Parameters, not modules (named by their stem; a bias is "<stem>_bias"): GPT-OSS's attention
+  // sinks [Hq], and its routed experts all in one tensor each: gate_up [E, D, 2F] (gate and up
+  // interleaved along the last axis: gate ::2, up 1::2, applied as x · w) and down [E, F, D].
+  kAttnSinks, kExpertsGateUp, kExpertsDown,
   kCount,
 };
 // Which tensor of a role: the weight, its bias, its block scales (weight_scale_inv).
@@ -32,10 +36,13 @@ enum class TensorPiece : uint8_t { kWeight, kBias, kScale };
 
 // "attn_q", "expert_gate", ...: for errors and listings.
 const char* tensor_role_name(TensorRole role);
+// Whether the role is a bare parameter (kAttnSinks, kExpertsGateUp, kExpertsDown).
+bool is_parameter_role(TensorRole role);
 
 // A family's decoder-layer names: per role, its stem under the layer's prefix
 // ("model.layers.3."), "{e}" standing for a routed expert's index. A piece appends ".weight",
-// ".bias" or ".weight_scale_inv"; kRouterBias names a buffer, so its stem is the whole name.
+// ".bias" or ".weight_scale_inv"; kRouterBias names a buffer and the parameter roles
+// (is_parameter_role) a bare nn.Parameter, so their stem is the whole name (a bias: "_bias").
 // A role with no stem is one the family's layers never have.
 class TensorNames {
  public:

@@ -1,7 +1,9 @@
 // attention and paged_attention: scaled dot-product attention with grouped KV heads.
 //   attention(q[T,Hq,Dh], k[S,Hkv,Dh], v[S,Hkv,Dv]) = o[T,Hq,Dv]
 //   paged_attention(q[T,Hq,Dh], k_cache[NB,B,Hkv,Dh], v_cache[NB,B,Hkv,Dv], block_table[n] i32)
-//     = o[T,Hq,Dv], key j < context_len at block block_table[j / B], slot j % B (vLLM's layout).
+//     = o[T,Hq,Dv], key j < context_len at block block_table[j / B], slot j % B (vLLM's layout);
+//     optional sinks[Hq] (GPT-OSS's attention sinks): head h's softmax denominator gains
+//     e^(sinks[h] − m), m the max over the visible scores and sinks[h]; the sink has no value.
 // Query t sits at position p = q_offset + t (default S − T: the queries are the last T keys);
 // it sees key j iff (!causal || j <= p) && (sliding_window == 0 || j > p − sliding_window)
 // (both ops: Mistral's, Gemma 3's and GPT-OSS's sliding layers run paged_attention with it).
@@ -34,9 +36,11 @@ struct AttentionMask {
 
 // q is (T, Hq, Dh). Key j's head hk is row rows[j]·Hkv + hk of k (Dh wide) and of v (Dv wide).
 // Returns o (T, Hq, Dv).
+// `sinks` (Hq values, or empty): a per-head logit in each softmax's denominator.
 std::vector<double> attend(const std::vector<double>& q, const std::vector<double>& k,
                            const std::vector<double>& v, const std::vector<int64_t>& rows,
-                           const AttentionGeometry& g, const AttentionMask& mask, double scale) {
+                           const AttentionGeometry& g, const AttentionMask& mask, double scale,
+                           const std::vector<double>& sinks = {}) {
   std::vector<double> o(static_cast<size_t>(g.t * g.hq * g.dv), 0.0);
   const int64_t group = g.hq / g.hkv;
   std::vector<double> scores;
@@ -59,7 +63,16 @@ std::vector<double> attend(const std::vector<double>& q, const std::vector<doubl
         for (int64_t d = 0; d < g.dh; ++d) dot += qv[d] * kv[d];
         scores[n] = scale * dot;
       }
-      util::softmax_inplace(scores.data(), static_cast<int64_t>(scores.size()));
+      if (sinks.empty()) {
+        util::softmax_inplace(scores.data(), static_cast<int64_t>(scores.size()));
+      } else {  // softmax over the scores and the sink, the sink's share dropped (HF's eager path)
+        const double sink = sinks[static_cast<size_t>(h)];
+        double mx = sink, sum = 0;
+        for (double sc : scores) mx = std::max(mx, sc);
+        for (double& sc : scores) sum += (sc = std::exp(sc - mx));
+        sum += std::exp(sink - mx);
+        for (double& sc : scores) sc /= sum;
+      }
       double* ov = &o[static_cast<size_t>((t * g.hq + h) * g.dv)];
       for (size_t n = 0; n < keys.size(); ++n) {
         const double* vv =
@@ -140,8 +153,10 @@ void paged_attention_reference(const std::vector<const Tensor*>& in,
     rows[static_cast<size_t>(j)] = block * b + j % b;
   }
   const double scale = util::attr_f_or(a, "scale", 1.0 / std::sqrt(static_cast<double>(g.dh)));
+  const std::vector<double> sinks =
+      in.size() > 4 && in[4] != nullptr ? util::to_f64(*in[4]) : std::vector<double>();
   util::from_f64(attend(util::to_f64(*in[0]), util::to_f64(*in[1]), util::to_f64(*in[2]), rows, g,
-                        mask, scale),
+                        mask, scale, sinks),
                  out[0]);
 }
 
@@ -209,7 +224,8 @@ const OpDef& paged_attention_op() {
       .inputs = {{"q", OperandKind::kFloat},
                  {"k_cache", OperandKind::kFloat},
                  {"v_cache", OperandKind::kFloat},
-                 {"block_table", OperandKind::kI32}},
+                 {"block_table", OperandKind::kI32},
+                 {"sinks", OperandKind::kFloat, true}},
       .outputs = {{"o", OperandKind::kFloat}},
       .attrs = {{"context_len", AttrType::kInt, "null", nullptr, "keys in the cache; null = n * B"},
                 {"scale", AttrType::kFloat, "null", nullptr, "score scale; null = 1/sqrt(Dh)"},
@@ -224,7 +240,7 @@ const OpDef& paged_attention_op() {
       .tolerance = ToleranceClass::kReduction,
       // n = ceil(S / B) blocks in the table; the cache holds two more, never referenced.
       .operands =
-          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
+          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>& with) {
             const OpDef& self = paged_attention_op();
             const int64_t t = util::dim(self, dims, "T"), s = util::dim(self, dims, "S"),
                           hq = util::dim(self, dims, "Hq"), hkv = util::dim(self, dims, "Hkv"),
@@ -232,8 +248,10 @@ const OpDef& paged_attention_op() {
                           b = util::dim(self, dims, "B");
             if (b <= 0) util::fail(self, "dim 'B' must be positive, got " + std::to_string(b));
             const int64_t n = (s + b - 1) / b, nb = n + 2;
-            return std::vector<TensorDesc>{desc(dtype, {t, hq, dh}), desc(dtype, {nb, b, hkv, dh}),
-                                           desc(dtype, {nb, b, hkv, dv}), desc(DType::kI32, {n})};
+            std::vector<TensorDesc> in = {desc(dtype, {t, hq, dh}), desc(dtype, {nb, b, hkv, dh}),
+                                          desc(dtype, {nb, b, hkv, dv}), desc(DType::kI32, {n})};
+            if (with.count("sinks")) in.push_back(desc(dtype, {hq}));
+            return in;
           },
       .infer =
           [](const std::vector<TensorDesc>& in, const Json& attrs) {
@@ -251,6 +269,10 @@ const OpDef& paged_attention_op() {
                                     ", B = " + std::to_string(k.shape[1]) +
                                     ", Hkv = " + std::to_string(k.shape[2]));
             util::require_shape(self, table.shape.size() == 1, "block_table", table, "[n]");
+            if (in.size() > 4 && in[4].present) {
+              util::require_shape(self, in[4].shape == Shape{q.shape[1]}, "sinks", in[4],
+                                  "[Hq] = [" + std::to_string(q.shape[1]) + "]");
+            }
             const int64_t capacity = table.shape[0] * k.shape[1];
             const int64_t len = context_len(attrs, capacity);
             if (len < 0 || len > capacity) {
@@ -275,6 +297,7 @@ const OpDef& paged_attention_op() {
           [](const Dims&, const Json&) {
             Json in = qkv_inputs("k_cache", "v_cache");
             in["block_table"] = {{"permutation", Json::object()}};
+            in["sinks"] = {{"normal", {{"mean", 0}, {"std", 1}}}};
             return in;
           },
   };

@@ -13,6 +13,9 @@
 //     y[t] = Σ_j weights[t,j] · w_down[e] (silu(w_gate[e] x[t]) · w_up[e] x[t]), e = ids[t,j]
 //     (the SwiGLU experts of Mixtral / Qwen-MoE / DeepSeek). An id outside [0, E) is an
 //     InputError. flops T·k·(6·F·D + 5·F + 2·D); reduction max(D, F).
+//     Optional biases b_gate[E,F], b_up[E,F], b_down[E,D] (all three: GPT-OSS's) add to each
+//     projection. attr activation "clamped_swiglu" (GPT-OSS): with g, u the biased gate and up,
+//     g' = min(g, limit), u' = clamp(u, −limit, limit), h = (u' + 1) · g' · sigmoid(alpha · g').
 // All in f64, one rounding per output.
 #include <algorithm>
 #include <cmath>
@@ -124,8 +127,25 @@ void gate_reference(const std::vector<const Tensor*>& in, const std::vector<Tens
   util::from_f64(ids, out[1]);
 }
 
-// x (T, D), weights (T, k), ids (T, k), w_gate and w_up (E, F, D), w_down (E, D, F) -> y (T, D).
-void experts_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
+struct ExpertActivation {
+  bool clamped;  // GPT-OSS's clamped SwiGLU; else silu(g)·u
+  double alpha, limit;
+  double operator()(double g, double u) const {
+    if (!clamped) return util::silu(g) * u;
+    g = std::min(g, limit);
+    u = std::clamp(u, -limit, limit);
+    return (u + 1) * g * util::sigmoid(alpha * g);
+  }
+};
+
+ExpertActivation expert_activation(const Json& a) {
+  return {util::attr_s(a, "activation") == "clamped_swiglu", util::attr_f(a, "alpha"), util::attr_f(a, "limit")};
+}
+
+// x (T, D), weights (T, k), ids (T, k), w_gate and w_up (E, F, D), w_down (E, D, F), optional
+// b_gate and b_up (E, F), b_down (E, D) -> y (T, D).
+void experts_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                       const ExpertActivation& act) {
   const int64_t t = in[0]->dim(0), d = in[0]->dim(1), k = in[1]->dim(1);
   const int64_t e = in[3]->dim(0), f = in[3]->dim(1);
   const auto x = util::to_f64(*in[0]);
@@ -134,6 +154,10 @@ void experts_reference(const std::vector<const Tensor*>& in, const std::vector<T
   const auto w_gate = util::to_f64(*in[3]);
   const auto w_up = util::to_f64(*in[4]);
   const auto w_down = util::to_f64(*in[5]);
+  const bool biased = in.size() > 8 && in[6] != nullptr;
+  const auto b_gate = biased ? util::to_f64(*in[6]) : std::vector<double>();
+  const auto b_up = biased ? util::to_f64(*in[7]) : std::vector<double>();
+  const auto b_down = biased ? util::to_f64(*in[8]) : std::vector<double>();
   std::vector<double> y(static_cast<size_t>(t * d), 0.0), h(static_cast<size_t>(f));
   for (int64_t r = 0; r < t; ++r) {
     const double* xr = &x[static_cast<size_t>(r * d)];
@@ -147,17 +171,18 @@ void experts_reference(const std::vector<const Tensor*>& in, const std::vector<T
       for (int64_t i = 0; i < f; ++i) {
         const double* g_row = &w_gate[static_cast<size_t>((id * f + i) * d)];
         const double* u_row = &w_up[static_cast<size_t>((id * f + i) * d)];
-        double g = 0, u = 0;
+        double g = biased ? b_gate[static_cast<size_t>(id * f + i)] : 0,
+               u = biased ? b_up[static_cast<size_t>(id * f + i)] : 0;
         for (int64_t c = 0; c < d; ++c) {
           g += g_row[c] * xr[c];
           u += u_row[c] * xr[c];
         }
-        h[static_cast<size_t>(i)] = util::silu(g) * u;
+        h[static_cast<size_t>(i)] = act(g, u);
       }
       const double w = weights[static_cast<size_t>(r * k + j)];
       for (int64_t c = 0; c < d; ++c) {
         const double* d_row = &w_down[static_cast<size_t>((id * d + c) * f)];
-        double acc = 0;
+        double acc = biased ? b_down[static_cast<size_t>(id * d + c)] : 0;
         for (int64_t i = 0; i < f; ++i) acc += d_row[i] * h[static_cast<size_t>(i)];
         y[static_cast<size_t>(r * d + c)] += w * acc;
       }
@@ -237,21 +262,33 @@ const OpDef& moe_experts_op() {
                  {"ids", OperandKind::kI32},
                  {"w_gate", OperandKind::kFloat},
                  {"w_up", OperandKind::kFloat},
-                 {"w_down", OperandKind::kFloat}},
+                 {"w_down", OperandKind::kFloat},
+                 {"b_gate", OperandKind::kFloat, true},
+                 {"b_up", OperandKind::kFloat, true},
+                 {"b_down", OperandKind::kFloat, true}},
       .outputs = {{"y", OperandKind::kFloat}},
-      .attrs = {},
+      .attrs = {{"activation", AttrType::kString, "\"silu\"", "silu|clamped_swiglu",
+                 "silu(g)·u, or GPT-OSS's (clamp(u) + 1)·g'·sigmoid(alpha·g'), g' = min(g, limit)"},
+                {"alpha", AttrType::kFloat, "1.702", nullptr, "clamped_swiglu's sigmoid slope"},
+                {"limit", AttrType::kFloat, "7.0", nullptr, "clamped_swiglu's clamp"}},
       .dims = {"T", "D", "F", "E", "k"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kReduction,
       .operands =
-          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
+          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>& with) {
             const OpDef& self = moe_experts_op();
             const int64_t t = util::dim(self, dims, "T"), d = util::dim(self, dims, "D"),
                           f = util::dim(self, dims, "F"), e = util::dim(self, dims, "E"),
                           k = util::dim(self, dims, "k");
-            return std::vector<TensorDesc>{desc(dtype, {t, d}),       desc(DType::kF32, {t, k}),
-                                           desc(DType::kI32, {t, k}), desc(dtype, {e, f, d}),
-                                           desc(dtype, {e, f, d}),    desc(dtype, {e, d, f})};
+            std::vector<TensorDesc> in = {desc(dtype, {t, d}),       desc(DType::kF32, {t, k}),
+                                          desc(DType::kI32, {t, k}), desc(dtype, {e, f, d}),
+                                          desc(dtype, {e, f, d}),    desc(dtype, {e, d, f})};
+            if (with.count("b_gate") || with.count("b_up") || with.count("b_down")) {  // all three or none
+              in.push_back(desc(dtype, {e, f}));
+              in.push_back(desc(dtype, {e, f}));
+              in.push_back(desc(dtype, {e, d}));
+            }
+            return in;
           },
       .infer =
           [](const std::vector<TensorDesc>& in, const Json&) {
@@ -271,6 +308,15 @@ const OpDef& moe_experts_op() {
             const Shape down = {w_gate.shape[0], d, w_gate.shape[1]};
             util::require_shape(self, w_down.shape == down, "w_down", w_down,
                                 "[E, D, F] = " + tensor::shape_string(down));
+            const auto present = [&](size_t i) { return in.size() > i && in[i].present; };
+            const int biases = int(present(6)) + int(present(7)) + int(present(8));
+            if (biases != 0 && biases != 3) util::fail(self, "b_gate, b_up and b_down come together (got " + std::to_string(biases) + " of 3)");
+            if (biases == 3) {
+              const Shape ef = {w_gate.shape[0], w_gate.shape[1]}, ed = {w_gate.shape[0], d};
+              util::require_shape(self, in[6].shape == ef, "b_gate", in[6], "[E, F] = " + tensor::shape_string(ef));
+              util::require_shape(self, in[7].shape == ef, "b_up", in[7], "[E, F] = " + tensor::shape_string(ef));
+              util::require_shape(self, in[8].shape == ed, "b_down", in[8], "[E, D] = " + tensor::shape_string(ed));
+            }
             return std::vector<TensorDesc>{desc(x.dtype, x.shape)};
           },
       .cost =
@@ -283,7 +329,7 @@ const OpDef& moe_experts_op() {
                         util::bytes_of(in) + util::bytes_of(out), std::max(d, f)};
           },
       .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
-                      const Json&) { experts_reference(in, out); },
+                      const Json& a) { experts_reference(in, out, expert_activation(a)); },
       .default_inputs =
           [](const Dims& dims, const Json&) {
             const OpDef& self = moe_experts_op();
@@ -294,7 +340,10 @@ const OpDef& moe_experts_op() {
                         {"ids", {{"topk_ids", {{"experts", util::dim(self, dims, "E")}}}}},
                         {"w_gate", normal(1 / std::sqrt(d))},
                         {"w_up", normal(1 / std::sqrt(d))},
-                        {"w_down", normal(1 / std::sqrt(f))}};
+                        {"w_down", normal(1 / std::sqrt(f))},
+                        {"b_gate", normal(0.5)},
+                        {"b_up", normal(0.5)},
+                        {"b_down", normal(0.5)}};
           },
   };
   return op;

@@ -163,6 +163,21 @@ std::optional<Slice> shard_of(const WeightInfo& w, const model::Architecture& ar
                               const RankCoord& at) {
   if (!on_stage(w, arch, plan, at.pp_rank)) return std::nullopt;
   int64_t parts = plan.tp, index = at.tp_rank;
+  if (w.all_experts && plan.ep > 1) {  // GPT-OSS's fused experts: this rank's experts along axis 0
+    const auto [first, last] = rank_experts(arch, plan, at.ep_rank);
+    if (plan.etp() > 1 && w.tp != TpSplit::kReplicated) {
+      throw InputError("mesh " + plan_name(plan), w.name + " holds every expert in one tensor: it is cut by ep or by tp, "
+                                                           "not both (etp " + str(plan.etp()) + "; use ep = tp x dp)");
+    }
+    Slice s;
+    s.axis = 0;
+    s.begin = first;
+    s.end = last;
+    s.shape = w.shape;
+    s.shape[0] = last - first;
+    return s;
+  }
+  if (w.all_experts) parts = plan.etp(), index = at.etp_rank;
   if (w.expert >= 0) {
     const auto [first, last] = rank_experts(arch, plan, at.ep_rank);
     if (w.expert < first || w.expert >= last) return std::nullopt;
@@ -175,7 +190,7 @@ std::optional<Slice> shard_of(const WeightInfo& w, const model::Architecture& ar
     s.end = w.shape.empty() ? 1 : w.shape[0];
     return s;
   }
-  return cut(w, arch, w.tp == TpSplit::kRow ? 1 : 0, parts, index);
+  return cut(w, arch, w.tp_axis >= 0 ? w.tp_axis : w.tp == TpSplit::kRow ? 1 : 0, parts, index);
 }
 
 }  // namespace h0::plan

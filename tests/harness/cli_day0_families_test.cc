@@ -1,5 +1,5 @@
 // The families added as one file each (src/model/families/mistral.cc, qwen2_moe.cc, glm4_moe.cc,
-// gemma3_text.cc) on checkpoints
+// gemma3_text.cc, gpt_oss.cc) on checkpoints
 // transformers wrote itself (tests/data/models/, golden/tools/gen_tiny_hf_models.py): day0 passes
 // every stage on cpu, the reference backend and PoCL; the op stage runs the model's own cases (the
 // sliding-window attention at Mistral's window, the shared-expert gate's sigmoid, Gemma 3's local
@@ -52,7 +52,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(NewFamily{"tiny-mistral", 205120, "paged_attention/sliding"},
                                          NewFamily{"tiny-qwen2-moe", 165056, "sigmoid"},
                                          NewFamily{"tiny-glm4-moe", 342400, "moe_gate"},
-                                         NewFamily{"tiny-gemma3", 230080, "rope/local"}),
+                                         NewFamily{"tiny-gemma3", 230080, "rope/local"},
+                                         NewFamily{"tiny-gpt-oss", 141520, "paged_attention/sliding"}),
                        ::testing::Values("cpu", "reference", "opencl-pocl")),
     [](const auto& param_info) {
       std::string n = std::string(std::get<0>(param_info.param).name) + "_" + std::get<1>(param_info.param);
@@ -116,6 +117,26 @@ TEST(Day0NewFamilyFaults, GemmaBlocksFaultsAreCaughtAndLocalized) {
   EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.input_layernorm"))
       << stages["layer_accuracy"]["summary"];
   stages = faulty_day0("tiny-gemma3", "{op: gelu, fault: scale, magnitude: 0.01}");
+  EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
+  EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.mlp"))
+      << stages["layer_accuracy"]["summary"];
+}
+
+// GPT-OSS's blocks: a paged_attention that drops the sinks (a kernel that never reads the optional
+// input), moe_experts without the clamped SwiGLU (the attr dropped: plain silu(g)·u) and without
+// the expert biases: each caught at the op stage (its suite cases and this model's own) and
+// localized at layer 0's attention or MoE block.
+TEST(Day0NewFamilyFaults, GptOssBlocksFaultsAreCaughtAndLocalized) {
+  auto stages = faulty_day0("tiny-gpt-oss", "{op: paged_attention, fault: drop_inputs, keep: 4}");
+  EXPECT_TRUE(contains(stages["op_accuracy"]["summary"], "paged_attention/sinks")) << stages["op_accuracy"]["summary"];
+  EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.self_attn"))
+      << stages["layer_accuracy"]["summary"];
+  EXPECT_EQ(stages["model"]["status"], "fail");
+  stages = faulty_day0("tiny-gpt-oss", "{op: moe_experts, fault: drop_attr, attr: activation}");
+  EXPECT_TRUE(contains(stages["op_accuracy"]["summary"], "moe_experts/clamped")) << stages["op_accuracy"]["summary"];
+  EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.mlp"))
+      << stages["layer_accuracy"]["summary"];
+  stages = faulty_day0("tiny-gpt-oss", "{op: moe_experts, fault: drop_inputs, keep: 6}");
   EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
   EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.mlp"))
       << stages["layer_accuracy"]["summary"];

@@ -71,12 +71,65 @@ INSTANTIATE_TEST_SUITE_P(
                       Published{"glm-4.5", 352797829024, 33632251904, 355e9, 32e9, 10e9, 2e9, true},
                       Published{"glm-4.5-air", 106852251264, 13424123904, 106e9, 12e9, 2e9, 2e9, true},
                       // Gemma 3 1B: tied embeddings (Gemma3TextConfig's default; the config omits the key).
-                      Published{"gemma-3-1b-it", 999885952, 0, 1e9, 0, 0.1e9}),
+                      Published{"gemma-3-1b-it", 999885952, 0, 1e9, 0, 0.1e9},
+                      // gpt-oss-120b's card: 116.83B total, 5.13B active (without the embedding).
+                      Published{"gpt-oss-120b", 116829156672, 5711982912, 116.83e9, 5.13e9, 0.01e9, 0.01e9, true}),
     [](const ::testing::TestParamInfo<Published>& param) {
       std::string n = param.param.file;
       for (char& ch : n) if (ch == '-' || ch == '.') ch = '_';
       return n;
     });
+
+// gpt-oss-120b (a transformers 4 config): sinks, a 128-token window on every other layer from
+// layer 0, YaRN without truncation, 128 fused experts with biases behind a biased router, top-4
+// softmax over the chosen logits, the clamped SwiGLU at GptOssConfig's alpha; the names
+// transformers gives the fused tensors.
+TEST(Architecture, GptOssFields) {
+  const Architecture a = load_architecture(config("gpt-oss-120b"));
+  EXPECT_EQ(a.family, "gpt_oss");
+  const TextModel& t = a.text;
+  EXPECT_TRUE(t.attn.sinks && t.attn.qkv_bias && t.attn.o_bias);
+  EXPECT_EQ(t.attn.sliding_window, 128);
+  ASSERT_EQ(t.layer_kinds.size(), 36u);
+  for (int64_t l = 0; l < 36; ++l) {
+    EXPECT_EQ(t.layer_kind(l), l % 2 == 0 ? TextModel::LayerKind::kSliding : TextModel::LayerKind::kFull) << l;
+  }
+  EXPECT_EQ(t.rope_theta, 150000);
+  EXPECT_EQ(t.rope_scaling.type, "yarn");
+  EXPECT_EQ(t.rope_scaling_json["truncate"], false);
+  const Moe& m = t.moe;
+  EXPECT_EQ(m.num_experts, 128);
+  EXPECT_EQ(m.experts_per_token, 4);
+  EXPECT_EQ(m.expert_intermediate_size, 2880);
+  EXPECT_TRUE(m.norm_topk_prob && m.router_bias && m.fused_experts);
+  EXPECT_DOUBLE_EQ(m.swiglu_alpha, 1.702);  // not in the config: GptOssConfig's
+  EXPECT_DOUBLE_EQ(m.swiglu_limit, 7.0);
+  const Inventory inv = build_inventory(a);
+  const auto shape = [&](const std::string& name) {
+    const WeightInfo* w = inv.find(name);
+    return w != nullptr ? w->shape : std::vector<int64_t>{};
+  };
+  EXPECT_EQ(shape("model.layers.0.self_attn.sinks"), (std::vector<int64_t>{64}));
+  EXPECT_EQ(shape("model.layers.0.mlp.router.weight"), (std::vector<int64_t>{128, 2880}));
+  EXPECT_EQ(shape("model.layers.0.mlp.router.bias"), (std::vector<int64_t>{128}));
+  EXPECT_EQ(shape("model.layers.0.mlp.experts.gate_up_proj"), (std::vector<int64_t>{128, 2880, 5760}));
+  EXPECT_EQ(shape("model.layers.0.mlp.experts.gate_up_proj_bias"), (std::vector<int64_t>{128, 5760}));
+  EXPECT_EQ(shape("model.layers.0.mlp.experts.down_proj"), (std::vector<int64_t>{128, 2880, 2880}));
+  EXPECT_EQ(shape("model.layers.0.mlp.experts.down_proj_bias"), (std::vector<int64_t>{128, 2880}));
+  // Neither rope_scaling nor rope_parameters: GptOssConfig's default YaRN (factor 32 over 4096).
+  std::ifstream in(config("gpt-oss-120b"));
+  nlohmann::json c = nlohmann::json::parse(in);
+  c.erase("rope_scaling");
+  c.erase("layer_types");
+  const TextModel d = parse_architecture(c, "config.json").text;
+  EXPECT_EQ(d.rope_scaling.type, "yarn");
+  EXPECT_EQ(d.rope_scaling.factor, 32);
+  EXPECT_EQ(d.rope_scaling.original_max_position_embeddings, 4096);
+  EXPECT_EQ(d.layer_kind(0), TextModel::LayerKind::kSliding);
+  EXPECT_EQ(d.layer_kind(1), TextModel::LayerKind::kFull);
+  c["swiglu_limit"] = 0;
+  EXPECT_THROW(parse_architecture(c, "config.json"), InputError);
+}
 
 // Gemma 3 1B (a transformers 4 config): every 6th layer full, the others a 512-token window with
 // their own RoPE base; query_pre_attn_scalar's scale; (1 + w) norms, four per layer; √D embedding.
@@ -334,7 +387,7 @@ TEST(ArchitectureErrors, NameTheField) {
 TEST(Transformers5Configs, ParseAndCountAsTransformersDoes) {
   std::ifstream in(std::string(H0_SOURCE_DIR) + "/golden/models/transformers5-counts.json");
   const nlohmann::json golden = nlohmann::json::parse(in);
-  ASSERT_EQ(golden["models"].size(), 11u);
+  ASSERT_EQ(golden["models"].size(), 12u);
   for (const auto& [type, want] : golden["models"].items()) {
     const Architecture a = load_architecture(std::string(H0_SOURCE_DIR) + "/" + want["config"].get<std::string>());
     EXPECT_EQ(build_inventory(a).counts.total, want["num_parameters"].get<int64_t>()) << type;
@@ -367,7 +420,7 @@ namespace {
 TEST(Inventory, EveryDecoderWeightHasOneRole) {
   for (const char* name : {"llama-3.1-8b", "qwen2.5-72b", "qwen3-8b", "qwen3-235b-a22b", "mixtral-8x7b-v0.1", "deepseek-v3",
                            "kimi-k2-instruct", "llava-1.5-7b-hf", "mistral-7b-v0.1", "qwen1.5-moe-a2.7b", "glm-4.5",
-                           "gemma-3-1b-it"}) {
+                           "gemma-3-1b-it", "gpt-oss-120b"}) {
     SCOPED_TRACE(name);
     const Inventory inv = build_inventory(load_architecture(config(name)));
     std::set<std::tuple<int64_t, TensorRole, TensorPiece, int64_t>> keys;

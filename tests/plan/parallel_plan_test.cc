@@ -181,8 +181,9 @@ void expect_conserved(const Architecture& a, const ParallelPlan& p, bool quantiz
     for (int64_t r = 0; r < p.world(); ++r) {
       if (auto s = shard_of(w, a, p, coord_of(p, r))) held += s->numel();
     }
-    int64_t copies = w.expert >= 0 && p.ep > 1 ? 1 : p.dp;
-    const int64_t parts = w.expert >= 0 ? p.etp() : p.tp;
+    const bool expert = w.expert >= 0 || w.all_experts;
+    int64_t copies = expert && p.ep > 1 ? 1 : p.dp;
+    const int64_t parts = expert ? p.etp() : p.tp;
     if (w.tp == TpSplit::kReplicated) copies *= parts;
     if (w.kv_heads) copies *= kv_head_replication(a, p);
     if (w.tp == TpSplit::kVocab && a.text.tie_word_embeddings && p.pp > 1 && !w.mtp) copies *= 2;
@@ -199,6 +200,31 @@ TEST(ShardOf, NoBytesLostOrDoubleCounted) {
   expect_conserved(arch_of("llava-1.5-7b-hf"), {4, 3, 1, 1}, false);
   expect_conserved(arch_of("deepseek-v3"), {8, 2, 16, 2}, true);
   expect_conserved(arch_of("deepseek-v3"), {4, 3, 3, 3}, true);    // 61 layers / 3, 256 experts / 3
+  expect_conserved(arch_of("gpt-oss-120b"), {8, 1, 1, 1}, false);  // fused experts cut along F
+  expect_conserved(arch_of("gpt-oss-120b"), {4, 2, 8, 2}, false);  // fused experts cut along E
+}
+
+// GPT-OSS holds every expert of a layer in one tensor: ep cuts its expert axis, tp its F axis
+// (gate_up's interleaved columns in whole gate/up pairs); both at once cannot be one slice.
+TEST(ShardOf, FusedExpertsAreCutByEpOrByTp) {
+  const Architecture a = arch_of("gpt-oss-120b");
+  const model::Inventory inv = model::build_inventory(a);
+  const WeightInfo& gate_up = weight(inv, "model.layers.0.mlp.experts.gate_up_proj");
+  const WeightInfo& down = weight(inv, "model.layers.0.mlp.experts.down_proj");
+  const WeightInfo& down_bias = weight(inv, "model.layers.0.mlp.experts.down_proj_bias");
+  const ParallelPlan tp{8, 1, 1, 1}, ep{8, 1, 8, 1};
+  const auto t3 = shard_of(gate_up, a, tp, coord_of(tp, 3));
+  ASSERT_TRUE(t3.has_value());
+  EXPECT_EQ(t3->axis, 2);
+  EXPECT_EQ(range_of(t3), std::make_pair(int64_t{3 * 720}, int64_t{4 * 720}));  // 2F = 5760 over 8
+  EXPECT_EQ(shard_of(down, a, tp, coord_of(tp, 3))->axis, 1);
+  EXPECT_TRUE(shard_of(down_bias, a, tp, coord_of(tp, 3))->whole());
+  const auto e5 = shard_of(gate_up, a, ep, coord_of(ep, 5));
+  EXPECT_EQ(e5->axis, 0);
+  EXPECT_EQ(range_of(e5), std::make_pair(int64_t{80}, int64_t{96}));  // 128 experts over 8
+  EXPECT_EQ(range_of(shard_of(down_bias, a, ep, coord_of(ep, 5))), std::make_pair(int64_t{80}, int64_t{96}));
+  const ParallelPlan both{4, 1, 2, 1};  // etp 2
+  EXPECT_THROW(shard_of(gate_up, a, both, coord_of(both, 1)), InputError);
 }
 
 // fp8 block scales are cut in the blocks of the weight slice they scale.

@@ -4,6 +4,7 @@
 // Query t sits at position p = q_offset + t and sees key j iff (!causal || j <= p) and
 // (window == 0 || j > p − window); query head h reads kv head h / (Hq / Hkv). o is the softmax
 // of scale·q·k over the visible keys applied to v; a query that sees no key gets zeros.
+// paged_attention's optional sinks[Hq] add e^(sink − max) to head h's softmax denominator.
 // One task per (t, h) row, f32 dot products and f32 accumulation of the weighted values.
 #include <algorithm>
 #include <cmath>
@@ -22,6 +23,7 @@ struct AttentionShape {
   int64_t q_offset;
   bool causal;
   int64_t window;
+  const float* sinks = nullptr;  // [hq] f32, or none
 };
 
 // The visible keys [lo, hi] of query t (empty when lo > hi).
@@ -50,7 +52,7 @@ void attend_gemm(const AttentionShape& a, const float* q, const float* k, const 
       for (int64_t t = 0; t < a.t; ++t) {
         float* sr = scores.data() + t * a.s;
         const auto [lo, hi] = visible(a, t);
-        float mx = -std::numeric_limits<float>::infinity();
+        float mx = a.sinks != nullptr ? a.sinks[h] : -std::numeric_limits<float>::infinity();
         for (int64_t j = lo; j <= hi; ++j) mx = std::max(mx, sr[j] * a.scale);
         float sum = 0;
         for (int64_t j = 0; j < a.s; ++j) {
@@ -58,6 +60,7 @@ void attend_gemm(const AttentionShape& a, const float* q, const float* k, const 
           sr[j] = w;
           sum += w;
         }
+        if (a.sinks != nullptr && lo <= hi) sum += std::exp(a.sinks[h] - mx);
         const float inv = sum > 0 ? 1.0f / sum : 0.0f;
         for (int64_t j = 0; j < a.s; ++j) sr[j] *= inv;
       }
@@ -85,7 +88,7 @@ void attend(const AttentionShape& a, const float* q, const float* k, const float
       std::fill(acc.begin(), acc.end(), 0.0f);
       if (lo <= hi) {
         const float* qr = q + r * static_cast<size_t>(a.dh);
-        float mx = -std::numeric_limits<float>::infinity();
+        float mx = a.sinks != nullptr ? a.sinks[h] : -std::numeric_limits<float>::infinity();
         for (int64_t j = lo; j <= hi; ++j) {
           const float* kr = k + (j * a.hkv + g) * a.dh;
           float dot = 0;
@@ -104,6 +107,7 @@ void attend(const AttentionShape& a, const float* q, const float* k, const float
 #pragma omp simd
           for (int64_t i = 0; i < a.dv; ++i) o[i] += w * vr[i];
         }
+        if (a.sinks != nullptr) sum += std::exp(a.sinks[h] - mx);
         for (float& o : acc) o /= sum;
       }
       store_f32(acc.data(), out, r * static_cast<size_t>(a.dv), static_cast<size_t>(a.dv));
@@ -165,7 +169,14 @@ void paged_attention_kernel(const OpCall& call) {
   require(call, len >= 0 && len <= capacity,
           "attr context_len must be in [0, " + std::to_string(capacity) +
               "] (block_table entries x block size), got " + std::to_string(len));
-  const AttentionShape a = check_query(call, len, hkv, dv, len);
+  AttentionShape a = check_query(call, len, hkv, dv, len);
+  std::vector<float> sinks;
+  if (call.n_in > 4) {  // GPT-OSS's attention sinks
+    require_tensor(call, call.in[4], "sinks", {a.hq}, q.dtype);
+    sinks.resize(static_cast<size_t>(a.hq));
+    load_f32(call.in[4], 0, sinks.size(), sinks.data());
+    a.sinks = sinks.data();
+  }
 
   const auto* blocks = static_cast<const int32_t*>(table.data);
   for (int64_t i = 0; i * bsz < len; ++i) {

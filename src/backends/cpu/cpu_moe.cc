@@ -6,6 +6,8 @@
 //     / their sum if normalize, · routed_scaling_factor.
 //   moe_experts(x[T,D], weights[T,k], ids[T,k], w_gate[E,F,D], w_up[E,F,D], w_down[E,D,F])
 //     y[t] = Σ_j weights[t,j] · down_e(silu(gate_e x_t) · up_e x_t), e = ids[t,j]
+//     optional b_gate[E,F], b_up[E,F], b_down[E,D] (all three) add to the projections; attr
+//     activation clamped_swiglu (GPT-OSS): (clamp(u, ±limit) + 1) · g'·sigmoid(alpha·g'), g' = min(g, limit)
 // moe_experts groups the tokens routed to each expert and runs the three projections as
 // sgemms over that group, experts in id order, so y accumulates in a fixed order.
 #include <algorithm>
@@ -138,6 +140,24 @@ void moe_experts_kernel(const OpCall& call) {
   require_tensor(call, wu_t, "w_up", {e, f, d}, dt);
   require_tensor(call, wd_t, "w_down", {e, d, f}, dt);
   require_tensor(call, call.out[0], "y", {t, d}, dt);
+  const bool biased = call.n_in > 6;
+  if (biased) {
+    require(call, call.n_in == 9, "b_gate, b_up and b_down come together (got " + std::to_string(call.n_in - 6) + " of 3)");
+    require_tensor(call, call.in[6], "b_gate", {e, f}, dt);
+    require_tensor(call, call.in[7], "b_up", {e, f}, dt);
+    require_tensor(call, call.in[8], "b_down", {e, d}, dt);
+  }
+  const std::string activation = attr_s(call.attrs, "activation", "silu");
+  require(call, activation == "silu" || activation == "clamped_swiglu",
+          "attr activation must be silu or clamped_swiglu, got '" + activation + "'");
+  const bool clamped = activation == "clamped_swiglu";
+  const float alpha = static_cast<float>(attr_f(call.attrs, "alpha", 1.702)),
+              limit = static_cast<float>(attr_f(call.attrs, "limit", 7.0));
+  std::vector<float> bg, bu, bd;  // this expert's biases
+  const auto bias_row = [&](const hb_tensor& b, int64_t ex, int64_t n, std::vector<float>& buf) {
+    buf.resize(static_cast<size_t>(n));
+    load_f32(b, static_cast<size_t>(ex * n), static_cast<size_t>(n), buf.data());
+  };
 
   // Routes of each expert: the (token, slot) pairs that picked it, in token order.
   const auto* ids = static_cast<const int32_t*>(ids_t.data);
@@ -182,9 +202,27 @@ void moe_experts_kernel(const OpCall& call) {
     out.resize(static_cast<size_t>(n * d));
     sgemm(n, f, d, xe.data(), g, true, gate.data(), false);
     sgemm(n, f, d, xe.data(), u, true, up.data(), false);
-    for (size_t i = 0; i < gate.size(); ++i)
-      gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    if (biased) {
+      bias_row(call.in[6], ex, f, bg);
+      bias_row(call.in[7], ex, f, bu);
+      bias_row(call.in[8], ex, d, bd);
+      for (size_t i = 0; i < gate.size(); ++i) {
+        gate[i] += bg[i % static_cast<size_t>(f)];
+        up[i] += bu[i % static_cast<size_t>(f)];
+      }
+    }
+    if (clamped) {
+      for (size_t i = 0; i < gate.size(); ++i) {
+        const float g = std::min(gate[i], limit), u = std::clamp(up[i], -limit, limit);
+        gate[i] = (u + 1.0f) * g / (1.0f + std::exp(-alpha * g));
+      }
+    } else {
+      for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    }
     sgemm(n, d, f, gate.data(), dn, true, out.data(), false);
+    if (biased) {
+      for (size_t i = 0; i < out.size(); ++i) out[i] += bd[i % static_cast<size_t>(d)];
+    }
     for (int64_t i = 0; i < n; ++i) {
       const int64_t slot = route[static_cast<size_t>(i)];
       const float w = route_w[slot];

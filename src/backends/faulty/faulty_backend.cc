@@ -14,6 +14,8 @@
 //       what an off-by-one block index in a block-quantized GEMM produces
 //   {"op": "paged_attention", "fault": "drop_attr", "attr": "sliding_window"}   the kernel never
 //       sees that attr (its default applies), as a plugin written before the attr existed
+//   {"op": "paged_attention", "fault": "drop_inputs", "keep": 4}   the kernel sees only the first
+//       `keep` inputs (the optional ones after them dropped: GPT-OSS's sinks, expert biases)
 // "op" may be "*" (every op); "call": N faults only the Nth call (0-based) of that op;
 // {"fault": "none"} (the default) is a faithful backend. Several faults at once:
 //   {"faults": [{"op": "rmsnorm", "fault": "scale"}, {"op": "softmax", "fault": "slow"}]}
@@ -41,6 +43,7 @@ struct Fault {
   long index = 0;   // element set to NaN
   long calls = 0;   // calls of the targeted op so far
   std::string attr; // drop_attr: the attr left out
+  long keep = -1;   // drop_inputs: the inputs kept
 };
 
 struct Faulty {
@@ -195,6 +198,7 @@ Fault parse_fault(const std::string& json) {
   if (json_value(json.c_str(), "call", &v)) f.call = atol(v.c_str());
   if (json_value(json.c_str(), "index", &v)) f.index = atol(v.c_str());
   if (json_value(json.c_str(), "attr", &v)) f.attr = v;
+  if (json_value(json.c_str(), "keep", &v)) f.keep = atol(v.c_str());
   return f;
 }
 
@@ -216,17 +220,21 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
     }
   }
   static const char* kFaults[] = {"none", "scale", "nan", "bf16_truncate", "slow", "crash", "hang", "wrong_block",
-                                  "drop_attr"};
+                                  "drop_attr", "drop_inputs"};
   for (const Fault& fault : f.faults) {
     bool known = false;
     for (const char* k : kFaults) known = known || fault.fault == k;
     if (!known) {
       f.last_error = "unknown fault '" + fault.fault +
-                     "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr)";
+                     "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr, drop_inputs)";
       return HB_INVALID_ARGUMENT;
     }
     if (fault.fault == "drop_attr" && fault.attr.empty()) {
       f.last_error = "fault drop_attr needs \"attr\": the attr to leave out";
+      return HB_INVALID_ARGUMENT;
+    }
+    if (fault.fault == "drop_inputs" && fault.keep < 0) {
+      f.last_error = "fault drop_inputs needs \"keep\": how many inputs the kernel sees (>= 0)";
       return HB_INVALID_ARGUMENT;
     }
     const std::string msg = "faulty: op " + fault.op + ", fault " + fault.fault;
@@ -277,6 +285,7 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
   for (const Fault* fault : active) {
     if (fault->fault == "wrong_block" && n_in >= 3) shift_scale_blocks(&inputs[2], &shifted);
     if (fault->fault == "drop_attr") call_attrs = without_attr(call_attrs, fault->attr);
+    if (fault->fault == "drop_inputs" && fault->keep < n_in) n_in = int32_t(fault->keep);
   }
   const auto start = std::chrono::steady_clock::now();
   const hb_status s = f.host->reference_op(op, inputs.data(), n_in, out, n_out, call_attrs.c_str());

@@ -32,9 +32,9 @@ constexpr OpEntry kOps[] = {
     {"gelu", gelu_op, 1, 1, 1, 0},
     {"swiglu", swiglu_op, 2, 2, 1, 0},
     {"attention", attention_op, 3, 3, 1, 0},
-    {"paged_attention", paged_attention_op, 4, 4, 1, 0},
+    {"paged_attention", paged_attention_op, 4, 5, 1, 0},
     {"moe_gate", moe_gate_op, 1, 2, 2, 0},
-    {"moe_experts", moe_experts_op, 6, 6, 1, 0},
+    {"moe_experts", moe_experts_op, 6, 9, 1, 0},
     {"patch_embed", patch_embed_op, 2, 3, 1, 0},
     {"argmax", argmax_op, 1, 1, 1, 0},
 };

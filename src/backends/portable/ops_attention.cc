@@ -45,7 +45,9 @@ AttentionArgs check_query(const Call& call, int64_t s, int64_t hkv, int64_t dv) 
 }
 
 // Launches the attention kernel: one work-group per (token, q head).
-void attend(const Call& call, const void* k, const void* v, const void* table, const AttentionArgs& a) {
+// sinks: [hq] of q's dtype, or null.
+void attend(const Call& call, const void* k, const void* v, const void* table, const AttentionArgs& a,
+            const void* sinks = nullptr) {
   const hb_tensor& q = call.in[0];
   const int64_t rows = q.shape[0] * q.shape[1];
   if (rows == 0 || a.dv == 0) return;
@@ -53,7 +55,8 @@ void attend(const Call& call, const void* k, const void* v, const void* table, c
   call.dev.launch("attention", q.dtype, per_row(rows),
                   {buffer(q.data), buffer(k), buffer(v), buffer(table), buffer(call.out[0].data),
                    buffer(scores.handle()), i32(a.s), i32(a.hq), i32(a.hkv), i32(a.dh), i32(a.dv),
-                   f32(a.scale), i32(a.q_offset), i32(a.causal), i32(a.window), i32(a.bsz)});
+                   f32(a.scale), i32(a.q_offset), i32(a.causal), i32(a.window), i32(a.bsz), buffer(sinks),
+                   i32(sinks != nullptr ? 1 : 0)});
 }
 
 }  // namespace
@@ -130,7 +133,12 @@ void paged_attention_op(const Call& call) {
               "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) +
                   " is outside the cache's " + std::to_string(nb) + " blocks");
   }
-  attend(call, kc.data, vc.data, table.data, a);
+  const void* sinks = nullptr;
+  if (call.n_in > 4) {  // GPT-OSS's attention sinks
+    require_tensor(call, call.in[4], "sinks", {q.shape[1]}, q.dtype);
+    sinks = call.in[4].data;
+  }
+  attend(call, kc.data, vc.data, table.data, a, sinks);
 }
 
 }  // namespace h0p

@@ -1,7 +1,8 @@
 // moe_gate and moe_experts (kernels/moe.inc).
 //   moe_gate(logits[T,E], bias[E]?) -> weights[T,k] f32, ids[T,k] i32
 //   moe_experts(x[T,D], weights[T,k] f32, ids[T,k] i32, w_gate[E,F,D], w_up[E,F,D],
-//               w_down[E,D,F]) -> y[T,D]; ids are validated on the host (copied back).
+//               w_down[E,D,F], b_gate[E,F]?, b_up[E,F]?, b_down[E,D]?) -> y[T,D]; ids are validated
+//               on the host (copied back). attr activation: silu or clamped_swiglu (GPT-OSS).
 #include <string>
 
 #include "op_call.h"
@@ -61,6 +62,22 @@ void moe_experts_op(const Call& call) {
   require_tensor(call, wu, "w_up", {e, f, d}, dt);
   require_tensor(call, wd, "w_down", {e, d, f}, dt);
   require_tensor(call, call.out[0], "y", {t, d}, dt);
+  const bool biased = call.n_in > 6;
+  if (biased) {
+    require(call, call.n_in == 9, "b_gate, b_up and b_down come together (got " + std::to_string(call.n_in - 6) + " of 3)");
+    require_tensor(call, call.in[6], "b_gate", {e, f}, dt);
+    require_tensor(call, call.in[7], "b_up", {e, f}, dt);
+    require_tensor(call, call.in[8], "b_down", {e, d}, dt);
+  }
+  const std::string activation = attr_s(call.attrs, "activation", "silu");
+  require(call, activation == "silu" || activation == "clamped_swiglu",
+          "attr activation must be silu or clamped_swiglu, got '" + activation + "'");
+  const int clamped = activation == "clamped_swiglu" ? 1 : 0;
+  const float alpha = static_cast<float>(attr_f(call.attrs, "alpha", 1.702)),
+              limit = static_cast<float>(attr_f(call.attrs, "limit", 7.0));
+  const void* bg = biased ? call.in[6].data : nullptr;
+  const void* bu = biased ? call.in[7].data : nullptr;
+  const void* bd = biased ? call.in[8].data : nullptr;
   const std::vector<int64_t> host_ids = read_indices(call, ids);
   for (size_t i = 0; i < host_ids.size(); ++i) {
     if (host_ids[i] < 0 || host_ids[i] >= e)
@@ -75,10 +92,12 @@ void moe_experts_op(const Call& call) {
   Scratch h(call.dev, static_cast<size_t>(t * k * f) * sizeof(float));
   call.dev.launch("moe_up", dt, grid_1d(t * k * f),
                   {buffer(x.data), buffer(ids.data), buffer(wg.data), buffer(wu.data),
-                   buffer(h.handle()), i32(tk), i32(ki), i32(di), i32(fi)});
+                   buffer(h.handle()), i32(tk), i32(ki), i32(di), i32(fi), buffer(bg), buffer(bu),
+                   i32(biased ? 1 : 0), i32(clamped), f32(alpha), f32(limit)});
   call.dev.launch("moe_down", dt, grid_1d(t * d),
                   {buffer(h.handle()), buffer(ids.data), buffer(wts.data), buffer(wd.data),
-                   buffer(call.out[0].data), i32(ti), i32(ki), i32(di), i32(fi)});
+                   buffer(call.out[0].data), i32(ti), i32(ki), i32(di), i32(fi), buffer(bd),
+                   i32(biased ? 1 : 0)});
 }
 
 }  // namespace h0p

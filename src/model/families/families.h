@@ -49,5 +49,6 @@ Architecture arch_mistral(const ConfigFields& f);  // families/mistral.cc
 Architecture arch_qwen2_moe(const ConfigFields& f);  // families/qwen2_moe.cc
 Architecture arch_glm4_moe(const ConfigFields& f);  // families/glm4_moe.cc
 Architecture arch_gemma3_text(const ConfigFields& f);  // families/gemma3_text.cc
+Architecture arch_gpt_oss(const ConfigFields& f);  // families/gpt_oss.cc
 
 }  // namespace h0::model
