@@ -302,6 +302,10 @@ std::string model_shape_cases(const Day0Context& ctx) {
           "paged_attention/sliding");
     }
   }
+  if (ctx.model_ops.count("dequantize_mxfp4")) {  // one expert's gate_up as stored: [2F, D / 32] scales
+    add("dequantize_mxfp4", dims({2 * t.moe.expert_intermediate_size, t.hidden_size / 32}),
+        "    attrs: {out_dtype: " + dtype + "}\n");
+  }
   if (ctx.arch->is_moe()) {
     const model::Moe& m = t.moe;
     add("moe_gate", dims({T, m.num_experts}), attrs_of(bound.moe_gate));

@@ -65,6 +65,7 @@ from transformers.modeling_rope_utils import (  # noqa: E402
     ROPE_INIT_FUNCTIONS,
     RotaryEmbeddingConfigMixin,
 )
+from transformers.integrations import mxfp4 as hf_mxfp4  # noqa: E402
 from transformers.models.gpt_oss import modeling_gpt_oss as hf_gpt_oss  # noqa: E402
 from transformers.models.gptj import modeling_gptj as hf_gptj  # noqa: E402
 from transformers.models.llama import modeling_llama as hf_llama  # noqa: E402
@@ -424,6 +425,18 @@ def op_rope(inp, attrs):
 # ---- attention -----------------------------------------------------------
 
 
+def visible(T: int, S: int, *, causal: bool, q_offset: int, window: int) -> torch.Tensor:
+    """[T, S] bool: query t (at position q_offset + t) sees key j."""
+    pos = q_offset + torch.arange(T, dtype=torch.int64)[:, None]
+    key = torch.arange(S, dtype=torch.int64)[None, :]
+    mask = torch.ones(T, S, dtype=torch.bool)
+    if causal:
+        mask &= key <= pos
+    if window > 0:
+        mask &= key > pos - window
+    return mask
+
+
 def attention_f64(q, k, v, *, causal: bool, scale: float | None, q_offset: int | None,
                   window: int) -> torch.Tensor:
     """q[T,Hq,Dh], k[S,Hkv,Dh], v[S,Hkv,Dv] (float64) -> o[T,Hq,Dv]."""
@@ -435,13 +448,7 @@ def attention_f64(q, k, v, *, causal: bool, scale: float | None, q_offset: int |
         scale = 1.0 / math.sqrt(Dh)
     if q_offset is None:
         q_offset = S - T
-    pos = q_offset + torch.arange(T, dtype=torch.int64)[:, None]
-    key = torch.arange(S, dtype=torch.int64)[None, :]
-    mask = torch.ones(T, S, dtype=torch.bool)
-    if causal:
-        mask &= key <= pos
-    if window > 0:
-        mask &= key > pos - window
+    mask = visible(T, S, causal=causal, q_offset=q_offset, window=window)
     empty = ~mask.any(dim=-1)  # queries that see no key: zeros
     mask[empty] = True         # (keep SDPA away from all-masked rows)
     n_rep = Hq // Hkv
@@ -472,13 +479,7 @@ def sink_attention_f64(q, k, v, sinks, *, causal: bool, scale: float | None, q_o
     S, Hkv, _ = k.shape
     if scale is None:
         scale = 1.0 / math.sqrt(Dh)
-    pos = q_offset + torch.arange(T, dtype=torch.int64)[:, None]
-    key = torch.arange(S, dtype=torch.int64)[None, :]
-    mask = torch.ones(T, S, dtype=torch.bool)
-    if causal:
-        mask &= key <= pos
-    if window > 0:
-        mask &= key > pos - window
+    mask = visible(T, S, causal=causal, q_offset=q_offset, window=window)
     additive = torch.zeros(T, S, dtype=F64).masked_fill(~mask, float("-inf"))[None, None]
     module = torch.nn.Module()
     module.sinks = torch.nn.Parameter(sinks, requires_grad=False)
@@ -700,6 +701,21 @@ def op_dequantize(inp, attrs):
         raise GenError(f"dequantize: q is {q.dtype}, attr dtype says {qdtype}")
     q64 = f64(q)
     return [q64 * _expand_scale(f64(scale), q64.shape, granularity, block, int(attr(attrs, "block_rows", 128)))]
+
+
+@op("dequantize_mxfp4")
+def op_dequantize_mxfp4(inp, attrs):
+    """transformers' own MXFP4 dequantization (integrations/mxfp4.py convert_moe_packed_tensors,
+    what it runs to load GPT-OSS's experts), on blocks [..., G, 16] and scales [..., G]."""
+    blocks, scales = inp
+    if blocks.dtype != torch.uint8 or scales.dtype != torch.uint8:
+        raise GenError(f"dequantize_mxfp4: blocks and scales must be uint8, got {blocks.dtype}, {scales.dtype}")
+    *prefix, G, B = blocks.shape
+    rows = int(np.prod(prefix)) if prefix else 1
+    # It takes [E, N, G, B] and returns [E, G·2B, N] (transposed for GPT-OSS's x · w): one "expert"
+    # of all rows here, transposed back.
+    out = hf_mxfp4.convert_moe_packed_tensors(blocks.reshape(1, rows, G, B), scales.reshape(1, rows, G), dtype=F64)
+    return [out.transpose(1, 2).reshape(*prefix, G * B * 2)]
 
 
 @op("scaled_linear")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write tiny checkpoints of model families the harness's executor does not model, with transformers itself.
+"""Write tiny checkpoints of model families with transformers itself (each was unmodelled when it was added; tiny-olmo2 still is).
 
 Usage:
   python3 golden/tools/gen_tiny_hf_models.py [--out tests/data/models] [--only tiny-gemma3,...]
@@ -11,8 +11,9 @@ offset so that a reader that drops a bias or a norm weight is caught (turn it of
 --plain-init), model.to(torch.bfloat16) and save_pretrained(dir, safe_serialization=True),
 which writes config.json, generation_config.json and model.safetensors.  The tokenizer
 (tokenizer.json, tokenizer_config.json, copied byte for byte; vocabulary 1024) is tiny-llama's
-for tiny-gemma3 and tiny-gpt-oss (<|begin_of_text|> 1019 = bos, <|eot_id|> 1023 = eos, a Llama-3
-style chat template; config.json's pad is <|end_of_text|> 1020: the tokenizer names no pad token)
+for tiny-gemma3, tiny-mistral, tiny-glm4-moe, tiny-gpt-oss and tiny-olmo2 (<|begin_of_text|> 1019 =
+bos, <|eot_id|> 1023 = eos, a Llama-3 style chat template; config.json's pad is <|end_of_text|> 1020:
+the tokenizer names no pad token)
 and tiny-qwen3-moe's for tiny-qwen2-moe (ChatML template, no bos token, <|im_end|> 1021 = eos,
 <|endoftext|> 1019 = pad; config.json's bos is 1019 as in Qwen's own configs).  A Qwen-family model
 needs the ChatML template: `transformers serve` picks its Qwen response parser by model_type,
@@ -38,6 +39,12 @@ Each checkpoint is loaded back (AutoModelForCausalLM.from_pretrained, f32, eager
                   clamped SwiGLU), top-2 router with bias, attention sinks, attention biases,
                   layer_types [sliding_attention, full_attention], sliding_window 4, head_dim 16,
                   yarn RoPE (factor 8 over 256 positions); initializer_range 0.2, embeddings tied (size).
+  tiny-olmo2      olmo2, Olmo2ForCausalLM (a family the executor does not model, for the tests of
+                  that path): no pre-norms, RMSNorm on each sublayer's output (post_attention_layernorm,
+                  post_feedforward_layernorm) before the residual add, q/k norms over the whole
+                  projection (64 and 32 wide, before the split into heads), GQA 4/2, head_dim 16,
+                  rms_norm_eps 1e-6; initializer_range 0.3 (0.2 greedily emits <|begin_of_text|> in
+                  chat_hello), embeddings not tied.
 The initializer ranges were picked so that greedy decoding of the e2e prompts does not repeat one
 token (transformers' default 0.02 does, or gives top1-top2 margins under 1e-3).
 """
@@ -58,7 +65,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 LLAMA3_TOKENIZER = ("tiny-llama", 1019, 1023, 1020)
 QWEN_TOKENIZER = ("tiny-qwen3-moe", 1019, 1021, 1019)
 TOKENIZERS = {"tiny-gemma3": LLAMA3_TOKENIZER, "tiny-qwen2-moe": QWEN_TOKENIZER, "tiny-gpt-oss": LLAMA3_TOKENIZER,
-              "tiny-mistral": LLAMA3_TOKENIZER, "tiny-glm4-moe": LLAMA3_TOKENIZER}
+              "tiny-mistral": LLAMA3_TOKENIZER, "tiny-glm4-moe": LLAMA3_TOKENIZER, "tiny-olmo2": LLAMA3_TOKENIZER}
 SEED = 0
 
 
@@ -70,7 +77,7 @@ def common(name: str) -> dict:
 
 
 def configs():
-    from transformers import Gemma3TextConfig, Glm4MoeConfig, GptOssConfig, MistralConfig, Qwen2MoeConfig
+    from transformers import Gemma3TextConfig, Glm4MoeConfig, GptOssConfig, MistralConfig, Olmo2Config, Qwen2MoeConfig
 
     return {
         "tiny-glm4-moe": Glm4MoeConfig(
@@ -95,6 +102,8 @@ def configs():
             initializer_range=0.2,
             rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 8.0, "beta_fast": 32.0,
                              "beta_slow": 1.0, "truncate": False, "original_max_position_embeddings": 256}),
+        "tiny-olmo2": Olmo2Config(
+            **common("tiny-olmo2"), rms_norm_eps=1e-6, tie_word_embeddings=False, initializer_range=0.3),
     }
 
 

@@ -15,7 +15,8 @@
 
 namespace h0::checks {
 
-// The ops a modelled architecture runs (model::model_ops, the executor's own binding), by name.
+// The ops a modelled architecture runs (model::model_ops, the executor's own binding), by name,
+// and dequantize_mxfp4 for an MXFP4 checkpoint (its experts are dequantized on load).
 std::set<std::string> ops_of_model(const model::Architecture& arch);
 
 struct CoverageRow {

@@ -14,7 +14,8 @@ using tensor::DType;
 class InventoryBuilder {
  public:
   InventoryBuilder(const Architecture& arch, const InventoryOptions& options)
-      : arch_(arch), t_(arch.text), quant_(options.quantized && arch.quantization.method == "fp8") {
+      : arch_(arch), t_(arch.text), quant_(options.quantized && arch.quantization.method == "fp8"),
+        mxfp4_(options.quantized && arch.quantization.method == "mxfp4") {
     dtype_ = options.dtype ? *options.dtype : t_.dtype.value_or(DType::kBF16);
   }
 
@@ -234,15 +235,37 @@ class InventoryBuilder {
       w.all_experts = true;
       w.tp_axis = axis;
     };
-    fused(TensorRole::kExpertsGateUp, TensorPiece::kWeight, {e, h, 2 * f}, TpSplit::kColumn, 2, 2);
+    // MXFP4 (gpt-oss's released checkpoints): each weight as [E, out, in / 32, 16] packed E2M1 bytes
+    // and [E, out, in / 32] E8M0 scales, out and in swapped from the float layout. The plan cuts
+    // F where the float layout does (gate_up's out axis; down's in axis, in whole 32-groups).
+    const auto packed = [&](TensorRole role, int64_t out, int64_t in, TpSplit tp, int axis, int64_t unit) {
+      const auto check = in % 32 == 0 ? in / 32 : -1;
+      if (check < 0) throw InputError("config.json: quantization_config", "mxfp4 needs the experts' input width (" + std::to_string(in) + ") in whole 32-element groups");
+      fused(role, TensorPiece::kBlocks, {e, out, in / 32, 16}, tp, axis, unit);
+      out_.back().dtype = DType::kU8;
+      out_.back().quantized = true;
+      fused(role, TensorPiece::kScale, {e, out, in / 32}, tp, axis, unit);
+      out_.back().dtype = DType::kU8;
+      out_.back().role = WeightRole::kQuantScale;
+    };
+    if (mxfp4_) {
+      packed(TensorRole::kExpertsGateUp, 2 * f, h, TpSplit::kColumn, 1, 2);
+    } else {
+      fused(TensorRole::kExpertsGateUp, TensorPiece::kWeight, {e, h, 2 * f}, TpSplit::kColumn, 2, 2);
+    }
     fused(TensorRole::kExpertsGateUp, TensorPiece::kBias, {e, 2 * f}, TpSplit::kColumn, 1, 2);
-    fused(TensorRole::kExpertsDown, TensorPiece::kWeight, {e, f, h}, TpSplit::kRow, 1, 1);
+    if (mxfp4_) {
+      packed(TensorRole::kExpertsDown, h, f, TpSplit::kRow, 2, 1);
+    } else {
+      fused(TensorRole::kExpertsDown, TensorPiece::kWeight, {e, f, h}, TpSplit::kRow, 1, 1);
+    }
     fused(TensorRole::kExpertsDown, TensorPiece::kBias, {e, h}, TpSplit::kReplicated, -1, 1);
   }
 
   const Architecture& arch_;
   const TextModel& t_;
   bool quant_;
+  bool mxfp4_;  // quantization_config mxfp4: the fused experts' weights as blocks + E8M0 scales
   DType dtype_;
   std::vector<WeightInfo> out_;
   int64_t layer_ = -1, expert_ = -1;
@@ -250,7 +273,8 @@ class InventoryBuilder {
   bool mtp_ = false;
 };
 
-int64_t elements(const WeightInfo& w) { return w.numel(); }
+// Parameters: an MXFP4 byte (WeightInfo kBlocks, u8) holds two.
+int64_t elements(const WeightInfo& w) { return w.piece == TensorPiece::kBlocks ? 2 * w.numel() : w.numel(); }
 
 ParamCounts count(const Architecture& arch, const std::vector<WeightInfo>& weights) {
   ParamCounts c;

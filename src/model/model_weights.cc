@@ -78,6 +78,48 @@ std::array<tensor::Tensor, 6> unpack_fused(const FusedExperts& in, tensor::DType
           glue::to_dtype(b_gate, dtype), glue::to_dtype(b_up, dtype), glue::to_dtype(in.down_bias, dtype)};
 }
 
+// An MXFP4 checkpoint's fused expert weight (`<name>_blocks` [E, out, G, 16] and `<name>_scales`
+// [E, out, G], both u8): the catalogue's dequantize_mxfp4 (its reference, on the host, as fp8
+// experts are dequantized on load), out and in swapped back to the float layout [E, in, out].
+tensor::Tensor dequantize_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightInfo& w, const Architecture& arch) {
+  const std::string blocks_name = w.name + "_blocks", scales_name = w.name + "_scales";
+  if (arch.quantization.method != "mxfp4") {
+    throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored as MXFP4 (" + blocks_name +
+                                      "), but config.json has no mxfp4 quantization_config");
+  }
+  const tensor::Tensor blocks = ckpt.get(blocks_name);
+  if (ckpt.find(scales_name) == nullptr) throw InputError(ckpt.path(), "tensor '" + blocks_name + "' has no '" + scales_name + "'");
+  const tensor::Tensor scales = ckpt.get(scales_name);
+  const int64_t e = w.shape[0], in = w.shape[1], out = w.shape[2];
+  const tensor::Shape want_blocks = {e, out, in / 32, 16}, want_scales = {e, out, in / 32};
+  if (blocks.dtype() != tensor::DType::kU8 || scales.dtype() != tensor::DType::kU8 || blocks.shape() != want_blocks ||
+      scales.shape() != want_scales) {
+    throw InputError(ckpt.path(), "MXFP4 '" + w.name + "' is " + tensor::dtype_name(blocks.dtype()) + " " +
+                                      tensor::shape_string(blocks.shape()) + " with scales " + tensor::dtype_name(scales.dtype()) +
+                                      " " + tensor::shape_string(scales.shape()) + ", expected u8 " + tensor::shape_string(want_blocks) +
+                                      " and u8 " + tensor::shape_string(want_scales) + " (its float shape " +
+                                      tensor::shape_string(w.shape) + ", out and in swapped)");
+  }
+  const ops::OpDef& op = ops::dequantize_mxfp4_op();
+  const ops::Json attrs = ops::validate_attrs(op, {{"out_dtype", "f32"}});
+  tensor::Tensor packed = tensor::Tensor::empty(tensor::DType::kF32, {e, out, in});
+  op.reference({&blocks, &scales}, {&packed}, attrs);
+  tensor::Tensor full = tensor::Tensor::empty(tensor::DType::kF32, w.shape);
+  const float* src = packed.data_as<float>();
+  float* dst = full.mutable_data_as<float>();
+  for (int64_t x = 0; x < e; ++x) {
+    for (int64_t o = 0; o < out; ++o) {
+      for (int64_t i = 0; i < in; ++i) dst[(x * in + i) * out + o] = src[(x * out + o) * in + i];
+    }
+  }
+  return full;
+}
+
+bool stored_as_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightInfo& w) {
+  return w.all_experts && w.piece == TensorPiece::kWeight && ckpt.find(w.name) == nullptr &&
+         ckpt.find(w.name + "_blocks") != nullptr;
+}
+
 bool is_fp8(tensor::DType d) { return d == tensor::DType::kF8E4M3 || d == tensor::DType::kF8E5M2; }
 
 }  // namespace
@@ -86,6 +128,7 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
                            tensor::DType dtype, const Sharding* sharding) {
   const Inventory inv = build_inventory(arch, {.dtype = std::nullopt, .quantized = false, .include_mtp = false});
   for (const WeightInfo& w : inv.weights) {
+    if (stored_as_mxfp4(ckpt, w)) continue;  // checked where it is dequantized
     const io::TensorEntry* e = ckpt.find(w.name);
     if (e == nullptr) throw InputError(ckpt.path(), "missing tensor '" + w.name + "' (see `harness load` for the full check)");
     if (e->shape != w.shape) {
@@ -100,7 +143,10 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     if (sharding != nullptr) part = sharding->slice(w);
     if (!part) continue;  // another rank's
     tensor::Tensor stored;
-    if (is_fp8(ckpt.find(w.name)->dtype)) {  // block-quantized, with its weight_scale_inv
+    if (stored_as_mxfp4(ckpt, w)) {  // GPT-OSS's experts as released: dequantized whole, then this rank's part
+      const tensor::Tensor full = dequantize_mxfp4(ckpt, w, arch);
+      stored = part->axis < 0 ? full : full.slice(part->axis, part->begin, part->end);
+    } else if (is_fp8(ckpt.find(w.name)->dtype)) {  // block-quantized, with its weight_scale_inv
       const std::string scale = w.name + "_scale_inv";
       if (ckpt.find(scale) == nullptr) {
         throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8 with no '" + scale + "' (block scales)");
@@ -183,7 +229,7 @@ const backend::DeviceTensor* ModelWeights::find(int64_t layer, TensorRole tensor
 const backend::DeviceTensor& ModelWeights::get(int64_t layer, TensorRole tensor, TensorPiece piece) const {
   const backend::DeviceTensor* t = find(layer, tensor, piece);
   if (t == nullptr) {
-    static constexpr const char* kPiece[] = {"weight", "bias", "block scales"};
+    static constexpr const char* kPiece[] = {"weight", "bias", "block scales", "mxfp4 blocks"};
     throw InputError("model weights", std::string("no ") + tensor_role_name(tensor) + " " + kPiece[size_t(piece)] +
                                           " in layer " + std::to_string(layer));
   }

@@ -74,15 +74,21 @@ std::string TensorNames::name(const std::string& layer_prefix, TensorRole role, 
     out.replace(at, 3, std::to_string(expert));
   }
   if (role == TensorRole::kRouterBias) return out;
-  if (is_parameter_role(role)) {
-    H0_CHECK(piece != TensorPiece::kScale) << tensor_role_name(role) << " has no block scales";
-    return piece == TensorPiece::kBias ? out + "_bias" : out;
+  if (is_parameter_role(role)) {  // GPT-OSS's: gate_up_proj, gate_up_proj_bias, MXFP4's gate_up_proj_blocks, ..._scales
+    switch (piece) {
+      case TensorPiece::kWeight: return out;
+      case TensorPiece::kBias: return out + "_bias";
+      case TensorPiece::kScale: return out + "_scales";
+      case TensorPiece::kBlocks: return out + "_blocks";
+    }
   }
   switch (piece) {
     case TensorPiece::kWeight: return out + ".weight";
     case TensorPiece::kBias: return out + ".bias";
     case TensorPiece::kScale: return out + ".weight_scale_inv";
+    case TensorPiece::kBlocks: break;
   }
+  H0_CHECK(false) << tensor_role_name(role) << " is a module's weight: it has no MXFP4 blocks";
   return out;
 }
 

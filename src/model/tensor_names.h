@@ -31,8 +31,9 @@ enum class TensorRole : uint8_t {
   kAttnSinks, kExpertsGateUp, kExpertsDown,
   kCount,
 };
-// Which tensor of a role: the weight, its bias, its block scales (weight_scale_inv).
-enum class TensorPiece : uint8_t { kWeight, kBias, kScale };
+// Which tensor of a role: the weight, its bias, its block scales (fp8's weight_scale_inv;
+// MXFP4's E8M0 `_scales`), MXFP4's packed values (`_blocks`: the weight of an MXFP4 checkpoint).
+enum class TensorPiece : uint8_t { kWeight, kBias, kScale, kBlocks };
 
 // "attn_q", "expert_gate", ...: for errors and listings.
 const char* tensor_role_name(TensorRole role);

@@ -48,6 +48,7 @@ std::string dtypes_allowed(OperandKind kind) {
     case OperandKind::kF32: return "f32";
     case OperandKind::kI32: return "i32";
     case OperandKind::kI64: return "i64";
+    case OperandKind::kU8: return "u8";
     default: return "i8, f8_e4m3 or f8_e5m2";
   }
 }
@@ -60,6 +61,7 @@ bool dtype_fits(OperandKind kind, DType d) {
     case OperandKind::kF32: return d == DType::kF32;
     case OperandKind::kI32: return d == DType::kI32;
     case OperandKind::kI64: return d == DType::kI64;
+    case OperandKind::kU8: return d == DType::kU8;
     default: return d == DType::kI8 || d == DType::kF8E4M3 || d == DType::kF8E5M2;
   }
 }
@@ -71,7 +73,7 @@ const std::vector<const OpDef*>& all_ops() {
       &matmul_op(),     &linear_op(),   &embedding_op(),      &add_op(),         &mul_op(),
       &rmsnorm_op(),    &layernorm_op(), &rope_op(),          &softmax_op(),     &silu_op(), &sigmoid_op(),
       &gelu_op(),       &swiglu_op(),   &attention_op(),      &paged_attention_op(),
-      &moe_gate_op(),   &moe_experts_op(), &patch_embed_op(), &quantize_op(),    &dequantize_op(),
+      &moe_gate_op(),   &moe_experts_op(), &patch_embed_op(), &quantize_op(),    &dequantize_op(), &dequantize_mxfp4_op(),
       &scaled_linear_op(), &argmax_op(),     &sample_op(),
   };
   return ops;

@@ -30,6 +30,7 @@ enum class OperandKind {
   kI32,    // always i32 (moe_gate ids, block_table)
   kI64,    // always i64 (argmax, sample)
   kQuant,  // the quantized dtype named by attr `dtype`: i8, f8_e4m3 or f8_e5m2
+  kU8,     // always u8 (dequantize_mxfp4's packed values and E8M0 scales)
 };
 
 struct OperandSpec {

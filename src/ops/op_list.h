@@ -26,6 +26,7 @@ const OpDef& moe_experts_op();      // moe_ops.cc
 const OpDef& patch_embed_op();      // embedding_ops.cc
 const OpDef& quantize_op();         // quant_ops.cc
 const OpDef& dequantize_op();       // quant_ops.cc
+const OpDef& dequantize_mxfp4_op(); // mxfp4_op.cc
 const OpDef& scaled_linear_op();    // quant_ops.cc
 const OpDef& argmax_op();           // sampling_ops.cc
 const OpDef& sample_op();           // sampling_ops.cc

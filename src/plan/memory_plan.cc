@@ -26,12 +26,13 @@ struct FormatRow {
 };
 constexpr FormatRow kFormats[] = {{WeightFormat::kBF16, "bf16"}, {WeightFormat::kF16, "f16"},
                                   {WeightFormat::kF32, "f32"},   {WeightFormat::kFP8, "fp8"},
-                                  {WeightFormat::kINT8, "int8"}, {WeightFormat::kINT4, "int4"}};
+                                  {WeightFormat::kINT8, "int8"}, {WeightFormat::kINT4, "int4"},
+                                  {WeightFormat::kMXFP4, "mxfp4"}};
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool is_quantized_format(WeightFormat f) {
-  return f == WeightFormat::kFP8 || f == WeightFormat::kINT8 || f == WeightFormat::kINT4;
+  return f == WeightFormat::kFP8 || f == WeightFormat::kINT8 || f == WeightFormat::kINT4 || f == WeightFormat::kMXFP4;
 }
 
 DType compute_dtype(WeightFormat f) {
@@ -47,6 +48,11 @@ model::Inventory inventory_for(const Architecture& arch, const MemoryOptions& o)
   io.include_mtp = o.include_mtp;
   io.quantized = is_quantized_format(o.weights);
   if (!io.quantized) return model::build_inventory(arch, io);
+  if (o.weights == WeightFormat::kMXFP4) {  // the layout of its own quantization_config (GPT-OSS: the experts)
+    Architecture as_mxfp4 = arch;
+    as_mxfp4.quantization = {"mxfp4", 0, 0};
+    return model::build_inventory(as_mxfp4, io);
+  }
   Architecture as_quantized = arch;
   const int64_t block = o.weights == WeightFormat::kFP8 ? kQuantBlock : 1;
   as_quantized.quantization = {"fp8", block, block};
@@ -55,6 +61,7 @@ model::Inventory inventory_for(const Architecture& arch, const MemoryOptions& o)
 
 // Bytes of one rank's slice of `w`; scales are counted with their weights.
 int64_t slice_bytes(const WeightInfo& w, const Slice& s, WeightFormat f) {
+  if (f == WeightFormat::kMXFP4) return s.numel() * static_cast<int64_t>(tensor::dtype_size(w.dtype));  // as laid out: u8 blocks and scales
   if (w.role == model::WeightRole::kQuantScale) return 0;
   if (!w.quantized) return s.numel() * static_cast<int64_t>(tensor::dtype_size(w.dtype));
   const int64_t rows = s.shape[0], cols = s.shape[1];
@@ -296,20 +303,23 @@ WeightFormat checkpoint_weight_format(const Architecture& arch, std::string* why
     if (arch.quantization.block_rows > 0) {
       source += " [" + std::to_string(arch.quantization.block_rows) + ", " + std::to_string(arch.quantization.block_cols) + "]";
     }
+  } else if (arch.quantization.method == "mxfp4" && arch.text.moe.fused_experts) {
+    f = WeightFormat::kMXFP4;
+    source = "quantization_config mxfp4 (the routed experts; the rest bf16)";
   } else if (arch.text.dtype == DType::kF16 || arch.text.dtype == DType::kF32) {
     f = *arch.text.dtype == DType::kF16 ? WeightFormat::kF16 : WeightFormat::kF32;
     source = std::string("torch_dtype ") + tensor::dtype_name(*arch.text.dtype);
   } else {
     source = arch.text.dtype ? "torch_dtype bf16" : "bf16 (the config names no dtype)";
   }
-  if (!arch.quantization.method.empty() && arch.quantization.method != "fp8") {
+  if (!arch.quantization.method.empty() && f != WeightFormat::kFP8 && f != WeightFormat::kMXFP4) {
     source += "; quantization_config " + arch.quantization.method + " is not planned as such";
   }
   if (why != nullptr) *why = source;
   return f;
 }
 
-const char* weight_format_names() { return "bf16, f16, f32, fp8, int8, int4"; }
+const char* weight_format_names() { return "bf16, f16, f32, fp8, int8, int4, mxfp4"; }
 
 std::optional<DType> parse_kv_dtype(std::string_view name) {
   if (name == "fp8") return DType::kF8E4M3;

@@ -46,11 +46,13 @@
 
 namespace h0::plan {
 
-enum class WeightFormat { kBF16, kF16, kF32, kFP8, kINT8, kINT4 };
+// kMXFP4: the layout of an mxfp4 quantization_config (GPT-OSS: routed experts as u8 E2M1 pairs and
+// E8M0 scales per 32, the rest bf16), planned only for a model that has one.
+enum class WeightFormat { kBF16, kF16, kF32, kFP8, kINT8, kINT4, kMXFP4 };
 // "bf16", "f16", "f32", "fp8", "int8", "int4" (also "fp16", "float16", "bfloat16", "fp32").
 std::optional<WeightFormat> parse_weight_format(std::string_view name);
 const char* weight_format_name(WeightFormat format);
-// "bf16, f16, f32, fp8, int8, int4", for errors.
+// "bf16, f16, f32, fp8, int8, int4, mxfp4", for errors.
 const char* weight_format_names();
 // The format the model's checkpoint stores its linear weights in: fp8 when its
 // quantization_config says fp8 (block scales), else its torch_dtype (bf16 when absent). `why`

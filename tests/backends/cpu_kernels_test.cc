@@ -63,7 +63,7 @@ TEST_P(CpuVsReference, MatchesReference) {
   if (!op->reference || !op->operands || !op->infer)
     GTEST_SKIP() << c.op << ": reference kernel not in the catalogue yet";
   Json attrs_in = c.attrs;
-  if (std::string(c.op) == "dequantize") attrs_in["out_dtype"] = tensor::dtype_name(dtype);
+  if (std::string(c.op) == "dequantize" || std::string(c.op) == "dequantize_mxfp4") attrs_in["out_dtype"] = tensor::dtype_name(dtype);
   const Json attrs = ops::validate_attrs(*op, attrs_in);
   const auto descs = op->operands(c.dims, attrs, dtype, DType::kI64, c.with);
   const Json defaults = op->default_inputs ? op->default_inputs(c.dims, attrs) : Json::object();
@@ -291,6 +291,7 @@ std::vector<OpCase> cases() {
        {},
        {},
        kExact},
+      {"dequantize_mxfp4", "dequantize_mxfp4", {{"d0", 5}, {"d1", 7}}, Json::object(), {}, {}, kExact},
       {"dequantize_e4m3_block",
        "dequantize",
        {{"d0", 6}, {"d1", 70}},

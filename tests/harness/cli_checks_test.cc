@@ -99,9 +99,9 @@ TEST(CliChecks, CoverageShowsRoutesAndAModelsNeeds) {
   }
   EXPECT_EQ(ops, (std::set<std::string>{"add", "argmax", "embedding", "linear", "moe_experts", "moe_gate",
                                         "paged_attention", "rmsnorm", "rope", "sample"}));
-  const auto unmodelled = run_harness("coverage --json --model tests/data/models/tiny-gpt-oss");
+  const auto unmodelled = run_harness("coverage --json --model tests/data/models/tiny-olmo2");
   ASSERT_EQ(unmodelled.code, 0) << unmodelled.err;
-  EXPECT_NE(unmodelled.err.find("family gpt_oss is not modelled by the executor"), std::string::npos) << unmodelled.err;
+  EXPECT_NE(unmodelled.err.find("family olmo2 is not modelled by the executor"), std::string::npos) << unmodelled.err;
   EXPECT_EQ(nlohmann::json::parse(unmodelled.out)["ops"].size(), ops::all_ops().size());  // every op of the catalogue;
   const auto table = run_harness("coverage --platform configs/platforms/reference.yaml");
   EXPECT_NE(table.out.find("backend reference (built-in)"), std::string::npos);

@@ -1,5 +1,5 @@
-// `harness day0` for models of families the executor does not model (tiny Gemma 3 and
-// GPT-OSS checkpoints written by transformers' save_pretrained, tests/data/models/), served by a
+// `harness day0` for models of families the executor does not model (a tiny OLMo 2 checkpoint
+// written by transformers' save_pretrained, tests/data/models/tiny-olmo2), served by a
 // third-party engine: the fake server in strict mode (as `transformers serve`: extension fields
 // refused with 422, text prompts only, no logprobs or token ids) replaying the goldens
 // golden/tools/gen_e2e.py made with transformers. Every stage that needs no executor runs and
@@ -102,7 +102,7 @@ TEST_P(Day0Unmodelled, EstablishedAtTheServiceLevel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, Day0Unmodelled,
-                         ::testing::Values(Family{"tiny-gpt-oss", "gpt_oss", true, 141520}),
+                         ::testing::Values(Family{"tiny-olmo2", "olmo2", true, 205312}),
                          [](const auto& param_info) {
                            std::string n = param_info.param.dir;
                            for (char& c : n) c = c == '-' ? '_' : c;
@@ -131,9 +131,9 @@ TEST(Day0Engine, AModelledFamilyOnAThirdPartyEnginePassesEveryStage) {
 // The dashboard of such a run says which readiness was established.
 TEST(Day0Engine, TheDashboardShowsTheServiceLevelVerdict) {
   test::TempDir dir;
-  const auto r = run_harness("day0 --model " + test::source_path("tests/data/models/tiny-gpt-oss") + " --platform " +
-                             engine_platform(dir, "tiny-gpt-oss") + " --golden " +
-                             test::source_path("golden/e2e/tiny-gpt-oss") + " --db " + dir.file("r.db") +
+  const auto r = run_harness("day0 --model " + test::source_path("tests/data/models/tiny-olmo2") + " --platform " +
+                             engine_platform(dir, "tiny-olmo2") + " --golden " +
+                             test::source_path("golden/e2e/tiny-olmo2") + " --db " + dir.file("r.db") +
                              " --out " + dir.file("out"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const std::string index = test::read_file(dir.file("out/site/index.html"));
@@ -145,10 +145,10 @@ TEST(Day0Engine, TheDashboardShowsTheServiceLevelVerdict) {
 // An engine that answers one wrong token: text end-to-end fails at that position, not a ✓.
 TEST(Day0Engine, AWrongTokenFailsTextEndToEndAtItsPosition) {
   test::TempDir dir;
-  const std::string model = test::source_path("tests/data/models/tiny-gpt-oss");
+  const std::string model = test::source_path("tests/data/models/tiny-olmo2");
   const auto r = run_harness("day0 --json --no-db --no-report --model " + model + " --platform " +
-                             engine_platform(dir, "tiny-gpt-oss", "--corrupt-at 3") + " --golden " +
-                             test::source_path("golden/e2e/tiny-gpt-oss"));
+                             engine_platform(dir, "tiny-olmo2", "--corrupt-at 3") + " --golden " +
+                             test::source_path("golden/e2e/tiny-olmo2"));
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages["e2e_text"]["status"], "fail");
@@ -160,9 +160,9 @@ TEST(Day0Engine, AWrongTokenFailsTextEndToEndAtItsPosition) {
 // Without e2e goldens the service still answers, but nothing was compared: not a ✓, exit 1.
 TEST(Day0Engine, WithoutGoldensTheTextStageIsNotCompared) {
   test::TempDir dir;
-  const std::string model = test::source_path("tests/data/models/tiny-gpt-oss");
+  const std::string model = test::source_path("tests/data/models/tiny-olmo2");
   const auto r = run_harness("day0 --json --no-db --no-report --model " + model + " --platform " +
-                             engine_platform(dir, "tiny-gpt-oss"));
+                             engine_platform(dir, "tiny-olmo2"));
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages["service"]["status"], "pass");
@@ -178,12 +178,12 @@ TEST(Day0Engine, ConfigOnlyDryRunOfAnUnmodelledFamily) {
   test::TempDir dir;
   const auto r = run_harness(
       "day0 --json --no-db --no-report --dry-run --mesh tp=8 --model " +
-      test::config_only_model(dir, "tests/data/configs/gpt-oss-120b.json", "gpt-oss-120b"));
+      test::config_only_model(dir, "tests/data/configs/olmo-2-1124-13b.json", "olmo-2-1124-13b"));
   EXPECT_EQ(r.code, 1) << r.err;
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages["config"]["status"], "pass");
   EXPECT_NE(stages["config"]["summary"].get<std::string>().find(
-                "gpt_oss (GptOssForCausalLM): not modelled by the executor"),
+                "olmo2 (Olmo2ForCausalLM): not modelled by the executor"),
             std::string::npos);
   EXPECT_NE(stages["config"]["summary"].get<std::string>().find("need the checkpoint"),
             std::string::npos);
@@ -196,15 +196,15 @@ TEST(Day0Engine, ConfigOnlyDryRunOfAnUnmodelledFamily) {
 // The platform names the dialect: no probe, and the same verdict.
 TEST(Day0Engine, AStatedDialectIsUsedAsIs) {
   test::TempDir dir;
-  const std::string model = test::source_path("tests/data/models/tiny-gpt-oss");
+  const std::string model = test::source_path("tests/data/models/tiny-olmo2");
   const auto r = run_harness("day0 --json --no-db --no-report --model " + model + " --platform " +
-                             engine_platform(dir, "tiny-gpt-oss", "", "openai") + " --golden " +
-                             test::source_path("golden/e2e/tiny-gpt-oss"));
+                             engine_platform(dir, "tiny-olmo2", "", "openai") + " --golden " +
+                             test::source_path("golden/e2e/tiny-olmo2"));
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   // A vLLM dialect stated for a strict engine: every request refused with 422, the stage fails.
   const auto bad = run_harness("day0 --json --no-db --no-report --model " + model + " --platform " +
-                               engine_platform(dir, "tiny-gpt-oss", "", "vllm") + " --golden " +
-                               test::source_path("golden/e2e/tiny-gpt-oss"));
+                               engine_platform(dir, "tiny-olmo2", "", "vllm") + " --golden " +
+                               test::source_path("golden/e2e/tiny-olmo2"));
   EXPECT_EQ(bad.code, 1);
   auto stages = stages_of(bad.out);
   EXPECT_EQ(stages["e2e_text"]["status"], "fail");

@@ -96,33 +96,33 @@ TEST(CliPlan, SuiteCasesPassAndFailOnTheirExpectations) {
   EXPECT_NE(bad.err.find("bad.yaml:6:16: num_attention_heads 64 is not divisible by tp 3"), std::string::npos) << bad.err;
 }
 
-// A family the executor does not model (GPT-OSS, written by transformers) is planned from its
+// A family the executor does not model (OLMo 2, written by transformers) is planned from its
 // checkpoint's headers: every stored byte at tp 1; its config alone is refused, saying why.
 TEST(CliPlan, AnUnmodelledFamilyIsPlannedFromItsCheckpoint) {
-  const auto r = run_harness("plan --model tests/data/models/tiny-gpt-oss --device-memory 1GiB --reserve 0 --json");
+  const auto r = run_harness("plan --model tests/data/models/tiny-olmo2 --device-memory 1GiB --reserve 0 --json");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["weight_format_source"], "as stored in the checkpoint; gpt_oss is not modelled");
-  std::ifstream in(test::source_path("tests/data/models/tiny-gpt-oss/model.safetensors"), std::ios::binary | std::ios::ate);
+  EXPECT_EQ(j["weight_format_source"], "as stored in the checkpoint; olmo2 is not modelled");
+  std::ifstream in(test::source_path("tests/data/models/tiny-olmo2/model.safetensors"), std::ios::binary | std::ios::ate);
   uint64_t header = 0;
   in.seekg(0);
   in.read(reinterpret_cast<char*>(&header), 8);
   in.seekg(0, std::ios::end);
   const int64_t data_bytes = int64_t(in.tellg()) - 8 - int64_t(header);
-  EXPECT_EQ(j["weights_bytes_total"].get<int64_t>(), data_bytes);
-  const auto config_only = run_harness("plan --model tests/data/configs/gpt-oss-120b.json --tp 8 --device-memory 80GiB");
+  EXPECT_EQ(j["weights_bytes_total"].get<int64_t>(), data_bytes);  // 410,624: 205,312 bf16 elements
+  const auto config_only = run_harness("plan --model tests/data/configs/olmo-2-1124-13b.json --tp 8 --device-memory 80GiB");
   EXPECT_EQ(config_only.code, 2);
-  EXPECT_NE(config_only.err.find("family gpt_oss is not modelled by the executor"), std::string::npos) << config_only.err;
+  EXPECT_NE(config_only.err.find("family olmo2 is not modelled by the executor"), std::string::npos) << config_only.err;
 }
 
 TEST(CliPlan, ModelInfoOfAnUnmodelledFamily) {
-  const auto r = run_harness("model info --json --model tests/data/models/tiny-gpt-oss");
+  const auto r = run_harness("model info --json --model tests/data/models/tiny-olmo2");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["modelled"], false);
-  EXPECT_EQ(j["family"], "gpt_oss");
-  EXPECT_EQ(j["parameters"]["total"], 141520);  // the checkpoint's elements (transformers' num_parameters: 141,520)
-  const auto config_only = run_harness("model info --model tests/data/configs/gpt-oss-120b.json");
+  EXPECT_EQ(j["family"], "olmo2");
+  EXPECT_EQ(j["parameters"]["total"], 205312);  // the checkpoint's elements (transformers' num_parameters: 205,312)
+  const auto config_only = run_harness("model info --model tests/data/configs/olmo-2-1124-13b.json");
   EXPECT_EQ(config_only.code, 0);
   EXPECT_NE(config_only.out.find("the parameter counts need the checkpoint"), std::string::npos) << config_only.out;
 }

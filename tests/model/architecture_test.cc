@@ -104,7 +104,7 @@ TEST(Architecture, GptOssFields) {
   EXPECT_TRUE(m.norm_topk_prob && m.router_bias && m.fused_experts);
   EXPECT_DOUBLE_EQ(m.swiglu_alpha, 1.702);  // not in the config: GptOssConfig's
   EXPECT_DOUBLE_EQ(m.swiglu_limit, 7.0);
-  const Inventory inv = build_inventory(a);
+  const Inventory inv = build_inventory(a, {.dtype = std::nullopt, .quantized = false, .include_mtp = false});
   const auto shape = [&](const std::string& name) {
     const WeightInfo* w = inv.find(name);
     return w != nullptr ? w->shape : std::vector<int64_t>{};
@@ -116,6 +116,20 @@ TEST(Architecture, GptOssFields) {
   EXPECT_EQ(shape("model.layers.0.mlp.experts.gate_up_proj_bias"), (std::vector<int64_t>{128, 5760}));
   EXPECT_EQ(shape("model.layers.0.mlp.experts.down_proj"), (std::vector<int64_t>{128, 2880, 2880}));
   EXPECT_EQ(shape("model.layers.0.mlp.experts.down_proj_bias"), (std::vector<int64_t>{128, 2880}));
+  // As released (quantization_config mxfp4): the experts' weights as [E, out, in / 32, 16] bytes
+  // of E2M1 pairs and [E, out, in / 32] E8M0 scales, the same parameters counted.
+  const Inventory released = build_inventory(a, {.dtype = std::nullopt, .quantized = true, .include_mtp = false});
+  const WeightInfo* blocks = released.find("model.layers.0.mlp.experts.gate_up_proj_blocks");
+  ASSERT_NE(blocks, nullptr);
+  EXPECT_EQ(blocks->shape, (std::vector<int64_t>{128, 5760, 90, 16}));
+  EXPECT_EQ(blocks->dtype, tensor::DType::kU8);
+  const WeightInfo* scales = released.find("model.layers.0.mlp.experts.down_proj_scales");
+  ASSERT_NE(scales, nullptr);
+  EXPECT_EQ(scales->shape, (std::vector<int64_t>{128, 2880, 90}));
+  EXPECT_EQ(scales->role, WeightRole::kQuantScale);
+  EXPECT_EQ(released.find("model.layers.0.mlp.experts.gate_up_proj"), nullptr);
+  EXPECT_EQ(released.counts.total, inv.counts.total);
+  EXPECT_EQ(released.counts.active, inv.counts.active);
   // Neither rope_scaling nor rope_parameters: GptOssConfig's default YaRN (factor 32 over 4096).
   std::ifstream in(config("gpt-oss-120b"));
   nlohmann::json c = nlohmann::json::parse(in);

@@ -1,5 +1,5 @@
 // The architecture-independent description of families the executor does not model, from real
-// config.json files (tests/data/configs: GPT-OSS-120B, Qwen2.5-VL-7B) and hand-written ones.
+// config.json files (tests/data/configs: OLMo-2-1124-13B, Qwen2.5-VL-7B) and hand-written ones.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -21,28 +21,36 @@ std::string config(const std::string& name) {
   return std::string(H0_SOURCE_DIR) + "/tests/data/configs/" + name + ".json";
 }
 
-TEST(GenericArchitecture, GptOssIsDescribedNotModelled) {
-  const Architecture a = load_any_architecture(config("gpt-oss-120b"));
+// OLMo 2 (olmo2, Olmo2ForCausalLM): a dense decoder, full attention on every layer. What sets it
+// apart (norms after each sublayer, q/k norms over the whole projection) is in no config field.
+TEST(GenericArchitecture, Olmo2IsDescribedNotModelled) {
+  const Architecture a = load_any_architecture(config("olmo-2-1124-13b"));
   EXPECT_FALSE(a.modelled);
-  EXPECT_EQ(a.family, "gpt_oss");
-  EXPECT_EQ(a.architecture, "GptOssForCausalLM");
-  EXPECT_EQ(a.text.hidden_size, 2880);
-  EXPECT_EQ(a.text.num_layers, 36);
-  EXPECT_EQ(a.text.attn.num_heads, 64);
-  EXPECT_EQ(a.text.attn.num_kv_heads, 8);
-  EXPECT_EQ(a.text.attn.head_dim, 64);
-  EXPECT_EQ(a.text.attn.sliding_window, 128);
-  ASSERT_EQ(a.text.layer_kinds.size(), 36u);
-  EXPECT_EQ(a.text.layer_kind(0), LayerKind::kSliding);
-  EXPECT_EQ(a.text.layer_kind(1), LayerKind::kFull);
-  EXPECT_EQ(a.text.moe.num_experts, 128);      // num_local_experts
-  EXPECT_EQ(a.text.moe.experts_per_token, 4);  // num_experts_per_tok
-  EXPECT_EQ(a.quantization.method, "mxfp4");
+  EXPECT_EQ(a.family, "olmo2");
+  EXPECT_EQ(a.architecture, "Olmo2ForCausalLM");
+  EXPECT_EQ(a.text.hidden_size, 5120);
+  EXPECT_EQ(a.text.num_layers, 40);
+  EXPECT_EQ(a.text.attn.num_heads, 40);
+  EXPECT_EQ(a.text.attn.num_kv_heads, 40);  // no GQA
+  EXPECT_EQ(a.text.attn.head_dim, 128);     // no head_dim field: 5120 / 40
+  EXPECT_EQ(a.text.attn.sliding_window, 0);
+  EXPECT_TRUE(a.text.layer_kinds.empty());  // no sliding_window, no layer_types
+  EXPECT_EQ(a.text.intermediate_size, 13824);
+  EXPECT_EQ(a.text.vocab_size, 100352);
+  EXPECT_EQ(a.text.max_position_embeddings, 4096);
+  EXPECT_FALSE(a.text.tie_word_embeddings);
+  EXPECT_EQ(a.text.dtype, tensor::DType::kF32);  // torch_dtype float32, as released
+  EXPECT_EQ(a.text.moe.num_experts, 0);
+  EXPECT_TRUE(a.quantization.method.empty());
   EXPECT_FALSE(a.has_vision);
+  // KV bytes per token: 40 layers x 2 x 40 kv heads x 128 x 2 B; no window, so any length.
+  EXPECT_EQ(plan::model_kv_bytes_per_token(a, tensor::DType::kBF16), 40 * 2 * 40 * 128 * 2);
+  EXPECT_EQ(plan::model_kv_bytes_per_token(a, tensor::DType::kBF16, 8192), 819200);
   // The strict parser still refuses it, naming the known families.
-  EXPECT_THROW(load_architecture(config("gpt-oss-120b")), InputError);
+  EXPECT_THROW(load_architecture(config("olmo-2-1124-13b")), InputError);
 }
 
+// gpt-oss-120b, a family the executor models (load_any_architecture takes gpt_oss's parser).
 // KV bytes per token: 18 full layers x 2 x 8 kv heads x 64 x 2 B = 36,864; the 18 sliding
 // layers hold at most 128 of a sequence's 8,192 tokens: 36,864 x 128 / 8,192 = 576.
 TEST(GenericArchitecture, SlidingLayersHoldOnlyTheirWindowOfKv) {

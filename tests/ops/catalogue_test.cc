@@ -60,6 +60,7 @@ const std::vector<Problem>& problems() {
        {{"d0", 3}, {"d1", 10}},
        {{"granularity", "block"}, {"block", 4}, {"dtype", "f8_e4m3"}, {"out_dtype", "bf16"}},
        {}},
+      {"dequantize_mxfp4", {{"d0", 3}, {"d1", 2}}, {{"out_dtype", "bf16"}}, {}},
       {"scaled_linear", {{"T", 3}, {"K", 40}, {"N", 20}}, {{"block_n", 16}, {"block_k", 16}}, {"bias"}},
       {"argmax", {{"T", 2}, {"V", 9}}, Json::object(), {}},
       {"sample", {{"T", 2}, {"V", 9}}, {{"top_k", 3}}, {}},
@@ -121,13 +122,15 @@ bool kind_fits(OperandKind kind, DType dtype, DType float_dtype, DType index_dty
       return dtype == DType::kI32;
     case OperandKind::kI64:
       return dtype == DType::kI64;
+    case OperandKind::kU8:
+      return dtype == DType::kU8;
     default:
       return dtype == DType::kI8 || dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2;
   }
 }
 
 TEST(Catalogue, EveryEntryIsComplete) {
-  EXPECT_EQ(all_ops().size(), 23u);
+  EXPECT_EQ(all_ops().size(), 24u);
   for (const OpDef* op : all_ops()) {
     SCOPED_TRACE(op->name);
     EXPECT_FALSE(op->inputs.empty());
@@ -163,6 +166,7 @@ TEST(Catalogue, ToleranceClasses) {
       {"swiglu", ToleranceClass::kTranscendental}, {"moe_gate", ToleranceClass::kTranscendental},
       {"add", ToleranceClass::kElementwise},       {"mul", ToleranceClass::kElementwise},
       {"embedding", ToleranceClass::kElementwise}, {"dequantize", ToleranceClass::kElementwise},
+      {"dequantize_mxfp4", ToleranceClass::kElementwise},
       {"quantize", ToleranceClass::kElementwise},  {"argmax", ToleranceClass::kExact},
       {"sample", ToleranceClass::kExact},
   };

@@ -114,6 +114,24 @@ TEST(Weights, DeepSeekV3Fp8IsTheReleasedCheckpoint) {
   EXPECT_LT(serve.total_weights, 680e9);
 }
 
+// gpt-oss-120b as released: the routed experts' 114,661,785,600 weights in MXFP4 (half a byte
+// each plus one E8M0 byte per 32), the other 2,167,371,072 parameters (attention, router,
+// embeddings, expert biases) in bf16: 65,248,815,744 bytes, the hub checkpoint's 65.25 GB, and the
+// checkpoint's own format by default. Over ep 8 each rank holds 16 experts of every layer.
+TEST(Weights, GptOssMxfp4IsTheReleasedCheckpoint) {
+  const Architecture a = arch_of("gpt-oss-120b");
+  EXPECT_EQ(checkpoint_weight_format(a), WeightFormat::kMXFP4);
+  const int64_t experts = int64_t{36} * 128 * (2880 * 5760 + 2880 * 2880);
+  const int64_t others = 116829156672 - experts;
+  const MemoryPlan p = plan_memory(a, {1, 1, 1, 1}, on(1e6, WeightFormat::kMXFP4));
+  EXPECT_EQ(p.total_weights, others * 2 + experts / 2 + experts / 32);
+  EXPECT_EQ(p.total_weights, 65248815744);
+  const MemoryPlan ep8 = plan_memory(a, {8, 1, 8, 1}, on(1e6, WeightFormat::kMXFP4));
+  ASSERT_EQ(ep8.ranks.size(), 8u);
+  EXPECT_EQ(ep8.ranks[3].experts, std::make_pair(int64_t{48}, int64_t{64}));
+  EXPECT_LT(ep8.ranks[3].weights, p.total_weights / 8 + int64_t{2} * 201088 * 2880);
+}
+
 // An fp8 checkpoint at tp=8, as `harness plan` and day0's memory stage plan it by default (the
 // checkpoint's own format): every rank's weights are the checkpoint's bytes (fp8 and their block
 // scales as stored, MTP left out) over 8, plus the parts each rank holds whole (MLA's low-rank

@@ -202,13 +202,15 @@ TEST(ShardOf, NoBytesLostOrDoubleCounted) {
   expect_conserved(arch_of("deepseek-v3"), {4, 3, 3, 3}, true);    // 61 layers / 3, 256 experts / 3
   expect_conserved(arch_of("gpt-oss-120b"), {8, 1, 1, 1}, false);  // fused experts cut along F
   expect_conserved(arch_of("gpt-oss-120b"), {4, 2, 8, 2}, false);  // fused experts cut along E
+  expect_conserved(arch_of("gpt-oss-120b"), {8, 1, 1, 1}, true);   // MXFP4 blocks and scales along F
+  expect_conserved(arch_of("gpt-oss-120b"), {4, 2, 8, 2}, true);
 }
 
 // GPT-OSS holds every expert of a layer in one tensor: ep cuts its expert axis, tp its F axis
 // (gate_up's interleaved columns in whole gate/up pairs); both at once cannot be one slice.
 TEST(ShardOf, FusedExpertsAreCutByEpOrByTp) {
   const Architecture a = arch_of("gpt-oss-120b");
-  const model::Inventory inv = model::build_inventory(a);
+  const model::Inventory inv = model::build_inventory(a, {.dtype = {}, .quantized = false, .include_mtp = false});
   const WeightInfo& gate_up = weight(inv, "model.layers.0.mlp.experts.gate_up_proj");
   const WeightInfo& down = weight(inv, "model.layers.0.mlp.experts.down_proj");
   const WeightInfo& down_bias = weight(inv, "model.layers.0.mlp.experts.down_proj_bias");

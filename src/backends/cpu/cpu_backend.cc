@@ -57,6 +57,7 @@ constexpr KernelEntry kKernels[] = {
     {"patch_embed", cpu::patch_embed_kernel, 2, 3, 1, 0},
     {"quantize", cpu::quantize_kernel, 1, 1, 2, 0},
     {"dequantize", cpu::dequantize_kernel, 2, 2, 1, kOutputDtype},
+    {"dequantize_mxfp4", cpu::dequantize_mxfp4_kernel, 2, 2, 1, kOutputDtype},
     {"scaled_linear", cpu::scaled_linear_kernel, 3, 4, 1, 0},
     {"argmax", cpu::argmax_kernel, 1, 1, 1, 0},
     {"sample", cpu::sample_kernel, 1, 1, 1, 0},

@@ -133,6 +133,7 @@ void moe_experts_kernel(const OpCall& call);      // cpu_moe.cc
 void patch_embed_kernel(const OpCall& call);      // cpu_gemm.cc
 void quantize_kernel(const OpCall& call);         // cpu_quant.cc
 void dequantize_kernel(const OpCall& call);       // cpu_quant.cc
+void dequantize_mxfp4_kernel(const OpCall& call); // cpu_quant.cc
 void scaled_linear_kernel(const OpCall& call);    // cpu_quant.cc
 void argmax_kernel(const OpCall& call);           // cpu_sampling.cc
 void sample_kernel(const OpCall& call);           // cpu_sampling.cc

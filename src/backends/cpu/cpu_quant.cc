@@ -348,3 +348,40 @@ void scaled_linear_kernel(const OpCall& call) {
 }
 
 }  // namespace h0::backends::cpu
+
+namespace h0::backends::cpu {
+
+// dequantize_mxfp4(blocks[..., G, 16] u8, scales[..., G] u8) -> x[..., G·32]: two E2M1 values per
+// byte (low nibble first), times 2^(scale − 127) per 32; exact in f32 before the one store.
+void dequantize_mxfp4_kernel(const OpCall& call) {
+  static constexpr float kE2M1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                                      -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  const hb_tensor &blocks = call.in[0], &scales = call.in[1], &out = call.out[0];
+  require(call, blocks.dtype == HB_U8 && scales.dtype == HB_U8, "blocks and scales must be u8, got " +
+                                                                    describe(blocks) + " and " + describe(scales));
+  require(call, scales.ndim >= 1 && blocks.ndim == scales.ndim + 1 && blocks.shape[blocks.ndim - 1] == 16,
+          "blocks must be [..., G, 16] over scales [..., G], got " + describe(blocks) + " and " + describe(scales));
+  for (int i = 0; i < scales.ndim; ++i) {
+    require(call, blocks.shape[i] == scales.shape[i], "blocks " + describe(blocks) + " do not match scales " + describe(scales));
+  }
+  const size_t groups = static_cast<size_t>(numel(scales));
+  bool same = out.ndim == scales.ndim && is_float(out.dtype);
+  for (int i = 0; same && i < scales.ndim; ++i) same = out.shape[i] == scales.shape[i] * (i == scales.ndim - 1 ? 32 : 1);
+  require(call, same, "x must be f32, bf16 or f16 of [..., G·32], got " + describe(out));
+  const auto* b = static_cast<const uint8_t*>(blocks.data);
+  const auto* s = static_cast<const uint8_t*>(scales.data);
+  base::parallel_for(groups, 4096, [&](size_t, size_t first, size_t end) {
+    std::vector<float> v((end - first) * 32);
+    for (size_t g = first; g < end; ++g) {
+      const float scale = std::ldexp(1.0f, int(s[g]) - 127);
+      for (size_t i = 0; i < 16; ++i) {
+        const uint8_t byte = b[g * 16 + i];
+        v[(g - first) * 32 + 2 * i] = kE2M1[byte & 0xF] * scale;
+        v[(g - first) * 32 + 2 * i + 1] = kE2M1[byte >> 4] * scale;
+      }
+    }
+    store_f32(v.data(), out, first * 32, v.size());
+  });
+}
+
+}  // namespace h0::backends::cpu
