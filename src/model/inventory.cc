@@ -239,8 +239,10 @@ class InventoryBuilder {
     // and [E, out, in / 32] E8M0 scales, out and in swapped from the float layout. The plan cuts
     // F where the float layout does (gate_up's out axis; down's in axis, in whole 32-groups).
     const auto packed = [&](TensorRole role, int64_t out, int64_t in, TpSplit tp, int axis, int64_t unit) {
-      const auto check = in % 32 == 0 ? in / 32 : -1;
-      if (check < 0) throw InputError("config.json: quantization_config", "mxfp4 needs the experts' input width (" + std::to_string(in) + ") in whole 32-element groups");
+      if (in % 32 != 0) {
+        throw InputError("config.json: quantization_config",
+                         "mxfp4 needs the experts' input width (" + std::to_string(in) + ") in whole 32-element groups");
+      }
       fused(role, TensorPiece::kBlocks, {e, out, in / 32, 16}, tp, axis, unit);
       out_.back().dtype = DType::kU8;
       out_.back().quantized = true;
