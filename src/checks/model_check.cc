@@ -329,6 +329,10 @@ class ModelCase : public PreparedCase {
     r->metrics.insert(r->metrics.end(), {{"cosine", m.cosine}, {"max_abs_err", m.max_abs_err}, {"rmse", m.rmse}});
     r->details["worst"] = {{"index", m.worst_index}, {"actual", m.worst_actual}, {"expected", m.worst_expected}};
     if (m.cosine < s_.tol.cosine_min) failures->push_back(out + " cosine " + std::to_string(m.cosine) + " < " + std::to_string(s_.tol.cosine_min));
+    if (m.nan_mismatch > 0 || m.inf_mismatch > 0) {  // left out of the cosine: a layer that makes a NaN passes it
+      failures->push_back(out + ": " + std::to_string(m.nan_mismatch) + " NaN and " + std::to_string(m.inf_mismatch) +
+                          " Inf elements where the golden has none (or the reverse)");
+    }
   }
 
   ModelSpec s_;

@@ -118,7 +118,10 @@ ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tens
     } else {
       const compare::Metrics m = compare::compute_metrics(value, g, {0, 0, false});
       const double rel = m.rel_l2;
-      report.rows.push_back({name, m.cosine, m.max_abs_err, rel, m.cosine >= cosine_min && rel <= rel_l2_max});
+      // A NaN or Inf where the golden has none (or the reverse) diverges whatever the finite
+      // elements' cosine says (the metrics leave non-finite pairs out of it).
+      const bool finite_alike = m.nan_mismatch == 0 && m.inf_mismatch == 0;
+      report.rows.push_back({name, m.cosine, m.max_abs_err, rel, finite_alike && m.cosine >= cosine_min && rel <= rel_l2_max});
     }
     if (!report.rows.back().ok && report.first_divergent < 0) report.first_divergent = int(report.rows.size() - 1);
   }
