@@ -147,6 +147,21 @@ struct Vision {
   std::string feature_select_strategy = "default";  // "default" drops the CLS token
   int64_t image_token_index = 0;
   std::string prefix = "vision_tower.";
+  // The tower's tensor names (families/common.cc clip_vision_names: HF's CLIP), stems under
+  // weight_prefix().
+  const TensorNames* names = nullptr;
+
+  // Where a vision role's stem sits: the projector at the top level, an encoder layer's roles
+  // under "<prefix>encoder.layers.<layer>.", the rest under `prefix`.
+  std::string weight_prefix(TensorRole role, int64_t layer) const {
+    if (role == TensorRole::kProjector1 || role == TensorRole::kProjector2) return "";
+    if (is_vision_layer_role(role)) return prefix + "encoder.layers." + std::to_string(layer) + ".";
+    return prefix;
+  }
+  // The checkpoint name of `role`'s `piece` (of encoder layer `layer` for a layer's role).
+  std::string name(TensorRole role, TensorPiece piece = TensorPiece::kWeight, int64_t layer = -1) const {
+    return names->name(weight_prefix(role, layer), role, piece);
+  }
 
   int64_t num_patches() const { return (image_size / patch_size) * (image_size / patch_size); }
 };

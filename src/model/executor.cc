@@ -74,11 +74,6 @@ void Executor::all_reduce(mesh::Communicator* comm, DeviceTensor* t) {
   backend_.upload_into(host, t);
 }
 
-DeviceTensor Executor::linear(const std::string& weight_prefix, const DeviceTensor& x, bool with_bias) {
-  return linear_of(weights_->get(weight_prefix + ".weight"), with_bias ? weights_->find(weight_prefix + ".bias") : nullptr,
-                   weights_->find(weight_prefix + ".weight_scale_inv"), x);
-}
-
 DeviceTensor Executor::linear(int64_t layer, TensorRole role, const DeviceTensor& x, bool with_bias) {
   return linear_of(weights_->get(layer, role), with_bias ? weights_->find(layer, role, TensorPiece::kBias) : nullptr,
                    weights_->find(layer, role, TensorPiece::kScale), x);

@@ -121,7 +121,6 @@ class Executor {
   std::vector<backend::DeviceTensor> local_routes(std::vector<backend::DeviceTensor> routed, int64_t first, int64_t last);
   // x·wᵀ (+ bias). `with_bias` false leaves a replicated bias out (a row-parallel rank other
   // than tp rank 0, whose partial sums are all-reduced).
-  backend::DeviceTensor linear(const std::string& weight_prefix, const backend::DeviceTensor& x, bool with_bias = true);
   backend::DeviceTensor linear(int64_t layer, TensorRole role, const backend::DeviceTensor& x, bool with_bias = true);
   backend::DeviceTensor linear_of(const backend::DeviceTensor& w, const backend::DeviceTensor* b,
                                   const backend::DeviceTensor* scale, const backend::DeviceTensor& x);
@@ -130,8 +129,8 @@ class Executor {
   backend::DeviceTensor embed(const std::vector<int64_t>& ids);
   tensor::Tensor lm_head(const backend::DeviceTensor& x);
   bool first_tp_rank() const;
-  backend::DeviceTensor vision_layer(const std::string& prefix, const std::string& probe, backend::DeviceTensor x,
-                                     Step& step);
+  // Vision encoder layer `layer` (its weights by vision role), probed under `probe`.
+  backend::DeviceTensor vision_layer(int64_t layer, const std::string& probe, backend::DeviceTensor x, Step& step);
   backend::DeviceTensor constant_like(const backend::DeviceTensor& like, const std::vector<double>& per_channel,
                                       int64_t inner);
   void probe(Step& step, const std::string& name, const backend::DeviceTensor& t);

@@ -66,27 +66,39 @@ class InventoryBuilder {
     mtp_ = false;
   }
 
+  // In checkpoint order; every weight by its vision role (Vision::names), replicated.
   void vision_tower(const Vision& v) {
     layer_ = -1;
-    const std::string p = v.prefix;
-    add(p + "embeddings.class_embedding", {v.hidden_size}, TpSplit::kReplicated);
-    add(p + "embeddings.patch_embedding.weight", {v.hidden_size, v.num_channels, v.patch_size, v.patch_size},
-        TpSplit::kReplicated);
-    add(p + "embeddings.position_embedding.weight", {v.num_patches() + 1, v.hidden_size}, TpSplit::kReplicated);
-    layer_norm(p + "pre_layrnorm", v.hidden_size);  // sic: HF's CLIP name
+    const auto vis = [&](TensorRole role, TensorPiece piece, std::vector<int64_t> shape, int64_t layer) {
+      WeightInfo& w = add(v.name(role, piece, layer), std::move(shape), TpSplit::kReplicated);
+      w.tensor = role;
+      w.piece = piece;
+      w.vision_layer = layer;
+    };
+    const auto layer_norm = [&](TensorRole role, int64_t layer) {
+      vis(role, TensorPiece::kWeight, {v.hidden_size}, layer);
+      vis(role, TensorPiece::kBias, {v.hidden_size}, layer);
+    };
+    const auto linear = [&](TensorRole role, int64_t out, int64_t in, bool bias, int64_t layer) {
+      vis(role, TensorPiece::kWeight, {out, in}, layer);
+      if (bias) vis(role, TensorPiece::kBias, {out}, layer);
+    };
+    vis(TensorRole::kVisClassEmbed, TensorPiece::kWeight, {v.hidden_size}, -1);
+    vis(TensorRole::kVisPatchEmbed, TensorPiece::kWeight, {v.hidden_size, v.num_channels, v.patch_size, v.patch_size}, -1);
+    vis(TensorRole::kVisPosEmbed, TensorPiece::kWeight, {v.num_patches() + 1, v.hidden_size}, -1);
+    layer_norm(TensorRole::kVisPreNorm, -1);
     for (int64_t i = 0; i < v.num_layers; ++i) {
-      const std::string l = p + "encoder.layers." + std::to_string(i) + ".";
-      for (const char* proj : {"k_proj", "v_proj", "q_proj", "out_proj"}) {
-        linear(l + "self_attn." + proj, v.hidden_size, v.hidden_size, true);
+      for (const TensorRole proj : {TensorRole::kVisAttnK, TensorRole::kVisAttnV, TensorRole::kVisAttnQ, TensorRole::kVisAttnO}) {
+        linear(proj, v.hidden_size, v.hidden_size, true, i);
       }
-      layer_norm(l + "layer_norm1", v.hidden_size);
-      linear(l + "mlp.fc1", v.intermediate_size, v.hidden_size, true);
-      linear(l + "mlp.fc2", v.hidden_size, v.intermediate_size, true);
-      layer_norm(l + "layer_norm2", v.hidden_size);
+      layer_norm(TensorRole::kVisNorm1, i);
+      linear(TensorRole::kVisFc1, v.intermediate_size, v.hidden_size, true, i);
+      linear(TensorRole::kVisFc2, v.hidden_size, v.intermediate_size, true, i);
+      layer_norm(TensorRole::kVisNorm2, i);
     }
-    layer_norm(p + "post_layernorm", v.hidden_size);
-    linear("multi_modal_projector.linear_1", t_.hidden_size, v.hidden_size, v.projector_bias);
-    linear("multi_modal_projector.linear_2", t_.hidden_size, t_.hidden_size, v.projector_bias);
+    layer_norm(TensorRole::kVisPostNorm, -1);
+    linear(TensorRole::kProjector1, t_.hidden_size, v.hidden_size, v.projector_bias, -1);
+    linear(TensorRole::kProjector2, t_.hidden_size, t_.hidden_size, v.projector_bias, -1);
   }
 
  private:
@@ -105,14 +117,6 @@ class InventoryBuilder {
   }
   void norm(const std::string& name, int64_t n, TensorRole role = TensorRole::kOther) {
     add(name, {n}, TpSplit::kReplicated).tensor = role;
-  }
-  void layer_norm(const std::string& p, int64_t n) {
-    add(p + ".weight", {n}, TpSplit::kReplicated);
-    add(p + ".bias", {n}, TpSplit::kReplicated);
-  }
-  void linear(const std::string& p, int64_t out, int64_t in, bool bias) {
-    add(p + ".weight", {out, in}, TpSplit::kReplicated);
-    if (bias) add(p + ".bias", {out}, TpSplit::kReplicated);
   }
 
   // The name of `role`'s `piece` in the current decoder layer (the family's table).
@@ -294,7 +298,7 @@ ParamCounts count(const Architecture& arch, const std::vector<WeightInfo>& weigh
     }
     c.total += elements(w);
     if (w.expert >= 0 || w.all_experts) routed += elements(w);
-    if (w.name.rfind("vision_tower.", 0) == 0 || w.name.rfind("multi_modal_projector.", 0) == 0) c.vision += elements(w);
+    if (is_vision_role(w.tensor)) c.vision += elements(w);
   }
   const Moe& m = arch.text.moe;
   // Routed experts are identical in size: a token uses experts_per_token of num_experts.

@@ -40,6 +40,7 @@ struct WeightInfo {
   bool kv_heads = false;  // split by kv heads: replicated in groups when kv heads < tp
   int64_t layer = -1;     // decoder layer (pipeline stage by layer); -1 before the first, num_layers after the last
   int64_t expert = -1;    // routed expert index (expert-parallel placement); -1 if none
+  int64_t vision_layer = -1;  // a vision role's encoder layer; -1 for the tower's other weights
   // Every routed expert along axis 0 (GPT-OSS's fused experts): expert parallelism cuts axis 0.
   bool all_experts = false;
   int tp_axis = -1;       // the axis a column/row split cuts; -1: 0 for column and vocab, 1 for row

@@ -218,7 +218,7 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
 
 void ModelWeights::add(const WeightInfo& w, const std::string& name, backend::DeviceTensor t, TensorPiece piece) {
   const auto it = tensors_.emplace(name, std::move(t)).first;
-  if (w.tensor != TensorRole::kOther) by_role_[{w.layer, w.tensor, piece}] = &it->second;
+  if (w.tensor != TensorRole::kOther) by_role_[{is_vision_role(w.tensor) ? w.vision_layer : w.layer, w.tensor, piece}] = &it->second;
 }
 
 const backend::DeviceTensor* ModelWeights::find(int64_t layer, TensorRole tensor, TensorPiece piece) const {
@@ -234,17 +234,6 @@ const backend::DeviceTensor& ModelWeights::get(int64_t layer, TensorRole tensor,
                                           " in layer " + std::to_string(layer));
   }
   return *t;
-}
-
-const backend::DeviceTensor& ModelWeights::get(const std::string& name) const {
-  const backend::DeviceTensor* t = find(name);
-  if (t == nullptr) throw InputError("model weights", "no tensor '" + name + "'");
-  return *t;
-}
-
-const backend::DeviceTensor* ModelWeights::find(const std::string& name) const {
-  auto it = tensors_.find(name);
-  return it == tensors_.end() ? nullptr : &it->second;
 }
 
 const ExpertStack& ModelWeights::experts(int64_t layer) const {

@@ -1,5 +1,5 @@
 // A model's weights in backend memory, in the run dtype: loaded from a checkpoint (converted on
-// the host, uploaded once), looked up by HF checkpoint name. MoE experts are also stacked into
+// the host, uploaded once), looked up by (layer, role, piece). MoE experts are also stacked into
 // the moe_experts op's operands: w_gate[E,F,D], w_up[E,F,D], w_down[E,D,F] per layer.
 // An fp8 block-quantized projection (quantization_config fp8) stays as stored: "<name>" in fp8
 // and "<name>_scale_inv" in f32, this rank's whole blocks of both, for scaled_linear; routed
@@ -37,12 +37,10 @@ class ModelWeights {
   ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt, backend::Backend& backend,
                tensor::DType dtype, const Sharding* sharding = nullptr);
 
-  // Throws InputError naming the tensor if absent.
-  const backend::DeviceTensor& get(const std::string& name) const;
-  // nullptr if absent (optional biases).
-  const backend::DeviceTensor* find(const std::string& name) const;
-  // By role (inventory.h): `tensor` of decoder layer `layer` (-1: the embedding; num_layers: the
-  // final norm and the head). get throws InputError naming the role if absent.
+  // By role (inventory.h), never by name: `tensor` of decoder layer `layer` (-1: the embedding;
+  // num_layers: the final norm and the head); a vision role's by vision layer (-1: the tower's
+  // other weights). get throws InputError naming the role if absent; find returns nullptr
+  // (optional biases).
   const backend::DeviceTensor& get(int64_t layer, TensorRole tensor, TensorPiece piece = TensorPiece::kWeight) const;
   const backend::DeviceTensor* find(int64_t layer, TensorRole tensor, TensorPiece piece = TensorPiece::kWeight) const;
   // The routed experts of MoE layer `layer`.

@@ -41,14 +41,34 @@ const char* tensor_role_name(TensorRole role) {
     case TensorRole::kAttnSinks: return "attn_sinks";
     case TensorRole::kExpertsGateUp: return "experts_gate_up";
     case TensorRole::kExpertsDown: return "experts_down";
+    case TensorRole::kVisClassEmbed: return "vis_class_embed";
+    case TensorRole::kVisPatchEmbed: return "vis_patch_embed";
+    case TensorRole::kVisPosEmbed: return "vis_pos_embed";
+    case TensorRole::kVisPreNorm: return "vis_pre_norm";
+    case TensorRole::kVisNorm1: return "vis_norm1";
+    case TensorRole::kVisAttnQ: return "vis_attn_q";
+    case TensorRole::kVisAttnK: return "vis_attn_k";
+    case TensorRole::kVisAttnV: return "vis_attn_v";
+    case TensorRole::kVisAttnO: return "vis_attn_o";
+    case TensorRole::kVisNorm2: return "vis_norm2";
+    case TensorRole::kVisFc1: return "vis_fc1";
+    case TensorRole::kVisFc2: return "vis_fc2";
+    case TensorRole::kVisPostNorm: return "vis_post_norm";
+    case TensorRole::kProjector1: return "projector_1";
+    case TensorRole::kProjector2: return "projector_2";
     case TensorRole::kCount: break;
   }
   return "?";
 }
 
 bool is_parameter_role(TensorRole role) {
-  return role == TensorRole::kAttnSinks || role == TensorRole::kExpertsGateUp || role == TensorRole::kExpertsDown;
+  return role == TensorRole::kAttnSinks || role == TensorRole::kExpertsGateUp || role == TensorRole::kExpertsDown ||
+         role == TensorRole::kVisClassEmbed;
 }
+
+bool is_vision_role(TensorRole role) { return role >= TensorRole::kVisClassEmbed && role <= TensorRole::kProjector2; }
+
+bool is_vision_layer_role(TensorRole role) { return role >= TensorRole::kVisNorm1 && role <= TensorRole::kVisFc2; }
 
 TensorNames::TensorNames(std::initializer_list<Entry> stems) {
   for (const auto& [role, stem] : stems) stems_[size_t(role)] = stem;

@@ -12,7 +12,7 @@
 
 namespace h0::model {
 
-// kOther: not looked up by role (the vision tower, MTP-only tensors).
+// kOther: not looked up by role (MTP-only tensors).
 enum class TensorRole : uint8_t {
   kOther,
   kEmbed, kFinalNorm, kHead,  // layer -1 (the embedding) and num_layers (norm, head)
@@ -29,6 +29,12 @@ enum class TensorRole : uint8_t {
   // sinks [Hq], and its routed experts all in one tensor each: gate_up [E, D, 2F] (gate and up
   // interleaved along the last axis: gate ::2, up 1::2, applied as x · w) and down [E, F, D].
   kAttnSinks, kExpertsGateUp, kExpertsDown,
+  // A CLIP-style vision tower and LLaVA's projector (Vision::names; by vision layer, see
+  // is_vision_role): the embeddings (the class embedding a bare parameter), the norm before the
+  // layers, per layer two LayerNorms, q/k/v/o and the MLP's fc1/fc2, the final norm, the projector.
+  kVisClassEmbed, kVisPatchEmbed, kVisPosEmbed, kVisPreNorm,
+  kVisNorm1, kVisAttnQ, kVisAttnK, kVisAttnV, kVisAttnO, kVisNorm2, kVisFc1, kVisFc2,
+  kVisPostNorm, kProjector1, kProjector2,
   kCount,
 };
 // Which tensor of a role: the weight, its bias, its block scales (fp8's weight_scale_inv;
@@ -37,8 +43,13 @@ enum class TensorPiece : uint8_t { kWeight, kBias, kScale, kBlocks };
 
 // "attn_q", "expert_gate", ...: for errors and listings.
 const char* tensor_role_name(TensorRole role);
-// Whether the role is a bare parameter (kAttnSinks, kExpertsGateUp, kExpertsDown).
+// Whether the role is a bare parameter (kAttnSinks, kExpertsGateUp, kExpertsDown, kVisClassEmbed).
 bool is_parameter_role(TensorRole role);
+// Whether the role is the vision tower's or the projector's (kVisClassEmbed .. kProjector2): its
+// weights are found by vision layer (WeightInfo::vision_layer; -1 outside the encoder layers).
+bool is_vision_role(TensorRole role);
+// Whether a vision role is one of an encoder layer's (kVisNorm1 .. kVisFc2).
+bool is_vision_layer_role(TensorRole role);
 
 // A family's decoder-layer names: per role, its stem under the layer's prefix
 // ("model.layers.3."), "{e}" standing for a routed expert's index. A piece appends ".weight",

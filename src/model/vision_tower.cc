@@ -34,13 +34,16 @@ tensor::Tensor Executor::image_features(const tensor::Tensor& rescaled_pixels, c
   x = ops_.run1(op_.add, {&x, &shift});
   probe(step, "pixel_values", x);
 
-  const std::string w = v.prefix;
-  const DeviceTensor patches = ops_.run1(op_.patch_embed, {&x, &weights_->get(w + "embeddings.patch_embedding.weight")});
-  const tensor::Tensor cls = backend_.download(weights_->get(w + "embeddings.class_embedding")).reshape({1, v.hidden_size});
+  // The tower's weights by vision role and vision layer (-1: outside the encoder layers).
+  const auto vis = [&](TensorRole role, int64_t layer = -1, TensorPiece piece = TensorPiece::kWeight) -> const DeviceTensor& {
+    return weights_->get(layer, role, piece);
+  };
+  const DeviceTensor patches = ops_.run1(op_.patch_embed, {&x, &vis(TensorRole::kVisPatchEmbed)});
+  const tensor::Tensor cls = backend_.download(vis(TensorRole::kVisClassEmbed)).reshape({1, v.hidden_size});
   DeviceTensor emb = backend_.upload(glue::concat_rows(cls, backend_.download(patches)));
-  emb = ops_.run1(op_.add, {&emb, &weights_->get(w + "embeddings.position_embedding.weight")});
+  emb = ops_.run1(op_.add, {&emb, &vis(TensorRole::kVisPosEmbed)});
   probe(step, "model.vision_tower.embeddings", emb);
-  DeviceTensor h = ops_.run1(op_.layernorm, {&emb, &weights_->get(w + "pre_layrnorm.weight"), &weights_->get(w + "pre_layrnorm.bias")});
+  DeviceTensor h = ops_.run1(op_.layernorm, {&emb, &vis(TensorRole::kVisPreNorm), &vis(TensorRole::kVisPreNorm, -1, TensorPiece::kBias)});
   probe(step, "model.vision_tower.pre_layrnorm", h);
 
   // hidden_states[0] is the pre-LayerNorm output, [i + 1] the output of layer i.
@@ -48,36 +51,40 @@ tensor::Tensor Executor::image_features(const tensor::Tensor& rescaled_pixels, c
   tensor::Tensor selected = wanted == 0 ? backend_.download(h) : tensor::Tensor();
   for (int64_t l = 0; l < v.num_layers; ++l) {  // every layer runs, as in HF, so probes line up
     const std::string i = std::to_string(l);
-    h = vision_layer(w + "encoder.layers." + i + ".", "model.vision_tower.encoder.layers." + i, std::move(h), step);
+    h = vision_layer(l, "model.vision_tower.encoder.layers." + i, std::move(h), step);
     if (l + 1 == wanted) selected = backend_.download(h);
   }
   if (v.feature_select_strategy == "default") selected = selected.slice_rows(1, selected.dim(0));  // drop CLS
   DeviceTensor f = backend_.upload(selected);
   probe(step, "image_features_selected", f);
-  f = linear("multi_modal_projector.linear_1", f);
+  f = linear(-1, TensorRole::kProjector1, f, true);  // the bias when the projector has one
   f = ops_.run1(op_.gelu, {&f});
-  f = linear("multi_modal_projector.linear_2", f);
+  f = linear(-1, TensorRole::kProjector2, f, true);
   probe(step, "model.multi_modal_projector", f);
   return to_host_f32(f);
 }
 
-DeviceTensor Executor::vision_layer(const std::string& w, const std::string& p, DeviceTensor x, Step& step) {
+DeviceTensor Executor::vision_layer(int64_t l, const std::string& p, DeviceTensor x, Step& step) {
   const Vision& v = *arch_.vision;
   const int64_t S = x.shape()[0], heads = v.num_heads, hd = v.hidden_size / v.num_heads;
-  DeviceTensor h = ops_.run1(op_.layernorm, {&x, &weights_->get(w + "layer_norm1.weight"), &weights_->get(w + "layer_norm1.bias")});
+  const auto layer_norm = [&](TensorRole role, const DeviceTensor& in) {
+    return ops_.run1(op_.layernorm, {&in, &weights_->get(l, role), &weights_->get(l, role, TensorPiece::kBias)});
+  };
+  DeviceTensor h = layer_norm(TensorRole::kVisNorm1, x);
   probe(step, p + ".layer_norm1", h);
-  DeviceTensor q = linear(w + "self_attn.q_proj", h), k = linear(w + "self_attn.k_proj", h), val = linear(w + "self_attn.v_proj", h);
+  DeviceTensor q = linear(l, TensorRole::kVisAttnQ, h), k = linear(l, TensorRole::kVisAttnK, h),
+               val = linear(l, TensorRole::kVisAttnV, h);
   q.reshape({S, heads, hd});
   k.reshape({S, heads, hd});
   val.reshape({S, heads, hd});
   DeviceTensor o = ops_.run1(op_.vision_attention, {&q, &k, &val});
   o.reshape({S, heads * hd});
-  o = linear(w + "self_attn.out_proj", o);
+  o = linear(l, TensorRole::kVisAttnO, o);
   probe(step, p + ".self_attn", o);
   x = ops_.run1(op_.add, {&x, &o});
-  h = ops_.run1(op_.layernorm, {&x, &weights_->get(w + "layer_norm2.weight"), &weights_->get(w + "layer_norm2.bias")});
+  h = layer_norm(TensorRole::kVisNorm2, x);
   probe(step, p + ".layer_norm2", h);
-  DeviceTensor m = linear(w + "mlp.fc1", h);
+  DeviceTensor m = linear(l, TensorRole::kVisFc1, h);
   if (v.hidden_act == "quick_gelu") {  // x·sigmoid(1.702x) = silu(1.702x) / 1.702
     if (!step.gelu_up) {
       step.gelu_up.emplace(constant_like(m, {1.702}, 1));
@@ -89,7 +96,7 @@ DeviceTensor Executor::vision_layer(const std::string& w, const std::string& p, 
   } else {
     m = ops_.run1(op_.gelu, {&m});
   }
-  m = linear(w + "mlp.fc2", m);
+  m = linear(l, TensorRole::kVisFc2, m);
   probe(step, p + ".mlp", m);
   x = ops_.run1(op_.add, {&x, &m});
   probe(step, p, x);

@@ -429,21 +429,25 @@ TEST(Architecture, AnImplausibleLayerCountIsRefusedAtTheField) {
 namespace h0::model {
 namespace {
 
-// Every decoder weight of every modelled family has a role, and (layer, role, piece, expert) names
-// exactly one tensor: what the executor and the loader look weights up by.
+// Every weight of every modelled family has a role, and (layer, role, piece, expert, vision layer)
+// names exactly one tensor: what the executor and the loader look weights up by (the vision
+// tower's too, by vision layer: nothing is looked up by name).
 TEST(Inventory, EveryDecoderWeightHasOneRole) {
   for (const char* name : {"llama-3.1-8b", "qwen2.5-72b", "qwen3-8b", "qwen3-235b-a22b", "mixtral-8x7b-v0.1", "deepseek-v3",
                            "kimi-k2-instruct", "llava-1.5-7b-hf", "mistral-7b-v0.1", "qwen1.5-moe-a2.7b", "glm-4.5",
                            "gemma-3-1b-it", "gpt-oss-120b"}) {
     SCOPED_TRACE(name);
     const Inventory inv = build_inventory(load_architecture(config(name)));
-    std::set<std::tuple<int64_t, TensorRole, TensorPiece, int64_t>> keys;
+    std::set<std::tuple<int64_t, TensorRole, TensorPiece, int64_t, int64_t>> keys;
     for (const WeightInfo& w : inv.weights) {
-      const bool vision = w.name.find("vision_tower.") != std::string::npos || w.name.find("multi_modal_projector.") != std::string::npos;
-      if (w.mtp || vision) continue;
+      if (w.mtp) continue;
       EXPECT_NE(w.tensor, TensorRole::kOther) << w.name;
-      EXPECT_TRUE(keys.insert({w.layer, w.tensor, w.piece, w.expert}).second) << w.name << " shares its role";
-      if (w.layer <= 1) {  // find is O(n)
+      // The vision tower's (LLaVA's CLIP) by vision layer, outside every decoder layer's keys.
+      const bool vision = w.name.find("vision_tower.") != std::string::npos || w.name.find("multi_modal_projector.") != std::string::npos;
+      EXPECT_EQ(is_vision_role(w.tensor), vision) << w.name;
+      EXPECT_TRUE(w.layer == -1 || !vision) << w.name;  // the pipeline's first stage holds the tower
+      EXPECT_TRUE(keys.insert({w.layer, w.tensor, w.piece, w.expert, w.vision_layer}).second) << w.name << " shares its role";
+      if (w.layer <= 1 && !vision) {  // find is O(n)
         EXPECT_EQ(inv.find(w.layer, w.tensor, w.piece, w.expert), &w) << w.name;
       }
     }

@@ -122,8 +122,30 @@ void read_grouped_routing(const ConfigFields& f, Moe* m) {
   }
 }
 
+const TensorNames& clip_vision_names() {
+  static const TensorNames names({
+      {TensorRole::kVisClassEmbed, "embeddings.class_embedding"},
+      {TensorRole::kVisPatchEmbed, "embeddings.patch_embedding"},
+      {TensorRole::kVisPosEmbed, "embeddings.position_embedding"},
+      {TensorRole::kVisPreNorm, "pre_layrnorm"},  // sic: HF's CLIP name
+      {TensorRole::kVisNorm1, "layer_norm1"},
+      {TensorRole::kVisAttnQ, "self_attn.q_proj"},
+      {TensorRole::kVisAttnK, "self_attn.k_proj"},
+      {TensorRole::kVisAttnV, "self_attn.v_proj"},
+      {TensorRole::kVisAttnO, "self_attn.out_proj"},
+      {TensorRole::kVisNorm2, "layer_norm2"},
+      {TensorRole::kVisFc1, "mlp.fc1"},
+      {TensorRole::kVisFc2, "mlp.fc2"},
+      {TensorRole::kVisPostNorm, "post_layernorm"},
+      {TensorRole::kProjector1, "multi_modal_projector.linear_1"},
+      {TensorRole::kProjector2, "multi_modal_projector.linear_2"},
+  });
+  return names;
+}
+
 Vision read_clip_vision(const ConfigFields& f) {
   Vision v;
+  v.names = &clip_vision_names();
   v.hidden_size = f.opt_int("hidden_size", 768);
   v.intermediate_size = f.opt_int("intermediate_size", 3072);
   v.num_layers = f.opt_int("num_hidden_layers", 12);

@@ -35,8 +35,10 @@ std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_
 // their width, norm_topk_prob (default true), n_group / topk_group (must divide the experts),
 // routed_scaling_factor.
 void read_grouped_routing(const ConfigFields& f, Moe* m);
-// CLIPVisionConfig's fields, its defaults for the missing ones.
+// CLIPVisionConfig's fields, its defaults for the missing ones; names: clip_vision_names().
 Vision read_clip_vision(const ConfigFields& f);
+// HF's CLIP tower and LLaVA's projector, by vision role.
+const TensorNames& clip_vision_names();
 
 Architecture arch_llama(const ConfigFields& f);  // families/llama.cc
 Architecture arch_qwen2(const ConfigFields& f);  // families/qwen2.cc
