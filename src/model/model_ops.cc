@@ -65,7 +65,7 @@ ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant
   }
   if (arch.is_moe()) {
     const Moe& m = t.moe;
-    if (t.hidden_act != "silu") {
+    if (t.hidden_act != "silu" && m.swiglu_limit <= 0) {  // GPT-OSS's clamped SwiGLU ignores hidden_act, as transformers does
       throw InputError("config.json: hidden_act", "'" + t.hidden_act + "' with routed experts: moe_experts gates them by silu");
     }
     ops::Json experts = ops::Json::object();

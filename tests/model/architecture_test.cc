@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "model/architecture.h"
 #include "model/inventory.h"
+#include "model/model_ops.h"
 
 namespace h0::model {
 namespace {
@@ -141,6 +142,9 @@ TEST(Architecture, GptOssFields) {
   EXPECT_EQ(d.rope_scaling.original_max_position_embeddings, 4096);
   EXPECT_EQ(d.layer_kind(0), TextModel::LayerKind::kSliding);
   EXPECT_EQ(d.layer_kind(1), TextModel::LayerKind::kFull);
+  // GptOssExperts gates by its clamped SwiGLU whatever hidden_act says.
+  c["hidden_act"] = "gelu";
+  EXPECT_EQ(model_ops(parse_architecture(c, "config.json"), tensor::DType::kBF16).moe_experts.attrs["activation"], "clamped_swiglu");
   c["swiglu_limit"] = 0;
   EXPECT_THROW(parse_architecture(c, "config.json"), InputError);
 }
