@@ -1,5 +1,6 @@
 #include "model/model_weights.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/check.h"
@@ -48,71 +49,78 @@ tensor::Tensor dequantize_blocks(const tensor::Tensor& q, const tensor::Tensor& 
   return out;
 }
 
-// GPT-OSS's fused experts as moe_experts' operands, in `dtype`. gate_up [E, D, 2F] (gate ::2,
-// up 1::2 along the last axis, applied as x · w) -> w_gate, w_up [E, F, D]; down [E, F, D] ->
-// w_down [E, D, F]; gate_up_bias [E, 2F] -> b_gate, b_up [E, F]; down_bias [E, D] as stored.
+// GPT-OSS's fused experts, out-major ([E, out, in], the layout moe_experts and an MXFP4
+// checkpoint both use): gate_up [E, 2F, D] (gate rows ::2, up rows 1::2), down [E, D, F];
+// gate_up_bias [E, 2F], down_bias [E, D].
 struct FusedExperts {
   tensor::Tensor gate_up, gate_up_bias, down, down_bias;
 };
 
-std::array<tensor::Tensor, 6> unpack_fused(const FusedExperts& in, tensor::DType dtype) {
-  const tensor::Tensor gu = glue::to_f32(in.gate_up), gub = glue::to_f32(in.gate_up_bias), dn = glue::to_f32(in.down);
-  const int64_t e = gu.dim(0), d = gu.dim(1), f = gu.dim(2) / 2;
-  tensor::Tensor gate = tensor::Tensor::empty(tensor::DType::kF32, {e, f, d}), up = tensor::Tensor::empty(tensor::DType::kF32, {e, f, d});
-  tensor::Tensor down = tensor::Tensor::empty(tensor::DType::kF32, {e, d, f});
-  tensor::Tensor b_gate = tensor::Tensor::empty(tensor::DType::kF32, {e, f}), b_up = tensor::Tensor::empty(tensor::DType::kF32, {e, f});
-  const float *src = gu.data_as<float>(), *bsrc = gub.data_as<float>(), *dsrc = dn.data_as<float>();
-  float *g = gate.mutable_data_as<float>(), *u = up.mutable_data_as<float>(), *w = down.mutable_data_as<float>();
+// [E, a, b] -> [E, b, a] in f32: a float checkpoint's x · w layout [E, in, out] made out-major.
+tensor::Tensor swap_last_two(const tensor::Tensor& t) {
+  const tensor::Tensor src = glue::to_f32(t);
+  const int64_t e = src.dim(0), a = src.dim(1), b = src.dim(2);
+  tensor::Tensor out = tensor::Tensor::empty(tensor::DType::kF32, {e, b, a});
+  const float* in = src.data_as<float>();
+  float* dst = out.mutable_data_as<float>();
   for (int64_t x = 0; x < e; ++x) {
-    for (int64_t i = 0; i < f; ++i) {
-      for (int64_t c = 0; c < d; ++c) {
-        g[(x * f + i) * d + c] = src[(x * d + c) * 2 * f + 2 * i];
-        u[(x * f + i) * d + c] = src[(x * d + c) * 2 * f + 2 * i + 1];
-        w[(x * d + c) * f + i] = dsrc[(x * f + i) * d + c];
-      }
-      b_gate.mutable_data_as<float>()[x * f + i] = bsrc[x * 2 * f + 2 * i];
-      b_up.mutable_data_as<float>()[x * f + i] = bsrc[x * 2 * f + 2 * i + 1];
+    for (int64_t i = 0; i < a; ++i) {
+      for (int64_t j = 0; j < b; ++j) dst[(x * b + j) * a + i] = in[(x * a + i) * b + j];
     }
   }
-  return {glue::to_dtype(gate, dtype), glue::to_dtype(up, dtype), glue::to_dtype(down, dtype),
+  return out;
+}
+
+// moe_experts' operands in `dtype`: w_gate, w_up [E, F, D] (gate_up's even and odd rows), w_down
+// [E, D, F] (down as it is), b_gate, b_up [E, F], b_down [E, D].
+std::array<tensor::Tensor, 6> unpack_fused(const FusedExperts& in, tensor::DType dtype) {
+  const tensor::Tensor gu = glue::to_f32(in.gate_up), gub = glue::to_f32(in.gate_up_bias);
+  const int64_t e = gu.dim(0), f = gu.dim(1) / 2, d = gu.dim(2);
+  tensor::Tensor gate = tensor::Tensor::empty(tensor::DType::kF32, {e, f, d}), up = tensor::Tensor::empty(tensor::DType::kF32, {e, f, d});
+  tensor::Tensor b_gate = tensor::Tensor::empty(tensor::DType::kF32, {e, f}), b_up = tensor::Tensor::empty(tensor::DType::kF32, {e, f});
+  const float *src = gu.data_as<float>(), *bsrc = gub.data_as<float>();
+  for (int64_t row = 0; row < e * f; ++row) {  // (expert, i): gate_up rows 2i and 2i + 1 of that expert
+    std::copy_n(src + (2 * row) * d, d, gate.mutable_data_as<float>() + row * d);
+    std::copy_n(src + (2 * row + 1) * d, d, up.mutable_data_as<float>() + row * d);
+    b_gate.mutable_data_as<float>()[row] = bsrc[2 * row];
+    b_up.mutable_data_as<float>()[row] = bsrc[2 * row + 1];
+  }
+  return {glue::to_dtype(gate, dtype), glue::to_dtype(up, dtype), glue::to_dtype(in.down, dtype),
           glue::to_dtype(b_gate, dtype), glue::to_dtype(b_up, dtype), glue::to_dtype(in.down_bias, dtype)};
 }
 
 // An MXFP4 checkpoint's fused expert weight (`<name>_blocks` [E, out, G, 16] and `<name>_scales`
-// [E, out, G], both u8): the catalogue's dequantize_mxfp4 (its reference, on the host, as fp8
-// experts are dequantized on load), out and in swapped back to the float layout [E, in, out].
-tensor::Tensor dequantize_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightInfo& w, const Architecture& arch) {
+// [E, out, G], both u8), this rank's `part` of it (cut as the float layout [E, in, out] is: axis
+// 0 the experts, read alone; axes 1 and 2 swapped), out-major in f32: the catalogue's
+// dequantize_mxfp4 (its reference, on the host, as fp8 experts are dequantized on load).
+tensor::Tensor dequantize_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightInfo& w, const Architecture& arch,
+                                const WeightSlice& part) {
   const std::string blocks_name = w.name + "_blocks", scales_name = w.name + "_scales";
   if (arch.quantization.method != "mxfp4") {
     throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored as MXFP4 (" + blocks_name +
                                       "), but config.json has no mxfp4 quantization_config");
   }
-  const tensor::Tensor blocks = ckpt.get(blocks_name);
-  if (ckpt.find(scales_name) == nullptr) throw InputError(ckpt.path(), "tensor '" + blocks_name + "' has no '" + scales_name + "'");
-  const tensor::Tensor scales = ckpt.get(scales_name);
+  const io::TensorEntry *blocks_entry = ckpt.find(blocks_name), *scales_entry = ckpt.find(scales_name);
+  if (scales_entry == nullptr) throw InputError(ckpt.path(), "tensor '" + blocks_name + "' has no '" + scales_name + "'");
   const int64_t e = w.shape[0], in = w.shape[1], out = w.shape[2];
   const tensor::Shape want_blocks = {e, out, in / 32, 16}, want_scales = {e, out, in / 32};
-  if (blocks.dtype() != tensor::DType::kU8 || scales.dtype() != tensor::DType::kU8 || blocks.shape() != want_blocks ||
-      scales.shape() != want_scales) {
-    throw InputError(ckpt.path(), "MXFP4 '" + w.name + "' is " + tensor::dtype_name(blocks.dtype()) + " " +
-                                      tensor::shape_string(blocks.shape()) + " with scales " + tensor::dtype_name(scales.dtype()) +
-                                      " " + tensor::shape_string(scales.shape()) + ", expected u8 " + tensor::shape_string(want_blocks) +
-                                      " and u8 " + tensor::shape_string(want_scales) + " (its float shape " +
-                                      tensor::shape_string(w.shape) + ", out and in swapped)");
+  if (blocks_entry->dtype != tensor::DType::kU8 || scales_entry->dtype != tensor::DType::kU8 ||
+      blocks_entry->shape != want_blocks || scales_entry->shape != want_scales) {
+    throw InputError(ckpt.path(), "MXFP4 '" + w.name + "' is " + tensor::dtype_name(blocks_entry->dtype) + " " +
+                                      tensor::shape_string(blocks_entry->shape) + " with scales " +
+                                      tensor::dtype_name(scales_entry->dtype) + " " + tensor::shape_string(scales_entry->shape) +
+                                      ", expected u8 " + tensor::shape_string(want_blocks) + " and u8 " +
+                                      tensor::shape_string(want_scales) + " (its float shape " + tensor::shape_string(w.shape) +
+                                      ", out and in swapped)");
   }
+  const bool by_expert = part.axis == 0;  // only this rank's experts are read and dequantized
+  const tensor::Tensor blocks = by_expert ? ckpt.slice(blocks_name, 0, part.begin, part.end) : ckpt.get(blocks_name);
+  const tensor::Tensor scales = by_expert ? ckpt.slice(scales_name, 0, part.begin, part.end) : ckpt.get(scales_name);
   const ops::OpDef& op = ops::dequantize_mxfp4_op();
   const ops::Json attrs = ops::validate_attrs(op, {{"out_dtype", "f32"}});
-  tensor::Tensor packed = tensor::Tensor::empty(tensor::DType::kF32, {e, out, in});
-  op.reference({&blocks, &scales}, {&packed}, attrs);
-  tensor::Tensor full = tensor::Tensor::empty(tensor::DType::kF32, w.shape);
-  const float* src = packed.data_as<float>();
-  float* dst = full.mutable_data_as<float>();
-  for (int64_t x = 0; x < e; ++x) {
-    for (int64_t o = 0; o < out; ++o) {
-      for (int64_t i = 0; i < in; ++i) dst[(x * in + i) * out + o] = src[(x * out + o) * in + i];
-    }
-  }
-  return full;
+  tensor::Tensor x = tensor::Tensor::empty(tensor::DType::kF32, {blocks.shape()[0], out, in});
+  op.reference({&blocks, &scales}, {&x}, attrs);
+  return part.axis > 0 ? x.slice(3 - part.axis, part.begin, part.end) : x;
 }
 
 bool stored_as_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightInfo& w) {
@@ -143,9 +151,8 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     if (sharding != nullptr) part = sharding->slice(w);
     if (!part) continue;  // another rank's
     tensor::Tensor stored;
-    if (stored_as_mxfp4(ckpt, w)) {  // GPT-OSS's experts as released: dequantized whole, then this rank's part
-      const tensor::Tensor full = dequantize_mxfp4(ckpt, w, arch);
-      stored = part->axis < 0 ? full : full.slice(part->axis, part->begin, part->end);
+    if (stored_as_mxfp4(ckpt, w)) {  // GPT-OSS's experts as released: this rank's part, out-major
+      stored = dequantize_mxfp4(ckpt, w, arch, *part);
     } else if (is_fp8(ckpt.find(w.name)->dtype)) {  // block-quantized, with its weight_scale_inv
       const std::string scale = w.name + "_scale_inv";
       if (ckpt.find(scale) == nullptr) {
@@ -182,6 +189,8 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     if (w.all_experts) {  // unpacked below into moe_experts' operands
       FusedExperts& f = fused[w.layer];
       const bool bias = w.piece == TensorPiece::kBias;
+      // A float checkpoint stores the weights as x · w, [E, in, out]; MXFP4's came out-major.
+      if (!bias && !stored_as_mxfp4(ckpt, w)) stored = swap_last_two(stored);
       if (w.tensor == TensorRole::kExpertsGateUp) {
         (bias ? f.gate_up_bias : f.gate_up) = stored;
       } else if (bias && sharding != nullptr && sharding->experts_split_by_tp && sharding->tp_rank != 0) {

@@ -177,7 +177,10 @@ std::optional<Slice> shard_of(const WeightInfo& w, const model::Architecture& ar
     s.shape[0] = last - first;
     return s;
   }
-  if (w.all_experts) parts = plan.etp(), index = at.etp_rank;
+  if (w.all_experts) {  // ep 1: cut along F like one expert's weight
+    parts = plan.etp();
+    index = at.etp_rank;
+  }
   if (w.expert >= 0) {
     const auto [first, last] = rank_experts(arch, plan, at.ep_rank);
     if (w.expert < first || w.expert >= last) return std::nullopt;
