@@ -69,6 +69,7 @@ from transformers.integrations import mxfp4 as hf_mxfp4  # noqa: E402
 from transformers.models.gpt_oss import modeling_gpt_oss as hf_gpt_oss  # noqa: E402
 from transformers.models.gptj import modeling_gptj as hf_gptj  # noqa: E402
 from transformers.models.llama import modeling_llama as hf_llama  # noqa: E402
+from transformers.models.qwen3_next import modeling_qwen3_next as hf_qwen3_next  # noqa: E402
 
 TOOLS_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(TOOLS_DIR))
@@ -521,6 +522,60 @@ def op_paged_attention(inp, attrs):
 
 
 # ---- MoE -----------------------------------------------------------------
+
+
+def in_float64(fn, *args, **kwargs):
+    """fn(*args, **kwargs) with every float32 request promoted to float64 (_Float32AsFloat64):
+    transformers' linear-attention functions cast to float32 inside; the goldens need them exact."""
+    with _Float32AsFloat64():
+        return fn(*args, **kwargs)
+
+
+@op("causal_conv1d")
+def op_causal_conv1d(inp, attrs):
+    """transformers' causal_conv1d_update (Qwen3-Next's decode path, which any T takes) on
+    x[T, C] as [1, C, T]. Its conv state holds K columns, the first of which no output reads:
+    the op's K - 1 are passed after a zero column and come back as the last K - 1."""
+    x, w, state = f64(inp[0]), f64(inp[1]), f64(inp[2])
+    bias = f64(inp[3]) if len(inp) > 3 else None
+    activation = {"silu": "silu", "none": None}[attr(attrs, "activation", "silu")]
+    conv_state = torch.cat([torch.zeros(state.shape[0], 1, dtype=F64), state], dim=1).unsqueeze(0)
+    y = in_float64(hf_qwen3_next.causal_conv1d_update, x.T.unsqueeze(0).contiguous(), conv_state, w, bias, activation)
+    return [y[0].T, conv_state[0, :, 1:]]
+
+
+@op("gated_delta_rule")
+def op_gated_delta_rule(inp, attrs):
+    """transformers' torch_recurrent_gated_delta_rule in float64, cross-checked against its
+    torch_chunk_gated_delta_rule (the chunked form a prefill kernel runs) on every case."""
+    q, k, v, g, beta, state = (f64(t).unsqueeze(0) for t in inp)
+    l2 = bool(attr(attrs, "l2norm_qk", True))
+    if l2 and float(attr(attrs, "l2norm_eps", 1e-6)) != 1e-6:
+        raise GenError("gated_delta_rule: transformers' l2norm has eps 1e-6 only")
+    Dk = q.shape[-1]
+    args = dict(initial_state=state[0].unsqueeze(0), output_final_state=True, use_qk_l2norm_in_kernel=l2)
+    o, s = in_float64(hf_qwen3_next.torch_recurrent_gated_delta_rule, q, k, v, g, beta, **args)
+    oc, sc = in_float64(hf_qwen3_next.torch_chunk_gated_delta_rule, q, k, v, g, beta, **args)
+    if o.dtype != F64 or s.dtype != F64:
+        raise GenError(f"gated_delta_rule: transformers' recurrence came out {o.dtype}/{s.dtype}")
+    for name, a, b in (("o", o, oc), ("state", s, sc)):
+        err = float((a - b).abs().max() / max(1.0, float(a.abs().max())))
+        if err > 1e-9:
+            raise GenError(f"gated_delta_rule: transformers' chunked and recurrent forms differ in {name} by {err:.3g}")
+    # transformers scales q by Dk^-0.5; o is linear in q, so another scale scales o.
+    scale = attr(attrs, "scale", None)
+    factor = 1.0 if scale is None else float(scale) * math.sqrt(Dk)
+    return [o[0] * factor, s[0]]
+
+
+@op("rmsnorm_gated")
+def op_rmsnorm_gated(inp, attrs):
+    """transformers' Qwen3NextRMSNormGated (norm before the silu gate), in float64."""
+    x, w, z = (f64(t) for t in inp)
+    norm = hf_qwen3_next.Qwen3NextRMSNormGated(x.shape[-1], eps=float(attr(attrs, "eps", 1e-6))).double()
+    with torch.no_grad():
+        norm.weight.copy_(w)
+        return [in_float64(norm, x, z)]
 
 
 def _order_desc(values: np.ndarray) -> np.ndarray:

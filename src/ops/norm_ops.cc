@@ -2,6 +2,8 @@
 //   rmsnorm(x[T,D], w[D]) = x / sqrt(mean(x^2) + eps) * (offset + w)  (HF LlamaRMSNorm; offset 1:
 //     Gemma's (1 + w), applied in f32 before the one rounding)
 //   layernorm(x[T,D], w[D], b[D]) = (x - mean) / sqrt(var + eps) * w + b  (biased variance)
+//   rmsnorm_gated(x[T,D], w[D], z[T,D]) = x / sqrt(mean(x^2) + eps) * w * silu(z)  (Qwen3-Next's
+//     Qwen3NextRMSNormGated, FLA's FusedRMSNormGated: norm before gate)
 // Reductions over D in f64; one rounding to the output dtype.
 #include <cmath>
 
@@ -65,6 +67,23 @@ void norm_reference(const std::vector<const Tensor*>& in, const std::vector<Tens
   util::from_f64(y, out[0]);
 }
 
+void gated_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, double eps) {
+  const int64_t t = in[0]->dim(0), d = in[0]->dim(1);
+  const auto x = util::to_f64(*in[0]), w = util::to_f64(*in[1]), z = util::to_f64(*in[2]);
+  std::vector<double> y(x.size());
+  for (int64_t r = 0; r < t; ++r) {
+    const size_t row = size_t(r * d);
+    double sq = 0;
+    for (int64_t j = 0; j < d; ++j) sq += x[row + size_t(j)] * x[row + size_t(j)];
+    const double inv = 1.0 / std::sqrt(sq / double(d) + eps);
+    for (int64_t j = 0; j < d; ++j) {
+      const size_t i = row + size_t(j);
+      y[i] = x[i] * inv * w[size_t(j)] * util::silu(z[i]);
+    }
+  }
+  util::from_f64(y, out[0]);
+}
+
 }  // namespace
 
 const OpDef& rmsnorm_op() {
@@ -118,6 +137,41 @@ const OpDef& layernorm_op() {
         return Json{{"x", {{"normal", {{"mean", 0.5}, {"std", 2}}}}},
                     {"w", {{"uniform", {{"low", 0.5}, {"high", 1.5}}}}},
                     {"b", {{"normal", {{"mean", 0}, {"std", 0.1}}}}}};
+      },
+  };
+  return op;
+}
+
+const OpDef& rmsnorm_gated_op() {
+  static const OpDef op = {
+      .name = "rmsnorm_gated",
+      .inputs = {{"x", OperandKind::kFloat}, {"w", OperandKind::kFloat}, {"z", OperandKind::kFloat}},
+      .outputs = {{"y", OperandKind::kFloat}},
+      .attrs = {{"eps", AttrType::kFloat, "1e-6", nullptr, "added to mean(x^2)"}},
+      .dims = {"T", "D"},
+      .dim_defaults = {},
+      .tolerance = ToleranceClass::kReduction,
+      .operands = [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
+        const int64_t t = util::dim(rmsnorm_gated_op(), dims, "T"), d = util::dim(rmsnorm_gated_op(), dims, "D");
+        return std::vector<TensorDesc>{desc(dtype, {t, d}), desc(dtype, {d}), desc(dtype, {t, d})};
+      },
+      .infer = [](const std::vector<TensorDesc>& in, const Json&) {
+        const OpDef& self = rmsnorm_gated_op();
+        auto out = norm_infer(self, {in[0], in[1]});
+        util::require_shape(self, in[2].shape == in[0].shape, "z", in[2],
+                            "[T, D] = " + tensor::shape_string(in[0].shape) + " (the gate, x's shape)");
+        return out;
+      },
+      .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
+        return norm_cost(in, out, 9);
+      },
+      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json& a) {
+        gated_reference(in, out, util::attr_f(a, "eps"));
+      },
+      .default_inputs = [](const Dims&, const Json&) {
+        return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},
+                    {"w", {{"uniform", {{"low", 0.5}, {"high", 1.5}}}}},
+                    {"z", {{"normal", {{"mean", 0}, {"std", 2}}}}}};
       },
   };
   return op;

@@ -13,6 +13,7 @@ const OpDef& add_op();              // elementwise_ops.cc
 const OpDef& mul_op();              // elementwise_ops.cc
 const OpDef& rmsnorm_op();          // norm_ops.cc
 const OpDef& layernorm_op();        // norm_ops.cc
+const OpDef& rmsnorm_gated_op();    // norm_ops.cc
 const OpDef& rope_op();             // rope_op.cc
 const OpDef& softmax_op();          // softmax_op.cc
 const OpDef& silu_op();             // elementwise_ops.cc
@@ -21,6 +22,8 @@ const OpDef& gelu_op();             // elementwise_ops.cc
 const OpDef& swiglu_op();           // elementwise_ops.cc
 const OpDef& attention_op();        // attention_ops.cc
 const OpDef& paged_attention_op();  // attention_ops.cc
+const OpDef& causal_conv1d_op();    // linear_attention_ops.cc
+const OpDef& gated_delta_rule_op(); // linear_attention_ops.cc
 const OpDef& moe_gate_op();         // moe_ops.cc
 const OpDef& moe_experts_op();      // moe_ops.cc
 const OpDef& patch_embed_op();      // embedding_ops.cc

@@ -87,6 +87,35 @@ void norm(const OpCall& call, bool center) {
 void rmsnorm_kernel(const OpCall& call) { norm(call, false); }
 void layernorm_kernel(const OpCall& call) { norm(call, true); }
 
+// rmsnorm_gated(x[T,D], w[D], z[T,D]) = x / sqrt(mean(x²) + eps) · w · silu(z).
+void rmsnorm_gated_kernel(const OpCall& call) {
+  const hb_tensor &x = call.in[0], &w_t = call.in[1], &z_t = call.in[2];
+  const hb_dtype dt = x.dtype;
+  require_tensor(call, x, "x", {-1, -1}, dt);
+  const int64_t t = x.shape[0], d = x.shape[1];
+  require_tensor(call, w_t, "w", {d}, dt);
+  require_tensor(call, z_t, "z", {t, d}, dt);
+  require_tensor(call, call.out[0], "y", {t, d}, dt);
+  const float eps = static_cast<float>(attr_f(call.attrs, "eps", 1e-6));
+  const F32View xv(x), wv(w_t), zv(z_t);
+  std::vector<float> y(static_cast<size_t>(t * d));
+  const float inv_d = 1.0f / static_cast<float>(d);
+  base::parallel_for(static_cast<size_t>(t), row_grain(d), [&](size_t, size_t b, size_t e) {
+    for (size_t r = b; r < e; ++r) {
+      const float* row = xv.data() + r * static_cast<size_t>(d);
+      const float* z = zv.data() + r * static_cast<size_t>(d);
+      const float* w = wv.data();
+      float* out = y.data() + r * static_cast<size_t>(d);
+      float sq = 0;
+#pragma omp simd reduction(+ : sq)
+      for (int64_t j = 0; j < d; ++j) sq += row[j] * row[j];
+      const float inv = 1.0f / std::sqrt(sq * inv_d + eps);
+      for (int64_t j = 0; j < d; ++j) out[j] = row[j] * inv * w[j] * (z[j] / (1.0f + std::exp(-z[j])));
+    }
+  });
+  store_all(y, call.out[0]);
+}
+
 void softmax_kernel(const OpCall& call) {
   const hb_tensor& x = call.in[0];
   require(call, x.ndim >= 1 && is_float(x.dtype),

@@ -1,0 +1,280 @@
+// Linear attention (Qwen3-Next's Gated DeltaNet): causal_conv1d and gated_delta_rule.
+//   causal_conv1d(x[T,C], w[C,K], state[C,K-1], bias[C]?) -> y[T,C], state_out[C,K-1]
+//   gated_delta_rule(q[T,Hk,Dk], k, v[T,Hv,Dv], g[T,Hv], beta[T,Hv], state[Hv,Dk,Dv])
+//     -> o[T,Hv,Dv], state_out[Hv,Dk,Dv]
+// The delta rule runs per value head (one task each). Fewer than kChunk tokens run the
+// recurrence token by token, as the catalogue states it; longer prefills run the chunked form
+// (the WY/UT transform of the DeltaNet papers, transformers' torch_chunk_gated_delta_rule):
+// within a chunk of L tokens with cumulative log decay γ_i,
+//   A[i][j] = β_i (k_i·k_j) e^(γ_i−γ_j)  (j < i),   (I + A) U = β v,   (I + A) W = β e^γ k,
+//   V' = U − W·S,   o_i = e^(γ_i) q_i·S + Σ_(j≤i) (q_i·k_j) e^(γ_i−γ_j) V'_j,
+//   S ← e^(γ_L) S + Σ_j e^(γ_L−γ_j) k_j ⊗ V'_j,
+// which equals L steps of the recurrence in exact arithmetic; every product is a small dense
+// matrix product (gemm_acc below), so the state is read three times per chunk instead of twice
+// per token. f32 throughout; the cumulative decays in f64.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "base/parallel.h"
+
+namespace h0::backends::cpu {
+namespace {
+
+constexpr int64_t kChunk = 64;
+
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// C[m,n] += alpha · A[m,k] · B[k,n], row-major with leading dims; 4 x 16 register tiles.
+void gemm_acc(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+              int64_t ldb, float* c, int64_t ldc) {
+  constexpr int64_t kR = 4, kW = 16;
+  for (int64_t i0 = 0; i0 < m; i0 += kR) {
+    const int64_t rows = std::min(kR, m - i0);
+    for (int64_t j0 = 0; j0 < n; j0 += kW) {
+      const int64_t cols = std::min(kW, n - j0);
+      float acc[kR][kW] = {};
+      if (rows == kR && cols == kW) {
+        for (int64_t p = 0; p < k; ++p) {
+          const float* bp = b + p * ldb + j0;
+          for (int64_t r = 0; r < kR; ++r) {
+            const float ar = a[(i0 + r) * lda + p];
+#pragma omp simd
+            for (int64_t j = 0; j < kW; ++j) acc[r][j] += ar * bp[j];
+          }
+        }
+      } else {
+        for (int64_t p = 0; p < k; ++p) {
+          for (int64_t r = 0; r < rows; ++r) {
+            const float ar = a[(i0 + r) * lda + p];
+            for (int64_t j = 0; j < cols; ++j) acc[r][j] += ar * b[p * ldb + j0 + j];
+          }
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < cols; ++j) c[(i0 + r) * ldc + j0 + j] += alpha * acc[r][j];
+      }
+    }
+  }
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+struct Delta {
+  int64_t t, hk, dk, hv, dv;
+  const float* q;  // [T, Hk, Dk], normalized and scaled
+  const float* k;  // [T, Hk, Dk], normalized
+  const float* v;  // [T, Hv, Dv]
+  const float* g;  // [T, Hv]
+  const float* beta;
+};
+
+// Token by token: S ← e^g S; δ = β (v − Sᵀk); S ← S + k ⊗ δ; o = Sᵀq. s is [Dk, Dv].
+void delta_recurrent(const Delta& d, int64_t h, float* s, float* o) {
+  const int64_t kh = h / (d.hv / d.hk);
+  std::vector<float> delta(size_t(d.dv));
+  for (int64_t t = 0; t < d.t; ++t) {
+    const float* q = d.q + (t * d.hk + kh) * d.dk;
+    const float* k = d.k + (t * d.hk + kh) * d.dk;
+    const float* v = d.v + (t * d.hv + h) * d.dv;
+    const float decay = std::exp(d.g[t * d.hv + h]), b = d.beta[t * d.hv + h];
+    std::fill(delta.begin(), delta.end(), 0.0f);
+    for (int64_t i = 0; i < d.dk; ++i) {
+      float* row = s + i * d.dv;
+      const float ki = k[i];
+#pragma omp simd
+      for (int64_t j = 0; j < d.dv; ++j) {
+        row[j] *= decay;
+        delta[size_t(j)] += row[j] * ki;
+      }
+    }
+    for (int64_t j = 0; j < d.dv; ++j) delta[size_t(j)] = b * (v[j] - delta[size_t(j)]);
+    float* out = o + t * d.dv;
+    std::fill(out, out + d.dv, 0.0f);
+    for (int64_t i = 0; i < d.dk; ++i) {
+      float* row = s + i * d.dv;
+      const float ki = k[i], qi = q[i];
+#pragma omp simd
+      for (int64_t j = 0; j < d.dv; ++j) {
+        row[j] += ki * delta[size_t(j)];
+        out[j] += row[j] * qi;
+      }
+    }
+  }
+}
+
+// The chunked form (see the top of the file). o is [T, Dv] for this head.
+void delta_chunked(const Delta& d, int64_t h, float* s, float* o) {
+  const int64_t kh = h / (d.hv / d.hk), dk = d.dk, dv = d.dv;
+  std::vector<float> kc(size_t(kChunk * dk)), qc(size_t(kChunk * dk)), a(size_t(kChunk * kChunk)),
+      p(size_t(kChunk * kChunk)), u(size_t(kChunk * dv)), w(size_t(kChunk * dk)), kt(size_t(dk * kChunk));
+  std::vector<double> gamma(static_cast<size_t>(kChunk));
+  std::vector<float> eg(static_cast<size_t>(kChunk));
+  for (int64_t t0 = 0; t0 < d.t; t0 += kChunk) {
+    const int64_t l = std::min(kChunk, d.t - t0);
+    double acc = 0;
+    for (int64_t i = 0; i < l; ++i) {
+      acc += d.g[(t0 + i) * d.hv + h];
+      gamma[size_t(i)] = acc;
+      eg[size_t(i)] = float(std::exp(acc));
+    }
+    for (int64_t i = 0; i < l; ++i) {
+      std::copy_n(d.k + ((t0 + i) * d.hk + kh) * dk, dk, kc.data() + i * dk);
+      std::copy_n(d.q + ((t0 + i) * d.hk + kh) * dk, dk, qc.data() + i * dk);
+    }
+    // A (strictly lower) and P (lower, with the diagonal).
+    for (int64_t i = 0; i < l; ++i) {
+      const float bi = d.beta[(t0 + i) * d.hv + h];
+      for (int64_t j = 0; j <= i; ++j) {
+        const float decay = float(std::exp(gamma[size_t(i)] - gamma[size_t(j)]));
+        const float* kj = kc.data() + j * dk;
+        if (j < i) a[size_t(i * kChunk + j)] = bi * dot(kc.data() + i * dk, kj, dk) * decay;
+        p[size_t(i * kChunk + j)] = dot(qc.data() + i * dk, kj, dk) * decay;
+      }
+    }
+    // Forward substitution for U and W, row by row.
+    for (int64_t i = 0; i < l; ++i) {
+      const float bi = d.beta[(t0 + i) * d.hv + h];
+      float* ui = u.data() + i * dv;
+      float* wi = w.data() + i * dk;
+      const float* vi = d.v + ((t0 + i) * d.hv + h) * dv;
+      for (int64_t c = 0; c < dv; ++c) ui[c] = bi * vi[c];
+      const float bg = bi * eg[size_t(i)];
+      for (int64_t c = 0; c < dk; ++c) wi[c] = bg * kc[size_t(i * dk + c)];
+      for (int64_t j = 0; j < i; ++j) {
+        const float aij = a[size_t(i * kChunk + j)];
+        const float* uj = u.data() + j * dv;
+        const float* wj = w.data() + j * dk;
+#pragma omp simd
+        for (int64_t c = 0; c < dv; ++c) ui[c] -= aij * uj[c];
+#pragma omp simd
+        for (int64_t c = 0; c < dk; ++c) wi[c] -= aij * wj[c];
+      }
+    }
+    // V' = U − W·S (into u); o = e^γ q·S + P·V'.
+    gemm_acc(l, dv, dk, -1.0f, w.data(), dk, s, dv, u.data(), dv);
+    float* oc = o + t0 * dv;
+    std::fill(oc, oc + l * dv, 0.0f);
+    for (int64_t i = 0; i < l; ++i) {
+      for (int64_t c = 0; c < dk; ++c) qc[size_t(i * dk + c)] *= eg[size_t(i)];
+    }
+    gemm_acc(l, dv, dk, 1.0f, qc.data(), dk, s, dv, oc, dv);
+    gemm_acc(l, dv, l, 1.0f, p.data(), kChunk, u.data(), dv, oc, dv);
+    // S ← e^(γ_L) S + K̃ᵀ V' with K̃_j = e^(γ_L − γ_j) k_j.
+    const double last = gamma[size_t(l - 1)];
+    const float chunk_decay = float(std::exp(last));
+    for (int64_t i = 0; i < dk * dv; ++i) s[i] *= chunk_decay;
+    for (int64_t j = 0; j < l; ++j) {
+      const float e = float(std::exp(last - gamma[size_t(j)]));
+      for (int64_t c = 0; c < dk; ++c) kt[size_t(c * kChunk + j)] = e * kc[size_t(j * dk + c)];
+    }
+    gemm_acc(dk, dv, l, 1.0f, kt.data(), kChunk, u.data(), dv, s, dv);
+  }
+}
+
+}  // namespace
+
+void causal_conv1d_kernel(const OpCall& call) {
+  const hb_tensor &x = call.in[0], &w_t = call.in[1], &state_t = call.in[2];
+  const hb_dtype dt = x.dtype;
+  require_tensor(call, x, "x", {-1, -1}, dt);
+  const int64_t t = x.shape[0], c = x.shape[1];
+  require(call, w_t.ndim == 2 && w_t.shape[0] == c && w_t.shape[1] >= 2, "w must be [C, K >= 2], got " + describe(w_t));
+  const int64_t k = w_t.shape[1];
+  require_tensor(call, w_t, "w", {c, k}, dt);
+  require_tensor(call, state_t, "state", {c, k - 1}, dt);
+  const bool has_bias = call.n_in > 3;
+  if (has_bias) require_tensor(call, call.in[3], "bias", {c}, dt);
+  require_tensor(call, call.out[0], "y", {t, c}, dt);
+  require_tensor(call, call.out[1], "state_out", {c, k - 1}, dt);
+  const std::string act = attr_s(call.attrs, "activation", "silu");
+  if (act != "silu" && act != "none") unsupported(call, "activation '" + act + "' (silu or none)");
+  const F32View xv(x), wv(w_t), sv(state_t);
+  std::optional<F32View> bv;
+  if (has_bias) bv.emplace(call.in[3]);
+  const float *xs = xv.data(), *ws = wv.data(), *ss = sv.data();
+  // xp(i, ch): column i of state ++ x along time.
+  auto xp = [&](int64_t i, int64_t ch) { return i < k - 1 ? ss[ch * (k - 1) + i] : xs[(i - (k - 1)) * c + ch]; };
+  std::vector<float> y(size_t(t * c));
+  base::parallel_for(size_t(t), row_grain(c * k), [&](size_t, size_t b, size_t e) {
+    for (size_t r = b; r < e; ++r) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        float acc = has_bias ? bv->data()[ch] : 0.0f;
+        for (int64_t j = 0; j < k; ++j) acc += ws[ch * k + j] * xp(int64_t(r) + j, ch);
+        y[r * size_t(c) + size_t(ch)] = act == "silu" ? silu(acc) : acc;
+      }
+    }
+  });
+  std::vector<float> next(size_t(c * (k - 1)));
+  for (int64_t ch = 0; ch < c; ++ch) {
+    for (int64_t i = 0; i < k - 1; ++i) next[size_t(ch * (k - 1) + i)] = xp(t + i, ch);
+  }
+  store_all(y, call.out[0]);
+  store_all(next, call.out[1]);
+}
+
+void gated_delta_rule_kernel(const OpCall& call) {
+  const hb_tensor &q_t = call.in[0], &k_t = call.in[1], &v_t = call.in[2], &g_t = call.in[3],
+                  &beta_t = call.in[4], &state_t = call.in[5];
+  const hb_dtype dt = q_t.dtype;
+  require_tensor(call, q_t, "q", {-1, -1, -1}, dt);
+  const int64_t t = q_t.shape[0], hk = q_t.shape[1], dk = q_t.shape[2];
+  require_tensor(call, k_t, "k", {t, hk, dk}, dt);
+  require(call, v_t.ndim == 3 && v_t.shape[0] == t && hk > 0 && v_t.shape[1] % hk == 0 && v_t.shape[1] > 0,
+          "v must be [T, Hv, Dv] with Hv a multiple of Hk = " + std::to_string(hk) + ", got " + describe(v_t));
+  const int64_t hv = v_t.shape[1], dv = v_t.shape[2];
+  require_tensor(call, v_t, "v", {t, hv, dv}, dt);
+  require_tensor(call, g_t, "g", {t, hv}, HB_F32);
+  require_tensor(call, beta_t, "beta", {t, hv}, dt);
+  require_tensor(call, state_t, "state", {hv, dk, dv}, HB_F32);
+  require_tensor(call, call.out[0], "o", {t, hv, dv}, dt);
+  require_tensor(call, call.out[1], "state_out", {hv, dk, dv}, HB_F32);
+  const float scale = float(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(double(dk)) : attr_f(call.attrs, "scale", 1.0));
+  const bool l2 = attr_b(call.attrs, "l2norm_qk", true);
+  const float eps = float(attr_f(call.attrs, "l2norm_eps", 1e-6));
+
+  // q and k as f32, normalized (and q scaled) once per key head.
+  std::vector<float> q(size_t(t * hk * dk)), k(size_t(t * hk * dk));
+  load_f32(q_t, 0, q.size(), q.data());
+  load_f32(k_t, 0, k.size(), k.data());
+  base::parallel_for(size_t(t * hk), row_grain(2 * dk), [&](size_t, size_t b, size_t e) {
+    for (size_t r = b; r < e; ++r) {
+      float* qr = q.data() + r * size_t(dk);
+      float* kr = k.data() + r * size_t(dk);
+      const float qs = l2 ? scale / std::sqrt(dot(qr, qr, dk) + eps) : scale;
+      const float ks = l2 ? 1.0f / std::sqrt(dot(kr, kr, dk) + eps) : 1.0f;
+      for (int64_t i = 0; i < dk; ++i) qr[i] *= qs, kr[i] *= ks;
+    }
+  });
+  const F32View v(v_t), beta(beta_t);
+  const Delta d{t, hk, dk, hv, dv, q.data(), k.data(), v.data(), static_cast<const float*>(g_t.data), beta.data()};
+  std::vector<float> s(static_cast<const float*>(state_t.data), static_cast<const float*>(state_t.data) + hv * dk * dv);
+  std::vector<float> o(size_t(hv * t * dv));  // [Hv, T, Dv]
+  base::parallel_for(size_t(hv), 1, [&](size_t, size_t b, size_t e) {
+    for (size_t h = b; h < e; ++h) {
+      float* sh = s.data() + h * size_t(dk * dv);
+      float* oh = o.data() + h * size_t(t * dv);
+      if (t < kChunk) {
+        delta_recurrent(d, int64_t(h), sh, oh);
+      } else {
+        delta_chunked(d, int64_t(h), sh, oh);
+      }
+    }
+  });
+  std::vector<float> out(size_t(t * hv * dv));
+  for (int64_t h = 0; h < hv; ++h) {
+    for (int64_t r = 0; r < t; ++r) std::copy_n(o.data() + (h * t + r) * dv, dv, out.data() + (r * hv + h) * dv);
+  }
+  store_all(out, call.out[0]);
+  std::copy(s.begin(), s.end(), static_cast<float*>(call.out[1].data));
+}
+
+}  // namespace h0::backends::cpu
