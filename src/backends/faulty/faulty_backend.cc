@@ -16,6 +16,12 @@
 //       sees that attr (its default applies), as a plugin written before the attr existed
 //   {"op": "paged_attention", "fault": "drop_inputs", "keep": 4}   the kernel sees only the first
 //       `keep` inputs (the optional ones after them dropped: GPT-OSS's sinks, expert biases)
+//   {"op": "gated_delta_rule", "fault": "set_attr", "attr": "l2norm_qk", "value": false}   the
+//       kernel sees that attr with that value (JSON text): a kernel that hard-codes it (no L2 norm)
+//   {"op": "causal_conv1d", "fault": "conv_state_lag"}   state_out holds the K - 1 inputs ending
+//       one token early (an off-by-one in the saved window: the next call convolves a stale token)
+//   {"op": "gated_delta_rule", "fault": "decay_after"}   each step decays the state after the
+//       delta update instead of before it: S <- e^g (S + k (x) beta (v - S^T k)), o = S^T q
 // "op" may be "*" (every op); "call": N faults only the Nth call (0-based) of that op;
 // {"fault": "none"} (the default) is a faithful backend. Several faults at once:
 //   {"faults": [{"op": "rmsnorm", "fault": "scale"}, {"op": "softmax", "fault": "slow"}]}
@@ -44,6 +50,7 @@ struct Fault {
   long calls = 0;   // calls of the targeted op so far
   std::string attr; // drop_attr: the attr left out
   long keep = -1;   // drop_inputs: the inputs kept
+  std::string value; // set_attr: the attr's value, JSON text
 };
 
 struct Faulty {
@@ -187,6 +194,83 @@ std::string without_attr(const std::string& attrs, const std::string& key) {
   return attrs.substr(0, begin) + attrs.substr(end);
 }
 
+// Element i of a float tensor as f64 (0 for other dtypes).
+double float_at(const hb_tensor& t, int64_t i) {
+  switch (t.dtype) {
+    case HB_F64: return static_cast<const double*>(t.data)[i];
+    case HB_F32: return static_cast<const float*>(t.data)[i];
+    case HB_BF16: return bf16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+    case HB_F16: return f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+    default: return 0;
+  }
+}
+
+// `attrs` with "key": value (JSON text) in place of whatever it had.
+std::string with_attr(const std::string& attrs, const std::string& key, const std::string& value) {
+  std::string rest = without_attr(attrs, key);
+  const size_t close = rest.rfind('}');
+  if (close == std::string::npos) return "{\"" + key + "\":" + value + "}";
+  const bool empty = rest.find_first_not_of(" {", 0) == close;
+  return rest.substr(0, close) + (empty ? "" : ",") + "\"" + key + "\":" + value + "}";
+}
+
+// causal_conv1d's state_out (outputs[1], [C, K-1]) as the window ending one token early:
+// column i = input T - 2 + i of state ++ x (inputs[2] [C, K-1], inputs[0] [T, C]).
+void lag_conv_state(const hb_tensor* in, hb_tensor* out) {
+  const hb_tensor &x = in[0], &state = in[2];
+  const int64_t t = x.shape[0], c = x.shape[1], k1 = state.shape[1];
+  auto xp = [&](int64_t i, int64_t ch) {
+    return i < k1 ? float_at(state, ch * k1 + i) : float_at(x, (i - k1) * c + ch);
+  };
+  map_floats(out[1], [&](double, int64_t e) { return xp(t - 1 + e % k1, e / k1); });
+}
+
+// gated_delta_rule with the decay after the update (see the top of the file), written over the
+// reference's outputs. Attrs are read from the flat JSON the harness passes.
+void delta_decay_after(const hb_tensor* in, hb_tensor* out, const std::string& attrs) {
+  const hb_tensor &q = in[0], &k = in[1], &v = in[2], &g = in[3], &beta = in[4], &state = in[5];
+  const int64_t t = q.shape[0], hk = q.shape[1], dk = q.shape[2], hv = v.shape[1], dv = v.shape[2];
+  std::string val;
+  const bool l2 = !(json_value(attrs.c_str(), "l2norm_qk", &val) && val == "false");
+  double eps = 1e-6, scale = 1.0 / std::sqrt(double(dk));
+  if (json_value(attrs.c_str(), "l2norm_eps", &val) && val != "null") eps = atof(val.c_str());
+  if (json_value(attrs.c_str(), "scale", &val) && val != "null") scale = atof(val.c_str());
+  std::vector<double> s(static_cast<size_t>(hv * dk * dv)), o(static_cast<size_t>(t * hv * dv));
+  for (size_t i = 0; i < s.size(); ++i) s[i] = float_at(state, int64_t(i));
+  std::vector<double> qr(static_cast<size_t>(dk)), kr(static_cast<size_t>(dk)), delta(static_cast<size_t>(dv));
+  for (int64_t h = 0; h < hv; ++h) {
+    double* sh = &s[static_cast<size_t>(h * dk * dv)];
+    const int64_t kh = h / (hv / hk);
+    for (int64_t r = 0; r < t; ++r) {
+      double nq = 0, nk = 0;
+      for (int64_t i = 0; i < dk; ++i) {
+        qr[i] = float_at(q, (r * hk + kh) * dk + i), kr[i] = float_at(k, (r * hk + kh) * dk + i);
+        nq += qr[i] * qr[i], nk += kr[i] * kr[i];
+      }
+      for (int64_t i = 0; i < dk; ++i) {
+        if (l2) qr[i] /= std::sqrt(nq + eps), kr[i] /= std::sqrt(nk + eps);
+        qr[i] *= scale;
+      }
+      const double b = float_at(beta, r * hv + h), decay = std::exp(float_at(g, r * hv + h));
+      for (int64_t j = 0; j < dv; ++j) {
+        double kv = 0;
+        for (int64_t i = 0; i < dk; ++i) kv += sh[i * dv + j] * kr[i];
+        delta[j] = b * (float_at(v, (r * hv + h) * dv + j) - kv);
+      }
+      for (int64_t i = 0; i < dk; ++i) {
+        for (int64_t j = 0; j < dv; ++j) sh[i * dv + j] = decay * (sh[i * dv + j] + kr[i] * delta[j]);
+      }
+      for (int64_t j = 0; j < dv; ++j) {
+        double acc = 0;
+        for (int64_t i = 0; i < dk; ++i) acc += sh[i * dv + j] * qr[i];
+        o[static_cast<size_t>((r * hv + h) * dv + j)] = acc;
+      }
+    }
+  }
+  map_floats(out[0], [&](double, int64_t e) { return o[static_cast<size_t>(e)]; });
+  map_floats(out[1], [&](double, int64_t e) { return s[static_cast<size_t>(e)]; });
+}
+
 // Reads one fault's keys from the flat JSON object text `json`.
 Fault parse_fault(const std::string& json) {
   Fault f;
@@ -199,6 +283,7 @@ Fault parse_fault(const std::string& json) {
   if (json_value(json.c_str(), "index", &v)) f.index = atol(v.c_str());
   if (json_value(json.c_str(), "attr", &v)) f.attr = v;
   if (json_value(json.c_str(), "keep", &v)) f.keep = atol(v.c_str());
+  if (json_value(json.c_str(), "value", &v)) f.value = v;
   return f;
 }
 
@@ -220,17 +305,22 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
     }
   }
   static const char* kFaults[] = {"none", "scale", "nan", "bf16_truncate", "slow", "crash", "hang", "wrong_block",
-                                  "drop_attr", "drop_inputs"};
+                                  "drop_attr", "drop_inputs", "set_attr", "conv_state_lag", "decay_after"};
   for (const Fault& fault : f.faults) {
     bool known = false;
     for (const char* k : kFaults) known = known || fault.fault == k;
     if (!known) {
       f.last_error = "unknown fault '" + fault.fault +
-                     "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr, drop_inputs)";
+                     "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr, drop_inputs, "
+                     "set_attr, conv_state_lag, decay_after)";
       return HB_INVALID_ARGUMENT;
     }
     if (fault.fault == "drop_attr" && fault.attr.empty()) {
       f.last_error = "fault drop_attr needs \"attr\": the attr to leave out";
+      return HB_INVALID_ARGUMENT;
+    }
+    if (fault.fault == "set_attr" && (fault.attr.empty() || fault.value.empty())) {
+      f.last_error = "fault set_attr needs \"attr\" and \"value\": the attr and the value the kernel sees";
       return HB_INVALID_ARGUMENT;
     }
     if (fault.fault == "drop_inputs" && fault.keep < 0) {
@@ -285,6 +375,7 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
   for (const Fault* fault : active) {
     if (fault->fault == "wrong_block" && n_in >= 3) shift_scale_blocks(&inputs[2], &shifted);
     if (fault->fault == "drop_attr") call_attrs = without_attr(call_attrs, fault->attr);
+    if (fault->fault == "set_attr") call_attrs = with_attr(call_attrs, fault->attr, fault->value);
     if (fault->fault == "drop_inputs" && fault->keep < n_in) n_in = int32_t(fault->keep);
   }
   const auto start = std::chrono::steady_clock::now();
@@ -299,6 +390,10 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
       const auto until = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(took * fault->factor);
       while (std::chrono::steady_clock::now() < until) {
       }
+    } else if (fault->fault == "conv_state_lag") {
+      if (strcmp(op, "causal_conv1d") == 0 && n_in >= 3 && n_out == 2) lag_conv_state(inputs.data(), out);
+    } else if (fault->fault == "decay_after") {
+      if (strcmp(op, "gated_delta_rule") == 0 && n_in == 6 && n_out == 2) delta_decay_after(inputs.data(), out, call_attrs);
     } else {
       inject(*fault, out, n_out);
     }

@@ -1,0 +1,93 @@
+// The op suite's linear-attention cases (suites/ops.yaml) against the faulty plugin's kernel bugs
+// of the kind a Gated DeltaNet port gets wrong: each is caught, on the cases and the output it
+// affects; the faithful plugin passes every case.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "harness/cli_util.h"
+
+namespace h0 {
+namespace {
+
+using test::run_harness;
+
+struct Outcome {
+  int code = 0;
+  std::set<std::string> failed;  // case ids
+  std::set<std::string> failed_outputs;
+  int cases = 0;
+};
+
+Outcome run_ops(const test::TempDir& dir, const std::string& options) {
+  std::ofstream(dir.file("faulty.yaml")) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
+                                         << ", options: " << options << "}\ndevice_memory: 8GiB\n";
+  const auto r = run_harness("run suites/ops.yaml --no-db -q --filter 'causal_conv1d*:gated_delta_rule*-*large*' --platform " +
+                             dir.file("faulty.yaml") + " --json " + dir.file("out.json"));
+  Outcome o;
+  o.code = r.code;
+  const auto run = nlohmann::json::parse(test::read_file(dir.file("out.json")));
+  for (const auto& c : run["cases"]) {
+    ++o.cases;
+    if (c["status"] == "pass") continue;
+    o.failed.insert(c["id"].get<std::string>());
+    for (const auto& out : c["details"]["outputs"]) {
+      if (!out["pass"].get<bool>()) o.failed_outputs.insert(out["name"].get<std::string>());
+    }
+  }
+  return o;
+}
+
+int count_prefix(const std::set<std::string>& ids, const std::string& prefix) {
+  int n = 0;
+  for (const auto& id : ids) n += id.rfind(prefix, 0) == 0;
+  return n;
+}
+
+TEST(LinearAttentionFaults, TheFaithfulPluginPassesEveryCase) {
+  test::TempDir dir;
+  const Outcome o = run_ops(dir, "{fault: none}");
+  EXPECT_EQ(o.code, 0);
+  EXPECT_EQ(o.cases, 45);
+  EXPECT_TRUE(o.failed.empty()) << *o.failed.begin();
+}
+
+// The saved window one token early: every conv case fails, on state_out alone (y is right: the
+// bug shows only in the next call, which the layer check's decode steps make).
+TEST(LinearAttentionFaults, AnOffByOneConvStateIsCaughtOnStateOut) {
+  test::TempDir dir;
+  const Outcome o = run_ops(dir, "{op: causal_conv1d, fault: conv_state_lag}");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(count_prefix(o.failed, "causal_conv1d"), 23);
+  EXPECT_EQ(count_prefix(o.failed, "gated_delta_rule"), 0);
+  EXPECT_EQ(o.failed_outputs, std::set<std::string>{"state_out"});
+}
+
+// A kernel that never L2-normalizes q and k: every case that asks for the norm fails, the
+// no_l2norm cases (which do not) pass.
+TEST(LinearAttentionFaults, AMissingL2NormIsCaught) {
+  test::TempDir dir;
+  const Outcome o = run_ops(dir, "{op: gated_delta_rule, fault: set_attr, attr: l2norm_qk, value: false}");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(count_prefix(o.failed, "gated_delta_rule"), 20);
+  EXPECT_EQ(count_prefix(o.failed, "gated_delta_rule/no_l2norm"), 0);
+  EXPECT_EQ(count_prefix(o.failed, "causal_conv1d"), 0);
+}
+
+// Decay after the delta update instead of before: every delta-rule case fails, decode steps
+// (T = 1) and decays near 1 (exp(g) > 0.9999) included.
+TEST(LinearAttentionFaults, DecayAppliedAfterTheUpdateIsCaught) {
+  test::TempDir dir;
+  const Outcome o = run_ops(dir, "{op: gated_delta_rule, fault: decay_after}");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(count_prefix(o.failed, "gated_delta_rule"), 22);
+  EXPECT_EQ(o.failed.count("gated_delta_rule[dtype=f32,shape=1x2x32x4x16]"), 1u);
+  EXPECT_EQ(count_prefix(o.failed, "gated_delta_rule/decay_near_1"), 2);
+  EXPECT_EQ(o.failed_outputs, (std::set<std::string>{"o", "state_out"}));
+}
+
+}  // namespace
+}  // namespace h0
