@@ -26,10 +26,19 @@ namespace {
 
 constexpr int64_t kChunk = 64;
 
+// The hot loops are compiled for AVX-512 and AVX2 as well as the baseline and picked at load time
+// (GCC function multiversioning). -ffp-contract=off holds in every clone, so each runs the same
+// multiplies and adds in the same order: the same bits on every ISA, only wider.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define H0_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define H0_MULTIVERSION
+#endif
+
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
 // C[m,n] += alpha · A[m,k] · B[k,n], row-major with leading dims; 4 x 16 register tiles.
-void gemm_acc(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+H0_MULTIVERSION void gemm_acc(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
               int64_t ldb, float* c, int64_t ldc) {
   constexpr int64_t kR = 4, kW = 16;
   for (int64_t i0 = 0; i0 < m; i0 += kR) {
@@ -61,6 +70,11 @@ void gemm_acc(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int6
   }
 }
 
+// e^x in f32, with factors below 2^-100 flushed to 0: a chunk's cumulative decay reaches e^-100
+// and beyond, and subnormal operands make every product they touch ~100 x slower on x86. A term
+// scaled by less than 2^-100 is far below f32's resolution of anything it is added to.
+float decay_factor(double x) { return x < -69.3 ? 0.0f : float(std::exp(x)); }
+
 float dot(const float* a, const float* b, int64_t n) {
   float s = 0;
 #pragma omp simd reduction(+ : s)
@@ -78,7 +92,7 @@ struct Delta {
 };
 
 // Token by token: S ← e^g S; δ = β (v − Sᵀk); S ← S + k ⊗ δ; o = Sᵀq. s is [Dk, Dv].
-void delta_recurrent(const Delta& d, int64_t h, float* s, float* o) {
+H0_MULTIVERSION void delta_recurrent(const Delta& d, int64_t h, float* s, float* o) {
   const int64_t kh = h / (d.hv / d.hk);
   std::vector<float> delta(size_t(d.dv));
   for (int64_t t = 0; t < d.t; ++t) {
@@ -112,10 +126,10 @@ void delta_recurrent(const Delta& d, int64_t h, float* s, float* o) {
 }
 
 // The chunked form (see the top of the file). o is [T, Dv] for this head.
-void delta_chunked(const Delta& d, int64_t h, float* s, float* o) {
+H0_MULTIVERSION void delta_chunked(const Delta& d, int64_t h, float* s, float* o) {
   const int64_t kh = h / (d.hv / d.hk), dk = d.dk, dv = d.dv;
   std::vector<float> kc(size_t(kChunk * dk)), qc(size_t(kChunk * dk)), a(size_t(kChunk * kChunk)),
-      p(size_t(kChunk * kChunk)), u(size_t(kChunk * dv)), w(size_t(kChunk * dk)), kt(size_t(dk * kChunk));
+      p(size_t(kChunk * kChunk)), u(size_t(kChunk * dv)), w(size_t(kChunk * dk)), kt(size_t(dk * kChunk)), ktr(size_t(dk * kChunk));
   std::vector<double> gamma(static_cast<size_t>(kChunk));
   std::vector<float> eg(static_cast<size_t>(kChunk));
   for (int64_t t0 = 0; t0 < d.t; t0 += kChunk) {
@@ -124,20 +138,27 @@ void delta_chunked(const Delta& d, int64_t h, float* s, float* o) {
     for (int64_t i = 0; i < l; ++i) {
       acc += d.g[(t0 + i) * d.hv + h];
       gamma[size_t(i)] = acc;
-      eg[size_t(i)] = float(std::exp(acc));
+      eg[size_t(i)] = decay_factor(acc);
     }
     for (int64_t i = 0; i < l; ++i) {
       std::copy_n(d.k + ((t0 + i) * d.hk + kh) * dk, dk, kc.data() + i * dk);
       std::copy_n(d.q + ((t0 + i) * d.hk + kh) * dk, dk, qc.data() + i * dk);
     }
-    // A (strictly lower) and P (lower, with the diagonal).
+    // K·Kᵀ and Q·Kᵀ as products, then A (strictly lower) and P (lower, with the diagonal)
+    // scaled by the pairwise decays; P's upper part is zero (A's is never read).
+    for (int64_t j = 0; j < l; ++j) {
+      for (int64_t c = 0; c < dk; ++c) ktr[size_t(c * kChunk + j)] = kc[size_t(j * dk + c)];
+    }
+    std::fill(a.begin(), a.end(), 0.0f);
+    std::fill(p.begin(), p.end(), 0.0f);
+    gemm_acc(l, l, dk, 1.0f, kc.data(), dk, ktr.data(), kChunk, a.data(), kChunk);
+    gemm_acc(l, l, dk, 1.0f, qc.data(), dk, ktr.data(), kChunk, p.data(), kChunk);
     for (int64_t i = 0; i < l; ++i) {
       const float bi = d.beta[(t0 + i) * d.hv + h];
-      for (int64_t j = 0; j <= i; ++j) {
-        const float decay = float(std::exp(gamma[size_t(i)] - gamma[size_t(j)]));
-        const float* kj = kc.data() + j * dk;
-        if (j < i) a[size_t(i * kChunk + j)] = bi * dot(kc.data() + i * dk, kj, dk) * decay;
-        p[size_t(i * kChunk + j)] = dot(qc.data() + i * dk, kj, dk) * decay;
+      for (int64_t j = 0; j < l; ++j) {
+        const float decay = j <= i ? decay_factor(gamma[size_t(i)] - gamma[size_t(j)]) : 0.0f;
+        a[size_t(i * kChunk + j)] *= bi * decay;
+        p[size_t(i * kChunk + j)] *= decay;
       }
     }
     // Forward substitution for U and W, row by row.
@@ -170,10 +191,10 @@ void delta_chunked(const Delta& d, int64_t h, float* s, float* o) {
     gemm_acc(l, dv, l, 1.0f, p.data(), kChunk, u.data(), dv, oc, dv);
     // S ← e^(γ_L) S + K̃ᵀ V' with K̃_j = e^(γ_L − γ_j) k_j.
     const double last = gamma[size_t(l - 1)];
-    const float chunk_decay = float(std::exp(last));
+    const float chunk_decay = decay_factor(last);
     for (int64_t i = 0; i < dk * dv; ++i) s[i] *= chunk_decay;
     for (int64_t j = 0; j < l; ++j) {
-      const float e = float(std::exp(last - gamma[size_t(j)]));
+      const float e = decay_factor(last - gamma[size_t(j)]);
       for (int64_t c = 0; c < dk; ++c) kt[size_t(c * kChunk + j)] = e * kc[size_t(j * dk + c)];
     }
     gemm_acc(dk, dv, l, 1.0f, kt.data(), kChunk, u.data(), dv, s, dv);
@@ -256,11 +277,13 @@ void gated_delta_rule_kernel(const OpCall& call) {
   });
   const F32View v(v_t), beta(beta_t);
   const Delta d{t, hk, dk, hv, dv, q.data(), k.data(), v.data(), static_cast<const float*>(g_t.data), beta.data()};
-  std::vector<float> s(static_cast<const float*>(state_t.data), static_cast<const float*>(state_t.data) + hv * dk * dv);
+  // The state is updated in place in state_out.
+  float* s = static_cast<float*>(call.out[1].data);
+  if (s != state_t.data) std::copy_n(static_cast<const float*>(state_t.data), hv * dk * dv, s);
   std::vector<float> o(size_t(hv * t * dv));  // [Hv, T, Dv]
   base::parallel_for(size_t(hv), 1, [&](size_t, size_t b, size_t e) {
     for (size_t h = b; h < e; ++h) {
-      float* sh = s.data() + h * size_t(dk * dv);
+      float* sh = s + h * size_t(dk * dv);
       float* oh = o.data() + h * size_t(t * dv);
       if (t < kChunk) {
         delta_recurrent(d, int64_t(h), sh, oh);
@@ -274,7 +297,6 @@ void gated_delta_rule_kernel(const OpCall& call) {
     for (int64_t r = 0; r < t; ++r) std::copy_n(o.data() + (h * t + r) * dv, dv, out.data() + (r * hv + h) * dv);
   }
   store_all(out, call.out[0]);
-  std::copy(s.begin(), s.end(), static_cast<float*>(call.out[1].data));
 }
 
 }  // namespace h0::backends::cpu
