@@ -235,12 +235,11 @@ std::vector<OpCase> cases() {
        {1e-5, 1e-6}},
       {"paged_attention", "paged_attention", paged, {{"context_len", 11}}, {}, {}, {1e-5, 1e-6}},
       {"paged_attention_full", "paged_attention", paged, {{"causal", false}}, {}, {}, {1e-5, 1e-6}},
-      // The conv with and without the bias; the delta rule's recurrent path (T < 64, GVA) and
-      // its chunked path (T = 150: two whole chunks and a ragged one).
+      // The conv with and without the bias; the delta rule with GVA (Hv = 2·Hk), short and long.
       {"causal_conv1d", "causal_conv1d", {{"T", 9}, {"C", 40}, {"K", 4}}, {}, {}, {}, {1e-5, 1e-6}},
       {"causal_conv1d_bias", "causal_conv1d", {{"T", 2}, {"C", 24}, {"K", 3}}, {{"activation", "none"}}, {"bias"}, {}, {1e-5, 1e-6}},
       {"gated_delta_rule", "gated_delta_rule", {{"T", 9}, {"Hk", 2}, {"Dk", 16}, {"Hv", 4}, {"Dv", 8}}, {}, {}, {}, {1e-5, 1e-6}},
-      {"gated_delta_rule_chunked", "gated_delta_rule", {{"T", 150}, {"Hk", 1}, {"Dk", 32}, {"Hv", 2}, {"Dv", 24}}, {}, {}, {}, {1e-5, 1e-6}},
+      {"gated_delta_rule_long", "gated_delta_rule", {{"T", 150}, {"Hk", 1}, {"Dk", 32}, {"Hv", 2}, {"Dv", 24}}, {}, {}, {}, {1e-5, 1e-6}},
       {"rmsnorm_gated", "rmsnorm_gated", {{"T", 5}, {"D", 64}}, {}, {}, {}, {1e-5, 1e-6}},
       {"moe_gate_softmax", "moe_gate", {{"T", 9}, {"E", 16}}, {{"top_k", 2}}, {}, {}, {1e-5, 1e-7}},
       {"moe_gate_deepseek",

@@ -1,6 +1,6 @@
 // The state contract of the linear-attention ops on the cpu backend: a prefill split in two
-// with the state carried across equals the whole prefill, and token-by-token decode (the
-// recurrent path) equals one prefill (the chunked path, 64 tokens and more).
+// with the state carried across equals the whole prefill, and token-by-token decode equals one
+// prefill.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -45,15 +45,15 @@ std::vector<Tensor> delta(const DeltaInputs& in, int64_t b, int64_t e, const Ten
 }
 
 TEST(CpuLinearAttention, DeltaRuleSplitPrefillAndDecodeEqualOnePrefill) {
-  const int64_t t = 150;  // chunked: two whole chunks of 64 and a ragged 22
+  const int64_t t = 150;
   const DeltaInputs in = delta_inputs(t, 2, 32, 4, 16);
   const auto whole = delta(in, 0, t, in.state);
-  // 100 + 50: both chunked, the second from the first's state.
+  // 100 + 50, the second from the first's state.
   const auto first = delta(in, 0, 100, in.state);
   const auto second = delta(in, 100, t, first[1]);
   expect_close(second[1], whole[1], "state after 100 + 50", 1e-5);
   expect_close(second[0], rows(whole[0], 100, t), "o of tokens 100..149", 1e-5);
-  // 150 decode steps of one token (the recurrent path), the state carried each time.
+  // 150 decode steps of one token, the state carried each time.
   Tensor state = in.state;
   for (int64_t i = 0; i < t; ++i) {
     auto step = delta(in, i, i + 1, state);
