@@ -345,10 +345,13 @@ int run_day0(const Day0Options& opt) {
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     if (service_level) {
+      const model::Architecture& a = *ctx.arch;
+      const std::string why = a.modelled ? "the executor does not run " + a.text.executor_gap + " yet (" + a.family + ")"
+                                         : "family " + a.family + " is not modelled";
       std::printf(
           "Day-0 readiness established at the service level: %zu of %zu stages passed in %.1f s; "
-          "the executor checks did not run (%d stages: family %s is not modelled).\n",
-          size_t(passed), results.size(), seconds, not_modelled, ctx.arch->family.c_str());
+          "the executor checks did not run (%d stages: %s).\n",
+          size_t(passed), results.size(), seconds, not_modelled, why.c_str());
     } else {
       std::printf("Day-0 readiness %s: %zu of %zu stages passed in %.1f s.\n",
                   ready ? "established" : "NOT established", size_t(passed), results.size(),

@@ -318,13 +318,24 @@ std::string model_shape_cases(const Day0Context& ctx) {
   return yaml;
 }
 
-// A stage that needs the executor, for a family it does not model.
+// A stage that needs the executor, for a family it does not model or does not run all of
+// (Architecture's executor_gap).
 StageResult not_modelled(const Day0Context& ctx, const std::string& what) {
+  const model::Architecture& a = *ctx.arch;
+  if (a.modelled) {
+    return {StageStatus::kNotModelled,
+            "not run: the executor does not run " + a.text.executor_gap + " yet (family " + a.family + "; " + what + ")",
+            {},
+            {{"family", a.family}, {"modelled", true}, {"executor_gap", a.text.executor_gap}}};
+  }
   return {StageStatus::kNotModelled,
-          "not run: family " + ctx.arch->family + " is not modelled by the executor (" + what + ")",
+          "not run: family " + a.family + " is not modelled by the executor (" + what + ")",
           {},
-          {{"family", ctx.arch->family}, {"modelled", false}}};
+          {{"family", a.family}, {"modelled", false}}};
 }
+
+// Whether the executor runs the whole model.
+bool executes(const Day0Context& ctx) { return ctx.arch->modelled && ctx.arch->text.executor_gap.empty(); }
 
 std::string mib(int64_t bytes) { return fixed(double(bytes) / (1024.0 * 1024.0), 1) + " MiB"; }
 
@@ -534,7 +545,7 @@ StageResult run_op_accuracy_stage(Day0Context& ctx) {
 }
 
 StageResult run_layer_stage(Day0Context& ctx) {
-  if (!ctx.arch->modelled)
+  if (!executes(ctx))
     return not_modelled(ctx,
                         "an engine's dump compared with harness compare-dumps localizes a layer");
   if (!shipped(ctx, "layers.yaml")) return golden_stage(ctx, true);
@@ -573,7 +584,7 @@ void add_quant_budget(StageResult* r) {
 }
 
 StageResult run_model_stage(Day0Context& ctx) {
-  if (!ctx.arch->modelled)
+  if (!executes(ctx))
     return not_modelled(ctx, "the service stages compare the served answers instead");
   StageResult r = shipped(ctx, "model.yaml")
                       ? judge(run_cases(ctx, suite_path("model.yaml"), ctx.model_name + "/*"), "model cases")
@@ -585,7 +596,7 @@ StageResult run_model_stage(Day0Context& ctx) {
 StageResult run_image_stage(Day0Context& ctx) {
   if (!ctx.arch->has_vision)
     return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
-  if (!ctx.arch->modelled) return not_modelled(ctx, "its vision tower");
+  if (!executes(ctx)) return not_modelled(ctx, "its vision tower");
   if (!shipped(ctx, "image.yaml"))
     return {StageStatus::kNotRun, "no image goldens for this model", {}, {}};
   return judge(run_cases(ctx, suite_path("image.yaml"), ctx.model_name + "/*"), "image cases");
@@ -594,7 +605,7 @@ StageResult run_image_stage(Day0Context& ctx) {
 StageResult run_mesh_stage(Day0Context& ctx) {
   if (ctx.world == nullptr)
     return {StageStatus::kPass, "not applicable: one rank (run under mpirun for the mesh)", {}, {}};
-  if (!ctx.arch->modelled) return not_modelled(ctx, "sharded execution runs the executor");
+  if (!executes(ctx)) return not_modelled(ctx, "sharded execution runs the executor");
   StageResult r =
       judge(run_cases(ctx, suite_path("mesh.yaml"), ctx.model_name + "/*"), "sharded cases");
   size_t ran = 0;
@@ -668,7 +679,7 @@ StageResult served_performance(Day0Context& ctx) {
 }
 
 StageResult run_performance_stage(Day0Context& ctx) {
-  if (!ctx.arch->modelled) return served_performance(ctx);
+  if (!executes(ctx)) return served_performance(ctx);
   StageResult r;
   const model::ModelSource src = model::resolve_model(ctx.options.model);
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);

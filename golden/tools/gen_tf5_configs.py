@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from manifest import update_manifest  # noqa: E402
 
 TYPES = ["llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3", "llava", "mistral", "qwen2_moe", "glm4_moe",
-         "gemma3_text", "gpt_oss"]
+         "gemma3_text", "gpt_oss", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v32"]
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -65,7 +65,8 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 LLAMA3_TOKENIZER = ("tiny-llama", 1019, 1023, 1020)
 QWEN_TOKENIZER = ("tiny-qwen3-moe", 1019, 1021, 1019)
 TOKENIZERS = {"tiny-gemma3": LLAMA3_TOKENIZER, "tiny-qwen2-moe": QWEN_TOKENIZER, "tiny-gpt-oss": LLAMA3_TOKENIZER,
-              "tiny-mistral": LLAMA3_TOKENIZER, "tiny-glm4-moe": LLAMA3_TOKENIZER, "tiny-olmo2": LLAMA3_TOKENIZER}
+              "tiny-mistral": LLAMA3_TOKENIZER, "tiny-glm4-moe": LLAMA3_TOKENIZER, "tiny-olmo2": LLAMA3_TOKENIZER,
+              "tiny-qwen3-next": QWEN_TOKENIZER, "tiny-deepseek-v32": LLAMA3_TOKENIZER}
 SEED = 0
 
 
@@ -77,7 +78,8 @@ def common(name: str) -> dict:
 
 
 def configs():
-    from transformers import Gemma3TextConfig, Glm4MoeConfig, GptOssConfig, MistralConfig, Olmo2Config, Qwen2MoeConfig
+    from transformers import (DeepseekV32Config, Gemma3TextConfig, Glm4MoeConfig, GptOssConfig, MistralConfig, Olmo2Config,
+                              Qwen2MoeConfig, Qwen3NextConfig)
 
     return {
         "tiny-glm4-moe": Glm4MoeConfig(
@@ -102,6 +104,19 @@ def configs():
             initializer_range=0.2,
             rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 8.0, "beta_fast": 32.0,
                              "beta_slow": 1.0, "truncate": False, "original_max_position_embeddings": 256}),
+        "tiny-qwen3-next": Qwen3NextConfig(
+            **{**common("tiny-qwen3-next"), "num_hidden_layers": 3}, head_dim=16,
+            layer_types=["linear_attention", "full_attention", "linear_attention"], linear_num_key_heads=2,
+            linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16, linear_conv_kernel_dim=4,
+            num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=64,
+            norm_topk_prob=True, decoder_sparse_step=1, tie_word_embeddings=False, initializer_range=0.2,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
+        "tiny-deepseek-v32": DeepseekV32Config(
+            **{**common("tiny-deepseek-v32"), "num_key_value_heads": 4}, q_lora_rank=32, kv_lora_rank=16,
+            qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=4, num_experts_per_tok=2,
+            moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1,
+            routed_scaling_factor=2.5, index_n_heads=2, index_head_dim=16, index_topk=4,
+            tie_word_embeddings=False, initializer_range=0.2),
         "tiny-olmo2": Olmo2Config(
             **common("tiny-olmo2"), rms_norm_eps=1e-6, tie_word_embeddings=False, initializer_range=0.3),
     }

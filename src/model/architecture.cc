@@ -35,6 +35,10 @@ constexpr Family kFamilies[] = {
     {"Glm4MoeForCausalLM", "glm4_moe", "glm4_moe", arch_glm4_moe},
     {"Gemma3ForCausalLM", "gemma3_text", "gemma3_text", arch_gemma3_text},
     {"GptOssForCausalLM", "gpt_oss", "gpt_oss", arch_gpt_oss},
+    {"Qwen3NextForCausalLM", "qwen3_next", "qwen3_next", arch_qwen3_next},
+    {"Qwen3_5ForCausalLM", "qwen3_5_text", "qwen3_5_text", arch_qwen3_5_text},
+    {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", "qwen3_5_moe_text", arch_qwen3_5_moe_text},
+    {"DeepseekV32ForCausalLM", "deepseek_v32", "deepseek_v32", arch_deepseek_v32},
 };
 
 const Family* find_family(const nlohmann::json& config) {

@@ -49,6 +49,9 @@ struct Attention {
   double scale = 0;
   // GPT-OSS: a learned logit per head in the softmax denominator (kAttnSinks, paged_attention's sinks).
   bool sinks = false;
+  // Qwen3-Next / Qwen3.5's gated attention: q_proj writes, per head, head_dim query values then
+  // head_dim gate values; the attention's output is multiplied by sigmoid(gate) before o_proj.
+  bool output_gate = false;
 
   int64_t qk_head_dim() const { return mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
   int64_t value_head_dim() const { return mla ? v_head_dim : head_dim; }
@@ -60,6 +63,36 @@ struct Attention {
   // Whether tensor parallelism splits the cached KV by kv heads (false: MLA's latent is held
   // whole by every rank, so kv-head divisibility and replication do not apply).
   bool kv_split_by_heads() const { return !mla; }
+};
+
+// Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5: the layers whose layer_types entry is
+// linear_attention). Per token: q, k [num_k_heads, k_head_dim], v and the output gate z
+// [num_v_heads, v_head_dim], b and a [num_v_heads]; a causal depthwise conv1d of conv_kernel taps
+// over the q|k|v channels, then the gated delta rule (catalogue: causal_conv1d, gated_delta_rule,
+// rmsnorm_gated). Per sequence it holds a fixed-size state instead of a KV cache: the conv's last
+// conv_kernel - 1 inputs and the recurrent state [num_v_heads, k_head_dim, v_head_dim].
+struct LinearAttention {
+  int64_t num_k_heads = 0, num_v_heads = 0, k_head_dim = 0, v_head_dim = 0, conv_kernel = 0;
+  // Qwen3-Next's checkpoints fuse the input projections per key-head group (in_proj_qkvz,
+  // in_proj_ba); Qwen3.5's keep them apart (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a).
+  bool fused_projections = true;
+
+  // The conv's channels: q and k of every key head, v of every value head.
+  int64_t conv_dim() const { return 2 * num_k_heads * k_head_dim + num_v_heads * v_head_dim; }
+  // Value heads per key head (GVA; transformers repeats each key head this many times).
+  int64_t value_group() const { return num_k_heads > 0 ? num_v_heads / num_k_heads : 0; }
+  // One sequence's state of one layer split over `tp` ranks, in bytes: the conv window in the
+  // compute dtype (`act_bytes` per element), the recurrent state in f32 (gated_delta_rule's
+  // contract, and transformers' torch_recurrent_gated_delta_rule's).
+  int64_t conv_state_bytes(int64_t tp, int64_t act_bytes) const { return conv_dim() / tp * (conv_kernel - 1) * act_bytes; }
+  int64_t recurrent_state_bytes(int64_t tp) const { return num_v_heads / tp * k_head_dim * v_head_dim * 4; }
+};
+
+// DeepSeek-V3.2's lightning indexer (DeepSeek sparse attention): per query a score for every
+// earlier key, sum_h w_h * ReLU(q_h . k) over n_heads heads of head_dim, and attention over the
+// top `topk` keys only. It caches one key of head_dim per token per layer (every rank: not split).
+struct Indexer {
+  int64_t n_heads = 0, head_dim = 0, topk = 0;  // n_heads == 0: none
 };
 
 // Mixture of experts. num_experts == 0: every layer is dense.
@@ -117,7 +150,13 @@ struct TextModel {
   double norm_offset = 0;
   bool sandwich_norms = false;
   Attention attn;
+  LinearAttention linear;  // the kLinear layers' (num_v_heads == 0: none)
+  Indexer indexer;         // DeepSeek-V3.2: every attention layer's
   Moe moe;
+  // Non-empty: what of this family the executor does not run yet ("Gated DeltaNet linear-attention
+  // layers"). Its architecture, inventory and memory plan are exact; the stages that run the
+  // executor report not run with this reason, and Executor refuses it (InputError).
+  std::string executor_gap;
   int64_t num_nextn_predict_layers = 0;  // DeepSeek-V3 multi-token prediction (checkpoint only)
   std::optional<tensor::DType> dtype;    // torch_dtype / dtype
   // Weight-name prefixes: "model." for the decoder, "lm_head." for the head (LLaVA nests both).

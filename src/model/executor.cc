@@ -34,6 +34,15 @@ double attention_scale(const TextModel& t) {
   return scale;
 }
 
+// `arch`, unless the executor does not run all of it: then an InputError saying what.
+const Architecture& executable(const Architecture& arch) {
+  if (!arch.text.executor_gap.empty()) {
+    throw InputError("model", arch.family + ": the executor does not run " + arch.text.executor_gap +
+                                  " yet (its architecture, tensor inventory and memory plan are exact)");
+  }
+  return arch;
+}
+
 tensor::Tensor index_tensor(const std::vector<int64_t>& v) {
   return tensor::Tensor::copy_of(tensor::DType::kI64, {int64_t(v.size())}, v.data());
 }
@@ -42,7 +51,7 @@ tensor::Tensor index_tensor(const std::vector<int64_t>& v) {
 
 Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, backend::Backend& backend,
                    const ExecutorOptions& options)
-    : arch_(arch),
+    : arch_(executable(arch)),
       backend_(backend),
       options_(options),
       ops_(backend, options.fallback, options.profile),

@@ -36,7 +36,9 @@ class InventoryBuilder {
     layer_ = layer;
     prefix_ = p;
     norm(TensorRole::kAttnNorm, t_.hidden_size);
-    if (t_.attn.mla) {
+    if (t_.layer_kind(layer) == TextModel::LayerKind::kLinear) {
+      linear_attention();
+    } else if (t_.attn.mla) {
       mla_attention();
     } else {
       gqa_attention();
@@ -153,8 +155,9 @@ class InventoryBuilder {
   void gqa_attention() {
     const Attention& a = t_.attn;
     const int64_t hd = a.head_dim, h = t_.hidden_size;
-    proj(TensorRole::kAttnQ, a.num_heads * hd, h, TpSplit::kColumn, hd);
-    if (a.qkv_bias) bias(TensorRole::kAttnQ, a.num_heads * hd, TpSplit::kColumn, hd);
+    const int64_t q_width = a.output_gate ? 2 * hd : hd;  // an output gate: query then gate, per head
+    proj(TensorRole::kAttnQ, a.num_heads * q_width, h, TpSplit::kColumn, q_width);
+    if (a.qkv_bias) bias(TensorRole::kAttnQ, a.num_heads * q_width, TpSplit::kColumn, q_width);
     for (const TensorRole role : {TensorRole::kAttnK, TensorRole::kAttnV}) {
       proj(role, a.num_kv_heads * hd, h, TpSplit::kColumn, hd, true);
       if (a.qkv_bias) bias(role, a.num_kv_heads * hd, TpSplit::kColumn, hd).kv_heads = true;
@@ -185,6 +188,44 @@ class InventoryBuilder {
     const int64_t kv_b = a.qk_nope_head_dim + a.v_head_dim;
     proj(TensorRole::kAttnKVB, a.num_heads * kv_b, a.kv_lora_rank, TpSplit::kColumn, kv_b);
     proj(TensorRole::kAttnO, h, a.num_heads * a.v_head_dim, TpSplit::kRow, a.v_head_dim);
+    if (t_.indexer.n_heads > 0) indexer();
+  }
+
+  // DeepSeek-V3.2's lightning indexer: small, and held whole by every rank (as vLLM's
+  // ReplicatedLinear); its key LayerNorm has a bias.
+  void indexer() {
+    const Indexer& x = t_.indexer;
+    const int64_t h = t_.hidden_size;
+    proj(TensorRole::kIdxQB, x.n_heads * x.head_dim, t_.attn.q_lora_rank, TpSplit::kReplicated, 1);
+    proj(TensorRole::kIdxK, x.head_dim, h, TpSplit::kReplicated, 1);
+    norm(TensorRole::kIdxKNorm, x.head_dim);
+    bias(TensorRole::kIdxKNorm, x.head_dim, TpSplit::kReplicated);
+    add(named(TensorRole::kIdxWeights), {x.n_heads, h}, TpSplit::kReplicated).tensor = TensorRole::kIdxWeights;
+  }
+
+  // Gated DeltaNet. Tensor parallelism splits it by key-head group: Qwen3-Next's fused
+  // in_proj_qkvz holds, per key head, q, k (k_head_dim each), then v and z of its value heads,
+  // so whole groups are its unit. The conv's and in_proj_qkv's channels are q | k | v of all heads
+  // (three parts, each split on its own): the planner's bytes per rank are those of a
+  // 1-channel-unit column split, which equal the three parts' when tp divides the heads.
+  void linear_attention() {
+    const LinearAttention& l = t_.linear;
+    const int64_t h = t_.hidden_size, hk = l.num_k_heads, hv = l.num_v_heads, r = l.value_group();
+    if (l.fused_projections) {
+      const int64_t group = 2 * l.k_head_dim + 2 * r * l.v_head_dim;
+      proj(TensorRole::kLinQKVZ, hk * group, h, TpSplit::kColumn, group);
+      proj(TensorRole::kLinBA, hk * 2 * r, h, TpSplit::kColumn, 2 * r);
+    } else {
+      proj(TensorRole::kLinQKV, l.conv_dim(), h, TpSplit::kColumn, 1);
+      proj(TensorRole::kLinZ, hv * l.v_head_dim, h, TpSplit::kColumn, l.v_head_dim);
+      proj(TensorRole::kLinB, hv, h, TpSplit::kColumn, 1);
+      proj(TensorRole::kLinA, hv, h, TpSplit::kColumn, 1);
+    }
+    add(named(TensorRole::kLinConv), {l.conv_dim(), 1, l.conv_kernel}, TpSplit::kColumn).tensor = TensorRole::kLinConv;
+    add(named(TensorRole::kLinDtBias), {hv}, TpSplit::kColumn).tensor = TensorRole::kLinDtBias;
+    add(named(TensorRole::kLinALog), {hv}, TpSplit::kColumn).tensor = TensorRole::kLinALog;
+    norm(TensorRole::kLinNorm, l.v_head_dim);
+    proj(TensorRole::kLinOut, h, hv * l.v_head_dim, TpSplit::kRow, l.v_head_dim);
   }
 
   static_assert(uint8_t(TensorRole::kFfnDown) == uint8_t(TensorRole::kFfnGate) + 2 &&

@@ -56,6 +56,21 @@ const char* tensor_role_name(TensorRole role) {
     case TensorRole::kVisPostNorm: return "vis_post_norm";
     case TensorRole::kProjector1: return "projector_1";
     case TensorRole::kProjector2: return "projector_2";
+    case TensorRole::kLinQKVZ: return "lin_qkvz";
+    case TensorRole::kLinBA: return "lin_ba";
+    case TensorRole::kLinQKV: return "lin_qkv";
+    case TensorRole::kLinZ: return "lin_z";
+    case TensorRole::kLinB: return "lin_b";
+    case TensorRole::kLinA: return "lin_a";
+    case TensorRole::kLinConv: return "lin_conv";
+    case TensorRole::kLinDtBias: return "lin_dt_bias";
+    case TensorRole::kLinALog: return "lin_a_log";
+    case TensorRole::kLinNorm: return "lin_norm";
+    case TensorRole::kLinOut: return "lin_out";
+    case TensorRole::kIdxQB: return "idx_q_b";
+    case TensorRole::kIdxK: return "idx_k";
+    case TensorRole::kIdxKNorm: return "idx_k_norm";
+    case TensorRole::kIdxWeights: return "idx_weights";
     case TensorRole::kCount: break;
   }
   return "?";
@@ -63,7 +78,7 @@ const char* tensor_role_name(TensorRole role) {
 
 bool is_parameter_role(TensorRole role) {
   return role == TensorRole::kAttnSinks || role == TensorRole::kExpertsGateUp || role == TensorRole::kExpertsDown ||
-         role == TensorRole::kVisClassEmbed;
+         role == TensorRole::kVisClassEmbed || role == TensorRole::kLinDtBias || role == TensorRole::kLinALog;
 }
 
 bool is_vision_role(TensorRole role) { return role >= TensorRole::kVisClassEmbed && role <= TensorRole::kProjector2; }
@@ -139,6 +154,21 @@ const TensorNames& llama_tensor_names() {
       {TensorRole::kExpertGate, "mlp.experts.{e}.gate_proj"},
       {TensorRole::kExpertUp, "mlp.experts.{e}.up_proj"},
       {TensorRole::kExpertDown, "mlp.experts.{e}.down_proj"},
+      {TensorRole::kLinQKVZ, "linear_attn.in_proj_qkvz"},
+      {TensorRole::kLinBA, "linear_attn.in_proj_ba"},
+      {TensorRole::kLinQKV, "linear_attn.in_proj_qkv"},
+      {TensorRole::kLinZ, "linear_attn.in_proj_z"},
+      {TensorRole::kLinB, "linear_attn.in_proj_b"},
+      {TensorRole::kLinA, "linear_attn.in_proj_a"},
+      {TensorRole::kLinConv, "linear_attn.conv1d"},
+      {TensorRole::kLinDtBias, "linear_attn.dt_bias"},
+      {TensorRole::kLinALog, "linear_attn.A_log"},
+      {TensorRole::kLinNorm, "linear_attn.norm"},
+      {TensorRole::kLinOut, "linear_attn.out_proj"},
+      {TensorRole::kIdxQB, "self_attn.indexer.wq_b"},
+      {TensorRole::kIdxK, "self_attn.indexer.wk"},
+      {TensorRole::kIdxKNorm, "self_attn.indexer.k_norm"},
+      {TensorRole::kIdxWeights, "self_attn.indexer.weights_proj"},
   });
   return names;
 }

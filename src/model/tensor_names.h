@@ -35,6 +35,15 @@ enum class TensorRole : uint8_t {
   kVisClassEmbed, kVisPatchEmbed, kVisPosEmbed, kVisPreNorm,
   kVisNorm1, kVisAttnQ, kVisAttnK, kVisAttnV, kVisAttnO, kVisNorm2, kVisFc1, kVisFc2,
   kVisPostNorm, kProjector1, kProjector2,
+  // Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5; LinearAttention): the input projections
+  // — Qwen3-Next fuses them per key-head group as in_proj_qkvz and in_proj_ba, Qwen3.5 keeps
+  // in_proj_qkv, in_proj_z, in_proj_b, in_proj_a — the depthwise conv1d [C, 1, K] over q|k|v, the
+  // per-value-head decay parameters dt_bias and A_log (bare parameters), the gated RMSNorm [Dv],
+  // out_proj.
+  kLinQKVZ, kLinBA, kLinQKV, kLinZ, kLinB, kLinA, kLinConv, kLinDtBias, kLinALog, kLinNorm, kLinOut,
+  // DeepSeek-V3.2's lightning indexer (Indexer): q from the q latent (wq_b), one key head (wk) with
+  // a LayerNorm (weight and bias), the per-head weights (weights_proj).
+  kIdxQB, kIdxK, kIdxKNorm, kIdxWeights,
   kCount,
 };
 // Which tensor of a role: the weight, its bias, its block scales (fp8's weight_scale_inv;
@@ -43,7 +52,8 @@ enum class TensorPiece : uint8_t { kWeight, kBias, kScale, kBlocks };
 
 // "attn_q", "expert_gate", ...: for errors and listings.
 const char* tensor_role_name(TensorRole role);
-// Whether the role is a bare parameter (kAttnSinks, kExpertsGateUp, kExpertsDown, kVisClassEmbed).
+// Whether the role is a bare parameter (kAttnSinks, kExpertsGateUp, kExpertsDown, kVisClassEmbed,
+// kLinDtBias, kLinALog).
 bool is_parameter_role(TensorRole role);
 // Whether the role is the vision tower's or the projector's (kVisClassEmbed .. kProjector2): its
 // weights are found by vision layer (WeightInfo::vision_layer; -1 outside the encoder layers).

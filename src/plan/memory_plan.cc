@@ -106,14 +106,32 @@ class WeightTally {
 };
 
 int64_t kv_bytes_per_layer(const Architecture& arch, int64_t kv_heads, DType kv) {
-  return arch.text.attn.kv_cache_width(kv_heads) * static_cast<int64_t>(tensor::dtype_size(kv));
+  return (arch.text.attn.kv_cache_width(kv_heads) + arch.text.indexer.head_dim) * static_cast<int64_t>(tensor::dtype_size(kv));
+}
+
+// Of layers [begin, end), how many are linear attention.
+int64_t linear_layers(const Architecture& arch, std::pair<int64_t, int64_t> layers) {
+  int64_t n = 0;
+  for (int64_t l = layers.first; l < layers.second; ++l) n += arch.text.layer_kind(l) == model::TextModel::LayerKind::kLinear;
+  return n;
+}
+
+// One sequence's linear-attention state on a rank holding `layers`.
+int64_t state_bytes_of_layers(const Architecture& arch, std::pair<int64_t, int64_t> layers, int64_t tp, DType act) {
+  const model::LinearAttention& l = arch.text.linear;
+  if (l.num_v_heads == 0) return 0;
+  const int64_t per_layer = l.conv_state_bytes(tp, int64_t(tensor::dtype_size(act))) + l.recurrent_state_bytes(tp);
+  return linear_layers(arch, layers) * per_layer;
 }
 
 // Layers [begin, end)'s KV bytes per token of a sequence of `len` tokens (0: as if every layer
-// were full): sliding layers at min(window, len) / len, linear-attention layers at none.
+// were full): sliding layers at min(window, len) / len, linear-attention layers at none;
+// `index_only`: the indexer keys' part alone.
 int64_t kv_bytes_of_layers(const Architecture& arch, std::pair<int64_t, int64_t> layers, int64_t kv_heads, DType kv,
-                           int64_t len) {
-  const int64_t full = kv_bytes_per_layer(arch, kv_heads, kv), window = arch.text.attn.sliding_window;
+                           int64_t len, bool index_only = false) {
+  const int64_t full = index_only ? arch.text.indexer.head_dim * int64_t(tensor::dtype_size(kv))
+                                  : kv_bytes_per_layer(arch, kv_heads, kv);
+  const int64_t window = arch.text.attn.sliding_window;
   int64_t n_full = 0, n_sliding = 0;
   for (int64_t l = layers.first; l < layers.second; ++l) {
     switch (arch.text.layer_kind(l)) {
@@ -212,7 +230,23 @@ std::vector<std::string> plan_notes(const Architecture& arch, const ParallelPlan
     notes.push_back(std::to_string(sliding) + " of " + std::to_string(t.num_layers) + " layers use a sliding window of " +
                     with_commas(t.attn.sliding_window) + " tokens: their KV holds at most that many per sequence");
   }
-  if (linear > 0) notes.push_back(std::to_string(linear) + " linear-attention layers hold a fixed-size state (not counted)");
+  if (linear > 0 && t.linear.num_v_heads == 0) {  // a family not modelled: its state's size is not read
+    notes.push_back(std::to_string(linear) + " linear-attention layers hold a fixed-size state per sequence (not counted: "
+                    "the family is not modelled)");
+  } else if (linear > 0) {
+    const model::LinearAttention& l = t.linear;
+    const int64_t act = int64_t(tensor::dtype_size(compute_dtype(o.weights)));
+    const int64_t seqs = ceil_div(o.concurrency, plan.dp);
+    notes.push_back(std::to_string(linear) + " of " + std::to_string(t.num_layers) +
+                    " layers are linear attention: no KV, a state per sequence of " +
+                    with_commas(l.conv_state_bytes(plan.tp, act)) + " conv + " + with_commas(l.recurrent_state_bytes(plan.tp)) +
+                    " recurrent (f32) bytes per layer and rank, held for " + std::to_string(seqs) + " concurrent sequence" +
+                    (seqs == 1 ? "" : "s") + (plan.dp > 1 ? " per replica" : ""));
+  }
+  if (t.indexer.n_heads > 0) {
+    notes.push_back("the lightning indexer caches " + std::to_string(t.indexer.head_dim) +
+                    " key elements per token per layer beside the MLA latent (whole on every tp rank; idx B/tok)");
+  }
   if (o.checkpoint != nullptr) notes.push_back("weights as the checkpoint stores them (" + std::to_string(o.checkpoint->weights.size()) + " tensors, split by the name-pattern rule table)");
   return notes;
 }
@@ -258,7 +292,8 @@ void decide(MemoryPlan& p) {
   if (worst->free_for_kv < 0) {
     const RankMemory& r = *worst;
     p.reason = rank_name(r) + ": weights " + gib(r.weights) + " + activations " + gib(r.activations) + " + comm " +
-               gib(r.comm) + " + reserve " + gib(r.reserve) + " exceed usable " + gib(p.usable);
+               gib(r.comm) + " + reserve " + gib(r.reserve) +
+               (r.state > 0 ? " + linear-attention state " + gib(r.state) : std::string()) + " exceed usable " + gib(p.usable);
   } else if (p.kv_tokens < p.options.max_model_len) {
     p.reason = rank_name(*limiting) + ": KV cache holds " + with_commas(p.kv_tokens) +
                " tokens, less than one sequence of max_model_len " + with_commas(p.options.max_model_len);
@@ -365,7 +400,10 @@ MemoryPlan plan_memory(const Architecture& arch, const ParallelPlan& plan, Memor
     r.comm = comm_bytes(arch, plan, options, r);
     r.reserve = static_cast<int64_t>(options.reserve);
     r.kv_bytes_per_token = kv_bytes_of_layers(arch, r.layers, r.kv_heads, options.kv_dtype, options.max_model_len);
-    r.free_for_kv = p.usable - r.weights - r.activations - r.comm - r.reserve;
+    r.index_bytes_per_token = kv_bytes_of_layers(arch, r.layers, r.kv_heads, options.kv_dtype, options.max_model_len, true);
+    r.state_bytes_per_sequence = state_bytes_of_layers(arch, r.layers, plan.tp, compute_dtype(options.weights));
+    r.state = r.state_bytes_per_sequence * ceil_div(options.concurrency, plan.dp);
+    r.free_for_kv = p.usable - r.weights - r.activations - r.comm - r.reserve - r.state;
     if (r.free_for_kv > 0 && r.kv_bytes_per_token > 0) {
       r.kv_blocks = r.free_for_kv / (r.kv_bytes_per_token * options.block_size);
       r.kv_tokens = r.kv_blocks * options.block_size;

@@ -16,7 +16,13 @@
 // every tp rank). A layer's KV lives on the stage holding the layer; MTP layers hold none.
 // A sliding-window layer holds at most `sliding_window` tokens of a sequence: over a sequence of
 // max_model_len it costs min(window, max_model_len) / max_model_len of a full layer's bytes per
-// token (rounded up). A linear-attention layer holds a fixed state, no KV (not counted).
+// token (rounded up). DeepSeek-V3.2's lightning indexer adds, per attention layer, one key of
+// index_head_dim per token in the KV dtype (every rank: the indexer is replicated); shown apart as
+// "idx B/tok" and included in "KV B/tok".
+// A linear-attention layer (Gated DeltaNet) holds no KV but a fixed state per sequence: its conv
+// window conv_dim/tp · (conv_kernel − 1) in the compute dtype plus the recurrent state
+// num_v_heads/tp · k_head_dim · v_head_dim in f32. Every sequence being served holds one, so a
+// rank sets aside state bytes per sequence × ceil(concurrency / dp) before the KV blocks.
 // Activations (T = max_batch_tokens, c = compute dtype size), per rank:
 //   1.25 · (2·T·D·c  [residual + normed hidden]
 //           + max(attention: T·c·(q + k + v + o widths of the rank's heads),
@@ -28,8 +34,8 @@
 // Communication buffers: T·D·c for the tensor-parallel all-reduce when tp > 1; 2·T·k·D·c for the
 // expert all-to-all (dispatch + combine) when ep > 1 and the stage has MoE layers; T·D·c per
 // tensor (hidden, residual) per pipeline direction the stage sends or receives.
-// Usable = device_memory · utilization; KV space = usable − weights − activations − comm − reserve,
-// in whole blocks of block_size tokens.
+// Usable = device_memory · utilization; KV space = usable − weights − activations − comm − reserve
+// − state, in whole blocks of block_size tokens.
 #pragma once
 
 #include <cstdint>
@@ -86,7 +92,10 @@ struct RankMemory {
   std::pair<int64_t, int64_t> vocab{0, 0};    // embedding / LM-head rows [begin, end); {0, 0} none
   int64_t kv_heads = 0;                       // kv heads per rank (1 for MLA)
   int64_t weights = 0, activations = 0, comm = 0, reserve = 0;
-  int64_t kv_bytes_per_token = 0;             // this rank's share, all its layers
+  int64_t kv_bytes_per_token = 0;             // this rank's share, all its layers (indexer keys included)
+  int64_t index_bytes_per_token = 0;          // of which DeepSeek-V3.2's indexer keys
+  int64_t state_bytes_per_sequence = 0;       // linear-attention layers' conv + recurrent state
+  int64_t state = 0;                          // that × the sequences a replica serves at once
   int64_t free_for_kv = 0;                    // usable minus the above; negative: does not fit
   int64_t kv_blocks = 0, kv_tokens = 0;
 };

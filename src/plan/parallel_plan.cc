@@ -81,6 +81,10 @@ std::optional<PlanIssue> check_plan(const model::Architecture& arch, const Paral
     return PlanIssue{"tp", "tp " + str(tp) + " is not a multiple of num_key_value_heads " + str(kv) +
                                " (each kv head must be replicated over the same number of ranks)"};
   }
+  if (t.linear.num_v_heads > 0 && t.linear.num_k_heads % tp != 0) {  // Gated DeltaNet: split by key-head group
+    return PlanIssue{"tp", "linear_num_key_heads " + str(t.linear.num_k_heads) + " is not divisible by tp " + str(tp) +
+                               " (the linear-attention layers split by key-head group)"};
+  }
   if (plan.pp > t.num_layers) {
     return PlanIssue{"pp", "pp " + str(plan.pp) + " is more than the model's " + str(t.num_layers) + " layers"};
   }

@@ -9,7 +9,7 @@ namespace {
 // What a table row shows; ranks with equal keys in one stage share a row.
 auto row_key(const RankMemory& r) {
   return std::make_tuple(r.coord.pp_rank, r.layers, r.experts.second - r.experts.first, r.vocab.second - r.vocab.first,
-                         r.weights, r.kv_bytes_per_token, r.activations, r.comm, r.reserve, r.kv_tokens);
+                         r.weights, r.kv_bytes_per_token, r.activations, r.comm, r.reserve, r.state, r.kv_tokens);
 }
 
 std::string gib(int64_t bytes) {
@@ -43,6 +43,9 @@ nlohmann::json rank_json(const RankMemory& r) {
           {"comm_bytes", r.comm},
           {"reserve_bytes", r.reserve},
           {"kv_bytes_per_token", r.kv_bytes_per_token},
+          {"index_bytes_per_token", r.index_bytes_per_token},
+          {"state_bytes_per_sequence", r.state_bytes_per_sequence},
+          {"state_bytes", r.state},
           {"free_for_kv_bytes", r.free_for_kv},
           {"kv_blocks", r.kv_blocks},
           {"kv_tokens", r.kv_tokens}};
@@ -81,24 +84,51 @@ std::string rank_list(const MemoryPlan& plan, const std::vector<size_t>& group) 
 }
 
 std::string plan_table(const MemoryPlan& plan) {
-  char line[256];
+  // The hybrid parts get columns only when some rank has them: the indexer keys' share of the
+  // KV bytes per token, and the linear-attention state set aside for the concurrent sequences.
+  bool index = false, state = false;
+  for (const RankMemory& r : plan.ranks) {
+    index |= r.index_bytes_per_token > 0;
+    state |= r.state > 0;
+  }
+  char line[320];
   std::string out;
-  std::snprintf(line, sizeof line, "%-14s %5s %7s %7s %6s %9s %9s %8s %8s %8s %10s %11s\n", "ranks", "stage",
-                "layers", "experts", "vocab", "weights", "KV B/tok", "activ.", "comm", "reserve", "KV blocks",
-                "KV tokens");
+  std::snprintf(line, sizeof line, "%-14s %5s %7s %7s %6s %9s %9s", "ranks", "stage", "layers", "experts", "vocab",
+                "weights", "KV B/tok");
+  out += line;
+  if (index) out += "  idx B/tok";
+  std::snprintf(line, sizeof line, " %8s %8s %8s", "activ.", "comm", "reserve");
+  out += line;
+  if (state) out += "    state";
+  std::snprintf(line, sizeof line, " %10s %11s\n", "KV blocks", "KV tokens");
   out += line;
   for (const auto& g : group_ranks(plan)) {
     const RankMemory& r = plan.ranks[g.front()];
     const std::string ranks = rank_list(plan, g) + (g.size() > 1 ? " x" + std::to_string(g.size()) : "");
-    std::snprintf(line, sizeof line, "%-14s %5lld %7s %7s %6s %9s %9s %8s %8s %8s %10s %11s\n", ranks.c_str(),
+    std::snprintf(line, sizeof line, "%-14s %5lld %7s %7s %6s %9s %9s", ranks.c_str(),
                   static_cast<long long>(r.coord.pp_rank), range(r.layers).c_str(), count(r.experts).c_str(),
-                  count(r.vocab).c_str(), gib(r.weights).c_str(), with_commas(r.kv_bytes_per_token).c_str(),
-                  gib(r.activations).c_str(), gib(r.comm).c_str(), gib(r.reserve).c_str(),
-                  with_commas(r.kv_blocks).c_str(), with_commas(r.kv_tokens).c_str());
+                  count(r.vocab).c_str(), gib(r.weights).c_str(), with_commas(r.kv_bytes_per_token).c_str());
+    out += line;
+    if (index) {
+      std::snprintf(line, sizeof line, " %10s", with_commas(r.index_bytes_per_token).c_str());
+      out += line;
+    }
+    std::snprintf(line, sizeof line, " %8s %8s %8s", gib(r.activations).c_str(), gib(r.comm).c_str(), gib(r.reserve).c_str());
+    out += line;
+    if (state) {
+      std::snprintf(line, sizeof line, " %8s", gib(r.state).c_str());
+      out += line;
+    }
+    std::snprintf(line, sizeof line, " %10s %11s\n", with_commas(r.kv_blocks).c_str(), with_commas(r.kv_tokens).c_str());
     out += line;
   }
-  out += "(sizes in GiB; usable " + gib(plan.usable) + " GiB per device)\n";
-  return out;
+  out += "(sizes in GiB; usable " + gib(plan.usable) + " GiB per device";
+  if (state) {
+    const int64_t seqs = (plan.options.concurrency + plan.plan.dp - 1) / plan.plan.dp;
+    out += "; state: the linear-attention state of " + std::to_string(seqs) + " concurrent sequence" + (seqs == 1 ? "" : "s") +
+           (plan.plan.dp > 1 ? " per replica" : "");
+  }
+  return out + ")\n";
 }
 
 std::string plan_verdict(const MemoryPlan& plan) {

@@ -64,7 +64,7 @@ std::string day0_panel(const SiteRun& run, const std::string& root) {
   if (!v.empty()) {
     const std::string text = v == "established"     ? "Day-0 readiness established"
                              : v == "service_level" ? "Day-0 readiness established at the service level "
-                                                      "(the executor checks did not run: the family is not modelled)"
+                                                      "(the executor checks did not run: each such stage says why)"
                                                     : "Day-0 readiness NOT established";
     html += "<p class=\"verdict verdict-" + html_escape(v) + "\">" + html_escape(text) + "</p>\n";
   }

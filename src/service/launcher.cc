@@ -197,6 +197,10 @@ bool ServiceProcess::start(const LaunchSpec& spec) {
   while (true) {
     if (pid_ > 0 && reap()) {
       error_ = "the service " + how_it_ended(exit_status_) + " before it became healthy";
+      // Its last line usually says why (harness serve: the InputError).
+      std::string last = log_tail(1);
+      while (!last.empty() && (last.back() == '\n' || last.back() == '\r')) last.pop_back();
+      if (!last.empty()) error_ += "; its log ends: " + (last.size() > 400 ? last.substr(0, 400) + "..." : last);
       stop();
       return false;
     }

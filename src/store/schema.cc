@@ -83,26 +83,23 @@ constexpr Migration kMigrations[] = {
     {1, kVersion1},
 };
 
-constexpr const char* kHasVersionTable =
-    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'";
+// One statement, so one snapshot: read as two, another process's migration could commit between
+// them and a store being created would look like somebody else's database.
 constexpr const char* kCountTables =
-    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'";
+    "SELECT count(*) FILTER (WHERE name = 'schema_version'), count(*) FROM sqlite_master "
+    "WHERE type = 'table' AND name NOT LIKE 'sqlite_%'";
 constexpr const char* kCreateVersionTable =
     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)";
 constexpr const char* kSelectVersion = "SELECT max(version) FROM schema_version";
 constexpr const char* kClearVersion = "DELETE FROM schema_version";
 constexpr const char* kInsertVersion = "INSERT INTO schema_version (version) VALUES (?1)";
 
-int count(Database& db, const char* sql) {
-  Statement q = db.prepare(sql);
-  H0_CHECK(q.step()) << sql;
-  return static_cast<int>(q.integer(0));
-}
-
 // The store's version: 0 for an empty database. Throws if it is not ours or is too new.
 int read_version(Database& db, int known) {
-  if (count(db, kHasVersionTable) == 0) {
-    if (count(db, kCountTables) > 0) {
+  Statement tables = db.prepare(kCountTables);
+  H0_CHECK(tables.step()) << kCountTables;
+  if (tables.integer(0) == 0) {
+    if (tables.integer(1) > 0) {
       throw InputError(db.path(), "not a harness store: no schema_version table");
     }
     return 0;

@@ -54,11 +54,11 @@ std::string read_activation(const ConfigFields& f, const char* key, const std::s
   throw InputError(f.where(key), "unsupported activation '" + act + "' (silu, gelu, gelu_pytorch_tanh, gelu_new)");
 }
 
-void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double default_rope_theta) {
+void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double default_rope_theta, bool dense_mlp) {
   auto size = [&](const char* key, int64_t def) { return defaults ? f.opt_int(key, def) : f.req_int(key); };
   t->model_type = f.opt_string("model_type", "llama");
   t->hidden_size = size("hidden_size", 4096);
-  t->intermediate_size = size("intermediate_size", 11008);
+  t->intermediate_size = dense_mlp ? size("intermediate_size", 11008) : f.opt_int("intermediate_size", 0);
   t->num_layers = size("num_hidden_layers", 32);
   if (t->num_layers < 1 || t->num_layers > kMaxDecoderLayers) {  // a layer table of that size is a malformed config
     throw InputError(f.where("num_hidden_layers"), std::to_string(t->num_layers) +
@@ -108,6 +108,18 @@ std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_
     kinds.push_back(pattern > 0 && (l + 1) % pattern == 0 ? LayerKind::kFull : LayerKind::kSliding);
   }
   return kinds;
+}
+
+int64_t read_rotary_dim(const ConfigFields& f, int64_t head_dim, double def) {
+  double factor = def;
+  if (const std::optional<ConfigFields> rope = f.opt_object("rope_parameters")) factor = rope->opt_double("partial_rotary_factor", factor);
+  factor = f.opt_double("partial_rotary_factor", factor);
+  // HF: dim = int(head_dim * factor), inv_freq over arange(0, dim, 2) / dim, cos/sin 2·ceil(dim/2) wide.
+  const int64_t dim = int64_t(double(head_dim) * factor);
+  if (factor <= 0 || factor > 1 || dim < 2) {
+    throw InputError(f.where("partial_rotary_factor"), "must leave a rotary dim in [2, head_dim = " + std::to_string(head_dim) + "]");
+  }
+  return dim;
 }
 
 void read_grouped_routing(const ConfigFields& f, Moe* m) {

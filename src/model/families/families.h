@@ -15,7 +15,9 @@ namespace h0::model {
 // text_config), missing sizes take LlamaConfig's defaults as transformers does; otherwise they
 // are required. Throws InputError naming the field.
 // `default_rope_theta`: the family's base when the config writes none (Gemma 3: 1e6).
-void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double default_rope_theta = 10000);
+// `dense_mlp` false: no layer has a dense MLP (Qwen3.5-MoE), intermediate_size is optional.
+void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double default_rope_theta = 10000,
+                  bool dense_mlp = true);
 // A RoPE object (rope_parameters, rope_scaling, or one layer type's entry of Gemma 3's nested
 // rope_parameters): its rope_theta (when present) and scaling (json: the object, null for
 // "default"). Throws InputError naming the field.
@@ -35,6 +37,13 @@ std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_
 // their width, norm_topk_prob (default true), n_group / topk_group (must divide the experts),
 // routed_scaling_factor.
 void read_grouped_routing(const ConfigFields& f, Moe* m);
+// partial_rotary_factor (transformers 4 at the top, 5 inside rope_parameters; `def` when neither)
+// as rotary dims of `head_dim`: int(head_dim · factor), as HF's rotary embedding. Throws
+// InputError unless it leaves at least 2.
+int64_t read_rotary_dim(const ConfigFields& f, int64_t head_dim, double def);
+// Qwen2-MoE's names (Llama's with mlp.shared_expert.* and mlp.shared_expert_gate), which Qwen3-Next
+// and Qwen3.5 share.
+const TensorNames& qwen2_moe_names();
 // CLIPVisionConfig's fields, its defaults for the missing ones; names: clip_vision_names().
 Vision read_clip_vision(const ConfigFields& f);
 // HF's CLIP tower and LLaVA's projector, by vision role.
@@ -52,5 +61,9 @@ Architecture arch_qwen2_moe(const ConfigFields& f);  // families/qwen2_moe.cc
 Architecture arch_glm4_moe(const ConfigFields& f);  // families/glm4_moe.cc
 Architecture arch_gemma3_text(const ConfigFields& f);  // families/gemma3_text.cc
 Architecture arch_gpt_oss(const ConfigFields& f);  // families/gpt_oss.cc
+Architecture arch_qwen3_next(const ConfigFields& f);  // families/qwen3_next.cc
+Architecture arch_qwen3_5_text(const ConfigFields& f);  // families/qwen3_next.cc
+Architecture arch_qwen3_5_moe_text(const ConfigFields& f);  // families/qwen3_next.cc
+Architecture arch_deepseek_v32(const ConfigFields& f);  // families/deepseek_v32.cc
 
 }  // namespace h0::model

@@ -4,7 +4,6 @@
 #include "model/families/families.h"
 
 namespace h0::model {
-namespace {
 
 const TensorNames& qwen2_moe_names() {
   static const TensorNames names = llama_tensor_names().with({
@@ -15,8 +14,6 @@ const TensorNames& qwen2_moe_names() {
   });
   return names;
 }
-
-}  // namespace
 
 Architecture arch_qwen2_moe(const ConfigFields& f) {
   Architecture a;
