@@ -45,6 +45,13 @@ Each checkpoint is loaded back (AutoModelForCausalLM.from_pretrained, f32, eager
                   projection (64 and 32 wide, before the split into heads), GQA 4/2, head_dim 16,
                   rms_norm_eps 1e-6; initializer_range 0.3 (0.2 greedily emits <|begin_of_text|> in
                   chat_hello), embeddings not tied.
+  tiny-qwen3-next qwen3_next: layer_types [linear, full, linear]; Gated DeltaNet with 2 key heads and 4
+                  value heads of 16, conv kernel 4; gated full attention (head_dim 16, partial rotary
+                  0.5, QK-norm); 4 experts top-2 plus the gated shared expert; the executor does not
+                  run it yet (its day0 reports why: tests/harness/cli_day0_hybrid_test.cc).
+  tiny-deepseek-v32 deepseek_v32: MLA (q_lora 32, kv_lora 16), the lightning indexer (2 heads of 16,
+                  index_topk 4: prompts longer than 4 tokens attend sparsely), first layer dense,
+                  4 experts top-2 plus a shared one; not run by the executor yet either.
 The initializer ranges were picked so that greedy decoding of the e2e prompts does not repeat one
 token (transformers' default 0.02 does, or gives top1-top2 margins under 1e-3).
 """
