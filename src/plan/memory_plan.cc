@@ -221,11 +221,9 @@ std::vector<std::string> plan_notes(const Architecture& arch, const ParallelPlan
   if (plan.tp > 1) notes.push_back("vocab " + std::to_string(t.vocab_size) + " over tp " + std::to_string(plan.tp) + ": " + sizes_of(t.vocab_size, plan.tp));
   if (t.tie_word_embeddings && plan.pp > 1) notes.push_back("tied embedding: held by the first stage and, as the LM head, by the last");
   if (t.num_nextn_predict_layers > 0 && !o.include_mtp) notes.push_back("MTP layers not loaded (speculative decoding off)");
-  int64_t sliding = 0, linear = 0;
-  for (int64_t l = 0; l < t.num_layers; ++l) {
-    sliding += t.layer_kind(l) == model::TextModel::LayerKind::kSliding;
-    linear += t.layer_kind(l) == model::TextModel::LayerKind::kLinear;
-  }
+  const int64_t linear = linear_layers(arch, {0, t.num_layers});
+  int64_t sliding = 0;
+  for (int64_t l = 0; l < t.num_layers; ++l) sliding += t.layer_kind(l) == model::TextModel::LayerKind::kSliding;
   if (sliding > 0 && t.attn.sliding_window > 0) {
     notes.push_back(std::to_string(sliding) + " of " + std::to_string(t.num_layers) + " layers use a sliding window of " +
                     with_commas(t.attn.sliding_window) + " tokens: their KV holds at most that many per sequence");

@@ -110,6 +110,12 @@ std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_
   return kinds;
 }
 
+void require_positive(const ConfigFields& f, std::initializer_list<std::pair<const char*, int64_t>> fields) {
+  for (const auto& [key, v] : fields) {
+    if (v < 1) throw InputError(f.where(key), "must be a positive integer, got " + std::to_string(v));
+  }
+}
+
 int64_t read_rotary_dim(const ConfigFields& f, int64_t head_dim, double def) {
   double factor = def;
   if (const std::optional<ConfigFields> rope = f.opt_object("rope_parameters")) factor = rope->opt_double("partial_rotary_factor", factor);

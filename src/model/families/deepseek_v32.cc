@@ -14,10 +14,7 @@ Architecture arch_deepseek_v32(const ConfigFields& f) {
   x.n_heads = f.opt_int("index_n_heads", 64);  // DeepseekV32Config's defaults
   x.head_dim = f.opt_int("index_head_dim", 128);
   x.topk = f.opt_int("index_topk", 2048);
-  const std::pair<const char*, int64_t> sizes[] = {{"index_n_heads", x.n_heads}, {"index_head_dim", x.head_dim}, {"index_topk", x.topk}};
-  for (const auto& [key, v] : sizes) {
-    if (v < 1) throw InputError(f.where(key), "must be a positive integer, got " + std::to_string(v));
-  }
+  require_positive(f, {{"index_n_heads", x.n_heads}, {"index_head_dim", x.head_dim}, {"index_topk", x.topk}});
   if (t.attn.q_lora_rank <= 0) throw InputError(f.where("q_lora_rank"), "the indexer's queries come from the q latent: must be set");
   if (f.find("mlp_layer_types") != nullptr) {
     const nlohmann::json& types = f.json()["mlp_layer_types"];

@@ -41,6 +41,8 @@ void read_grouped_routing(const ConfigFields& f, Moe* m);
 // as rotary dims of `head_dim`: int(head_dim · factor), as HF's rotary embedding. Throws
 // InputError unless it leaves at least 2.
 int64_t read_rotary_dim(const ConfigFields& f, int64_t head_dim, double def);
+// Throws InputError at the first field of `fields` (config key, value read) below 1.
+void require_positive(const ConfigFields& f, std::initializer_list<std::pair<const char*, int64_t>> fields);
 // Qwen2-MoE's names (Llama's with mlp.shared_expert.* and mlp.shared_expert_gate), which Qwen3-Next
 // and Qwen3.5 share.
 const TensorNames& qwen2_moe_names();

@@ -35,14 +35,11 @@ Architecture hybrid_decoder(const ConfigFields& f, bool fused_projections, bool 
   l.k_head_dim = f.opt_int("linear_key_head_dim", 128);
   l.v_head_dim = f.opt_int("linear_value_head_dim", 128);
   l.conv_kernel = f.opt_int("linear_conv_kernel_dim", 4);
-  const std::pair<const char*, int64_t> sizes[] = {{"linear_num_key_heads", l.num_k_heads},
-                                                   {"linear_num_value_heads", l.num_v_heads},
-                                                   {"linear_key_head_dim", l.k_head_dim},
-                                                   {"linear_value_head_dim", l.v_head_dim},
-                                                   {"linear_conv_kernel_dim", l.conv_kernel}};
-  for (const auto& [key, v] : sizes) {
-    if (v < 1) throw InputError(f.where(key), "must be a positive integer, got " + std::to_string(v));
-  }
+  require_positive(f, {{"linear_num_key_heads", l.num_k_heads},
+                       {"linear_num_value_heads", l.num_v_heads},
+                       {"linear_key_head_dim", l.k_head_dim},
+                       {"linear_value_head_dim", l.v_head_dim},
+                       {"linear_conv_kernel_dim", l.conv_kernel}});
   if (l.num_v_heads % l.num_k_heads != 0) {
     throw InputError(f.where("linear_num_value_heads"),
                      "must be a multiple of linear_num_key_heads (" + std::to_string(l.num_k_heads) + ")");
