@@ -66,6 +66,7 @@ from transformers.modeling_rope_utils import (  # noqa: E402
     RotaryEmbeddingConfigMixin,
 )
 from transformers.integrations import mxfp4 as hf_mxfp4  # noqa: E402
+from transformers.models.deepseek_v32 import modeling_deepseek_v32 as hf_deepseek_v32  # noqa: E402
 from transformers.models.gpt_oss import modeling_gpt_oss as hf_gpt_oss  # noqa: E402
 from transformers.models.gptj import modeling_gptj as hf_gptj  # noqa: E402
 from transformers.models.llama import modeling_llama as hf_llama  # noqa: E402
@@ -521,6 +522,134 @@ def op_paged_attention(inp, attrs):
                           window=int(attr(attrs, "sliding_window", 0)))]
 
 
+# ---- DeepSeek sparse attention (V3.2) -----------------------------------
+
+
+class _CaptureTopk(_Float32AsFloat64):
+    """_Float32AsFloat64, and the tensor every Tensor.topk is called on is kept in .scores."""
+
+    def __init__(self):
+        super().__init__()
+        self.scores: list[torch.Tensor] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.topk:
+            self.scores.append(args[0].detach().clone())
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+class _Returns(torch.nn.Module):
+    """A stand-in projection: returns `value` whatever it is given (weight: its dtype only)."""
+
+    def __init__(self, value: torch.Tensor):
+        super().__init__()
+        self.value = value
+        self.weight = torch.nn.Parameter(torch.zeros(1, dtype=value.dtype), requires_grad=False)
+
+    def forward(self, x):
+        return self.value
+
+
+def paged_visible(T: int, S: int, attrs: dict) -> torch.Tensor:
+    """[T, S] bool: query t (position q_offset + t) may see key j."""
+    q_offset = attrs.get("q_offset")
+    return visible(T, S, causal=bool(attr(attrs, "causal", True)),
+                   q_offset=S - T if q_offset is None else int(q_offset), window=0)
+
+
+def context_of(block_table: torch.Tensor, B: int, attrs: dict, op_name: str) -> int:
+    n = block_table.shape[0]
+    context_len = int(attr(attrs, "context_len", n * B))
+    if context_len > n * B:
+        raise GenError(f"{op_name}: context_len {context_len} > {n} blocks of {B}")
+    return context_len
+
+
+@op("lightning_indexer")
+def op_lightning_indexer(inp, attrs):
+    """transformers' DeepseekV32Indexer.forward in float64 on the op's q, keys and weights: its
+    projections replaced by the operands (wq_b, wk and k_norm pass them through, weights_proj
+    returns weights · sqrt(H), which the module scales by H^-0.5), its RoPE by the identity (the
+    rope op's business). The scores its topk call sees are captured; the selection is then the
+    op's: score descending, ties to the lower key id, -1 past the visible keys. Every row is
+    cross-checked against the module's own top-k (the same scores), and a case whose k-th and
+    (k+1)-th best scores are closer than 1e-9 without being equal is refused (no fair exact
+    check of a selection is possible there)."""
+    q, k_cache, w = (f64(t) for t in inp[:3])
+    block_table = inp[3]
+    T, H, D = q.shape
+    B = k_cache.shape[1]
+    S = context_of(block_table, B, attrs, "lightning_indexer")
+    topk = int(attrs["topk"])
+    j = torch.arange(S, dtype=torch.int64)
+    keys = k_cache[block_table.to(torch.int64)[j // B], j % B]  # [S, D]
+    scale = attrs.get("scale")
+    config = transformers.DeepseekV32Config(hidden_size=D, q_lora_rank=H * D, index_n_heads=H, index_head_dim=D,
+                                            qk_rope_head_dim=0, index_topk=topk)
+    indexer = hf_deepseek_v32.DeepseekV32Indexer(config, layer_idx=0).double()
+    if scale is not None:
+        indexer.softmax_scale = float(scale)
+    indexer.wq_b = torch.nn.Identity()
+    indexer.wk = _Returns(keys.unsqueeze(0))
+    indexer.k_norm = torch.nn.Identity()
+    indexer.weights_proj = _Returns(w.unsqueeze(0) * math.sqrt(H))
+    seen = paged_visible(T, S, attrs)
+    mask = torch.zeros(1, T, S, dtype=F64).masked_fill(~seen, float("-inf"))
+    rope = hf_deepseek_v32.apply_rotary_pos_emb
+    capture = _CaptureTopk()
+    try:
+        hf_deepseek_v32.apply_rotary_pos_emb = lambda q_, k_, cos, sin, unsqueeze_dim=1: (q_, k_)
+        with capture:
+            hf_top = indexer(torch.zeros(1, T, D, dtype=F64), q.reshape(1, T, H * D), (None, None), mask, None)
+    finally:
+        hf_deepseek_v32.apply_rotary_pos_emb = rope
+    if len(capture.scores) != 1 or capture.scores[0].dtype != F64:
+        raise GenError("lightning_indexer: transformers' indexer did not score once in float64")
+    scores = capture.scores[0][0]  # [T, S]
+    out = torch.full((T, topk), -1, dtype=torch.int32)
+    for t in range(T):
+        row = scores[t]
+        n = int(seen[t].sum())
+        order = _order_desc(row.numpy())[:min(topk, n)]
+        out[t, :len(order)] = torch.from_numpy(order.astype(np.int32))
+        theirs = hf_top[0, t].to(torch.int64)[:len(order)]
+        if not torch.equal(row[theirs].sort().values, row[torch.from_numpy(order)].sort().values):
+            raise GenError(f"lightning_indexer: row {t}: transformers' top-k scores differ from the selection's")
+        if n > topk:
+            kth, next_ = float(row[order[-1]]), float(row[_order_desc(row.numpy())[topk]])
+            if kth != next_ and abs(kth - next_) <= 1e-9 * max(1.0, abs(kth)):
+                raise GenError(f"lightning_indexer: row {t}: the {topk}th and next scores are a near-tie")
+    return [out]
+
+
+@op("sparse_attention")
+def op_sparse_attention(inp, attrs):
+    """transformers' deepseek_v32 eager_attention_forward in float64, with the mask the V3.2
+    attention builds: the causal mask with every key the indexer did not select masked. -1
+    entries select nothing; a query left with no key gets zeros (the op's contract; softmax over
+    nothing is NaN in torch)."""
+    q, k_cache, v_cache = (f64(t) for t in inp[:3])
+    block_table, indices = inp[3], inp[4].to(torch.int64)
+    T, Hq, _ = q.shape
+    B, Hkv = k_cache.shape[1], k_cache.shape[2]
+    S = context_of(block_table, B, attrs, "sparse_attention")
+    if int(indices.min()) < -1 or int(indices.max()) >= S:
+        raise GenError(f"sparse_attention: indices outside [-1, {S})")
+    k, v = gather_paged(k_cache, v_cache, block_table, S)
+    selected = torch.zeros(T, S + 1, dtype=torch.bool).scatter(-1, torch.where(indices < 0, S, indices), True)[:, :S]
+    allowed = selected & paged_visible(T, S, attrs)
+    mask = torch.zeros(T, S, dtype=F64).masked_fill(~allowed, float("-inf"))
+    scale = attrs.get("scale")
+    module = SimpleNamespace(num_key_value_groups=Hq // Hkv, training=False)
+    o, _ = in_float64(hf_deepseek_v32.eager_attention_forward, module, q.transpose(0, 1).unsqueeze(0),
+                      k.transpose(0, 1).unsqueeze(0), v.transpose(0, 1).unsqueeze(0), mask.view(1, 1, T, S),
+                      scaling=1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale))
+    o = o[0]  # [T, Hq, Dv]
+    empty = ~allowed.any(dim=-1)
+    o[empty] = 0.0
+    return [o]
+
+
 # ---- MoE -----------------------------------------------------------------
 
 
@@ -566,6 +695,44 @@ def op_gated_delta_rule(inp, attrs):
     scale = attr(attrs, "scale", None)
     factor = 1.0 if scale is None else float(scale) * math.sqrt(Dk)
     return [o[0] * factor, s[0]]
+
+
+@op("gdn_gating")
+def op_gdn_gating(inp, attrs):
+    """The g and beta transformers' Qwen3NextGatedDeltaNet.forward hands its delta rule (captured),
+    in float64: one key head, so in_proj_ba writes [b | a], and in_proj_ba is the identity on a
+    hidden state of [b | a]; A_log and dt_bias are the module's parameters. Cross-checked against
+    its two lines written out: beta = b.sigmoid(), g = -A_log.exp() * softplus(a + dt_bias)."""
+    a, b, a_log, dt_bias = (f64(t) for t in inp)
+    T, Hv = a.shape
+    config = transformers.Qwen3NextConfig(hidden_size=2 * Hv, linear_num_key_heads=1, linear_num_value_heads=Hv,
+                                          linear_key_head_dim=2, linear_value_head_dim=2, linear_conv_kernel_dim=2,
+                                          num_hidden_layers=1, layer_types=["linear_attention"])
+    layer = hf_qwen3_next.Qwen3NextGatedDeltaNet(config, layer_idx=0).double()
+    captured = {}
+
+    def delta_rule(query, key, value, g, beta, **kwargs):
+        captured["g"], captured["beta"] = g, beta
+        return torch.zeros_like(value), None
+
+    with torch.no_grad():
+        layer.in_proj_ba.weight.copy_(torch.eye(2 * Hv, dtype=F64))
+        layer.in_proj_qkvz.weight.zero_()
+        layer.A_log.copy_(a_log)
+        layer.dt_bias.copy_(dt_bias)
+        chunk = hf_qwen3_next.torch_chunk_gated_delta_rule
+        try:
+            hf_qwen3_next.torch_chunk_gated_delta_rule = delta_rule
+            in_float64(layer, torch.cat([b, a], dim=-1).unsqueeze(0))
+        finally:
+            hf_qwen3_next.torch_chunk_gated_delta_rule = chunk
+    g, beta = captured["g"][0], captured["beta"][0]
+    if g.dtype != F64 or beta.dtype != F64:
+        raise GenError(f"gdn_gating: transformers' gating came out {g.dtype}/{beta.dtype}")
+    for name, theirs, ours in (("g", g, -a_log.exp() * F.softplus(a + dt_bias)), ("beta", beta, b.sigmoid())):
+        if not torch.allclose(theirs, ours, rtol=1e-12, atol=0):
+            raise GenError(f"gdn_gating: transformers' {name} differs from its formula")
+    return [g, beta]
 
 
 @op("rmsnorm_gated")

@@ -12,15 +12,10 @@ std::set<std::string> ops_of_model(const model::Architecture& arch) {
   // An MXFP4 checkpoint's experts (GPT-OSS as released): the harness dequantizes them on load (the
   // reference), the platform's engine runs that format: its kernel is checked too.
   if (arch.quantization.method == "mxfp4") ops.insert("dequantize_mxfp4");
-  // What the executor does not run yet but the model needs (Architecture::executor_gap): the
-  // linear-attention layers' ops, and the output gate's.
-  const model::TextModel& t = arch.text;
-  for (int64_t l = 0; l < t.num_layers; ++l) {
-    if (t.layer_kind(l) != model::TextModel::LayerKind::kLinear) continue;
-    ops.insert({"causal_conv1d", "gated_delta_rule", "rmsnorm_gated", "sigmoid", "mul"});
-    break;
-  }
-  if (t.attn.output_gate) ops.insert({"sigmoid", "mul"});
+  // What the executor does not run yet but the model needs (Architecture::executor_gap):
+  // DeepSeek-V3.2's indexer (its own projections, key norm and half-split RoPE) and the
+  // attention over the keys it selects.
+  if (arch.text.indexer.n_heads > 0) ops.insert({"lightning_indexer", "sparse_attention", "layernorm", "rope"});
   return ops;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "base/check.h"
 #include "base/error.h"
@@ -43,6 +44,16 @@ const Architecture& executable(const Architecture& arch) {
   return arch;
 }
 
+// TP over Gated DeltaNet layers needs in_proj_qkv / conv1d cut per q|k|v part (not a plain
+// column split); until the loader does, a sharded hybrid runs pipeline stages only.
+const ExecutorOptions& checked(const Architecture& arch, const ExecutorOptions& o) {
+  if (o.sharding != nullptr && o.sharding->tp && o.sharding->tp->size() > 1 && arch.text.linear.num_v_heads > 0) {
+    throw InputError("parallel plan", "tensor parallelism over " + arch.family +
+                                          "'s Gated DeltaNet layers is not run yet (pp and dp are)");
+  }
+  return o;
+}
+
 tensor::Tensor index_tensor(const std::vector<int64_t>& v) {
   return tensor::Tensor::copy_of(tensor::DType::kI64, {int64_t(v.size())}, v.data());
 }
@@ -53,15 +64,51 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, 
                    const ExecutorOptions& options)
     : arch_(executable(arch)),
       backend_(backend),
-      options_(options),
+      options_(checked(arch, options)),
       ops_(backend, options.fallback, options.profile),
       weights_(std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype, options.sharding)),
       cache_(backend, kv_geometry(arch, options), options.dtype),
       prefix_(arch.family == "llava" ? "model.language_model." : "model."),
       attention_scale_(attention_scale(arch.text)),
-      op_(model_ops(arch, options.dtype, options.act_quant)) {}
+      op_(model_ops(arch, options.dtype, options.act_quant)),
+      fused_(arch.text.linear.fused_projections ? fused_columns(arch.text.linear) : FusedColumns{}) {}
 
 Executor::~Executor() = default;
+
+void Executor::free_sequence(int seq) {
+  cache_.free_sequence(seq);
+  linear_states_.erase(seq);
+}
+
+Executor::LinearState& Executor::linear_state(int seq, int64_t layer) {
+  auto& layers = linear_states_[seq];
+  auto it = layers.find(layer);
+  if (it != layers.end()) return it->second;
+  const LinearAttention& la = arch_.text.linear;
+  LinearState st{backend_.upload(tensor::Tensor::zeros(options_.dtype, {la.conv_dim(), la.conv_kernel - 1})),
+                 backend_.upload(tensor::Tensor::zeros(tensor::DType::kF32, {la.num_v_heads, la.k_head_dim, la.v_head_dim}))};
+  return layers.emplace(layer, std::move(st)).first->second;
+}
+
+// transformers' fix_query_key_value_ordering: in_proj_qkvz's outputs are, per key head g,
+// [q (Dk), k (Dk), v (r·Dv), z (r·Dv)] with r = Hv / Hk; in_proj_ba's [b (r), a (r)].
+Executor::FusedColumns Executor::fused_columns(const LinearAttention& la) {
+  const int64_t hk = la.num_k_heads, dk = la.k_head_dim, r = la.value_group(), rv = r * la.v_head_dim;
+  const int64_t group = 2 * dk + 2 * rv;
+  FusedColumns c;
+  for (int64_t part : {0, 1}) {  // every key head's q, then every key head's k
+    for (int64_t g = 0; g < hk; ++g) {
+      for (int64_t i = 0; i < dk; ++i) c.qkv.push_back(g * group + part * dk + i);
+    }
+  }
+  for (int64_t g = 0; g < hk; ++g) {
+    for (int64_t i = 0; i < rv; ++i) c.qkv.push_back(g * group + 2 * dk + i);
+    for (int64_t i = 0; i < rv; ++i) c.z.push_back(g * group + 2 * dk + rv + i);
+    for (int64_t i = 0; i < r; ++i) c.b.push_back(g * 2 * r + i);
+    for (int64_t i = 0; i < r; ++i) c.a.push_back(g * 2 * r + r + i);
+  }
+  return c;
+}
 
 tensor::Tensor Executor::to_host_f32(const DeviceTensor& t) {
   tensor::Tensor host = backend_.download(t);
@@ -263,7 +310,7 @@ tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden, 
   DeviceTensor x = backend_.upload(glue::to_dtype(hidden, options_.dtype));
   x = decoder_layer(layer, std::move(x), step);
   tensor::Tensor out = to_host_f32(x);
-  cache_.free_sequence(step.segments[0].seq);
+  free_sequence(step.segments[0].seq);
   return out;
 }
 
@@ -277,8 +324,11 @@ DeviceTensor Executor::decoder_layer(int64_t layer, DeviceTensor x, Step& step) 
     return out;
   };
   DeviceTensor h = norm(TensorRole::kAttnNorm, x);
-  DeviceTensor a = t.attn.mla ? latent_attention(layer, h, step) : attention(layer, h, step);
-  probe(step, p + ".self_attn", a);
+  const bool linear_layer = t.layer_kind(layer) == TextModel::LayerKind::kLinear;
+  DeviceTensor a = linear_layer ? linear_attention(layer, h, step)
+                   : t.attn.mla ? latent_attention(layer, h, step)
+                                : attention(layer, h, step);
+  probe(step, p + (linear_layer ? ".linear_attn" : ".self_attn"), a);
   if (t.sandwich_norms) a = norm(TensorRole::kAttnPostNorm, a);
   x = ops_.run1(op_.add, {&x, &a});
   h = norm(TensorRole::kFfnNorm, x);
@@ -297,6 +347,12 @@ DeviceTensor Executor::attention(int64_t layer, const DeviceTensor& h, Step& ste
   const int64_t Hkv = options_.sharding ? options_.sharding->kv_heads : at.num_kv_heads;
   DeviceTensor q = linear(layer, TensorRole::kAttnQ, h), k = linear(layer, TensorRole::kAttnK, h),
                v = linear(layer, TensorRole::kAttnV, h);
+  std::optional<DeviceTensor> gate;
+  if (at.output_gate) {  // Qwen3-Next: q_proj writes [query | gate] per head
+    auto [query, g] = glue::split_last(backend_.download(q).reshape({T, H, 2 * hd}), hd);
+    q = backend_.upload(query);
+    gate = backend_.upload(g.reshape({T, H * hd}));
+  }
   if (at.qk_norm) {  // Qwen3: RMSNorm over each head before RoPE
     q.reshape({T * H, hd});
     k.reshape({T * Hkv, hd});
@@ -312,6 +368,10 @@ DeviceTensor Executor::attention(int64_t layer, const DeviceTensor& h, Step& ste
   k = ops_.run1(rope, {&k, &step.positions});
   DeviceTensor o = cached_attention(layer, q, backend_.download(k), backend_.download(v), step);
   o.reshape({T, H * hd});
+  if (gate) {  // o · sigmoid(gate)
+    const DeviceTensor s = ops_.run1(op_.sigmoid, {&*gate});
+    o = ops_.run1(op_.mul, {&o, &s});
+  }
   DeviceTensor out = linear(layer, TensorRole::kAttnO, o, first_tp_rank());  // row-parallel under TP
   if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
   return out;
@@ -349,6 +409,58 @@ DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, St
   DeviceTensor out = linear(layer, TensorRole::kAttnO, o, first_tp_rank());
   if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
   return out;
+}
+
+// Gated DeltaNet (transformers' Qwen3NextGatedDeltaNet): the input projections (Qwen3-Next's
+// fused ones regrouped on the host), the gating g and beta, then per sequence the causal conv over
+// q|k|v and the gated delta rule, each from and into that sequence's state; the gated RMSNorm of
+// every value head's output by z, and out_proj.
+DeviceTensor Executor::linear_attention(int64_t layer, const DeviceTensor& h, Step& step) {
+  const LinearAttention& la = arch_.text.linear;
+  const int64_t T = step.tokens, hk = la.num_k_heads, hv = la.num_v_heads, dk = la.k_head_dim, dv = la.v_head_dim;
+  const int64_t key_dim = hk * dk;
+  DeviceTensor qkv, z, b, a;
+  if (la.fused_projections) {
+    const tensor::Tensor qkvz = backend_.download(linear(layer, TensorRole::kLinQKVZ, h));
+    const tensor::Tensor ba = backend_.download(linear(layer, TensorRole::kLinBA, h));
+    qkv = backend_.upload(glue::gather_columns(qkvz, fused_.qkv));
+    z = backend_.upload(glue::gather_columns(qkvz, fused_.z));
+    b = backend_.upload(glue::gather_columns(ba, fused_.b));
+    a = backend_.upload(glue::gather_columns(ba, fused_.a));
+  } else {
+    qkv = linear(layer, TensorRole::kLinQKV, h);
+    z = linear(layer, TensorRole::kLinZ, h);
+    b = linear(layer, TensorRole::kLinB, h);
+    a = linear(layer, TensorRole::kLinA, h);
+  }
+  std::vector<DeviceTensor> gating =
+      ops_.run(op_.gdn_gating, {&a, &b, &weights_->get(layer, TensorRole::kLinALog), &weights_->get(layer, TensorRole::kLinDtBias)});
+  const DeviceTensor& conv_w = weights_->get(layer, TensorRole::kLinConv);  // [C, K]
+  const bool one = step.segments.size() == 1;
+  tensor::Tensor qkv_host, g_host, beta_host;
+  if (!one) qkv_host = backend_.download(qkv), g_host = backend_.download(gating[0]), beta_host = backend_.download(gating[1]);
+  const auto rows = [&](const tensor::Tensor& t, const Segment& s) { return backend_.upload(t.slice_rows(s.row, s.row + s.tokens)); };
+  tensor::Tensor core = tensor::Tensor::zeros(options_.dtype, {T, hv, dv});
+  for (const Segment& s : step.segments) {
+    LinearState& st = linear_state(s.seq, layer);
+    const DeviceTensor x = one ? std::move(qkv) : rows(qkv_host, s);
+    std::vector<DeviceTensor> conv = ops_.run(op_.conv1d, {&x, &conv_w, &st.conv});
+    st.conv = std::move(conv[1]);
+    auto [qk, v] = glue::split_last(backend_.download(conv[0]), 2 * key_dim);
+    auto [q, k] = glue::split_last(qk, key_dim);
+    const DeviceTensor qd = backend_.upload(q.reshape({s.tokens, hk, dk})), kd = backend_.upload(k.reshape({s.tokens, hk, dk})),
+                       vd = backend_.upload(v.reshape({s.tokens, hv, dv}));
+    const DeviceTensor g = one ? std::move(gating[0]) : rows(g_host, s), beta = one ? std::move(gating[1]) : rows(beta_host, s);
+    std::vector<DeviceTensor> out = ops_.run(op_.delta_rule, {&qd, &kd, &vd, &g, &beta, &st.recurrent});
+    st.recurrent = std::move(out[1]);
+    tensor::Tensor dst = core.slice_rows(s.row, s.row + s.tokens);
+    backend_.download(out[0], &dst);
+  }
+  DeviceTensor o = backend_.upload(core.reshape({T * hv, dv}));
+  z.reshape({T * hv, dv});
+  o = ops_.run1(op_.norm_gated, {&o, &weights_->get(layer, TensorRole::kLinNorm), &z});
+  o.reshape({T, hv * dv});
+  return linear(layer, TensorRole::kLinOut, o);
 }
 
 // k and v rows of every segment go to its sequence's blocks, the layer is uploaded once, then

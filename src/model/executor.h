@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,7 +54,8 @@ class Executor {
   ~Executor();
 
   int new_sequence() { return cache_.new_sequence(); }
-  void free_sequence(int seq) { cache_.free_sequence(seq); }
+  // Frees the sequence's KV blocks and its linear-attention states.
+  void free_sequence(int seq);
   int64_t sequence_length(int seq) const { return cache_.length(seq); }
   // The paged KV cache: capacity geometry().num_blocks × block_size tokens, free_blocks().
   const PagedKvCache& kv_cache() const { return cache_; }
@@ -114,6 +116,7 @@ class Executor {
   backend::DeviceTensor decoder_layer(int64_t layer, backend::DeviceTensor x, Step& step);
   backend::DeviceTensor attention(int64_t layer, const backend::DeviceTensor& h, Step& step);
   backend::DeviceTensor latent_attention(int64_t layer, const backend::DeviceTensor& h, Step& step);
+  backend::DeviceTensor linear_attention(int64_t layer, const backend::DeviceTensor& h, Step& step);
   backend::DeviceTensor cached_attention(int64_t layer, const backend::DeviceTensor& q, const tensor::Tensor& k,
                                          const tensor::Tensor& v, Step& step);
   backend::DeviceTensor mlp(int64_t layer, TensorRole gate, const backend::DeviceTensor& h);
@@ -136,6 +139,19 @@ class Executor {
   void probe(Step& step, const std::string& name, const backend::DeviceTensor& t);
   tensor::Tensor to_host_f32(const backend::DeviceTensor& t);
 
+  // A sequence's state in one Gated DeltaNet layer: the conv's last K - 1 inputs [C, K - 1] (run
+  // dtype) and the recurrent state [Hv, Dk, Dv] (f32); zeros until its first forward pass.
+  struct LinearState {
+    backend::DeviceTensor conv, recurrent;
+  };
+  LinearState& linear_state(int seq, int64_t layer);
+  // Qwen3-Next's fused in_proj_qkvz / in_proj_ba outputs (grouped per key head) regrouped as
+  // q|k|v (the conv's channels), z, b and a: the columns each takes, in order.
+  struct FusedColumns {
+    std::vector<int64_t> qkv, z, b, a;
+  };
+  static FusedColumns fused_columns(const LinearAttention& la);
+
   Architecture arch_;
   backend::Backend& backend_;
   ExecutorOptions options_;
@@ -145,6 +161,8 @@ class Executor {
   std::string prefix_;
   double attention_scale_ = 0;
   ModelOps op_;  // the model's ops, bound once (model_ops.h)
+  FusedColumns fused_;
+  std::map<int, std::map<int64_t, LinearState>> linear_states_;  // by sequence, then layer
 };
 
 }  // namespace h0::model

@@ -67,6 +67,18 @@ tensor::Tensor concat_rows(const tensor::Tensor& a, const tensor::Tensor& b) {
   return out;
 }
 
+tensor::Tensor gather_columns(const tensor::Tensor& t, const std::vector<int64_t>& cols) {
+  const int64_t rows = t.dim(0), n = t.dim(1), m = int64_t(cols.size());
+  const size_t e = tensor::dtype_size(t.dtype());
+  tensor::Tensor out = tensor::Tensor::zeros(t.dtype(), {rows, m});
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < m; ++i) {
+      std::memcpy(mutable_bytes(out) + size_t(r * m + i) * e, bytes(t) + size_t(r * n + cols[size_t(i)]) * e, e);
+    }
+  }
+  return out;
+}
+
 tensor::Tensor repeat_heads(const tensor::Tensor& t, int64_t heads) {
   const int64_t T = t.dim(0), D = t.shape().back();
   tensor::Tensor out = tensor::Tensor::zeros(t.dtype(), {T, heads, D});

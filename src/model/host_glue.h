@@ -26,6 +26,9 @@ tensor::Tensor concat_last(const tensor::Tensor& a, const tensor::Tensor& b);
 std::pair<tensor::Tensor, tensor::Tensor> split_rows(const tensor::Tensor& t, int64_t n);
 // a[Ra, ...] above b[Rb, ...] (same trailing dims and dtype).
 tensor::Tensor concat_rows(const tensor::Tensor& a, const tensor::Tensor& b);
+// t[R, N] -> [R, cols.size()]: column i of the result is column cols[i] of t (a fused
+// projection's outputs regrouped, Qwen3-Next's in_proj_qkvz).
+tensor::Tensor gather_columns(const tensor::Tensor& t, const std::vector<int64_t>& cols);
 // t[T, 1, D] -> [T, heads, D] (MLA's rotary key, shared by every head).
 tensor::Tensor repeat_heads(const tensor::Tensor& t, int64_t heads);
 // Rows of `embeddings` [T, D] whose id equals `token` are replaced, in order, by the rows of

@@ -79,6 +79,19 @@ ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant
       o.mul = bind_op("mul");
     }
   }
+  if (t.attn.output_gate) {  // Qwen3-Next: attention output · sigmoid(gate)
+    o.sigmoid = bind_op("sigmoid");
+    o.mul = bind_op("mul");
+  }
+  if (t.linear.num_v_heads > 0) {  // transformers' Qwen3NextGatedDeltaNet
+    if (t.hidden_act != "silu") {
+      throw InputError("config.json: hidden_act", "'" + t.hidden_act + "' in Gated DeltaNet layers: causal_conv1d runs silu or none");
+    }
+    o.conv1d = bind_op("causal_conv1d", {{"activation", "silu"}});
+    o.gdn_gating = bind_op("gdn_gating");
+    o.delta_rule = bind_op("gated_delta_rule", {{"l2norm_qk", true}, {"l2norm_eps", 1e-6}});  // its l2norm's eps
+    o.norm_gated = bind_op("rmsnorm_gated", {{"eps", t.rms_norm_eps}});
+  }
   o.argmax = bind_op("argmax");
   if (arch.vision) {
     const Vision& v = *arch.vision;
@@ -96,7 +109,7 @@ ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant
 std::set<std::string> ModelOps::names() const {
   std::set<std::string> out = {"paged_attention", "sample"};
   for (const BoundOp* op : {&rmsnorm, &linear, &add, &swiglu, &mlp_act, &embedding, &rope, &local_rope, &argmax, &scaled_linear, &moe_gate,
-                            &moe_experts, &sigmoid, &layernorm, &mul, &silu, &gelu, &patch_embed, &vision_attention}) {
+                            &moe_experts, &sigmoid, &conv1d, &gdn_gating, &delta_rule, &norm_gated, &layernorm, &mul, &silu, &gelu, &patch_embed, &vision_attention}) {
     if (op->def != nullptr) out.insert(op->def->name);
   }
   return out;

@@ -200,7 +200,9 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
       }
       continue;
     }
-    const tensor::Tensor host = tensor::is_float(stored.dtype()) ? glue::to_dtype(stored, dtype) : stored;
+    tensor::Tensor host = tensor::is_float(stored.dtype()) ? glue::to_dtype(stored, dtype) : stored;
+    // Gated DeltaNet's depthwise conv1d is stored [C, 1, K]; causal_conv1d takes w [C, K].
+    if (w.tensor == TensorRole::kLinConv && host.shape().size() == 3) host = host.reshape({host.dim(0), host.dim(2)});
     bytes_ += int64_t(host.nbytes());
     if (w.expert >= 0) {  // moe_experts' w_gate, w_up, w_down, in expert order
       H0_CHECK(w.tensor == TensorRole::kExpertGate || w.tensor == TensorRole::kExpertUp || w.tensor == TensorRole::kExpertDown)

@@ -19,8 +19,10 @@ namespace h0::model {
 // are named by their weights' stems (the family's TensorNames): Llama's pre-MLP norm is
 // post_attention_layernorm; with sandwich norms (Gemma 3) that name is the attention output's
 // norm and the MLP has a norm before and after it.
-inline constexpr const char* kDecoderSublayers[] = {"input_layernorm",           "self_attn", "post_attention_layernorm",
-                                                    "pre_feedforward_layernorm", "mlp",       "post_feedforward_layernorm"};
+// A linear-attention layer (Qwen3-Next) has linear_attn where the others have self_attn.
+inline constexpr const char* kDecoderSublayers[] = {"input_layernorm",           "self_attn", "linear_attn",
+                                                    "post_attention_layernorm",  "pre_feedforward_layernorm",
+                                                    "mlp",                       "post_feedforward_layernorm"};
 inline constexpr int32_t kLayerOutputStep = int32_t(std::size(kDecoderSublayers));
 
 // Where probe `name` sits in a model's execution order: its decoder layer (-1 before the layers:

@@ -73,7 +73,7 @@ const std::vector<const OpDef*>& all_ops() {
       &matmul_op(),     &linear_op(),   &embedding_op(),      &add_op(),         &mul_op(),
       &rmsnorm_op(),    &layernorm_op(), &rmsnorm_gated_op(), &rope_op(),          &softmax_op(),     &silu_op(), &sigmoid_op(),
       &gelu_op(),       &swiglu_op(),   &attention_op(),      &paged_attention_op(),
-      &causal_conv1d_op(), &gated_delta_rule_op(),
+      &lightning_indexer_op(), &sparse_attention_op(), &causal_conv1d_op(), &gated_delta_rule_op(), &gdn_gating_op(),
       &moe_gate_op(),   &moe_experts_op(), &patch_embed_op(), &quantize_op(),    &dequantize_op(), &dequantize_mxfp4_op(),
       &scaled_linear_op(), &argmax_op(),     &sample_op(),
   };

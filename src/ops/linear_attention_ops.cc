@@ -12,6 +12,10 @@
 //     in this order: S ← exp(g_t)·S; S ← S + k_t ⊗ beta_t·(v_t − Sᵀk_t); o_t = Sᵀq_t
 //     (transformers' torch_recurrent_gated_delta_rule; a chunked kernel must equal it).
 //     The state is the sequence's: zeros for a fresh one, state_out of the previous call else.
+//   gdn_gating(a[T,Hv], b[T,Hv], A_log[Hv], dt_bias[Hv]) -> g[T,Hv] f32, beta[T,Hv]
+//     g = -exp(A_log[h]) · softplus(a[t,h] + dt_bias[h]), softplus(x) = log(1 + e^x) (x when
+//     x > 20, torch's threshold); beta = sigmoid(b) (transformers' Qwen3NextGatedDeltaNet,
+//     vLLM's fused_gdn_gating): the delta rule's decay and write strength.
 // References in f64, rounded once per output.
 #include <cmath>
 
@@ -111,7 +115,75 @@ void delta_reference(const std::vector<const Tensor*>& in, const std::vector<Ten
   util::from_f64(s, out[1]);
 }
 
+// --- gdn_gating ------------------------------------------------------------------------------
+
+// torch.nn.functional.softplus with beta 1, threshold 20.
+double softplus(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
+
+void gating_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
+  const int64_t t = in[0]->dim(0), hv = in[0]->dim(1);
+  const auto a = util::to_f64(*in[0]), b = util::to_f64(*in[1]), a_log = util::to_f64(*in[2]), dt = util::to_f64(*in[3]);
+  std::vector<double> g(size_t(t * hv)), beta(size_t(t * hv));
+  for (int64_t r = 0; r < t; ++r) {
+    for (int64_t h = 0; h < hv; ++h) {
+      const size_t i = size_t(r * hv + h);
+      g[i] = -std::exp(a_log[size_t(h)]) * softplus(a[i] + dt[size_t(h)]);
+      beta[i] = util::sigmoid(b[i]);
+    }
+  }
+  util::from_f64(g, out[0]);
+  util::from_f64(beta, out[1]);
+}
+
 }  // namespace
+
+const OpDef& gdn_gating_op() {
+  static const OpDef op = {
+      .name = "gdn_gating",
+      .inputs = {{"a", OperandKind::kFloat},
+                 {"b", OperandKind::kFloat},
+                 {"A_log", OperandKind::kFloat},
+                 {"dt_bias", OperandKind::kFloat}},
+      .outputs = {{"g", OperandKind::kF32}, {"beta", OperandKind::kFloat}},
+      .attrs = {},
+      .dims = {"T", "Hv"},
+      .dim_defaults = {},
+      .tolerance = ToleranceClass::kTranscendental,
+      .operands =
+          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
+            const OpDef& self = gdn_gating_op();
+            const int64_t t = util::dim(self, dims, "T"), hv = util::dim(self, dims, "Hv");
+            return std::vector<TensorDesc>{desc(dtype, {t, hv}), desc(dtype, {t, hv}), desc(dtype, {hv}), desc(dtype, {hv})};
+          },
+      .infer =
+          [](const std::vector<TensorDesc>& in, const Json&) {
+            const OpDef& self = gdn_gating_op();
+            const TensorDesc &a = in[0], &b = in[1], &a_log = in[2], &dt = in[3];
+            util::require_shape(self, a.shape.size() == 2, "a", a, "[T, Hv]");
+            util::require_shape(self, b.shape == a.shape, "b", b, "[T, Hv] = " + tensor::shape_string(a.shape));
+            const std::string hv = "[Hv] = [" + std::to_string(a.shape[1]) + "]";
+            util::require_shape(self, a_log.shape == Shape{a.shape[1]}, "A_log", a_log, hv);
+            util::require_shape(self, dt.shape == Shape{a.shape[1]}, "dt_bias", dt, hv);
+            return std::vector<TensorDesc>{desc(DType::kF32, a.shape), desc(a.dtype, a.shape)};
+          },
+      .cost =
+          [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
+            return Cost{double(tensor::numel(in[0].shape)) * 12, util::bytes_of(in) + util::bytes_of(out), 1};
+          },
+      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                      const Json&) { gating_reference(in, out); },
+      .default_inputs =
+          [](const Dims&, const Json&) {
+            // Qwen3-Next's initialization: A = e^A_log in [0.01, 16], dt_bias = log(expm1(dt)) for dt
+            // in [1e-3, 0.1] (about -7..-2.3); a and b are projections of the hidden state.
+            return Json{{"a", {{"normal", {{"mean", 0}, {"std", 2}}}}},
+                        {"b", {{"normal", {{"mean", 0}, {"std", 2}}}}},
+                        {"A_log", {{"uniform", {{"low", -4.6}, {"high", 2.77}}}}},
+                        {"dt_bias", {{"uniform", {{"low", -7}, {"high", -2.3}}}}}};
+          },
+  };
+  return op;
+}
 
 const OpDef& causal_conv1d_op() {
   static const OpDef op = {

@@ -22,8 +22,11 @@ const OpDef& gelu_op();             // elementwise_ops.cc
 const OpDef& swiglu_op();           // elementwise_ops.cc
 const OpDef& attention_op();        // attention_ops.cc
 const OpDef& paged_attention_op();  // attention_ops.cc
+const OpDef& lightning_indexer_op(); // sparse_attention_ops.cc
+const OpDef& sparse_attention_op();  // sparse_attention_ops.cc
 const OpDef& causal_conv1d_op();    // linear_attention_ops.cc
 const OpDef& gated_delta_rule_op(); // linear_attention_ops.cc
+const OpDef& gdn_gating_op();       // linear_attention_ops.cc
 const OpDef& moe_gate_op();         // moe_ops.cc
 const OpDef& moe_experts_op();      // moe_ops.cc
 const OpDef& patch_embed_op();      // embedding_ops.cc

@@ -45,8 +45,8 @@ TEST(OpCheck, MalformedFieldsNameTheirPlace) {
   const std::string head = "suite: t\nchecks:\n  - id: a\n    kind: op\n";
   EXPECT_EQ(prepare_error(head + "    op: rmsnrom\n    shape: [2, 8]\n"),
             "s.yaml:5:9: op 'rmsnrom': unknown op (expected one of matmul, linear, embedding, add, mul, rmsnorm, "
-            "layernorm, rmsnorm_gated, rope, softmax, silu, sigmoid, gelu, swiglu, attention, paged_attention, causal_conv1d, "
-            "gated_delta_rule, moe_gate, moe_experts, "
+            "layernorm, rmsnorm_gated, rope, softmax, silu, sigmoid, gelu, swiglu, attention, paged_attention, lightning_indexer, "
+            "sparse_attention, causal_conv1d, gated_delta_rule, gdn_gating, moe_gate, moe_experts, "
             "patch_embed, quantize, dequantize, dequantize_mxfp4, scaled_linear, argmax, sample)");
   EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    attrs: {eps: tiny}\n"),
             "s.yaml:7:18: op 'rmsnorm': attr 'eps' must be a number, got \"tiny\"");

@@ -54,7 +54,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          NewFamily{"tiny-glm4-moe", 342400, "moe_gate"},
                                          NewFamily{"tiny-gemma3", 230080, "rope/local"},
                                          NewFamily{"tiny-gpt-oss", 141520, "paged_attention/sliding"},
-                                         NewFamily{"tiny-gpt-oss-mxfp4", 141520, "dequantize_mxfp4"}),
+                                         NewFamily{"tiny-gpt-oss-mxfp4", 141520, "dequantize_mxfp4"},
+                                         NewFamily{"tiny-qwen3-next", 294352, "moe_gate"}),
                        ::testing::Values("cpu", "reference", "opencl-pocl")),
     [](const auto& param_info) {
       std::string n = std::string(std::get<0>(param_info.param).name) + "_" + std::get<1>(param_info.param);
@@ -192,6 +193,28 @@ INSTANTIATE_TEST_SUITE_P(NewMoeModels, Day0OldFaults,
                          ::testing::Combine(::testing::Values("tiny-qwen2-moe", "tiny-glm4-moe", "tiny-gpt-oss"),
                                             ::testing::Values(OldFault{"{op: moe_experts, fault: nan}", "model.layers.0.mlp"})),
                          old_fault_name);
+
+// Qwen3-Next's Gated DeltaNet kernels gone wrong. A delta rule that decays after its update, or
+// one that never L2-normalizes q and k: caught at the op stage, localized by the layer stage at
+// layer 0's linear_attn (its first linear layer). A conv state saved one token early: caught at
+// the op stage; the layer stage runs one prefill per layer, which never reads a saved state, so
+// it passes; the model stage's greedy continuation (decode steps) fails at its first step.
+TEST(Day0NewFamilyFaults, GatedDeltaNetFaultsAreCaughtAndLocalized) {
+  for (const char* options : {"{op: gated_delta_rule, fault: decay_after}",
+                              "{op: gated_delta_rule, fault: set_attr, attr: l2norm_qk, value: false}"}) {
+    SCOPED_TRACE(options);
+    auto stages = faulty_day0("tiny-qwen3-next", options);
+    EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
+    EXPECT_EQ(stages["layer_accuracy"]["status"], "fail");
+    EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.linear_attn"))
+        << stages["layer_accuracy"]["summary"];
+  }
+  auto stages = faulty_day0("tiny-qwen3-next", "{op: causal_conv1d, fault: conv_state_lag}");
+  EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
+  EXPECT_EQ(stages["layer_accuracy"]["status"], "pass");
+  EXPECT_EQ(stages["model"]["status"], "fail");
+  EXPECT_TRUE(contains(stages["model"]["summary"], "greedy tokens differ: step 1")) << stages["model"]["summary"];
+}
 
 }  // namespace
 }  // namespace h0

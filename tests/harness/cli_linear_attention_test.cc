@@ -1,6 +1,6 @@
-// The op suite's linear-attention cases (suites/ops.yaml) against the faulty plugin's kernel bugs
-// of the kind a Gated DeltaNet port gets wrong: each is caught, on the cases and the output it
-// affects; the faithful plugin passes every case.
+// The op suite's linear-attention and DeepSeek sparse-attention cases (suites/ops.yaml) against
+// the faulty plugin's kernel bugs of the kind a Gated DeltaNet or DSA port gets wrong: each is
+// caught, on the cases and the output it affects; the faithful plugin passes every case.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -22,10 +22,13 @@ struct Outcome {
   int cases = 0;
 };
 
-Outcome run_ops(const test::TempDir& dir, const std::string& options) {
+const char* kLinear = "causal_conv1d*:gated_delta_rule*-*large*";
+const char* kSparse = "lightning_indexer*:sparse_attention*";
+
+Outcome run_ops(const test::TempDir& dir, const std::string& options, const std::string& filter = kLinear) {
   std::ofstream(dir.file("faulty.yaml")) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
                                          << ", options: " << options << "}\ndevice_memory: 8GiB\n";
-  const auto r = run_harness("run suites/ops.yaml --no-db -q --filter 'causal_conv1d*:gated_delta_rule*-*large*' --platform " +
+  const auto r = run_harness("run suites/ops.yaml --no-db -q --filter '" + filter + "' --platform " +
                              dir.file("faulty.yaml") + " --json " + dir.file("out.json"));
   Outcome o;
   o.code = r.code;
@@ -87,6 +90,27 @@ TEST(LinearAttentionFaults, DecayAppliedAfterTheUpdateIsCaught) {
   EXPECT_EQ(o.failed.count("gated_delta_rule[dtype=f32,shape=1x2x32x4x16]"), 1u);
   EXPECT_EQ(count_prefix(o.failed, "gated_delta_rule/decay_near_1"), 2);
   EXPECT_EQ(o.failed_outputs, (std::set<std::string>{"o", "state_out"}));
+}
+
+// DSA: a top-k that breaks ties the other way is caught on every case whose selection meets a tie
+// (the integral /ties cases, and the random /prefill ones where ReLU zeros tie), and on no other.
+TEST(SparseAttentionFaults, TheFaithfulPluginPassesEveryCase) {
+  test::TempDir dir;
+  const Outcome o = run_ops(dir, "{fault: none}", kSparse);
+  EXPECT_EQ(o.code, 0);
+  EXPECT_EQ(o.cases, 28);
+  EXPECT_TRUE(o.failed.empty()) << *o.failed.begin();
+}
+
+TEST(SparseAttentionFaults, TiesToTheHigherKeyAreCaught) {
+  test::TempDir dir;
+  const Outcome o = run_ops(dir, "{op: lightning_indexer, fault: tie_high}", kSparse);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(count_prefix(o.failed, "lightning_indexer/ties"), 2);
+  EXPECT_EQ(count_prefix(o.failed, "lightning_indexer/prefill"), 2);
+  EXPECT_EQ(count_prefix(o.failed, "lightning_indexer/decode"), 0);  // 16 heads: no tie in its top 64
+  EXPECT_EQ(count_prefix(o.failed, "sparse_attention"), 0);
+  EXPECT_EQ(o.failed_outputs, std::set<std::string>{"indices"});
 }
 
 }  // namespace

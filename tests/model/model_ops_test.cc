@@ -59,7 +59,7 @@ INSTANTIATE_TEST_SUITE_P(Tiny, RanOps,
                                            "configs/models/tiny-llava", "tests/data/models/tiny-mistral",
                                            "tests/data/models/tiny-qwen2-moe", "tests/data/models/tiny-glm4-moe",
                                            "tests/data/models/tiny-gemma3", "tests/data/models/tiny-gpt-oss",
-                                           "tests/data/models/tiny-gpt-oss-mxfp4"),
+                                           "tests/data/models/tiny-gpt-oss-mxfp4", "tests/data/models/tiny-qwen3-next"),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string n = p.param.substr(p.param.rfind('/') + 1);
                            for (char& c : n) if (c == '-') c = '_';
@@ -75,7 +75,7 @@ namespace {
 // The probe order the sharded checks rank divergences by is the order the executor records: on
 // Llama's layers and on Gemma 3's (a norm after the attention and after the MLP too).
 TEST(ProbePlace, FollowsTheExecutionOrder) {
-  for (const char* model : {"configs/models/tiny-llama", "tests/data/models/tiny-gemma3"}) {
+  for (const char* model : {"configs/models/tiny-llama", "tests/data/models/tiny-gemma3", "tests/data/models/tiny-qwen3-next"}) {
     SCOPED_TRACE(model);
     h0::test::TempDir dir;
     const std::string path = checkpoint_of(model, dir);
@@ -97,10 +97,13 @@ TEST(ProbePlace, FollowsTheExecutionOrder) {
     const std::vector<std::string> llama = {"input_layernorm", "self_attn", "post_attention_layernorm", "mlp"};
     const std::vector<std::string> gemma = {"input_layernorm",           "self_attn", "post_attention_layernorm",
                                             "pre_feedforward_layernorm", "mlp",       "post_feedforward_layernorm"};
-    EXPECT_EQ(layer0, arch.text.sandwich_norms ? gemma : llama);
+    const std::vector<std::string> hybrid = {"input_layernorm", "linear_attn", "post_attention_layernorm", "mlp"};
+    EXPECT_EQ(layer0, arch.text.sandwich_norms ? gemma : arch.text.linear.num_v_heads > 0 ? hybrid : llama);
   }
-  EXPECT_EQ(probe_place("model.layers.3.post_attention_layernorm").step, 2);
-  EXPECT_EQ(probe_place("model.layers.3.post_feedforward_layernorm").step, 5);
+  EXPECT_EQ(probe_place("model.layers.3.post_attention_layernorm").step, 3);
+  EXPECT_EQ(probe_place("model.layers.3.post_feedforward_layernorm").step, 6);
+  // A linear-attention layer's linear_attn sits where self_attn does, before the MLP's norm.
+  EXPECT_TRUE(probe_place("model.layers.3.linear_attn") < probe_place("model.layers.3.post_attention_layernorm"));
   EXPECT_EQ(probe_place("model.layers.3").step, kLayerOutputStep);
   EXPECT_EQ(probe_place("model.embed_tokens").layer, -1);
   EXPECT_EQ(probe_place("logits").layer, ProbePlace::kAfterLayers);

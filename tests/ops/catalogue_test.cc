@@ -53,8 +53,14 @@ const std::vector<Problem>& problems() {
        {{"context_len", 7}},
        {}},
       {"rmsnorm_gated", {{"T", 2}, {"D", 8}}, Json::object(), {}},
+      {"lightning_indexer", {{"T", 2}, {"S", 7}, {"H", 2}, {"D", 4}, {"B", 4}}, {{"topk", 3}, {"context_len", 7}}, {}},
+      {"sparse_attention",
+       {{"T", 2}, {"S", 7}, {"Hq", 2}, {"Hkv", 1}, {"Dh", 4}, {"Dv", 3}, {"B", 4}, {"K", 3}},
+       {{"context_len", 7}},
+       {}},
       {"causal_conv1d", {{"T", 3}, {"C", 5}, {"K", 4}}, {{"activation", "none"}}, {"bias"}},
       {"gated_delta_rule", {{"T", 3}, {"Hk", 1}, {"Dk", 4}, {"Hv", 2}, {"Dv", 3}}, Json::object(), {}},
+      {"gdn_gating", {{"T", 3}, {"Hv", 4}}, Json::object(), {}},
       {"moe_gate", {{"T", 3}, {"E", 8}}, {{"n_group", 4}, {"topk_group", 2}}, {"bias"}},
       {"moe_experts", {{"T", 3}, {"D", 4}, {"F", 6}, {"E", 4}, {"k", 2}}, Json::object(), {}},
       {"patch_embed", {{"C", 3}, {"Hi", 8}, {"Wi", 12}, {"D", 5}}, {{"patch", 4}}, {"b"}},
@@ -133,7 +139,7 @@ bool kind_fits(OperandKind kind, DType dtype, DType float_dtype, DType index_dty
 }
 
 TEST(Catalogue, EveryEntryIsComplete) {
-  EXPECT_EQ(all_ops().size(), 27u);
+  EXPECT_EQ(all_ops().size(), 30u);
   for (const OpDef* op : all_ops()) {
     SCOPED_TRACE(op->name);
     EXPECT_FALSE(op->inputs.empty());
@@ -171,7 +177,9 @@ TEST(Catalogue, ToleranceClasses) {
       {"embedding", ToleranceClass::kElementwise}, {"dequantize", ToleranceClass::kElementwise},
       {"dequantize_mxfp4", ToleranceClass::kElementwise},
       {"rmsnorm_gated", ToleranceClass::kReduction},  {"causal_conv1d", ToleranceClass::kReduction},
-      {"gated_delta_rule", ToleranceClass::kReduction},
+      {"gated_delta_rule", ToleranceClass::kReduction}, {"lightning_indexer", ToleranceClass::kExact},
+      {"gdn_gating", ToleranceClass::kTranscendental},
+      {"sparse_attention", ToleranceClass::kReduction},
       {"quantize", ToleranceClass::kElementwise},  {"argmax", ToleranceClass::kExact},
       {"sample", ToleranceClass::kExact},
   };

@@ -1,4 +1,5 @@
-// The reference kernels of MoE routing and experts, quantization and token selection, on cases
+// The reference kernels of MoE routing and experts, quantization, token selection and the
+// DeepSeek-V3.2 indexer's key selection, on cases
 // computed by hand and against the same math done another way (moe_experts from linear +
 // swiglu calls, quantize/dequantize round trips, sample through Philox uniforms).
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <set>
 #include <vector>
 
+#include "base/error.h"
 #include "ops/op.h"
 #include "ops/op_test_util.h"
 #include "tensor/philox.h"
@@ -322,6 +324,78 @@ TEST(ReferenceKernels, SampleFrequenciesFollowSoftmax) {
   std::vector<double> count(4, 0.0);
   for (double id : ids) count[static_cast<size_t>(id)] += 1;
   for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(count[i] / t, p[i], 0.015) << i;
+}
+
+// ---- DeepSeek sparse attention: the indexer's selection, and attention over it -----------------
+
+// Keys 0..4 (D = 1) in blocks of 4: key j in block table[j / 4] = {1, 0}[j / 4], slot j % 4.
+Tensor indexer_keys(const std::vector<double>& keys) {
+  std::vector<double> cache(8, std::numeric_limits<double>::quiet_NaN());
+  for (size_t j = 0; j < keys.size(); ++j) cache[(j < 4 ? 4 : 0) + j % 4] = keys[j];
+  return make(kF32, {2, 4, 1}, cache);
+}
+
+TEST(ReferenceKernels, LightningIndexerByHand) {
+  const Tensor k = indexer_keys({2, 1, 2, -1, 3}), table = make(DType::kI32, {2}, {1, 0});
+  const Json all = {{"topk", 6}, {"context_len", 5}, {"scale", 1.0}, {"causal", false}};
+  // One head, weight 1: scores = relu(k) = 2 1 2 0 3; equal scores by lower key id; -1 past the keys.
+  const Tensor q1 = make(kF32, {1, 1, 1}, {1});
+  EXPECT_EQ(run1("lightning_indexer", {q1, k, make(kF32, {1, 1}, {1}), table}, all),
+            (std::vector<double>{4, 0, 2, 1, 3, -1}));
+  // A negative weight turns the order over; the zero of key 3 is now the best.
+  EXPECT_EQ(run1("lightning_indexer", {q1, k, make(kF32, {1, 1}, {-1}), table}, all),
+            (std::vector<double>{3, 1, 0, 2, 4, -1}));
+  // Causal at position 2: keys 0..2 only.
+  Json causal = all;
+  causal["causal"] = true;
+  causal["q_offset"] = 2;
+  EXPECT_EQ(run1("lightning_indexer", {q1, k, make(kF32, {1, 1}, {1}), table}, causal),
+            (std::vector<double>{0, 2, 1, -1, -1, -1}));
+  // Two heads, q = 1 and -1, weights 0.5 and 2: 0.5 relu(k) + 2 relu(-k) = 1 .5 1 2 1.5; the
+  // default scale 1/sqrt(D) = 1 here.
+  Json two = all;
+  two.erase("scale");
+  two["topk"] = 3;
+  EXPECT_EQ(run1("lightning_indexer", {make(kF32, {1, 2, 1}, {1, -1}), k, make(kF32, {1, 2}, {0.5, 2}), table}, two),
+            (std::vector<double>{3, 4, 0}));
+}
+
+TEST(ReferenceKernels, LightningIndexerRefusesBadTopkAndContext) {
+  const Tensor k = indexer_keys({2, 1, 2, -1, 3}), table = make(DType::kI32, {2}, {1, 0});
+  const Tensor q = make(kF32, {1, 1, 1}, {1}), w = make(kF32, {1, 1}, {1});
+  EXPECT_THROW(run("lightning_indexer", {q, k, w, table}, {{"topk", 0}}), InputError);
+  EXPECT_THROW(run("lightning_indexer", {q, k, w, table}, {{"topk", 2}, {"context_len", 9}}), InputError);
+  EXPECT_THROW(run("lightning_indexer", {q, k, w, table}, Json::object()), InputError);  // topk is required
+}
+
+// sparse_attention over a selection is attention over the selected keys alone; listing every
+// key is paged attention; -1s and repeats change nothing; a query left with no key gets zeros.
+TEST(ReferenceKernels, SparseAttentionIsAttentionOverTheSelectedKeys) {
+  const int64_t s = 8, hq = 4, hkv = 2, dh = 4, dv = 3, b = 4;
+  const Tensor q = normal(kF64, {1, hq, dh}, 40), k = normal(kF64, {s, hkv, dh}, 41), v = normal(kF64, {s, hkv, dv}, 42);
+  const Tensor k_cache = make(kF64, {2, b, hkv, dh}, values(k)), v_cache = make(kF64, {2, b, hkv, dv}, values(v));
+  const Tensor table = make(DType::kI32, {2}, {0, 1});
+  const Json attrs = {{"context_len", s}, {"causal", false}};
+  // Keys 1, 3 and 6.
+  const std::vector<int64_t> picked = {1, 3, 6};
+  std::vector<double> ks, vs;
+  for (int64_t j : picked) {
+    const auto kv = values(k), vv = values(v);
+    ks.insert(ks.end(), kv.begin() + j * hkv * dh, kv.begin() + (j + 1) * hkv * dh);
+    vs.insert(vs.end(), vv.begin() + j * hkv * dv, vv.begin() + (j + 1) * hkv * dv);
+  }
+  const auto want = run1("attention", {q, make(kF64, {3, hkv, dh}, ks), make(kF64, {3, hkv, dv}, vs)}, {{"causal", false}});
+  const auto got = run1("sparse_attention", {q, k_cache, v_cache, table, make(DType::kI32, {1, 5}, {6, -1, 1, 3, 1})}, attrs);
+  expect_near_all(got, want, 1e-14);
+  std::vector<double> every(static_cast<size_t>(s));
+  std::iota(every.begin(), every.end(), 0.0);
+  EXPECT_EQ(run1("sparse_attention", {q, k_cache, v_cache, table, make(DType::kI32, {1, s}, every)}, attrs),
+            run1("paged_attention", {q, k_cache, v_cache, table}, attrs));
+  // Causal at position 2 drops key 6 of the selection; nothing selected: zeros.
+  Json causal = {{"context_len", s}, {"q_offset", 2}};
+  EXPECT_EQ(run1("sparse_attention", {q, k_cache, v_cache, table, make(DType::kI32, {1, 2}, {6, -1})}, causal),
+            std::vector<double>(static_cast<size_t>(hq * dv), 0.0));
+  EXPECT_THROW(run("sparse_attention", {q, k_cache, v_cache, table, make(DType::kI32, {1, 1}, {8})}, attrs), InputError);
 }
 
 }  // namespace

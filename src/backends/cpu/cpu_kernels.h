@@ -129,8 +129,11 @@ void softmax_kernel(const OpCall& call);          // cpu_norm.cc
 void rope_kernel(const OpCall& call);             // cpu_rope.cc
 void attention_kernel(const OpCall& call);        // cpu_attention.cc
 void paged_attention_kernel(const OpCall& call);  // cpu_attention.cc
+void lightning_indexer_kernel(const OpCall& call); // cpu_sparse_attention.cc
+void sparse_attention_kernel(const OpCall& call);  // cpu_sparse_attention.cc
 void causal_conv1d_kernel(const OpCall& call);    // cpu_linear_attention.cc
 void gated_delta_rule_kernel(const OpCall& call); // cpu_linear_attention.cc
+void gdn_gating_kernel(const OpCall& call);       // cpu_linear_attention.cc
 void moe_gate_kernel(const OpCall& call);         // cpu_moe.cc
 void moe_experts_kernel(const OpCall& call);      // cpu_moe.cc
 void patch_embed_kernel(const OpCall& call);      // cpu_gemm.cc

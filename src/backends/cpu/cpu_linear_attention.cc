@@ -1,7 +1,8 @@
-// Linear attention (Qwen3-Next's Gated DeltaNet): causal_conv1d and gated_delta_rule.
+// Linear attention (Qwen3-Next's Gated DeltaNet): causal_conv1d, gated_delta_rule, gdn_gating.
 //   causal_conv1d(x[T,C], w[C,K], state[C,K-1], bias[C]?) -> y[T,C], state_out[C,K-1]
 //   gated_delta_rule(q[T,Hk,Dk], k, v[T,Hv,Dv], g[T,Hv], beta[T,Hv], state[Hv,Dk,Dv])
 //     -> o[T,Hv,Dv], state_out[Hv,Dk,Dv]
+//   gdn_gating(a[T,Hv], b[T,Hv], A_log[Hv], dt_bias[Hv]) -> g[T,Hv] f32, beta[T,Hv]
 // The delta rule runs per value head (one task each), token by token as the catalogue states
 // it, for prefill and decode alike: two passes over the head's [Dk, Dv] state per token, which
 // stays in L2. The chunked form GPU kernels use (the WY/UT transform, transformers'
@@ -173,6 +174,31 @@ void gated_delta_rule_kernel(const OpCall& call) {
     for (int64_t r = 0; r < t; ++r) std::copy_n(o.data() + (h * t + r) * dv, dv, out.data() + (r * hv + h) * dv);
   }
   store_all(out, call.out[0]);
+}
+
+// g = -e^A_log · softplus(a + dt_bias) (torch's threshold 20), beta = sigmoid(b), in f32.
+void gdn_gating_kernel(const OpCall& call) {
+  const hb_tensor &a_t = call.in[0], &b_t = call.in[1], &alog_t = call.in[2], &dt_t = call.in[3];
+  const hb_dtype dt = a_t.dtype;
+  require_tensor(call, a_t, "a", {-1, -1}, dt);
+  const int64_t t = a_t.shape[0], hv = a_t.shape[1];
+  require_tensor(call, b_t, "b", {t, hv}, dt);
+  require_tensor(call, alog_t, "A_log", {hv}, dt);
+  require_tensor(call, dt_t, "dt_bias", {hv}, dt);
+  require_tensor(call, call.out[0], "g", {t, hv}, HB_F32);
+  require_tensor(call, call.out[1], "beta", {t, hv}, dt);
+  const F32View a(a_t), b(b_t), a_log(alog_t), dt_bias(dt_t);
+  float* g = static_cast<float*>(call.out[0].data);
+  std::vector<float> beta(size_t(t * hv));
+  for (int64_t r = 0; r < t; ++r) {
+    for (int64_t h = 0; h < hv; ++h) {
+      const int64_t i = r * hv + h;
+      const float x = a.data()[i] + dt_bias.data()[h];
+      g[i] = -std::exp(a_log.data()[h]) * (x > 20.0f ? x : std::log1p(std::exp(x)));
+      beta[size_t(i)] = 1.0f / (1.0f + std::exp(-b.data()[i]));
+    }
+  }
+  store_all(beta, call.out[1]);
 }
 
 }  // namespace h0::backends::cpu

@@ -22,6 +22,8 @@
 //       one token early (an off-by-one in the saved window: the next call convolves a stale token)
 //   {"op": "gated_delta_rule", "fault": "decay_after"}   each step decays the state after the
 //       delta update instead of before it: S <- e^g (S + k (x) beta (v - S^T k)), o = S^T q
+//   {"op": "lightning_indexer", "fault": "tie_high"}   equal scores go to the higher key id (a
+//       top-k that does not keep its sort stable): the same scores, another selection at a tie
 // "op" may be "*" (every op); "call": N faults only the Nth call (0-based) of that op;
 // {"fault": "none"} (the default) is a faithful backend. Several faults at once:
 //   {"faults": [{"op": "rmsnorm", "fault": "scale"}, {"op": "softmax", "fault": "slow"}]}
@@ -30,6 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -271,6 +274,46 @@ void delta_decay_after(const hb_tensor* in, hb_tensor* out, const std::string& a
   map_floats(out[1], [&](double, int64_t e) { return s[static_cast<size_t>(e)]; });
 }
 
+// An attr of the flat JSON the harness passes as a number; `fallback` when absent or null.
+double attr_number(const std::string& attrs, const char* key, double fallback) {
+  std::string val;
+  if (!json_value(attrs.c_str(), key, &val) || val == "null") return fallback;
+  return atof(val.c_str());
+}
+
+// lightning_indexer's selection (the op's scores, see src/ops/sparse_attention_ops.cc) with
+// ties to the higher key id, over the reference's indices (outputs[0], [T, topk] i32).
+void indexer_ties_high(const hb_tensor* in, hb_tensor* out, const std::string& attrs) {
+  const hb_tensor &q = in[0], &k = in[1], &w = in[2], &table = in[3];
+  const int64_t t = q.shape[0], h = q.shape[1], d = q.shape[2], b = k.shape[1], topk = out[0].shape[1];
+  const int64_t len = static_cast<int64_t>(attr_number(attrs, "context_len", double(table.shape[0] * b)));
+  const int64_t q_offset = static_cast<int64_t>(attr_number(attrs, "q_offset", double(len - t)));
+  const double scale = attr_number(attrs, "scale", 1.0 / std::sqrt(double(d)));
+  std::string val;
+  const bool causal = !(json_value(attrs.c_str(), "causal", &val) && val == "false");
+  const auto* blocks = static_cast<const int32_t*>(table.data);
+  auto* idx = static_cast<int32_t*>(out[0].data);
+  for (int64_t r = 0; r < t; ++r) {
+    int64_t visible = causal ? q_offset + r + 1 : len;
+    visible = visible < 0 ? 0 : (visible > len ? len : visible);
+    std::vector<double> score(static_cast<size_t>(visible), 0.0);
+    std::vector<int32_t> keys(static_cast<size_t>(visible));
+    for (int64_t j = 0; j < visible; ++j) {
+      const int64_t slot = blocks[j / b] * b + j % b;
+      for (int64_t head = 0; head < h; ++head) {
+        double dot = 0;
+        for (int64_t i = 0; i < d; ++i) dot += float_at(q, (r * h + head) * d + i) * float_at(k, slot * d + i);
+        score[j] += float_at(w, r * h + head) * std::max(0.0, scale * dot);
+      }
+      keys[j] = static_cast<int32_t>(j);
+    }
+    std::stable_sort(keys.begin(), keys.end(), [&](int32_t x, int32_t y) {
+      return score[x] > score[y] || (score[x] == score[y] && x > y);
+    });
+    for (int64_t i = 0; i < topk; ++i) idx[r * topk + i] = i < visible ? keys[static_cast<size_t>(i)] : -1;
+  }
+}
+
 // Reads one fault's keys from the flat JSON object text `json`.
 Fault parse_fault(const std::string& json) {
   Fault f;
@@ -305,14 +348,14 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
     }
   }
   static const char* kFaults[] = {"none", "scale", "nan", "bf16_truncate", "slow", "crash", "hang", "wrong_block",
-                                  "drop_attr", "drop_inputs", "set_attr", "conv_state_lag", "decay_after"};
+                                  "drop_attr", "drop_inputs", "set_attr", "conv_state_lag", "decay_after", "tie_high"};
   for (const Fault& fault : f.faults) {
     bool known = false;
     for (const char* k : kFaults) known = known || fault.fault == k;
     if (!known) {
       f.last_error = "unknown fault '" + fault.fault +
                      "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr, drop_inputs, "
-                     "set_attr, conv_state_lag, decay_after)";
+                     "set_attr, conv_state_lag, decay_after, tie_high)";
       return HB_INVALID_ARGUMENT;
     }
     if (fault.fault == "drop_attr" && fault.attr.empty()) {
@@ -394,6 +437,8 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
       if (strcmp(op, "causal_conv1d") == 0 && n_in >= 3 && n_out == 2) lag_conv_state(inputs.data(), out);
     } else if (fault->fault == "decay_after") {
       if (strcmp(op, "gated_delta_rule") == 0 && n_in == 6 && n_out == 2) delta_decay_after(inputs.data(), out, call_attrs);
+    } else if (fault->fault == "tie_high") {
+      if (strcmp(op, "lightning_indexer") == 0 && n_in == 4 && n_out == 1) indexer_ties_high(inputs.data(), out, call_attrs);
     } else {
       inject(*fault, out, n_out);
     }

@@ -54,7 +54,6 @@ Architecture hybrid_decoder(const ConfigFields& f, bool fused_projections, bool 
     if (every < 1) throw InputError(f.where("full_attention_interval"), "must be a positive integer");
     for (int64_t i = 0; i < t.num_layers; ++i) t.layer_kinds.push_back((i + 1) % every == 0 ? LayerKind::kFull : LayerKind::kLinear);
   }
-  t.executor_gap = "its Gated DeltaNet linear-attention layers and output-gated attention";
   return a;
 }
 

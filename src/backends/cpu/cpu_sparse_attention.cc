@@ -1,0 +1,178 @@
+// DeepSeek sparse attention: lightning_indexer and sparse_attention (catalogue:
+// src/ops/sparse_attention_ops.cc).
+//   lightning_indexer(q[T,H,D], k_cache[NB,B,D], weights[T,H], block_table[n]) -> indices[T,topk]
+//   sparse_attention(q[T,Hq,Dh], k_cache[NB,B,Hkv,Dh], v_cache, block_table, indices[T,K]) -> o
+// The keys are gathered from their blocks into contiguous f32 first, as paged_attention does.
+// The indexer scores in f32 (one task per query) and selects with a partial sort on (score
+// descending, key id ascending): the catalogue's tie rule. Attention runs per (query, head)
+// over the query's selected keys, deduplicated and in key order.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "base/parallel.h"
+
+namespace h0::backends::cpu {
+namespace {
+
+struct Paged {
+  int64_t len;  // keys in the context
+  int64_t q_offset;
+  bool causal;
+};
+
+// Checks block_table against the cache (NB blocks of B) and reads the context attrs.
+Paged paged_context(const OpCall& call, const hb_tensor& cache, const hb_tensor& table, int64_t t) {
+  const int64_t nb = cache.shape[0], bsz = cache.shape[1];
+  require(call, bsz > 0, "k_cache must have a positive block size, got " + describe(cache));
+  require_tensor(call, table, "block_table", {-1}, HB_I32);
+  const int64_t capacity = table.shape[0] * bsz;
+  Paged p{};
+  p.len = attr_null(call.attrs, "context_len") ? capacity : attr_i(call.attrs, "context_len", 0);
+  require(call, p.len >= 0 && p.len <= capacity,
+          "attr context_len must be in [0, " + std::to_string(capacity) +
+              "] (block_table entries x block size), got " + std::to_string(p.len));
+  p.q_offset = attr_null(call.attrs, "q_offset") ? p.len - t : attr_i(call.attrs, "q_offset", 0);
+  p.causal = attr_b(call.attrs, "causal", true);
+  const auto* blocks = static_cast<const int32_t*>(table.data);
+  for (int64_t i = 0; i * bsz < p.len; ++i) {
+    require(call, blocks[i] >= 0 && blocks[i] < nb,
+            "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) + " is outside the cache's " +
+                std::to_string(nb) + " blocks");
+  }
+  return p;
+}
+
+// Keys 0..len-1 of `cache` [NB, B, ...] (`width` values each) as contiguous f32 [len, width].
+std::vector<float> gather(const hb_tensor& cache, const hb_tensor& table, int64_t len, int64_t width) {
+  const int64_t bsz = cache.shape[1];
+  const auto* blocks = static_cast<const int32_t*>(table.data);
+  std::vector<float> dst(size_t(len * width));
+  base::parallel_for(size_t(len), row_grain(width), [&](size_t, size_t b, size_t e) {
+    for (size_t j = b; j < e; ++j) {
+      const int64_t slot = blocks[j / size_t(bsz)] * bsz + int64_t(j) % bsz;
+      load_f32(cache, size_t(slot * width), size_t(width), dst.data() + j * size_t(width));
+    }
+  });
+  return dst;
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+}  // namespace
+
+void lightning_indexer_kernel(const OpCall& call) {
+  const hb_tensor &q_t = call.in[0], &kc = call.in[1], &w_t = call.in[2], &table = call.in[3];
+  const hb_dtype dt = q_t.dtype;
+  require_tensor(call, q_t, "q", {-1, -1, -1}, dt);
+  const int64_t t = q_t.shape[0], h = q_t.shape[1], d = q_t.shape[2];
+  require_tensor(call, kc, "k_cache", {-1, -1, d}, dt);
+  require_tensor(call, w_t, "weights", {t, h}, dt);
+  const int64_t topk = attr_i(call.attrs, "topk", 0);
+  require(call, topk > 0, "attr topk must be positive, got " + std::to_string(topk));
+  require_tensor(call, call.out[0], "indices", {t, topk}, HB_I32);
+  const Paged p = paged_context(call, kc, table, t);
+  const std::vector<float> k = gather(kc, table, p.len, d);
+  const float scale = float(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(double(d)) : attr_f(call.attrs, "scale", 1.0));
+  const F32View q(q_t), w(w_t);
+  auto* out = static_cast<int32_t*>(call.out[0].data);
+  base::parallel_for(size_t(t), row_grain(p.len * h * d), [&](size_t, size_t b, size_t e) {
+    std::vector<float> score;
+    std::vector<int32_t> keys;
+    for (size_t r = b; r < e; ++r) {
+      const int64_t visible = p.causal ? std::clamp<int64_t>(p.q_offset + int64_t(r) + 1, 0, p.len) : p.len;
+      score.assign(size_t(visible), 0.0f);
+      for (int64_t j = 0; j < visible; ++j) {
+        float s = 0;
+        for (int64_t head = 0; head < h; ++head) {
+          const int64_t row = int64_t(r) * h + head;
+          s += w.data()[row] * std::max(0.0f, scale * dot(q.data() + row * d, k.data() + j * d, d));
+        }
+        score[size_t(j)] = s;
+      }
+      keys.resize(size_t(visible));
+      std::iota(keys.begin(), keys.end(), 0);
+      const int64_t kept = std::min(topk, visible);
+      std::partial_sort(keys.begin(), keys.begin() + kept, keys.end(), [&](int32_t x, int32_t y) {
+        return score[size_t(x)] > score[size_t(y)] || (score[size_t(x)] == score[size_t(y)] && x < y);
+      });
+      int32_t* row = out + r * size_t(topk);
+      std::copy_n(keys.begin(), kept, row);
+      std::fill(row + kept, row + topk, -1);
+    }
+  });
+}
+
+void sparse_attention_kernel(const OpCall& call) {
+  const hb_tensor &q_t = call.in[0], &kc = call.in[1], &vc = call.in[2], &table = call.in[3], &idx_t = call.in[4];
+  const hb_dtype dt = q_t.dtype;
+  require_tensor(call, q_t, "q", {-1, -1, -1}, dt);
+  const int64_t t = q_t.shape[0], hq = q_t.shape[1], dh = q_t.shape[2];
+  require_tensor(call, kc, "k_cache", {-1, -1, -1, dh}, dt);
+  const int64_t nb = kc.shape[0], bsz = kc.shape[1], hkv = kc.shape[2];
+  require_tensor(call, vc, "v_cache", {nb, bsz, hkv, -1}, dt);
+  const int64_t dv = vc.shape[3];
+  require(call, hkv > 0 && hq % hkv == 0,
+          "q heads (" + std::to_string(hq) + ") must be a multiple of kv heads (" + std::to_string(hkv) + ")");
+  require_tensor(call, idx_t, "indices", {t, -1}, HB_I32);
+  const int64_t n_idx = idx_t.shape[1];
+  require_tensor(call, call.out[0], "o", {t, hq, dv}, dt);
+  const Paged p = paged_context(call, kc, table, t);
+  const std::vector<float> k = gather(kc, table, p.len, hkv * dh), v = gather(vc, table, p.len, hkv * dv);
+  const auto* idx = static_cast<const int32_t*>(idx_t.data);
+  for (int64_t i = 0; i < t * n_idx; ++i) {
+    require(call, idx[i] >= -1 && idx[i] < p.len,
+            "indices[" + std::to_string(i / n_idx) + ", " + std::to_string(i % n_idx) + "] = " + std::to_string(idx[i]) +
+                " is outside [-1, context_len = " + std::to_string(p.len) + ")");
+  }
+  const float scale = float(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(double(dh)) : attr_f(call.attrs, "scale", 1.0));
+  const F32View q(q_t);
+  const int64_t group = hq / hkv;
+  std::vector<float> o(size_t(t * hq * dv), 0.0f);
+  base::parallel_for(size_t(t), row_grain(n_idx * hq * (dh + dv)), [&](size_t, size_t b, size_t e) {
+    std::vector<int32_t> keys;
+    std::vector<float> score;
+    for (size_t r = b; r < e; ++r) {
+      const int64_t pos = p.q_offset + int64_t(r);
+      keys.clear();
+      for (int64_t i = 0; i < n_idx; ++i) {
+        const int32_t j = idx[r * size_t(n_idx) + size_t(i)];
+        if (j >= 0 && (!p.causal || j <= pos)) keys.push_back(j);
+      }
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      if (keys.empty()) continue;
+      score.resize(keys.size());
+      for (int64_t head = 0; head < hq; ++head) {
+        const int64_t g = head / group;
+        const float* qr = q.data() + (int64_t(r) * hq + head) * dh;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (size_t n = 0; n < keys.size(); ++n) {
+          score[n] = scale * dot(qr, k.data() + (keys[n] * hkv + g) * dh, dh);
+          mx = std::max(mx, score[n]);
+        }
+        float sum = 0;
+        float* acc = o.data() + (int64_t(r) * hq + head) * dv;
+        for (size_t n = 0; n < keys.size(); ++n) {
+          const float wgt = std::exp(score[n] - mx);
+          sum += wgt;
+          const float* vr = v.data() + (keys[n] * hkv + g) * dv;
+#pragma omp simd
+          for (int64_t i = 0; i < dv; ++i) acc[i] += wgt * vr[i];
+        }
+        for (int64_t i = 0; i < dv; ++i) acc[i] /= sum;
+      }
+    }
+  });
+  store_all(o, call.out[0]);
+}
+
+}  // namespace h0::backends::cpu
