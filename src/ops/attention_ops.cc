@@ -142,16 +142,7 @@ void paged_attention_reference(const std::vector<const Tensor*>& in,
                                in[0]->dim(2), in[2]->dim(3), len};
   const AttentionMask mask = {util::attr_b(a, "causal"), util::attr_i_or(a, "q_offset", len - g.t),
                               util::attr_i(a, "sliding_window")};
-  std::vector<int64_t> rows(static_cast<size_t>(len));
-  for (int64_t j = 0; j < len; ++j) {
-    const auto block = static_cast<int64_t>(table[static_cast<size_t>(j / b)]);
-    if (block < 0 || block >= nb) {
-      util::fail(paged_attention_op(), "block_table entry " + std::to_string(block) +
-                                           " at position " + std::to_string(j / b) +
-                                           " is outside [0, " + std::to_string(nb) + ")");
-    }
-    rows[static_cast<size_t>(j)] = block * b + j % b;
-  }
+  const std::vector<int64_t> rows = util::paged_rows(paged_attention_op(), *in[3], nb, b, len);
   const double scale = util::attr_f_or(a, "scale", 1.0 / std::sqrt(static_cast<double>(g.dh)));
   const std::vector<double> sinks =
       in.size() > 4 && in[4] != nullptr ? util::to_f64(*in[4]) : std::vector<double>();

@@ -70,6 +70,20 @@ void softmax_inplace(double* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] /= sum;
 }
 
+std::vector<int64_t> paged_rows(const OpDef& op, const Tensor& table, int64_t nb, int64_t b, int64_t len) {
+  const auto blocks = to_f64(table);
+  std::vector<int64_t> rows(static_cast<size_t>(len));
+  for (int64_t j = 0; j < len; ++j) {
+    const auto block = static_cast<int64_t>(blocks[static_cast<size_t>(j / b)]);
+    if (block < 0 || block >= nb) {
+      fail(op, "block_table entry " + std::to_string(block) + " at position " + std::to_string(j / b) +
+                   " is outside [0, " + std::to_string(nb) + ")");
+    }
+    rows[static_cast<size_t>(j)] = block * b + j % b;
+  }
+  return rows;
+}
+
 std::vector<double> to_f64(const Tensor& t) {
   std::vector<double> out(static_cast<size_t>(t.numel()));
   tensor::convert(t.data(), t.dtype(), out.data(), DType::kF64, out.size());

@@ -42,6 +42,10 @@ std::vector<double> to_f64(const Tensor& t);
 // tensor/convert.h). values.size() must equal out->numel().
 void from_f64(const std::vector<double>& values, Tensor* out);
 
+// A paged cache's rows of keys 0..len-1: key j at block table[j / b], slot j % b, row
+// block · b + j % b. A table entry outside [0, nb) that a key needs is an InputError naming op.
+std::vector<int64_t> paged_rows(const OpDef& op, const Tensor& table, int64_t nb, int64_t b, int64_t len);
+
 // x[0..n) <- softmax(x[0..n)): max-subtracted, summed in f64.
 void softmax_inplace(double* x, int64_t n);
 

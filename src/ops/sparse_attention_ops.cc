@@ -28,22 +28,6 @@ namespace {
 
 using util::desc;
 
-// The cache row of each key 0..len-1 (block_table[j / B] · B + j % B); an entry outside
-// [0, nb) that a key needs is an InputError.
-std::vector<int64_t> paged_rows(const OpDef& op, const Tensor& table, int64_t nb, int64_t b, int64_t len) {
-  const auto blocks = util::to_f64(table);
-  std::vector<int64_t> rows(static_cast<size_t>(len));
-  for (int64_t j = 0; j < len; ++j) {
-    const auto block = static_cast<int64_t>(blocks[static_cast<size_t>(j / b)]);
-    if (block < 0 || block >= nb) {
-      util::fail(op, "block_table entry " + std::to_string(block) + " at position " + std::to_string(j / b) +
-                         " is outside [0, " + std::to_string(nb) + ")");
-    }
-    rows[static_cast<size_t>(j)] = block * b + j % b;
-  }
-  return rows;
-}
-
 // context_len of a paged op: the attr, or every slot of the table; checked against capacity.
 int64_t paged_len(const OpDef& op, const Json& attrs, int64_t capacity) {
   const int64_t len = util::attr_i_or(attrs, "context_len", capacity);
@@ -65,7 +49,7 @@ void indexer_reference(const std::vector<const Tensor*>& in, const std::vector<T
   const int64_t t = in[0]->dim(0), h = in[0]->dim(1), d = in[0]->dim(2);
   const int64_t nb = in[1]->dim(0), b = in[1]->dim(1), topk = util::attr_i(a, "topk");
   const int64_t len = paged_len(self, a, in[3]->dim(0) * b);
-  const std::vector<int64_t> rows = paged_rows(self, *in[3], nb, b, len);
+  const std::vector<int64_t> rows = util::paged_rows(self, *in[3], nb, b, len);
   const auto q = util::to_f64(*in[0]), k = util::to_f64(*in[1]), w = util::to_f64(*in[2]);
   const double scale = util::attr_f_or(a, "scale", 1.0 / std::sqrt(static_cast<double>(d)));
   const bool causal = util::attr_b(a, "causal");
@@ -104,7 +88,7 @@ void sparse_reference(const std::vector<const Tensor*>& in, const std::vector<Te
   const int64_t nb = in[1]->dim(0), b = in[1]->dim(1), hkv = in[1]->dim(2), dv = in[2]->dim(3);
   const int64_t n_idx = in[4]->dim(1);
   const int64_t len = paged_len(self, a, in[3]->dim(0) * b);
-  const std::vector<int64_t> rows = paged_rows(self, *in[3], nb, b, len);
+  const std::vector<int64_t> rows = util::paged_rows(self, *in[3], nb, b, len);
   const auto q = util::to_f64(*in[0]), k = util::to_f64(*in[1]), v = util::to_f64(*in[2]);
   const auto indices = util::to_f64(*in[4]);
   const double scale = util::attr_f_or(a, "scale", 1.0 / std::sqrt(static_cast<double>(dh)));

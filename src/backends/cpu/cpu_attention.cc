@@ -185,19 +185,8 @@ void paged_attention_kernel(const OpCall& call) {
               "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) +
                   " is outside the cache's " + std::to_string(nb) + " blocks");
   }
-  // Gather key j from block_table[j / B], slot j % B, into contiguous [len, Hkv, D] f32.
-  std::vector<float> k(static_cast<size_t>(len * hkv * dh)), v(static_cast<size_t>(len * hkv * dv));
-  base::parallel_for(
-      static_cast<size_t>(len), row_grain(hkv * (dh + dv)), [&](size_t, size_t b, size_t e) {
-        for (size_t j = b; j < e; ++j) {
-          const int64_t slot =
-              blocks[j / static_cast<size_t>(bsz)] * bsz + static_cast<int64_t>(j) % bsz;
-          load_f32(kc, static_cast<size_t>(slot * hkv * dh), static_cast<size_t>(hkv * dh),
-                   k.data() + j * hkv * dh);
-          load_f32(vc, static_cast<size_t>(slot * hkv * dv), static_cast<size_t>(hkv * dv),
-                   v.data() + j * hkv * dv);
-        }
-      });
+  // Key j from block_table[j / B], slot j % B, gathered into contiguous [len, Hkv, D] f32.
+  const std::vector<float> k = gather_paged(kc, table, len, hkv * dh), v = gather_paged(vc, table, len, hkv * dv);
   const F32View qf(q);
   attend(a, qf.data(), k.data(), v.data(), call.out[0]);
 }

@@ -146,6 +146,19 @@ std::string attr_s(const Json& a, const char* name, const std::string& fallback)
 
 bool attr_null(const Json& a, const char* name) { return attr_value(a, name) == nullptr; }
 
+std::vector<float> gather_paged(const hb_tensor& cache, const hb_tensor& table, int64_t len, int64_t width) {
+  const int64_t bsz = cache.shape[1];
+  const auto* blocks = static_cast<const int32_t*>(table.data);
+  std::vector<float> dst(size_t(len * width));
+  base::parallel_for(size_t(len), row_grain(width), [&](size_t, size_t b, size_t e) {
+    for (size_t j = b; j < e; ++j) {
+      const int64_t slot = blocks[j / size_t(bsz)] * bsz + int64_t(j) % bsz;
+      load_f32(cache, size_t(slot * width), size_t(width), dst.data() + j * size_t(width));
+    }
+  });
+  return dst;
+}
+
 size_t row_grain(int64_t row_elements) {
   return static_cast<size_t>(
       std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, row_elements)));

@@ -104,6 +104,10 @@ bool attr_b(const Json& a, const char* name, bool fallback);
 std::string attr_s(const Json& a, const char* name, const std::string& fallback);
 bool attr_null(const Json& a, const char* name);  // absent or null
 
+// Keys 0..len-1 of a paged cache [NB, B, ...] (`width` values each, key j at block
+// table[j / B], slot j % B) as contiguous f32 [len, width]; the caller has checked the table.
+std::vector<float> gather_paged(const hb_tensor& cache, const hb_tensor& table, int64_t len, int64_t width);
+
 // Rows per parallel_for chunk so that a chunk holds about 64K elements of work.
 size_t row_grain(int64_t row_elements);
 

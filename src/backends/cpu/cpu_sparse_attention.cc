@@ -46,20 +46,6 @@ Paged paged_context(const OpCall& call, const hb_tensor& cache, const hb_tensor&
   return p;
 }
 
-// Keys 0..len-1 of `cache` [NB, B, ...] (`width` values each) as contiguous f32 [len, width].
-std::vector<float> gather(const hb_tensor& cache, const hb_tensor& table, int64_t len, int64_t width) {
-  const int64_t bsz = cache.shape[1];
-  const auto* blocks = static_cast<const int32_t*>(table.data);
-  std::vector<float> dst(size_t(len * width));
-  base::parallel_for(size_t(len), row_grain(width), [&](size_t, size_t b, size_t e) {
-    for (size_t j = b; j < e; ++j) {
-      const int64_t slot = blocks[j / size_t(bsz)] * bsz + int64_t(j) % bsz;
-      load_f32(cache, size_t(slot * width), size_t(width), dst.data() + j * size_t(width));
-    }
-  });
-  return dst;
-}
-
 float dot(const float* a, const float* b, int64_t n) {
   float s = 0;
 #pragma omp simd reduction(+ : s)
@@ -80,7 +66,7 @@ void lightning_indexer_kernel(const OpCall& call) {
   require(call, topk > 0, "attr topk must be positive, got " + std::to_string(topk));
   require_tensor(call, call.out[0], "indices", {t, topk}, HB_I32);
   const Paged p = paged_context(call, kc, table, t);
-  const std::vector<float> k = gather(kc, table, p.len, d);
+  const std::vector<float> k = gather_paged(kc, table, p.len, d);
   const float scale = float(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(double(d)) : attr_f(call.attrs, "scale", 1.0));
   const F32View q(q_t), w(w_t);
   auto* out = static_cast<int32_t*>(call.out[0].data);
@@ -126,7 +112,7 @@ void sparse_attention_kernel(const OpCall& call) {
   const int64_t n_idx = idx_t.shape[1];
   require_tensor(call, call.out[0], "o", {t, hq, dv}, dt);
   const Paged p = paged_context(call, kc, table, t);
-  const std::vector<float> k = gather(kc, table, p.len, hkv * dh), v = gather(vc, table, p.len, hkv * dv);
+  const std::vector<float> k = gather_paged(kc, table, p.len, hkv * dh), v = gather_paged(vc, table, p.len, hkv * dv);
   const auto* idx = static_cast<const int32_t*>(idx_t.data);
   for (int64_t i = 0; i < t * n_idx; ++i) {
     require(call, idx[i] >= -1 && idx[i] < p.len,
