@@ -346,8 +346,7 @@ int run_day0(const Day0Options& opt) {
   } else {
     if (service_level) {
       const model::Architecture& a = *ctx.arch;
-      const std::string why = a.modelled ? "the executor does not run " + a.text.executor_gap + " yet (" + a.family + ")"
-                                         : "family " + a.family + " is not modelled";
+      const std::string why = "family " + a.family + " is not modelled";
       std::printf(
           "Day-0 readiness established at the service level: %zu of %zu stages passed in %.1f s; "
           "the executor checks did not run (%d stages: %s).\n",

@@ -302,6 +302,27 @@ std::string model_shape_cases(const Day0Context& ctx) {
           "paged_attention/sliding");
     }
   }
+  if (bound.index_select.def != nullptr) {  // DeepSeek-V3.2: T queries after topk keys, so the selection cuts
+    const model::Indexer& x = t.indexer;
+    const int64_t S = T + x.topk;
+    add("layernorm", dims({T, x.head_dim}), attrs_of(bound.index_norm), "layernorm/indexer_keys");
+    add("rope", dims({T, x.n_heads, x.head_dim}), attrs_of(bound.index_rope) + "    inputs: {positions: {arange: {start: 0, step: 1}}}\n",
+        "rope/indexer");
+    const nlohmann::json& select = bound.index_select.attrs;
+    add("lightning_indexer", dims({T, S, x.n_heads, x.head_dim, 16}),
+        "    attrs: {topk: " + select.at("topk").dump() + ", scale: " + select.at("scale").dump() + ", context_len: " +
+            std::to_string(S) + "}\n");
+    const std::string scale = a.scale > 0 ? ", scale: " + nlohmann::json(a.scale).dump() : "";
+    add("sparse_attention", dims({T, S, heads, heads, a.qk_head_dim(), a.value_head_dim(), 16, x.topk}),
+        "    attrs: {context_len: " + std::to_string(S) + scale + "}\n");
+  }
+  if (bound.delta_rule.def != nullptr) {  // Gated DeltaNet: the conv over q|k|v, the gating, the rule, the gated norm
+    const model::LinearAttention& la = t.linear;
+    add("causal_conv1d", dims({T, la.conv_dim(), la.conv_kernel}), attrs_of(bound.conv1d));
+    add("gdn_gating", dims({T, la.num_v_heads}), "");
+    add("gated_delta_rule", dims({T, la.num_k_heads, la.k_head_dim, la.num_v_heads, la.v_head_dim}), attrs_of(bound.delta_rule));
+    add("rmsnorm_gated", dims({T * la.num_v_heads, la.v_head_dim}), attrs_of(bound.norm_gated));
+  }
   if (ctx.model_ops.count("dequantize_mxfp4")) {  // one expert's gate_up as stored: [2F, D / 32] scales
     add("dequantize_mxfp4", dims({2 * t.moe.expert_intermediate_size, t.hidden_size / 32}),
         "    attrs: {out_dtype: " + dtype + "}\n");
@@ -318,24 +339,14 @@ std::string model_shape_cases(const Day0Context& ctx) {
   return yaml;
 }
 
-// A stage that needs the executor, for a family it does not model or does not run all of
-// (Architecture's executor_gap).
+// A stage that needs the executor, for a family it does not model.
 StageResult not_modelled(const Day0Context& ctx, const std::string& what) {
   const model::Architecture& a = *ctx.arch;
-  if (a.modelled) {
-    return {StageStatus::kNotModelled,
-            "not run: the executor does not run " + a.text.executor_gap + " yet (family " + a.family + "; " + what + ")",
-            {},
-            {{"family", a.family}, {"modelled", true}, {"executor_gap", a.text.executor_gap}}};
-  }
   return {StageStatus::kNotModelled,
           "not run: family " + a.family + " is not modelled by the executor (" + what + ")",
           {},
           {{"family", a.family}, {"modelled", false}}};
 }
-
-// Whether the executor runs the whole model.
-bool executes(const Day0Context& ctx) { return ctx.arch->modelled && ctx.arch->text.executor_gap.empty(); }
 
 std::string mib(int64_t bytes) { return fixed(double(bytes) / (1024.0 * 1024.0), 1) + " MiB"; }
 
@@ -545,7 +556,7 @@ StageResult run_op_accuracy_stage(Day0Context& ctx) {
 }
 
 StageResult run_layer_stage(Day0Context& ctx) {
-  if (!executes(ctx))
+  if (!ctx.arch->modelled)
     return not_modelled(ctx,
                         "an engine's dump compared with harness compare-dumps localizes a layer");
   if (!shipped(ctx, "layers.yaml")) return golden_stage(ctx, true);
@@ -584,7 +595,7 @@ void add_quant_budget(StageResult* r) {
 }
 
 StageResult run_model_stage(Day0Context& ctx) {
-  if (!executes(ctx))
+  if (!ctx.arch->modelled)
     return not_modelled(ctx, "the service stages compare the served answers instead");
   StageResult r = shipped(ctx, "model.yaml")
                       ? judge(run_cases(ctx, suite_path("model.yaml"), ctx.model_name + "/*"), "model cases")
@@ -596,7 +607,7 @@ StageResult run_model_stage(Day0Context& ctx) {
 StageResult run_image_stage(Day0Context& ctx) {
   if (!ctx.arch->has_vision)
     return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
-  if (!executes(ctx)) return not_modelled(ctx, "its vision tower");
+  if (!ctx.arch->modelled) return not_modelled(ctx, "its vision tower");
   if (!shipped(ctx, "image.yaml"))
     return {StageStatus::kNotRun, "no image goldens for this model", {}, {}};
   return judge(run_cases(ctx, suite_path("image.yaml"), ctx.model_name + "/*"), "image cases");
@@ -605,7 +616,7 @@ StageResult run_image_stage(Day0Context& ctx) {
 StageResult run_mesh_stage(Day0Context& ctx) {
   if (ctx.world == nullptr)
     return {StageStatus::kPass, "not applicable: one rank (run under mpirun for the mesh)", {}, {}};
-  if (!executes(ctx)) return not_modelled(ctx, "sharded execution runs the executor");
+  if (!ctx.arch->modelled) return not_modelled(ctx, "sharded execution runs the executor");
   StageResult r =
       judge(run_cases(ctx, suite_path("mesh.yaml"), ctx.model_name + "/*"), "sharded cases");
   size_t ran = 0;
@@ -679,7 +690,7 @@ StageResult served_performance(Day0Context& ctx) {
 }
 
 StageResult run_performance_stage(Day0Context& ctx) {
-  if (!executes(ctx)) return served_performance(ctx);
+  if (!ctx.arch->modelled) return served_performance(ctx);
   StageResult r;
   const model::ModelSource src = model::resolve_model(ctx.options.model);
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);

@@ -268,11 +268,50 @@ class ProbeRecorder:
 # --------------------------------------------------------------------------
 
 
+class _IndexerTies(torch.overrides.TorchFunctionMode):
+    """Active inside a DeepSeek-V3.2 indexer's forward: refuses an exact tie at the boundary of its
+    top-k among the keys a query may see.  transformers leaves the order of equal scores to
+    torch.topk (unspecified), so the keys it picked would be one arbitrary choice of several."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func in (torch.topk, torch.Tensor.topk):
+            scores, k = args[0], out.values.shape[-1]
+            if k < scores.shape[-1]:
+                ranked = torch.sort(scores, dim=-1, descending=True).values
+                kth, nxt = ranked[..., k - 1], ranked[..., k]
+                visible = kth > torch.finfo(scores.dtype).min / 2  # masked keys score the mask's minimum
+                tied = (kth == nxt) & visible
+                if bool(tied.any()):
+                    where = [int(i) for i in torch.nonzero(tied)[0]]
+                    raise SystemExit(f"the lightning indexer's top-{k} has an exact tie at its boundary (query {where}, "
+                                     f"score {float(kth[tuple(where)])}): transformers' choice among tied keys is "
+                                     f"unspecified, so this input cannot be a golden")
+        return out
+
+
+def _indexers(model) -> list:
+    return [m for m in model.modules() if type(m).__name__ == "DeepseekV32Indexer"]
+
+
 def _forward_logits(model, ids: torch.Tensor, pixel_values) -> torch.Tensor:
     kwargs = {"input_ids": ids[None], "use_cache": False}
     if pixel_values is not None:
         kwargs["pixel_values"] = pixel_values
-    return model(**kwargs).logits[0]
+    mode = _IndexerTies()
+
+    def enter(*_):
+        mode.__enter__()  # a pre-hook's return value would replace the module's inputs
+
+    def leave(*_):
+        mode.__exit__(None, None, None)
+
+    hooks = [h for m in _indexers(model) for h in (m.register_forward_pre_hook(enter), m.register_forward_hook(leave))]
+    try:
+        return model(**kwargs).logits[0]
+    finally:
+        for h in hooks:
+            h.remove()
 
 
 def top_k_stable(logprobs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:

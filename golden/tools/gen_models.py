@@ -70,7 +70,7 @@ MODELS = ["tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava"]
 # Checkpoints written by transformers itself (gen_tiny_hf_models.py: from_config + save_pretrained),
 # under tests/data/models/: their goldens come from the checkpoint as it is, no synth.
 HF_MODELS = ["tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe", "tiny-gemma3", "tiny-gpt-oss", "tiny-gpt-oss-mxfp4",
-             "tiny-qwen3-next"]
+             "tiny-qwen3-next", "tiny-deepseek-v32", "tiny-qwen3-5"]
 SEED = 0
 TORCH_DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16,
                 "F8_E4M3": torch.float8_e4m3fn}

@@ -47,11 +47,11 @@ Each checkpoint is loaded back (AutoModelForCausalLM.from_pretrained, f32, eager
                   chat_hello), embeddings not tied.
   tiny-qwen3-next qwen3_next: layer_types [linear, full, linear]; Gated DeltaNet with 2 key heads and 4
                   value heads of 16, conv kernel 4; gated full attention (head_dim 16, partial rotary
-                  0.5, QK-norm); 4 experts top-2 plus the gated shared expert; the executor does not
-                  run it yet (its day0 reports why: tests/harness/cli_day0_hybrid_test.cc).
-  tiny-deepseek-v32 deepseek_v32: MLA (q_lora 32, kv_lora 16), the lightning indexer (2 heads of 16,
-                  index_topk 4: prompts longer than 4 tokens attend sparsely), first layer dense,
-                  4 experts top-2 plus a shared one; not run by the executor yet either.
+                  0.5, QK-norm); 4 experts top-2 plus the gated shared expert.
+  tiny-deepseek-v32 deepseek_v32: MLA (q_lora 32, kv_lora 16), the lightning indexer (8 heads of 16,
+                  index_topk 4: prompts longer than 4 tokens attend sparsely; with 2 heads the
+                  ReLU's zeros tied at the top-k boundary on the golden prompts, where torch.topk's
+                  choice is unspecified), first layer dense, 4 experts top-2 plus a shared one.
 The initializer ranges were picked so that greedy decoding of the e2e prompts does not repeat one
 token (transformers' default 0.02 does, or gives top1-top2 margins under 1e-3).
 """
@@ -73,7 +73,7 @@ LLAMA3_TOKENIZER = ("tiny-llama", 1019, 1023, 1020)
 QWEN_TOKENIZER = ("tiny-qwen3-moe", 1019, 1021, 1019)
 TOKENIZERS = {"tiny-gemma3": LLAMA3_TOKENIZER, "tiny-qwen2-moe": QWEN_TOKENIZER, "tiny-gpt-oss": LLAMA3_TOKENIZER,
               "tiny-mistral": LLAMA3_TOKENIZER, "tiny-glm4-moe": LLAMA3_TOKENIZER, "tiny-olmo2": LLAMA3_TOKENIZER,
-              "tiny-qwen3-next": QWEN_TOKENIZER, "tiny-deepseek-v32": LLAMA3_TOKENIZER}
+              "tiny-qwen3-next": QWEN_TOKENIZER, "tiny-deepseek-v32": LLAMA3_TOKENIZER, "tiny-qwen3-5": QWEN_TOKENIZER}
 SEED = 0
 
 
@@ -86,7 +86,7 @@ def common(name: str) -> dict:
 
 def configs():
     from transformers import (DeepseekV32Config, Gemma3TextConfig, Glm4MoeConfig, GptOssConfig, MistralConfig, Olmo2Config,
-                              Qwen2MoeConfig, Qwen3NextConfig)
+                              Qwen2MoeConfig, Qwen3_5TextConfig, Qwen3NextConfig)
 
     return {
         "tiny-glm4-moe": Glm4MoeConfig(
@@ -118,11 +118,18 @@ def configs():
             num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=64,
             norm_topk_prob=True, decoder_sparse_step=1, tie_word_embeddings=False, initializer_range=0.2,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
+        "tiny-qwen3-5": Qwen3_5TextConfig(
+            **{**common("tiny-qwen3-5"), "num_hidden_layers": 3}, head_dim=16,
+            layer_types=["linear_attention", "full_attention", "linear_attention"], linear_num_key_heads=2,
+            linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16, linear_conv_kernel_dim=4,
+            tie_word_embeddings=False, initializer_range=0.25,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                             "mrope_section": [2, 1, 1], "mrope_interleaved": True}),
         "tiny-deepseek-v32": DeepseekV32Config(
             **{**common("tiny-deepseek-v32"), "num_key_value_heads": 4}, q_lora_rank=32, kv_lora_rank=16,
             qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=4, num_experts_per_tok=2,
             moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1,
-            routed_scaling_factor=2.5, index_n_heads=2, index_head_dim=16, index_topk=4,
+            routed_scaling_factor=2.5, index_n_heads=8, index_head_dim=16, index_topk=4,
             tie_word_embeddings=False, initializer_range=0.2),
         "tiny-olmo2": Olmo2Config(
             **common("tiny-olmo2"), rms_norm_eps=1e-6, tie_word_embeddings=False, initializer_range=0.3),

@@ -12,10 +12,6 @@ std::set<std::string> ops_of_model(const model::Architecture& arch) {
   // An MXFP4 checkpoint's experts (GPT-OSS as released): the harness dequantizes them on load (the
   // reference), the platform's engine runs that format: its kernel is checked too.
   if (arch.quantization.method == "mxfp4") ops.insert("dequantize_mxfp4");
-  // What the executor does not run yet but the model needs (Architecture::executor_gap):
-  // DeepSeek-V3.2's indexer (its own projections, key norm and half-split RoPE) and the
-  // attention over the keys it selects.
-  if (arch.text.indexer.n_heads > 0) ops.insert({"lightning_indexer", "sparse_attention", "layernorm", "rope"});
   return ops;
 }
 

@@ -324,13 +324,36 @@ class ModelCase : public PreparedCase {
     if (golden.find(in) == nullptr || golden.find(out) == nullptr) {
       throw InputError(s_.golden_file, "has no probe '" + (golden.find(in) ? out : in) + "' for layer " + std::to_string(s_.layer));
     }
-    const tensor::Tensor y = ex.run_layer(s_.layer, golden.get(in), probes);
+    const tensor::Tensor input = golden.get(in);
+    const tensor::Tensor y = ex.run_layer(s_.layer, input, probes);
     const compare::Metrics m = compare::compute_metrics(y, golden.get(out), {0, 0, false});
     r->metrics.insert(r->metrics.end(), {{"cosine", m.cosine}, {"max_abs_err", m.max_abs_err}, {"rmse", m.rmse}});
     r->details["worst"] = {{"index", m.worst_index}, {"actual", m.worst_actual}, {"expected", m.worst_expected}};
-    if (m.cosine < s_.tol.cosine_min) failures->push_back(out + " cosine " + std::to_string(m.cosine) + " < " + std::to_string(s_.tol.cosine_min));
+    judge_layer_output(m, out, "", failures);
+    // The same layer again with its last rows as decode steps after a prefill of the others: the
+    // KV cache and a linear layer's conv and recurrent state carried between calls, which one
+    // prefill never reads back. A state saved wrong diverges here, at the sublayer that keeps it.
+    const int64_t T = input.dim(0), steps = std::min<int64_t>(4, T - 1);
+    if (steps <= 0) return;
+    model::ProbeRecorder stepped({}, true);
+    const tensor::Tensor ys = ex.run_layer(s_.layer, input, &stepped, T - steps);
+    const compare::Metrics ms = compare::compute_metrics(ys, golden.get(out), {0, 0, false});
+    r->metrics.insert(r->metrics.end(), {{"decode_cosine", ms.cosine}, {"decode_max_abs_err", ms.max_abs_err}});
+    const std::string how = "decode steps (a prefill of " + std::to_string(T - steps) + " rows, then " +
+                            std::to_string(steps) + " one at a time): ";
+    const ProbeReport report = compare_probes(stepped.probes(), golden, s_.tol.probe_cosine_min, s_.tol.probe_rel_l2_max);
+    r->details["decode_steps"] = {{"prefill", T - steps}, {"steps", steps}, {"probes", report.to_json()}};
+    if (report.first_divergent >= 0) failures->push_back(how + "first divergence at " + report.first_divergence());
+    judge_layer_output(ms, out, how, failures);
+  }
+
+  void judge_layer_output(const compare::Metrics& m, const std::string& out, const std::string& how,
+                          std::vector<std::string>* failures) const {
+    if (m.cosine < s_.tol.cosine_min) {
+      failures->push_back(how + out + " cosine " + std::to_string(m.cosine) + " < " + std::to_string(s_.tol.cosine_min));
+    }
     if (m.nan_mismatch > 0 || m.inf_mismatch > 0) {  // left out of the cosine: a layer that makes a NaN passes it
-      failures->push_back(out + ": " + std::to_string(m.nan_mismatch) + " NaN and " + std::to_string(m.inf_mismatch) +
+      failures->push_back(how + out + ": " + std::to_string(m.nan_mismatch) + " NaN and " + std::to_string(m.inf_mismatch) +
                           " Inf elements where the golden has none (or the reverse)");
     }
   }

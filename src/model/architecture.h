@@ -153,10 +153,6 @@ struct TextModel {
   LinearAttention linear;  // the kLinear layers' (num_v_heads == 0: none)
   Indexer indexer;         // DeepSeek-V3.2: every attention layer's
   Moe moe;
-  // Non-empty: what of this family the executor does not run yet ("Gated DeltaNet linear-attention
-  // layers"). Its architecture, inventory and memory plan are exact; the stages that run the
-  // executor report not run with this reason, and Executor refuses it (InputError).
-  std::string executor_gap;
   int64_t num_nextn_predict_layers = 0;  // DeepSeek-V3 multi-token prediction (checkpoint only)
   std::optional<tensor::DType> dtype;    // torch_dtype / dtype
   // Weight-name prefixes: "model." for the decoder, "lm_head." for the head (LLaVA nests both).

@@ -20,7 +20,7 @@ KvGeometry kv_geometry(const Architecture& a, const ExecutorOptions& o) {
   int64_t kv = at.mla ? at.num_heads : at.num_kv_heads;
   if (o.sharding != nullptr) kv = at.mla ? o.sharding->heads : o.sharding->kv_heads;
   return {a.text.num_layers, (o.max_tokens + o.block_size - 1) / o.block_size, o.block_size, kv, at.qk_head_dim(),
-          at.value_head_dim()};
+          at.value_head_dim(), a.text.indexer.n_heads > 0 ? a.text.indexer.head_dim : 0};
 }
 
 // The config's (Attention::scale), else qk_head_dim^-0.5; HF DeepseekV3Attention: times mscale²
@@ -35,23 +35,14 @@ double attention_scale(const TextModel& t) {
   return scale;
 }
 
-// `arch`, unless the executor does not run all of it: then an InputError saying what.
-const Architecture& executable(const Architecture& arch) {
-  if (!arch.text.executor_gap.empty()) {
-    throw InputError("model", arch.family + ": the executor does not run " + arch.text.executor_gap +
-                                  " yet (its architecture, tensor inventory and memory plan are exact)");
-  }
-  return arch;
-}
-
-// TP over Gated DeltaNet layers needs in_proj_qkv / conv1d cut per q|k|v part (not a plain
-// column split); until the loader does, a sharded hybrid runs pipeline stages only.
-const ExecutorOptions& checked(const Architecture& arch, const ExecutorOptions& o) {
-  if (o.sharding != nullptr && o.sharding->tp && o.sharding->tp->size() > 1 && arch.text.linear.num_v_heads > 0) {
-    throw InputError("parallel plan", "tensor parallelism over " + arch.family +
-                                          "'s Gated DeltaNet layers is not run yet (pp and dp are)");
-  }
-  return o;
+// The Gated DeltaNet heads this rank runs: a tp rank holds num_k_heads / tp key heads and their
+// value heads (the planner refuses a tp that does not divide them).
+LinearAttention local_linear(const Architecture& arch, const ExecutorOptions& o) {
+  LinearAttention la = arch.text.linear;
+  const int64_t tp = o.sharding != nullptr && o.sharding->tp ? o.sharding->tp->size() : 1;
+  la.num_k_heads /= tp;
+  la.num_v_heads /= tp;
+  return la;
 }
 
 tensor::Tensor index_tensor(const std::vector<int64_t>& v) {
@@ -62,16 +53,17 @@ tensor::Tensor index_tensor(const std::vector<int64_t>& v) {
 
 Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, backend::Backend& backend,
                    const ExecutorOptions& options)
-    : arch_(executable(arch)),
+    : arch_(arch),
       backend_(backend),
-      options_(checked(arch, options)),
+      options_(options),
       ops_(backend, options.fallback, options.profile),
       weights_(std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype, options.sharding)),
       cache_(backend, kv_geometry(arch, options), options.dtype),
       prefix_(arch.family == "llava" ? "model.language_model." : "model."),
       attention_scale_(attention_scale(arch.text)),
       op_(model_ops(arch, options.dtype, options.act_quant)),
-      fused_(arch.text.linear.fused_projections ? fused_columns(arch.text.linear) : FusedColumns{}) {}
+      linear_(local_linear(arch, options)),
+      fused_(linear_.fused_projections ? fused_columns(linear_) : FusedColumns{}) {}
 
 Executor::~Executor() = default;
 
@@ -84,7 +76,7 @@ Executor::LinearState& Executor::linear_state(int seq, int64_t layer) {
   auto& layers = linear_states_[seq];
   auto it = layers.find(layer);
   if (it != layers.end()) return it->second;
-  const LinearAttention& la = arch_.text.linear;
+  const LinearAttention& la = linear_;
   LinearState st{backend_.upload(tensor::Tensor::zeros(options_.dtype, {la.conv_dim(), la.conv_kernel - 1})),
                  backend_.upload(tensor::Tensor::zeros(tensor::DType::kF32, {la.num_v_heads, la.k_head_dim, la.v_head_dim}))};
   return layers.emplace(layer, std::move(st)).first->second;
@@ -295,22 +287,37 @@ void Executor::begin_step(Step* step) {
       attrs["sliding_window"] = arch_.text.attn.sliding_window;
       s.sliding_attention = bind_op("paged_attention", attrs);
     }
+    if (op_.index_select.def != nullptr) {  // DeepSeek-V3.2
+      s.sparse_attention = bind_op("sparse_attention", attrs);
+      for (const char* key : {"topk", "scale"}) attrs[key] = op_.index_select.attrs.at(key);
+      s.indexer = bind_op("lightning_indexer", attrs);
+    }
   }
   step->positions = backend_.upload(index_tensor(pos));
 }
 
-tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden, ProbeRecorder* probes) {
+tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden, ProbeRecorder* probes, int64_t prefill) {
   if (layer < 0 || layer >= arch_.text.num_layers) throw InputError("layer", std::to_string(layer) + " is out of range");
-  Step step;
-  step.segments.resize(1);
-  step.segments[0].seq = cache_.new_sequence();
-  step.segments[0].tokens = hidden.dim(0);
-  step.probes = probes;
-  begin_step(&step);
-  DeviceTensor x = backend_.upload(glue::to_dtype(hidden, options_.dtype));
-  x = decoder_layer(layer, std::move(x), step);
-  tensor::Tensor out = to_host_f32(x);
-  free_sequence(step.segments[0].seq);
+  const int64_t T = hidden.dim(0);
+  if (prefill <= 0 || prefill > T) prefill = T;
+  const int seq = cache_.new_sequence();
+  tensor::Tensor out = tensor::Tensor::zeros(tensor::DType::kF32, {T, hidden.numel() / std::max<int64_t>(T, 1)});
+  for (int64_t row = 0; row < T;) {
+    const int64_t n = row == 0 ? prefill : 1;
+    Step step;
+    step.segments.resize(1);
+    step.segments[0].seq = seq;
+    step.segments[0].tokens = n;
+    step.probes = probes;
+    begin_step(&step);
+    DeviceTensor x = backend_.upload(glue::to_dtype(hidden.slice_rows(row, row + n), options_.dtype));
+    x = decoder_layer(layer, std::move(x), step);
+    cache_.advance(seq, n);
+    const tensor::Tensor y = to_host_f32(x);
+    std::memcpy(out.mutable_data_as<float>() + row * out.dim(1), y.data(), y.nbytes());
+    row += n;
+  }
+  free_sequence(seq);
   return out;
 }
 
@@ -384,9 +391,9 @@ DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, St
   const Attention& at = arch_.text.attn;
   const int64_t T = step.tokens, nope = at.qk_nope_head_dim, rot = at.qk_rope_head_dim;
   const int64_t H = options_.sharding ? options_.sharding->heads : at.num_heads;
-  DeviceTensor q;
+  DeviceTensor q, qa;  // qa: the q latent (q_lora_rank > 0)
   if (at.q_lora_rank > 0) {
-    DeviceTensor qa = linear(layer, TensorRole::kAttnQA, h);
+    qa = linear(layer, TensorRole::kAttnQA, h);
     qa = ops_.run1(op_.rmsnorm, {&qa, &weights_->get(layer, TensorRole::kAttnQANorm)});
     q = linear(layer, TensorRole::kAttnQB, qa);
   } else {
@@ -404,19 +411,42 @@ DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, St
   k_rot_dev = ops_.run1(op_.rope, {&k_rot_dev, &step.positions});
   const tensor::Tensor key = glue::concat_last(k_nope, glue::repeat_heads(backend_.download(k_rot_dev), H));
   const DeviceTensor query = backend_.upload(glue::concat_last(q_nope, backend_.download(q_rot_dev)));
-  DeviceTensor o = cached_attention(layer, query, key, value, step);
+  std::optional<IndexerInputs> index;
+  if (arch_.text.indexer.n_heads > 0) index = indexer_inputs(layer, h, qa, step);
+  DeviceTensor o = cached_attention(layer, query, key, value, step, index ? &*index : nullptr);
   o.reshape({T, H * at.v_head_dim});
   DeviceTensor out = linear(layer, TensorRole::kAttnO, o, first_tp_rank());
   if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
   return out;
 }
 
+// transformers' DeepseekV32Indexer: queries wq_b(q latent) and one key k_norm(wk(x)) per token,
+// both with half-split RoPE over their first qk_rope_head_dim dims, and the heads' weights
+// weights_proj(x) (their H^-0.5 is in the bound indexer's scale).
+Executor::IndexerInputs Executor::indexer_inputs(int64_t layer, const DeviceTensor& h, const DeviceTensor& q_latent, Step& step) {
+  const Indexer& x = arch_.text.indexer;
+  const int64_t T = step.tokens;
+  IndexerInputs in;
+  in.q = linear(layer, TensorRole::kIdxQB, q_latent);
+  in.q.reshape({T, x.n_heads, x.head_dim});
+  in.q = ops_.run1(op_.index_rope, {&in.q, &step.positions});
+  DeviceTensor k = linear(layer, TensorRole::kIdxK, h);
+  k = ops_.run1(op_.index_norm, {&k, &weights_->get(layer, TensorRole::kIdxKNorm),
+                                 &weights_->get(layer, TensorRole::kIdxKNorm, TensorPiece::kBias)});
+  k.reshape({T, 1, x.head_dim});
+  in.k = backend_.download(ops_.run1(op_.index_rope, {&k, &step.positions})).reshape({T, x.head_dim});
+  in.weights = linear(layer, TensorRole::kIdxWeights, h);
+  return in;
+}
+
 // Gated DeltaNet (transformers' Qwen3NextGatedDeltaNet): the input projections (Qwen3-Next's
 // fused ones regrouped on the host), the gating g and beta, then per sequence the causal conv over
 // q|k|v and the gated delta rule, each from and into that sequence's state; the gated RMSNorm of
-// every value head's output by z, and out_proj.
+// every value head's output by z, and out_proj. Under TP a rank runs its key heads and their value
+// heads (its share of in_proj_qkvz, or of each q|k|v part of in_proj_qkv and the conv), and
+// out_proj is row-parallel: the partial sums are all-reduced.
 DeviceTensor Executor::linear_attention(int64_t layer, const DeviceTensor& h, Step& step) {
-  const LinearAttention& la = arch_.text.linear;
+  const LinearAttention& la = linear_;  // this rank's heads
   const int64_t T = step.tokens, hk = la.num_k_heads, hv = la.num_v_heads, dk = la.k_head_dim, dv = la.v_head_dim;
   const int64_t key_dim = hk * dk;
   DeviceTensor qkv, z, b, a;
@@ -460,26 +490,43 @@ DeviceTensor Executor::linear_attention(int64_t layer, const DeviceTensor& h, St
   z.reshape({T * hv, dv});
   o = ops_.run1(op_.norm_gated, {&o, &weights_->get(layer, TensorRole::kLinNorm), &z});
   o.reshape({T, hv * dv});
-  return linear(layer, TensorRole::kLinOut, o);
+  DeviceTensor out = linear(layer, TensorRole::kLinOut, o, first_tp_rank());  // row-parallel under TP
+  if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
+  return out;
 }
 
-// k and v rows of every segment go to its sequence's blocks, the layer is uploaded once, then
-// paged_attention runs per segment (one sequence per call) on its rows of q [T, H, Dh].
+// k and v rows of every segment go to its sequence's blocks (and the indexer keys to theirs), the
+// layer is uploaded once, then attention runs per segment (one sequence per call) on its rows of
+// q [T, H, Dh]: paged_attention, or lightning_indexer and sparse_attention over the keys it picks.
 DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q, const tensor::Tensor& k,
-                                        const tensor::Tensor& v, Step& step) {
+                                        const tensor::Tensor& v, Step& step, const IndexerInputs* index) {
   for (const Segment& s : step.segments) {
     cache_.stage(s.seq, layer, k.slice_rows(s.row, s.row + s.tokens), v.slice_rows(s.row, s.row + s.tokens));
+    if (index != nullptr) cache_.stage_index(s.seq, layer, index->k.slice_rows(s.row, s.row + s.tokens));
   }
   cache_.upload(layer);
   const DeviceTensor &k_cache = cache_.k(layer), &v_cache = cache_.v(layer);
   const bool sliding = arch_.text.layer_kind(layer) == TextModel::LayerKind::kSliding && arch_.text.attn.sliding_window > 0;
   const auto op = [sliding](const Segment& s) -> const BoundOp& { return sliding ? s.sliding_attention : s.paged_attention; };
   const DeviceTensor* sinks = weights_->find(layer, TensorRole::kAttnSinks);  // GPT-OSS
+  const bool one = step.segments.size() == 1;
+  tensor::Tensor iq_host, w_host;
+  if (index != nullptr && !one) iq_host = backend_.download(index->q), w_host = backend_.download(index->weights);
   const auto run = [&](const Segment& s, const DeviceTensor& q_rows) {
+    if (index != nullptr) {
+      DeviceTensor iq_rows, w_rows;
+      if (!one) {
+        iq_rows = backend_.upload(iq_host.slice_rows(s.row, s.row + s.tokens));
+        w_rows = backend_.upload(w_host.slice_rows(s.row, s.row + s.tokens));
+      }
+      const DeviceTensor picked =
+          ops_.run1(s.indexer, {one ? &index->q : &iq_rows, &cache_.index_k(layer), one ? &index->weights : &w_rows, &s.table});
+      return ops_.run1(s.sparse_attention, {&q_rows, &k_cache, &v_cache, &s.table, &picked});
+    }
     return sinks != nullptr ? ops_.run1(op(s), {&q_rows, &k_cache, &v_cache, &s.table, sinks})
                             : ops_.run1(op(s), {&q_rows, &k_cache, &v_cache, &s.table});
   };
-  if (step.segments.size() == 1) return run(step.segments[0], q);
+  if (one) return run(step.segments[0], q);
   const tensor::Tensor q_host = backend_.download(q);
   const tensor::Shape qs = q.shape();
   tensor::Tensor out = tensor::Tensor::zeros(q.dtype(), {qs[0], qs[1], v_cache.shape()[3]});

@@ -1,7 +1,8 @@
 // The executor: a model built from its architecture and weights, run out of a backend's
 // catalogue ops (so the platform's kernels are what is tested). Decoder layers of every
 // family (GQA with RoPE, Qwen2 qkv bias, Qwen3 q/k norm, SwiGLU MLP, MoE with shared experts,
-// DeepSeek-V3 multi-head latent attention), prefill and decode over a paged KV cache, a
+// DeepSeek-V3 multi-head latent attention, DeepSeek-V3.2's sparse attention through its lightning
+// indexer, Qwen3-Next's Gated DeltaNet layers), prefill and decode over a paged KV cache, a
 // deterministic sampler, probes at every layer boundary and sublayer, and a per-op profile.
 #pragma once
 
@@ -73,8 +74,12 @@ class Executor {
   // concatenated rows. Sharded executors take one item only (InputError otherwise).
   std::vector<tensor::Tensor> forward_batch(const std::vector<BatchItem>& items, ProbeRecorder* probes = nullptr);
   // Decoder layer `layer` alone on `hidden` [T, D] at positions [0, T) of a fresh sequence:
-  // its output [T, D] (f32, host). Isolates one layer given the golden input.
-  tensor::Tensor run_layer(int64_t layer, const tensor::Tensor& hidden, ProbeRecorder* probes = nullptr);
+  // its output [T, D] (f32, host). Isolates one layer given the golden input. With `prefill` in
+  // [1, T), rows [0, prefill) run as one prefill and each later row as a decode step (the KV cache
+  // and a linear layer's conv and recurrent state carried between calls); `probes` then get every
+  // step's rows (a ProbeRecorder with append_rows).
+  tensor::Tensor run_layer(int64_t layer, const tensor::Tensor& hidden, ProbeRecorder* probes = nullptr,
+                           int64_t prefill = 0);
   // LLaVA: image features [N, D] for the language model from rescaled pixels [3, H, W]
   // (clip_rescaled_pixels): normalization, patch embedding, the CLIP encoder up to the
   // feature layer, feature selection and the projector (vision_tower.cc).
@@ -100,6 +105,7 @@ class Executor {
     backend::DeviceTensor table;
     BoundOp paged_attention;  // attrs of this segment's context (bound once, used by every layer)
     BoundOp sliding_attention;  // the same with the sliding window: the sliding layers
+    BoundOp indexer, sparse_attention;  // DeepSeek-V3.2: lightning_indexer and the attention over its picks
   };
   struct Step {  // one forward pass over one or more sequences
     std::vector<Segment> segments;
@@ -117,8 +123,17 @@ class Executor {
   backend::DeviceTensor attention(int64_t layer, const backend::DeviceTensor& h, Step& step);
   backend::DeviceTensor latent_attention(int64_t layer, const backend::DeviceTensor& h, Step& step);
   backend::DeviceTensor linear_attention(int64_t layer, const backend::DeviceTensor& h, Step& step);
+  // DeepSeek-V3.2's lightning indexer inputs of one layer: queries [T, Hi, Di], keys [T, Di]
+  // (host, to be cached) and head weights [T, Hi].
+  struct IndexerInputs {
+    backend::DeviceTensor q, weights;
+    tensor::Tensor k;
+  };
+  IndexerInputs indexer_inputs(int64_t layer, const backend::DeviceTensor& h, const backend::DeviceTensor& q_latent, Step& step);
+  // Caches k and v (and `index`'s keys), then attends: paged_attention, or with `index`
+  // sparse_attention over the keys lightning_indexer picks.
   backend::DeviceTensor cached_attention(int64_t layer, const backend::DeviceTensor& q, const tensor::Tensor& k,
-                                         const tensor::Tensor& v, Step& step);
+                                         const tensor::Tensor& v, Step& step, const IndexerInputs* index = nullptr);
   backend::DeviceTensor mlp(int64_t layer, TensorRole gate, const backend::DeviceTensor& h);
   backend::DeviceTensor moe(int64_t layer, const backend::DeviceTensor& h);
   std::vector<backend::DeviceTensor> local_routes(std::vector<backend::DeviceTensor> routed, int64_t first, int64_t last);
@@ -161,6 +176,7 @@ class Executor {
   std::string prefix_;
   double attention_scale_ = 0;
   ModelOps op_;  // the model's ops, bound once (model_ops.h)
+  LinearAttention linear_;  // the Gated DeltaNet heads of this rank (all of them without TP)
   FusedColumns fused_;
   std::map<int, std::map<int64_t, LinearState>> linear_states_;  // by sequence, then layer
 };

@@ -205,23 +205,29 @@ class InventoryBuilder {
 
   // Gated DeltaNet. Tensor parallelism splits it by key-head group: Qwen3-Next's fused
   // in_proj_qkvz holds, per key head, q, k (k_head_dim each), then v and z of its value heads,
-  // so whole groups are its unit. The conv's and in_proj_qkv's channels are q | k | v of all heads
-  // (three parts, each split on its own): the planner's bytes per rank are those of a
-  // 1-channel-unit column split, which equal the three parts' when tp divides the heads.
+  // so whole groups are its unit. The conv's and in_proj_qkv's channels are q | k | v of all heads:
+  // three parts (WeightInfo::tp_parts), each split by heads on its own.
   void linear_attention() {
     const LinearAttention& l = t_.linear;
     const int64_t h = t_.hidden_size, hk = l.num_k_heads, hv = l.num_v_heads, r = l.value_group();
+    const std::vector<WeightInfo::TpPart> qkv = {{hk * l.k_head_dim, l.k_head_dim}, {hk * l.k_head_dim, l.k_head_dim},
+                                                 {hv * l.v_head_dim, r * l.v_head_dim}};
     if (l.fused_projections) {
       const int64_t group = 2 * l.k_head_dim + 2 * r * l.v_head_dim;
       proj(TensorRole::kLinQKVZ, hk * group, h, TpSplit::kColumn, group);
       proj(TensorRole::kLinBA, hk * 2 * r, h, TpSplit::kColumn, 2 * r);
     } else {
       proj(TensorRole::kLinQKV, l.conv_dim(), h, TpSplit::kColumn, 1);
+      for (WeightInfo& w : out_) {
+        if (w.layer == layer_ && w.tensor == TensorRole::kLinQKV && w.piece == TensorPiece::kWeight) w.tp_parts = qkv;
+      }
       proj(TensorRole::kLinZ, hv * l.v_head_dim, h, TpSplit::kColumn, l.v_head_dim);
       proj(TensorRole::kLinB, hv, h, TpSplit::kColumn, 1);
       proj(TensorRole::kLinA, hv, h, TpSplit::kColumn, 1);
     }
-    add(named(TensorRole::kLinConv), {l.conv_dim(), 1, l.conv_kernel}, TpSplit::kColumn).tensor = TensorRole::kLinConv;
+    WeightInfo& conv = add(named(TensorRole::kLinConv), {l.conv_dim(), 1, l.conv_kernel}, TpSplit::kColumn);
+    conv.tensor = TensorRole::kLinConv;
+    conv.tp_parts = qkv;
     add(named(TensorRole::kLinDtBias), {hv}, TpSplit::kColumn).tensor = TensorRole::kLinDtBias;
     add(named(TensorRole::kLinALog), {hv}, TpSplit::kColumn).tensor = TensorRole::kLinALog;
     norm(TensorRole::kLinNorm, l.v_head_dim);

@@ -37,6 +37,13 @@ struct WeightInfo {
   // The split axis is cut in whole units of this many rows/columns (head_dim for head-split
   // projections), so a rank never holds part of a head.
   int64_t tp_unit = 1;
+  // A column split whose axis 0 is these consecutive parts, each cut over the ranks on its own
+  // in whole units of its own (a Gated DeltaNet layer's conv / in_proj_qkv channels: q | k | v
+  // of all heads): a rank holds its share of every part, one after another. Empty: one part.
+  struct TpPart {
+    int64_t size = 0, unit = 1;
+  };
+  std::vector<TpPart> tp_parts;
   bool kv_heads = false;  // split by kv heads: replicated in groups when kv heads < tp
   int64_t layer = -1;     // decoder layer (pipeline stage by layer); -1 before the first, num_layers after the last
   int64_t expert = -1;    // routed expert index (expert-parallel placement); -1 if none

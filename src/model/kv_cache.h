@@ -2,7 +2,8 @@
 // v_cache[NB, B, Hkv, Dv] in backend memory, shared by all sequences; a sequence owns a list
 // of blocks (its block table) and key j of it lives at block table[j / B], slot j % B.
 // New keys are written into a host mirror and the cache uploaded before attention reads it
-// (the plugin ABI has no partial device writes). Blocks are handed out lowest id first, so the
+// (the plugin ABI has no partial device writes). DeepSeek-V3.2's lightning indexer keys, when
+// index_dim > 0, live in the same blocks: i_cache[NB, B, index_dim] per layer. Blocks are handed out lowest id first, so the
 // device holds only blocks [0, high-water mark): uploads cost the peak use, not the capacity.
 #pragma once
 
@@ -15,6 +16,7 @@ namespace h0::model {
 
 struct KvGeometry {
   int64_t layers = 0, num_blocks = 0, block_size = 16, kv_heads = 0, k_dim = 0, v_dim = 0;
+  int64_t index_dim = 0;  // the indexer's key width (one key head); 0: no indexer keys
 };
 
 class PagedKvCache {
@@ -29,6 +31,8 @@ class PagedKvCache {
   // Writes k[T, Hkv, Dk] and v[T, Hkv, Dv] (host, cache dtype) of `layer` at positions
   // [length, length + T) of `seq` into the host mirror; upload(layer) makes them visible.
   void stage(int seq, int64_t layer, const tensor::Tensor& k, const tensor::Tensor& v);
+  // The same for the indexer keys k[T, index_dim] (index_dim > 0).
+  void stage_index(int seq, int64_t layer, const tensor::Tensor& k);
   // Copies the layer's host mirror to the backend (whole layer: the ABI has no partial writes).
   void upload(int64_t layer);
   // Blocks not held by any sequence.
@@ -40,6 +44,8 @@ class PagedKvCache {
   // (every block of every block table is below it).
   const backend::DeviceTensor& k(int64_t layer) const { return k_dev_[size_t(layer)]; }
   const backend::DeviceTensor& v(int64_t layer) const { return v_dev_[size_t(layer)]; }
+  // The indexer keys of `layer`: [M, B, index_dim] (index_dim > 0).
+  const backend::DeviceTensor& index_k(int64_t layer) const { return i_dev_[size_t(layer)]; }
   // The sequence's block table as a device tensor (i32).
   backend::DeviceTensor block_table(int seq);
   const KvGeometry& geometry() const { return g_; }
@@ -50,6 +56,8 @@ class PagedKvCache {
     int64_t length = 0;
     bool live = false;
   };
+  // Copies rows [T, width] of `src` to the slots of positions [length, length + T) of `seq` in `dst`.
+  void write_slots(const Sequence& s, const tensor::Tensor& src, int64_t width, tensor::Tensor* dst) const;
   // Makes the device caches hold blocks [0, blocks) (grown geometrically, never shrunk).
   void ensure_device(int64_t blocks);
 
@@ -57,8 +65,8 @@ class PagedKvCache {
   KvGeometry g_;
   int64_t device_blocks_ = 0;
   tensor::DType dtype_;
-  std::vector<tensor::Tensor> k_host_, v_host_;
-  std::vector<backend::DeviceTensor> k_dev_, v_dev_;
+  std::vector<tensor::Tensor> k_host_, v_host_, i_host_;  // i_: the indexer keys (empty without)
+  std::vector<backend::DeviceTensor> k_dev_, v_dev_, i_dev_;
   std::vector<int32_t> free_blocks_;
   std::vector<Sequence> seqs_;
 };

@@ -92,6 +92,15 @@ ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant
     o.delta_rule = bind_op("gated_delta_rule", {{"l2norm_qk", true}, {"l2norm_eps", 1e-6}});  // its l2norm's eps
     o.norm_gated = bind_op("rmsnorm_gated", {{"eps", t.rms_norm_eps}});
   }
+  if (t.indexer.n_heads > 0) {  // transformers' DeepseekV32Indexer
+    const Indexer& x = t.indexer;
+    o.index_norm = bind_op("layernorm", {{"eps", 1e-6}});  // its k_norm's
+    o.index_rope = bind_op("rope", {{"theta", t.rope_theta}, {"style", "neox"}, {"scaling", t.rope_scaling_json},
+                                    {"rotary_dim", t.attn.qk_rope_head_dim}});
+    // HF scores Σ_h (w_h · H^-0.5) · ReLU(D^-0.5 · q_h·k): ReLU(c·y) = c·ReLU(y) for c > 0, so the
+    // weights' H^-0.5 goes into the op's scale.
+    o.index_select = bind_op("lightning_indexer", {{"topk", x.topk}, {"scale", 1.0 / std::sqrt(double(x.head_dim) * double(x.n_heads))}});
+  }
   o.argmax = bind_op("argmax");
   if (arch.vision) {
     const Vision& v = *arch.vision;
@@ -107,9 +116,15 @@ ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant
 }
 
 std::set<std::string> ModelOps::names() const {
-  std::set<std::string> out = {"paged_attention", "sample"};
+  std::set<std::string> out = {"sample"};
+  if (index_select.def != nullptr) {
+    out.insert("sparse_attention");
+  } else {
+    out.insert("paged_attention");
+  }
   for (const BoundOp* op : {&rmsnorm, &linear, &add, &swiglu, &mlp_act, &embedding, &rope, &local_rope, &argmax, &scaled_linear, &moe_gate,
-                            &moe_experts, &sigmoid, &conv1d, &gdn_gating, &delta_rule, &norm_gated, &layernorm, &mul, &silu, &gelu, &patch_embed, &vision_attention}) {
+                            &moe_experts, &sigmoid, &conv1d, &gdn_gating, &delta_rule, &norm_gated, &index_norm, &index_rope, &index_select,
+                            &layernorm, &mul, &silu, &gelu, &patch_embed, &vision_attention}) {
     if (op->def != nullptr) out.insert(op->def->name);
   }
   return out;

@@ -23,11 +23,16 @@ struct ModelOps {
   // Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): the conv over q|k|v, the gating of
   // the delta rule (g, beta), the rule itself and its gated output norm.
   BoundOp conv1d, gdn_gating, delta_rule, norm_gated;
+  // DeepSeek-V3.2's lightning indexer: its key norm (LayerNorm), its half-split RoPE over the
+  // first qk_rope_head_dim dims, and the selection's topk and scale (the executor adds each
+  // forward pass's context; sparse_attention is bound per forward pass like paged_attention).
+  BoundOp index_norm, index_rope, index_select;
   // mul: the shared-expert gate's, a gelu MLP's and the vision tower's
   BoundOp layernorm, mul, silu, gelu, patch_embed, vision_attention;  // the vision tower (LLaVA)
 
-  // Every op the model runs: the bound ones, paged_attention (bound per forward pass: its context
-  // length) and sample (bound per request: its sampling parameters).
+  // Every op the model runs: the bound ones, paged_attention — or with an indexer,
+  // lightning_indexer and sparse_attention — (bound per forward pass: its context length) and
+  // sample (bound per request: its sampling parameters).
   std::set<std::string> names() const;
 };
 

@@ -123,6 +123,21 @@ tensor::Tensor dequantize_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightI
   return part.axis > 0 ? x.slice(3 - part.axis, part.begin, part.end) : x;
 }
 
+// `part` of a float weight as stored: its rows [begin, end) of `axis`, or its pieces of axis 0
+// one after another (WeightSlice::pieces).
+tensor::Tensor read_part(const io::ShardedCheckpoint& ckpt, const std::string& name, const WeightSlice& part) {
+  if (part.axis < 0) return ckpt.get(name);
+  if (part.pieces.empty()) return ckpt.slice(name, part.axis, part.begin, part.end);
+  std::vector<tensor::Tensor> pieces;
+  for (const auto& [begin, end] : part.pieces) pieces.push_back(ckpt.slice(name, 0, begin, end));
+  tensor::Shape shape = pieces[0].shape();
+  shape[0] = part.extent();
+  tensor::Tensor out = tensor::Tensor::empty(pieces[0].dtype(), shape);
+  auto* dst = static_cast<std::byte*>(out.mutable_data());
+  for (const tensor::Tensor& p : pieces) dst = static_cast<std::byte*>(std::memcpy(dst, p.data(), p.nbytes())) + p.nbytes();
+  return out;
+}
+
 bool stored_as_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightInfo& w) {
   return w.all_experts && w.piece == TensorPiece::kWeight && ckpt.find(w.name) == nullptr &&
          ckpt.find(w.name + "_blocks") != nullptr;
@@ -147,13 +162,17 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
   std::map<int64_t, std::array<std::vector<tensor::Tensor>, 3>> expert_parts;
   std::map<int64_t, FusedExperts> fused;
   for (const WeightInfo& w : inv.weights) {
-    std::optional<WeightSlice> part = WeightSlice{-1, 0, 0};
+    std::optional<WeightSlice> part = WeightSlice{-1, 0, 0, {}};
     if (sharding != nullptr) part = sharding->slice(w);
     if (!part) continue;  // another rank's
     tensor::Tensor stored;
     if (stored_as_mxfp4(ckpt, w)) {  // GPT-OSS's experts as released: this rank's part, out-major
       stored = dequantize_mxfp4(ckpt, w, arch, *part);
     } else if (is_fp8(ckpt.find(w.name)->dtype)) {  // block-quantized, with its weight_scale_inv
+      if (!part->pieces.empty()) {
+        throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8 and cut by tp into q|k|v parts: "
+                                      "not run yet (run it with tp 1, or pp)");
+      }
       const std::string scale = w.name + "_scale_inv";
       if (ckpt.find(scale) == nullptr) {
         throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8 with no '" + scale + "' (block scales)");
@@ -184,7 +203,7 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
         continue;
       }
     } else {
-      stored = part->axis < 0 ? ckpt.get(w.name) : ckpt.slice(w.name, part->axis, part->begin, part->end);
+      stored = read_part(ckpt, w.name, *part);
     }
     if (w.all_experts) {  // unpacked below into moe_experts' operands
       FusedExperts& f = fused[w.layer];

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/check.h"
+
 namespace h0::model {
 
 ProbePlace probe_place(const std::string& name) {
@@ -26,10 +28,20 @@ ProbePlace probe_place(const std::string& name) {
 
 void ProbeRecorder::record(const std::string& name, tensor::Tensor value) {
   for (auto& [n, t] : probes_) {
-    if (n == name) {
+    if (n != name) continue;
+    if (append_rows_) {
+      tensor::Shape shape = t.shape();
+      H0_CHECK(value.dtype() == t.dtype() && value.shape().size() == shape.size() && value.numel() * shape[0] == t.numel() * value.dim(0))
+          << "probe " << name << ": rows of another shape";
+      shape[0] += value.dim(0);
+      tensor::Tensor joined = tensor::Tensor::empty(t.dtype(), shape);
+      std::memcpy(joined.mutable_data(), t.data(), t.nbytes());
+      std::memcpy(static_cast<std::byte*>(joined.mutable_data()) + t.nbytes(), value.data(), value.nbytes());
+      t = std::move(joined);
+    } else {
       t = std::move(value);
-      return;
     }
+    return;
   }
   probes_.emplace_back(name, std::move(value));
 }

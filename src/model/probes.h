@@ -38,11 +38,13 @@ ProbePlace probe_place(const std::string& name);
 
 class ProbeRecorder {
  public:
-  // `only`: names to capture; empty captures every probe.
-  explicit ProbeRecorder(std::set<std::string> only = {}) : only_(std::move(only)) {}
+  // `only`: names to capture; empty captures every probe. `append_rows`: a name captured again
+  // gets the new rows appended (a layer run as a prefill then decode steps), else the last value.
+  explicit ProbeRecorder(std::set<std::string> only = {}, bool append_rows = false)
+      : only_(std::move(only)), append_rows_(append_rows) {}
 
   bool wants(const std::string& name) const { return only_.empty() || only_.count(name) > 0; }
-  // Keeps `value` (f32, host); a name captured twice keeps the last value.
+  // Keeps `value` (f32, host [rows, ...]); see append_rows for a name captured twice.
   void record(const std::string& name, tensor::Tensor value);
   // In capture order (the execution order of the model).
   const std::vector<std::pair<std::string, tensor::Tensor>>& probes() const { return probes_; }
@@ -51,6 +53,7 @@ class ProbeRecorder {
 
  private:
   std::set<std::string> only_;
+  bool append_rows_ = false;
   std::vector<std::pair<std::string, tensor::Tensor>> probes_;
 };
 

@@ -62,22 +62,27 @@ int64_t read_slice(int fd, const io::SafetensorsFile& file, const io::TensorEntr
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < slice->axis; ++i) outer *= e.shape[size_t(i)];
   for (size_t i = size_t(slice->axis) + 1; i < e.shape.size(); ++i) inner *= e.shape[i];
-  const int64_t extent = e.shape[size_t(slice->axis)];
-  const size_t run = size_t((slice->end - slice->begin) * inner) * esize;
+  const int64_t extent = e.shape[size_t(slice->axis)], taken = slice->extent();
   int64_t total = 0;
   for (int64_t o = 0; o < outer; ++o) {
-    const uint64_t offset = base + uint64_t((o * extent + slice->begin) * inner) * esize;
-    total += read_at(fd, file.path(), out + size_t(o) * run, run, offset);
+    int64_t at = 0;  // rows of the slice written for this outer index
+    for (const auto& [b, end] : slice->ranges()) {
+      const size_t run = size_t((end - b) * inner) * esize;
+      const uint64_t offset = base + uint64_t((o * extent + b) * inner) * esize;
+      total += read_at(fd, file.path(), out + size_t((o * taken + at) * inner) * esize, run, offset);
+      at += end - b;
+    }
   }
   return total;
 }
 
 void check_slice(const std::string& path, const io::TensorEntry& e, const WeightSlice& s) {
-  if (s.axis < 0 || size_t(s.axis) >= e.shape.size() || s.begin < 0 || s.end < s.begin ||
-      s.end > e.shape[size_t(s.axis)]) {
-    throw InputError(path, "tensor '" + e.name + "': slice [" + std::to_string(s.begin) + ", " +
-                               std::to_string(s.end) + ") of axis " + std::to_string(s.axis) +
-                               " is outside its shape " + tensor::shape_string(e.shape));
+  for (const auto& [begin, end] : s.ranges()) {
+    if (s.axis < 0 || size_t(s.axis) >= e.shape.size() || begin < 0 || end < begin || end > e.shape[size_t(s.axis)]) {
+      throw InputError(path, "tensor '" + e.name + "': slice [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                 ") of axis " + std::to_string(s.axis) + " is outside its shape " +
+                                 tensor::shape_string(e.shape));
+    }
   }
 }
 
@@ -161,7 +166,7 @@ LoadReport load_weights(const io::ShardedCheckpoint& ckpt, const std::vector<Loa
     tensor::Shape shape = e.shape;
     if (requests[i].slice) {
       check_slice(file.path(), e, *requests[i].slice);
-      shape[size_t(requests[i].slice->axis)] = requests[i].slice->end - requests[i].slice->begin;
+      shape[size_t(requests[i].slice->axis)] = requests[i].slice->extent();
     }
     report.weights[i] = {w.name, requests[i].slice, tensor::Tensor(), ""};
     descs[i] = {e.dtype, std::move(shape)};

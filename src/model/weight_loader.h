@@ -14,10 +14,22 @@
 
 namespace h0::model {
 
-// Indices [begin, end) of dimension `axis`.
+// Indices [begin, end) of dimension `axis`; with `pieces`, those ranges of axis 0 one after
+// another (WeightInfo::tp_parts; begin and end are then 0).
 struct WeightSlice {
   int axis = 0;
   int64_t begin = 0, end = 0;
+  std::vector<std::pair<int64_t, int64_t>> pieces;
+
+  // [begin, end), or the pieces.
+  std::vector<std::pair<int64_t, int64_t>> ranges() const {
+    return pieces.empty() ? std::vector<std::pair<int64_t, int64_t>>{{begin, end}} : pieces;
+  }
+  int64_t extent() const {
+    int64_t n = 0;
+    for (const auto& [b, e] : ranges()) n += e - b;
+    return n;
+  }
 };
 
 struct LoadRequest {

@@ -104,6 +104,12 @@ struct OpDef {
   // Default input distributions for a problem: {operand name: distribution}, see
   // checks/input_synth.h for the distribution language.
   Json (*default_inputs)(const Dims& dims, const Json& attrs);
+  // An op whose output 0 is a top-k selection of ids by a float score (lightning_indexer): the
+  // f64 score of every id listed in `ids` (its shape), NaN for -1 and for an id that may not be
+  // selected. With it the op check accepts an id other than the golden's where the two scores
+  // are a near-tie within the reduction tolerance — never an exact tie, whose order the op fixes.
+  std::vector<double> (*selection_scores)(const std::vector<const Tensor*>& inputs, const Tensor& ids,
+                                          const Json& attrs) = nullptr;
 };
 
 // The whole catalogue, in DESIGN.md's order.

@@ -44,30 +44,50 @@ int64_t q_position(const Json& attrs, int64_t len, int64_t t, int64_t row) {
 
 // --- lightning_indexer -----------------------------------------------------------------------
 
+// The indexer's f64 scores of query r over its visible keys [0, visible(r)).
+class IndexerScores {
+ public:
+  IndexerScores(const std::vector<const Tensor*>& in, const Json& a)
+      : t_(in[0]->dim(0)), h_(in[0]->dim(1)), d_(in[0]->dim(2)), b_(in[1]->dim(1)),
+        len_(paged_len(lightning_indexer_op(), a, in[3]->dim(0) * b_)),
+        rows_(util::paged_rows(lightning_indexer_op(), *in[3], in[1]->dim(0), b_, len_)),
+        q_(util::to_f64(*in[0])), k_(util::to_f64(*in[1])), w_(util::to_f64(*in[2])),
+        scale_(util::attr_f_or(a, "scale", 1.0 / std::sqrt(static_cast<double>(d_)))), attrs_(a) {}
+
+  int64_t queries() const { return t_; }
+  int64_t visible(int64_t r) const {
+    return util::attr_b(attrs_, "causal") ? std::clamp<int64_t>(q_position(attrs_, len_, t_, r) + 1, 0, len_) : len_;
+  }
+  double score(int64_t r, int64_t j) const {
+    const double* kj = &k_[static_cast<size_t>(rows_[static_cast<size_t>(j)] * d_)];
+    double sum = 0;
+    for (int64_t head = 0; head < h_; ++head) {
+      const double* qh = &q_[static_cast<size_t>((r * h_ + head) * d_)];
+      double dot = 0;
+      for (int64_t i = 0; i < d_; ++i) dot += qh[i] * kj[i];
+      sum += w_[static_cast<size_t>(r * h_ + head)] * std::max(0.0, scale_ * dot);
+    }
+    return sum;
+  }
+
+ private:
+  int64_t t_, h_, d_, b_, len_;
+  std::vector<int64_t> rows_;
+  std::vector<double> q_, k_, w_;
+  double scale_;
+  const Json& attrs_;
+};
+
 void indexer_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json& a) {
-  const OpDef& self = lightning_indexer_op();
-  const int64_t t = in[0]->dim(0), h = in[0]->dim(1), d = in[0]->dim(2);
-  const int64_t nb = in[1]->dim(0), b = in[1]->dim(1), topk = util::attr_i(a, "topk");
-  const int64_t len = paged_len(self, a, in[3]->dim(0) * b);
-  const std::vector<int64_t> rows = util::paged_rows(self, *in[3], nb, b, len);
-  const auto q = util::to_f64(*in[0]), k = util::to_f64(*in[1]), w = util::to_f64(*in[2]);
-  const double scale = util::attr_f_or(a, "scale", 1.0 / std::sqrt(static_cast<double>(d)));
-  const bool causal = util::attr_b(a, "causal");
-  std::vector<double> idx(static_cast<size_t>(t * topk), -1.0);
+  const IndexerScores scores(in, a);
+  const int64_t topk = util::attr_i(a, "topk");
+  std::vector<double> idx(static_cast<size_t>(scores.queries() * topk), -1.0);
   std::vector<double> score;
   std::vector<int64_t> keys;
-  for (int64_t r = 0; r < t; ++r) {
-    const int64_t visible = causal ? std::clamp<int64_t>(q_position(a, len, t, r) + 1, 0, len) : len;
-    score.assign(static_cast<size_t>(visible), 0.0);
-    for (int64_t j = 0; j < visible; ++j) {
-      const double* kj = &k[static_cast<size_t>(rows[static_cast<size_t>(j)] * d)];
-      for (int64_t head = 0; head < h; ++head) {
-        const double* qh = &q[static_cast<size_t>((r * h + head) * d)];
-        double dot = 0;
-        for (int64_t i = 0; i < d; ++i) dot += qh[i] * kj[i];
-        score[static_cast<size_t>(j)] += w[static_cast<size_t>(r * h + head)] * std::max(0.0, scale * dot);
-      }
-    }
+  for (int64_t r = 0; r < scores.queries(); ++r) {
+    const int64_t visible = scores.visible(r);
+    score.resize(static_cast<size_t>(visible));
+    for (int64_t j = 0; j < visible; ++j) score[static_cast<size_t>(j)] = scores.score(r, j);
     keys.resize(static_cast<size_t>(visible));
     std::iota(keys.begin(), keys.end(), 0);
     std::stable_sort(keys.begin(), keys.end(), [&](int64_t x, int64_t y) {
@@ -78,6 +98,21 @@ void indexer_reference(const std::vector<const Tensor*>& in, const std::vector<T
     }
   }
   util::from_f64(idx, out[0]);
+}
+
+// The score of every listed id (NaN for -1 and for a key the query may not see).
+std::vector<double> indexer_selection_scores(const std::vector<const Tensor*>& in, const Tensor& ids, const Json& a) {
+  const IndexerScores scores(in, a);
+  const std::vector<double> id = util::to_f64(ids);
+  const int64_t k = ids.dim(1);
+  std::vector<double> out(id.size(), std::nan(""));
+  for (int64_t r = 0; r < scores.queries(); ++r) {
+    for (int64_t i = 0; i < k; ++i) {
+      const auto j = static_cast<int64_t>(id[static_cast<size_t>(r * k + i)]);
+      if (j >= 0 && j < scores.visible(r)) out[static_cast<size_t>(r * k + i)] = scores.score(r, j);
+    }
+  }
+  return out;
 }
 
 // --- sparse_attention ------------------------------------------------------------------------
@@ -198,6 +233,7 @@ const OpDef& lightning_indexer_op() {
                         {"weights", normal()},
                         {"block_table", {{"permutation", Json::object()}}}};
           },
+      .selection_scores = indexer_selection_scores,
   };
   return op;
 }

@@ -21,7 +21,7 @@ std::unique_ptr<model::Sharding> execution_sharding(const model::Architecture& a
   s->slice = [arch, plan, at](const model::WeightInfo& w) -> std::optional<model::WeightSlice> {
     const std::optional<Slice> part = shard_of(w, arch, plan, at);
     if (!part) return std::nullopt;
-    return model::WeightSlice{part->whole() ? -1 : part->axis, part->begin, part->end};
+    return model::WeightSlice{part->whole() ? -1 : part->axis, part->begin, part->end, part->pieces};
   };
   const auto& a = arch.text.attn;
   s->heads = a.num_heads / plan.tp;

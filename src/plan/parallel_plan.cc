@@ -21,8 +21,29 @@ bool on_stage(const WeightInfo& w, const model::Architecture& arch, const Parall
   return stage_of(w, arch, plan) == pp_rank;
 }
 
-// Cuts `w` along `axis` into `parts`, keeping part `index`, in whole units of w.tp_unit.
+// Cuts `w` along `axis` into `parts`, keeping part `index`, in whole units of w.tp_unit; a weight
+// with tp_parts cuts each part so (axis 0).
 Slice cut(const WeightInfo& w, const model::Architecture& arch, int axis, int64_t parts, int64_t index) {
+  if (!w.tp_parts.empty()) {
+    H0_CHECK(axis == 0 && !w.quantized) << w.name << ": parts are cut along axis 0 of a float weight";
+    Slice s;
+    s.axis = 0;
+    s.shape = w.shape;
+    s.shape[0] = 0;
+    int64_t offset = 0;
+    for (const WeightInfo::TpPart& p : w.tp_parts) {
+      if (p.size % p.unit != 0 || (p.size / p.unit) % parts != 0) {
+        throw InputError("tp " + str(parts), w.name + ": a part of " + str(p.size / p.unit) + " heads does not split over " +
+                                                 str(parts) + " ranks");
+      }
+      const auto [b, e] = split(p.size / p.unit, parts, index);
+      s.pieces.emplace_back(offset + b * p.unit, offset + e * p.unit);
+      s.shape[0] += (e - b) * p.unit;
+      offset += p.size;
+    }
+    H0_CHECK(offset == w.shape[0]) << w.name << ": its parts cover " << offset << " of " << w.shape[0] << " rows";
+    return s;
+  }
   const int64_t dim = w.shape[static_cast<size_t>(axis)], unit = w.tp_unit;
   H0_CHECK(unit >= 1 && dim % unit == 0) << w.name << ": dim " << dim << " is not whole units of " << unit;
   const int64_t units = dim / unit;

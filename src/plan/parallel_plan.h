@@ -85,6 +85,9 @@ struct Slice {
   int axis = -1;               // -1: the whole tensor; else the axis cut
   int64_t begin = 0, end = 0;  // [begin, end) along `axis` (0 and shape[0] when whole)
   std::vector<int64_t> shape;  // the slice's shape
+  // A weight with WeightInfo::tp_parts: these ranges of axis 0, one after another (begin and
+  // end are then 0).
+  std::vector<std::pair<int64_t, int64_t>> pieces;
 
   bool whole() const { return axis < 0; }
   int64_t numel() const;

@@ -8,8 +8,13 @@
 namespace h0::plan {
 namespace {
 
-// The bytes of region `s` of the full tensor, contiguous.
+// The bytes of region `s` of the full tensor, contiguous (pieces: of axis 0, one after another).
 std::string region_bytes(const tensor::Tensor& full, const Slice& s) {
+  if (!s.pieces.empty()) {
+    std::string out;
+    for (const auto& [b, e] : s.pieces) out += region_bytes(full, Slice{0, b, e, {}, {}});
+    return out;
+  }
   const tensor::Tensor part = s.whole() ? full : full.slice(s.axis, s.begin, s.end);
   return std::string(static_cast<const char*>(part.data()), part.nbytes());
 }
@@ -48,7 +53,7 @@ RankLoad load_rank(const model::Architecture& arch, const model::Inventory& inve
       continue;
     }
     model::LoadRequest r{&w, std::nullopt};
-    if (!s->whole()) r.slice = model::WeightSlice{s->axis, s->begin, s->end};
+    if (!s->whole()) r.slice = model::WeightSlice{s->axis, s->begin, s->end, s->pieces};
     requests.push_back(r);
   }
   out.report = model::load_weights(ckpt, requests, options);
@@ -76,25 +81,29 @@ ShardVerification verify_rank_shards(const model::Inventory& inventory, const io
     for (const auto& [rank, loaded] : it->second) {
       ++v.slices;
       Slice s;
-      if (loaded->slice) s = Slice{loaded->slice->axis, loaded->slice->begin, loaded->slice->end, loaded->tensor.shape()};
+      if (loaded->slice) {
+        s = Slice{loaded->slice->axis, loaded->slice->begin, loaded->slice->end, loaded->tensor.shape(), loaded->slice->pieces};
+      }
       const std::string want = region_bytes(full, s);
       if (want.size() != loaded->tensor.nbytes() || std::memcmp(want.data(), loaded->tensor.data(), want.size()) != 0) {
         v.problems.push_back(w.name + ": rank " + std::to_string(rank) + " slice differs from the full tensor");
       }
-      int64_t outer = 1, inner = 1, extent = 1, b = 0, e = 1;
+      int64_t outer = 1, inner = 1, extent = 1;
+      std::vector<std::pair<int64_t, int64_t>> ranges = {{0, 1}};
       if (!s.whole()) {
         for (int i = 0; i < s.axis; ++i) outer *= full.dim(i);
         for (int i = s.axis + 1; i < full.ndim(); ++i) inner *= full.dim(i);
         extent = full.dim(s.axis);
-        b = s.begin;
-        e = s.end;
+        ranges = s.pieces.empty() ? std::vector<std::pair<int64_t, int64_t>>{{s.begin, s.end}} : s.pieces;
       } else {
         inner = full.numel();
       }
       for (int64_t o = 0; o < outer; ++o) {
-        for (int64_t i = (o * extent + b) * inner; i < (o * extent + e) * inner; ++i) {
-          covered_count += covered[size_t(i)] == 0;
-          covered[size_t(i)] = 1;
+        for (const auto& [b, e] : ranges) {
+          for (int64_t i = (o * extent + b) * inner; i < (o * extent + e) * inner; ++i) {
+            covered_count += covered[size_t(i)] == 0;
+            covered[size_t(i)] = 1;
+          }
         }
       }
     }

@@ -43,7 +43,7 @@ TEST(Loader, ClearErrorsForBadPlugins) {
   EXPECT_EQ(not_plugin, "libm.so.6: not a harness plugin: no hb_backend_entry symbol");
   EXPECT_EQ(error_of({"gpu9000", "", {}}), "backend 'gpu9000': no such built-in backend (expected one of reference, cpu, or {lib: path.so})");
   EXPECT_EQ(error_of({"", H0_FAULTY_PLUGIN, {{"fault", "melt"}}}),
-            "backend 'faulty': init failed: invalid argument: unknown fault 'melt' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr, drop_inputs, set_attr, conv_state_lag, decay_after, tie_high)");
+            "backend 'faulty': init failed: invalid argument: unknown fault 'melt' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr, drop_inputs, set_attr, conv_state_lag, decay_after, tie_high, score_jitter)");
 }
 
 TEST(Loader, RefusesANewerAbi) {

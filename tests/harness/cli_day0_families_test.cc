@@ -55,7 +55,9 @@ INSTANTIATE_TEST_SUITE_P(
                                          NewFamily{"tiny-gemma3", 230080, "rope/local"},
                                          NewFamily{"tiny-gpt-oss", 141520, "paged_attention/sliding"},
                                          NewFamily{"tiny-gpt-oss-mxfp4", 141520, "dequantize_mxfp4"},
-                                         NewFamily{"tiny-qwen3-next", 294352, "moe_gate"}),
+                                         NewFamily{"tiny-qwen3-next", 294352, "gated_delta_rule"},
+                                         NewFamily{"tiny-qwen3-5", 256528, "gated_delta_rule"},
+                                         NewFamily{"tiny-deepseek-v32", 223968, "lightning_indexer"}),
                        ::testing::Values("cpu", "reference", "opencl-pocl")),
     [](const auto& param_info) {
       std::string n = std::string(std::get<0>(param_info.param).name) + "_" + std::get<1>(param_info.param);
@@ -194,26 +196,47 @@ INSTANTIATE_TEST_SUITE_P(NewMoeModels, Day0OldFaults,
                                             ::testing::Values(OldFault{"{op: moe_experts, fault: nan}", "model.layers.0.mlp"})),
                          old_fault_name);
 
+// day0 on `name` with the fault `options`: caught at the op stage, the layer stage fails with
+// its first divergence at `where`.
+void expect_caught_and_localized(const std::string& name, const char* options, const std::string& where) {
+  SCOPED_TRACE(options);
+  auto stages = faulty_day0(name, options);
+  EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
+  EXPECT_EQ(stages["layer_accuracy"]["status"], "fail");
+  EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at " + where)) << stages["layer_accuracy"]["summary"];
+  EXPECT_EQ(stages["model"]["status"], "fail");
+}
+
 // Qwen3-Next's Gated DeltaNet kernels gone wrong. A delta rule that decays after its update, or
 // one that never L2-normalizes q and k: caught at the op stage, localized by the layer stage at
 // layer 0's linear_attn (its first linear layer). A conv state saved one token early: caught at
-// the op stage; the layer stage runs one prefill per layer, which never reads a saved state, so
-// it passes; the model stage's greedy continuation (decode steps) fails at its first step.
+// the op stage; a layer's prefill never reads a saved state and passes, its decode steps (the
+// layer check runs the last rows one at a time) diverge at layer 0's linear_attn; the model
+// stage's greedy continuation fails at its first decoded step.
 TEST(Day0NewFamilyFaults, GatedDeltaNetFaultsAreCaughtAndLocalized) {
   for (const char* options : {"{op: gated_delta_rule, fault: decay_after}",
                               "{op: gated_delta_rule, fault: set_attr, attr: l2norm_qk, value: false}"}) {
-    SCOPED_TRACE(options);
-    auto stages = faulty_day0("tiny-qwen3-next", options);
-    EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
-    EXPECT_EQ(stages["layer_accuracy"]["status"], "fail");
-    EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.linear_attn"))
-        << stages["layer_accuracy"]["summary"];
+    expect_caught_and_localized("tiny-qwen3-next", options, "model.layers.0.linear_attn");
   }
   auto stages = faulty_day0("tiny-qwen3-next", "{op: causal_conv1d, fault: conv_state_lag}");
   EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
-  EXPECT_EQ(stages["layer_accuracy"]["status"], "pass");
+  EXPECT_EQ(stages["layer_accuracy"]["status"], "fail");
+  EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "decode steps (a prefill of 9 rows, then 4 one at a time): "
+                                                            "first divergence at model.layers.0.linear_attn"))
+      << stages["layer_accuracy"]["summary"];
   EXPECT_EQ(stages["model"]["status"], "fail");
   EXPECT_TRUE(contains(stages["model"]["summary"], "greedy tokens differ: step 1")) << stages["model"]["summary"];
+}
+
+// DeepSeek-V3.2's sparse attention gone wrong. An indexer that lets queries score later keys
+// (causal dropped) or whose scores are up to 50 % off (another selection): caught at the op stage and
+// localized at layer 0's self_attn (every layer is indexed). A sparse_attention 1 % off: the same.
+TEST(Day0NewFamilyFaults, SparseAttentionFaultsAreCaughtAndLocalized) {
+  for (const char* options : {"{op: lightning_indexer, fault: set_attr, attr: causal, value: false}",
+                              "{op: lightning_indexer, fault: score_jitter, magnitude: 0.5}",
+                              "{op: sparse_attention, fault: scale, magnitude: 0.01}"}) {
+    expect_caught_and_localized("tiny-deepseek-v32", options, "model.layers.0.self_attn");
+  }
 }
 
 }  // namespace

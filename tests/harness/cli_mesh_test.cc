@@ -47,7 +47,10 @@ TEST(CliMesh, ShardedModelsMatchTheSingleRankGoldensOnTwoAndFourRanks) {
         np == 2 ? std::vector<std::string>{"tiny-llama/tp2[prompt=p13]", "tiny-llama/pp2", "tiny-qwen3-moe/ep2[prompt=p13]",
                                            "tiny-deepseek-v3/tp2-ep2", "tiny-llama/layer-tp2",
                                            "tiny-gpt-oss/tp2[prompt=p13]", "tiny-gpt-oss/ep2",
-                                           "tiny-gpt-oss-mxfp4/tp2", "tiny-gpt-oss-mxfp4/ep2"}
+                                           "tiny-gpt-oss-mxfp4/tp2", "tiny-gpt-oss-mxfp4/ep2", "tiny-deepseek-v32/tp2",
+                                           "tiny-deepseek-v32/tp2-ep2", "tiny-qwen3-next/tp2", "tiny-qwen3-next/tp2-ep2",
+                                           "tiny-qwen3-next/layer-tp2[layer=0]", "tiny-qwen3-next/layer-tp2[layer=1]",
+                                           "tiny-qwen3-5/tp2"}
                 : std::vector<std::string>{"tiny-llama/tp4[prompt=p13]", "tiny-llama/tp2-pp2", "tiny-qwen3-moe/ep4"};
     for (const std::string& id : must_pass) EXPECT_EQ(find_case(run, id)["status"], "pass") << id;
   }

@@ -76,7 +76,8 @@ TEST_P(TinyText, PrefillEqualsTokenByTokenDecode) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, TinyText,
-                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava", "tiny-qwen3-next"),
+                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava", "tiny-qwen3-next",
+                                                              "tiny-qwen3-5", "tiny-deepseek-v32"),
                                             ::testing::Values("reference", "cpu")),
                          [](const auto& p) {
                            std::string n = std::get<0>(p.param) + "_" + std::get<1>(p.param);
@@ -122,7 +123,7 @@ TEST_P(BatchedText, ForwardBatchEqualsEachSequenceAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, BatchedText,
-                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-qwen3-next"),
+                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-qwen3-next", "tiny-deepseek-v32"),
                                             ::testing::Values("reference", "cpu")),
                          [](const auto& p) {
                            std::string n = std::get<0>(p.param) + "_" + std::get<1>(p.param);

@@ -59,7 +59,8 @@ INSTANTIATE_TEST_SUITE_P(Tiny, RanOps,
                                            "configs/models/tiny-llava", "tests/data/models/tiny-mistral",
                                            "tests/data/models/tiny-qwen2-moe", "tests/data/models/tiny-glm4-moe",
                                            "tests/data/models/tiny-gemma3", "tests/data/models/tiny-gpt-oss",
-                                           "tests/data/models/tiny-gpt-oss-mxfp4", "tests/data/models/tiny-qwen3-next"),
+                                           "tests/data/models/tiny-gpt-oss-mxfp4", "tests/data/models/tiny-qwen3-next",
+                                           "tests/data/models/tiny-qwen3-5", "tests/data/models/tiny-deepseek-v32"),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string n = p.param.substr(p.param.rfind('/') + 1);
                            for (char& c : n) if (c == '-') c = '_';

@@ -137,6 +137,38 @@ TEST(ShardOf, KvHeadsReplicatedWhenFewerThanTp) {
   }
 }
 
+// A Gated DeltaNet layer's conv (and Qwen3.5's in_proj_qkv) is q | k | v of all heads: each part
+// is cut by heads on its own, so a tp rank holds its key heads' q and k rows and their value heads'
+// v rows. transformers' default Qwen3-Next: 16 key heads and 32 value heads of 128.
+TEST(ShardOf, LinearAttentionQkvPartsAreCutEachByHeads) {
+  for (const char* family : {"qwen3_next", "qwen3_5_text"}) {
+    SCOPED_TRACE(family);
+    const Architecture a = model::load_architecture(std::string(H0_SOURCE_DIR) + "/tests/data/configs/transformers5/" + family + ".json");
+    const model::LinearAttention& la = a.text.linear;
+    const int64_t key = la.num_k_heads * la.k_head_dim, value = la.num_v_heads * la.v_head_dim;
+    const model::Inventory inv = model::build_inventory(a);
+    const ParallelPlan p{4, 1, 1, 1};
+    std::vector<const WeightInfo*> cut = {&weight(inv, "model.layers.0.linear_attn.conv1d.weight")};
+    if (!la.fused_projections) cut.push_back(&weight(inv, "model.layers.0.linear_attn.in_proj_qkv.weight"));
+    for (const WeightInfo* w : cut) {
+      int64_t rows = 0;
+      for (int64_t r = 0; r < 4; ++r) {
+        const std::optional<Slice> s = shard_of(*w, a, p, coord_of(p, r));
+        ASSERT_TRUE(s.has_value());
+        const int64_t kq = key / 4, v = value / 4;
+        EXPECT_EQ(s->pieces, (std::vector<std::pair<int64_t, int64_t>>{
+                                 {r * kq, (r + 1) * kq}, {key + r * kq, key + (r + 1) * kq}, {2 * key + r * v, 2 * key + (r + 1) * v}}))
+            << w->name << " rank " << r;
+        EXPECT_EQ(s->shape[0], 2 * kq + v);
+        rows += s->shape[0];
+      }
+      EXPECT_EQ(rows, w->shape[0]) << w->name;
+    }
+    // A tp that cuts a key-head group is refused before any weight is cut.
+    EXPECT_TRUE(check_plan(a, ParallelPlan{int64_t(la.num_k_heads) * 2, 1, 1, 1}).has_value());
+  }
+}
+
 TEST(ShardOf, UnevenVocab) {
   const Architecture a = arch_of("llava-1.5-7b-hf");  // vocab 32064
   const model::Inventory inv = model::build_inventory(a);

@@ -3,6 +3,8 @@
 // tensors; a wrong slice or a missing tensor is caught.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "base/error.h"
 #include "io/safetensors_writer.h"
 #include "model/synth.h"
@@ -12,15 +14,25 @@
 namespace h0::plan {
 namespace {
 
+// The checkpoint transformers wrote (tests/data/models/<name>), else one synthesized from
+// configs/models/<name> (seed 0, 3 shards) into `dir`.
+std::string checkpoint_dir(const std::string& name, const std::string& dir) {
+  const std::string written = h0::test::source_path("tests/data/models/" + name);
+  if (std::filesystem::exists(written + "/config.json")) return written;
+  model::synthesize_checkpoint(h0::test::source_path("configs/models/" + name), dir, {0, 3});
+  return dir;
+}
+
 struct Checkpoint {
   h0::test::TempDir dir;
+  std::string path;
   model::Architecture arch;
   io::ShardedCheckpoint ckpt;
   model::Inventory inv;
   explicit Checkpoint(const std::string& name)
-      : arch((model::synthesize_checkpoint(h0::test::source_path("configs/models/" + name), dir.path(), {0, 3}),
-              model::load_architecture(dir.path()))),
-        ckpt(io::ShardedCheckpoint::open(dir.path())),
+      : path(checkpoint_dir(name, dir.path())),
+        arch(model::load_architecture(path)),
+        ckpt(io::ShardedCheckpoint::open(path)),
         inv(checkpoint_inventory(arch, ckpt)) {}
 };
 
@@ -44,13 +56,18 @@ TEST_P(TpLoad, EachRankReadsItsShareAndTheSlicesMakeTheTensors) {
   EXPECT_EQ(v.slices, int64_t(c.inv.weights.size()) * tp);
 }
 
+std::string tp_load_name(const ::testing::TestParamInfo<std::tuple<std::string, int>>& p) {
+  std::string n = std::get<0>(p.param) + "_tp" + std::to_string(std::get<1>(p.param));
+  for (char& ch : n) if (ch == '-') ch = '_';
+  return n;
+}
+
 INSTANTIATE_TEST_SUITE_P(Tiny, TpLoad,
                          ::testing::Combine(::testing::Values("tiny-llama", "tiny-deepseek-v3"), ::testing::Values(2, 4)),
-                         [](const auto& p) {
-                           std::string n = std::get<0>(p.param) + "_tp" + std::to_string(std::get<1>(p.param));
-                           for (char& ch : n) if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         tp_load_name);
+// Its conv1d is cut in three parts (q | k | v, each by heads); 2 key heads: tp 2 at most.
+INSTANTIATE_TEST_SUITE_P(Hybrid, TpLoad, ::testing::Combine(::testing::Values("tiny-qwen3-next"), ::testing::Values(2)),
+                         tp_load_name);
 
 TEST(RankLoader, AWrongSliceIsCaught) {
   Checkpoint c("tiny-llama");

@@ -24,6 +24,9 @@
 //       delta update instead of before it: S <- e^g (S + k (x) beta (v - S^T k)), o = S^T q
 //   {"op": "lightning_indexer", "fault": "tie_high"}   equal scores go to the higher key id (a
 //       top-k that does not keep its sort stable): the same scores, another selection at a tie
+//   {"op": "lightning_indexer", "fault": "score_jitter", "magnitude": 1e-6}   each score is off by a
+//       relative error of up to `magnitude` (fixed per query and key): a kernel that rounds
+//       otherwise (tiny magnitudes: near-ties picked the other way) or computes otherwise (large)
 // "op" may be "*" (every op); "call": N faults only the Nth call (0-based) of that op;
 // {"fault": "none"} (the default) is a faithful backend. Several faults at once:
 //   {"faults": [{"op": "rmsnorm", "fault": "scale"}, {"op": "softmax", "fault": "slow"}]}
@@ -281,9 +284,10 @@ double attr_number(const std::string& attrs, const char* key, double fallback) {
   return atof(val.c_str());
 }
 
-// lightning_indexer's selection (the op's scores, see src/ops/sparse_attention_ops.cc) with
-// ties to the higher key id, over the reference's indices (outputs[0], [T, topk] i32).
-void indexer_ties_high(const hb_tensor* in, hb_tensor* out, const std::string& attrs) {
+// lightning_indexer's selection (the op's scores, see src/ops/sparse_attention_ops.cc), over the
+// reference's indices (outputs[0], [T, topk] i32): with ties to the higher key id (`ties_high`)
+// and each score times 1 + jitter·u, u in [-1, 1) fixed by the query and the key.
+void indexer_reselect(const hb_tensor* in, hb_tensor* out, const std::string& attrs, bool ties_high, double jitter) {
   const hb_tensor &q = in[0], &k = in[1], &w = in[2], &table = in[3];
   const int64_t t = q.shape[0], h = q.shape[1], d = q.shape[2], b = k.shape[1], topk = out[0].shape[1];
   const int64_t len = static_cast<int64_t>(attr_number(attrs, "context_len", double(table.shape[0] * b)));
@@ -305,10 +309,14 @@ void indexer_ties_high(const hb_tensor* in, hb_tensor* out, const std::string& a
         for (int64_t i = 0; i < d; ++i) dot += float_at(q, (r * h + head) * d + i) * float_at(k, slot * d + i);
         score[j] += float_at(w, r * h + head) * std::max(0.0, scale * dot);
       }
+      if (jitter != 0) {
+        const uint64_t u = (static_cast<uint64_t>(r) * 0x9E3779B97F4A7C15ull) ^ (static_cast<uint64_t>(j) * 0xC2B2AE3D27D4EB4Full);
+        score[j] *= 1.0 + jitter * (double((u ^ (u >> 29)) % 2000001) / 1000000.0 - 1.0);
+      }
       keys[j] = static_cast<int32_t>(j);
     }
     std::stable_sort(keys.begin(), keys.end(), [&](int32_t x, int32_t y) {
-      return score[x] > score[y] || (score[x] == score[y] && x > y);
+      return score[x] > score[y] || (ties_high && score[x] == score[y] && x > y);
     });
     for (int64_t i = 0; i < topk; ++i) idx[r * topk + i] = i < visible ? keys[static_cast<size_t>(i)] : -1;
   }
@@ -348,14 +356,15 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
     }
   }
   static const char* kFaults[] = {"none", "scale", "nan", "bf16_truncate", "slow", "crash", "hang", "wrong_block",
-                                  "drop_attr", "drop_inputs", "set_attr", "conv_state_lag", "decay_after", "tie_high"};
+                                  "drop_attr", "drop_inputs", "set_attr", "conv_state_lag", "decay_after", "tie_high",
+                                  "score_jitter"};
   for (const Fault& fault : f.faults) {
     bool known = false;
     for (const char* k : kFaults) known = known || fault.fault == k;
     if (!known) {
       f.last_error = "unknown fault '" + fault.fault +
                      "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr, drop_inputs, "
-                     "set_attr, conv_state_lag, decay_after, tie_high)";
+                     "set_attr, conv_state_lag, decay_after, tie_high, score_jitter)";
       return HB_INVALID_ARGUMENT;
     }
     if (fault.fault == "drop_attr" && fault.attr.empty()) {
@@ -438,7 +447,11 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
     } else if (fault->fault == "decay_after") {
       if (strcmp(op, "gated_delta_rule") == 0 && n_in == 6 && n_out == 2) delta_decay_after(inputs.data(), out, call_attrs);
     } else if (fault->fault == "tie_high") {
-      if (strcmp(op, "lightning_indexer") == 0 && n_in == 4 && n_out == 1) indexer_ties_high(inputs.data(), out, call_attrs);
+      if (strcmp(op, "lightning_indexer") == 0 && n_in == 4 && n_out == 1) indexer_reselect(inputs.data(), out, call_attrs, true, 0);
+    } else if (fault->fault == "score_jitter") {
+      if (strcmp(op, "lightning_indexer") == 0 && n_in == 4 && n_out == 1) {
+        indexer_reselect(inputs.data(), out, call_attrs, false, fault->magnitude);
+      }
     } else {
       inject(*fault, out, n_out);
     }

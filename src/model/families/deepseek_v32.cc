@@ -34,7 +34,6 @@ Architecture arch_deepseek_v32(const ConfigFields& f) {
       if (v == "dense") m.dense_layers.push_back(i);
     }
   }
-  t.executor_gap = "its lightning indexer and the sparse attention over the keys it selects";
   return a;
 }
 
