@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "backend/backend.h"
+#include "base/error.h"
 #include "mesh/communicator.h"
 #include "checks/collective_check.h"
 #include "checks/dump_check.h"
@@ -219,7 +220,16 @@ std::string field_string(const suite::Case& c, const std::string& name, const st
 
 std::string resolve_case_path(const suite::Case& c, const std::string& path) {
   std::filesystem::path p(path);
-  if (p.is_relative() && !std::filesystem::exists(p)) p = std::filesystem::path(c.check->file).parent_path().parent_path() / path;
+  // A name no file system holds (NAME_MAX 255 bytes a component) is the suite's error, not the
+  // file system's: say which case and name, before any filesystem call throws on it.
+  for (const auto& part : p) {
+    if (part.native().size() > 255) {
+      throw InputError(c.check->where.str(), "case " + c.id + ": path '" + path.substr(0, 60) + "...' has a name of " +
+                                                 std::to_string(part.native().size()) + " bytes (a file name holds at most 255)");
+    }
+  }
+  std::error_code ec;
+  if (p.is_relative() && !std::filesystem::exists(p, ec)) p = std::filesystem::path(c.check->file).parent_path().parent_path() / path;
   return p.string();
 }
 

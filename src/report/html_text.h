@@ -9,12 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/utf8.h"
+
 namespace h0::report {
 
-// The length of the UTF-8 sequence at s[i] (i < s.size()), with its code point in *cp when cp is
-// given; 0 if the bytes there are not valid UTF-8 (truncated, overlong, a surrogate, above
-// U+10FFFF). The one validator of html_escape and the JUnit writer (xml_escape).
-size_t utf8_sequence(std::string_view s, size_t i, char32_t* cp = nullptr);
+using h0::utf8_sequence;  // base/utf8.h
 
 // `text` with & < > " ' replaced by entities: safe as element text and as a quoted attribute
 // value. Invalid UTF-8 becomes U+FFFD.

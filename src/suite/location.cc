@@ -1,11 +1,13 @@
 #include "suite/location.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "base/error.h"
+#include "base/utf8.h"
 
 namespace h0::suite {
 
@@ -48,13 +50,58 @@ std::optional<std::string> read_text_file(const std::string& path) {
   return text.str();
 }
 
+namespace {
+
+// The offset of the first byte of `s` that is not valid UTF-8, or npos.
+size_t invalid_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence(s, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return std::string::npos;
+}
+
+// A document's nodes as the harness reads them, aliases expanded: at most this many.
+constexpr size_t kMaxNodes = 1'000'000;
+
+// Every scalar valid UTF-8, and the expanded document within kMaxNodes (YAML aliases let a few
+// hundred bytes stand for billions of nodes).
+void check_document(const std::string& file, const YAML::Node& node, size_t* visited) {
+  if (++*visited > kMaxNodes) {
+    fail_at(file, node, "the document expands to more than " + std::to_string(kMaxNodes) +
+                            " nodes (YAML aliases repeated inside each other?)");
+  }
+  if (node.IsScalar()) {
+    const size_t bad = invalid_utf8(node.Scalar());
+    if (bad != std::string::npos) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(node.Scalar()[bad])));
+      fail_at(file, node, std::string("invalid UTF-8 (byte ") + byte + " at offset " + std::to_string(bad) + " of the value)");
+    }
+  } else if (node.IsSequence()) {
+    for (const YAML::Node& item : node) check_document(file, item, visited);
+  } else if (node.IsMap()) {
+    for (const auto& entry : node) {
+      check_document(file, entry.first, visited);
+      check_document(file, entry.second, visited);
+    }
+  }
+}
+
+}  // namespace
+
 YAML::Node parse_yaml(const std::string& file, const std::string& text) {
+  YAML::Node root;
   try {
-    return YAML::Load(text);
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     // e.what() repeats the position as "yaml-cpp: error at line L, column C: "; e.msg does not.
     fail_at(from_mark(file, e.mark), "YAML syntax error: " + e.msg);
   }
+  size_t visited = 0;
+  check_document(file, root, &visited);
+  return root;
 }
 
 void for_each_entry(const std::string& file, const YAML::Node& map,

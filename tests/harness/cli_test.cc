@@ -58,6 +58,23 @@ TEST(Cli, InputErrorsNameTheFileAndExitTwo) {
   EXPECT_NE(missing.err.find("absent.safetensors: cannot open"), std::string::npos) << missing.err;
 }
 
+// shared/reproducers: a golden name longer than a file name can be, and invalid UTF-8 in a
+// platform's backend name, ended in "filesystem error: ... File name too long" (exit 3) and in every
+// case crashing. Both are the input's fault: its place named, exit 2.
+TEST(Cli, NamesNoFileSystemHoldsAndBadUtf8AreInputErrors) {
+  test::TempDir dir;
+  std::ofstream(dir.file("long.yaml")) << "suite: s\nchecks:\n  - id: add\n    kind: op\n    op: add\n    golden: golden/ops/"
+                                       << std::string(300, 'e') << ".safetensors\n    shape: [7, 16]\n";
+  const Result l = run("run " + dir.file("long.yaml") + " --no-db -q");
+  EXPECT_EQ(l.code, 2) << l.err;
+  EXPECT_NE(l.err.find(dir.file("long.yaml") + ":3:5: case add: path 'golden/ops/eee"), std::string::npos) << l.err;
+  EXPECT_NE(l.err.find("has a name of 312 bytes (a file name holds at most 255)"), std::string::npos) << l.err;
+  std::ofstream(dir.file("p.yaml")) << "platform: p\nbackend: \"cpu\xff\"\n";
+  const Result p = run("run suites/ops.yaml --filter 'add*' --no-db -q --platform " + dir.file("p.yaml"));
+  EXPECT_EQ(p.code, 2) << p.err;
+  EXPECT_NE(p.err.find(dir.file("p.yaml") + ":2:10: invalid UTF-8 (byte 0xFF at offset 3 of the value)"), std::string::npos) << p.err;
+}
+
 TEST(Cli, InspectJsonListsEveryTensorWithItsHash) {
   const Result r = run("inspect --json " + kAllDtypes);
   ASSERT_EQ(r.code, 0) << r.err;

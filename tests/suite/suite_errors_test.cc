@@ -52,6 +52,42 @@ TEST_F(SuiteErrors, YamlSyntax) {
             "s.yaml:4:13: YAML syntax error: illegal map value");
 }
 
+// shared/reproducers: 10 levels of 10 aliases in a matrix axis (846 bytes, 10^10 nodes) took 35 s
+// and 1.6 GB, then bad_alloc; now the loader stops counting at a million nodes.
+TEST_F(SuiteErrors, AnAliasBombIsRefusedAtItsNode) {
+  std::string text = "suite: s\nl0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 10; ++i) {
+    const std::string n = std::to_string(i), prev = "*a" + std::to_string(i - 1);
+    text.append("l").append(n).append(": &a").append(n).append(" [").append(prev);
+    for (int j = 1; j < 10; ++j) text.append(", ").append(prev);
+    text.append("]\n");
+  }
+  text += "checks: [{id: a, kind: op, matrix: {dtype: *a9}}]\n";
+  const std::string e = error_in(text);
+  EXPECT_NE(e.find("the document expands to more than 1000000 nodes"), std::string::npos) << e;
+  EXPECT_EQ(e.rfind("s.yaml:", 0), 0u) << e;
+}
+
+// Invalid UTF-8 in any value (a case id, a matrix value) used to reach the JSON writer and end
+// as an internal error (type_error 316); now it is named where it is.
+TEST_F(SuiteErrors, InvalidUtf8IsRefusedWhereItIs) {
+  EXPECT_EQ(error_in("suite: s\nchecks:\n  - id: \"ab\xff\"\n    kind: op\n"),
+            "s.yaml:3:9: invalid UTF-8 (byte 0xFF at offset 2 of the value)");
+  EXPECT_EQ(error_in("suite: s\nchecks: [{id: a, kind: op, matrix: {dtype: [f32, \"\xc0\xaf\"]}}]\n"),
+            "s.yaml:2:50: invalid UTF-8 (byte 0xC0 at offset 0 of the value)");  // an overlong '/'
+  EXPECT_EQ(error_in("suite: s\nchecks: [{id: \"\xed\xa0\x80\", kind: op}]\n"),
+            "s.yaml:2:15: invalid UTF-8 (byte 0xED at offset 0 of the value)");  // a surrogate
+  EXPECT_EQ(error_in("suite: s\nchecks: [{id: \"caf\xc3\xa9\xe4\xb8\xad\", kind: op}]\n"), "");  // valid
+}
+
+// `preset: null` or a mapping passed `list` and ended `run` in a JSON type error (exit 3).
+TEST_F(SuiteErrors, ATolerancePresetMustBeAName) {
+  EXPECT_EQ(error_in("suite: s\nchecks: [{id: a, kind: op, tolerance: {preset: null}}]\n"),
+            "s.yaml:2:48: bad tolerance preset: expected a preset name (f32, bf16, f16, exact, ...), got null");
+  EXPECT_EQ(error_in("suite: s\nchecks: [{id: a, kind: op, tolerance: {preset: {a: 1}}}]\n"),
+            "s.yaml:2:48: bad tolerance preset: expected a preset name (f32, bf16, f16, exact, ...), got a mapping");
+}
+
 TEST_F(SuiteErrors, EmptyFile) {
   EXPECT_EQ(error_in("# nothing\n"), "s.yaml: empty suite file (expected 'suite' and 'checks')");
 }
