@@ -75,7 +75,20 @@ std::vector<int64_t> eos_ids(const model::Tokenizer& tok, const std::vector<std:
   return ids;
 }
 
+// The API key `--api-key-env` names: an unset or empty variable is an error, never an open server.
+std::string api_key(const ServeOptions& opt) {
+  if (opt.api_key_env.empty()) return "";
+  const char* v = std::getenv(opt.api_key_env.c_str());
+  if (v == nullptr || *v == '\0') {
+    throw InputError("--api-key-env", "environment variable " + opt.api_key_env + " is " + (v == nullptr ? "unset" : "empty") +
+                                          ": the server would accept every request without a key (set it, or leave "
+                                          "--api-key-env out to serve without authentication)");
+  }
+  return v;
+}
+
 int run_serve(const ServeOptions& opt) {
+  const std::string key = api_key(opt);  // before anything is loaded
   const suite::Platform platform = suite::load_platform(default_platform(opt.platform));
   const auto dtype = tensor::parse_dtype(opt.dtype);
   if (!dtype || !tensor::is_float(*dtype))
@@ -117,11 +130,6 @@ int run_serve(const ServeOptions& opt) {
   }
   engine_options.eos_ids = eos_ids(tokenizer, dirs);
 
-  std::string key;
-  if (!opt.api_key_env.empty()) {
-    const char* v = std::getenv(opt.api_key_env.c_str());
-    if (v != nullptr) key = v;
-  }
   auto be = backend::Backend::open({platform.backend, platform.lib, platform.options});
   model::Executor ex(arch, ckpt, *be,
                      {*dtype, backend::FallbackMode::kHost, 16, opt.kv_tokens, false});

@@ -336,6 +336,18 @@ void scrub(const std::string& secret, std::string* text) {
   }
 }
 
+// Every text of `result` with `secret` masked: an answer that echoes the key (in its text, a
+// token, a note) is stored and printed, so it must not carry it.
+void scrub_result(const std::string& secret, Result* result) {
+  if (secret.empty()) return;
+  for (std::string* s : {&result->error, &result->body_tail, &result->text, &result->finish_reason}) scrub(secret, s);
+  for (std::string& note : result->notes) scrub(secret, &note);
+  for (TokenInfo& token : result->tokens) {
+    scrub(secret, &token.text);
+    for (auto& [text, logprob] : token.top) scrub(secret, &text);
+  }
+}
+
 // `attempt` with retries and backoff; the Result of the last attempt, its `attempts` set.
 Result exchange(const ClientOptions& options, const std::string& path, const std::string* post,
                 Kind kind, bool stream, const Limits& limits, int retries, std::string* raw_body) {
@@ -355,8 +367,7 @@ Result exchange(const ClientOptions& options, const std::string& path, const std
                    (result.attempts == 1 ? " attempt)" : " attempts)");
   }
   if (result.ok() && kind != Kind::kGet) finish_completion(kind, stream, *raw_body, &result);
-  scrub(options.api_key, &result.error);
-  scrub(options.api_key, &result.body_tail);
+  scrub_result(options.api_key, &result);
   return result;
 }
 

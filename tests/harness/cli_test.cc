@@ -75,6 +75,18 @@ TEST(Cli, NamesNoFileSystemHoldsAndBadUtf8AreInputErrors) {
   EXPECT_NE(p.err.find(dir.file("p.yaml") + ":2:10: invalid UTF-8 (byte 0xFF at offset 3 of the value)"), std::string::npos) << p.err;
 }
 
+// `harness serve --api-key-env VAR` with VAR unset or empty used to start with no authentication
+// and no warning: now it is an input error (exit 2) before anything is loaded, never an open server.
+TEST(Cli, ServeRefusesAnApiKeyVariableThatIsUnsetOrEmpty) {
+  for (const char* env : {"env -u H0_TEST_NO_SUCH_KEY ", "env H0_TEST_NO_SUCH_KEY= "}) {
+    const Result r = test::run_shell(std::string(env) + H0_HARNESS_BIN +
+                                     " serve --model configs/models/tiny-llama --port 0 --api-key-env H0_TEST_NO_SUCH_KEY");
+    EXPECT_EQ(r.code, 2) << env << r.err;
+    EXPECT_NE(r.err.find("--api-key-env: environment variable H0_TEST_NO_SUCH_KEY is "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(std::string(env).find('=') != std::string::npos ? "is empty" : "is unset"), std::string::npos) << r.err;
+  }
+}
+
 TEST(Cli, InspectJsonListsEveryTensorWithItsHash) {
   const Result r = run("inspect --json " + kAllDtypes);
   ASSERT_EQ(r.code, 0) << r.err;

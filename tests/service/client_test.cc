@@ -375,6 +375,17 @@ TEST(Client, ApiKeyIsSentAndNeverReturned) {
     expect_no_key(result);
     EXPECT_EQ(read_file(server.auth_file()), "Bearer " + key);
   }
+  // A server that echoes the key inside a successful completion: the answer's texts come back
+  // with the key masked (they are stored, printed and put on the dashboard).
+  FakeServer echoing("echo_auth");
+  options.base_url = echoing.url();
+  for (bool stream : {false, true}) {
+    Result result = Client(options).complete(text_request(true, stream, 2));
+    ASSERT_TRUE(result.ok()) << result.error;
+    expect_no_key(result);
+    EXPECT_NE(result.text.find("Bearer ***"), std::string::npos) << result.text;
+  }
+  options.base_url = server.url();
   std::vector<std::string> ids;
   expect_no_key(client.models(&ids));
   EXPECT_EQ(server.log().find(key), std::string::npos);

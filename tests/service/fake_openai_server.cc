@@ -22,6 +22,8 @@
 //   stream_error      1 chunk, then {"error": {"message", "code": 400}} (as vLLM reports
 //                     a failure inside a 200 stream), then [DONE]
 //   invalid_utf8      like ok, but the first token's text ends in a raw 0xFF byte
+//   echo_auth         like ok, but the first token's text ends in the request's Authorization
+//                     header (a server that echoes the caller's key in a successful answer)
 //   nondeterministic  like ok, but each completion is held 150 ms, and one that overlapped
 //                     another gets its 4th token changed (id + 1)
 // --strict: as `transformers serve` (FastAPI, extra fields forbidden): a request field outside
@@ -79,7 +81,8 @@ struct Flags {
 };
 Flags g_flags;
 const Clock::time_point g_start = Clock::now();
-std::mutex g_mutex;  // guards stdout, the auth file and g_in_flight
+std::mutex g_mutex;  // guards stdout, the auth file, g_last_auth and g_in_flight
+std::string g_last_auth;  // the Authorization header of the last /v1/ request
 // Requests being held by nondeterministic mode: each one's "overlapped another" flag.
 std::set<bool*> g_in_flight;
 
@@ -335,6 +338,10 @@ Generation generate(const json& request, bool chat, bool overlapped) {
     g.tokens.push_back({id, " w" + std::to_string(id), -0.05 * double(i + 1) - 0.01 * (hash % 10)});
   }
   if (g_flags.mode == "invalid_utf8" && !g.tokens.empty()) g.tokens[0].text += kBadByteMarker;
+  if (g_flags.mode == "echo_auth" && !g.tokens.empty()) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g.tokens[0].text += " " + g_last_auth;
+  }
   if (overlapped && g.tokens.size() > 3) {
     g.tokens[3].id += 1;
     g.tokens[3].text = " w" + std::to_string(g.tokens[3].id);
@@ -529,9 +536,10 @@ void serve(int fd) {
   }
   bool stream = request.body.find("\"stream\":true") != std::string::npos;
   log(request.method + " " + request.path + (stream ? " (stream)" : ""));
-  if (!g_flags.auth_file.empty() && request.path.rfind("/v1/", 0) == 0) {
+  if (request.path.rfind("/v1/", 0) == 0) {
     std::lock_guard<std::mutex> lock(g_mutex);
-    std::ofstream(g_flags.auth_file, std::ios::trunc) << request.headers["authorization"];
+    g_last_auth = request.headers["authorization"];
+    if (!g_flags.auth_file.empty()) std::ofstream(g_flags.auth_file, std::ios::trunc) << g_last_auth;
   }
   double up_s = std::chrono::duration<double>(Clock::now() - g_start).count();
   bool healthy = g_flags.mode != "never_healthy" && up_s >= g_flags.ready_after_s;
@@ -589,7 +597,7 @@ bool parse_flags(int argc, char** argv) {
   static const std::set<std::string> kModes = {
       "ok",        "never_healthy",    "die_mid_stream", "malformed_sse",
       "bogus_sse", "http_500",         "http_429",       "slow_tokens",
-      "no_done",   "nondeterministic", "stream_error",   "invalid_utf8"};
+      "no_done",   "nondeterministic", "stream_error",   "invalid_utf8",   "echo_auth"};
   if (!kModes.contains(g_flags.mode)) {
     std::fprintf(stderr, "fake_openai_server: unknown mode %s\n", g_flags.mode.c_str());
     return false;
