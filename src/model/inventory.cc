@@ -128,10 +128,13 @@ class InventoryBuilder {
   void norm(TensorRole role, int64_t n) { norm(named(role), n, role); }
 
   // A decoder-layer projection [out, in]: quantized when the checkpoint is, with its scales.
-  void proj(TensorRole role, int64_t out, int64_t in, TpSplit tp, int64_t unit, bool kv_heads = false) {
+  // `parts`: its WeightInfo::tp_parts (the weight's, not its scales').
+  void proj(TensorRole role, int64_t out, int64_t in, TpSplit tp, int64_t unit, bool kv_heads = false,
+            std::vector<WeightInfo::TpPart> parts = {}) {
     WeightInfo& w = add(named(role), {out, in}, tp, unit);
     w.kv_heads = kv_heads;
     w.tensor = role;
+    w.tp_parts = std::move(parts);
     if (!quant_) return;
     w.dtype = DType::kF8E4M3;
     w.quantized = true;
@@ -217,10 +220,7 @@ class InventoryBuilder {
       proj(TensorRole::kLinQKVZ, hk * group, h, TpSplit::kColumn, group);
       proj(TensorRole::kLinBA, hk * 2 * r, h, TpSplit::kColumn, 2 * r);
     } else {
-      proj(TensorRole::kLinQKV, l.conv_dim(), h, TpSplit::kColumn, 1);
-      for (WeightInfo& w : out_) {
-        if (w.layer == layer_ && w.tensor == TensorRole::kLinQKV && w.piece == TensorPiece::kWeight) w.tp_parts = qkv;
-      }
+      proj(TensorRole::kLinQKV, l.conv_dim(), h, TpSplit::kColumn, 1, false, qkv);
       proj(TensorRole::kLinZ, hv * l.v_head_dim, h, TpSplit::kColumn, l.v_head_dim);
       proj(TensorRole::kLinB, hv, h, TpSplit::kColumn, 1);
       proj(TensorRole::kLinA, hv, h, TpSplit::kColumn, 1);

@@ -169,7 +169,7 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     if (stored_as_mxfp4(ckpt, w)) {  // GPT-OSS's experts as released: this rank's part, out-major
       stored = dequantize_mxfp4(ckpt, w, arch, *part);
     } else if (is_fp8(ckpt.find(w.name)->dtype)) {  // block-quantized, with its weight_scale_inv
-      if (!part->pieces.empty()) {
+      if (!part->pieces.empty()) {  // stored fp8 where the reference layout keeps it float (the planner refuses the rest)
         throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8 and cut by tp into q|k|v parts: "
                                       "not run yet (run it with tp 1, or pp)");
       }

@@ -8,15 +8,16 @@
 namespace h0::plan {
 namespace {
 
-// The bytes of region `s` of the full tensor, contiguous (pieces: of axis 0, one after another).
-std::string region_bytes(const tensor::Tensor& full, const Slice& s) {
-  if (!s.pieces.empty()) {
-    std::string out;
-    for (const auto& [b, e] : s.pieces) out += region_bytes(full, Slice{0, b, e, {}, {}});
-    return out;
+// The bytes of `slice` of the full tensor (none: all of it), contiguous: its ranges of the axis
+// one after another.
+std::string region_bytes(const tensor::Tensor& full, const std::optional<model::WeightSlice>& slice) {
+  if (!slice) return std::string(static_cast<const char*>(full.data()), full.nbytes());
+  std::string out;
+  for (const auto& [b, e] : slice->ranges()) {
+    const tensor::Tensor part = full.slice(slice->axis, b, e);
+    out.append(static_cast<const char*>(part.data()), part.nbytes());
   }
-  const tensor::Tensor part = s.whole() ? full : full.slice(s.axis, s.begin, s.end);
-  return std::string(static_cast<const char*>(part.data()), part.nbytes());
+  return out;
 }
 
 }  // namespace
@@ -80,23 +81,19 @@ ShardVerification verify_rank_shards(const model::Inventory& inventory, const io
     int64_t covered_count = 0;
     for (const auto& [rank, loaded] : it->second) {
       ++v.slices;
-      Slice s;
-      if (loaded->slice) {
-        s = Slice{loaded->slice->axis, loaded->slice->begin, loaded->slice->end, loaded->tensor.shape(), loaded->slice->pieces};
-      }
-      const std::string want = region_bytes(full, s);
+      const std::string want = region_bytes(full, loaded->slice);
       if (want.size() != loaded->tensor.nbytes() || std::memcmp(want.data(), loaded->tensor.data(), want.size()) != 0) {
         v.problems.push_back(w.name + ": rank " + std::to_string(rank) + " slice differs from the full tensor");
       }
-      int64_t outer = 1, inner = 1, extent = 1;
+      int64_t outer = 1, inner = full.numel(), extent = 1;
       std::vector<std::pair<int64_t, int64_t>> ranges = {{0, 1}};
-      if (!s.whole()) {
-        for (int i = 0; i < s.axis; ++i) outer *= full.dim(i);
-        for (int i = s.axis + 1; i < full.ndim(); ++i) inner *= full.dim(i);
-        extent = full.dim(s.axis);
-        ranges = s.pieces.empty() ? std::vector<std::pair<int64_t, int64_t>>{{s.begin, s.end}} : s.pieces;
-      } else {
-        inner = full.numel();
+      if (loaded->slice) {
+        const int axis = loaded->slice->axis;
+        inner = 1;
+        for (int i = 0; i < axis; ++i) outer *= full.dim(i);
+        for (int i = axis + 1; i < full.ndim(); ++i) inner *= full.dim(i);
+        extent = full.dim(axis);
+        ranges = loaded->slice->ranges();
       }
       for (int64_t o = 0; o < outer; ++o) {
         for (const auto& [b, e] : ranges) {
