@@ -22,6 +22,8 @@
 
 #include "backend/backend.h"
 #include "base/error.h"
+#include "base/json_read.h"
+#include "base/scratch_dir.h"
 #include "checks/run_record.h"
 #include "cli_output.h"
 #include "commands.h"
@@ -123,17 +125,6 @@ plan::ParallelPlan parse_mesh(const std::string& text) {
   return p;
 }
 
-// A scratch folder for the generated suites, removed at the end.
-struct ScratchDir {
-  std::string path =
-      (fs::temp_directory_path() / ("h0-day0-" + std::to_string(::getpid()))).string();
-  ScratchDir() { fs::create_directories(path); }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 checks::Status record_status(StageStatus s) {
   return s == StageStatus::kPass   ? checks::Status::kPass
          : s == StageStatus::kFail ? checks::Status::kFail
@@ -186,6 +177,9 @@ int run_day0(const Day0Options& opt) {
                      "not a model directory (config.json, and weights unless --dry-run)");
   if (!fs::exists(fs::path(opt.model) / "config.json"))
     throw InputError(opt.model, "has no config.json");
+  // A config.json that is no JSON (or nests past the limit, or is a FIFO) is the input's fault,
+  // exit 2; one that parses is stage 1's to judge.
+  (void)base::read_json_file((fs::path(opt.model) / "config.json").string());
   if (!opt.golden.empty() && !fs::is_directory(opt.golden))
     throw InputError(opt.golden, "--golden: not a directory");
   const auto labels = parse_labels(opt.labels);
@@ -196,7 +190,7 @@ int run_day0(const Day0Options& opt) {
   const suite::Platform platform = suite::load_platform(default_platform(opt.platform));
   const bool print = !opt.json && mesh_run.root;
 
-  ScratchDir scratch;
+  const base::ScratchDir scratch("h0-day0");  // the generated suites; gone at any exit
   Day0Context ctx{opt,
                   platform,
                   parse_mesh(opt.mesh),
@@ -206,7 +200,7 @@ int run_day0(const Day0Options& opt) {
                   std::nullopt,
                   {},
                   "",
-                  scratch.path,
+                  scratch.path(),
                   std::nullopt};
   if (ctx.model_name.empty())
     ctx.model_name = fs::absolute(opt.model).parent_path().filename().string();

@@ -9,6 +9,8 @@
 #include <set>
 
 #include "backend/backend.h"
+#include "suite/location.h"
+#include "base/json_read.h"
 #include "base/error.h"
 #include "checks/coverage.h"
 #include "checks/isolation.h"
@@ -143,8 +145,8 @@ std::vector<std::pair<std::string, bool>> e2e_golden_files(const Day0Context& ct
   if (ctx.options.golden.empty() || !fs::is_directory(ctx.options.golden)) return files;
   for (const auto& e : fs::directory_iterator(ctx.options.golden)) {
     if (e.path().extension() != ".json") continue;
-    std::ifstream in(e.path());
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    const std::optional<std::string> text = suite::read_text_file(e.path().string());
+    const nlohmann::json j = base::parse_json_or_discarded(text ? *text : "");
     if (!j.is_object() || !j.contains("request") || !j.contains("token_ids")) continue;
     files.emplace_back(absolute(e.path().string()),
                        j["request"].dump().find("image_url") != std::string::npos);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_read.h"
 #include "base/error.h"
 #include "mesh/faulty_communicator.h"
 
@@ -28,12 +29,7 @@ MeshRun open_mesh(const std::string& fault, double timeout_s) {
   }
   m.world = mesh::make_world_communicator(timeout_s);
   if (!fault.empty()) {
-    nlohmann::json options;
-    try {
-      options = nlohmann::json::parse(fault);
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError("--mesh-fault", std::string("not JSON: ") + e.what());
-    }
+    const nlohmann::json options = base::parse_json(fault, "--mesh-fault");
     m.world = mesh::make_faulty_communicator(std::move(m.world), options);
   }
   m.root = m.world->rank() == 0;

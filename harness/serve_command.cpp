@@ -20,6 +20,8 @@
 #include <thread>
 
 #include "backend/backend.h"
+#include "base/json_read.h"
+#include "suite/location.h"
 #include "base/error.h"
 #include "cli_output.h"
 #include "commands.h"
@@ -62,8 +64,8 @@ std::vector<int64_t> eos_ids(const model::Tokenizer& tok, const std::vector<std:
   if (tok.eos_id()) ids.push_back(*tok.eos_id());
   const std::string dir = find_in(dirs, "generation_config.json");
   if (!dir.empty()) {
-    std::ifstream in(dir + "/generation_config.json");
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    const std::optional<std::string> text = suite::read_text_file(dir + "/generation_config.json");
+    const nlohmann::json j = base::parse_json_or_discarded(text ? *text : "");
     const nlohmann::json eos =
         j.is_object() && j.contains("eos_token_id") ? j["eos_token_id"] : nlohmann::json();
     for (const auto& x : eos.is_array() ? eos : nlohmann::json::array({eos})) {
@@ -134,7 +136,9 @@ int run_serve(const ServeOptions& opt) {
   model::Executor ex(arch, ckpt, *be,
                      {*dtype, backend::FallbackMode::kHost, 16, opt.kv_tokens, false});
   service::BatchEngine engine(ex, engine_options);
-  service::Server server(engine, served, {opt.host, opt.port, key, 64});
+  // Workers for 4 × the batch (at least 64 connections at once); the listen queue 4 × that.
+  service::ServerOptions server_options{opt.host, opt.port, key, std::max(64, 4 * opt.max_batch)};
+  service::Server server(engine, served, server_options);
   const int port = server.bind();
 
   if (pipe(g_stop_pipe) != 0) throw std::runtime_error("pipe() failed");

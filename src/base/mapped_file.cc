@@ -9,22 +9,13 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/input_file.h"
 
 namespace h0::base {
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw InputError(path, std::string("cannot stat: ") + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw InputError(path, "not a regular file");
-  }
+  const int fd = open_regular_file(path, &st);  // a FIFO or a device is refused, never waited on
   size_t size = static_cast<size_t>(st.st_size);
   const std::byte* data = nullptr;
   if (size > 0) {

@@ -9,6 +9,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "base/json_read.h"
 #include "base/error.h"
 #include "checks/msprobe_dump.h"
 #include "io/safetensors_reader.h"
@@ -36,7 +37,8 @@ std::vector<std::string> execution_order(const io::SafetensorsFile& f) {
   auto it = f.metadata().find("probes");
   if (it != f.metadata().end()) {
     try {
-      for (const auto& n : nlohmann::json::parse(it->second)) order.push_back(n.get<std::string>());
+      const nlohmann::json names = base::parse_json_or_discarded(it->second);
+      for (const auto& n : names.is_array() ? names : nlohmann::json::array()) order.push_back(n.get<std::string>());
     } catch (const nlohmann::json::exception&) {
       order.clear();
     }

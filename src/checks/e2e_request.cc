@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 
+#include "base/json_read.h"
 #include "base/base64.h"
 #include "base/error.h"
 #include "checks/service_registry.h"
@@ -137,13 +138,13 @@ E2eRequest parse_e2e_request(const suite::Case& c) {
     if (!g.IsScalar())
       fail(c, g, "golden must be the path of a golden/e2e/<model>/<case>.json file");
     e.golden_path = resolve_case_path(c, g.Scalar());
-    std::ifstream in(e.golden_path);
-    if (!in)
+    std::error_code ec;
+    if (!std::filesystem::exists(e.golden_path, ec))
       fail(c, g, "golden file " + g.Scalar() + " not found (looked for " + e.golden_path + ")");
     try {
-      e.golden = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& ex) {
-      fail(c, g, "golden file " + e.golden_path + " is not JSON: " + ex.what());
+      e.golden = base::read_json_file(e.golden_path);
+    } catch (const InputError& ex) {
+      fail(c, g, "golden file " + ex.where() + ": " + ex.message());
     }
     if (messages || prompt || ids) {
       fail(c, g,

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "base/input_file.h"
+#include "base/json_read.h"
 #include "base/error.h"
 #include "base/json_depth.h"
 #include "io/torch_tensor_file.h"
@@ -42,9 +44,7 @@ std::string find_dump_json(const std::string& dir) {
 // Infinity and NaN, which JSON has not. Outside strings they become null (no statistic); JSON
 // nested deeper than kMaxJsonDepth is refused before the (recursive) parser sees it.
 ordered parse_dump_json(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file, "cannot open");
-  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string raw = base::read_regular_file(file);
   if (base::json_depth(raw, kMaxJsonDepth) > kMaxJsonDepth)
     throw InputError(file, "JSON nested deeper than " + std::to_string(kMaxJsonDepth));
   std::string text;
@@ -61,11 +61,7 @@ ordered parse_dump_json(const std::string& file) {
     return i + 1;
   });
   text.append(raw, copied, std::string::npos);
-  try {
-    return ordered::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(file, std::string("not JSON: ") + e.what());
-  }
+  return base::parse_ordered_json(text, file);
 }
 
 bool is_digits(const std::string& s) {

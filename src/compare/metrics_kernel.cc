@@ -252,7 +252,12 @@ UlpKernel pick_ulp(int level) {
 int detect_level() {
   __builtin_cpu_init();
   int level = 0;
+#if defined(__clang__)
+  // clang's builtin knows no "f16c"; every AVX2 CPU (Haswell, Zen and later) has it.
+  if (__builtin_cpu_supports("avx2")) level = 1;
+#else
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) level = 1;
+#endif
   if (level == 1 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
     level = 2;

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "base/json_read.h"
 #include "diff/statistics.h"
 
 namespace h0::diff {
@@ -32,7 +33,7 @@ std::string flip_kind(const std::string& base, const std::string& head) {
 std::optional<double> threshold_override(const store::ResultData& r) {
   // Most results have none: skip the parse (JSON written by the harness never escapes a letter).
   if (r.details_json.find("\"perf_threshold\"") == std::string::npos) return std::nullopt;
-  const auto details = nlohmann::json::parse(r.details_json, nullptr, /*allow_exceptions=*/false);
+  const auto details = base::parse_json_or_discarded(r.details_json);
   if (!details.is_object()) return std::nullopt;
   const auto it = details.find("perf_threshold");
   if (it == details.end() || !it->is_number()) return std::nullopt;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_read.h"
 #include "base/error.h"
 #include "base/sha256.h"
 
@@ -15,14 +16,9 @@ GoldenManifest GoldenManifest::load(const std::string& root) {
   GoldenManifest m;
   m.root_ = root;
   const std::string path = (fs::path(root) / "manifest.json").string();
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "cannot open the golden manifest");
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path, std::string("not JSON: ") + e.what());
-  }
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(path, "cannot open the golden manifest");
+  const nlohmann::json doc = base::read_json_file(path);
   if (!doc.is_object() || !doc.contains("files") || !doc["files"].is_object()) {
     throw InputError(path, "expected {\"version\": 1, \"files\": {...}}");
   }

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_read.h"
+#include "base/input_file.h"
 #include "base/error.h"
 
 namespace h0::io {
@@ -38,14 +40,7 @@ ShardedCheckpoint ShardedCheckpoint::open(const std::string& path) {
     ckpt.shards_.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open(ckpt.path_)));
     for (const auto& e : ckpt.shards_[0]->entries()) ckpt.shard_index_.emplace(e.name, 0);
   } else {
-    std::ifstream in(p);
-    if (!in) throw InputError(ckpt.path_, "cannot open");
-    nlohmann::json index;
-    try {
-      index = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(ckpt.path_, std::string("not JSON: ") + e.what());
-    }
+    const nlohmann::json index = base::parse_json(base::read_regular_file(ckpt.path_), ckpt.path_);
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
       throw InputError(ckpt.path_, "expected an object with a \"weight_map\" object");
     }

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "base/json_read.h"
 #include "base/error.h"
 #include "base/json_depth.h"
 #include "model/config_fields.h"
@@ -113,19 +114,11 @@ std::string config_path(const std::string& path) {
 
 nlohmann::json read_config_file(const std::string& path) {
   const std::string file = config_path(path);
-  std::ifstream in(file);
-  if (!in) throw InputError(file, "cannot open (a model directory with config.json, or a config.json file)");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (base::json_depth(text, base::kMaxJsonDepth) > base::kMaxJsonDepth) {
-    throw InputError(file, "JSON nested deeper than " + std::to_string(base::kMaxJsonDepth) + " levels");
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    throw InputError(file, "cannot open (a model directory with config.json, or a config.json file)");
   }
-  nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(file, std::string("not JSON: ") + e.what());
-  }
-  return config;
+  return base::read_json_file(file);
 }
 
 Architecture load_architecture(const std::string& path) {

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <stb/stb_image.h>
 
+#include "base/json_read.h"
+#include "base/input_file.h"
 #include "base/error.h"
 
 namespace h0::model {
@@ -101,9 +103,7 @@ Image decode_image_memory(const void* data, size_t bytes, const std::string& lab
 }
 
 Image decode_image(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot open");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  const std::string bytes = base::read_regular_file(path);
   return decode_image_memory(bytes.data(), bytes.size(), path);
 }
 
@@ -118,11 +118,10 @@ Image resize_bicubic(const Image& in, int64_t width, int64_t height) {
 ClipProcessor load_clip_processor(const std::string& model_dir) {
   ClipProcessor p;
   const std::filesystem::path file = std::filesystem::path(model_dir) / "preprocessor_config.json";
-  std::ifstream in(file);
-  if (!in) return p;
-  nlohmann::json j;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return p;
+  const nlohmann::json j = base::read_json_file(file.string());
   try {
-    j = nlohmann::json::parse(in);
     if (j.contains("size")) p.shortest_edge = j["size"].is_object() ? j["size"].value("shortest_edge", p.shortest_edge) : j["size"].get<int64_t>();
     if (j.contains("crop_size")) {
       const auto& c = j["crop_size"];

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/input_file.h"
 #include "base/error.h"
 #include "base/sha256.h"
 #include "model/architecture.h"
@@ -20,8 +21,7 @@ bool has_weights(const fs::path& dir) {
 }
 
 std::string file_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return base::read_regular_file(p.string());
 }
 
 }  // namespace

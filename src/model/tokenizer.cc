@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/json_read.h"
+#include "base/input_file.h"
 #include "base/error.h"
 #include "model/byte_level.h"
 
@@ -13,19 +15,11 @@ namespace fs = std::filesystem;
 namespace {
 
 nlohmann::json parse_json(std::string_view text, const std::string& where) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(where, std::string("not JSON: ") + e.what());
-  }
+  return base::parse_json(text, where);
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return base::read_regular_file(path);
 }
 
 std::optional<NormalForm> normal_form(const std::string& type) {

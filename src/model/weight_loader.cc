@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/input_file.h"
 #include "base/error.h"
 #include "base/parallel.h"
 #include "base/sha256.h"
@@ -26,8 +27,7 @@ class ShardFiles {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = fds_.find(path);
     if (it != fds_.end()) return it->second;
-    const int f = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (f < 0) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
+    const int f = base::open_regular_file(path);
     fds_[path] = f;
     return f;
   }

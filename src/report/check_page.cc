@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/html_page.h"
+#include "base/json_read.h"
 #include "report/html_pages.h"
 #include "report/html_text.h"
 
@@ -58,7 +59,7 @@ std::string evidence(const SiteModel& model, const SiteCase& c) {
   html += "<p>" + status_badge(r.status) + " in " + html_link("../" + run.page, "run " + run_ref(run.run.id)) +
           " (" + html_escape(model.columns[static_cast<size_t>(run.column)].label) + ", " + html_escape(run.run.started_at) +
           ")</p>\n<pre class=\"message\">" + html_escape(r.message) + "</pre>\n";
-  const json details = json::parse(r.details_json, nullptr, false);
+  const json details = base::parse_json_or_discarded(r.details_json);
   if (!details.is_object()) return html + "</section>\n";
   for (const char* key : {"first_divergent_layer", "first_divergence"}) {
     if (details.contains(key)) html += "<p>First divergent layer: <b>" + value_text(details[key]) + "</b></p>\n";

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "base/input_file.h"
 #include "base/error.h"
 #include "base/parallel.h"
 #include "report/html_pages.h"
@@ -59,9 +60,7 @@ void write_check_pages(const SiteModel& model, const fs::path& dir, SiteStats* s
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot read the file");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return base::read_regular_file(path);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/html_page.h"
+#include "base/json_read.h"
 #include "report/html_pages.h"
 #include "report/html_text.h"
 
@@ -17,7 +18,7 @@ std::string labels_text(const std::map<std::string, std::string>& labels) {
 }
 
 std::string pretty_json(const std::string& text) {
-  const auto j = nlohmann::json::parse(text, nullptr, false);
+  const auto j = base::parse_json_or_discarded(text);
   return j.is_discarded() ? text : j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

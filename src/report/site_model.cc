@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_read.h"
 #include "report/html_text.h"
 #include "suite/filter.h"
 
@@ -115,7 +116,7 @@ std::vector<Day0Stage> recorded_day0_stages(const store::RunData& run) {
   std::vector<Day0Stage> stages;
   for (const auto& r : run.results) {
     if (r.kind != "day0_stage") continue;
-    const nlohmann::json d = nlohmann::json::parse(r.details_json, nullptr, false);
+    const nlohmann::json d = base::parse_json_or_discarded(r.details_json);
     Day0Stage s;
     s.id = r.check_id;
     s.title = d.is_object() ? d.value("title", r.check_id) : r.check_id;
@@ -199,7 +200,7 @@ class Gatherer {
       site_run.day0 = day0_stages(run);
       for (const auto& r : run.results) {
         if (r.kind != "day0_stage") continue;
-        const nlohmann::json d = nlohmann::json::parse(r.details_json, nullptr, false);
+        const nlohmann::json d = base::parse_json_or_discarded(r.details_json);
         if (d.is_object()) site_run.day0_verdict = d.value("verdict", "");
         break;
       }

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_read.h"
 #include "diff/diff.h"
 
 namespace h0::report {
@@ -99,7 +100,7 @@ double run_seconds(const store::RunData& run) {
 }
 
 std::string op_library(const store::RunData& run) {
-  const auto versions = nlohmann::json::parse(run.stack.versions_json, nullptr, false);
+  const auto versions = base::parse_json_or_discarded(run.stack.versions_json);
   const nlohmann::json::json_pointer ptr("/backend/op_library");
   if (versions.is_object() && versions.contains(ptr) && versions.at(ptr).is_string()) {
     return versions.at(ptr).get<std::string>();

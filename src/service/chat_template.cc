@@ -4,6 +4,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "base/json_read.h"
+#include "base/input_file.h"
 #include "base/error.h"
 #include "model/architecture.h"
 
@@ -110,12 +112,10 @@ const Family& family_named(const std::string& name) {
 }
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
     throw InputError(path, "cannot be read (the chat template comes from tokenizer_config.json)");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return base::read_regular_file(path);
 }
 
 }  // namespace
@@ -123,8 +123,8 @@ std::string read_text(const std::string& path) {
 ChatTemplate ChatTemplate::load(const std::string& model_dir) {
   const std::string path = model_dir + "/tokenizer_config.json";
   const std::string text = read_text(path);
-  const nlohmann::json config = nlohmann::json::parse(text, nullptr, false);
-  if (config.is_discarded()) throw InputError(path, "is not valid JSON");
+  const nlohmann::json config = base::parse_json_or_discarded(text);
+  if (config.is_discarded()) throw InputError(path, "is not valid JSON (or nested too deep)");
   return from_config(config, path);
 }
 
@@ -192,7 +192,7 @@ ImageTokens image_tokens_of(const std::string& model_dir) {
   const model::Architecture arch = model::load_architecture(model_dir);
   if (!arch.vision) return {};
   const std::string path = model::config_path(model_dir);
-  const nlohmann::json config = nlohmann::json::parse(read_text(path), nullptr, false);
+  const nlohmann::json config = base::parse_json_or_discarded(read_text(path));
   int64_t count =
       arch.vision->num_patches() + (arch.vision->feature_select_strategy == "default" ? 0 : 1);
   if (config.is_object() && config.contains("image_seq_length") &&

@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/json_read.h"
 #include "base/check.h"
 #include "service/json_util.h"
 #include "service/openai_protocol.h"
@@ -57,8 +58,8 @@ std::string clean_utf8(std::string_view text, size_t max_bytes = std::string::np
 // `text` parsed as JSON; if that fails, parsed again with invalid UTF-8 replaced (server text
 // may hold broken characters). Discarded when neither parses.
 json parse_json(std::string_view text) {
-  json parsed = json::parse(text, nullptr, false);
-  if (parsed.is_discarded()) parsed = json::parse(clean_utf8(text), nullptr, false);
+  json parsed = base::parse_json_or_discarded(text);
+  if (parsed.is_discarded()) parsed = base::parse_json_or_discarded(clean_utf8(text));
   return parsed;
 }
 

@@ -2,6 +2,7 @@
 #include "service/server_request.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdint>
@@ -69,6 +70,12 @@ class Server::Impl {
       : engine_(engine), model_(std::move(model)), options_(std::move(options)) {
     http_.new_task_queue = [n = options_.threads] { return new httplib::ThreadPool(size_t(n)); };
     http_.set_keep_alive_timeout(5);
+    // The listening socket passes through here before bind (cpp-httplib's own options kept);
+    // bind() raises its backlog, which the shared library fixes at 5.
+    http_.set_socket_options([this](int sock) {
+      httplib::default_socket_options(sock);
+      if (listen_socket_ < 0) listen_socket_ = sock;
+    });
     http_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("{}", "application/json");
     });
@@ -107,6 +114,9 @@ class Server::Impl {
     if (port <= 0)
       throw InputError("--port",
                        "cannot listen on " + options_.host + ":" + std::to_string(options_.port));
+    // listen() again on a listening socket only resizes its queue (the kernel caps it at somaxconn).
+    if (listen_socket_ < 0 || ::listen(listen_socket_, options_.listen_backlog()) != 0)
+      throw std::runtime_error("cannot size the listen backlog of " + options_.host + ":" + std::to_string(port));
     return port;
   }
   void run() { http_.listen_after_bind(); }
@@ -444,6 +454,7 @@ class Server::Impl {
   ServedModel model_;
   ServerOptions options_;
   httplib::Server http_;
+  int listen_socket_ = -1;  // the listening socket, once bind() made it
 };
 
 Server::Server(BatchEngine& engine, ServedModel model, ServerOptions options)

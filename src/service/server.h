@@ -7,6 +7,7 @@
 // (the field named), 401, 404 (an unknown model) or 500 (the platform failed).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -35,6 +36,10 @@ struct ServerOptions {
   int port = 8000;      // 0: a free port
   std::string api_key;  // non-empty: /v1/* requires "Authorization: Bearer <key>"
   int threads = 64;     // HTTP worker threads: concurrent connections served
+  // Connections the kernel queues while every worker is busy; 0: 4 × threads, at least 256.
+  // (cpp-httplib listens with a backlog of 5: 64 clients at once saw resets.)
+  int backlog = 0;
+  int listen_backlog() const { return backlog > 0 ? backlog : std::max(256, 4 * threads); }
 };
 
 class Server {

@@ -3,6 +3,7 @@
 #include <optional>
 #include <random>
 
+#include "base/json_read.h"
 #include "base/base64.h"
 #include "base/error.h"
 #include "model/image.h"
@@ -151,7 +152,7 @@ std::vector<int64_t> parse_prompt(const json& body, const ServedModel& model) {
 }  // namespace
 
 ApiRequest parse_request(const std::string& body_text, bool chat, const ServedModel& model) {
-  const json body = json::parse(body_text, nullptr, false);
+  const json body = base::parse_json_or_discarded(body_text);  // nesting bounded
   if (body.is_discarded() || !body.is_object())
     throw HttpError{400, "the request body is not a JSON object", ""};
   if (const json* m = member(body, "model")) {

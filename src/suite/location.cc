@@ -1,12 +1,13 @@
 #include "suite/location.h"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/input_file.h"
 #include "base/utf8.h"
 
 namespace h0::suite {
@@ -40,14 +41,11 @@ void fail_at(const std::string& file, const YAML::Node& node, const std::string&
 }
 
 std::optional<std::string> read_text_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return text.str();
+  try {
+    return base::read_regular_file(path);  // a FIFO is refused, never waited on
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
 }
 
 namespace {
@@ -65,12 +63,21 @@ size_t invalid_utf8(const std::string& s) {
 // A document's nodes as the harness reads them, aliases expanded: at most this many.
 constexpr size_t kMaxNodes = 1'000'000;
 
+// And nested at most this deep (real suites and platforms nest under ten levels); every reader of
+// a document recurses once per level.
+constexpr int kMaxDepth = 256;
+
 // Every scalar valid UTF-8, and the expanded document within kMaxNodes (YAML aliases let a few
-// hundred bytes stand for billions of nodes).
-void check_document(const std::string& file, const YAML::Node& node, size_t* visited) {
+// hundred bytes stand for billions of nodes) and kMaxDepth (an alias inside its own anchor,
+// `&x [*x]`, is a node that contains itself).
+void check_document(const std::string& file, const YAML::Node& node, size_t* visited, int depth = 0) {
   if (++*visited > kMaxNodes) {
     fail_at(file, node, "the document expands to more than " + std::to_string(kMaxNodes) +
                             " nodes (YAML aliases repeated inside each other?)");
+  }
+  if (depth > kMaxDepth) {
+    fail_at(file, node, "nested deeper than " + std::to_string(kMaxDepth) +
+                            " levels (an alias inside its own anchor?)");
   }
   if (node.IsScalar()) {
     const size_t bad = invalid_utf8(node.Scalar());
@@ -80,11 +87,11 @@ void check_document(const std::string& file, const YAML::Node& node, size_t* vis
       fail_at(file, node, std::string("invalid UTF-8 (byte ") + byte + " at offset " + std::to_string(bad) + " of the value)");
     }
   } else if (node.IsSequence()) {
-    for (const YAML::Node& item : node) check_document(file, item, visited);
+    for (const YAML::Node& item : node) check_document(file, item, visited, depth + 1);
   } else if (node.IsMap()) {
     for (const auto& entry : node) {
-      check_document(file, entry.first, visited);
-      check_document(file, entry.second, visited);
+      check_document(file, entry.first, visited, depth + 1);
+      check_document(file, entry.second, visited, depth + 1);
     }
   }
 }
@@ -95,6 +102,8 @@ YAML::Node parse_yaml(const std::string& file, const std::string& text) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    fail_at(from_mark(file, e.mark), "YAML nested deeper than " + std::to_string(e.depth() - 1) + " levels");
   } catch (const YAML::ParserException& e) {
     // e.what() repeats the position as "yaml-cpp: error at line L, column C: "; e.msg does not.
     fail_at(from_mark(file, e.mark), "YAML syntax error: " + e.msg);

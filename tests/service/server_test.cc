@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -371,9 +373,46 @@ TEST_F(Serve, BadRequestsNameTheField) {
   EXPECT_NE(no_vision.body["error"]["message"].get<std::string>().find("vision"),
             std::string::npos);
   EXPECT_EQ(post(port(), "/v1/completions", json("{not json")).status, 400);
+  // A body nested 100k deep (nlohmann's parser recurses per level): 400, and the server lives.
+  const Reply deep = post(port(), "/v1/completions", json(std::string(100000, '[') + std::string(100000, ']')));
+  EXPECT_EQ(deep.status, 400);
+  EXPECT_EQ(post(port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 1}}).status, 200);
   const Reply wrong = post(port(), "/v1/completions", {{"model", "gpt-4"}, {"prompt", kPrompt}});
   EXPECT_EQ(wrong.status, 404);
   EXPECT_EQ(wrong.body["error"]["code"], 404);
+}
+
+// The kernel's accept queue as `ss` reports it for a listening socket (its Send-Q column), or
+// -1 without ss.
+int listen_backlog_of(int port) {
+  std::FILE* p = popen(("ss -Hltn 'sport = :" + std::to_string(port) + "' 2>/dev/null").c_str(), "r");
+  if (p == nullptr) return -1;
+  char line[512] = {0};
+  const bool got = std::fgets(line, sizeof line, p) != nullptr;
+  pclose(p);
+  int recv_q = 0, send_q = -1;
+  if (!got || std::sscanf(line, "LISTEN %d %d", &recv_q, &send_q) != 2) return -1;
+  return send_q;
+}
+
+// 64 clients at once (cpp-httplib's own backlog of 5 reset some): every one is answered.
+TEST_F(Serve, SixtyFourClientsAtOnceAreAllServed) {
+  const int backlog = listen_backlog_of(port());
+  if (backlog >= 0) {
+    EXPECT_GE(backlog, 256);
+  }
+  std::atomic<int> ready{0};
+  std::vector<int> status(64, 0);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < status.size(); ++i) {
+    clients.emplace_back([&, i] {
+      ++ready;
+      while (ready.load() < static_cast<int>(status.size())) std::this_thread::yield();
+      status[i] = post(port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 2}}).status;
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (size_t i = 0; i < status.size(); ++i) EXPECT_EQ(status[i], 200) << "client " << i;
 }
 
 TEST(ServeImage, ChatWithAnImageAndAnApiKey) {
