@@ -17,6 +17,8 @@ typedef float T;
 #include "../portable/kernels/gemm.inc"
 #include "../portable/kernels/attention.inc"
 #include "../portable/kernels/moe.inc"
+#include "../portable/kernels/linear_attention.inc"
+#include "../portable/kernels/sparse_attention.inc"
 #undef LD
 #undef ST
 }  // namespace h0cu_f32
@@ -31,6 +33,8 @@ typedef __half T;
 #include "../portable/kernels/gemm.inc"
 #include "../portable/kernels/attention.inc"
 #include "../portable/kernels/moe.inc"
+#include "../portable/kernels/linear_attention.inc"
+#include "../portable/kernels/sparse_attention.inc"
 #undef LD
 #undef ST
 }  // namespace h0cu_f16
@@ -45,6 +49,8 @@ typedef u16 T;  // bf16 bits; f32 math (bf16_to_f32 / f32_to_bf16 in common.inc)
 #include "../portable/kernels/gemm.inc"
 #include "../portable/kernels/attention.inc"
 #include "../portable/kernels/moe.inc"
+#include "../portable/kernels/linear_attention.inc"
+#include "../portable/kernels/sparse_attention.inc"
 #undef LD
 #undef ST
 }  // namespace h0cu_bf16

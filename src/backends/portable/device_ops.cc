@@ -37,6 +37,12 @@ constexpr OpEntry kOps[] = {
     {"moe_experts", moe_experts_op, 6, 9, 1, 0},
     {"patch_embed", patch_embed_op, 2, 3, 1, 0},
     {"argmax", argmax_op, 1, 1, 1, 0},
+    {"rmsnorm_gated", rmsnorm_gated_op, 3, 3, 1, 0},
+    {"gdn_gating", gdn_gating_op, 4, 4, 2, 0},
+    {"causal_conv1d", causal_conv1d_op, 3, 4, 2, 0},
+    {"gated_delta_rule", gated_delta_rule_op, 6, 6, 2, 0},
+    {"lightning_indexer", lightning_indexer_op, 4, 4, 1, 0},
+    {"sparse_attention", sparse_attention_op, 5, 5, 1, 0},
 };
 
 const OpEntry* find_op(const char* op) {

@@ -69,6 +69,12 @@ void rmsnorm_op(const Call& call);          // ops_dense.cc
 void layernorm_op(const Call& call);        // ops_dense.cc
 void softmax_op(const Call& call);          // ops_dense.cc
 void argmax_op(const Call& call);           // ops_dense.cc
+void rmsnorm_gated_op(const Call& call);      // ops_linear_attention.cc
+void gdn_gating_op(const Call& call);         // ops_linear_attention.cc
+void causal_conv1d_op(const Call& call);      // ops_linear_attention.cc
+void gated_delta_rule_op(const Call& call);   // ops_linear_attention.cc
+void lightning_indexer_op(const Call& call);  // ops_linear_attention.cc
+void sparse_attention_op(const Call& call);   // ops_linear_attention.cc
 void rope_op(const Call& call);             // ops_attention.cc
 void attention_op(const Call& call);        // ops_attention.cc
 void paged_attention_op(const Call& call);  // ops_attention.cc
