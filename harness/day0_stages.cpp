@@ -9,9 +9,8 @@
 #include <set>
 
 #include "backend/backend.h"
-#include "suite/location.h"
-#include "base/json_read.h"
 #include "base/error.h"
+#include "base/json_read.h"
 #include "checks/coverage.h"
 #include "checks/isolation.h"
 #include "cli_output.h"
@@ -27,6 +26,7 @@
 #include "plan/memory_plan.h"
 #include "plan/plan_report.h"
 #include "plan/rank_loader.h"
+#include "suite/location.h"
 #include "suite/suite.h"
 
 namespace h0::cli {

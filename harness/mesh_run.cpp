@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/json_read.h"
 #include "base/error.h"
+#include "base/json_read.h"
 #include "mesh/faulty_communicator.h"
 
 namespace h0::cli {

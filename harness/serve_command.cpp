@@ -20,15 +20,15 @@
 #include <thread>
 
 #include "backend/backend.h"
-#include "base/json_read.h"
-#include "suite/location.h"
 #include "base/error.h"
+#include "base/json_read.h"
 #include "cli_output.h"
 #include "commands.h"
 #include "io/sharded_checkpoint.h"
 #include "model/executor.h"
 #include "model/model_source.h"
 #include "service/server.h"
+#include "suite/location.h"
 #include "suite/platform.h"
 
 namespace h0::cli {

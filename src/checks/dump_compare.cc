@@ -9,8 +9,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "base/json_read.h"
 #include "base/error.h"
+#include "base/json_read.h"
 #include "checks/msprobe_dump.h"
 #include "io/safetensors_reader.h"
 #include "suite/location.h"

@@ -9,9 +9,9 @@
 #include <mutex>
 #include <optional>
 
-#include "base/json_read.h"
 #include "base/base64.h"
 #include "base/error.h"
+#include "base/json_read.h"
 #include "checks/service_registry.h"
 #include "suite/location.h"
 

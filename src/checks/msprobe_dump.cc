@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "base/input_file.h"
-#include "base/json_read.h"
 #include "base/error.h"
+#include "base/input_file.h"
 #include "base/json_depth.h"
+#include "base/json_read.h"
 #include "io/torch_tensor_file.h"
 
 namespace h0::checks {

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/json_read.h"
 #include "base/error.h"
+#include "base/json_read.h"
 #include "base/sha256.h"
 
 namespace h0::io {

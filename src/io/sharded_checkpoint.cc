@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/json_read.h"
-#include "base/input_file.h"
 #include "base/error.h"
+#include "base/input_file.h"
+#include "base/json_read.h"
 
 namespace h0::io {
 namespace fs = std::filesystem;

@@ -4,9 +4,9 @@
 #include <fstream>
 #include <iterator>
 
-#include "base/json_read.h"
 #include "base/error.h"
 #include "base/json_depth.h"
+#include "base/json_read.h"
 #include "model/config_fields.h"
 #include "model/families/families.h"
 

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <stb/stb_image.h>
 
-#include "base/json_read.h"
-#include "base/input_file.h"
 #include "base/error.h"
+#include "base/input_file.h"
+#include "base/json_read.h"
 
 namespace h0::model {
 namespace {

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "base/input_file.h"
 #include "base/error.h"
+#include "base/input_file.h"
 #include "base/sha256.h"
 #include "model/architecture.h"
 #include "model/synth.h"

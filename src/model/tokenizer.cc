@@ -5,9 +5,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "base/json_read.h"
-#include "base/input_file.h"
 #include "base/error.h"
+#include "base/input_file.h"
+#include "base/json_read.h"
 #include "model/byte_level.h"
 
 namespace h0::model {

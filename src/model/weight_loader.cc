@@ -11,8 +11,8 @@
 #include <memory>
 #include <mutex>
 
-#include "base/input_file.h"
 #include "base/error.h"
+#include "base/input_file.h"
 #include "base/parallel.h"
 #include "base/sha256.h"
 

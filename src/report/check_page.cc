@@ -1,8 +1,8 @@
 // checks/<stem>.html: one case across runs.
 #include <nlohmann/json.hpp>
 
-#include "report/html_page.h"
 #include "base/json_read.h"
+#include "report/html_page.h"
 #include "report/html_pages.h"
 #include "report/html_text.h"
 

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "base/input_file.h"
 #include "base/error.h"
+#include "base/input_file.h"
 #include "base/parallel.h"
 #include "report/html_pages.h"
 #include "report/report_assets.h"

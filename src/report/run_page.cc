@@ -1,8 +1,8 @@
 // runs/run-<id>.html: one run, its fingerprint, and its diff against the previous run.
 #include <nlohmann/json.hpp>
 
-#include "report/html_page.h"
 #include "base/json_read.h"
+#include "report/html_page.h"
 #include "report/html_pages.h"
 #include "report/html_text.h"
 

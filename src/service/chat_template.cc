@@ -4,9 +4,9 @@
 #include <sstream>
 #include <string_view>
 
-#include "base/json_read.h"
-#include "base/input_file.h"
 #include "base/error.h"
+#include "base/input_file.h"
+#include "base/json_read.h"
 #include "model/architecture.h"
 
 namespace h0::service {

@@ -12,8 +12,8 @@
 #include <optional>
 #include <thread>
 
-#include "base/json_read.h"
 #include "base/check.h"
+#include "base/json_read.h"
 #include "service/json_util.h"
 #include "service/openai_protocol.h"
 #include "service/sse.h"

@@ -3,9 +3,9 @@
 #include <optional>
 #include <random>
 
-#include "base/json_read.h"
 #include "base/base64.h"
 #include "base/error.h"
+#include "base/json_read.h"
 #include "model/image.h"
 #include "service/json_util.h"
 
