@@ -397,6 +397,16 @@ TEST(ArchitectureErrors, NameTheField) {
             "config.json: kv_lora_rank: missing (an integer is required)");
   EXPECT_EQ(message(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 8, "num_hidden_layers": 1, "vocab_size": 8, "num_attention_heads": 4, "num_key_value_heads": 3})"),
             "config.json: num_key_value_heads: must be positive and divide num_attention_heads (4)");
+  // Found by the config_json fuzz target (UBSan): zero divided the head width and the MoE layer rule.
+  EXPECT_EQ(message(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 8, "num_hidden_layers": 1, "vocab_size": 8, "num_attention_heads": 0})"),
+            "config.json: num_attention_heads: must be positive, got 0");
+  for (const char* family : {"DeepseekV3ForCausalLM", "Qwen3MoeForCausalLM"}) {
+    nlohmann::json c = nlohmann::json::parse(std::ifstream(std::string(H0_SOURCE_DIR) + "/tests/fuzz/corpus/config_json/" +
+                                                           (family[0] == 'D' ? "deepseek-v3.json" : "qwen3-235b-a22b.json")));
+    const char* key = family[0] == 'D' ? "moe_layer_freq" : "decoder_sparse_step";
+    c[key] = 0;
+    EXPECT_EQ(message(c.dump()), std::string("config.json: ") + key + ": 0 must be in 1 to 100000 (every n-th layer is MoE)");
+  }
 }
 
 // Every family's default config as transformers 5 saves it (golden/tools/gen_tf5_configs.py):

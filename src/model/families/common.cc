@@ -54,6 +54,15 @@ std::string read_activation(const ConfigFields& f, const char* key, const std::s
   throw InputError(f.where(key), "unsupported activation '" + act + "' (silu, gelu, gelu_pytorch_tanh, gelu_new)");
 }
 
+int64_t read_layer_freq(const ConfigFields& f, const char* key) {
+  const int64_t n = f.opt_int(key, 1);
+  if (n < 1 || n > kMaxDecoderLayers) {
+    throw InputError(f.where(key), std::to_string(n) + " must be in 1 to " + std::to_string(kMaxDecoderLayers) +
+                                       " (every n-th layer is MoE)");
+  }
+  return n;
+}
+
 void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double default_rope_theta, bool dense_mlp) {
   auto size = [&](const char* key, int64_t def) { return defaults ? f.opt_int(key, def) : f.req_int(key); };
   t->model_type = f.opt_string("model_type", "llama");
@@ -67,6 +76,9 @@ void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double def
   }
   t->vocab_size = size("vocab_size", 32000);
   t->attn.num_heads = size("num_attention_heads", 32);
+  if (t->attn.num_heads <= 0) {  // head_dim's default divides by it
+    throw InputError(f.where("num_attention_heads"), "must be positive, got " + std::to_string(t->attn.num_heads));
+  }
   t->attn.num_kv_heads = f.opt_int("num_key_value_heads", t->attn.num_heads);
   t->attn.head_dim = f.opt_int("head_dim", t->hidden_size / t->attn.num_heads);
   t->max_position_embeddings = f.opt_int("max_position_embeddings", 2048);

@@ -24,7 +24,7 @@ Architecture arch_deepseek_v3(const ConfigFields& f) {
   m.scoring = f.opt_string("scoring_func", "sigmoid");
   m.correction_bias = f.opt_string("topk_method", "noaux_tc") == "noaux_tc";
   m.first_k_dense = f.opt_int("first_k_dense_replace", 0);
-  m.layer_freq = f.opt_int("moe_layer_freq", 1);
+  m.layer_freq = read_layer_freq(f, "moe_layer_freq");
   a.text.num_nextn_predict_layers = f.opt_int("num_nextn_predict_layers", 0);
   return a;
 }

@@ -33,6 +33,9 @@ std::string read_activation(const ConfigFields& f, const char* key, const std::s
 // not false (Mistral); empty: every layer full.
 std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers, int64_t window,
                                                    int64_t default_pattern = 0);
+// Every n-th layer is MoE (DeepSeek's moe_layer_freq, Qwen's decoder_sparse_step), default 1.
+// n < 1 is refused at the field (the layer rule divides by it).
+int64_t read_layer_freq(const ConfigFields& f, const char* key);
 // DeepSeek-V3's routing fields, which GLM-4.5 shares (num_experts set first): experts per token,
 // their width, norm_topk_prob (default true), n_group / topk_group (must divide the experts),
 // routed_scaling_factor.

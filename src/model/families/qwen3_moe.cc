@@ -10,7 +10,7 @@ Architecture arch_qwen3_moe(const ConfigFields& f) {
   m.experts_per_token = f.req_int("num_experts_per_tok");
   m.expert_intermediate_size = f.req_int("moe_intermediate_size");
   m.norm_topk_prob = f.opt_bool("norm_topk_prob", false);
-  m.layer_freq = f.opt_int("decoder_sparse_step", 1);
+  m.layer_freq = read_layer_freq(f, "decoder_sparse_step");
   m.dense_layers = f.opt_int_list("mlp_only_layers");
   return a;
 }

@@ -74,7 +74,7 @@ Architecture arch_qwen3_next(const ConfigFields& f) {
   Architecture a = hybrid_decoder(f, true);
   Moe& m = a.text.moe;
   gated_shared_moe(f, &m, true);
-  m.layer_freq = f.opt_int("decoder_sparse_step", 1);
+  m.layer_freq = read_layer_freq(f, "decoder_sparse_step");
   m.dense_layers = f.opt_int_list("mlp_only_layers");
   return a;
 }
