@@ -195,6 +195,28 @@ int as_int(const Call& call, int64_t v) {
   return static_cast<int>(v);
 }
 
+PagedContext paged_context(const Call& call, const hb_tensor& cache, const hb_tensor& table, int64_t t) {
+  const int64_t nb = cache.shape[0], bsz = cache.shape[1];
+  require(call, bsz > 0, "k_cache must have a positive block size, got " + describe(cache));
+  require_tensor(call, table, "block_table", {-1}, HB_I32);
+  const int64_t capacity = table.shape[0] * bsz;
+  PagedContext p{};
+  p.len = attr_null(call.attrs, "context_len") ? capacity : attr_i(call.attrs, "context_len", 0);
+  require(call, p.len >= 0 && p.len <= capacity,
+          "attr context_len must be in [0, " + std::to_string(capacity) +
+              "] (block_table entries x block size), got " + std::to_string(p.len));
+  p.q_offset = attr_null(call.attrs, "q_offset") ? p.len - t : attr_i(call.attrs, "q_offset", 0);
+  p.causal = attr_b(call.attrs, "causal", true);
+  p.bsz = as_int(call, bsz);
+  const std::vector<int64_t> blocks = read_indices(call, table);
+  for (int64_t i = 0; i * bsz < p.len; ++i) {
+    require(call, blocks[i] >= 0 && blocks[i] < nb,
+            "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) + " is outside the cache's " +
+                std::to_string(nb) + " blocks");
+  }
+  return p;
+}
+
 std::vector<int64_t> read_indices(const Call& call, const hb_tensor& t) {
   const size_t n = static_cast<size_t>(numel(t));
   std::vector<int64_t> out(n);

@@ -54,6 +54,16 @@ bool attr_b(const Json& a, const char* name, bool fallback);
 std::string attr_s(const Json& a, const char* name, const std::string& fallback);
 bool attr_null(const Json& a, const char* name);
 
+// A paged cache's context: block_table (i32, n entries) checked against the cache's NB blocks of
+// B up to context_len (attr; null = n·B), and the attrs q_offset (null = context_len − t) and
+// causal (true). Throws OpError naming what is out of range.
+struct PagedContext {
+  int64_t len, q_offset;
+  bool causal;
+  int bsz;
+};
+PagedContext paged_context(const Call& call, const hb_tensor& cache, const hb_tensor& table, int64_t t);
+
 // The ops, by family.
 void matmul_op(const Call& call);           // ops_dense.cc
 void linear_op(const Call& call);           // ops_dense.cc

@@ -117,22 +117,9 @@ void paged_attention_op(const Call& call) {
   require_tensor(call, kc, "k_cache", {-1, -1, -1, q.shape[2]}, q.dtype);
   const int64_t nb = kc.shape[0], bsz = kc.shape[1], hkv = kc.shape[2];
   require_tensor(call, vc, "v_cache", {nb, bsz, hkv, -1}, q.dtype);
-  require(call, bsz > 0, "k_cache must have a positive block size, got " + describe(kc));
-  require_tensor(call, table, "block_table", {-1}, HB_I32);
-  const int64_t capacity = table.shape[0] * bsz;
-  const int64_t len = attr_null(call.attrs, "context_len") ? capacity : attr_i(call.attrs, "context_len", 0);
-  require(call, len >= 0 && len <= capacity,
-          "attr context_len must be in [0, " + std::to_string(capacity) +
-              "] (block_table entries x block size), got " + std::to_string(len));
-  AttentionArgs a = check_query(call, len, hkv, vc.shape[3]);
-  a.bsz = as_int(call, bsz);
-  const std::vector<int64_t> blocks = read_indices(call, table);
-  for (int64_t i = 0; i * bsz < len; ++i) {
-    if (blocks[i] < 0 || blocks[i] >= nb)
-      require(call, false,
-              "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) +
-                  " is outside the cache's " + std::to_string(nb) + " blocks");
-  }
+  const PagedContext p = paged_context(call, kc, table, q.shape[0]);
+  AttentionArgs a = check_query(call, p.len, hkv, vc.shape[3]);
+  a.bsz = p.bsz;
   const void* sinks = nullptr;
   if (call.n_in > 4) {  // GPT-OSS's attention sinks
     require_tensor(call, call.in[4], "sinks", {q.shape[1]}, q.dtype);

@@ -19,35 +19,6 @@
 namespace h0p {
 namespace {
 
-struct Paged {
-  int64_t len, q_offset;
-  bool causal;
-  int bsz;
-};
-
-// block_table against the cache (NB blocks of B) and the context attrs, as paged_attention's.
-Paged paged_context(const Call& call, const hb_tensor& cache, const hb_tensor& table, int64_t t) {
-  const int64_t nb = cache.shape[0], bsz = cache.shape[1];
-  require(call, bsz > 0, "k_cache must have a positive block size, got " + describe(cache));
-  require_tensor(call, table, "block_table", {-1}, HB_I32);
-  const int64_t capacity = table.shape[0] * bsz;
-  Paged p{};
-  p.len = attr_null(call.attrs, "context_len") ? capacity : attr_i(call.attrs, "context_len", 0);
-  require(call, p.len >= 0 && p.len <= capacity,
-          "attr context_len must be in [0, " + std::to_string(capacity) +
-              "] (block_table entries x block size), got " + std::to_string(p.len));
-  p.q_offset = attr_null(call.attrs, "q_offset") ? p.len - t : attr_i(call.attrs, "q_offset", 0);
-  p.causal = attr_b(call.attrs, "causal", true);
-  p.bsz = as_int(call, bsz);
-  const std::vector<int64_t> blocks = read_indices(call, table);
-  for (int64_t i = 0; i * bsz < p.len; ++i) {
-    require(call, blocks[i] >= 0 && blocks[i] < nb,
-            "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) + " is outside the cache's " +
-                std::to_string(nb) + " blocks");
-  }
-  return p;
-}
-
 float scale_attr(const Call& call, int64_t d) {
   return static_cast<float>(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(static_cast<double>(d))
                                                            : attr_f(call.attrs, "scale", 1.0));
@@ -160,7 +131,7 @@ void lightning_indexer_op(const Call& call) {
   const int64_t topk = attr_i(call.attrs, "topk", 0);
   require(call, topk > 0, "attr topk must be positive, got " + std::to_string(topk));
   require_tensor(call, call.out[0], "indices", {t, topk}, HB_I32);
-  const Paged p = paged_context(call, kc, table, t);
+  const PagedContext p = paged_context(call, kc, table, t);
   const float scale = scale_attr(call, d);
   if (t == 0) return;
   const int64_t s = p.len;
@@ -203,7 +174,7 @@ void sparse_attention_op(const Call& call) {
   require_tensor(call, idx, "indices", {t, -1}, HB_I32);
   const int64_t n_idx = idx.shape[1];
   require_tensor(call, call.out[0], "o", {t, hq, dv}, q.dtype);
-  const Paged p = paged_context(call, kc, table, t);
+  const PagedContext p = paged_context(call, kc, table, t);
   const std::vector<int64_t> ids = read_indices(call, idx);
   for (size_t i = 0; i < ids.size(); ++i) {
     require(call, ids[i] >= -1 && ids[i] < p.len,
