@@ -73,7 +73,23 @@ LLAMA3_TOKENIZER = ("tiny-llama", 1019, 1023, 1020)
 QWEN_TOKENIZER = ("tiny-qwen3-moe", 1019, 1021, 1019)
 TOKENIZERS = {"tiny-gemma3": LLAMA3_TOKENIZER, "tiny-qwen2-moe": QWEN_TOKENIZER, "tiny-gpt-oss": LLAMA3_TOKENIZER,
               "tiny-mistral": LLAMA3_TOKENIZER, "tiny-glm4-moe": LLAMA3_TOKENIZER, "tiny-olmo2": LLAMA3_TOKENIZER,
-              "tiny-qwen3-next": QWEN_TOKENIZER, "tiny-deepseek-v32": LLAMA3_TOKENIZER, "tiny-qwen3-5": QWEN_TOKENIZER}
+              "tiny-qwen3-next": QWEN_TOKENIZER, "tiny-deepseek-v32": LLAMA3_TOKENIZER, "tiny-qwen3-5": QWEN_TOKENIZER,
+              "tiny-qwen2-5-vl": QWEN_TOKENIZER}
+# tiny-qwen2-5-vl: Qwen's vision tokens added to tiny-qwen3-moe's tokenizer after its 1024 ids.
+VISION_TOKENS = {"<|vision_start|>": 1024, "<|vision_end|>": 1025, "<|image_pad|>": 1026, "<|video_pad|>": 1027}
+# Qwen2-VL's chat template (its content parts: text, image, video), shortened: no default system prompt.
+QWEN_VL_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for content in message['content'] %}"
+    "{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
+    "<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif content['type'] == 'video' or 'video' in content %}<|vision_start|><|video_pad|><|vision_end|>"
+    "{% elif 'text' in content %}{{ content['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+# Its image processor: Qwen2-VL's defaults except max_pixels, kept small for the tiny model (at most
+# 64 merged tokens an image).
+QWEN_VL_MAX_PIXELS = 28 * 28 * 64
 SEED = 0
 
 
@@ -86,7 +102,7 @@ def common(name: str) -> dict:
 
 def configs():
     from transformers import (DeepseekV32Config, Gemma3TextConfig, Glm4MoeConfig, GptOssConfig, MistralConfig, Olmo2Config,
-                              Qwen2MoeConfig, Qwen3_5TextConfig, Qwen3NextConfig)
+                              Qwen2_5_VLConfig, Qwen2MoeConfig, Qwen3_5TextConfig, Qwen3NextConfig)
 
     return {
         "tiny-glm4-moe": Glm4MoeConfig(
@@ -131,6 +147,16 @@ def configs():
             moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1,
             routed_scaling_factor=2.5, index_n_heads=8, index_head_dim=16, index_topk=4,
             tie_word_embeddings=False, initializer_range=0.2),
+        "tiny-qwen2-5-vl": Qwen2_5_VLConfig(
+            text_config={**common("tiny-qwen2-5-vl"), "vocab_size": 1032, "rms_norm_eps": 1e-6, "initializer_range": 0.2,
+                         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}},
+            vision_config={"depth": 4, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "out_hidden_size": 64,
+                           "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 112,
+                           "fullatt_block_indexes": [1, 3], "in_channels": 3, "hidden_act": "silu",
+                           "tokens_per_second": 2, "initializer_range": 0.2},
+            image_token_id=VISION_TOKENS["<|image_pad|>"], video_token_id=VISION_TOKENS["<|video_pad|>"],
+            vision_start_token_id=VISION_TOKENS["<|vision_start|>"], vision_end_token_id=VISION_TOKENS["<|vision_end|>"],
+            tie_word_embeddings=False),
         "tiny-olmo2": Olmo2Config(
             **common("tiny-olmo2"), rms_norm_eps=1e-6, tie_word_embeddings=False, initializer_range=0.3),
     }
@@ -154,17 +180,71 @@ def offset_constant_params(model, seed: int) -> list[str]:
     return touched
 
 
+def model_class(cfg):
+    from transformers import AutoModelForImageTextToText
+
+    return AutoModelForImageTextToText if cfg.model_type == "qwen2_5_vl" else AutoModelForCausalLM
+
+
+def write_vl_processor(out: Path) -> None:
+    """tiny-qwen2-5-vl's tokenizer (tiny-qwen3-moe's plus VISION_TOKENS, its chat template
+    QWEN_VL_TEMPLATE) and Qwen2-VL's PIL image processor, saved as a Qwen2_5_VLProcessor."""
+    from tokenizers import AddedToken, Tokenizer
+    from transformers import PreTrainedTokenizerFast
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    base = ROOT / "configs" / "models" / "tiny-qwen3-moe"
+    raw = Tokenizer.from_file(str(base / "tokenizer.json"))
+    raw.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in VISION_TOKENS])
+    for t, want in VISION_TOKENS.items():
+        if raw.token_to_id(t) != want:
+            raise SystemExit(f"{t} got id {raw.token_to_id(t)}, expected {want}")
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                  model_max_length=4096, chat_template=QWEN_VL_TEMPLATE)
+    tok.save_pretrained(out)
+    image = Qwen2VLImageProcessorPil(max_pixels=QWEN_VL_MAX_PIXELS)
+    image.save_pretrained(out)
+
+
+def vl_inputs(out: Path, images: list, messages: list) -> dict:
+    """The model inputs of a chat with images, as Qwen2_5_VLProcessor makes them: the chat template,
+    each <|image_pad|> repeated grid_t·grid_h·grid_w / merge² times, pixel_values and image_grid_thw
+    from Qwen2-VL's PIL image processor, mm_token_type_ids 1 at the image tokens.  (Done here
+    because Qwen2_5_VLProcessor loads a video processor, which needs torchvision.)"""
+    from transformers import AutoTokenizer
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    tok = AutoTokenizer.from_pretrained(out)
+    image_processor = Qwen2VLImageProcessorPil.from_pretrained(out)
+    text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    pixels = image_processor(images=images, return_tensors="pt") if images else {}
+    parts = text.split("<|image_pad|>")
+    if len(parts) - 1 != len(images):
+        raise SystemExit(f"{len(parts) - 1} image placeholders for {len(images)} images")
+    merge = image_processor.merge_size ** 2
+    expanded = parts[0]
+    for i, rest in enumerate(parts[1:]):
+        expanded += "<|image_pad|>" * int(pixels["image_grid_thw"][i].prod() // merge) + rest
+    ids = tok(expanded, return_tensors="pt", add_special_tokens=False)
+    image_id = tok.convert_tokens_to_ids("<|image_pad|>")
+    return {**ids, **pixels, "mm_token_type_ids": (ids["input_ids"] == image_id).int()}
+
+
 def build(name: str, cfg, out: Path, plain: bool) -> None:
     torch.manual_seed(SEED)
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    cls = model_class(cfg)
+    model = cls.from_config(cfg, dtype=torch.float32)
     model.eval()
     touched = [] if plain else offset_constant_params(model, SEED + 1)
     model.to(torch.bfloat16)
     if out.exists():
         shutil.rmtree(out)
     model.save_pretrained(out, safe_serialization=True)
-    for f in TOKENIZER_FILES:
-        shutil.copyfile(ROOT / "configs" / "models" / TOKENIZERS[name][0] / f, out / f)
+    if cfg.model_type == "qwen2_5_vl":
+        write_vl_processor(out)
+    else:
+        for f in TOKENIZER_FILES:
+            shutil.copyfile(ROOT / "configs" / "models" / TOKENIZERS[name][0] / f, out / f)
     size = sum(f.stat().st_size for f in out.iterdir())
     print(f"{out}: {type(model).__name__}, {sum(p.numel() for p in model.parameters())} parameters, "
           f"{size} bytes; offset {len(touched)} constant parameters: {touched}")
@@ -172,12 +252,21 @@ def build(name: str, cfg, out: Path, plain: bool) -> None:
 
 @torch.no_grad()
 def check(name: str, out: Path) -> None:
-    from transformers import AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32, attn_implementation="eager").eval()
-    tok = AutoTokenizer.from_pretrained(out)
-    ids = tok.apply_chat_template([{"role": "user", "content": "Hello! Who are you?"}], add_generation_prompt=True,
-                                  tokenize=True, return_dict=True, return_tensors="pt")
+    cls = model_class(AutoConfig.from_pretrained(out))
+    model = cls.from_pretrained(out, dtype=torch.float32, attn_implementation="eager").eval()
+    if cls is AutoModelForCausalLM:
+        tok = AutoTokenizer.from_pretrained(out)
+        ids = tok.apply_chat_template([{"role": "user", "content": "Hello! Who are you?"}], add_generation_prompt=True,
+                                      tokenize=True, return_dict=True, return_tensors="pt")
+    else:  # an image and a question, through the processor
+        from PIL import Image
+
+        tok = AutoTokenizer.from_pretrained(out)
+        image = Image.open(ROOT / "golden" / "models" / "images" / "gradient.png")
+        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is this?"}]}]
+        ids = vl_inputs(out, [image], messages)
     eos = TOKENIZERS[name][2]
     gc = GenerationConfig(do_sample=False, max_new_tokens=8, eos_token_id=eos, pad_token_id=eos)
     seq = model.generate(**ids, generation_config=gc)[0, ids["input_ids"].shape[1]:].tolist()

@@ -5,6 +5,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include <csetjmp>
+#include <cstdio>
+
+#include <jpeglib.h>
 #include <nlohmann/json.hpp>
 #include <stb/stb_image.h>
 
@@ -91,13 +95,89 @@ Image resample(const Image& in, int64_t out_w, int64_t out_h, bool horizontal) {
   return out;
 }
 
+// libjpeg-turbo with PIL's settings (the default islow IDCT and fancy upsampling, output RGB):
+// PIL decodes JPEG with libjpeg-turbo, so the pixels are the processor's to the bit. A libjpeg
+// error longjmps back here; `error` then holds its message.
+struct JpegError {
+  jpeg_error_mgr mgr;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void jpeg_fail(j_common_ptr c) {
+  JpegError* e = reinterpret_cast<JpegError*>(c->err);
+  (*c->err->format_message)(c, e->message);
+  std::longjmp(e->jump, 1);
+}
+
+bool decode_jpeg(const uint8_t* data, size_t bytes, Image* out, std::string* error) {
+  jpeg_decompress_struct cinfo;
+  JpegError err{};
+  cinfo.err = jpeg_std_error(&err.mgr);
+  err.mgr.error_exit = jpeg_fail;
+  err.mgr.output_message = [](j_common_ptr) {};
+  if (setjmp(err.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    *error = err.message;
+    return false;
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(bytes));
+  jpeg_read_header(&cinfo, TRUE);
+  cinfo.out_color_space = JCS_RGB;  // grayscale is replicated, as PIL's convert("RGB"); CMYK is refused
+  jpeg_start_decompress(&cinfo);
+  out->height = cinfo.output_height;
+  out->width = cinfo.output_width;
+  out->rgb.resize(size_t(out->height) * size_t(out->width) * 3);
+  while (cinfo.output_scanline < cinfo.output_height) {
+    JSAMPROW row = out->rgb.data() + size_t(cinfo.output_scanline) * size_t(out->width) * 3;
+    jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
+  return true;
+}
+
 }  // namespace
 
 Image decode_image_memory(const void* data, size_t bytes, const std::string& label) {
+  const auto* b = static_cast<const uint8_t*>(data);
+  if (bytes >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) {
+    Image img;
+    std::string error;
+    if (!decode_jpeg(b, bytes, &img, &error)) throw InputError(label, "cannot decode JPEG image: " + error);
+    return img;
+  }
   int w = 0, h = 0, channels = 0;
-  stbi_uc* pixels = stbi_load_from_memory(static_cast<const stbi_uc*>(data), int(bytes), &w, &h, &channels, 3);
+  if (stbi_info_from_memory(b, int(bytes), &w, &h, &channels) == 0) {
+    throw InputError(label, std::string("cannot decode image: ") + stbi_failure_reason());
+  }
+  const bool alpha = channels == 2 || channels == 4;
+  stbi_uc* pixels = stbi_load_from_memory(b, int(bytes), &w, &h, &channels, alpha ? 4 : 3);
   if (pixels == nullptr) throw InputError(label, std::string("cannot decode image: ") + stbi_failure_reason());
-  Image img{h, w, std::vector<uint8_t>(pixels, pixels + size_t(w) * size_t(h) * 3)};
+  Image img{h, w, std::vector<uint8_t>(size_t(w) * size_t(h) * 3)};
+  if (!alpha) {
+    std::copy(pixels, pixels + img.rgb.size(), img.rgb.begin());
+  } else {
+    // transformers' convert_to_rgb: alpha composited onto white (PIL.Image.alpha_composite, its
+    // integer arithmetic: 7 extra bits, rounded divisions by 255).
+    constexpr uint32_t kBits = 7;
+    const auto div255 = [](uint32_t a) { return ((a >> 8) + a) >> 8; };
+    for (size_t i = 0; i < size_t(w) * size_t(h); ++i) {
+      const stbi_uc* px = pixels + i * 4;
+      const uint32_t a = px[3];
+      for (size_t c = 0; c < 3; ++c) {
+        if (a == 0) {
+          img.rgb[i * 3 + c] = 255;
+          continue;
+        }
+        const uint32_t out_a255 = a * 255 + 255 * (255 - a);
+        const uint32_t coef1 = a * 255 * 255 * (1u << kBits) / out_a255, coef2 = 255 * (1u << kBits) - coef1;
+        const uint32_t t = px[c] * coef1 + 255 * coef2;
+        img.rgb[i * 3 + c] = uint8_t(div255(t + (0x80u << kBits)) >> kBits);
+      }
+    }
+  }
   stbi_image_free(pixels);
   return img;
 }
@@ -109,7 +189,14 @@ Image decode_image(const std::string& path) {
 
 Image resize_bicubic(const Image& in, int64_t width, int64_t height) {
   Image out = in;
-  // PIL: the horizontal pass first when the width changes, then the vertical pass.
+  // Pillow (13): the horizontal pass first, then the vertical one — except when the width grows
+  // and the height shrinks, where the shrinking vertical pass runs first (measured against
+  // Pillow on every combination of growing and shrinking axes; the rounding to 8 bits after each
+  // pass makes the order visible).
+  if (width > in.width && height < in.height) {
+    out = resample(out, out.width, height, false);
+    return resample(out, width, out.height, true);
+  }
   if (width != in.width) out = resample(out, width, out.height, true);
   if (height != in.height) out = resample(out, out.width, height, false);
   return out;
@@ -164,6 +251,132 @@ tensor::Tensor clip_rescaled_pixels(const Image& image, const ClipProcessor& p) 
       for (int64_t x = 0; x < w; ++x) {
         const uint8_t v = img.rgb[size_t(((y + top) * img.width + x + left) * 3 + c)];
         dst[(c * h + y) * w + x] = float(double(v) * p.rescale_factor);  // f64 product, one rounding (HF)
+      }
+    }
+  }
+  return out;
+}
+
+QwenVlProcessor load_qwen_vl_processor(const std::string& model_dir) {
+  QwenVlProcessor p;
+  const std::filesystem::path file = std::filesystem::path(model_dir) / "preprocessor_config.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return p;
+  const nlohmann::json j = base::read_json_file(file.string());
+  const std::string where = file.string();
+  const auto integer = [&](const nlohmann::json& obj, const char* key, int64_t* v) {
+    if (!obj.contains(key) || obj[key].is_null()) return;
+    if (!obj[key].is_number_integer() || obj[key].get<int64_t>() < 1) {
+      throw InputError(where + ": " + key, "must be a positive integer, got " + obj[key].dump());
+    }
+    *v = obj[key].get<int64_t>();
+  };
+  const auto flag = [&](const char* key, bool* v) {
+    if (!j.contains(key)) return;
+    if (!j[key].is_boolean()) throw InputError(where + ": " + key, "must be true or false, got " + j[key].dump());
+    *v = j[key].get<bool>();
+  };
+  if (!j.is_object()) throw InputError(where, "must be a JSON object");
+  if (j.contains("size") && j["size"].is_object()) {
+    integer(j["size"], "shortest_edge", &p.min_pixels);
+    integer(j["size"], "longest_edge", &p.max_pixels);
+  }
+  integer(j, "min_pixels", &p.min_pixels);
+  integer(j, "max_pixels", &p.max_pixels);
+  integer(j, "patch_size", &p.patch_size);
+  integer(j, "temporal_patch_size", &p.temporal_patch_size);
+  integer(j, "merge_size", &p.merge_size);
+  flag("do_resize", &p.do_resize);
+  flag("do_rescale", &p.do_rescale);
+  flag("do_normalize", &p.do_normalize);
+  if (j.contains("rescale_factor")) {
+    if (!j["rescale_factor"].is_number()) throw InputError(where + ": rescale_factor", "must be a number");
+    p.rescale_factor = j["rescale_factor"].get<double>();
+  }
+  for (const char* key : {"image_mean", "image_std"}) {
+    if (!j.contains(key)) continue;
+    const nlohmann::json& v = j[key];
+    if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number()) {
+      throw InputError(where + ": " + key, "must be 3 numbers, got " + v.dump());
+    }
+    std::array<double, 3>& dst = std::string(key) == "image_mean" ? p.mean : p.std;
+    for (size_t i = 0; i < 3; ++i) dst[i] = v[i].get<double>();
+  }
+  for (double s : p.std) {
+    if (!(s != 0)) throw InputError(where + ": image_std", "holds a zero");
+  }
+  if (p.min_pixels > p.max_pixels) throw InputError(where + ": size", "min_pixels is above max_pixels");
+  return p;
+}
+
+std::pair<int64_t, int64_t> smart_resize(int64_t height, int64_t width, int64_t factor, int64_t min_pixels,
+                                         int64_t max_pixels) {
+  if (height < 1 || width < 1) throw InputError("image", "has no pixels");
+  const double h = double(height), w = double(width), f = double(factor);
+  if (std::max(h, w) / std::min(h, w) > 200) {
+    throw InputError("image", std::to_string(width) + "x" + std::to_string(height) +
+                                  ": absolute aspect ratio must be smaller than 200 (Qwen2-VL's processor)");
+  }
+  // Python's round(): half to even, which std::nearbyint does under the default rounding mode.
+  int64_t h_bar = int64_t(std::nearbyint(h / f)) * factor, w_bar = int64_t(std::nearbyint(w / f)) * factor;
+  if (h_bar * w_bar > max_pixels) {
+    const double beta = std::sqrt(h * w / double(max_pixels));
+    h_bar = std::max(factor, int64_t(std::floor(h / beta / f)) * factor);
+    w_bar = std::max(factor, int64_t(std::floor(w / beta / f)) * factor);
+  } else if (h_bar * w_bar < min_pixels) {
+    const double beta = std::sqrt(double(min_pixels) / (h * w));
+    h_bar = int64_t(std::ceil(h * beta / f)) * factor;
+    w_bar = int64_t(std::ceil(w * beta / f)) * factor;
+  }
+  return {h_bar, w_bar};
+}
+
+QwenVlPixels qwen_vl_pixels(const Image& image, const QwenVlProcessor& p) {
+  const int64_t P = p.patch_size, m = p.merge_size, T = p.temporal_patch_size, factor = P * m;
+  Image img = image;
+  if (p.do_resize) {
+    const auto [h, w] = smart_resize(img.height, img.width, factor, p.min_pixels, p.max_pixels);
+    img = resize_bicubic(img, w, h);
+  }
+  if (img.height % factor != 0 || img.width % factor != 0) {
+    throw InputError("image", std::to_string(img.width) + "x" + std::to_string(img.height) +
+                                  " is not a multiple of patch_size x merge_size = " + std::to_string(factor) +
+                                  " (do_resize is off)");
+  }
+  const int64_t H = img.height, W = img.width;
+  // Channel planes in f32, as the processor holds them before patchify.
+  std::vector<float> planes(size_t(3 * H * W));
+  const std::array<float, 3> mean{float(p.mean[0]), float(p.mean[1]), float(p.mean[2])},
+      stdev{float(p.std[0]), float(p.std[1]), float(p.std[2])};
+  for (int64_t c = 0; c < 3; ++c) {
+    for (int64_t i = 0; i < H * W; ++i) {
+      const uint8_t v = img.rgb[size_t(i * 3 + c)];
+      float x = p.do_rescale ? float(double(v) * p.rescale_factor) : float(v);  // HF rescale: f64, then f32
+      if (p.do_normalize) x = (x - mean[size_t(c)]) / stdev[size_t(c)];          // HF normalize: f32
+      planes[size_t(c * H * W + i)] = x;
+    }
+  }
+  QwenVlPixels out;
+  out.grid_h = H / P;
+  out.grid_w = W / P;
+  const int64_t row = 3 * T * P * P;
+  out.pixel_values = tensor::Tensor::zeros(tensor::DType::kF32, {out.grid_h * out.grid_w, row});
+  float* dst = out.pixel_values.mutable_data_as<float>();
+  int64_t r = 0;
+  for (int64_t bh = 0; bh < out.grid_h / m; ++bh) {
+    for (int64_t bw = 0; bw < out.grid_w / m; ++bw) {
+      for (int64_t mh = 0; mh < m; ++mh) {
+        for (int64_t mw = 0; mw < m; ++mw, ++r) {
+          float* d = dst + r * row;
+          const int64_t y0 = (bh * m + mh) * P, x0 = (bw * m + mw) * P;
+          for (int64_t c = 0; c < 3; ++c) {
+            for (int64_t t = 0; t < T; ++t) {  // the image repeated over the temporal patch
+              for (int64_t y = 0; y < P; ++y) {
+                for (int64_t x = 0; x < P; ++x) *d++ = planes[size_t((c * H + y0 + y) * W + x0 + x)];
+              }
+            }
+          }
+        }
       }
     }
   }
