@@ -52,6 +52,13 @@ Each checkpoint is loaded back (AutoModelForCausalLM.from_pretrained, f32, eager
                   index_topk 4: prompts longer than 4 tokens attend sparsely; with 2 heads the
                   ReLU's zeros tied at the top-k boundary on the golden prompts, where torch.topk's
                   choice is unspecified), first layer dense, 4 experts top-2 plus a shared one.
+  tiny-qwen2-5-vl qwen2_5_vl, Qwen2_5_VLForConditionalGeneration: the language model Qwen2 (2 layers,
+                  q/k/v biases) with M-RoPE (mrope_section [2, 3, 3] over head_dim 16), vocabulary
+                  1032 (the Qwen tokenizer plus <|vision_start|> 1024, <|vision_end|> 1025,
+                  <|image_pad|> 1026, <|video_pad|> 1027); the vision tower 4 blocks of 32 (2 heads),
+                  window attention (window_size 112: 4x4 merged tokens) except the full-attention
+                  blocks 1 and 3, SwiGLU with biases, the 2x2 PatchMerger to 64; Qwen2-VL's PIL image
+                  processor with max_pixels 50176 (at most 64 image tokens); initializer_range 0.2.
 The initializer ranges were picked so that greedy decoding of the e2e prompts does not repeat one
 token (transformers' default 0.02 does, or gives top1-top2 margins under 1e-3).
 """
