@@ -101,23 +101,32 @@ TEST_P(BatchedText, ForwardBatchEqualsEachSequenceAlone) {
     ex->forward(0, prefix_a);
     ex->forward(2, prefix_c);
   }
-  // The cpu backend is not batch invariant: OpenBLAS (0.3.21, SkylakeX/Cooperlake kernels) runs
-  // x·wᵀ with rows·cols <= 1200 on its small-matrix kernel, which rounds differently from the
-  // regular one, so a row's bits depend on how many rows share the GEMM (f32 rounding only).
-  const double tol = backend_name == "reference" ? 0.0 : 1e-5;
+  // The cpu backend is not batch invariant: OpenBLAS (0.3.21) runs x·wᵀ with rows·cols <= 1200
+  // on its small-matrix kernel on SkylakeX/Cooperlake/Zen/Haswell, which rounds differently from
+  // the regular one, so a row's bits depend on how many rows share the GEMM (f32 rounding only:
+  // with OPENBLAS_CORETYPE=Sandybridge every row is bit-identical). The layers amplify it, Gated
+  // DeltaNet's recurrence most (tiny-qwen3-next: 2.4e-5 at a peak logit of 6 on Zen, against
+  // <= 8e-6 for the others), so the bound is relative to the logits' peak.
+  const auto tol = [&](const tensor::Tensor& want) {
+    if (backend_name == "reference") return 0.0;
+    double peak = 1;
+    for (int64_t j = 0; j < want.numel(); ++j) peak = std::max(peak, std::abs(want.at(j)));
+    return 2e-5 * peak;
+  };
   const std::vector<tensor::Tensor> got = batched.forward_batch(step);
   ASSERT_EQ(got.size(), step.size());
   for (size_t i = 0; i < step.size(); ++i) {
     const tensor::Tensor want = alone.forward(step[i].seq, step[i].ids);
     ASSERT_EQ(got[i].shape(), want.shape()) << "item " << i;
-    EXPECT_LE(max_abs_diff(got[i], want), tol) << "item " << i;
+    EXPECT_LE(max_abs_diff(got[i], want), tol(want)) << "item " << i;
     EXPECT_EQ(batched.sequence_length(step[i].seq), alone.sequence_length(step[i].seq));
   }
   // Then a decode step of all three (one token each) on the caches the batch wrote.
   const std::vector<BatchItem> decode = {{2, {7}}, {0, {11}}, {1, {12}}};
   const std::vector<tensor::Tensor> next = batched.forward_batch(decode);
   for (size_t i = 0; i < decode.size(); ++i) {
-    EXPECT_LE(max_abs_diff(next[i], alone.forward(decode[i].seq, decode[i].ids)), tol) << "decode item " << i;
+    const tensor::Tensor want = alone.forward(decode[i].seq, decode[i].ids);
+    EXPECT_LE(max_abs_diff(next[i], want), tol(want)) << "decode item " << i;
   }
   EXPECT_THROW(batched.forward_batch({{0, {1}}, {1, {}}}), InputError);
 }
