@@ -123,7 +123,9 @@ int run_serve(const ServeOptions& opt) {
   served.image = service::image_tokens_of(src.dir);
   service::EngineOptions engine_options;
   engine_options.max_batch = opt.max_batch;
-  if (arch.vision) {
+  if (arch.vision && arch.vision->tower != "clip") {
+    served.vision_unsupported = "has a " + arch.vision->tower + " vision tower, which is not executed yet";
+  } else if (arch.vision) {
     served.clip = model::load_clip_processor(find_in(dirs, "preprocessor_config.json").empty()
                                                  ? opt.model
                                                  : find_in(dirs, "preprocessor_config.json"));

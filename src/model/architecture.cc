@@ -40,6 +40,7 @@ constexpr Family kFamilies[] = {
     {"Qwen3_5ForCausalLM", "qwen3_5_text", "qwen3_5_text", arch_qwen3_5_text},
     {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", "qwen3_5_moe_text", arch_qwen3_5_moe_text},
     {"DeepseekV32ForCausalLM", "deepseek_v32", "deepseek_v32", arch_deepseek_v32},
+    {"Qwen2_5_VLForConditionalGeneration", "qwen2_5_vl", "qwen2_5_vl", arch_qwen2_5_vl},
 };
 
 const Family* find_family(const nlohmann::json& config) {

@@ -149,6 +149,10 @@ struct TextModel {
   bool embed_scaled = false;
   double norm_offset = 0;
   bool sandwich_norms = false;
+  // Qwen2-VL's M-RoPE: the rotary pairs split in sections turned by the temporal, height and width
+  // position ids (rope_parameters / rope_scaling mrope_section). Empty: plain RoPE. A text-only
+  // sequence has all three ids equal, so it is plain RoPE on its positions.
+  std::vector<int64_t> mrope_section;
   Attention attn;
   LinearAttention linear;  // the kLinear layers' (num_v_heads == 0: none)
   Indexer indexer;         // DeepSeek-V3.2: every attention layer's
@@ -170,8 +174,13 @@ struct TextModel {
   LayerKind layer_kind(int64_t layer) const;
 };
 
-// A CLIP-style vision tower plus LLaVA's projector.
+// A vision tower: CLIP plus LLaVA's projector (tower "clip"), or Qwen2.5-VL's (tower
+// "qwen2_5_vl": a Conv3d patch embedding over temporal_patch_size frames, blocks of RMSNorm,
+// fused-qkv attention with 2D RoPE, in windows of window_size pixels except the
+// fullatt_blocks, and SwiGLU MLPs; then the PatchMerger of spatial_merge_size² patches into the
+// language model's width, out_hidden_size).
 struct Vision {
+  std::string tower = "clip";
   int64_t hidden_size = 0, intermediate_size = 0, num_layers = 0, num_heads = 0;
   int64_t image_size = 0, patch_size = 0, num_channels = 3;
   double layer_norm_eps = 1e-5;
@@ -181,16 +190,22 @@ struct Vision {
   int64_t feature_layer = -2;  // hidden state LLaVA takes (negative: from the end)
   std::string feature_select_strategy = "default";  // "default" drops the CLS token
   int64_t image_token_index = 0;
+  // Qwen2.5-VL (tower "qwen2_5_vl"):
+  int64_t spatial_merge_size = 1, temporal_patch_size = 1, window_size = 0, out_hidden_size = 0;
+  int64_t tokens_per_second = 0;
+  double rope_theta = 10000;
+  std::vector<int64_t> fullatt_blocks;
   std::string prefix = "vision_tower.";
+  std::string layers_prefix = "encoder.layers.";  // an encoder layer's, under `prefix` (Qwen: "blocks.")
   // The tower's tensor names (families/common.cc clip_vision_names: HF's CLIP), stems under
   // weight_prefix().
   const TensorNames* names = nullptr;
 
-  // Where a vision role's stem sits: the projector at the top level, an encoder layer's roles
-  // under "<prefix>encoder.layers.<layer>.", the rest under `prefix`.
+  // Where a vision role's stem sits: LLaVA's projector at the top level, an encoder layer's
+  // roles under "<prefix><layers_prefix><layer>.", the rest (Qwen's merger too) under `prefix`.
   std::string weight_prefix(TensorRole role, int64_t layer) const {
     if (role == TensorRole::kProjector1 || role == TensorRole::kProjector2) return "";
-    if (is_vision_layer_role(role)) return prefix + "encoder.layers." + std::to_string(layer) + ".";
+    if (is_vision_layer_role(role)) return prefix + layers_prefix + std::to_string(layer) + ".";
     return prefix;
   }
   // The checkpoint name of `role`'s `piece` (of encoder layer `layer` for a layer's role).
@@ -199,6 +214,7 @@ struct Vision {
   }
 
   int64_t num_patches() const { return (image_size / patch_size) * (image_size / patch_size); }
+  bool qwen() const { return tower == "qwen2_5_vl"; }
 };
 
 // Quantization the released checkpoint uses (config's quantization_config), for the planner.
@@ -208,7 +224,7 @@ struct Quantization {
 };
 
 struct Architecture {
-  std::string family;        // "llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3", "llava"
+  std::string family;        // "llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3", "llava", "qwen2_5_vl", ...
   std::string architecture;  // the HF class, e.g. "LlamaForCausalLM"
   // False for a family the executor does not model (describe_architecture): `family` is then the
   // config's model_type, and only the fields every decoder config shares are read (sizes, heads,

@@ -85,6 +85,24 @@ class InventoryBuilder {
       vis(role, TensorPiece::kWeight, {out, in}, layer);
       if (bias) vis(role, TensorPiece::kBias, {out}, layer);
     };
+    if (v.qwen()) {  // Qwen2.5-VL: Conv3d patch embedding (no bias), RMSNorm blocks, the merger
+      const int64_t D = v.hidden_size, merged = D * v.spatial_merge_size * v.spatial_merge_size;
+      vis(TensorRole::kVisPatchEmbed, TensorPiece::kWeight,
+          {D, v.num_channels, v.temporal_patch_size, v.patch_size, v.patch_size}, -1);
+      for (int64_t i = 0; i < v.num_layers; ++i) {
+        vis(TensorRole::kVisNorm1, TensorPiece::kWeight, {D}, i);
+        vis(TensorRole::kVisNorm2, TensorPiece::kWeight, {D}, i);
+        linear(TensorRole::kVisAttnQKV, 3 * D, D, true, i);
+        linear(TensorRole::kVisAttnO, D, D, true, i);
+        linear(TensorRole::kVisFfnGate, v.intermediate_size, D, true, i);
+        linear(TensorRole::kVisFfnUp, v.intermediate_size, D, true, i);
+        linear(TensorRole::kVisFfnDown, D, v.intermediate_size, true, i);
+      }
+      vis(TensorRole::kVisMergerNorm, TensorPiece::kWeight, {D}, -1);
+      linear(TensorRole::kVisMerger1, merged, merged, true, -1);
+      linear(TensorRole::kVisMerger2, v.out_hidden_size, merged, true, -1);
+      return;
+    }
     vis(TensorRole::kVisClassEmbed, TensorPiece::kWeight, {v.hidden_size}, -1);
     vis(TensorRole::kVisPatchEmbed, TensorPiece::kWeight, {v.hidden_size, v.num_channels, v.patch_size, v.patch_size}, -1);
     vis(TensorRole::kVisPosEmbed, TensorPiece::kWeight, {v.num_patches() + 1, v.hidden_size}, -1);

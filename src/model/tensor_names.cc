@@ -51,9 +51,16 @@ const char* tensor_role_name(TensorRole role) {
     case TensorRole::kVisAttnV: return "vis_attn_v";
     case TensorRole::kVisAttnO: return "vis_attn_o";
     case TensorRole::kVisNorm2: return "vis_norm2";
+    case TensorRole::kVisAttnQKV: return "vis_attn_qkv";
+    case TensorRole::kVisFfnGate: return "vis_ffn_gate";
+    case TensorRole::kVisFfnUp: return "vis_ffn_up";
+    case TensorRole::kVisFfnDown: return "vis_ffn_down";
     case TensorRole::kVisFc1: return "vis_fc1";
     case TensorRole::kVisFc2: return "vis_fc2";
     case TensorRole::kVisPostNorm: return "vis_post_norm";
+    case TensorRole::kVisMergerNorm: return "vis_merger_norm";
+    case TensorRole::kVisMerger1: return "vis_merger_1";
+    case TensorRole::kVisMerger2: return "vis_merger_2";
     case TensorRole::kProjector1: return "projector_1";
     case TensorRole::kProjector2: return "projector_2";
     case TensorRole::kLinQKVZ: return "lin_qkvz";

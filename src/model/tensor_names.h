@@ -32,9 +32,12 @@ enum class TensorRole : uint8_t {
   // A CLIP-style vision tower and LLaVA's projector (Vision::names; by vision layer, see
   // is_vision_role): the embeddings (the class embedding a bare parameter), the norm before the
   // layers, per layer two LayerNorms, q/k/v/o and the MLP's fc1/fc2, the final norm, the projector.
+  // Qwen2.5-VL's tower adds, per block, the fused qkv and a SwiGLU MLP (gate, up, down; norm1 and
+  // norm2 are RMSNorms), and after the blocks the PatchMerger (ln_q, mlp.0, mlp.2).
   kVisClassEmbed, kVisPatchEmbed, kVisPosEmbed, kVisPreNorm,
-  kVisNorm1, kVisAttnQ, kVisAttnK, kVisAttnV, kVisAttnO, kVisNorm2, kVisFc1, kVisFc2,
-  kVisPostNorm, kProjector1, kProjector2,
+  kVisNorm1, kVisAttnQ, kVisAttnK, kVisAttnV, kVisAttnO, kVisNorm2,
+  kVisAttnQKV, kVisFfnGate, kVisFfnUp, kVisFfnDown, kVisFc1, kVisFc2,
+  kVisPostNorm, kVisMergerNorm, kVisMerger1, kVisMerger2, kProjector1, kProjector2,
   // Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5; LinearAttention): the input projections
   // — Qwen3-Next fuses them per key-head group as in_proj_qkvz and in_proj_ba, Qwen3.5 keeps
   // in_proj_qkv, in_proj_z, in_proj_b, in_proj_a — the depthwise conv1d [C, 1, K] over q|k|v, the

@@ -23,6 +23,10 @@ tensor::Tensor Executor::image_features(const tensor::Tensor& rescaled_pixels, c
                                         const std::array<double, 3>& std, ProbeRecorder* probes) {
   if (!arch_.vision) throw InputError(arch_.architecture, "has no vision tower");
   const Vision& v = *arch_.vision;
+  if (v.tower != "clip") {
+    throw InputError(arch_.architecture, "the " + v.tower + " vision tower is parsed and planned but not executed yet: "
+                                         "its text runs, its images cannot be checked");
+  }
   Step step;
   step.probes = probes;
   // (x - mean) / std as x · (1/std) + (-mean/std), on the backend.

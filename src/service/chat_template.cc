@@ -190,7 +190,7 @@ std::vector<int64_t> chat_prompt_ids(const model::Tokenizer& tokenizer, const st
 
 ImageTokens image_tokens_of(const std::string& model_dir) {
   const model::Architecture arch = model::load_architecture(model_dir);
-  if (!arch.vision) return {};
+  if (!arch.vision || arch.vision->tower != "clip") return {};  // Qwen's tower is not served yet
   const std::string path = model::config_path(model_dir);
   const nlohmann::json config = base::parse_json_or_discarded(read_text(path));
   int64_t count =

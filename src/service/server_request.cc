@@ -76,8 +76,10 @@ ContentPart parse_part(const json& part, const std::string& where, const ServedM
   if (url == nullptr || !url->is_string())
     throw bad(where + ".image_url.url", "a string is required");
   if (!model.clip)
-    throw bad(where,
-              "the model '" + model.name + "' has no vision tower: image input is not supported");
+    throw bad(where, "the model '" + model.name + "' " +
+                         (model.vision_unsupported.empty() ? "has no vision tower"
+                                                           : model.vision_unsupported) +
+                         ": image input is not supported");
   const std::string& u = url->get_ref<const std::string&>();
   const size_t comma = u.find(',');
   const std::string head = u.substr(0, comma == std::string::npos ? 0 : comma);

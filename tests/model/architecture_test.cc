@@ -2,6 +2,7 @@
 // exact parameter counts against the published figures.
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "io/safetensors_reader.h"
 #include "model/architecture.h"
 #include "model/inventory.h"
 #include "model/model_ops.h"
@@ -415,7 +417,7 @@ TEST(ArchitectureErrors, NameTheField) {
 TEST(Transformers5Configs, ParseAndCountAsTransformersDoes) {
   std::ifstream in(std::string(H0_SOURCE_DIR) + "/golden/models/transformers5-counts.json");
   const nlohmann::json golden = nlohmann::json::parse(in);
-  ASSERT_EQ(golden["models"].size(), 16u);
+  ASSERT_EQ(golden["models"].size(), 17u);
   for (const auto& [type, want] : golden["models"].items()) {
     const Architecture a = load_architecture(std::string(H0_SOURCE_DIR) + "/" + want["config"].get<std::string>());
     EXPECT_EQ(build_inventory(a).counts.total, want["num_parameters"].get<int64_t>()) << type;
@@ -450,7 +452,7 @@ TEST(Inventory, EveryDecoderWeightHasOneRole) {
   for (const char* name : {"llama-3.1-8b", "qwen2.5-72b", "qwen3-8b", "qwen3-235b-a22b", "mixtral-8x7b-v0.1", "deepseek-v3",
                            "kimi-k2-instruct", "llava-1.5-7b-hf", "mistral-7b-v0.1", "qwen1.5-moe-a2.7b", "glm-4.5",
                            "gemma-3-1b-it", "gpt-oss-120b", "transformers5/qwen3_next", "transformers5/qwen3_5_text",
-                           "transformers5/qwen3_5_moe_text", "transformers5/deepseek_v32"}) {
+                           "transformers5/qwen3_5_moe_text", "transformers5/deepseek_v32", "qwen2.5-vl-7b-instruct"}) {
     SCOPED_TRACE(name);
     const Inventory inv = build_inventory(load_architecture(config(name)));
     std::set<std::tuple<int64_t, TensorRole, TensorPiece, int64_t, int64_t>> keys;
@@ -458,7 +460,8 @@ TEST(Inventory, EveryDecoderWeightHasOneRole) {
       if (w.mtp) continue;
       EXPECT_NE(w.tensor, TensorRole::kOther) << w.name;
       // The vision tower's (LLaVA's CLIP) by vision layer, outside every decoder layer's keys.
-      const bool vision = w.name.find("vision_tower.") != std::string::npos || w.name.find("multi_modal_projector.") != std::string::npos;
+      const bool vision = w.name.find("vision_tower.") != std::string::npos || w.name.find("multi_modal_projector.") != std::string::npos ||
+                          w.name.rfind("visual.", 0) == 0;
       EXPECT_EQ(is_vision_role(w.tensor), vision) << w.name;
       EXPECT_TRUE(w.layer == -1 || !vision) << w.name;  // the pipeline's first stage holds the tower
       EXPECT_TRUE(keys.insert({w.layer, w.tensor, w.piece, w.expert, w.vision_layer}).second) << w.name << " shares its role";
@@ -467,6 +470,64 @@ TEST(Inventory, EveryDecoderWeightHasOneRole) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace h0::model
+
+namespace h0::model {
+namespace {
+
+// Qwen2.5-VL-7B-Instruct's released config (transformers 4 layout: the language model's fields at
+// the top, rope_scaling {type: mrope}): counted exactly as transformers 5.24's num_parameters() on
+// the meta device (8,292,166,656, of which the vision tower 676,550,144).
+TEST(Qwen25Vl, TheReleasedConfigCountsAsTransformersDoes) {
+  const Architecture a = load_architecture(config("qwen2.5-vl-7b-instruct"));
+  EXPECT_TRUE(a.modelled);
+  EXPECT_EQ(a.family, "qwen2_5_vl");
+  EXPECT_EQ(a.text.mrope_section, (std::vector<int64_t>{16, 24, 24}));
+  EXPECT_EQ(a.text.rope_theta, 1e6);
+  EXPECT_TRUE(a.text.rope_scaling_json.is_null());  // "mrope" is default RoPE plus its sections
+  ASSERT_TRUE(a.vision);
+  EXPECT_EQ(a.vision->tower, "qwen2_5_vl");
+  EXPECT_EQ(a.vision->fullatt_blocks, (std::vector<int64_t>{7, 15, 23, 31}));
+  EXPECT_EQ(a.vision->image_token_index, 151655);
+  const Inventory inv = build_inventory(a);
+  EXPECT_EQ(inv.counts.total, 8292166656);
+  EXPECT_EQ(inv.counts.vision, 676550144);
+}
+
+// The tiny Qwen2.5-VL transformers wrote (gen_tiny_hf_models.py; transformers 5 layout: text_config,
+// rope_parameters): the inventory names every checkpoint tensor with its shape, nothing more.
+TEST(Qwen25Vl, TheInventoryIsTheCheckpointTransformersWrote) {
+  const std::string dir = std::string(H0_SOURCE_DIR) + "/tests/data/models/tiny-qwen2-5-vl";
+  const Architecture a = load_architecture(dir);
+  EXPECT_EQ(a.text.mrope_section, (std::vector<int64_t>{2, 3, 3}));
+  EXPECT_EQ(a.text.dtype, tensor::DType::kBF16);  // the top level's, not text_config's float32
+  const io::SafetensorsFile ckpt = io::SafetensorsFile::open(dir + "/model.safetensors");
+  std::map<std::string, tensor::Shape> want;
+  for (const io::TensorEntry& e : ckpt.entries()) want[e.name] = e.shape;
+  std::map<std::string, tensor::Shape> got;
+  for (const WeightInfo& w : build_inventory(a).weights) got[w.name] = tensor::Shape(w.shape.begin(), w.shape.end());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(build_inventory(a).counts.total, 311200);  // transformers' num_parameters()
+}
+
+TEST(Qwen25Vl, MalformedVisionFieldsAreNamed) {
+  nlohmann::json c = nlohmann::json::parse(std::ifstream(config("qwen2.5-vl-7b-instruct")));
+  c["vision_config"]["out_hidden_size"] = 4096;
+  EXPECT_THROW(parse_architecture(c, "config.json"), InputError);
+  c["vision_config"]["out_hidden_size"] = 3584;
+  c["vision_config"]["fullatt_block_indexes"] = {7, 32};
+  try {
+    parse_architecture(c, "config.json");
+    FAIL() << "a block index past the depth was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "config.json: vision_config.fullatt_block_indexes: 32 is not a block (depth 32)");
+  }
+  c["vision_config"]["fullatt_block_indexes"] = {7};
+  c["rope_scaling"]["mrope_section"] = {16, 24, 16};
+  EXPECT_THROW(parse_architecture(c, "config.json"), InputError);
 }
 
 }  // namespace

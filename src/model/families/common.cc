@@ -24,6 +24,7 @@ void read_rope_object(const ConfigFields& s, int64_t max_positions, double* thet
   *json = s.json();
   RopeScaling& r = *scaling;
   r.type = s.opt_string("rope_type", s.opt_string("type", "default"));
+  if (r.type == "mrope") r.type = "default";  // Qwen2-VL's 4.x spelling; transformers reads it as default + mrope_section
   if (r.type == "default") {
     *json = nullptr;
     return;

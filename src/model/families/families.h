@@ -70,5 +70,6 @@ Architecture arch_qwen3_next(const ConfigFields& f);  // families/qwen3_next.cc
 Architecture arch_qwen3_5_text(const ConfigFields& f);  // families/qwen3_next.cc
 Architecture arch_qwen3_5_moe_text(const ConfigFields& f);  // families/qwen3_next.cc
 Architecture arch_deepseek_v32(const ConfigFields& f);  // families/deepseek_v32.cc
+Architecture arch_qwen2_5_vl(const ConfigFields& f);  // families/qwen2_5_vl.cc
 
 }  // namespace h0::model
