@@ -70,7 +70,9 @@ from transformers.models.deepseek_v32 import modeling_deepseek_v32 as hf_deepsee
 from transformers.models.gpt_oss import modeling_gpt_oss as hf_gpt_oss  # noqa: E402
 from transformers.models.gptj import modeling_gptj as hf_gptj  # noqa: E402
 from transformers.models.llama import modeling_llama as hf_llama  # noqa: E402
+from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as hf_qwen2_5_vl  # noqa: E402
 from transformers.models.qwen3_next import modeling_qwen3_next as hf_qwen3_next  # noqa: E402
+from transformers.models.qwen3_vl import modeling_qwen3_vl as hf_qwen3_vl  # noqa: E402
 
 TOOLS_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(TOOLS_DIR))
@@ -396,6 +398,48 @@ def self_check_rope() -> None:
     assert abs(inv[-1].item() - 500000.0 ** (-126 / 128) / 8) < 1e-18
 
 
+def mrope_f64(x, positions, rd: int, style: str, inv_freq, scaling: float, params: dict, mrope: dict):
+    """Qwen's multimodal RoPE through transformers' own recomposition code, in float64:
+    chunked = Qwen2_5_VLRotaryEmbedding (Qwen2-VL / Qwen2.5-VL text), interleaved =
+    Qwen3VLTextRotaryEmbedding, per_axis = Qwen2_5_VLVisionRotaryEmbedding (the vision
+    tower's axial 2D RoPE over h and w, sections [rd/4, rd/4], frequencies over rd/2)."""
+    section, layout = [int(v) for v in mrope["section"]], mrope["layout"]
+    if style != "neox":
+        raise GenError("rope: mrope rotates halves (style neox)")
+    if sum(section) != rd // 2:
+        raise GenError(f"rope: mrope sections {section} do not sum to rd/2 = {rd // 2}")
+    pos = positions.to(torch.int64)
+    if pos.dim() != 2 or pos.shape[0] != len(section):
+        raise GenError(f"rope: mrope positions must be [{len(section)}, T], got {list(pos.shape)}")
+    x64 = f64(x)
+    x_rot, x_pass = x64[..., :rd], x64[..., rd:]
+    with _Float32AsFloat64():
+        if layout == "per_axis":
+            if section != [rd // 4, rd // 4] or params["rope_type"] != "default":
+                raise GenError("rope: per_axis is the vision tower's axial rope: sections [rd/4, rd/4], no scaling")
+            theta = params["rope_theta"]
+            cfg = SimpleNamespace(rope_parameters={"rope_theta": theta}, head_dim=rd)
+            axial, _ = hf_qwen2_5_vl.Qwen2_5_VLVisionRotaryEmbedding.compute_axial_rope_parameters(cfg)
+            freqs = f64(pos.T)[..., None] * f64(axial)  # [T, 2, rd/4]
+            recompose = hf_qwen2_5_vl.Qwen2_5_VLVisionRotaryEmbedding.recomposition_frequencies
+            cos, sin = recompose(None, freqs.cos()), recompose(None, freqs.sin())  # [T, rd]
+            y_rot, _ = hf_qwen2_5_vl.apply_rotary_pos_emb_vision(x_rot, x_rot, cos, sin)
+        elif layout in ("chunked", "interleaved"):
+            freqs = f64(pos)[:, None, :, None] * inv_freq  # [3, 1, T, rd/2]
+            cls = hf_qwen2_5_vl.Qwen2_5_VLRotaryEmbedding if layout == "chunked" else hf_qwen3_vl.Qwen3VLTextRotaryEmbedding
+            this = SimpleNamespace(mrope_section=section)
+            cos = cls.recomposition_frequencies(this, freqs.cos() * scaling)  # [1, T, rd]
+            sin = cls.recomposition_frequencies(this, freqs.sin() * scaling)
+            q = x_rot.permute(1, 0, 2)[None]  # [1, H, T, rd]
+            y_rot, _ = hf_qwen2_5_vl.apply_rotary_pos_emb(q, q, cos, sin, unsqueeze_dim=1)
+            y_rot = y_rot[0].permute(1, 0, 2)
+        else:
+            raise GenError(f"rope: unknown mrope layout {layout!r}")
+    if y_rot.dtype != torch.float64:
+        raise GenError(f"rope: mrope came out {y_rot.dtype}")
+    return torch.cat((y_rot, x_pass), dim=-1)
+
+
 @op("rope")
 def op_rope(inp, attrs):
     x, positions = inp
@@ -408,6 +452,8 @@ def op_rope(inp, attrs):
     style = attr(attrs, "style", "neox")
     params = rope_parameters(float(attr(attrs, "theta", 10000.0)), attrs.get("scaling"))
     inv_freq, scaling = rope_frequencies(params, rd)
+    if attrs.get("mrope") is not None:
+        return [mrope_f64(x, positions, rd, style, inv_freq, scaling, params, attrs["mrope"])]
 
     freqs = f64(positions.to(torch.int64))[:, None] * inv_freq[None, :]  # [T, rd/2]
     x64 = f64(x)

@@ -12,6 +12,15 @@
 //   angle = positions[t] · inv_freq[i]; each pair rotates by it:
 //     neox (HF rotate_half): (x[i], x[i + rd/2]); gptj (interleaved): (x[2i], x[2i+1]);
 //     (a, b) -> (a·cos − b·sin, b·cos + a·sin).
+//   mrope (Qwen2-VL's multimodal RoPE; null = none): {section: [s_0, ..., s_{n-1}], layout};
+//   positions are then [n, T] (one row per axis: t, h, w) and pair i turns by the position of
+//   its axis a(i), sum(section) = rd/2:
+//     chunked (Qwen2-VL, Qwen2.5-VL apply_multimodal_rotary_pos_emb): the pairs in consecutive
+//       sections, a(i) = the section i falls in; inv_freq over all rd as above;
+//     interleaved (Qwen3-VL apply_interleaved_mrope, 3 axes): a(i) = 1 if i % 3 == 1 and
+//       i < 3·s_1, 2 if i % 3 == 2 and i < 3·s_2, else 0;
+//     per_axis (the Qwen2-VL vision tower's 2D RoPE): chunked, but each section is a rope of its
+//       own: the k-th pair of section a has inv_freq 1 / theta^(k / s_a) (scaling must be null).
 // All in f64; 3 flops per rotated element (cos and sin are per (t, i), not counted).
 #include <algorithm>
 #include <cmath>
@@ -156,19 +165,83 @@ int64_t rotary_dim(const Json& attrs, int64_t head_dim) {
   return rd;
 }
 
-// x is (T, H, Dh); positions is (T).
+// Attr `mrope`, checked: per rotated pair its axis (the row of positions) and, for per_axis, its
+// own inverse frequency. Empty axes: no mrope (positions [T]).
+struct Mrope {
+  std::vector<int64_t> axis;
+  std::vector<double> inv_freq;  // per_axis only
+};
+
+Mrope read_mrope(const Json& attrs, int64_t rd) {
+  const OpDef& op = rope_op();
+  Mrope m;
+  if (!attrs.contains("mrope") || attrs.at("mrope").is_null()) return m;
+  const Json& o = attrs.at("mrope");
+  if (!o.contains("section") || !o.at("section").is_array() || o.at("section").empty()) {
+    util::fail(op, "attr 'mrope' needs key 'section', a non-empty list of pair counts");
+  }
+  std::vector<int64_t> section;
+  int64_t pairs = 0;
+  for (const Json& v : o.at("section")) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0) {
+      util::fail(op, "attr 'mrope' key 'section' holds " + v.dump() + ", not a pair count");
+    }
+    section.push_back(v.get<int64_t>());
+    pairs += section.back();
+  }
+  if (pairs != rd / 2) {
+    util::fail(op, "attr 'mrope' sections sum to " + std::to_string(pairs) + " pairs, not rd / 2 = " +
+                       std::to_string(rd / 2));
+  }
+  const std::string layout = o.contains("layout") && o.at("layout").is_string() ? o.at("layout").get<std::string>() : "";
+  if (layout != "chunked" && layout != "interleaved" && layout != "per_axis") {
+    util::fail(op, "attr 'mrope' key 'layout' must be chunked, interleaved or per_axis");
+  }
+  if (layout == "interleaved") {
+    if (section.size() != 3) util::fail(op, "attr 'mrope' layout interleaved needs 3 sections (t, h, w)");
+    for (int64_t i = 0; i < rd / 2; ++i) {
+      m.axis.push_back(i % 3 == 1 && i < 3 * section[1] ? 1 : i % 3 == 2 && i < 3 * section[2] ? 2 : 0);
+    }
+    return m;
+  }
+  if (layout == "per_axis" && !attrs.at("scaling").is_null()) {
+    util::fail(op, "attr 'mrope' layout per_axis takes no 'scaling'");
+  }
+  const double theta = util::attr_f(attrs, "theta");
+  for (size_t a = 0; a < section.size(); ++a) {
+    for (int64_t k = 0; k < section[a]; ++k) {
+      m.axis.push_back(static_cast<int64_t>(a));
+      if (layout == "per_axis") m.inv_freq.push_back(std::pow(theta, -static_cast<double>(k) / static_cast<double>(section[a])));
+    }
+  }
+  return m;
+}
+
+// The number of position rows attr `mrope` asks for (1 without it).
+int64_t position_axes(const Json& attrs) {
+  if (!attrs.contains("mrope") || !attrs.at("mrope").is_object() || !attrs.at("mrope").contains("section") ||
+      !attrs.at("mrope").at("section").is_array()) {
+    return 1;
+  }
+  return std::max<int64_t>(1, static_cast<int64_t>(attrs.at("mrope").at("section").size()));
+}
+
+// x is (T, H, Dh); positions is (T), or (n, T) with attr mrope.
 void rope_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
                     const Json& attrs) {
   const int64_t t = in[0]->dim(0), h = in[0]->dim(1), dh = in[0]->dim(2);
   const int64_t rd = rotary_dim(attrs, dh), half = rd / 2;
-  const RopeFrequencies f = rope_frequencies(attrs, rd);
+  RopeFrequencies f = rope_frequencies(attrs, rd);
+  const Mrope m = read_mrope(attrs, rd);
+  if (!m.inv_freq.empty()) f.inv_freq = m.inv_freq;
   const bool neox = util::attr_s(attrs, "style") == "neox";
   const auto x = util::to_f64(*in[0]);
   const auto pos = util::to_f64(*in[1]);
   std::vector<double> y = x;  // dims >= rd pass through
   for (int64_t r = 0; r < t; ++r) {
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = pos[static_cast<size_t>(r)] * f.inv_freq[static_cast<size_t>(i)];
+      const int64_t axis = m.axis.empty() ? 0 : m.axis[static_cast<size_t>(i)];
+      const double angle = pos[static_cast<size_t>(axis * t + r)] * f.inv_freq[static_cast<size_t>(i)];
       const double c = std::cos(angle) * f.attention_factor,
                    s = std::sin(angle) * f.attention_factor;
       const int64_t ia = neox ? i : 2 * i, ib = neox ? i + half : 2 * i + 1;
@@ -196,26 +269,39 @@ const OpDef& rope_op() {
                 {"rotary_dim", AttrType::kInt, "null", nullptr,
                  "leading dims that rotate; null = Dh"},
                 {"scaling", AttrType::kObject, "null", nullptr,
-                 "HF rope_scaling object (linear, llama3, yarn); null = none"}},
+                 "HF rope_scaling object (linear, llama3, yarn); null = none"},
+                {"mrope", AttrType::kObject, "null", nullptr,
+                 "multimodal RoPE {section: [pairs per axis], layout: chunked|interleaved|"
+                 "per_axis}: positions [axes, T]; null = none"}},
       .dims = {"T", "H", "Dh"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kTranscendental,
       .operands =
-          [](const Dims& dims, const Json&, DType dtype, DType index_dtype,
+          [](const Dims& dims, const Json& attrs, DType dtype, DType index_dtype,
              const std::set<std::string>&) {
             const OpDef& self = rope_op();
             const int64_t t = util::dim(self, dims, "T"), h = util::dim(self, dims, "H"),
                           dh = util::dim(self, dims, "Dh");
-            return std::vector<TensorDesc>{desc(dtype, {t, h, dh}), desc(index_dtype, {t})};
+            const int64_t axes = position_axes(attrs);
+            return std::vector<TensorDesc>{desc(dtype, {t, h, dh}),
+                                           axes > 1 ? desc(index_dtype, {axes, t}) : desc(index_dtype, {t})};
           },
       .infer =
           [](const std::vector<TensorDesc>& in, const Json& attrs) {
             const OpDef& self = rope_op();
             const TensorDesc &x = in[0], &pos = in[1];
             util::require_shape(self, x.shape.size() == 3, "x", x, "[T, H, Dh]");
-            util::require_shape(self, pos.shape == Shape{x.shape[0]}, "positions", pos,
-                                "[T] = [" + std::to_string(x.shape[0]) + "]");
-            rope_frequencies(attrs, rotary_dim(attrs, x.shape[2]));  // validates theta and scaling
+            const int64_t rd = rotary_dim(attrs, x.shape[2]);
+            rope_frequencies(attrs, rd);  // validates theta and scaling
+            const Mrope m = read_mrope(attrs, rd);
+            if (m.axis.empty()) {
+              util::require_shape(self, pos.shape == Shape{x.shape[0]}, "positions", pos,
+                                  "[T] = [" + std::to_string(x.shape[0]) + "]");
+            } else {
+              const int64_t axes = position_axes(attrs);
+              util::require_shape(self, pos.shape == Shape{axes, x.shape[0]}, "positions", pos,
+                                  "[axes, T] = [" + std::to_string(axes) + ", " + std::to_string(x.shape[0]) + "]");
+            }
             return std::vector<TensorDesc>{desc(x.dtype, x.shape)};
           },
       .cost =

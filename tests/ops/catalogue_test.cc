@@ -342,6 +342,10 @@ TEST(Catalogue, InferredOutputs) {
       infer("patch_embed", {d(kF32, {3, 8, 12}), d(kF32, {5, 3, 4, 4})}, {{"patch", 4}})[0].shape,
       (Shape{6, 5}));
   EXPECT_EQ(infer("argmax", {d(DType::kF16, {3, 7})})[0].dtype, DType::kI64);
+  // rope with M-RoPE: positions [axes, T], the output x's shape.
+  EXPECT_EQ(infer("rope", {d(kF32, {3, 2, 8}), d(DType::kI64, {3, 3})},
+                  {{"mrope", {{"section", {1, 1, 2}}, {"layout", "chunked"}}}})[0].shape,
+            (Shape{3, 2, 8}));
   EXPECT_EQ(
       infer("attention", {d(kF32, {2, 4, 8}), d(kF32, {5, 1, 8}), d(kF32, {5, 1, 3})})[0].shape,
       (Shape{2, 4, 3}));
@@ -351,7 +355,7 @@ TEST(Catalogue, AttrErrors) {
   EXPECT_EQ(attrs_error("gelu", {{"approximate", "fast"}}),
             "op 'gelu': attr 'approximate' must be one of none|tanh, got \"fast\"");
   EXPECT_EQ(attrs_error("rope", {{"base", 10000}}),
-            "op 'rope': unknown attr 'base' (expected theta, style, rotary_dim, scaling)");
+            "op 'rope': unknown attr 'base' (expected theta, style, rotary_dim, scaling, mrope)");
   EXPECT_EQ(attrs_error("rope", {{"style", "llama"}}),
             "op 'rope': attr 'style' must be one of neox|gptj, got \"llama\"");
   EXPECT_EQ(attrs_error("rope", {{"scaling", "yarn"}}),
@@ -436,6 +440,17 @@ TEST(Catalogue, ShapeErrors) {
             "op 'rope': attr 'rotary_dim' must be even and in [2, Dh = 7], got 7");
   EXPECT_EQ(infer_error("rope", {x, d(DType::kI64, {3})}, {{"theta", 0}}),
             "op 'rope': attr 'theta' must be positive, got 0.0");
+  // M-RoPE: positions [axes, T], sections summing to rd / 2.
+  const Json chunked = {{"section", {1, 1, 2}}, {"layout", "chunked"}};
+  EXPECT_EQ(infer_error("rope", {x, d(DType::kI64, {3})}, {{"mrope", chunked}}),
+            "op 'rope': positions must be [axes, T] = [3, 3], got 3 i64");
+  EXPECT_EQ(infer_error("rope", {x, d(DType::kI64, {3, 3})}, {{"mrope", {{"section", {1, 1, 1}}, {"layout", "chunked"}}}}),
+            "op 'rope': attr 'mrope' sections sum to 3 pairs, not rd / 2 = 4");
+  EXPECT_EQ(infer_error("rope", {x, d(DType::kI64, {3, 3})}, {{"mrope", {{"section", {1, 1, 2}}, {"layout", "zigzag"}}}}),
+            "op 'rope': attr 'mrope' key 'layout' must be chunked, interleaved or per_axis");
+  EXPECT_EQ(infer_error("rope", {x, d(DType::kI64, {2, 3})},
+                        {{"mrope", {{"section", {2, 2}}, {"layout", "per_axis"}}}, {"scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}}),
+            "op 'rope': attr 'mrope' layout per_axis takes no 'scaling'");
 
   const TensorDesc q = d(kF32, {1, 3, 8});
   EXPECT_EQ(infer_error("attention", {q, d(kF32, {5, 2, 8}), d(kF32, {5, 2, 8})}),

@@ -6,6 +6,7 @@
 // the attention factor (yarn) and rounded to f32; the rotation itself is f32.
 //   neox: pairs (x[i], x[i + rd/2])      gptj: pairs (x[2i], x[2i + 1])
 //   y_a = x_a cos − x_b sin,  y_b = x_b cos + x_a sin;  dims >= rd pass through.
+// With attr mrope positions are [axes, T] and pair i turns by its axis' row (rope_mrope).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -20,7 +21,6 @@ void rope_kernel(const OpCall& call) {
   const hb_tensor &x = call.in[0], &positions = call.in[1];
   require_tensor(call, x, "x", {-1, -1, -1}, x.dtype);
   const int64_t t = x.shape[0], h = x.shape[1], dh = x.shape[2];
-  require_index(call, positions, "positions", {t});
   require_like(call, call.out[0], "y", x);
   const int64_t rd =
       attr_null(call.attrs, "rotary_dim") ? dh : attr_i(call.attrs, "rotary_dim", dh);
@@ -40,14 +40,27 @@ void rope_kernel(const OpCall& call) {
     if (e.rfind("unsupported: ", 0) == 0) unsupported(call, e.substr(13));
     require(call, false, e);
   }
+  std::vector<int64_t> axis;  // per pair, its row of positions (mrope); empty: positions [T]
+  int64_t axes = 1;
+  if (const std::string e = h0p::rope_mrope(call.attrs.is_object() && call.attrs.contains("mrope") ? call.attrs["mrope"] : Json(),
+                                            theta, rd, !scaling.is_null(), &freqs, &axis, &axes);
+      !e.empty()) {
+    require(call, false, e);
+  }
+  if (axis.empty()) {
+    require_index(call, positions, "positions", {t});
+  } else {
+    require_index(call, positions, "positions", {axes, t});
+  }
 
   const int64_t half = rd / 2, row = h * dh;
   base::parallel_for(static_cast<size_t>(t), row_grain(row), [&](size_t, size_t b, size_t e) {
     std::vector<float> in(static_cast<size_t>(row)), out(static_cast<size_t>(row));
     std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
     for (size_t tok = b; tok < e; ++tok) {
-      const double pos = static_cast<double>(index_at(positions, static_cast<int64_t>(tok)));
       for (int64_t i = 0; i < half; ++i) {
+        const int64_t a = axis.empty() ? 0 : axis[static_cast<size_t>(i)];
+        const double pos = static_cast<double>(index_at(positions, a * t + static_cast<int64_t>(tok)));
         const double angle = pos * freqs.inv_freq[static_cast<size_t>(i)];
         cs[static_cast<size_t>(i)] = static_cast<float>(std::cos(angle) * freqs.attention_factor);
         sn[static_cast<size_t>(i)] = static_cast<float>(std::sin(angle) * freqs.attention_factor);

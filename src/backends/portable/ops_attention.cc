@@ -65,7 +65,6 @@ void rope_op(const Call& call) {
   const hb_tensor &x = call.in[0], &positions = call.in[1];
   require_tensor(call, x, "x", {-1, -1, -1}, x.dtype);
   const int64_t t = x.shape[0], h = x.shape[1], dh = x.shape[2];
-  require_index(call, positions, "positions", {t});
   require_like(call, call.out[0], "y", x);
   const int64_t rd = attr_null(call.attrs, "rotary_dim") ? dh : attr_i(call.attrs, "rotary_dim", dh);
   require(call, rd > 0 && rd <= dh && rd % 2 == 0,
@@ -80,14 +79,27 @@ void rope_op(const Call& call) {
     if (e.rfind("unsupported: ", 0) == 0) throw OpError(HB_UNSUPPORTED, std::string(call.op) + ": " + e.substr(13));
     require(call, false, e);
   }
+  std::vector<int64_t> axis;  // per pair, its row of positions (mrope); empty: positions [T]
+  int64_t axes = 1;
+  if (const std::string e = rope_mrope(call.attrs.contains("mrope") ? call.attrs["mrope"] : Json(), theta, rd, !scaling.is_null(),
+                                       &freqs, &axis, &axes);
+      !e.empty()) {
+    require(call, false, e);
+  }
+  if (axis.empty()) {
+    require_index(call, positions, "positions", {t});
+  } else {
+    require_index(call, positions, "positions", {axes, t});
+  }
   if (t * h * dh == 0) return;
 
   const std::vector<int64_t> pos = read_indices(call, positions);
-  const size_t half = static_cast<size_t>(rd / 2);
-  std::vector<float> cs(pos.size() * half), sn(pos.size() * half);
-  for (size_t tok = 0; tok < pos.size(); ++tok) {
+  const size_t half = static_cast<size_t>(rd / 2), tokens = static_cast<size_t>(t);
+  std::vector<float> cs(tokens * half), sn(tokens * half);
+  for (size_t tok = 0; tok < tokens; ++tok) {
     for (size_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(pos[tok]) * freqs.inv_freq[i];
+      const size_t row = axis.empty() ? 0 : static_cast<size_t>(axis[i]);
+      const double angle = static_cast<double>(pos[row * tokens + tok]) * freqs.inv_freq[i];
       cs[tok * half + i] = static_cast<float>(std::cos(angle) * freqs.attention_factor);
       sn[tok * half + i] = static_cast<float>(std::sin(angle) * freqs.attention_factor);
     }

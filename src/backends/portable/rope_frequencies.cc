@@ -113,4 +113,40 @@ std::string rope_frequencies(double theta, int64_t rd, const Json& scaling, Rope
   return "unsupported: rope scaling type '" + type + "' (supported: linear, llama3, yarn)";
 }
 
+std::string rope_mrope(const Json& mrope, double theta, int64_t rd, bool scaled, RopeFrequencies* f,
+                       std::vector<int64_t>* axis, int64_t* axes) {
+  axis->clear();
+  *axes = 1;
+  if (mrope.is_null()) return "";
+  if (!mrope.is_object() || !mrope.contains("section") || !mrope["section"].is_array() || mrope["section"].empty()) {
+    return "attr mrope needs key section, a non-empty list of pair counts";
+  }
+  std::vector<int64_t> section;
+  int64_t pairs = 0;
+  for (const Json& v : mrope["section"]) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0) return "attr mrope section holds " + v.dump() + ", not a pair count";
+    section.push_back(v.get<int64_t>());
+    pairs += section.back();
+  }
+  if (pairs != rd / 2) return "attr mrope sections sum to " + std::to_string(pairs) + " pairs, not rd / 2 = " + std::to_string(rd / 2);
+  const std::string layout = mrope.contains("layout") && mrope["layout"].is_string() ? mrope["layout"].get<std::string>() : "";
+  *axes = static_cast<int64_t>(section.size());
+  if (layout == "interleaved") {  // Qwen3-VL: t, h, w by pair index mod 3 within 3·section
+    if (section.size() != 3) return "attr mrope layout interleaved needs 3 sections (t, h, w)";
+    for (int64_t i = 0; i < rd / 2; ++i) axis->push_back(i % 3 == 1 && i < 3 * section[1] ? 1 : i % 3 == 2 && i < 3 * section[2] ? 2 : 0);
+    return "";
+  }
+  if (layout != "chunked" && layout != "per_axis") return "attr mrope layout must be chunked, interleaved or per_axis, got '" + layout + "'";
+  if (layout == "per_axis" && scaled) return "attr mrope layout per_axis takes no scaling";
+  for (size_t a = 0; a < section.size(); ++a) {
+    for (int64_t k = 0; k < section[a]; ++k) {
+      if (layout == "per_axis") {
+        f->inv_freq[axis->size()] = std::pow(theta, -static_cast<double>(k) / static_cast<double>(section[a]));
+      }
+      axis->push_back(static_cast<int64_t>(a));
+    }
+  }
+  return "";
+}
+
 }  // namespace h0p

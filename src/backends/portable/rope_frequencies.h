@@ -19,4 +19,12 @@ struct RopeFrequencies {
 std::string rope_frequencies(double theta, int64_t rd, const nlohmann::json& scaling,
                              RopeFrequencies* out);
 
+// Attr `mrope` (null, or {section: [pairs per axis], layout: chunked|interleaved|per_axis}, as
+// ops/rope_op.cc defines it): per rotated pair the row of positions that turns it into `axis`
+// (left empty for null: positions [T]), `axes` the number of rows; per_axis also replaces
+// out->inv_freq by each section's own frequencies. Call after rope_frequencies. Returns "" or
+// what is wrong with `mrope`.
+std::string rope_mrope(const nlohmann::json& mrope, double theta, int64_t rd, bool scaled,
+                       RopeFrequencies* out, std::vector<int64_t>* axis, int64_t* axes);
+
 }  // namespace h0p
