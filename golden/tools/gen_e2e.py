@@ -28,8 +28,8 @@ tokens so far, as dump_hf.dump does): same argmax.
 PyTorch is pinned to its portable CPU kernels and one thread, so a rerun writes byte-identical
 files.  golden/manifest.json is updated for every file written.  See golden/e2e/README.md.
 
-With --model DIR (any text-only checkpoint transformers can load as a causal LM, of any family,
-e.g. tests/data/models/tiny-gemma3) the script needs no harness: it loads DIR as it is (no
+With --model DIR (any checkpoint transformers can load as a causal LM, of any family, e.g.
+tests/data/models/tiny-gemma3; a multimodal one, e.g. tiny-qwen2-5-vl, gets the text cases) the script needs no harness: it loads DIR as it is (no
 synthesis, no checkpoint check) in --dtype and writes G/<case>.json, in the same format, for the
 cases of model_cases() (chat_hello, chat_system, completion_text, completion_ids; the chat cases are
 skipped when the tokenizer has no chat template).  "model" is --name (default: DIR's base name),
@@ -327,8 +327,8 @@ def main_model(args, root: Path) -> None:
     model_dir = Path(args.model)
     name = args.name or model_dir.resolve().name
     config = AutoConfig.from_pretrained(model_dir)
-    if getattr(config, "vision_config", None) is not None:
-        raise SystemExit(f"{args.model}: --model takes text-only models (this config has a vision_config)")
+    # A multimodal model (Qwen2.5-VL) gets the same text-only cases: its image cases need its own
+    # processor's token expansion, which this mode does not do yet.
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = dump_hf.load_model(model_dir, dump_hf.DTYPES[args.dtype], "cpu")
     print(f"{name}: {type(model).__name__} from {args.model} in {args.dtype}")

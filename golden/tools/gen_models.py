@@ -70,7 +70,7 @@ MODELS = ["tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava"]
 # Checkpoints written by transformers itself (gen_tiny_hf_models.py: from_config + save_pretrained),
 # under tests/data/models/: their goldens come from the checkpoint as it is, no synth.
 HF_MODELS = ["tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe", "tiny-gemma3", "tiny-gpt-oss", "tiny-gpt-oss-mxfp4",
-             "tiny-qwen3-next", "tiny-deepseek-v32", "tiny-qwen3-5"]
+             "tiny-qwen3-next", "tiny-deepseek-v32", "tiny-qwen3-5", "tiny-qwen2-5-vl"]
 SEED = 0
 TORCH_DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16,
                 "F8_E4M3": torch.float8_e4m3fn}
@@ -92,7 +92,12 @@ IMAGE_SEED = 20240607
 
 
 def model_class(config):
-    return LlavaForConditionalGeneration if config.model_type == "llava" else AutoModelForCausalLM
+    if config.model_type == "llava":
+        return LlavaForConditionalGeneration
+    if getattr(config, "vision_config", None) is not None:  # Qwen2.5-VL
+        from transformers import AutoModelForImageTextToText
+        return AutoModelForImageTextToText
+    return AutoModelForCausalLM
 
 
 def tensor_sha256(t: torch.Tensor) -> str:
@@ -104,7 +109,7 @@ def instantiate(model_dir: Path):
     config = AutoConfig.from_pretrained(model_dir)
     cls = model_class(config)
     with torch.device("meta"):
-        model = cls.from_config(config) if cls is AutoModelForCausalLM else cls(config)
+        model = cls(config) if cls is LlavaForConditionalGeneration else cls.from_config(config)
     return config, model
 
 

@@ -246,13 +246,19 @@ class ModelCase : public PreparedCase {
                  CheckResult* r, std::vector<std::string>* failures) {
     const std::vector<int64_t> prompt = model::glue::ids_of(golden.get("input_ids"));
     tensor::Tensor features;
-    if (s_.kind == "image") {
+    std::vector<model::ImageGrid> grids;
+    if (s_.kind == "image" && ex.arch().vision && ex.arch().vision->tower == "qwen2_5_vl") {
+      const model::QwenVlPixels px = model::qwen_vl_pixels(model::decode_image(s_.image), model::load_qwen_vl_processor(s_.model));
+      grids.push_back({px.grid_t, px.grid_h, px.grid_w});
+      features = ex.qwen_image_features(px.pixel_values, grids[0], probes);
+    } else if (s_.kind == "image") {
       const model::ClipProcessor p = model::load_clip_processor(s_.model);
       features = ex.image_features(model::clip_rescaled_pixels(model::decode_image(s_.image), p), p.mean, p.std, probes);
     }
     const bool has_greedy = golden.find("greedy_ids") != nullptr;
     const int steps = s_.greedy >= 0 ? s_.greedy : has_greedy ? int(golden.get("greedy_ids").numel()) : 0;
-    const model::Generation gen = model::generate_greedy(ex, prompt, steps, probes, s_.kind == "image" ? &features : nullptr);
+    const model::Generation gen =
+        model::generate_greedy(ex, prompt, steps, probes, s_.kind == "image" ? &features : nullptr, grids);
     const LogitsMetrics m = compare_logits(gen.prompt_logits, golden.get("logits"));
     r->metrics.insert(r->metrics.end(), {{"cosine", m.cosine}, {"max_abs_err", m.max_abs_err}, {"kl_mean", m.kl_mean},
                                          {"kl_max", m.kl_max}, {"top1_agreement", m.top1_agreement},

@@ -1,5 +1,6 @@
 #include "model/executor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -59,7 +60,7 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, 
       ops_(backend, options.fallback, options.profile),
       weights_(std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype, options.sharding)),
       cache_(backend, kv_geometry(arch, options), options.dtype),
-      prefix_(arch.family == "llava" ? "model.language_model." : "model."),
+      prefix_(arch.has_vision ? "model.language_model." : "model."),
       attention_scale_(attention_scale(arch.text)),
       op_(model_ops(arch, options.dtype, options.act_quant)),
       linear_(local_linear(arch, options)),
@@ -70,6 +71,7 @@ Executor::~Executor() = default;
 void Executor::free_sequence(int seq) {
   cache_.free_sequence(seq);
   linear_states_.erase(seq);
+  mrope_next_.erase(seq);
 }
 
 Executor::LinearState& Executor::linear_state(int seq, int64_t layer) {
@@ -142,8 +144,8 @@ DeviceTensor Executor::linear_of(const DeviceTensor& w, const DeviceTensor* b, c
 }
 
 tensor::Tensor Executor::forward(int seq, const std::vector<int64_t>& ids, ProbeRecorder* probes,
-                                 const tensor::Tensor* image_features) {
-  return std::move(forward_batch({{seq, ids, image_features}}, probes)[0]);
+                                 const tensor::Tensor* image_features, const std::vector<ImageGrid>& image_grids) {
+  return std::move(forward_batch({{seq, ids, image_features, image_grids}}, probes)[0]);
 }
 
 std::vector<tensor::Tensor> Executor::forward_batch(const std::vector<BatchItem>& items, ProbeRecorder* probes) {
@@ -166,6 +168,7 @@ std::vector<tensor::Tensor> Executor::forward_batch(const std::vector<BatchItem>
     for (const Segment& s : step.segments) H0_CHECK(s.seq != item.seq) << "sequence " << item.seq << " twice in a batch";
     Segment seg;
     seg.seq = item.seq;
+    seg.item = &item;
     seg.tokens = int64_t(item.ids.size());
     step.segments.push_back(std::move(seg));
     ids.insert(ids.end(), item.ids.begin(), item.ids.end());
@@ -293,7 +296,36 @@ void Executor::begin_step(Step* step) {
       s.indexer = bind_op("lightning_indexer", attrs);
     }
   }
-  step->positions = backend_.upload(index_tensor(pos));
+  if (arch_.text.mrope_section.empty()) {
+    step->positions = backend_.upload(index_tensor(pos));
+    return;
+  }
+  // M-RoPE: [3, T] position ids (t, h, w rows); text tokens have the three equal.
+  std::vector<int64_t> rows(size_t(3 * step->tokens));
+  const int64_t image_token = arch_.vision ? arch_.vision->image_token_index : -1;
+  const int64_t merge = arch_.vision ? arch_.vision->spatial_merge_size : 1;
+  for (const Segment& s : step->segments) {
+    const auto known = mrope_next_.find(s.seq);
+    const int64_t first = known != mrope_next_.end() ? known->second : s.start;
+    MropePositions m;
+    if (s.item != nullptr) {
+      m = mrope_positions(s.item->ids, first, image_token, s.item->image_grids, merge);
+    } else {
+      m = mrope_positions(std::vector<int64_t>(size_t(s.tokens), -2), first, image_token, {}, merge);
+    }
+    for (int64_t a = 0; a < 3; ++a) {
+      std::copy_n(m.rows.begin() + a * s.tokens, s.tokens, rows.begin() + a * step->tokens + s.row);
+    }
+    mrope_next_[s.seq] = m.next;
+  }
+  step->positions = backend_.upload(tensor::Tensor::copy_of(tensor::DType::kI64, {3, step->tokens}, rows.data()));
+  if (step->probes != nullptr && step->probes->wants("position_ids")) {  // transformers' [T, 3] (t, h, w)
+    tensor::Tensor ids = tensor::Tensor::zeros(tensor::DType::kF32, {step->tokens, 3});
+    for (int64_t i = 0; i < step->tokens; ++i) {
+      for (int64_t a = 0; a < 3; ++a) ids.mutable_data_as<float>()[i * 3 + a] = float(rows[size_t(a * step->tokens + i)]);
+    }
+    step->probes->record("position_ids", ids);
+  }
 }
 
 tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden, ProbeRecorder* probes, int64_t prefill) {

@@ -22,6 +22,7 @@
 #include "model/model_ops.h"
 #include "model/op_runner.h"
 #include "model/probes.h"
+#include "model/qwen_vision.h"
 #include "model/sharding.h"
 
 namespace h0::model {
@@ -38,14 +39,21 @@ struct ExecutorOptions {
   bool act_quant = false;
   // This rank's part of a parallel plan (plan/execution_sharding.h); null: the whole model.
   const Sharding* sharding = nullptr;
+  // The harness's own detection tests only: a deliberate bug in the executor's host glue, which
+  // no plugin can inject. "qwen_window_not_inverted": Qwen2.5-VL's merged image tokens are left in
+  // window order (tests/model/qwen_vl_model_test.cc). Empty: none.
+  std::string self_test_fault = "";
 };
 
 // One sequence's part of a batched forward pass: its new tokens (a prompt, a prompt's next
-// chunk, or one decoded token) and, for LLaVA, its image features [N, D] (host, not owned).
+// chunk, or one decoded token) and its image features [N, D] (host, not owned): they replace the
+// embeddings of the image tokens, in order. With M-RoPE (Qwen2.5-VL) `image_grids` are those
+// images' grids, in order: the position ids of their tokens (mrope_positions).
 struct BatchItem {
   int seq = 0;
   std::vector<int64_t> ids;
   const tensor::Tensor* image_features = nullptr;
+  std::vector<ImageGrid> image_grids = {};
 };
 
 class Executor {
@@ -64,8 +72,9 @@ class Executor {
   // Appends `ids` to sequence `seq` (prefill when it is empty, decode for one id) and returns
   // the logits [T, V] (f32, host). `image_features` [N, D] (host), if given, replaces the
   // embeddings at the N positions holding the image token, in order (LLaVA).
+  // With M-RoPE, `image_grids` place the images' tokens (BatchItem).
   tensor::Tensor forward(int seq, const std::vector<int64_t>& ids, ProbeRecorder* probes = nullptr,
-                         const tensor::Tensor* image_features = nullptr);
+                         const tensor::Tensor* image_features = nullptr, const std::vector<ImageGrid>& image_grids = {});
   // One forward pass over several sequences (continuous batching): the rows of every item are
   // concatenated, so each linear, norm, MLP and MoE op runs once on [ΣT_i, D]; attention runs
   // per sequence over its own cache blocks. Returns each item's logits [T_i, V] (f32, host),
@@ -85,6 +94,10 @@ class Executor {
   // feature layer, feature selection and the projector (vision_tower.cc).
   tensor::Tensor image_features(const tensor::Tensor& rescaled_pixels, const std::array<double, 3>& mean,
                                 const std::array<double, 3>& std, ProbeRecorder* probes = nullptr);
+  // Qwen2.5-VL: the image features [grid tokens, D] from the processor's pixel_values
+  // [patches, C·temporal·P·P] (qwen_vl_pixels) and its grid (qwen_vision.cc).
+  tensor::Tensor qwen_image_features(const tensor::Tensor& pixel_values, const ImageGrid& grid,
+                                     ProbeRecorder* probes = nullptr);
   // The next token of each row of logits [T, V] by argmax (ties: lowest id), on the backend.
   std::vector<int64_t> greedy(const tensor::Tensor& logits);
   // Seeded sampling with the `sample` op (Philox keyed by seed, step and row).
@@ -92,7 +105,7 @@ class Executor {
                               uint64_t seed, int64_t step);
 
   const Architecture& arch() const { return arch_; }
-  // "model." (or "model.language_model." for LLaVA): the prefix of the decoder's probe names.
+  // "model." (or "model.language_model." for a model with a vision tower): the prefix of the decoder's probe names.
   const std::string& probe_prefix() const { return prefix_; }
   OpRunner& ops() { return ops_; }
   backend::Backend& backend() { return backend_; }
@@ -101,6 +114,7 @@ class Executor {
  private:
   struct Segment {  // one sequence's rows of a forward pass
     int seq = 0;
+    const BatchItem* item = nullptr;  // its ids and images (null: a layer run, text positions)
     int64_t row = 0, tokens = 0, start = 0;  // rows [row, row + tokens) hold positions [start, start + tokens)
     backend::DeviceTensor table;
     BoundOp paged_attention;  // attrs of this segment's context (bound once, used by every layer)
@@ -148,6 +162,10 @@ class Executor {
   tensor::Tensor lm_head(const backend::DeviceTensor& x);
   bool first_tp_rank() const;
   // Vision encoder layer `layer` (its weights by vision role), probed under `probe`.
+  // Qwen2.5-VL's vision block `layer` over the patches in window order; attention within each of
+  // `segments` (consecutive row counts: the windows, or the frames of a full-attention block).
+  backend::DeviceTensor qwen_vision_block(int64_t layer, backend::DeviceTensor x, const backend::DeviceTensor& positions,
+                                          const std::vector<int64_t>& segments, Step& step);
   backend::DeviceTensor vision_layer(int64_t layer, const std::string& probe, backend::DeviceTensor x, Step& step);
   backend::DeviceTensor constant_like(const backend::DeviceTensor& like, const std::vector<double>& per_channel,
                                       int64_t inner);
@@ -179,6 +197,7 @@ class Executor {
   LinearAttention linear_;  // the Gated DeltaNet heads of this rank (all of them without TP)
   FusedColumns fused_;
   std::map<int, std::map<int64_t, LinearState>> linear_states_;  // by sequence, then layer
+  std::map<int, int64_t> mrope_next_;  // M-RoPE: a sequence's next position id (past its images)
 };
 
 }  // namespace h0::model

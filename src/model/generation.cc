@@ -43,12 +43,13 @@ TopK top_k_logprobs(const float* logits, int64_t vocab, int k, double lse) {
 }
 
 Generation generate_greedy(Executor& ex, const std::vector<int64_t>& prompt, int steps,
-                           ProbeRecorder* probes, const tensor::Tensor* image_features) {
+                           ProbeRecorder* probes, const tensor::Tensor* image_features,
+                           const std::vector<ImageGrid>& image_grids) {
   Generation g;
   const int seq = ex.new_sequence();
   const int64_t V = ex.arch().text.vocab_size;
   auto start = std::chrono::steady_clock::now();
-  g.prompt_logits = ex.forward(seq, prompt, probes, image_features);
+  g.prompt_logits = ex.forward(seq, prompt, probes, image_features, image_grids);
   g.prefill_s = seconds_since(start);
   tensor::Tensor last = g.prompt_logits.slice_rows(g.prompt_logits.dim(0) - 1, g.prompt_logits.dim(0));
   start = std::chrono::steady_clock::now();

@@ -31,8 +31,10 @@ struct Generation {
 };
 
 // Prefills `prompt` into a new sequence, then greedily decodes `steps` tokens one by one.
-// `probes` captures the prefill's probes. The sequence is freed at the end.
+// `probes` captures the prefill's probes. The sequence is freed at the end. `image_features` and,
+// with M-RoPE, `image_grids`: the prompt's images (Executor::forward).
 Generation generate_greedy(Executor& ex, const std::vector<int64_t>& prompt, int steps,
-                           ProbeRecorder* probes = nullptr, const tensor::Tensor* image_features = nullptr);
+                           ProbeRecorder* probes = nullptr, const tensor::Tensor* image_features = nullptr,
+                           const std::vector<ImageGrid>& image_grids = {});
 
 }  // namespace h0::model

@@ -1,5 +1,6 @@
 #include "model/host_glue.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/check.h"
@@ -64,6 +65,18 @@ tensor::Tensor concat_rows(const tensor::Tensor& a, const tensor::Tensor& b) {
   tensor::Tensor out = tensor::Tensor::zeros(a.dtype(), s);
   std::memcpy(mutable_bytes(out), bytes(a), a.nbytes());
   std::memcpy(mutable_bytes(out) + a.nbytes(), bytes(b), b.nbytes());
+  return out;
+}
+
+tensor::Tensor gather_rows(const tensor::Tensor& t, const std::vector<int64_t>& rows) {
+  tensor::Shape s = t.shape();
+  const size_t row = t.nbytes() / size_t(std::max<int64_t>(t.dim(0), 1));
+  s[0] = int64_t(rows.size());
+  tensor::Tensor out = tensor::Tensor::zeros(t.dtype(), s);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    H0_CHECK(rows[i] >= 0 && rows[i] < t.dim(0)) << "row " << rows[i] << " of " << t.dim(0);
+    std::memcpy(mutable_bytes(out) + i * row, bytes(t) + size_t(rows[i]) * row, row);
+  }
   return out;
 }
 

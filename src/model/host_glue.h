@@ -29,6 +29,9 @@ tensor::Tensor concat_rows(const tensor::Tensor& a, const tensor::Tensor& b);
 // t[R, N] -> [R, cols.size()]: column i of the result is column cols[i] of t (a fused
 // projection's outputs regrouped, Qwen3-Next's in_proj_qkvz).
 tensor::Tensor gather_columns(const tensor::Tensor& t, const std::vector<int64_t>& cols);
+// t[R, ...] -> [rows.size(), ...]: row i of the result is row rows[i] of t (a permutation of
+// Qwen2.5-VL's patches into window order and back).
+tensor::Tensor gather_rows(const tensor::Tensor& t, const std::vector<int64_t>& rows);
 // t[T, 1, D] -> [T, heads, D] (MLA's rotary key, shared by every head).
 tensor::Tensor repeat_heads(const tensor::Tensor& t, int64_t heads);
 // Rows of `embeddings` [T, D] whose id equals `token` are replaced, in order, by the rows of

@@ -57,6 +57,7 @@ ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant
     }
     rope["rotary_dim"] = t.attn.rotary_dim;
   }
+  if (!t.mrope_section.empty()) rope["mrope"] = {{"section", t.mrope_section}, {"layout", "chunked"}};  // Qwen2-VL
   o.rope = bind_op("rope", rope);
   if (t.local_rope_theta > 0) {
     rope["theta"] = t.local_rope_theta;
@@ -102,7 +103,19 @@ ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant
     o.index_select = bind_op("lightning_indexer", {{"topk", x.topk}, {"scale", 1.0 / std::sqrt(double(x.head_dim) * double(x.n_heads))}});
   }
   o.argmax = bind_op("argmax");
-  if (arch.vision) {
+  if (arch.vision && arch.vision->tower == "qwen2_5_vl") {
+    const Vision& v = *arch.vision;
+    const int64_t hd = v.hidden_size / v.num_heads;
+    if (v.hidden_act != "silu") {
+      throw InputError("config.json: vision_config.hidden_act", "'" + v.hidden_act + "': the tower's MLP runs swiglu (silu)");
+    }
+    o.vision_norm = bind_op("rmsnorm", {{"eps", v.layer_norm_eps}});
+    o.vision_rope = bind_op("rope", {{"theta", v.rope_theta}, {"style", "neox"},
+                                     {"mrope", {{"section", {hd / 4, hd / 4}}, {"layout", "per_axis"}}}});
+    o.vision_attention = bind_op("attention", {{"causal", false}, {"scale", 1.0 / std::sqrt(double(hd))}});
+    o.swiglu = bind_op("swiglu");
+    o.gelu = bind_op("gelu", {{"approximate", "none"}});
+  } else if (arch.vision) {
     const Vision& v = *arch.vision;
     o.layernorm = bind_op("layernorm", {{"eps", v.layer_norm_eps}});
     o.mul = bind_op("mul");
@@ -124,7 +137,7 @@ std::set<std::string> ModelOps::names() const {
   }
   for (const BoundOp* op : {&rmsnorm, &linear, &add, &swiglu, &mlp_act, &embedding, &rope, &local_rope, &argmax, &scaled_linear, &moe_gate,
                             &moe_experts, &sigmoid, &conv1d, &gdn_gating, &delta_rule, &norm_gated, &index_norm, &index_rope, &index_select,
-                            &layernorm, &mul, &silu, &gelu, &patch_embed, &vision_attention}) {
+                            &layernorm, &mul, &silu, &gelu, &patch_embed, &vision_attention, &vision_norm, &vision_rope}) {
     if (op->def != nullptr) out.insert(op->def->name);
   }
   return out;

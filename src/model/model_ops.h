@@ -29,6 +29,9 @@ struct ModelOps {
   BoundOp index_norm, index_rope, index_select;
   // mul: the shared-expert gate's, a gelu MLP's and the vision tower's
   BoundOp layernorm, mul, silu, gelu, patch_embed, vision_attention;  // the vision tower (LLaVA)
+  // Qwen2.5-VL's tower: RMSNorm (norm1, norm2, the merger's ln_q), the 2-D rope over (h, w)
+  // (rope mrope per_axis), bidirectional attention per window, SwiGLU, the merger's GELU.
+  BoundOp vision_norm, vision_rope;
 
   // Every op the model runs: the bound ones, paged_attention — or with an indexer,
   // lightning_indexer and sparse_attention — (bound per forward pass: its context length) and

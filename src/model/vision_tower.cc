@@ -24,8 +24,7 @@ tensor::Tensor Executor::image_features(const tensor::Tensor& rescaled_pixels, c
   if (!arch_.vision) throw InputError(arch_.architecture, "has no vision tower");
   const Vision& v = *arch_.vision;
   if (v.tower != "clip") {
-    throw InputError(arch_.architecture, "the " + v.tower + " vision tower is parsed and planned but not executed yet: "
-                                         "its text runs, its images cannot be checked");
+    throw InputError(arch_.architecture, "the " + v.tower + " vision tower takes the processor's patches: qwen_image_features");
   }
   Step step;
   step.probes = probes;

@@ -123,8 +123,16 @@ std::string read_text(const std::string& path) {
 ChatTemplate ChatTemplate::load(const std::string& model_dir) {
   const std::string path = model_dir + "/tokenizer_config.json";
   const std::string text = read_text(path);
-  const nlohmann::json config = base::parse_json_or_discarded(text);
+  nlohmann::json config = base::parse_json_or_discarded(text);
   if (config.is_discarded()) throw InputError(path, "is not valid JSON (or nested too deep)");
+  // transformers (4.43 on) saves the template as chat_template.jinja beside tokenizer_config.json,
+  // which then holds none (transformers 5's save_pretrained, Qwen2.5-VL's processor).
+  const std::string jinja = model_dir + "/chat_template.jinja";
+  std::error_code ec;
+  if (config.is_object() && !config.contains("chat_template") && std::filesystem::is_regular_file(jinja, ec)) {
+    config["chat_template"] = base::read_regular_file(jinja);
+    return from_config(config, jinja);
+  }
   return from_config(config, path);
 }
 

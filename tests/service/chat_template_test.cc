@@ -55,6 +55,16 @@ TEST(ChatTemplate, ChatMlKeepsContentAsIsWithoutBos) {
                                   716,  0,  198, 1021, 198,  1020, 596,  387, 297, 83,  198}));
 }
 
+// transformers 5 saves the template as chat_template.jinja, tokenizer_config.json holding none
+// (tiny-qwen2-5-vl, written by save_pretrained); the expected text is its apply_chat_template's.
+TEST(ChatTemplate, ReadsChatTemplateJinjaBesideTheTokenizerConfig) {
+  const ChatTemplate t = ChatTemplate::load(h0::test::source_path("tests/data/models/tiny-qwen2-5-vl"));
+  EXPECT_EQ(t.family(), "chatml");
+  EXPECT_EQ(t.render(kSystemUser),
+            "<|im_start|>system\n  You are terse. <|im_end|>\n<|im_start|>user\nHi "
+            "there!\n<|im_end|>\n<|im_start|>assistant\n");
+}
+
 TEST(ChatTemplate, DeepSeekRolesAndEndOfSentence) {
   const std::vector<ChatMessage> m = {text("system", "Be terse."), text("user", "Hi there!"),
                                       text("assistant", "Hello."), text("user", "Again")};

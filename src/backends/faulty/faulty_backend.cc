@@ -69,20 +69,51 @@ Faulty g_faulty;
 
 // Reads "key": value from a flat JSON object (enough for our options; a real plugin would use
 // its favourite JSON library). Returns false if the key is absent.
+// Where the JSON value starting at `p` ends: past a string's closing quote, an object's or
+// list's matching bracket (strings inside skipped), else at the next , } ] or space. nullptr if
+// it does not end.
+const char* value_end(const char* p) {
+  if (*p == '"') {
+    for (const char* e = p + 1; *e != '\0'; ++e) {
+      if (*e == '\\' && e[1] != '\0') ++e;
+      else if (*e == '"') return e + 1;
+    }
+    return nullptr;
+  }
+  if (*p == '{' || *p == '[') {
+    int depth = 0;
+    bool in_string = false;
+    for (const char* e = p; *e != '\0'; ++e) {
+      if (in_string) {
+        if (*e == '\\' && e[1] != '\0') ++e;
+        else if (*e == '"') in_string = false;
+      } else if (*e == '"') {
+        in_string = true;
+      } else if (*e == '{' || *e == '[') {
+        ++depth;
+      } else if ((*e == '}' || *e == ']') && --depth == 0) {
+        return e + 1;
+      }
+    }
+    return nullptr;
+  }
+  const char* e = p;
+  while (*e != '\0' && *e != ',' && *e != '}' && *e != ']' && *e != ' ') ++e;
+  return e;
+}
+
 bool json_value(const char* json, const char* key, std::string* out) {
   const std::string needle = std::string("\"") + key + "\"";
   const char* p = strstr(json, needle.c_str());
   if (p == nullptr) return false;
   p += needle.size();
   while (*p == ' ' || *p == ':') ++p;
+  const char* end = value_end(p);
+  if (end == nullptr) return false;
   if (*p == '"') {
-    const char* end = strchr(p + 1, '"');
-    if (end == nullptr) return false;
-    out->assign(p + 1, end);
+    out->assign(p + 1, end - 1);  // a string's text, unquoted
   } else {
-    const char* end = p;
-    while (*end != '\0' && *end != ',' && *end != '}' && *end != ' ') ++end;
-    out->assign(p, end);
+    out->assign(p, end);  // a number, bool, null, object or list as JSON text
   }
   return true;
 }
@@ -192,8 +223,9 @@ std::string without_attr(const std::string& attrs, const std::string& key) {
   const std::string needle = "\"" + key + "\":";
   const size_t at = attrs.find(needle);
   if (at == std::string::npos) return attrs;
-  size_t end = at + needle.size();
-  while (end < attrs.size() && attrs[end] != ',' && attrs[end] != '}') ++end;
+  const char* value_at = attrs.c_str() + at + needle.size();
+  const char* value_stop = value_end(value_at);
+  size_t end = value_stop == nullptr ? attrs.size() : size_t(value_stop - attrs.c_str());
   if (end < attrs.size() && attrs[end] == ',') return attrs.substr(0, at) + attrs.substr(end + 1);
   size_t begin = at;  // the last key: drop the comma before it
   if (begin > 0 && attrs[begin - 1] == ',') --begin;
