@@ -123,8 +123,9 @@ int run_serve(const ServeOptions& opt) {
   served.image = service::image_tokens_of(src.dir);
   service::EngineOptions engine_options;
   engine_options.max_batch = opt.max_batch;
-  if (arch.vision && arch.vision->tower != "clip") {
-    served.vision_unsupported = "has a " + arch.vision->tower + " vision tower, which is not executed yet";
+  if (arch.vision && arch.vision->tower == "qwen2_5_vl") {
+    const std::string pre = find_in(dirs, "preprocessor_config.json");
+    served.qwen_vl = model::load_qwen_vl_processor(pre.empty() ? opt.model : pre);
   } else if (arch.vision) {
     served.clip = model::load_clip_processor(find_in(dirs, "preprocessor_config.json").empty()
                                                  ? opt.model

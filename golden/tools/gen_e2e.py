@@ -29,7 +29,8 @@ PyTorch is pinned to its portable CPU kernels and one thread, so a rerun writes 
 files.  golden/manifest.json is updated for every file written.  See golden/e2e/README.md.
 
 With --model DIR (any checkpoint transformers can load as a causal LM, of any family, e.g.
-tests/data/models/tiny-gemma3; a multimodal one, e.g. tiny-qwen2-5-vl, gets the text cases) the script needs no harness: it loads DIR as it is (no
+tests/data/models/tiny-gemma3; Qwen2.5-VL, e.g. tiny-qwen2-5-vl, also gets two image cases through
+its processor: qwen_vl_cases) the script needs no harness: it loads DIR as it is (no
 synthesis, no checkpoint check) in --dtype and writes G/<case>.json, in the same format, for the
 cases of model_cases() (chat_hello, chat_system, completion_text, completion_ids; the chat cases are
 skipped when the tokenizer has no chat template).  "model" is --name (default: DIR's base name),
@@ -135,6 +136,27 @@ def model_cases(tokenizer, max_tokens: int) -> list[tuple[str, str, dict]]:
     return cases
 
 
+def qwen_vl_cases() -> list[tuple[str, str, dict]]:
+    """A Qwen2.5-VL model's image cases (--model mode): two aspect ratios, the image before and
+    after the text."""
+    return [
+        ("chat_image_wide", "chat", chat(("user", [image_part("qvl_wide.png"), text_part("What is in this image?")]),
+                                         max_tokens=IMAGE_TOKENS)),
+        ("chat_image_tall", "chat", chat(("user", [text_part("Describe this picture."), image_part("qvl_tall.jpg")]),
+                                         max_tokens=IMAGE_TOKENS)),
+    ]
+
+
+def qwen_vl_inputs(root: Path, model_dir: Path, messages: list[dict]) -> dict:
+    """Qwen2_5_VLProcessor's inputs for a chat (gen_tiny_hf_models.vl_inputs: the template, each
+    <|image_pad|> expanded to its grid's tokens, Qwen2-VL's PIL image processor)."""
+    from PIL import Image
+    from gen_tiny_hf_models import vl_inputs
+
+    images = [Image.open(root / p) for p in image_paths(messages)]
+    return vl_inputs(model_dir, images, messages)
+
+
 # --------------------------------------------------------------------------
 # Checkpoint
 # --------------------------------------------------------------------------
@@ -220,14 +242,18 @@ def step_entry(logits: torch.Tensor, chosen: int) -> dict:
 
 
 @torch.no_grad()
-def generate(model, prompt: list[int], pixel_values, max_new_tokens: int, eos: int) -> tuple[list[int], list[dict]]:
-    """(generated ids, eos included if generated; one logprob entry per generated id)."""
+def generate(model, prompt: list[int], pixel_values, max_new_tokens: int, eos: int,
+             vision: dict | None = None) -> tuple[list[int], list[dict]]:
+    """(generated ids, eos included if generated; one logprob entry per generated id). `vision`:
+    Qwen2.5-VL's pixel_values, image_grid_thw and mm_token_type_ids (qwen_vl_inputs)."""
     gc = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=eos, pad_token_id=eos,
                           output_logits=True, return_dict_in_generate=True)
     ids = torch.tensor([prompt], dtype=torch.int64)
     kwargs = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "generation_config": gc}
     if pixel_values is not None:
         kwargs["pixel_values"] = pixel_values.to(model.dtype)
+    if vision is not None:
+        kwargs.update(vision)
     out = model.generate(**kwargs)
     generated = out.sequences[0, len(prompt):].tolist()
     if len(generated) != len(out.logits):
@@ -239,7 +265,12 @@ def generate(model, prompt: list[int], pixel_values, max_new_tokens: int, eos: i
             raise SystemExit(f"step {i}: generate chose {tok}, the raw logits' argmax is {int(torch.argmax(logits))}")
         # The same step without a KV cache (a full forward pass, as dump_hf.dump does).
         seq = torch.tensor(prompt + generated[:i], dtype=torch.int64)
-        nocache = dump_hf._forward_logits(model, seq, None if pixel_values is None else pixel_values.to(model.dtype))
+        if vision is not None:
+            mm = torch.cat([vision["mm_token_type_ids"], torch.zeros((1, i), dtype=vision["mm_token_type_ids"].dtype)], 1)
+            nocache = model(input_ids=seq[None], pixel_values=vision["pixel_values"], image_grid_thw=vision["image_grid_thw"],
+                            mm_token_type_ids=mm, use_cache=False).logits[0]
+        else:
+            nocache = dump_hf._forward_logits(model, seq, None if pixel_values is None else pixel_values.to(model.dtype))
         if int(torch.argmax(nocache[-1])) != tok:
             raise SystemExit(f"step {i}: with the KV cache {tok}, without it {int(torch.argmax(nocache[-1]))}")
         steps.append(step_entry(logits, tok))
@@ -248,10 +279,16 @@ def generate(model, prompt: list[int], pixel_values, max_new_tokens: int, eos: i
 
 def case_golden(root, name, model_dir, model, tokenizer, config, case, endpoint, request,
                 model_dir_text: str | None = None) -> dict:
-    prompt = prompt_for(tokenizer, config, endpoint, request)
-    pixel_values = pixel_values_for(root, model_dir, request["messages"]) if endpoint == "chat" else None
     eos = tokenizer.convert_tokens_to_ids(tokenizer.eos_token)
-    generated, steps = generate(model, prompt, pixel_values, request["max_tokens"], eos)
+    if endpoint == "chat" and config.model_type == "qwen2_5_vl" and image_paths(request["messages"]):
+        inputs = qwen_vl_inputs(root, model_dir, request["messages"])
+        prompt = inputs["input_ids"][0].tolist()
+        vision = {k: inputs[k] for k in ("pixel_values", "image_grid_thw", "mm_token_type_ids")}
+        generated, steps = generate(model, prompt, None, request["max_tokens"], eos, vision)
+    else:
+        prompt = prompt_for(tokenizer, config, endpoint, request)
+        pixel_values = pixel_values_for(root, model_dir, request["messages"]) if endpoint == "chat" else None
+        generated, steps = generate(model, prompt, pixel_values, request["max_tokens"], eos)
     stop = bool(generated) and generated[-1] == eos
     token_ids = generated[:-1] if stop else generated
     return {
@@ -327,14 +364,16 @@ def main_model(args, root: Path) -> None:
     model_dir = Path(args.model)
     name = args.name or model_dir.resolve().name
     config = AutoConfig.from_pretrained(model_dir)
-    # A multimodal model (Qwen2.5-VL) gets the same text-only cases: its image cases need its own
-    # processor's token expansion, which this mode does not do yet.
+    # A multimodal model (Qwen2.5-VL) gets the text cases and its image cases (qwen_vl_cases).
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = dump_hf.load_model(model_dir, dump_hf.DTYPES[args.dtype], "cpu")
     print(f"{name}: {type(model).__name__} from {args.model} in {args.dtype}")
     out_dir = Path(args.out)
     written = []
-    for case, endpoint, request in model_cases(tokenizer, args.max_tokens):
+    cases = model_cases(tokenizer, args.max_tokens)
+    if config.model_type == "qwen2_5_vl":
+        cases += qwen_vl_cases()
+    for case, endpoint, request in cases:
         g = case_golden(root, name, model_dir, model, tokenizer, config, case, endpoint, request,
                         model_dir_text=args.model)
         path = out_dir / f"{case}.json"

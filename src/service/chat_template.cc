@@ -15,16 +15,16 @@ namespace {
 struct Family {
   const char* name;
   const char* marker;  // a string only this family's templates hold
-  void (*render)(const std::string& bos, const std::vector<ChatMessage>& messages,
+  void (*render)(const std::string& bos, const Parts& parts, const std::vector<ChatMessage>& messages,
                  std::string* out);
 };
 
-// The content as one string: parts joined with "\n", an image part as the placeholder.
-std::string joined(const ChatMessage& m) {
+// The content as one string: parts joined with parts.separator, an image part as parts.image.
+std::string joined(const ChatMessage& m, const Parts& parts) {
   std::string s;
   for (size_t i = 0; i < m.content.size(); ++i) {
-    if (i > 0) s += '\n';
-    s += m.content[i].type == "image_url" ? kImagePlaceholder : m.content[i].text;
+    if (i > 0) s += parts.separator;
+    s += m.content[i].type == "image_url" ? parts.image : m.content[i].text;
   }
   return s;
 }
@@ -65,34 +65,34 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(begin, end - begin));
 }
 
-void render_llama3(const std::string& bos, const std::vector<ChatMessage>& messages,
+void render_llama3(const std::string& bos, const Parts& parts, const std::vector<ChatMessage>& messages,
                    std::string* out) {
   *out += bos;
   for (const ChatMessage& m : messages) {
     *out +=
-        "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(joined(m)) + "<|eot_id|>";
+        "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(joined(m, parts)) + "<|eot_id|>";
   }
   *out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
 }
 
-void render_chatml(const std::string& bos, const std::vector<ChatMessage>& messages,
+void render_chatml(const std::string& bos, const Parts& parts, const std::vector<ChatMessage>& messages,
                    std::string* out) {
   *out += bos;
   for (const ChatMessage& m : messages)
-    *out += "<|im_start|>" + m.role + "\n" + joined(m) + "<|im_end|>\n";
+    *out += "<|im_start|>" + m.role + "\n" + joined(m, parts) + "<|im_end|>\n";
   *out += "<|im_start|>assistant\n";
 }
 
-void render_deepseek(const std::string& bos, const std::vector<ChatMessage>& messages,
+void render_deepseek(const std::string& bos, const Parts& parts, const std::vector<ChatMessage>& messages,
                      std::string* out) {
   *out += bos;
   for (const ChatMessage& m : messages) {
     if (m.role == "user") {
-      *out += "<｜User｜>" + joined(m);
+      *out += "<｜User｜>" + joined(m, parts);
     } else if (m.role == "assistant") {
-      *out += "<｜Assistant｜>" + joined(m) + "<｜end▁of▁sentence｜>";
+      *out += "<｜Assistant｜>" + joined(m, parts) + "<｜end▁of▁sentence｜>";
     } else {
-      *out += joined(m);
+      *out += joined(m, parts);
     }
   }
   *out += "<｜Assistant｜>";
@@ -158,6 +158,12 @@ ChatTemplate ChatTemplate::from_config(const nlohmann::json& config, const std::
         where,
         "chat_template: not of a template family the embedded server renders (" + known + ")");
   }
+  // Qwen2-VL's templates: parts concatenated, each image as its vision start/end pair around
+  // <|image_pad|> (which the processor expands to the image's token count).
+  if (tmpl.find("<|vision_start|><|image_pad|><|vision_end|>") != std::string::npos) {
+    t.parts_.image = std::string("<|vision_start|>") + kImagePlaceholder + "<|vision_end|>";
+    t.parts_.separator = "";
+  }
   if (tmpl.find("bos_token") != std::string::npos) {
     const nlohmann::json* bos = config.contains("bos_token") ? &config["bos_token"] : nullptr;
     if (bos != nullptr && bos->is_object() && bos->contains("content")) bos = &(*bos)["content"];
@@ -170,12 +176,12 @@ ChatTemplate ChatTemplate::from_config(const nlohmann::json& config, const std::
 
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages) const {
   std::string out;
-  family_named(family_).render(bos_, messages, &out);
+  family_named(family_).render(bos_, parts_, messages, &out);
   return out;
 }
 
 std::vector<int64_t> chat_prompt_ids(const model::Tokenizer& tokenizer, const std::string& text,
-                                     const ImageTokens& image) {
+                                     const ImageTokens& image, const std::vector<int64_t>& counts) {
   std::vector<int64_t> ids;
   auto encode = [&](std::string_view piece) {
     for (int32_t id : tokenizer.encode(piece, false)) ids.push_back(id);
@@ -185,20 +191,27 @@ std::vector<int64_t> chat_prompt_ids(const model::Tokenizer& tokenizer, const st
     return ids;
   }
   const std::string_view all(text), placeholder(kImagePlaceholder);
-  size_t begin = 0;
+  size_t begin = 0, images = 0;
   for (size_t at = all.find(placeholder); at != std::string_view::npos;
        at = all.find(placeholder, begin)) {
     encode(all.substr(begin, at - begin));
-    ids.insert(ids.end(), size_t(image.count), image.token);
+    if (!counts.empty() && images >= counts.size())
+      throw InputError("messages", "the chat holds more image parts than the " + std::to_string(counts.size()) + " images decoded");
+    ids.insert(ids.end(), size_t(counts.empty() ? image.count : counts[images]), image.token);
+    ++images;
     begin = at + placeholder.size();
   }
   encode(all.substr(begin));
+  if (!counts.empty() && images != counts.size())
+    throw InputError("messages", "the chat holds " + std::to_string(images) + " image parts for " +
+                                     std::to_string(counts.size()) + " images decoded");
   return ids;
 }
 
 ImageTokens image_tokens_of(const std::string& model_dir) {
   const model::Architecture arch = model::load_architecture(model_dir);
-  if (!arch.vision || arch.vision->tower != "clip") return {};  // Qwen's tower is not served yet
+  if (!arch.vision) return {};
+  if (arch.vision->tower == "qwen2_5_vl") return {arch.vision->image_token_index, 0};  // a count per image: its grid
   const std::string path = model::config_path(model_dir);
   const nlohmann::json config = base::parse_json_or_discarded(read_text(path));
   int64_t count =

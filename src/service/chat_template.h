@@ -27,6 +27,13 @@ namespace h0::service {
 // The literal an image part renders as, replaced by the image's tokens when tokenized.
 inline constexpr const char* kImagePlaceholder = "<image>";
 
+// How a message's content parts become one string: joined by `separator`, an image part written
+// as `image` (holding kImagePlaceholder once).
+struct Parts {
+  std::string image = kImagePlaceholder;
+  std::string separator = "\n";
+};
+
 class ChatTemplate {
  public:
   // Reads <model_dir>/tokenizer_config.json. Throws InputError naming the file when it is
@@ -44,6 +51,7 @@ class ChatTemplate {
  private:
   std::string family_;
   std::string bos_;  // empty when the template writes no bos_token
+  Parts parts_;
 };
 
 // Where an image's tokens go: `count` copies of `token` per kImagePlaceholder.
@@ -54,9 +62,10 @@ struct ImageTokens {
 
 // The ids of rendered chat text: encoded without the post-processor's special tokens (added
 // tokens written in the text match as such), except that each kImagePlaceholder becomes
-// `image.count` copies of `image.token` (each piece between placeholders is encoded alone).
+// `image.count` copies of `image.token` (each piece between placeholders is encoded alone), or with
+// `counts` (Qwen2.5-VL: each image's grid tokens) counts[i] copies for the i-th placeholder.
 std::vector<int64_t> chat_prompt_ids(const model::Tokenizer& tokenizer, const std::string& text,
-                                     const ImageTokens& image);
+                                     const ImageTokens& image, const std::vector<int64_t>& counts = {});
 
 // The image token and the number of them per image from a model's config.json (LLaVA's
 // image_token_index and image_seq_length, else the vision tower's patch count); {-1, 0} for a

@@ -28,8 +28,8 @@ struct ServedModel {
   std::optional<ChatTemplate> chat;  // absent: chat requests are 400 with chat_error
   std::string chat_error;
   ImageTokens image;                         // LLaVA's image token and count per image
-  std::optional<model::ClipProcessor> clip;  // set for a model with a vision tower the server runs
-  std::string vision_unsupported;  // why a model's vision tower is not served ("": none or served)
+  std::optional<model::ClipProcessor> clip;  // LLaVA's CLIP tower: its processor
+  std::optional<model::QwenVlProcessor> qwen_vl;  // Qwen2.5-VL's tower: its processor
 };
 
 struct ServerOptions {

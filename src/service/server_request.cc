@@ -75,11 +75,9 @@ ContentPart parse_part(const json& part, const std::string& where, const ServedM
   const json* url = image == nullptr ? nullptr : image->is_string() ? image : member(*image, "url");
   if (url == nullptr || !url->is_string())
     throw bad(where + ".image_url.url", "a string is required");
-  if (!model.clip)
-    throw bad(where, "the model '" + model.name + "' " +
-                         (model.vision_unsupported.empty() ? "has no vision tower"
-                                                           : model.vision_unsupported) +
-                         ": image input is not supported");
+  if (!model.clip && !model.qwen_vl)
+    throw bad(where,
+              "the model '" + model.name + "' has no vision tower: image input is not supported");
   const std::string& u = url->get_ref<const std::string&>();
   const size_t comma = u.find(',');
   const std::string head = u.substr(0, comma == std::string::npos ? 0 : comma);
@@ -94,7 +92,13 @@ ContentPart parse_part(const json& part, const std::string& where, const ServedM
   try {
     const model::Image img =
         model::decode_image_memory(bytes->data(), bytes->size(), where + ".image_url.url");
-    r->generation.images.push_back(model::clip_rescaled_pixels(img, *model.clip));
+    if (model.qwen_vl) {
+      model::QwenVlPixels px = model::qwen_vl_pixels(img, *model.qwen_vl);
+      r->generation.image_grids.push_back({px.grid_t, px.grid_h, px.grid_w});
+      r->generation.images.push_back(std::move(px.pixel_values));
+    } else {
+      r->generation.images.push_back(model::clip_rescaled_pixels(img, *model.clip));
+    }
   } catch (const InputError& e) {
     throw bad(where + ".image_url.url", std::string("the image cannot be decoded: ") + e.what());
   }
@@ -209,7 +213,11 @@ ApiRequest parse_request(const std::string& body_text, bool chat, const ServedMo
   if (chat) {
     if (!model.chat) throw bad("messages", model.chat_error);
     const std::string text = model.chat->render(parse_messages(body, model, &r));
-    r.generation.prompt = chat_prompt_ids(*model.tokenizer, text, model.image);
+    std::vector<int64_t> counts;  // Qwen2.5-VL: each image's tokens, from its grid
+    if (model.qwen_vl) {
+      for (const model::ImageGrid& g : r.generation.image_grids) counts.push_back(g.tokens(model.qwen_vl->merge_size));
+    }
+    r.generation.prompt = chat_prompt_ids(*model.tokenizer, text, model.image, counts);
   } else {
     r.generation.prompt = parse_prompt(body, model);
   }

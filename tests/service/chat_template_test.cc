@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "base/json_read.h"
+#include "model/image.h"
 #include "test_util.h"
 
 namespace h0::service {
@@ -93,6 +95,30 @@ TEST(ChatTemplate, ImagePartBecomesTheModelsImageTokens) {
   want.insert(want.end(), {1022, 1020, 601, 387, 297, 83, 1021, 198, 198});
   EXPECT_EQ(ids_of("tiny-llava", m), want);
   EXPECT_EQ(image_tokens_of(model_dir("tiny-llama")).token, -1);
+}
+
+// Qwen2.5-VL: parts concatenated, each image as <|vision_start|>, its grid's count of
+// <|image_pad|>, <|vision_end|>. The ids are transformers' (Qwen2_5_VLProcessor's expansion,
+// golden/e2e/tiny-qwen2-5-vl/chat_image_tall.json), the count from our processor's grid.
+TEST(ChatTemplate, QwenVlImagePartsTakeTheirGridsTokenCount) {
+  const std::string dir = h0::test::source_path("tests/data/models/tiny-qwen2-5-vl");
+  const std::vector<ChatMessage> m = {
+      {"user", {{"text", "Describe this picture.", ""}, {"image_url", "", "data:image/jpeg;base64,"}}}};
+  const ChatTemplate t = ChatTemplate::load(dir);
+  EXPECT_EQ(t.render(m),
+            "<|im_start|>user\nDescribe this picture.<|vision_start|><image><|vision_end|><|im_end|>\n"
+            "<|im_start|>assistant\n");
+  const model::QwenVlProcessor p = model::load_qwen_vl_processor(dir);
+  const model::QwenVlPixels px =
+      model::qwen_vl_pixels(model::decode_image(h0::test::golden_path("models/images/qvl_tall.jpg")), p);
+  const ImageTokens image = image_tokens_of(dir);
+  EXPECT_EQ(image.token, 1026);  // <|image_pad|>
+  const model::Tokenizer tok = model::Tokenizer::from_file(dir);
+  const nlohmann::json golden =
+      base::read_json_file(h0::test::golden_path("e2e/tiny-qwen2-5-vl/chat_image_tall.json"));
+  EXPECT_EQ(chat_prompt_ids(tok, t.render(m), image, {px.tokens(p.merge_size)}),
+            golden["prompt_token_ids"].get<std::vector<int64_t>>());
+  EXPECT_THROW(chat_prompt_ids(tok, t.render(m), image, {4, 4}), InputError);  // no: a count per part
 }
 
 TEST(ChatTemplate, TrimIsPythonStripOverUnicodeWhitespace) {
