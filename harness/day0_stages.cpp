@@ -19,6 +19,7 @@
 #include "model/checkpoint_inventory.h"
 #include "model/executor.h"
 #include "model/generation.h"
+#include "model/image.h"
 #include "model/inventory.h"
 #include "model/model_ops.h"
 #include "model/model_source.h"
@@ -489,6 +490,7 @@ StageResult run_memory_plan_stage(Day0Context& ctx) {
         tensor::dtype_size(*ctx.arch->text.dtype) <= 2)
       o.kv_dtype = *ctx.arch->text.dtype;
   }
+  if (ctx.arch->vision && ctx.arch->vision->tower == "qwen2_5_vl") o.max_image_pixels = model::qwen_vl_max_pixels(ctx.options.model);
   const plan::MemoryPlan p = plan::plan_memory(*ctx.arch, ctx.parallel, o);
   const std::string on = ctx.parallel.world() == 1
                              ? "one device"
@@ -505,9 +507,14 @@ StageResult run_memory_plan_stage(Day0Context& ctx) {
       o.checkpoint != nullptr
           ? "; weights " + mib(p.ranks[0].weights) + " per rank as stored"
           : std::string("; weights ") + plan::weight_format_name(o.weights) + " (" + source + ")";
+  std::string vision;
+  if (p.ranks[0].vision_activations > 0) {
+    details["vision_activations"] = p.ranks[0].vision_activations;
+    vision = "; vision tower " + mib(p.ranks[0].vision_activations) + " of activations at the largest image";
+  }
   if (!p.fits) return {StageStatus::kFail, "does not fit " + on + ": " + p.reason, {}, details};
   return {StageStatus::kPass,
-          "fits " + on + ": " + plan::with_commas(p.kv_tokens) + " KV tokens per replica" + weights,
+          "fits " + on + ": " + plan::with_commas(p.kv_tokens) + " KV tokens per replica" + weights + vision,
           {},
           details};
 }

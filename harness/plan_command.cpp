@@ -20,6 +20,7 @@
 #include "io/sharded_checkpoint.h"
 #include "model/architecture.h"
 #include "model/checkpoint_inventory.h"
+#include "model/image.h"
 #include "plan/memory_plan.h"
 #include "plan/plan_report.h"
 #include "suite/platform.h"
@@ -31,6 +32,7 @@ struct PlanOptions {
   std::string model, platform, weight_dtype, kv_dtype = "bf16", device_memory, reserve = "1GiB";
   plan::ParallelPlan parallel;
   int64_t block_size = 16, max_model_len = 0, concurrency = 1, max_batch_tokens = 8192;
+  int64_t max_image_pixels = 0;  // 0: the model directory's preprocessor_config.json, else the class default
   double utilization = 0.9;
   bool dp_given = false, mtp = false, json = false;
 };
@@ -125,6 +127,9 @@ int run_plan(const PlanOptions& opt) {
     o.checkpoint = &*stored;
     source = "as stored in the checkpoint; " + arch.family + " is not modelled";
   }
+  if (arch.vision && arch.vision->tower == "qwen2_5_vl") {
+    o.max_image_pixels = opt.max_image_pixels > 0 ? opt.max_image_pixels : model::qwen_vl_max_pixels(opt.model);
+  }
   plan::MemoryPlan p = plan::plan_memory(arch, parallel, o);
   if (!dp_note.empty()) p.notes.insert(p.notes.begin(), dp_note);
   if (opt.json) {
@@ -159,6 +164,10 @@ void register_plan(CLI::App& app, Run* run) {
   sub->add_option("--max-model-len", opt->max_model_len, "Longest sequence (default min(max_position_embeddings, 8192))");
   sub->add_option("--concurrency", opt->concurrency, "Sequences of max-model-len that must fit at once (default 1)");
   sub->add_option("--max-batch-tokens", opt->max_batch_tokens, "Tokens per forward pass, for activations (default 8192)");
+  sub->add_option("--max-image-pixels", opt->max_image_pixels,
+                  "Largest image, in pixels, for the vision tower's activations (Qwen2.5-VL; default: the model's "
+                  "preprocessor_config.json max_pixels, else the processor class default 1003520)")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--device-memory", opt->device_memory, "Memory per device: 141GiB, 80GB, 1.5TiB, or bytes (default: the platform's)");
   sub->add_option("--platform", opt->platform, "Platform config whose device_memory to use (default configs/platforms/cpu.yaml)");
   sub->add_option("--utilization", opt->utilization, "Fraction of device memory to use (default 0.9)");

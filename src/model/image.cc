@@ -257,6 +257,14 @@ tensor::Tensor clip_rescaled_pixels(const Image& image, const ClipProcessor& p) 
   return out;
 }
 
+int64_t qwen_vl_max_pixels(const std::string& model_dir) {
+  std::filesystem::path dir(model_dir);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(dir, ec)) dir = dir.parent_path();
+  if (!std::filesystem::is_regular_file(dir / "preprocessor_config.json", ec)) return 0;
+  return load_qwen_vl_processor(dir.string()).max_pixels;
+}
+
 QwenVlProcessor load_qwen_vl_processor(const std::string& model_dir) {
   QwenVlProcessor p;
   const std::filesystem::path file = std::filesystem::path(model_dir) / "preprocessor_config.json";

@@ -54,6 +54,9 @@ struct QwenVlProcessor {
 // Reads preprocessor_config.json under `model_dir` (size.shortest_edge / longest_edge, or the
 // older min_pixels / max_pixels). Missing file → the defaults. InputError naming the file and key.
 QwenVlProcessor load_qwen_vl_processor(const std::string& model_dir);
+// The max_pixels of the preprocessor_config.json under `model_dir` (a config.json path: its
+// directory); 0 when there is none (the memory planner then takes the class default).
+int64_t qwen_vl_max_pixels(const std::string& model_dir);
 
 // transformers' smart_resize: (height, width) rounded (half to even, as Python's round) to
 // multiples of `factor`, scaled down by √(h·w / max_pixels) or up by √(min_pixels / (h·w)) (floor

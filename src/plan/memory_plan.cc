@@ -19,6 +19,7 @@ using tensor::DType;
 constexpr int64_t kQuantBlock = 128;      // fp8 block edge, int4 group size
 constexpr double kActivationSlack = 1.25;
 constexpr int64_t kSamplerRows = 256;     // vLLM's default max_num_seqs
+constexpr int64_t kQwenVlMaxPixels = 28 * 28 * 1280;  // Qwen2VLImageProcessor's class default
 
 struct FormatRow {
   WeightFormat format;
@@ -180,6 +181,19 @@ int64_t activation_bytes(const Architecture& arch, const ParallelPlan& plan, con
   return static_cast<int64_t>(std::ceil(kActivationSlack * static_cast<double>(2 * T * D * c + peak)));
 }
 
+// The vision tower's activations at the largest image (memory_plan.h); 0 without a Qwen tower.
+int64_t vision_activation_bytes(const Architecture& arch, const MemoryOptions& o) {
+  if (!arch.vision || arch.vision->tower != "qwen2_5_vl") return 0;
+  const model::Vision& v = *arch.vision;
+  const int64_t c = tensor::dtype_size(compute_dtype(o.weights)), mu = v.spatial_merge_size * v.spatial_merge_size;
+  const int64_t pixels = o.max_image_pixels > 0 ? o.max_image_pixels : kQwenVlMaxPixels;
+  const int64_t P = pixels / (v.patch_size * v.patch_size);
+  const int64_t K = v.num_channels * v.temporal_patch_size * v.patch_size * v.patch_size, Dv = v.hidden_size;
+  const int64_t merger = P * Dv * c + (P / mu) * (mu * Dv + arch.text.hidden_size) * c;
+  const int64_t peak = std::max({4 * P * Dv * c, 3 * P * v.intermediate_size * c, merger});
+  return static_cast<int64_t>(std::ceil(kActivationSlack * static_cast<double>(P * K * 4 + 2 * P * Dv * c + peak)));
+}
+
 int64_t comm_bytes(const Architecture& arch, const ParallelPlan& plan, const MemoryOptions& o, const RankMemory& r) {
   const int64_t T = o.max_batch_tokens, D = arch.text.hidden_size, c = tensor::dtype_size(compute_dtype(o.weights));
   int64_t bytes = 0;
@@ -219,6 +233,12 @@ std::vector<std::string> plan_notes(const Architecture& arch, const ParallelPlan
                     sizes_of(t.moe.num_experts, plan.ep) + ", each tensor-split over etp " + std::to_string(plan.etp()));
   }
   if (plan.tp > 1) notes.push_back("vocab " + std::to_string(t.vocab_size) + " over tp " + std::to_string(plan.tp) + ": " + sizes_of(t.vocab_size, plan.tp));
+  if (arch.vision && arch.vision->tower == "qwen2_5_vl") {
+    const int64_t pixels = o.max_image_pixels > 0 ? o.max_image_pixels : kQwenVlMaxPixels;
+    notes.push_back("vision tower on stage 0 sized for an image of " + std::to_string(pixels) + " pixels (" +
+                    std::to_string(pixels / (arch.vision->patch_size * arch.vision->patch_size)) + " patches" +
+                    (o.max_image_pixels > 0 ? ", the processor's max_pixels)" : ": the processor class default; harness plan --max-image-pixels sets it)"));
+  }
   if (t.tie_word_embeddings && plan.pp > 1) notes.push_back("tied embedding: held by the first stage and, as the LM head, by the last");
   if (t.num_nextn_predict_layers > 0 && !o.include_mtp) notes.push_back("MTP layers not loaded (speculative decoding off)");
   const int64_t linear = linear_layers(arch, {0, t.num_layers});
@@ -395,6 +415,10 @@ MemoryPlan plan_memory(const Architecture& arch, const ParallelPlan& plan, Memor
     r.kv_heads = kv_heads_per_rank(arch, plan);
     r.weights = tally.bytes(r.coord);
     r.activations = activation_bytes(arch, plan, options, r);
+    if (r.coord.pp_rank == 0) {
+      r.vision_activations = vision_activation_bytes(arch, options);
+      r.activations = std::max(r.activations, r.vision_activations);
+    }
     r.comm = comm_bytes(arch, plan, options, r);
     r.reserve = static_cast<int64_t>(options.reserve);
     r.kv_bytes_per_token = kv_bytes_of_layers(arch, r.layers, r.kv_heads, options.kv_dtype, options.max_model_len);

@@ -31,6 +31,14 @@
 //                 logits (last stage): R·(ceil(V/tp) + V)·4, R = min(T, max(concurrency, 256))))
 //   The 1.25 covers allocator fragmentation; CUDA graphs, the runtime and workspaces are in the
 //   reserve.
+// A Qwen2.5-VL vision tower runs on stage 0 before the prefill, whole on every rank (as the
+// executor runs it), for the largest image: P = max_image_pixels / patch² patches of
+// K = channels·temporal·patch² values, width Dv, MLP width Iv:
+//   vision = 1.25 · (P·K·4 [f32 pixel values] + 2·P·Dv·c
+//                    + max(4·P·Dv·c [q, k, v, o], 3·P·Iv·c [gate, up, activation],
+//                          P·Dv·c + (P/m²)·(m²·Dv + D)·c [the merger]))
+//   with attention scores not held (a flash kernel's; an eager one adds heads·S²·4 per window).
+//   Stage 0's activations are the larger of the two.
 // Communication buffers: T·D·c for the tensor-parallel all-reduce when tp > 1; 2·T·k·D·c for the
 // expert all-to-all (dispatch + combine) when ep > 1 and the stage has MoE layers; T·D·c per
 // tensor (hidden, residual) per pipeline direction the stage sends or receives.
@@ -80,6 +88,9 @@ struct MemoryOptions {
   double utilization = 0.9;
   double reserve = kGiB;       // runtime, CUDA graphs, workspaces
   bool include_mtp = false;    // load the MTP layers too (speculative decoding)
+  // The largest image a request may carry, in pixels (Qwen2-VL's processor max_pixels); 0: the
+  // processor class default 28·28·1280 for a Qwen2.5-VL tower (a note says so). Unused without one.
+  int64_t max_image_pixels = 0;
   // The checkpoint's tensors as stored (inventory_from_checkpoint); nullptr: build_inventory.
   // Not owned; must outlive plan_memory.
   const model::Inventory* checkpoint = nullptr;
@@ -92,6 +103,7 @@ struct RankMemory {
   std::pair<int64_t, int64_t> vocab{0, 0};    // embedding / LM-head rows [begin, end); {0, 0} none
   int64_t kv_heads = 0;                       // kv heads per rank (1 for MLA)
   int64_t weights = 0, activations = 0, comm = 0, reserve = 0;
+  int64_t vision_activations = 0;             // stage 0: the vision tower's at the largest image (0: none)
   int64_t kv_bytes_per_token = 0;             // this rank's share, all its layers (indexer keys included)
   int64_t index_bytes_per_token = 0;          // of which DeepSeek-V3.2's indexer keys
   int64_t state_bytes_per_sequence = 0;       // linear-attention layers' conv + recurrent state

@@ -40,6 +40,7 @@ nlohmann::json rank_json(const RankMemory& r) {
           {"kv_heads", r.kv_heads},
           {"weights_bytes", r.weights},
           {"activations_bytes", r.activations},
+          {"vision_activations_bytes", r.vision_activations},
           {"comm_bytes", r.comm},
           {"reserve_bytes", r.reserve},
           {"kv_bytes_per_token", r.kv_bytes_per_token},

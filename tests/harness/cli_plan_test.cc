@@ -43,6 +43,23 @@ TEST(CliPlan, JsonHasThePlanAndTheNotes) {
   EXPECT_EQ(j["fits"], true);
 }
 
+// The vision tower's activations at --max-image-pixels (tests/plan/memory_plan_test.cc has the
+// figure); the tiny model's directory gives its preprocessor_config.json max_pixels (50176).
+TEST(CliPlan, VisionActivationsAtTheLargestImage) {
+  auto r = run_harness("plan --model tests/data/configs/qwen2.5-vl-7b-instruct.json --device-memory 80GiB "
+                       "--max-image-pixels 12845056 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["ranks"][0]["vision_activations_bytes"], 2485780480);
+  r = run_harness("plan --model tests/data/models/tiny-qwen2-5-vl --device-memory 8GiB --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  bool noted = false;
+  const nlohmann::json tiny = nlohmann::json::parse(r.out);
+  for (const auto& n : tiny["notes"])
+    noted = noted || n.get<std::string>().find("50176 pixels (256 patches, the processor's max_pixels)") != std::string::npos;
+  EXPECT_TRUE(noted) << r.out;
+  EXPECT_EQ(run_harness("plan --model tests/data/configs/qwen2.5-vl-7b-instruct.json --max-image-pixels 0").code, 2);
+}
+
 TEST(CliPlan, TpReplicatingKvHeadsSaysSo) {
   const auto r = run_harness("plan " + kLlama70 + " --tp 16 --device-memory 80GiB");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -232,3 +232,36 @@ TEST(Options, BadValuesAreInputErrors) {
 
 }  // namespace
 }  // namespace h0::plan
+
+namespace h0::plan {
+namespace {
+
+// Qwen2.5-VL-7B's vision tower at the released processor's max_pixels 12845056 (65536 patches of
+// K = 3·2·14·14 = 1176, Dv 1280, Iv 3420, merge 2, D 3584; bf16), by memory_plan.h's formula:
+//   pixels 65536·1176·4 = 308,281,344; residual + normed 2·65536·1280·2 = 335,544,320;
+//   peak max(qkvo 671,088,640, MLP 3·65536·3420·2 = 1,344,798,720,
+//            merger 65536·1280·2 + 16384·(4·1280 + 3584)·2 = 452,984,832) = 1,344,798,720;
+//   1.25 · 1,988,624,384 = 2,485,780,480.
+TEST(VisionActivations, Qwen25Vl7BAtTheLargestImage) {
+  const model::Architecture a =
+      model::load_architecture(std::string(H0_SOURCE_DIR) + "/tests/data/configs/qwen2.5-vl-7b-instruct.json");
+  MemoryOptions o;
+  o.device_memory = 80 * kGiB;
+  o.max_image_pixels = 12845056;
+  const MemoryPlan p = plan_memory(a, {1, 2, 1, 1}, o);
+  EXPECT_EQ(p.ranks[0].vision_activations, 2485780480);
+  EXPECT_GE(p.ranks[0].activations, 2485780480);  // stage 0 runs the tower before its prefill
+  EXPECT_EQ(p.ranks[1].vision_activations, 0);
+  EXPECT_LT(p.ranks[1].activations, p.ranks[0].activations);
+  EXPECT_TRUE(has_note(p, "vision tower on stage 0 sized for an image of 12845056 pixels (65536 patches, the processor's max_pixels)"));
+  // Without the processor's value: the class default (28·28·1280 = 1003520 pixels, 5120 patches), noted.
+  o.max_image_pixels = 0;
+  const MemoryPlan d = plan_memory(a, {1, 1, 1, 1}, o);
+  EXPECT_LT(d.ranks[0].vision_activations, 2485780480 / 10);
+  EXPECT_TRUE(has_note(d, "5120 patches: the processor class default"));
+  // A text-only model has none.
+  EXPECT_EQ(plan_memory(arch_of("llama-3.1-70b"), {8, 1, 1, 1}, on(80)).ranks[0].vision_activations, 0);
+}
+
+}  // namespace
+}  // namespace h0::plan
