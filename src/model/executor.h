@@ -95,7 +95,8 @@ class Executor {
   tensor::Tensor image_features(const tensor::Tensor& rescaled_pixels, const std::array<double, 3>& mean,
                                 const std::array<double, 3>& std, ProbeRecorder* probes = nullptr);
   // Qwen2.5-VL: the image features [grid tokens, D] from the processor's pixel_values
-  // [patches, C·temporal·P·P] (qwen_vl_pixels) and its grid (qwen_vision.cc).
+  // [patches, C·temporal·P·P] (qwen_vl_pixels) and its grid (qwen_vision.cc). Both towers return
+  // an empty tensor on a pipeline stage after the first (only the first embeds).
   tensor::Tensor qwen_image_features(const tensor::Tensor& pixel_values, const ImageGrid& grid,
                                      ProbeRecorder* probes = nullptr);
   // The next token of each row of logits [T, V] by argmax (ties: lowest id), on the backend.

@@ -145,6 +145,8 @@ tensor::Tensor Executor::qwen_image_features(const tensor::Tensor& pixel_values,
                                          "x" + std::to_string(g.h) + "x" + std::to_string(g.w) + "), got " +
                                          tensor::shape_string(pixel_values.shape()));
   }
+  // Under pipeline parallelism the tower runs on the first stage, the only one that embeds.
+  if (options_.sharding != nullptr && options_.sharding->pp_rank > 0) return tensor::Tensor();
   Step step;
   step.probes = probes;
   if (probes != nullptr && probes->wants("pixel_values.patch_stats")) probes->record("pixel_values.patch_stats", patch_stats(pixel_values));

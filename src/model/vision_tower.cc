@@ -26,6 +26,8 @@ tensor::Tensor Executor::image_features(const tensor::Tensor& rescaled_pixels, c
   if (v.tower != "clip") {
     throw InputError(arch_.architecture, "the " + v.tower + " vision tower takes the processor's patches: qwen_image_features");
   }
+  // Under pipeline parallelism the tower runs on the first stage, the only one that embeds.
+  if (options_.sharding != nullptr && options_.sharding->pp_rank > 0) return tensor::Tensor();
   Step step;
   step.probes = probes;
   // (x - mean) / std as x · (1/std) + (-mean/std), on the backend.

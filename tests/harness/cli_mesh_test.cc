@@ -50,7 +50,7 @@ TEST(CliMesh, ShardedModelsMatchTheSingleRankGoldensOnTwoAndFourRanks) {
                                            "tiny-gpt-oss-mxfp4/tp2", "tiny-gpt-oss-mxfp4/ep2", "tiny-deepseek-v32/tp2",
                                            "tiny-deepseek-v32/tp2-ep2", "tiny-qwen3-next/tp2", "tiny-qwen3-next/tp2-ep2",
                                            "tiny-qwen3-next/layer-tp2[layer=0]", "tiny-qwen3-next/layer-tp2[layer=1]",
-                                           "tiny-qwen3-5/tp2"}
+                                           "tiny-qwen3-5/tp2", "tiny-qwen2-5-vl/image-tp2", "tiny-qwen2-5-vl/image-pp2"}
                 : std::vector<std::string>{"tiny-llama/tp4[prompt=p13]", "tiny-llama/tp2-pp2", "tiny-qwen3-moe/ep4"};
     for (const std::string& id : must_pass) EXPECT_EQ(find_case(run, id)["status"], "pass") << id;
   }
