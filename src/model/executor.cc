@@ -307,12 +307,14 @@ void Executor::begin_step(Step* step) {
   for (const Segment& s : step->segments) {
     const auto known = mrope_next_.find(s.seq);
     const int64_t first = known != mrope_next_.end() ? known->second : s.start;
-    MropePositions m;
-    if (s.item != nullptr) {
-      m = mrope_positions(s.item->ids, first, image_token, s.item->image_grids, merge);
-    } else {
-      m = mrope_positions(std::vector<int64_t>(size_t(s.tokens), -2), first, image_token, {}, merge);
+    if (s.item == nullptr) {  // a layer run: text positions, the three rows equal
+      for (int64_t a = 0; a < 3; ++a) {
+        for (int64_t i = 0; i < s.tokens; ++i) rows[size_t(a * step->tokens + s.row + i)] = first + i;
+      }
+      mrope_next_[s.seq] = first + s.tokens;
+      continue;
     }
+    const MropePositions m = mrope_positions(s.item->ids, first, image_token, s.item->image_grids, merge);
     for (int64_t a = 0; a < 3; ++a) {
       std::copy_n(m.rows.begin() + a * s.tokens, s.tokens, rows.begin() + a * step->tokens + s.row);
     }

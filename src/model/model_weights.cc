@@ -222,6 +222,8 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     tensor::Tensor host = tensor::is_float(stored.dtype()) ? glue::to_dtype(stored, dtype) : stored;
     // Gated DeltaNet's depthwise conv1d is stored [C, 1, K]; causal_conv1d takes w [C, K].
     if (w.tensor == TensorRole::kLinConv && host.shape().size() == 3) host = host.reshape({host.dim(0), host.dim(2)});
+    // Qwen2.5-VL's Conv3d patch embedding [D, C, T, P, P] is a linear over flattened patches: [D, C·T·P·P].
+    if (w.tensor == TensorRole::kVisPatchEmbed && host.shape().size() == 5) host = host.reshape({host.dim(0), host.numel() / host.dim(0)});
     bytes_ += int64_t(host.nbytes());
     if (w.expert >= 0) {  // moe_experts' w_gate, w_up, w_down, in expert order
       H0_CHECK(w.tensor == TensorRole::kExpertGate || w.tensor == TensorRole::kExpertUp || w.tensor == TensorRole::kExpertDown)

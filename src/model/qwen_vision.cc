@@ -150,10 +150,10 @@ tensor::Tensor Executor::qwen_image_features(const tensor::Tensor& pixel_values,
   Step step;
   step.probes = probes;
   if (probes != nullptr && probes->wants("pixel_values.patch_stats")) probes->record("pixel_values.patch_stats", patch_stats(pixel_values));
-  // Conv3d with kernel = stride = (temporal, patch, patch) over one patch each: x · W[D, K]ᵀ.
-  const DeviceTensor w = backend_.upload(backend_.download(weights_->get(-1, TensorRole::kVisPatchEmbed)).reshape({D, K}));
+  // Conv3d with kernel = stride = (temporal, patch, patch) over one patch each: x · W[D, K]ᵀ (the
+  // weight flattened to [D, K] on load, model_weights.cc).
   DeviceTensor x = backend_.upload(glue::to_dtype(pixel_values, options_.dtype));
-  x = linear_of(w, nullptr, nullptr, x);
+  x = linear(-1, TensorRole::kVisPatchEmbed, x, false);
   probe(step, "model.visual.patch_embed", x);
 
   const WindowOrder order = qwen_window_order(g, m, v.window_size / m / v.patch_size);

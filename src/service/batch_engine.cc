@@ -216,7 +216,7 @@ void BatchEngine::step(std::vector<std::unique_ptr<Active>>& running) {
   int64_t prompt_tokens = 0;
   for (const auto& a : running) {
     if (a->prefilled) {
-      items.push_back({a->seq, {a->last}, nullptr, {}});
+      items.push_back({a->seq, {a->last}, nullptr});
     } else {
       items.push_back(
           {a->seq, a->request.prompt, a->request.images.empty() ? nullptr : &a->features, a->request.image_grids});
