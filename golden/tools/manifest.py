@@ -36,7 +36,8 @@ MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
 
 # Packages whose version is recorded when importable (and only then).
-_TRACKED_PACKAGES = ("torch", "numpy", "safetensors", "transformers", "tokenizers")
+_TRACKED_PACKAGES = ("torch", "numpy", "safetensors", "transformers", "tokenizers", "scipy",
+                     "statsmodels")
 
 
 def _public_version(version: str) -> str:

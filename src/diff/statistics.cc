@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <utility>
 
 namespace h0::diff {
@@ -107,6 +108,130 @@ double median_absolute_deviation(const std::vector<double>& values) {
   deviations.reserve(values.size());
   for (double v : values) deviations.push_back(std::abs(v - m));
   return median(std::move(deviations));
+}
+
+}  // namespace h0::diff
+
+namespace h0::diff {
+namespace {
+
+// Acklam's rational approximation of Φ⁻¹ (relative error < 1.2e-9), the start for Newton.
+double acklam(double p) {
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                             1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                             6.680131188771972e+01,  -1.328068155288572e+01};
+  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                             -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                             3.754408661907416e+00};
+  const double low = 0.02425;
+  if (p < low) {
+    const double q = std::sqrt(-2 * std::log(p));
+    return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+           ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  }
+  if (p > 1 - low) return -acklam(1 - p);
+  const double q = p - 0.5, r = q * q;
+  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+// P(Binomial(n, 1/2) <= k), summed in log space (n up to millions stays finite).
+double binomial_half_cdf(int64_t k, int64_t n) {
+  if (k >= n) return 1;
+  double sum = 0;
+  const double log_half_n = double(n) * std::log(0.5);
+  for (int64_t i = 0; i <= k; ++i) {
+    const double log_choose = std::lgamma(double(n) + 1) - std::lgamma(double(i) + 1) -
+                              std::lgamma(double(n - i) + 1);
+    sum += std::exp(log_choose + log_half_n);
+  }
+  return std::min(1.0, sum);
+}
+
+// numpy's legacy bounded integer in [0, max]: a 32-bit MT19937 draw under the smallest
+// all-ones mask that covers max, redrawn while above it.
+uint32_t masked_draw(std::mt19937& g, uint32_t max) {
+  uint32_t mask = max;
+  for (int s : {1, 2, 4, 8, 16}) mask |= mask >> s;
+  for (;;) {
+    const uint32_t v = uint32_t(g()) & mask;
+    if (v <= max) return v;
+  }
+}
+
+// numpy.percentile's linear interpolation of sorted `x` at q in [0, 1] (its _lerp, which
+// interpolates from the upper neighbour when the fraction is >= 0.5).
+double percentile_linear(const std::vector<double>& x, double q) {
+  const double h = double(x.size() - 1) * q;
+  const size_t i = size_t(std::floor(h));
+  const double t = h - double(i);
+  if (i + 1 >= x.size()) return x.back();
+  const double a = x[i], b = x[i + 1], diff = b - a;
+  return t >= 0.5 ? b - diff * (1 - t) : a + diff * t;
+}
+
+}  // namespace
+
+double normal_quantile(double p) {
+  if (!(p >= 0 && p <= 1)) return std::numeric_limits<double>::quiet_NaN();
+  if (p == 0) return -std::numeric_limits<double>::infinity();
+  if (p == 1) return std::numeric_limits<double>::infinity();
+  // The upper half by symmetry, from 1 - p (as Cephes' ndtri, which scipy uses): Newton on
+  // Φ(x) - p near 1 would lose the digits of 1 - p.
+  if (p > 0.5) return -normal_quantile(1 - p);
+  double x = acklam(p);
+  for (int i = 0; i < 3; ++i) {  // Newton on Φ(x) - p, Φ(x) = erfc(-x/√2)/2
+    const double e = 0.5 * std::erfc(-x / std::sqrt(2.0)) - p;
+    const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+    if (pdf == 0) break;
+    x -= e / pdf;
+  }
+  return x;
+}
+
+Interval wilson_interval(int64_t successes, int64_t n, double alpha) {
+  if (n <= 0) return {0, 1};
+  const double z = normal_quantile(1 - alpha / 2), z2 = z * z;
+  const double nn = double(n), p = double(successes) / nn;
+  const double denom = 1 + z2 / nn;
+  const double center = (p + z2 / (2 * nn)) / denom;
+  const double half = z * std::sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn)) / denom;
+  return {std::max(0.0, center - half), std::min(1.0, center + half)};
+}
+
+double mcnemar_exact_p(int64_t b, int64_t c) {
+  const int64_t n = b + c;
+  if (n == 0) return 1;
+  return std::min(1.0, 2 * binomial_half_cdf(std::min(b, c), n));
+}
+
+double two_proportion_z_p(int64_t x1, int64_t n1, int64_t x2, int64_t n2) {
+  if (n1 <= 0 || n2 <= 0) return 1;
+  const double p1 = double(x1) / double(n1), p2 = double(x2) / double(n2);
+  const double pooled = double(x1 + x2) / double(n1 + n2);
+  const double var = pooled * (1 - pooled) * (1.0 / double(n1) + 1.0 / double(n2));
+  if (var <= 0) return 1;
+  const double z = (p1 - p2) / std::sqrt(var);
+  return std::min(1.0, 2 * normal_survival(std::fabs(z)));
+}
+
+Interval paired_bootstrap_delta(const std::vector<int>& head, const std::vector<int>& ref,
+                                int resamples, uint32_t seed, double alpha) {
+  const size_t n = head.size();
+  if (n == 0 || ref.size() != n || resamples <= 0) return {0, 0};
+  std::vector<int> diff(n);
+  for (size_t i = 0; i < n; ++i) diff[i] = head[i] - ref[i];
+  std::mt19937 g(seed);  // init_genrand(seed), as RandomState(seed)
+  std::vector<double> deltas(static_cast<size_t>(resamples));
+  for (double& d : deltas) {
+    int64_t sum = 0;
+    for (size_t k = 0; k < n; ++k) sum += diff[masked_draw(g, uint32_t(n - 1))];
+    d = double(sum) / double(n);
+  }
+  std::sort(deltas.begin(), deltas.end());
+  return {percentile_linear(deltas, alpha / 2), percentile_linear(deltas, 1 - alpha / 2)};
 }
 
 }  // namespace h0::diff

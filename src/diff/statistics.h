@@ -1,7 +1,11 @@
 // The statistics behind `harness diff` and `harness history`: the Mann-Whitney U test (the
-// rank test LNT and asv use to tell a real timing change from noise), median and geometric mean.
+// rank test LNT and asv use to tell a real timing change from noise), median and geometric mean;
+// and behind the task-accuracy gate (kind: eval): the Wilson interval of a score, the exact
+// McNemar test of paired right/wrong outcomes, a seeded paired bootstrap of the score delta and
+// the unpaired two-proportion z-test (to show what an unpaired comparison would have said).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 namespace h0::diff {
@@ -26,5 +30,35 @@ double geometric_mean(const std::vector<double>& values);
 
 // The median absolute deviation from the median (unscaled); NaN when empty.
 double median_absolute_deviation(const std::vector<double>& values);
+
+// The standard normal quantile Φ⁻¹(p) for p in (0, 1), to ~1e-15 relative (Acklam's rational
+// approximation refined by Newton steps on erfc). ±inf at 0 and 1, NaN outside.
+double normal_quantile(double p);
+
+struct Interval {
+  double lo = 0, hi = 0;
+};
+
+// The two-sided (1 - alpha) Wilson score interval of `successes` of `n`, as statsmodels'
+// proportion_confint(successes, n, alpha, method="wilson"). n = 0: [0, 1].
+Interval wilson_interval(int64_t successes, int64_t n, double alpha);
+
+// The exact McNemar test of paired binary outcomes from the discordant pairs alone: `b` items
+// right on one side only, `c` on the other only. Two-sided, as statsmodels' mcnemar(table,
+// exact=True): min(1, 2 * P(Binomial(b + c, 1/2) <= min(b, c))). No discordant pair: 1.
+double mcnemar_exact_p(int64_t b, int64_t c);
+
+// The pooled two-proportion z-test of x1/n1 against x2/n2, two-sided, as statsmodels'
+// proportions_ztest([x1, x2], [n1, n2]): the p-value an unpaired comparison of two scores
+// gives. 1 when the pooled proportion is 0 or 1 (no variance).
+double two_proportion_z_p(int64_t x1, int64_t n1, int64_t x2, int64_t n2);
+
+// The percentile interval of mean(head[i] - ref[i]) over `resamples` paired bootstrap samples:
+// each draws n item indices with replacement (numpy's legacy RandomState(seed).randint(0, n,
+// size=n) stream: MT19937 and masked rejection, so golden/tools reproduces it draw for draw),
+// and the interval is numpy.percentile(deltas, [100 alpha/2, 100 (1 - alpha/2)]) (linear).
+// head and ref hold 0/1 per item, of one length n > 0; seed < 2^32.
+Interval paired_bootstrap_delta(const std::vector<int>& head, const std::vector<int>& ref,
+                                int resamples, uint32_t seed, double alpha);
 
 }  // namespace h0::diff

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <vector>
+
+#include "test_util.h"
 
 namespace h0::diff {
 namespace {
@@ -113,6 +116,77 @@ TEST(Statistics, GeometricMean) {
 TEST(Statistics, MedianAbsoluteDeviation) {
   EXPECT_EQ(median_absolute_deviation({1, 2, 3, 4, 100}), 1);
   EXPECT_EQ(median_absolute_deviation({5, 5, 5}), 0);
+}
+
+
+// The accuracy gate's statistics against golden/eval/statistics.json (golden/tools/
+// gen_eval_stats.py: statsmodels 0.14.6, scipy 1.17.1, numpy 2.4.6).
+nlohmann::json eval_statistics() {
+  const std::string text = test::read_file(test::golden_path("eval/statistics.json"));
+  EXPECT_FALSE(text.empty());
+  return nlohmann::json::parse(text);
+}
+
+TEST(AccuracyStatistics, NormalQuantileMatchesScipy) {
+  const nlohmann::json g = eval_statistics();
+  ASSERT_GE(g["quantile"].size(), 5u);
+  for (const auto& r : g["quantile"]) {
+    const double x = r["x"];
+    EXPECT_NEAR(normal_quantile(r["p"]), x, 1e-13 * std::max(1.0, std::fabs(x))) << r.dump();
+  }
+  EXPECT_TRUE(std::isinf(normal_quantile(0)));
+  EXPECT_TRUE(std::isnan(normal_quantile(1.5)));
+}
+
+TEST(AccuracyStatistics, WilsonMatchesStatsmodels) {
+  const nlohmann::json g = eval_statistics();
+  ASSERT_GE(g["wilson"].size(), 5u);
+  for (const auto& r : g["wilson"]) {
+    const Interval i = wilson_interval(r["k"], r["n"], r["alpha"]);
+    EXPECT_NEAR(i.lo, r["lo"].get<double>(), 1e-12) << r.dump();
+    EXPECT_NEAR(i.hi, r["hi"].get<double>(), 1e-12) << r.dump();
+  }
+}
+
+TEST(AccuracyStatistics, McNemarExactMatchesStatsmodels) {
+  const nlohmann::json g = eval_statistics();
+  ASSERT_GE(g["mcnemar"].size(), 5u);
+  for (const auto& r : g["mcnemar"]) {
+    const double p = r["p"];
+    EXPECT_NEAR(mcnemar_exact_p(r["b"], r["c"]), p, 1e-12 * std::max(p, 1e-300) + 1e-15)
+        << r.dump();
+    EXPECT_EQ(mcnemar_exact_p(r["b"], r["c"]), mcnemar_exact_p(r["c"], r["b"]));  // symmetric
+  }
+}
+
+TEST(AccuracyStatistics, TwoProportionZMatchesStatsmodels) {
+  const nlohmann::json g = eval_statistics();
+  ASSERT_GE(g["ztest"].size(), 3u);
+  for (const auto& r : g["ztest"]) {
+    EXPECT_NEAR(two_proportion_z_p(r["x1"], r["n1"], r["x2"], r["n2"]), r["p"].get<double>(),
+                1e-12)
+        << r.dump();
+  }
+  EXPECT_EQ(two_proportion_z_p(0, 10, 0, 10), 1);  // no variance: nothing to test
+}
+
+TEST(AccuracyStatistics, PairedBootstrapReproducesNumpyDrawForDraw) {
+  const nlohmann::json g = eval_statistics();
+  ASSERT_GE(g["bootstrap"].size(), 2u);
+  for (const auto& r : g["bootstrap"]) {
+    const std::vector<int> head = r["head"], ref = r["ref"];
+    const Interval i =
+        paired_bootstrap_delta(head, ref, r["resamples"], r["seed"].get<uint32_t>(), r["alpha"]);
+    EXPECT_NEAR(i.lo, r["lo"].get<double>(), 1e-12) << "seed " << r["seed"];
+    EXPECT_NEAR(i.hi, r["hi"].get<double>(), 1e-12) << "seed " << r["seed"];
+    // scipy.stats.bootstrap draws from its own stream: equal up to the Monte-Carlo error.
+    EXPECT_NEAR(i.lo, r["scipy_lo"].get<double>(), 0.012) << "seed " << r["seed"];
+    EXPECT_NEAR(i.hi, r["scipy_hi"].get<double>(), 0.012) << "seed " << r["seed"];
+  }
+  // Identical sides: every resampled delta is 0.
+  const Interval same = paired_bootstrap_delta({1, 0, 1}, {1, 0, 1}, 100, 1, 0.05);
+  EXPECT_EQ(same.lo, 0);
+  EXPECT_EQ(same.hi, 0);
 }
 
 }  // namespace
