@@ -38,7 +38,29 @@ store::ResultData result_data(const CaseOutcome& outcome) {
   r.status = status_name(outcome.result.status);
   r.duration_s = outcome.result.duration_s;
   r.message = outcome.result.message;
-  r.details_json = outcome.result.details.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // An eval check's per-item results go to their own rows (eval_items), not into details.
+  const nlohmann::json* details = &outcome.result.details;
+  nlohmann::json trimmed;
+  if (details->is_object() && details->contains("items") && details->at("items").is_array()) {
+    trimmed = *details;
+    for (const nlohmann::json& item : trimmed["items"]) {
+      store::EvalItemData& e = r.eval_items.emplace_back();
+      nlohmann::json evidence = item;
+      e.item_id = evidence.value("id", "");
+      e.answer = evidence.value("answer", "");
+      e.correct = evidence.value("correct", false);
+      if (evidence.contains("ref_correct")) {
+        e.ref_answer = evidence.value("ref_answer", "");
+        e.ref_correct = evidence.value("ref_correct", false) ? 1 : 0;
+      }
+      for (const char* k : {"id", "answer", "correct", "ref_answer", "ref_correct"}) evidence.erase(k);
+      e.evidence_json = evidence.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    trimmed.erase("items");
+    trimmed["items_stored"] = r.eval_items.size();
+    details = &trimmed;
+  }
+  r.details_json = details->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   r.metrics = outcome.result.metrics;
   r.profiles = outcome.result.profile;
   return r;

@@ -5,6 +5,7 @@
 //   e2e_image    the same with image content parts
 //   determinism  the same request repeated, and among concurrent different ones: identical
 //   e2e_load     many requests at a concurrency or a Poisson rate: latency percentiles, goodput
+//   eval         task accuracy item by item against a reference's, behind a statistical gate
 #pragma once
 
 #include "checks/check.h"
@@ -16,5 +17,6 @@ CheckKind e2e_text_check_kind();
 CheckKind e2e_image_check_kind();
 CheckKind determinism_check_kind();
 CheckKind e2e_load_check_kind();
+CheckKind eval_check_kind();
 
 }  // namespace h0::checks

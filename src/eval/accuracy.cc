@@ -72,7 +72,35 @@ Comparison compare(const std::vector<ItemResult>& head, const std::map<std::stri
     } else {
       c.flipped.push_back(item.id);
     }
+    const ItemResult& ref_item = it->second;
+    if (!item.text.empty() || !ref_item.text.empty()) {
+      ++c.with_text;
+      if (item.text == ref_item.text) {
+        ++c.same_text;
+      } else {
+        c.text_differs.push_back(item.id);
+      }
+    }
+    auto logprob_diff = [&](double a, double b) {
+      const double d = std::fabs(a - b);
+      if (d > c.max_logprob_diff || std::isnan(d)) {
+        c.max_logprob_diff = std::isnan(d) ? INFINITY : d;
+        c.worst_logprob_item = item.id;
+      }
+    };
+    if (item.choice_logprobs.size() != ref_item.choice_logprobs.size()) {
+      logprob_diff(0, INFINITY);
+    } else {
+      for (size_t i = 0; i < item.choice_logprobs.size(); ++i)
+        logprob_diff(item.choice_logprobs[i], ref_item.choice_logprobs[i]);
+    }
+    if (item.logprob.has_value() != ref_item.logprob.has_value()) {
+      logprob_diff(0, INFINITY);
+    } else if (item.logprob) {
+      logprob_diff(*item.logprob, *ref_item.logprob);
+    }
   }
+  if (c.with_text > 0) c.output_agreement = double(c.same_text) / double(c.with_text);
   if (c.n == 0) return c;
   const double n = double(c.n);
   c.score = double(c.head_right) / n;
@@ -117,6 +145,18 @@ Verdict judge(const Comparison& c, const GateSpec& gate, bool has_reference, int
     fails.push_back("agreement " + fixed(c.agreement) + " < " + fixed(*gate.min_agreement) + ": " +
                     std::to_string(c.flipped.size()) + " items answered differently (" +
                     some_ids(c.flipped) + ")");
+  }
+  if (gate.min_output_agreement && c.output_agreement < *gate.min_output_agreement) {
+    fails.push_back("output agreement " + fixed(c.output_agreement) + " < " +
+                    fixed(*gate.min_output_agreement) + ": " +
+                    std::to_string(c.text_differs.size()) + " completions differ (" +
+                    some_ids(c.text_differs) + ")");
+  }
+  if (gate.max_logprob_diff && !(c.max_logprob_diff <= *gate.max_logprob_diff)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g > %.3g", c.max_logprob_diff, *gate.max_logprob_diff);
+    fails.push_back(std::string("logprobs differ from the reference's by up to ") + buf + " (" +
+                    c.worst_logprob_item + ")");
   }
   if (gate.max_drop) {
     const double drop = -c.delta;

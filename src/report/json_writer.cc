@@ -48,11 +48,25 @@ Json case_json(const store::ResultData& r) {
   for (const auto& [name, value] : r.metrics) metrics[name] = number(value);
   Json profile = Json::array();
   for (const auto& p : r.profiles) profile.push_back(profile_json(p));
-  return {{"id", r.case_id},      {"check", r.check_id},
-          {"kind", r.kind},       {"params", parsed_or_raw(r.params_json)},
-          {"status", r.status},   {"duration_s", number(r.duration_s)},
-          {"message", r.message}, {"metrics", metrics},
-          {"profile", profile},   {"details", parsed_or_raw(r.details_json)}};
+  Json out = {{"id", r.case_id},      {"check", r.check_id},
+              {"kind", r.kind},       {"params", parsed_or_raw(r.params_json)},
+              {"status", r.status},   {"duration_s", number(r.duration_s)},
+              {"message", r.message}, {"metrics", metrics},
+              {"profile", profile},   {"details", parsed_or_raw(r.details_json)}};
+  if (!r.eval_items.empty()) {  // kind: eval, item by item (the store's eval_items)
+    Json items = Json::array();
+    for (const store::EvalItemData& e : r.eval_items) {
+      Json item = {{"id", e.item_id}, {"answer", e.answer}, {"correct", e.correct}};
+      if (e.ref_correct >= 0) {
+        item["ref_answer"] = e.ref_answer;
+        item["ref_correct"] = e.ref_correct == 1;
+      }
+      item["evidence"] = parsed_or_raw(e.evidence_json);
+      items.push_back(std::move(item));
+    }
+    out["items"] = std::move(items);
+  }
+  return out;
 }
 
 }  // namespace

@@ -280,6 +280,12 @@ void BatchEngine::step(std::vector<std::unique_ptr<Active>>& running) {
     ++a.generated;
     StreamEvent e;
     e.token = token_event(rows[i].data_as<float>(), V, next[i], s.top_logprobs);
+    if (a.generated == 1 && s.prompt_logprobs >= 0) {  // this pass was the prefill
+      const std::vector<int64_t>& prompt = a.request.prompt;
+      const float* all = logits[i].data_as<float>();
+      for (size_t t = 1; t < prompt.size(); ++t)
+        e.prompt.push_back(token_event(all + int64_t(t - 1) * V, V, prompt[t], s.prompt_logprobs));
+    }
     const bool eos = !s.ignore_eos && std::find(options_.eos_ids.begin(), options_.eos_ids.end(),
                                                 next[i]) != options_.eos_ids.end();
     if (eos || a.generated >= s.max_tokens) {

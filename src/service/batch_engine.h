@@ -31,6 +31,9 @@ struct SamplingParams {
   int64_t top_k = 0;      // 0: no top-k
   double top_p = 1.0;     // 1: no nucleus
   int top_logprobs = -1;  // < 0: no logprobs; 0: the chosen token's only; N: and the N best
+  // The prompt's own logprobs (OpenAI's `echo` with `logprobs`): < 0 none; else as top_logprobs,
+  // for every prompt token after the first, from the prefill's logits.
+  int prompt_logprobs = -1;
   bool ignore_eos = false;
 };
 
@@ -55,6 +58,9 @@ struct StreamEvent {
   enum class Kind { kToken, kError };
   Kind kind = Kind::kToken;
   TokenEvent token;
+  // On the first token, when the request asked for prompt_logprobs: prompt tokens 1..T-1, each
+  // scored by the logits of the position before it (the first prompt token has no logprob).
+  std::vector<TokenEvent> prompt;
   std::string
       finish_reason;  // set on the last token: "stop" (an end-of-sequence token) or "length"
   std::string error;  // kError: what failed (the request's fault or the platform's)

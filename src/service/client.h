@@ -58,6 +58,10 @@ struct Request {
   std::vector<ChatMessage> messages;
   std::string prompt;
   std::vector<int64_t> prompt_ids;
+  // Completions: the prompt comes back first, in the text and (with logprobs) in `tokens`, each
+  // prompt token with the logprob the model gave it (the first with none): OpenAI's legacy
+  // `echo`, how a loglikelihood is scored over the API.
+  bool echo = false;
   Sampling sampling;
   bool stream = false;
   // Extra top-level fields merged into the body (a platform's own parameters).
@@ -74,6 +78,7 @@ struct TokenInfo {
   std::optional<int64_t> id;
   std::optional<double> logprob;
   std::vector<std::pair<std::string, double>> top;  // top_logprobs: token text, logprob
+  std::optional<int64_t> text_offset;  // completions: characters of the text before this token
   double arrival_s = 0;  // seconds from sending the request to the chunk that carried it
 };
 

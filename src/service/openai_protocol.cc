@@ -87,6 +87,8 @@ std::string read_completion_logprobs(const json& logprobs, std::vector<TokenInfo
   if (tokens == nullptr) return "";
   const json* values = member(logprobs, "token_logprobs");
   const json* tops = member(logprobs, "top_logprobs");
+  const json* offsets = member(logprobs, "text_offset");
+  if (offsets && (!offsets->is_array() || offsets->size() != tokens->size())) offsets = nullptr;
   if (!tokens->is_array() ||
       (values && (!values->is_array() || values->size() != tokens->size())) ||
       (tops && (!tops->is_array() || tops->size() != tokens->size()))) {
@@ -97,6 +99,8 @@ std::string read_completion_logprobs(const json& logprobs, std::vector<TokenInfo
     TokenInfo info;
     set_token((*tokens)[i].get<std::string>(), &info);
     if (values != nullptr && (*values)[i].is_number()) info.logprob = (*values)[i].get<double>();
+    if (offsets != nullptr && (*offsets)[i].is_number_integer())
+      info.text_offset = (*offsets)[i].get<int64_t>();
     if (tops != nullptr && (*tops)[i].is_object()) {
       for (const auto& [text, value] : (*tops)[i].items()) {
         if (!value.is_number()) return "logprobs.top_logprobs[" + std::to_string(i) + "] is odd";
@@ -137,6 +141,7 @@ json request_body(const Request& request) {
     body["prompt"] = request.prompt;
   }
   body["max_tokens"] = s.max_tokens;
+  if (request.echo && !chat) body["echo"] = true;
   body["temperature"] = s.temperature;
   if (s.seed) body["seed"] = *s.seed;
   const Dialect& d = request.dialect;

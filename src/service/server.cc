@@ -47,6 +47,7 @@ std::string random_hex(size_t n) {
 // The output as it grows: tokens, the visible text (stop strings applied), what was streamed.
 struct Output {
   std::vector<TokenEvent> tokens;
+  std::vector<TokenEvent> prompt;  // echo with logprobs: prompt tokens 1..T-1 (StreamEvent::prompt)
   std::string text;                            // decode(token ids, true), less a stop string
   std::optional<model::DecodeStream> decoder;  // makes `text`, one token at a time
   size_t stable = 0;  // text[0, stable) will not change: no trailing U+FFFD unless finished
@@ -221,9 +222,52 @@ class Server::Impl {
             {"text_offset", offsets}};
   }
 
+  // echo: the prompt as text (as sent, else its ids decoded), and in the completions logprobs
+  // format: its first token without a logprob (null, as OpenAI and vLLM answer), each later one
+  // with the logprob the prefill gave it. Sets o->text_offset past the prompt.
+  std::string echo_text(const ApiRequest& r) const {
+    if (!r.prompt_text.empty()) return r.prompt_text;
+    std::vector<int32_t> ids(r.generation.prompt.begin(), r.generation.prompt.end());
+    return model_.tokenizer->decode(ids, false);
+  }
+  json echo_logprobs(const ApiRequest& r, Output* o) const {
+    json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+    const std::vector<int64_t>& prompt = r.generation.prompt;
+    int64_t offset = 0;
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      const std::string text = token_text(prompt[i], r.tokens_as_ids);
+      tokens.push_back(text);
+      offsets.push_back(offset);  // in the echoed text, which holds no special token's text
+      const int32_t id = int32_t(prompt[i]);
+      offset += int64_t(utf8_length(model_.tokenizer->decode(std::span<const int32_t>(&id, 1), true)));
+      if (i == 0 || i - 1 >= o->prompt.size()) {
+        lps.push_back(nullptr);
+        tops.push_back(nullptr);
+        continue;
+      }
+      const TokenEvent& t = o->prompt[i - 1];
+      lps.push_back(clamp_lp(t.logprob));
+      json top = json::object();
+      for (const auto& [id, lp] : t.top) top[token_text(id, r.tokens_as_ids)] = clamp_lp(lp);
+      if (!top.contains(text)) top[text] = clamp_lp(t.logprob);
+      tops.push_back(top);
+    }
+    o->text_offset = int64_t(utf8_length(echo_text(r)));
+    json out = {{"tokens", tokens},
+                {"token_logprobs", lps},
+                {"top_logprobs", tops},
+                {"text_offset", offsets}};
+    json generated = completion_logprobs(r, o, 0, o->tokens.size());
+    for (auto& [key, values] : generated.items()) {
+      for (auto& v : values) out[key].push_back(std::move(v));
+    }
+    return out;
+  }
+
   // Takes one token event into `o`; true when the output is complete (a finish reason, or a stop
   // string found, which also cancels the generation).
   bool absorb(const ApiRequest& r, const StreamEvent& e, RequestStream& stream, Output* o) const {
+    if (!e.prompt.empty()) o->prompt = e.prompt;
     o->tokens.push_back(e.token);
     if (!o->decoder) o->decoder.emplace(*model_.tokenizer, true);
     if (e.finish_reason == "stop")  // the end-of-sequence token's text is not output
@@ -292,9 +336,10 @@ class Server::Impl {
       choice["message"] = {{"role", "assistant"}, {"content", o.text}};
       choice["logprobs"] = r.logprobs ? chat_logprobs(r, o, 0, o.tokens.size()) : json(nullptr);
     } else {
-      choice["text"] = o.text;
-      choice["logprobs"] =
-          r.logprobs ? completion_logprobs(r, &o, 0, o.tokens.size()) : json(nullptr);
+      choice["text"] = r.echo ? echo_text(r) + o.text : o.text;
+      choice["logprobs"] = !r.logprobs ? json(nullptr)
+                           : r.echo    ? echo_logprobs(r, &o)
+                                       : completion_logprobs(r, &o, 0, o.tokens.size());
     }
     choice["finish_reason"] = o.finish_reason;
     choice["stop_reason"] = o.stop_reason;

@@ -220,6 +220,11 @@ ApiRequest parse_request(const std::string& body_text, bool chat, const ServedMo
     r.generation.prompt = chat_prompt_ids(*model.tokenizer, text, model.image, counts);
   } else {
     r.generation.prompt = parse_prompt(body, model);
+    if (const json* p = member(body, "prompt"); p != nullptr && p->is_string())
+      r.prompt_text = p->get<std::string>();
+    r.echo = bool_field(body, "echo", false);
+    if (r.echo && r.stream) throw bad("echo", "not supported with stream: true");
+    if (r.echo && r.logprobs) s.prompt_logprobs = s.top_logprobs;
   }
   return r;
 }

@@ -31,6 +31,10 @@ struct ApiRequest {
   GenerationRequest generation;
   bool stream = false, include_usage = false, logprobs = false, token_ids = false,
        tokens_as_ids = false;
+  // Completions: the prompt comes back before the completion, in the text and, with logprobs,
+  // in the logprobs (OpenAI's legacy `echo`; how loglikelihood is scored over the API).
+  bool echo = false;
+  std::string prompt_text;  // completions: the prompt string as sent ("" for a prompt of ids)
   std::vector<std::string> stop;
 };
 

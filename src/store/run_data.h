@@ -16,6 +16,16 @@ struct ProfileData {
   std::vector<double> samples_ns;  // raw samples, for significance tests
 };
 
+// One item of a task (kind: eval) as its check answered it, and the reference's answer.
+struct EvalItemData {
+  std::string item_id;
+  std::string answer;
+  bool correct = false;
+  std::string ref_answer;  // "" when the reference has no answer for it (or no reference)
+  int ref_correct = -1;    // -1: no reference result; else 0 / 1
+  std::string evidence_json = "{}";  // choice logprobs, the continuation's logprob, the completion
+};
+
 struct ResultData {
   int64_t id = 0;
   std::string case_id, check_id, kind;
@@ -26,6 +36,7 @@ struct ResultData {
   std::string details_json = "{}";
   std::vector<std::pair<std::string, double>> metrics;
   std::vector<ProfileData> profiles;
+  std::vector<EvalItemData> eval_items;  // kind: eval, in the order the items were scored
 };
 
 struct StackData {

@@ -34,6 +34,13 @@ constexpr const char* kSelectProfiles =
     "SELECT result_id, phase, name, count, total_ns, min_ns, median_ns, p99_ns, mean_ns, "
     "stddev_ns, bytes, flops, samples FROM profiles "
     "WHERE result_id IN (SELECT id FROM results WHERE run_id = ?1) ORDER BY result_id, id";
+constexpr const char* kSelectEvalItems =
+    "SELECT result_id, item_id, answer, correct, ref_answer, ref_correct, evidence_json "
+    "FROM eval_items WHERE result_id IN (SELECT id FROM results WHERE run_id = ?1) "
+    "ORDER BY result_id, seq";
+constexpr const char* kInsertEvalItem =
+    "INSERT INTO eval_items (result_id, seq, item_id, answer, correct, ref_answer, ref_correct, "
+    "evidence_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 constexpr const char* kCountResults = "SELECT count(*) FROM results WHERE run_id = ?1";
 
 constexpr const char* kInsertStack =
@@ -137,6 +144,20 @@ void select_results(Database& db, int64_t run_id, std::vector<ResultData>& resul
     ResultCursor cursor(results);
     while (q.step()) cursor.at(q.integer(0)).metrics.emplace_back(q.text(1), q.real(2));
   }
+  {
+    Statement q = db.prepare(kSelectEvalItems);
+    q.bind(1, run_id);
+    ResultCursor cursor(results);
+    while (q.step()) {
+      EvalItemData& e = cursor.at(q.integer(0)).eval_items.emplace_back();
+      e.item_id = q.text(1);
+      e.answer = q.text(2);
+      e.correct = q.integer(3) != 0;
+      e.ref_answer = q.is_null(4) ? "" : q.text(4);
+      e.ref_correct = q.is_null(5) ? -1 : int(q.integer(5));
+      e.evidence_json = q.text(6);
+    }
+  }
   Statement q = db.prepare(kSelectProfiles);
   q.bind(1, run_id);
   ResultCursor cursor(results);
@@ -211,6 +232,18 @@ int64_t insert_result(Database& db, int64_t run_id, const ResultData& r) {
     q.bind(1, id).bind(2, p.phase).bind(3, p.name).bind(4, p.count).bind(5, p.total_ns);
     q.bind(6, p.min_ns).bind(7, p.median_ns).bind(8, p.p99_ns).bind(9, p.mean_ns);
     q.bind(10, p.stddev_ns).bind(11, p.bytes).bind(12, p.flops).bind_f64_blob(13, p.samples_ns);
+    q.run();
+  }
+  seq = 0;
+  for (const EvalItemData& e : r.eval_items) {
+    Statement q = db.prepare(kInsertEvalItem);
+    q.bind(1, id).bind(2, seq++).bind(3, e.item_id).bind(4, e.answer).bind(5, int64_t(e.correct));
+    if (e.ref_correct < 0) {
+      q.bind_null(6).bind_null(7);
+    } else {
+      q.bind(6, e.ref_answer).bind(7, int64_t(e.ref_correct));
+    }
+    q.bind(8, e.evidence_json);
     q.run();
   }
   return id;

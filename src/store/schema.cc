@@ -79,8 +79,25 @@ CREATE TABLE profiles (
 CREATE INDEX profiles_by_result ON profiles(result_id);
 )sql";
 
+// Version 2: per-item results of task-accuracy checks (kind: eval), so two runs' answers can be
+// compared item by item. Clustered by result like metrics; seq keeps the scoring order.
+constexpr const char* kVersion2 = R"sql(
+CREATE TABLE eval_items (
+  result_id INTEGER NOT NULL REFERENCES results(id),
+  seq INTEGER NOT NULL,
+  item_id TEXT NOT NULL,
+  answer TEXT NOT NULL,
+  correct INTEGER NOT NULL,
+  ref_answer TEXT,
+  ref_correct INTEGER,
+  evidence_json TEXT NOT NULL,
+  PRIMARY KEY (result_id, seq)
+) WITHOUT ROWID;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kVersion1},
+    {2, kVersion2},
 };
 
 // One statement, so one snapshot: read as two, another process's migration could commit between

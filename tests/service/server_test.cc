@@ -210,6 +210,50 @@ TEST_F(Serve, GreedyCompletionEqualsTheExecutorsGreedyGeneration) {
             model::generate_greedy(ex, kPrompt, 10).ids);
 }
 
+// echo with logprobs: the prompt comes back first, each token after the first with
+// log_softmax of the executor's logits at the position before it; offsets count characters of
+// the echoed text.
+TEST_F(Serve, EchoScoresThePromptWithTheExecutorsLogits) {
+  const Reply r = post(port(), "/v1/completions",
+                       {{"model", "tiny-llama"},
+                        {"prompt", kPrompt},
+                        {"max_tokens", 1},
+                        {"temperature", 0},
+                        {"echo", true},
+                        {"logprobs", 1}});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  const json& lp = r.body["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), kPrompt.size() + 1);
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  EXPECT_EQ(lp["text_offset"][0], 0);
+
+  const model::ModelSource src =
+      model::resolve_model(h0::test::source_path("configs/models/tiny-llama"));
+  const model::Architecture arch = model::load_architecture(src.dir);
+  const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
+  auto be = backend::Backend::open({"cpu", "", json::object()});
+  model::Executor ex(arch, ckpt, *be, {});
+  const tensor::Tensor logits = ex.forward(ex.new_sequence(), kPrompt);
+  const int64_t V = logits.dim(1);
+  for (size_t t = 1; t < kPrompt.size(); ++t) {
+    const float* row = logits.data_as<float>() + int64_t(t - 1) * V;
+    const double lse = model::log_sum_exp(row, V);
+    EXPECT_NEAR(lp["token_logprobs"][t].get<double>(), double(row[kPrompt[t]]) - lse, 1e-5) << t;
+    EXPECT_GE(lp["text_offset"][t].get<int64_t>(), lp["text_offset"][t - 1].get<int64_t>());
+  }
+  // The prompt's text (here its ids decoded) precedes the completion's.
+  const std::string text = r.body["choices"][0]["text"];
+  const int64_t last = lp["text_offset"][kPrompt.size()];
+  EXPECT_GT(last, 0);
+  EXPECT_LT(size_t(last), text.size() + 1);
+
+  const Reply streamed = post(port(), "/v1/completions",
+                              {{"model", "tiny-llama"}, {"prompt", "hi"}, {"echo", true}, {"stream", true}});
+  EXPECT_EQ(streamed.status, 400);
+  EXPECT_NE(streamed.body.dump().find("echo"), std::string::npos);
+}
+
 TEST_F(Serve, StreamingGivesTheSameTokensTextAndLogprobs) {
   json body = {{"prompt", kPrompt},  {"max_tokens", 12},         {"temperature", 0.8}, {"seed", 7},
                {"ignore_eos", true}, {"return_token_ids", true}, {"logprobs", 2}};

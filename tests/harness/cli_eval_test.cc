@@ -1,0 +1,162 @@
+// `harness run` of kind: eval against the embedded server (harness serve, cpu), a faulty
+// platform, and fake engines: the strict one (as transformers serve: no logprobs) and one that
+// answers 500.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "harness/cli_util.h"
+#include "store/sqlite_store.h"
+
+namespace h0::test {
+namespace {
+
+class EvalCli : public ::testing::Test {
+ protected:
+  // The cases of `harness run SUITE ARGS --json`, by id.
+  nlohmann::json run(const std::string& suite, const std::string& args, Result* r) {
+    *r = run_harness("run " + suite + " " + args + " --json " + dir_.file("out.json") +
+                     " --service-logs " + dir_.file("logs"));
+    nlohmann::json by_id = nlohmann::json::object();
+    std::ifstream in(dir_.file("out.json"));
+    if (!in) return by_id;
+    const nlohmann::json j = nlohmann::json::parse(in);
+    for (const auto& c : j["cases"]) by_id[c["id"].get<std::string>()] = c;
+    return by_id;
+  }
+
+  std::string fake_platform(const std::string& flags) {
+    const std::string path = dir_.file("fake.yaml");
+    std::ofstream(path) << "platform: fake\nbackend: reference\nisolation: process\n"
+                        << "service:\n  start: \"" << H0_FAKE_SERVER << " --port {port} " << flags
+                        << "\"\n  health: /health\n  startup_timeout: 5s\n  request_timeout: 5s\n";
+    return path;
+  }
+
+  std::string suite(const std::string& checks) {
+    const std::string path = dir_.file("suite.yaml");
+    std::ofstream(path) << "suite: evalfake\ndefaults: {model: configs/models/tiny-llama}\nchecks:\n"
+                        << checks;
+    return path;
+  }
+
+  TempDir dir_;
+};
+
+// Every scorer on harness serve (cpu) answers item by item as transformers did; the answers are
+// in the store, each next to the reference's.
+TEST_F(EvalCli, EveryScorerAgreesWithTransformersThroughHarnessServe) {
+  Result r;
+  const std::string db = dir_.file("store.db");
+  const auto cases =
+      run("suites/eval.yaml", "--platform configs/platforms/cpu.yaml --db " + db, &r);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  ASSERT_EQ(cases.size(), 4u) << r.out;
+  for (const auto& [id, c] : cases.items()) {
+    EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
+    EXPECT_EQ(c["metrics"]["agreement"], 1.0) << id;
+    EXPECT_LT(c["metrics"]["max_logprob_diff"].get<double>(), 1e-4) << id;
+    EXPECT_EQ(c["details"]["flipped"].size(), 0u) << id;
+    EXPECT_EQ(c["items"].size(), c["metrics"]["items"].get<size_t>()) << id;
+  }
+  EXPECT_EQ(cases["tiny-llama/facts"]["items"][0]["evidence"]["choice_logprobs"].size(), 4u);
+  EXPECT_GT(cases["tiny-llama/arithmetic"]["metrics"]["output_agreement"], 0.999);
+
+  auto store = store::SqliteStore::open(db);
+  const auto run = store->load_run(store->resolve("latest"));
+  ASSERT_TRUE(run);
+  size_t items = 0, compared = 0;
+  for (const auto& res : run->results) {
+    for (const auto& e : res.eval_items) {
+      ++items;
+      compared += e.ref_correct >= 0 && e.ref_answer == e.answer;
+    }
+    EXPECT_EQ(res.details_json.find("\"items\":["), std::string::npos) << "stored twice";
+  }
+  EXPECT_EQ(items, 60u + 147u + 120u + 98u);
+  EXPECT_EQ(compared, items);
+}
+
+// A platform whose rmsnorm is 5% off: answers flip, completions and logprobs part from the
+// reference's, and the result names the items.
+TEST_F(EvalCli, AFaultyPlatformIsCaughtAndTheFlippedItemsNamed) {
+  const std::string platform = dir_.file("faulty.yaml");
+  std::ofstream(platform)
+      << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
+      << ", options: {op: rmsnorm, fault: scale, magnitude: 0.05}}\ndevice_memory: 8GiB\n"
+      << "service:\n  start: \"{harness} serve --model {model} --platform {platform} --port {port}\"\n"
+      << "  url: \"http://127.0.0.1:{port}\"\n  health: /health\n  startup_timeout: 120s\n";
+  Result r;
+  const auto cases = run("suites/eval.yaml", "--filter 'tiny-llama/facts:tiny-llama/arithmetic' --no-db --platform " + platform, &r);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  ASSERT_EQ(cases.size(), 2u) << r.out;
+  const auto& a = cases["tiny-llama/arithmetic"];
+  EXPECT_EQ(a["status"], "fail");
+  EXPECT_LT(a["metrics"]["agreement"].get<double>(), 1.0);
+  ASSERT_GT(a["details"]["flipped"].size(), 0u);
+  const std::string first = a["details"]["flipped"][0];
+  EXPECT_NE(a["message"].get<std::string>().find("answered differently (" + first), std::string::npos)
+      << a["message"];
+  for (const auto& item : a["items"]) {  // each flipped item's two answers are in the result
+    if (item["id"] == first) EXPECT_NE(item["answer"], item["ref_answer"]);
+  }
+  const auto& f = cases["tiny-llama/facts"];
+  EXPECT_EQ(f["status"], "fail");
+  EXPECT_GT(f["metrics"]["max_logprob_diff"].get<double>(), 0.01);
+}
+
+// An engine that returns no logprobs cannot score loglikelihood tasks: the check says so and
+// judges nothing; a generate task still runs there.
+TEST_F(EvalCli, AStrictEngineCannotScoreMultipleChoice) {
+  Result r;
+  const auto cases = run(suite("  - id: mc\n    kind: eval\n    task: suites/tasks/facts.jsonl\n"
+                               "  - id: gen\n    kind: eval\n    task: suites/tasks/arithmetic.jsonl\n"
+                               "    limit: 12\n    num_concurrent: 3\n    gate: {min_score: 0.0}\n"),
+                         "--no-db --platform " + fake_platform("--mode ok --strict"), &r);
+  ASSERT_EQ(cases.size(), 2u) << r.out << r.err;
+  EXPECT_EQ(cases["mc"]["status"], "skip");
+  EXPECT_EQ(cases["mc"]["message"].get<std::string>().rfind("cannot score multiple_choice here: ", 0), 0u)
+      << cases["mc"]["message"];
+  EXPECT_EQ(cases["gen"]["status"], "pass") << cases["gen"]["message"];
+  EXPECT_EQ(cases["gen"]["items"].size(), 12u);
+  EXPECT_EQ(cases["gen"]["metrics"]["requests"], 12.0);
+}
+
+// Failed requests are retried a bounded number of times and counted; items without an answer
+// fail the check.
+TEST_F(EvalCli, RetriesAreBoundedAndCounted) {
+  Result r;
+  const auto cases = run(suite("  - id: gen\n    kind: eval\n    task: suites/tasks/arithmetic.jsonl\n"
+                               "    limit: 3\n    retries: 2\n    gate: {min_score: 0.0}\n"),
+                         "--no-db --platform " + fake_platform("--mode http_500"), &r);
+  ASSERT_EQ(cases.size(), 1u) << r.out << r.err;
+  const auto& g = cases["gen"];
+  EXPECT_EQ(g["status"], "fail");
+  EXPECT_EQ(g["metrics"]["requests"], 9.0);
+  EXPECT_EQ(g["metrics"]["retries"], 6.0);
+  EXPECT_EQ(g["metrics"]["failed_items"], 3.0);
+  EXPECT_EQ(g["message"].get<std::string>().rfind("3 of 3 items got no answer after 2 retries", 0), 0u)
+      << g["message"];
+}
+
+// A malformed task file stops the run before anything is sent: file:line, exit 2.
+TEST_F(EvalCli, AMalformedTaskFileFailsAtItsLine) {
+  const std::string task = dir_.file("bad.jsonl");
+  std::ofstream(task) << "# scorer: generate\n{\"question\": \"a\", \"answer\": \"1\"}\n{\"question\": \"b\"\n";
+  Result r;
+  run(suite("  - id: bad\n    kind: eval\n    task: " + task + "\n"), "--no-db --platform configs/platforms/cpu.yaml", &r);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(task + ":3: not a JSON object"), std::string::npos) << r.err;
+
+  std::ofstream(dir_.file("gate.yaml")) << "suite: g\nchecks:\n  - id: g\n    kind: eval\n"
+                                           "    model: configs/models/tiny-llama\n"
+                                           "    task: suites/tasks/facts.jsonl\n    gate: {max_dorp: 0.02}\n";
+  r = run_harness("run " + dir_.file("gate.yaml") + " --no-db");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("gate.yaml:7:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown gate key 'max_dorp'"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace h0::test
