@@ -138,6 +138,35 @@ void diff_profiles(const store::ResultData& base, const store::ResultData& head,
   }
 }
 
+void diff_items(const store::ResultData& base, const store::ResultData& head,
+                const DiffOptions& options, std::vector<AccuracyChange>* out) {
+  if (base.eval_items.empty() || head.eval_items.empty()) return;
+  std::unordered_map<std::string, const store::EvalItemData*> by_id;
+  for (const auto& e : base.eval_items) by_id.emplace(e.item_id, &e);
+  AccuracyChange a;
+  a.case_id = head.case_id;
+  int64_t base_right = 0, head_right = 0;
+  for (const auto& h : head.eval_items) {
+    const auto it = by_id.find(h.item_id);
+    if (it == by_id.end()) continue;
+    const store::EvalItemData& b = *it->second;
+    ++a.items;
+    base_right += b.correct;
+    head_right += h.correct;
+    a.lost += b.correct && !h.correct;
+    a.gained += h.correct && !b.correct;
+    if (b.answer != h.answer) a.flipped.push_back(h.item_id);
+  }
+  if (a.items == 0) return;
+  a.base_score = double(base_right) / double(a.items);
+  a.head_score = double(head_right) / double(a.items);
+  a.p_value = mcnemar_exact_p(a.gained, a.lost);
+  a.verdict = a.p_value >= options.alpha ? "unchanged"
+              : a.lost > a.gained        ? "regression"
+                                         : "improvement";
+  out->push_back(std::move(a));
+}
+
 DiffSummary summarize(const DiffReport& r) {
   DiffSummary s;
   for (const auto& c : r.statuses) {
@@ -153,6 +182,10 @@ DiffSummary summarize(const DiffReport& r) {
       ++s.removed;
   }
   s.metric_drift = static_cast<int>(r.drifts.size());
+  for (const auto& a : r.accuracy) {
+    s.accuracy_regressions += a.verdict == "regression";
+    s.accuracy_improvements += a.verdict == "improvement";
+  }
   std::vector<double> ratios;
   for (const auto& p : r.perf) {
     if (p.verdict == "regression")
@@ -226,6 +259,7 @@ DiffReport diff_runs(const store::RunData& base, const store::RunData& head,
           {h.case_id, flip_kind(b.status, h.status), b.status, h.status, h.message});
     }
     diff_metrics(b, h, options, &r.drifts);
+    diff_items(b, h, options, &r.accuracy);
     // Timings are compared only where the case passes on both sides: a case that fails has
     // its status flip as the finding, and a broken kernel's speed means nothing.
     if (is_good(b.status) && is_good(h.status)) diff_profiles(b, h, options, &r.perf);
@@ -241,7 +275,8 @@ DiffReport diff_runs(const store::RunData& base, const store::RunData& head,
 }
 
 bool DiffReport::has_regression() const {
-  return summary.regressions > 0 || summary.metric_drift > 0 || summary.perf_regressions > 0;
+  return summary.regressions > 0 || summary.metric_drift > 0 || summary.perf_regressions > 0 ||
+         summary.accuracy_regressions > 0;
 }
 
 std::string format_ns(double ns) {
@@ -348,6 +383,18 @@ nlohmann::json DiffReport::to_json() const {
                          {"normalized", p.normalized},
                          {"verdict", p.verdict}});
   }
+  nlohmann::json accuracy_json = nlohmann::json::array();
+  for (const auto& a : accuracy) {
+    accuracy_json.push_back({{"case_id", a.case_id},
+                             {"items", a.items},
+                             {"base_score", a.base_score},
+                             {"head_score", a.head_score},
+                             {"lost", a.lost},
+                             {"gained", a.gained},
+                             {"p_value", a.p_value},
+                             {"flipped", a.flipped},
+                             {"verdict", a.verdict}});
+  }
   const DiffSummary& s = summary;
   return {{"base", run_json(base)},
           {"head", run_json(head)},
@@ -360,6 +407,7 @@ nlohmann::json DiffReport::to_json() const {
           {"statuses", statuses_json},
           {"metric_drift", drift_json},
           {"performance", perf_json},
+          {"accuracy", accuracy_json},
           {"summary",
            {{"compared", s.compared},
             {"regressions", s.regressions},
@@ -368,6 +416,8 @@ nlohmann::json DiffReport::to_json() const {
             {"new", s.added},
             {"removed", s.removed},
             {"metric_drift", s.metric_drift},
+            {"accuracy_regressions", s.accuracy_regressions},
+            {"accuracy_improvements", s.accuracy_improvements},
             {"perf_regressions", s.perf_regressions},
             {"perf_improvements", s.perf_improvements},
             {"perf_unchanged", s.perf_unchanged},
@@ -422,6 +472,24 @@ std::string DiffReport::to_text(bool color) const {
     }
   }
 
+  bool flips = false;
+  for (const auto& a : accuracy) flips = flips || !a.flipped.empty();
+  if (flips) {
+    out += "\n" + paint("accuracy", summary.accuracy_regressions > 0 ? "31" : "33", color) + "\n";
+    for (const auto& a : accuracy) {
+      if (a.flipped.empty()) continue;
+      const char* c = a.verdict == "regression" ? "31" : a.verdict == "improvement" ? "32" : "33";
+      std::string ids;
+      for (size_t i = 0; i < a.flipped.size() && i < 8; ++i) ids += (i ? ", " : "") + a.flipped[i];
+      if (a.flipped.size() > 8) ids += ", ...";
+      out += "  " + paint(a.verdict, c, color) + "  " + a.case_id + "  " +
+             printf_string("%.3f", a.base_score) + " -> " + printf_string("%.3f", a.head_score) +
+             " on " + std::to_string(a.items) + " items, " + std::to_string(a.lost) + " lost, " +
+             std::to_string(a.gained) + " gained (McNemar exact " + p_string(a.p_value) +
+             "); answers changed: " + ids + "\n";
+    }
+  }
+
   const DiffSummary& s = summary;
   if (s.perf_regressions + s.perf_improvements > 0) {
     out += "\n" + paint("performance", s.perf_regressions > 0 ? "31" : "32", color) + " (" +
@@ -449,7 +517,9 @@ std::string DiffReport::to_text(bool color) const {
   out += count(s.compared, "case") + " compared: " + count(s.regressions, "regression") + ", " +
          std::to_string(s.fixed) + " fixed, " + std::to_string(s.changed) + " changed, " +
          std::to_string(s.added) + " new, " + std::to_string(s.removed) + " removed, " +
-         count(s.metric_drift, "metric drift") + ", " + std::to_string(s.perf_regressions) +
+         count(s.metric_drift, "metric drift") + ", " +
+         count(s.accuracy_regressions, "accuracy regression") + ", " +
+         std::to_string(s.perf_regressions) +
          " slower, " + std::to_string(s.perf_improvements) + " faster: " +
          (has_regression() ? paint("REGRESSION", "31", color) : paint("OK", "32", color)) + "\n";
   return out;

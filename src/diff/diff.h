@@ -66,10 +66,25 @@ struct PerfChange {
   std::string verdict;
 };
 
+// One task-accuracy case (kind: eval) answered item by item on both sides, paired by item id:
+// "regression" when the head lost significantly more items than it gained (exact McNemar
+// p < alpha), "improvement" the reverse, else "unchanged". `flipped`: the items whose answer
+// changed, right or wrong.
+struct AccuracyChange {
+  std::string case_id;
+  int64_t items = 0;  // paired
+  double base_score = 0, head_score = 0;
+  int64_t lost = 0, gained = 0;  // right in base only / in head only
+  double p_value = 1;
+  std::vector<std::string> flipped;
+  std::string verdict;
+};
+
 struct DiffSummary {
   int compared = 0;  // cases present on both sides
   int regressions = 0, fixed = 0, changed = 0, added = 0, removed = 0;
   int metric_drift = 0;
+  int accuracy_regressions = 0, accuracy_improvements = 0;
   int perf_regressions = 0, perf_improvements = 0, perf_unchanged = 0, perf_not_enough_samples = 0;
   int perf_rows = 0;  // steady rows in the geometric mean
   // Of head/base medians over those rows; NaN when there are none.
@@ -82,9 +97,10 @@ struct DiffReport {
   std::vector<StatusChange> statuses;  // head order, then base-only cases in base order
   std::vector<MetricDrift> drifts;
   std::vector<PerfChange> perf;  // every steady row present on both sides
+  std::vector<AccuracyChange> accuracy;  // every eval case with items on both sides
   DiffSummary summary;
 
-  // A status regression, a metric drift or a performance regression.
+  // A status regression, a metric drift, an accuracy or a performance regression.
   bool has_regression() const;
   nlohmann::json to_json() const;
   // The terminal report; `color` wraps verdicts in ANSI colors.

@@ -379,5 +379,49 @@ TEST(Diff, FormatNs) {
   EXPECT_EQ(format_ns(42000), "42 us");
 }
 
+// An eval case answered item by item on both sides: 200 items, half right in base; the head
+// loses `lost` of the right ones and gains `gained` of the wrong ones.
+ResultData eval_result(int lost, int gained) {
+  ResultData r = result("tiny/facts", "pass");
+  r.kind = "eval";
+  for (int i = 0; i < 200; ++i) {
+    bool right = i < 100;
+    if (i < lost) right = false;
+    if (i >= 100 && i < 100 + gained) right = true;
+    r.eval_items.push_back({"q" + std::to_string(i), right == (i < 100) ? "a" : "b", right, "", -1, "{}"});
+  }
+  return r;
+}
+
+TEST(DiffAccuracy, ASignificantDropOfItemsIsARegressionNamingThem) {
+  const DiffReport d = diff_runs(run(1, {eval_result(0, 0)}), run(2, {eval_result(8, 0)}), {});
+  ASSERT_EQ(d.accuracy.size(), 1u);
+  const AccuracyChange& a = d.accuracy[0];
+  EXPECT_EQ(a.items, 200);
+  EXPECT_EQ(a.lost, 8);
+  EXPECT_NEAR(a.p_value, 0.0078125, 1e-12);
+  EXPECT_EQ(a.verdict, "regression");
+  EXPECT_EQ(a.flipped.size(), 8u);
+  EXPECT_EQ(a.flipped[0], "q0");
+  EXPECT_TRUE(d.has_regression());
+  EXPECT_EQ(d.to_json()["summary"]["accuracy_regressions"], 1);
+  const std::string text = d.to_text(false);
+  EXPECT_NE(text.find("regression  tiny/facts  0.500 -> 0.460 on 200 items, 8 lost, 0 gained"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("answers changed: q0, q1"), std::string::npos) << text;
+}
+
+TEST(DiffAccuracy, FlipsBothWaysAreListedButNoRegression) {
+  const DiffReport d = diff_runs(run(1, {eval_result(0, 0)}), run(2, {eval_result(4, 4)}), {});
+  ASSERT_EQ(d.accuracy.size(), 1u);
+  EXPECT_EQ(d.accuracy[0].verdict, "unchanged");
+  EXPECT_EQ(d.accuracy[0].flipped.size(), 8u);
+  EXPECT_FALSE(d.has_regression());
+  // Three items lost of 200: not significant (p = 0.25), not a regression.
+  EXPECT_EQ(diff_runs(run(1, {eval_result(0, 0)}), run(2, {eval_result(3, 0)}), {}).accuracy[0].verdict,
+            "unchanged");
+}
+
 }  // namespace
 }  // namespace h0::diff
