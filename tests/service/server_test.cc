@@ -184,6 +184,15 @@ TEST_F(Serve, HealthAndModels) {
   EXPECT_NE(metrics->body.find("harness_engine_mean_batch_size"), std::string::npos);
 }
 
+// tiny-llama in this process on the cpu backend: what the server's answers are checked against.
+struct LocalTinyLlama {
+  model::ModelSource src = model::resolve_model(h0::test::source_path("configs/models/tiny-llama"));
+  model::Architecture arch = model::load_architecture(src.dir);
+  io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
+  std::unique_ptr<backend::Backend> be = backend::Backend::open({"cpu", "", json::object()});
+  model::Executor ex{arch, ckpt, *be, {}};
+};
+
 TEST_F(Serve, GreedyCompletionEqualsTheExecutorsGreedyGeneration) {
   const Reply r = post(port(), "/v1/completions",
                        {{"model", "tiny-llama"},
@@ -200,12 +209,8 @@ TEST_F(Serve, GreedyCompletionEqualsTheExecutorsGreedyGeneration) {
   EXPECT_EQ(r.body["usage"],
             json({{"prompt_tokens", 7}, {"completion_tokens", 10}, {"total_tokens", 17}}));
 
-  const model::ModelSource src =
-      model::resolve_model(h0::test::source_path("configs/models/tiny-llama"));
-  const model::Architecture arch = model::load_architecture(src.dir);
-  const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
-  auto be = backend::Backend::open({"cpu", "", json::object()});
-  model::Executor ex(arch, ckpt, *be, {});
+  LocalTinyLlama local;
+  model::Executor& ex = local.ex;
   EXPECT_EQ(c["token_ids"].get<std::vector<int64_t>>(),
             model::generate_greedy(ex, kPrompt, 10).ids);
 }
@@ -228,12 +233,8 @@ TEST_F(Serve, EchoScoresThePromptWithTheExecutorsLogits) {
   EXPECT_TRUE(lp["top_logprobs"][0].is_null());
   EXPECT_EQ(lp["text_offset"][0], 0);
 
-  const model::ModelSource src =
-      model::resolve_model(h0::test::source_path("configs/models/tiny-llama"));
-  const model::Architecture arch = model::load_architecture(src.dir);
-  const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
-  auto be = backend::Backend::open({"cpu", "", json::object()});
-  model::Executor ex(arch, ckpt, *be, {});
+  LocalTinyLlama local;
+  model::Executor& ex = local.ex;
   const tensor::Tensor logits = ex.forward(ex.new_sequence(), kPrompt);
   const int64_t V = logits.dim(1);
   for (size_t t = 1; t < kPrompt.size(); ++t) {
