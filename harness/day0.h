@@ -27,6 +27,10 @@ struct Day0Options {
   // stage reports the quantization error budget against it (quant_budget).
   std::string original_golden;
   std::string mesh;    // "tp=2,pp=1,ep=1,dp=1": the plan the memory stage sizes
+  // Task files for the accuracy stage (--eval), and their reference (--eval-reference: a store
+  // selector, or gen_eval.py's file for one task; default: <task stem>.json in --golden).
+  std::vector<std::string> eval_tasks;
+  std::string eval_reference;
   std::string db = "reports/results.db";
   std::string out = "reports/day0";  // dashboard, day0.json, day0.xml
   std::vector<std::string> labels;
@@ -77,6 +81,10 @@ StageResult run_mesh_stage(Day0Context& ctx);
 StageResult run_service_stage(Day0Context& ctx);
 StageResult run_e2e_text_stage(Day0Context& ctx);
 StageResult run_e2e_image_stage(Day0Context& ctx);
+// The accuracy stage is in the checklist when --eval names a task or suites/eval.yaml ships
+// tasks for the model.
+bool accuracy_stage_applies(const Day0Context& ctx);
+StageResult run_accuracy_stage(Day0Context& ctx);
 StageResult run_determinism_stage(Day0Context& ctx);
 StageResult run_performance_stage(Day0Context& ctx);
 

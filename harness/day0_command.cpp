@@ -1,5 +1,6 @@
 // harness day0 --model DIR [--platform FILE] [--mesh tp=2,...] [--golden DIR] [--keep-going]
-//              [--dry-run] [--db FILE] [--out DIR] [--json]
+//              [--eval TASK]... [--eval-reference SELECTOR|FILE] [--dry-run] [--db FILE]
+//              [--out DIR] [--json]
 // The Day-0 readiness run: the stages below in order, each gating the ones that need it. A stage
 // whose hard needs did not pass cannot run (blocked); one whose earlier stages failed is blocked
 // too unless --keep-going. --dry-run runs only what needs no weights. The terminal gets one line
@@ -28,6 +29,7 @@
 #include "cli_output.h"
 #include "commands.h"
 #include "day0.h"
+#include "eval/task.h"
 #include "io/golden_manifest.h"
 #include "mesh_run.h"
 #include "report/html_site.h"
@@ -47,6 +49,8 @@ struct Stage {
   std::vector<const char*> needs;  // cannot run unless these passed
   std::vector<const char*> after;  // gate it unless --keep-going
   bool needs_weights;              // not run with --dry-run
+  // Left out of the checklist unless this holds (the accuracy stage: a task was given or ships).
+  bool (*applies)(const Day0Context&) = nullptr;
 };
 
 // The Day-0 checklist: order, needs and gates.
@@ -84,6 +88,13 @@ const std::vector<Stage>& stages() {
       {"service", "service start", &run_service_stage, {"load"}, {"model", "image"}, true},
       {"e2e_text", "text end-to-end", &run_e2e_text_stage, {"service"}, {}, true},
       {"e2e_image", "image end-to-end", &run_e2e_image_stage, {"service"}, {"image"}, true},
+      {"accuracy",
+       "task accuracy against the reference",
+       &run_accuracy_stage,
+       {"service"},
+       {"e2e_text"},
+       true,
+       &accuracy_stage_applies},
       {"determinism", "determinism", &run_determinism_stage, {"service"}, {"e2e_text"}, true},
       {"performance",
        "performance snapshot",
@@ -134,6 +145,7 @@ checks::Status record_status(StageStatus s) {
 // One record of the whole run: every stage's checks ("<stage>/<case>") and the stage itself
 // ("stage/<NN>-<id>", kind day0_stage: its title and summary).
 checks::RunReport run_record(const Day0Options& opt, const suite::Platform& platform,
+                             const std::vector<const Stage*>& ran,
                              const std::vector<StageResult>& results, double seconds,
                              const std::string& verdict) {
   checks::RunReport report;
@@ -150,7 +162,7 @@ checks::RunReport run_record(const Day0Options& opt, const suite::Platform& plat
     report.stack = {{"error", e.what()}};
   }
   for (size_t i = 0; i < results.size(); ++i) {
-    const Stage& s = stages()[i];
+    const Stage& s = *ran[i];
     for (const auto& c : results[i].cases) {
       checks::CaseOutcome o = c;
       o.id = std::string(s.id) + "/" + c.id;
@@ -182,6 +194,13 @@ int run_day0(const Day0Options& opt) {
   (void)base::read_json_file((fs::path(opt.model) / "config.json").string());
   if (!opt.golden.empty() && !fs::is_directory(opt.golden))
     throw InputError(opt.golden, "--golden: not a directory");
+  for (const std::string& task : opt.eval_tasks) (void)eval::load_task(task);  // file:line, exit 2
+  if (!opt.eval_reference.empty() && opt.eval_tasks.empty())
+    throw InputError("--eval-reference " + opt.eval_reference, "needs --eval TASK");
+  if (!opt.eval_reference.empty() && fs::exists(opt.eval_reference) && opt.eval_tasks.size() != 1)
+    throw InputError(opt.eval_reference,
+                     "--eval-reference: a reference file is for one --eval task; for several, name "
+                     "a run of --db (label:stack=gpu-ref)");
   const auto labels = parse_labels(opt.labels);
   MeshRun mesh_run = open_mesh("", 300);
   const std::string root = golden_root("");
@@ -215,9 +234,11 @@ int run_day0(const Day0Options& opt) {
   if (!problems.empty()) return kExitInput;
 
   std::vector<StageResult> results;
+  std::vector<const Stage*> ran;  // the stages of this checklist, in order
   std::map<std::string, StageStatus> status;
   bool rank_stop = false;
   for (const Stage& s : stages()) {
+    if (s.applies != nullptr && !s.applies(ctx)) continue;
     StageResult r;
     std::string unmet, gate;
     for (const char* n : s.needs) {
@@ -269,6 +290,7 @@ int run_day0(const Day0Options& opt) {
       std::fflush(stdout);
     }
     results.push_back(std::move(r));
+    ran.push_back(&s);
   }
   int passed = 0, not_modelled = 0;
   for (const auto& r : results) {
@@ -291,7 +313,7 @@ int run_day0(const Day0Options& opt) {
   // One run record: the store, then JSON, JUnit and the dashboard from it.
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const checks::RunReport report = run_record(opt, platform, results, seconds, verdict);
+  const checks::RunReport report = run_record(opt, platform, ran, results, seconds, verdict);
   store::RunData run = checks::run_data(report, platform, labels, mesh_run.name);
   run.started_at = store::utc_now();
   run.finished_at = run.started_at;
@@ -319,8 +341,8 @@ int run_day0(const Day0Options& opt) {
   if (opt.json) {
     nlohmann::json stages_json = nlohmann::json::array();
     for (size_t i = 0; i < results.size(); ++i) {
-      stages_json.push_back({{"id", stages()[i].id},
-                             {"title", stages()[i].title},
+      stages_json.push_back({{"id", ran[i]->id},
+                             {"title", ran[i]->title},
                              {"status", stage_status_name(results[i].status)},
                              {"summary", results[i].summary},
                              {"checks", results[i].cases.size()},
@@ -376,6 +398,14 @@ void register_day0(CLI::App& app, Run* run) {
                   "prompts; the model stage reports the quantization error budget (mean KL, top-1 agreement, "
                   "greedy divergence) against them")
       ->check(CLI::ExistingDirectory);
+  sub->add_option("--eval", opt->eval_tasks,
+                  "A task file (suites/tasks/*.jsonl, lm-eval style JSONL): adds the task-accuracy "
+                  "stage after text end-to-end (repeatable; without it the stage runs the tasks "
+                  "suites/eval.yaml ships for the model, if any)");
+  sub->add_option("--eval-reference", opt->eval_reference,
+                  "The per-item reference of the --eval tasks: a run of --db (label:stack=gpu-ref, "
+                  "platform:NAME, an id) whose eval results cover the same task files, or, for one "
+                  "task, gen_eval.py's file. Default: <task>.json in --golden");
   sub->add_option("--mesh", opt->mesh,
                   "The parallel plan the memory stage sizes, e.g. tp=8,pp=2,ep=16");
   sub->add_flag("--keep-going", opt->keep_going,

@@ -50,6 +50,7 @@ std::vector<checks::CaseOutcome> run_cases(Day0Context& ctx, const std::string& 
   o.isolate =
       ctx.platform.isolation != "none" && ctx.world == nullptr;  // MPI does not survive fork
   o.service_log_dir = (fs::path(ctx.options.out) / "service-logs").string();
+  o.store_path = ctx.options.db;  // an eval reference may be a run there
   return checks::run_suite(s, ctx.platform, o, nullptr).cases;
 }
 
@@ -664,6 +665,73 @@ StageResult run_e2e_image_stage(Day0Context& ctx) {
     return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
   StageResult r = judge(of_kind(e2e_cases(ctx), "e2e_image"), "image requests");
   if (r.cases.empty()) r.summary = "not compared: no image e2e goldens for this model";
+  return r;
+}
+
+bool accuracy_stage_applies(const Day0Context& ctx) {
+  return !ctx.options.eval_tasks.empty() || shipped(ctx, "eval.yaml");
+}
+
+// The reference of an --eval task: --eval-reference (a store selector for every task; a file for
+// the only one), else <task stem>.json in --golden (gen_eval.py --out); "" when there is none.
+std::string eval_reference(const Day0Context& ctx, const std::string& task) {
+  const std::string& ref = ctx.options.eval_reference;
+  if (!ref.empty()) return fs::exists(ref) ? absolute(ref) : ref;
+  if (ctx.options.golden.empty()) return "";
+  const fs::path file = fs::path(ctx.options.golden) / (fs::path(task).stem().string() + ".json");
+  return fs::is_regular_file(file) ? absolute(file.string()) : "";
+}
+
+const char* kNoEvalReference =
+    "no reference to compare with: make one on the reference machine with golden/tools/gen_eval.py "
+    "--model DIR --task FILE --out G/<task>.json and pass --golden G, or run day0 on the reference "
+    "platform with --label stack=gpu-ref and pass --eval-reference label:stack=gpu-ref";
+
+// "facts 0.283 [0.184, 0.408] vs 0.283, agreement 1.000": a task's score with its Wilson
+// interval, and the reference's score and the agreement when there is a reference.
+std::string accuracy_line(const checks::CaseOutcome& c) {
+  const std::string task = c.id.substr(c.id.rfind('/') + 1);
+  if (metric(c, "items", -1) < 0) return task + ": " + c.result.message;
+  std::string line = task + " " + fixed(metric(c, "score"), 3) + " [" +
+                     fixed(metric(c, "score_lo"), 3) + ", " + fixed(metric(c, "score_hi"), 3) + "]";
+  if (const double agreement = metric(c, "agreement"); agreement >= 0) {
+    line += " vs " + fixed(metric(c, "ref_score"), 3) + ", agreement " + fixed(agreement, 3);
+  }
+  return line;
+}
+
+StageResult run_accuracy_stage(Day0Context& ctx) {
+  std::vector<checks::CaseOutcome> cases;
+  if (!ctx.options.eval_tasks.empty()) {
+    // The default gate (max_drop 0.02 by the paired test, alpha 0.05): a real model on another
+    // platform agrees with its reference on most items, not on every one.
+    std::string yaml;
+    for (const std::string& task : ctx.options.eval_tasks) {
+      yaml += "  - id: " + ctx.model_name + "/" + fs::path(task).stem().string() +
+              "\n    kind: eval\n    model: " + yaml_quoted(absolute(ctx.options.model)) +
+              "\n    task: " + yaml_quoted(absolute(task)) + "\n    num_concurrent: 4\n";
+      if (const std::string ref = eval_reference(ctx, task); !ref.empty())
+        yaml += "    reference: " + yaml_quoted(ref) + "\n";
+    }
+    cases = run_cases(ctx, generated_suite(ctx, "accuracy", yaml), "");
+  } else {
+    cases = run_cases(ctx, suite_path("eval.yaml"), ctx.model_name + "/*");
+  }
+  std::string lines;
+  nlohmann::json tasks = nlohmann::json::object();
+  bool unreferenced = false;
+  for (const auto& c : cases) {
+    unreferenced = unreferenced || (c.result.status == checks::Status::kSkip &&
+                                    !c.result.details.contains("reference"));
+    lines += (lines.empty() ? "" : "; ") + accuracy_line(c);
+    nlohmann::json m = nlohmann::json::object();
+    for (const auto& [name, value] : c.result.metrics) m[name] = value;
+    tasks[c.id] = {{"status", checks::status_name(c.result.status)}, {"metrics", m}};
+  }
+  StageResult r = judge(std::move(cases), "tasks");
+  if (unreferenced) r.summary += "; " + std::string(kNoEvalReference);
+  if (!lines.empty()) r.summary += ": " + lines;
+  r.details = {{"tasks", tasks}};
   return r;
 }
 

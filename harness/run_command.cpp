@@ -53,6 +53,7 @@ int run_run(RunOptions opt) {
   ro.dump_dir = opt.dump_dir;
   ro.service_log_dir = opt.service_logs;
   ro.run = !opt.no_run;
+  ro.store_path = opt.db;  // an eval check's reference may be a run there (read with --no-db too)
   if (opt.no_run && opt.dump_dir.empty()) throw InputError("--no-run", "only makes sense with --dump-cases DIR");
 
   // The store opens once the worker process exists (on_start): the worker's memory then never

@@ -70,12 +70,17 @@ class RunContext {
   // the runner for cases whose service_model() is not empty; null otherwise.
   const nlohmann::json& service() const { return service_; }
   void set_service(nlohmann::json s) { service_ = std::move(s); }
+  // The results store of the run (`harness run --db`), read by checks whose reference is an
+  // earlier run in it (an eval check's `reference: label:stack=gpu-ref`); "" when there is none.
+  const std::string& store_path() const { return store_path_; }
+  void set_store_path(std::string path) { store_path_ = std::move(path); }
 
  private:
   const suite::Platform& platform_;
   std::unique_ptr<backend::Backend> backend_;
   mesh::Communicator* world_ = nullptr;
   nlohmann::json service_;
+  std::string store_path_;
 };
 
 class PreparedCase {

@@ -1,26 +1,30 @@
 // kind: eval — task accuracy of the platform's service on a task file (eval/task.h), item by
-// item against a reference's per-item results (golden/tools/gen_eval.py: transformers on the
-// reference machine), gated by eval/accuracy.h: agreement, and a drop of the score judged by a
-// paired test on the same items. Every item's result goes into the result's details ("items")
-// and from there into the store's eval_items table, so a diff names the items that flipped.
+// item against a reference's per-item results, gated by eval/accuracy.h: agreement, and a drop of
+// the score judged by a paired test on the same items. The reference is a file
+// (golden/tools/gen_eval.py: transformers on the reference machine) or a run in the results store
+// (`reference: label:stack=gpu-ref`: the reference platform's own eval run of the same task).
+// Every item's result goes into the result's details ("items") and from there into the store's
+// eval_items table, so a diff names the items that flipped.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <numeric>
 #include <random>
 #include <thread>
 
 #include "base/error.h"
 #include "base/input_file.h"
-#include "diff/statistics.h"
+#include "base/json_read.h"
+#include "base/utf8.h"
 #include "checks/e2e_request.h"
 #include "checks/service_checks.h"
+#include "diff/statistics.h"
 #include "eval/accuracy.h"
 #include "eval/task.h"
+#include "store/sqlite_store.h"
 
 namespace h0::checks {
 namespace {
@@ -32,7 +36,8 @@ using eval::Scorer;
 struct EvalSpec {
   std::string model_dir;  // absolute
   eval::Task task;
-  std::string reference_path;  // empty: none
+  std::string reference_path;  // a gen_eval.py file; empty: none
+  std::string reference_run;   // a store selector (label:stack=gpu-ref); read when the case runs
   std::map<std::string, ItemResult> reference;
   eval::GateSpec gate;
   int64_t limit = 0;  // 0: every item
@@ -40,13 +45,6 @@ struct EvalSpec {
   int num_concurrent = 1;
   int retries = 2;
 };
-
-// Code points of a UTF-8 string (OpenAI's text_offset counts characters).
-int64_t characters(const std::string& s) {
-  int64_t n = 0;
-  for (unsigned char c : s) n += (c & 0xc0) != 0x80;
-  return n;
-}
 
 // Whether a failed request is worth sending again: the server or the network failed, or it
 // asked to slow down; a 4xx other than 429 is the request's fault and would fail again.
@@ -68,7 +66,8 @@ struct Scored {
 Scored score_echo(const service::Result& r, const std::string& context,
                   const std::string& continuation) {
   Scored s;
-  const int64_t ctx = characters(context), end = ctx + characters(continuation);
+  const int64_t ctx = int64_t(utf8_characters(context));
+  const int64_t end = ctx + int64_t(utf8_characters(continuation));
   const auto& t = r.tokens;
   if (t.empty() || !std::all_of(t.begin(), t.end(), [](const auto& x) { return x.text_offset.has_value(); })) {
     s.cannot = "its echo gave no logprobs with text offsets for the prompt";
@@ -93,13 +92,112 @@ Scored score_echo(const service::Result& r, const std::string& context,
   return s;
 }
 
+// Whether a `reference:` value names a run of the results store rather than a file: the
+// selectors of `harness diff` (label:k=v, platform:NAME, stack:PREFIX, latest, latest~N, an id).
+bool is_run_selector(const std::string& s) {
+  if (s == "latest") return true;
+  for (const char* prefix : {"label:", "platform:", "stack:", "latest~"})
+    if (s.rfind(prefix, 0) == 0) return true;
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string task_sha256_of(const store::ResultData& r) {
+  const nlohmann::json d = base::parse_json_or_discarded(r.details_json);
+  if (!d.is_object() || !d.contains("task") || !d["task"].is_object()) return "";
+  return d["task"].value("sha256", "");
+}
+
+// The reference run's result for this task: the one with the same case id, else the only eval
+// result of that run over the same task file (a day0 run's "accuracy/<model>/<task>" against a
+// suite's "<model>/<task>"). Returns nullptr and sets *why when there is none or more than one.
+const store::ResultData* reference_result(const store::RunData& run, const std::string& case_id,
+                                          const std::string& task_sha256, std::string* why) {
+  std::vector<const store::ResultData*> same_task;
+  for (const auto& r : run.results) {
+    if (r.kind != "eval") continue;
+    if (r.case_id == case_id) return &r;
+    if (task_sha256_of(r) == task_sha256) same_task.push_back(&r);
+  }
+  if (same_task.size() == 1) return same_task[0];
+  if (same_task.empty()) {
+    *why = "holds no eval result for case " + case_id + " or for this task file (sha256 " +
+           task_sha256.substr(0, 12) + ")";
+  } else {
+    *why = "holds " + std::to_string(same_task.size()) +
+           " eval results for this task file and none with case id " + case_id;
+  }
+  return nullptr;
+}
+
+// The per-item results of the reference run `selector` in the store at `db_path` for this case.
+// Returns false with *why set when they cannot be had.
+bool load_store_reference(const std::string& db_path, const std::string& selector,
+                          const std::string& case_id, const eval::Task& task,
+                          std::map<std::string, ItemResult>* out, std::string* where,
+                          std::string* why) {
+  *where = selector;
+  std::error_code ec;
+  if (db_path.empty() || !fs::is_regular_file(db_path, ec)) {
+    *why = "no results store to read it from" +
+           (db_path.empty() ? std::string() : " (" + db_path + " does not exist)");
+    return false;
+  }
+  try {
+    const auto db = store::SqliteStore::open(db_path);
+    const int64_t id = db->resolve(selector);
+    const std::optional<store::RunData> run = db->load_run(id);
+    if (!run) {
+      *why = "run " + std::to_string(id) + " is not in " + db_path;
+      return false;
+    }
+    *where = "run " + std::to_string(id) + " (" + selector + ", platform " + run->platform +
+             ") of " + db_path;
+    const store::ResultData* r = reference_result(*run, case_id, task.sha256, why);
+    if (r == nullptr) return false;
+    *where += ", case " + r->case_id;
+    if (const std::string sha = task_sha256_of(*r); sha != task.sha256) {
+      *why = "its case " + r->case_id + " ran another version of " + task.path +
+             " (task sha256 " + sha.substr(0, 12) + ", this one " + task.sha256.substr(0, 12) + ")";
+      return false;
+    }
+    if (r->eval_items.empty()) {
+      *why = "its case " + r->case_id + " (" + r->status + ") stored no items: " + r->message;
+      return false;
+    }
+    for (const store::EvalItemData& e : r->eval_items) {
+      nlohmann::json j = base::parse_json_or_discarded(e.evidence_json);
+      if (!j.is_object()) j = nlohmann::json::object();
+      j["id"] = e.item_id;
+      j["answer"] = e.answer;
+      j["correct"] = e.correct;
+      ItemResult item = ItemResult::from_json(j);  // one without an answer is left unpaired
+      (*out)[item.id] = std::move(item);
+    }
+    return true;
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return false;
+  }
+}
+
 class EvalCase final : public PreparedCase {
  public:
-  explicit EvalCase(EvalSpec spec) : spec_(std::move(spec)) {}
+  explicit EvalCase(EvalSpec spec, std::string case_id)
+      : spec_(std::move(spec)), case_id_(std::move(case_id)) {}
 
   std::string service_model() const override { return spec_.model_dir; }
 
   CheckResult run(RunContext& ctx) override {
+    if (!spec_.reference_run.empty()) {  // the reference platform's run, before any request
+      std::string why;
+      if (!load_store_reference(ctx.store_path(), spec_.reference_run, case_id_, spec_.task,
+                                &spec_.reference, &spec_.reference_path, &why)) {
+        CheckResult err;
+        err.status = Status::kError;
+        err.message = "reference " + spec_.reference_run + ": " + why;
+        return err;
+      }
+    }
     ServiceHandle h = connect_service(ctx);
     if (!h.error.empty()) return service_unavailable(h);
     CheckResult out;
@@ -216,7 +314,7 @@ class EvalCase final : public PreparedCase {
             {"task", spec_.task.path},
             {"scorer", eval::scorer_name(spec_.task.spec.scorer)},
             {"items", chosen_items().size()},
-            {"reference", spec_.reference_path},
+            {"reference", spec_.reference_run.empty() ? spec_.reference_path : spec_.reference_run},
             {"gate", gate_json()}};
   }
 
@@ -336,6 +434,7 @@ class EvalCase final : public PreparedCase {
   }
 
   EvalSpec spec_;
+  std::string case_id_;
 };
 
 std::map<std::string, ItemResult> load_reference(const suite::Case& c, const YAML::Node& node,
@@ -428,12 +527,20 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
   s.num_concurrent = int(field_int(c, "num_concurrent", 1, 1));
   s.retries = int(field_int(c, "retries", 2, 0));
   if (const YAML::Node ref = case_field(c, "reference"); ref.IsDefined()) {
-    if (!ref.IsScalar()) fail(c, ref, "reference must be a per-item results file (golden/tools/gen_eval.py)");
-    s.reference_path = resolve_case_path(c, ref.Scalar());
-    s.reference = load_reference(c, ref, s.reference_path, s.task);
+    if (!ref.IsScalar())
+      fail(c, ref,
+           "reference must be a per-item results file (golden/tools/gen_eval.py) or a run of the "
+           "results store (label:key=value, platform:NAME, stack:PREFIX, latest, an id)");
+    const std::string path = resolve_case_path(c, ref.Scalar());
+    std::error_code ec;
+    if (is_run_selector(ref.Scalar()) && !fs::exists(path, ec)) {
+      s.reference_run = ref.Scalar();
+    } else {
+      s.reference_path = path;
+      s.reference = load_reference(c, ref, s.reference_path, s.task);
+    }
   }
-  auto e = std::make_unique<EvalCase>(std::move(s));
-  return e;
+  return std::make_unique<EvalCase>(std::move(s), c.id);
 }
 
 std::vector<std::string> eval_fields() {

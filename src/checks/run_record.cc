@@ -41,7 +41,8 @@ store::ResultData result_data(const CaseOutcome& outcome) {
   // An eval check's per-item results go to their own rows (eval_items), not into details.
   const nlohmann::json* details = &outcome.result.details;
   nlohmann::json trimmed;
-  if (details->is_object() && details->contains("items") && details->at("items").is_array()) {
+  if (outcome.kind == "eval" && details->is_object() && details->contains("items") &&
+      details->at("items").is_array()) {
     trimmed = *details;
     for (const nlohmann::json& item : trimmed["items"]) {
       store::EvalItemData& e = r.eval_items.emplace_back();

@@ -138,6 +138,7 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, 
   // The worker's side: request "stack" -> stack info; request "<index>" -> that case's result.
   RunContext ctx(platform);
   ctx.set_world(options.world);
+  ctx.set_store_path(options.store_path);
   auto serve = [&](const std::string& request) -> std::string {
     if (request == "stack") {
       try {

@@ -27,6 +27,9 @@ struct RunOptions {
   bool run = true;         // false with dump_dir: only dump
   mesh::Communicator* world = nullptr;  // the mesh of a multi-rank run (every rank runs the suite)
   std::string service_log_dir;  // where started services' logs go; empty: a fresh temporary folder
+  // The results store checks may read references from (RunContext::store_path); never written
+  // by the runner, and read only when it exists.
+  std::string store_path;
 };
 
 struct CaseOutcome {

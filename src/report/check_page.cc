@@ -1,4 +1,7 @@
 // checks/<stem>.html: one case across runs.
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "base/json_read.h"
@@ -100,6 +103,88 @@ std::string latest_tables(const SiteModel& model, const SiteCase& c) {
   return html + "</section>\n";
 }
 
+std::string fixed3(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+// An eval check's score per stack version: "0.612 [0.543, 0.677]" with its Wilson interval, the
+// reference's score, the paired delta with its interval, agreement and the discordant items.
+std::string accuracy_table(const SiteModel& model, const SiteCase& c) {
+  std::string rows;
+  for (const auto& [column, a] : c.accuracy) {
+    const auto m = [&](const char* name) {
+      const auto it = a.metrics.find(name);
+      return it == a.metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
+    };
+    const auto text = [](double v) { return std::isnan(v) ? std::string("–") : fixed3(v); };
+    const auto interval = [&](double v, double lo, double hi) {
+      return std::isnan(v) ? std::string("–") : text(v) + " [" + text(lo) + ", " + text(hi) + "]";
+    };
+    const SiteRun& run = model.runs[static_cast<size_t>(a.run)];
+    const SiteColumn& col = model.columns[static_cast<size_t>(column)];
+    const bool paired = !std::isnan(m("ref_score"));
+    rows += html_row(
+        {html_escape(col.label), html_escape(col.platform),
+         html_link("../" + run.page, "run " + run_ref(run.run.id)), status_badge(a.status),
+         interval(m("score"), m("score_lo"), m("score_hi")), text(m("ref_score")),
+         interval(m("delta"), m("delta_lo"), m("delta_hi")), text(m("agreement")),
+         paired ? number_text(m("items_lost")) + " / " + number_text(m("items_gained")) : "–",
+         paired ? number_text(m("mcnemar_p")) : "–", number_text(m("items"))});
+  }
+  return "<section id=\"accuracy\"><h2>Accuracy per stack version</h2>\n"
+         "<p class=\"muted\">Score with its Wilson interval; the delta against the reference on the "
+         "same items with its paired bootstrap interval; items lost / gained against the reference "
+         "and the exact McNemar p-value of that split.</p>\n"
+         "<table class=\"grid accuracy\">\n" +
+         html_row({"stack", "platform", "run", "status", "score", "reference", "delta", "agreement",
+                   "lost / gained", "McNemar p", "items"},
+                  "th") +
+         rows + "</table></section>\n";
+}
+
+// The items of the latest result whose answer differs from the reference's, with the evidence
+// the store keeps (choice logprobs, the continuation's logprob, the completion).
+std::string flipped_items(const SiteModel& model, const SiteCase& c) {
+  constexpr size_t kMaxRows = 200;
+  const store::ResultData& r = c.latest;
+  const SiteRun& run = model.runs[static_cast<size_t>(c.latest_run)];
+  std::string html = "<section id=\"flipped\"><h2>Items answered differently from the reference</h2>\n";
+  size_t compared = 0, flipped = 0;
+  std::string rows;
+  for (const store::EvalItemData& e : r.eval_items) {
+    if (e.ref_correct < 0) continue;
+    ++compared;
+    if (e.answer == e.ref_answer) continue;
+    if (++flipped > kMaxRows) continue;
+    const bool ref_right = e.ref_correct == 1;
+    const char* how = e.correct && !ref_right   ? "gained"
+                      : !e.correct && ref_right ? "lost"
+                      : e.correct               ? "both right"
+                                                : "both wrong";
+    const json evidence = base::parse_json_or_discarded(e.evidence_json);
+    std::string ev;
+    if (evidence.is_object()) {
+      for (const char* k : {"choice_logprobs", "logprob", "text"})
+        if (evidence.contains(k))  // a completion quoted: its leading space and newlines show
+          ev += std::string(ev.empty() ? "" : "; ") + k + " " +
+                html_escape(evidence[k].dump(-1, ' ', false, json::error_handler_t::replace));
+    }
+    rows += html_row({html_escape(e.item_id), html_escape(e.answer), html_escape(e.ref_answer),
+                      how, ev});
+  }
+  html += "<p>In " + html_link("../" + run.page, "run " + run_ref(run.run.id)) + ": " +
+          std::to_string(flipped) + " of " + std::to_string(compared) +
+          " items compared with the reference" +
+          (compared == 0 ? " (this result has no reference)" : "") + ".</p>\n";
+  if (flipped == 0) return html + "</section>\n";
+  if (flipped > kMaxRows) html += "<p class=\"muted\">The first " + std::to_string(kMaxRows) + " are listed.</p>\n";
+  return html + "<table class=\"grid flipped\">\n" +
+         html_row({"item", "answer", "reference's", "score", "evidence"}, "th") + rows +
+         "</table></section>\n";
+}
+
 }  // namespace
 
 std::string check_page(const SiteModel& model, size_t case_index) {
@@ -113,6 +198,7 @@ std::string check_page(const SiteModel& model, size_t case_index) {
           "<section id=\"trends\"><h2>Trends</h2>\n<div class=\"charts\">"
           "<div class=\"chart\"><canvas id=\"chart-key\"></canvas></div>"
           "<div class=\"chart\"><canvas id=\"chart-latency\"></canvas></div></div></section>\n";
+  if (!c.accuracy.empty()) html += accuracy_table(model, c) + flipped_items(model, c);
   html += evidence(model, c) + latest_tables(model, c);
   return html + page_end(page);
 }

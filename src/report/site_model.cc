@@ -29,7 +29,7 @@ constexpr KindLayer kLayers[] = {
     {"op", "op"},         {"layer", "layer"},        {"model", "model"},      {"image", "model"},
     {"dump", "model"},    {"load", "model"},         {"service", "e2e"},      {"e2e_text", "e2e"},
     {"e2e_image", "e2e"}, {"determinism", "e2e"},    {"e2e_load", "e2e"},     {"collective", "mesh"},
-    {"plan", "plan"},
+    {"plan", "plan"},     {"eval", "accuracy"},
 };
 
 
@@ -49,12 +49,14 @@ const std::vector<Day0StageDef>& day0_stage_defs() {
       {"service", "the service starts", {"service"}},
       {"e2e", "text and image requests come back", {"e2e_text", "e2e_image", "determinism", "e2e_load"}},
       {"mesh", "collectives are right", {"collective"}},
+      {"accuracy", "task accuracy matches the reference", {"eval"}},
   };
   return defs;
 }
 
 // Key metrics by preference; a metric matches by full name or by the part after a '.'.
-constexpr const char* kKeyMetrics[] = {"max_abs_err", "rmse", "max_rel_err", "cosine", "top1_agreement"};
+constexpr const char* kKeyMetrics[] = {"max_abs_err", "rmse",           "max_rel_err",
+                                       "cosine",      "top1_agreement", "score"};
 
 bool metric_matches(const std::string& name, const std::string& want) {
   return name == want || (name.size() > want.size() && name.ends_with(want) &&
@@ -194,7 +196,7 @@ class Gatherer {
     std::unordered_map<std::string, int> tolerances;
     for (const auto& r : run.results) {
       ++site_run.counts[r.status];
-      site_run.cases.push_back(digest(run, run_index, r, &site_run.tolerances, &tolerances));
+      site_run.cases.push_back(digest(run, run_index, site_run.column, r, &site_run.tolerances, &tolerances));
     }
     if (is_day0_run(run)) {
       site_run.day0 = day0_stages(run);
@@ -248,7 +250,7 @@ class Gatherer {
     return it->second;
   }
 
-  CaseDigest digest(const store::RunData& run, int run_index, const store::ResultData& r,
+  CaseDigest digest(const store::RunData& run, int run_index, int column, const store::ResultData& r,
                     std::vector<std::string>* tolerance_list, std::unordered_map<std::string, int>* tolerance_ids) {
     CaseDigest d;
     d.case_index = case_of(run, r);
@@ -273,6 +275,13 @@ class Gatherer {
     if (diff::is_failing(r.status)) {
       c.failure_run = run_index;
       c.last_failure = c.latest;
+    }
+    if (r.kind == "eval") {  // the score per stack version; the latest run of a column wins
+      AccuracyPoint& a = c.accuracy[column];
+      a.run = run_index;
+      a.status = r.status;
+      a.metrics.clear();
+      for (const auto& [name, value] : r.metrics) a.metrics[name] = value;
     }
     return d;
   }

@@ -68,6 +68,14 @@ struct SiteColumn {
   std::string first_started;  // the first run's start: columns are in this order
 };
 
+// An eval check's result on one stack version: its status and metrics (score, score_lo/hi,
+// ref_score, delta, agreement, items_lost/gained, mcnemar_p, ...).
+struct AccuracyPoint {
+  int run = -1;  // into SiteModel::runs
+  std::string status;
+  std::map<std::string, double> metrics;
+};
+
 struct SiteCase {
   std::string case_id, check_id, kind, suite, params_json;
   std::string layer;       // layer_of(kind)
@@ -78,6 +86,7 @@ struct SiteCase {
   store::ResultData latest;
   int failure_run = -1;    // its last failing result, if any
   store::ResultData last_failure;
+  std::map<int, AccuracyPoint> accuracy;  // kind eval: column -> its latest result there
 };
 
 struct SiteModel {

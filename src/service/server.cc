@@ -14,6 +14,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "base/utf8.h"
 #include "model/byte_level.h"
 #include "service/json_util.h"
 
@@ -57,11 +58,6 @@ struct Output {
   json stop_reason = nullptr;
 };
 
-size_t utf8_length(std::string_view s) {
-  size_t n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
-  return n;
-}
 
 }  // namespace
 
@@ -214,7 +210,7 @@ class Server::Impl {
       if (!top.contains(text)) top[text] = clamp_lp(t.logprob);
       tops.push_back(top);
       offsets.push_back(o->text_offset);
-      o->text_offset += int64_t(utf8_length(token_text(t.id, false)));
+      o->text_offset += int64_t(utf8_characters(token_text(t.id, false)));
     }
     return {{"tokens", tokens},
             {"token_logprobs", lps},
@@ -230,7 +226,7 @@ class Server::Impl {
     std::vector<int32_t> ids(r.generation.prompt.begin(), r.generation.prompt.end());
     return model_.tokenizer->decode(ids, false);
   }
-  json echo_logprobs(const ApiRequest& r, Output* o) const {
+  json echo_logprobs(const ApiRequest& r, const std::string& echoed, Output* o) const {
     json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
     const std::vector<int64_t>& prompt = r.generation.prompt;
     int64_t offset = 0;
@@ -239,7 +235,7 @@ class Server::Impl {
       tokens.push_back(text);
       offsets.push_back(offset);  // in the echoed text, which holds no special token's text
       const int32_t id = int32_t(prompt[i]);
-      offset += int64_t(utf8_length(model_.tokenizer->decode(std::span<const int32_t>(&id, 1), true)));
+      offset += int64_t(utf8_characters(model_.tokenizer->decode(std::span<const int32_t>(&id, 1), true)));
       if (i == 0 || i - 1 >= o->prompt.size()) {
         lps.push_back(nullptr);
         tops.push_back(nullptr);
@@ -252,7 +248,7 @@ class Server::Impl {
       if (!top.contains(text)) top[text] = clamp_lp(t.logprob);
       tops.push_back(top);
     }
-    o->text_offset = int64_t(utf8_length(echo_text(r)));
+    o->text_offset = int64_t(utf8_characters(echoed));
     json out = {{"tokens", tokens},
                 {"token_logprobs", lps},
                 {"top_logprobs", tops},
@@ -336,9 +332,10 @@ class Server::Impl {
       choice["message"] = {{"role", "assistant"}, {"content", o.text}};
       choice["logprobs"] = r.logprobs ? chat_logprobs(r, o, 0, o.tokens.size()) : json(nullptr);
     } else {
-      choice["text"] = r.echo ? echo_text(r) + o.text : o.text;
+      const std::string echoed = r.echo ? echo_text(r) : "";
+      choice["text"] = echoed + o.text;
       choice["logprobs"] = !r.logprobs ? json(nullptr)
-                           : r.echo    ? echo_logprobs(r, &o)
+                           : r.echo    ? echo_logprobs(r, echoed, &o)
                                        : completion_logprobs(r, &o, 0, o.tokens.size());
     }
     choice["finish_reason"] = o.finish_reason;

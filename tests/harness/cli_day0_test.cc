@@ -27,7 +27,8 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["ready"], true);
-  auto stages = test::expect_every_stage_passes(r.out);
+  // suites/eval.yaml ships tasks for tiny-llama: the accuracy stage is in its checklist.
+  auto stages = test::expect_every_stage_passes(r.out, 15);
   EXPECT_EQ(stages["config"]["summary"], "LlamaForCausalLM: 557,696 parameters");
   EXPECT_EQ(stages["coverage"]["summary"], "9 native, 0 fallback of the model's 9 ops in bf16");
   EXPECT_EQ(stages["image"]["summary"], "not applicable: a text-only model");
@@ -38,6 +39,12 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   EXPECT_NE(stages["performance"]["summary"].get<std::string>().find("served TTFT p50"),
             std::string::npos)
       << stages["performance"]["summary"];
+  const std::string accuracy = stages["accuracy"]["summary"];
+  EXPECT_EQ(accuracy.rfind("4 tasks, 0 failed: ", 0), 0u) << accuracy;
+  for (const char* task : {"facts ", "arithmetic ", "copying ", "format "})
+    EXPECT_NE(accuracy.find(task), std::string::npos) << task << accuracy;
+  EXPECT_NE(accuracy.find(", agreement 1.000"), std::string::npos) << accuracy;
+  EXPECT_EQ(j["stages"][12]["id"], "accuracy");  // after text and image end-to-end
 
   // One run in the store: the checks of every stage and one case per stage.
   const auto db = store::SqliteStore::open(dir.file("r.db"));
@@ -49,10 +56,15 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
     stage_cases += c.kind == "day0_stage";
     e2e_cases += c.case_id.rfind("e2e_text/tiny-llama/", 0) == 0;
   }
-  EXPECT_EQ(stage_cases, 14);
+  EXPECT_EQ(stage_cases, 15);
   EXPECT_GE(e2e_cases, 4);
+  int eval_items = 0;
+  for (const auto& c : run->results) {
+    if (c.case_id.rfind("accuracy/tiny-llama/", 0) == 0) eval_items += int(c.eval_items.size());
+  }
+  EXPECT_EQ(eval_items, 60 + 147 + 120 + 98);
   // JSON, JUnit and the dashboard from that record.
-  EXPECT_NE(test::read_file(dir.file("out/day0.json")).find("\"stage/14-performance\""),
+  EXPECT_NE(test::read_file(dir.file("out/day0.json")).find("\"stage/15-performance\""),
             std::string::npos);
   EXPECT_NE(test::read_file(dir.file("out/day0.xml")).find("<testsuite"), std::string::npos);
   const std::string index = test::read_file(dir.file("out/site/index.html"));
@@ -122,6 +134,12 @@ TEST(Day0, AFailedConfigBlocksEverything) {
       << text.out;
   EXPECT_EQ(run_harness("day0 --model " + dir.file("nothing-here")).code, 2);
   EXPECT_EQ(run_harness("day0 --model configs/models/tiny-llama --mesh tp=0").code, 2);
+  // A malformed --eval task stops day0 before any stage: file:line, exit 2.
+  std::ofstream(dir.file("bad.jsonl")) << "# scorer: generate\n{\"question\": \"q\"}\n";
+  const auto bad = run_harness("day0 --model configs/models/tiny-llama --eval " + dir.file("bad.jsonl"));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find(dir.file("bad.jsonl") + ":2:"), std::string::npos) << bad.err;
+  EXPECT_EQ(run_harness("day0 --model configs/models/tiny-llama --eval-reference label:stack=x").code, 2);
 }
 
 // A model without shipped goldens (tiny-llama under another name): the layer and model stages
@@ -134,14 +152,35 @@ TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
   std::filesystem::copy(test::source_path("golden/models/tiny-llama"), dir.file("goldens"));
   for (const auto& e : std::filesystem::directory_iterator(test::source_path("golden/e2e/tiny-llama")))
     std::filesystem::copy_file(e.path(), dir.file("goldens/" + e.path().filename().string()));
+  // --eval: the tasks' references are gen_eval.py's files in --golden (<task>.json).
+  for (const char* task : {"facts", "format"})
+    std::filesystem::copy_file(test::source_path(std::string("golden/eval/tiny-llama/") + task + ".json"),
+                               dir.file(std::string("goldens/") + task + ".json"));
   const std::string base = "day0 --json --no-db --no-report --model " + dir.file("my-llama");
-  auto r = run_harness(base + " --golden " + dir.file("goldens"));
-  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  const std::string eval = " --eval suites/tasks/facts.jsonl --eval suites/tasks/format.jsonl";
+  auto r = run_harness(base + " --golden " + dir.file("goldens") + eval);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;  // the accuracy stage could not decide (below)
   auto stages = stages_of(r.out);
+  EXPECT_EQ(stages.size(), 15u);
   EXPECT_EQ(stages["layer_accuracy"]["summary"],
             "4 layer cases, 0 failed");  // 2 prompts x 2 layers
   EXPECT_EQ(stages["model"]["summary"], "2 model cases, 0 failed");
   EXPECT_EQ(stages["e2e_text"]["summary"], "4 text requests, 0 failed");
+  // The default gate of a generated case (max_drop 0.02 by the paired test): every item agrees
+  // with the reference, but 60 and 98 items cannot bound the drop below 0.02 (0 of 60 lost still
+  // allows 0.06). Inconclusive, so the stage is not a pass: a real model needs a task of ~200+.
+  const std::string accuracy = stages["accuracy"]["summary"];
+  EXPECT_EQ(stages["accuracy"]["status"], "not_run") << accuracy;
+  EXPECT_EQ(accuracy.rfind("2 tasks, 0 failed, 2 skipped (my-llama/facts: inconclusive: n too small: "
+                           "60 items allow a drop of up to 0.060",
+                           0),
+            0u)
+      << accuracy;
+  EXPECT_NE(accuracy.find(": facts 0.083 [0.036, 0.181] vs 0.083, agreement 1.000; format "),
+            std::string::npos)
+      << accuracy;
+  for (const auto& [id, t] : stages["accuracy"]["details"]["tasks"].items())
+    EXPECT_EQ(t["metrics"]["agreement"], 1.0) << id;
   r = run_harness(base);
   EXPECT_EQ(r.code, 1);
   stages = stages_of(r.out);
@@ -149,9 +188,13 @@ TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
   EXPECT_NE(stages["layer_accuracy"]["summary"].get<std::string>().find("dump_hf.py"),
             std::string::npos);
   EXPECT_EQ(stages["model"]["status"], "blocked");
-  r = run_harness(base + " --keep-going");
+  r = run_harness(base + " --keep-going --eval suites/tasks/facts.jsonl");
   stages = stages_of(r.out);
   EXPECT_EQ(stages["e2e_text"]["status"], "not_run");
+  // A task without a reference compares nothing: not a pass, and the summary says how to get one.
+  EXPECT_EQ(stages["accuracy"]["status"], "not_run");
+  EXPECT_NE(stages["accuracy"]["summary"].get<std::string>().find("gen_eval.py"), std::string::npos)
+      << stages["accuracy"]["summary"];
   EXPECT_NE(stages["e2e_text"]["summary"].get<std::string>().find("gen_e2e.py --model"),
             std::string::npos)
       << stages["e2e_text"]["summary"];

@@ -3,6 +3,7 @@
 // answers 500.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -26,16 +27,16 @@ class EvalCli : public ::testing::Test {
     return by_id;
   }
 
-  std::string fake_platform(const std::string& flags) {
-    const std::string path = dir_.file("fake.yaml");
-    std::ofstream(path) << "platform: fake\nbackend: reference\nisolation: process\n"
+  std::string fake_platform(const std::string& flags, const std::string& name = "fake") {
+    const std::string path = dir_.file(name + ".yaml");
+    std::ofstream(path) << "platform: " << name << "\nbackend: reference\nisolation: process\n"
                         << "service:\n  start: \"" << H0_FAKE_SERVER << " --port {port} " << flags
                         << "\"\n  health: /health\n  startup_timeout: 5s\n  request_timeout: 5s\n";
     return path;
   }
 
-  std::string suite(const std::string& checks) {
-    const std::string path = dir_.file("suite.yaml");
+  std::string suite(const std::string& checks, const std::string& name = "suite") {
+    const std::string path = dir_.file(name + ".yaml");
     std::ofstream(path) << "suite: evalfake\ndefaults: {model: configs/models/tiny-llama}\nchecks:\n"
                         << checks;
     return path;
@@ -138,6 +139,136 @@ TEST_F(EvalCli, RetriesAreBoundedAndCounted) {
   EXPECT_EQ(g["metrics"]["failed_items"], 3.0);
   EXPECT_EQ(g["message"].get<std::string>().rfind("3 of 3 items got no answer after 2 retries", 0), 0u)
       << g["message"];
+}
+
+// 200 items whose prompt holds its answer (<<N>>), for the fake engine's answers mode.
+std::string marker_task(const TempDir& dir) {
+  const std::string path = dir.file("markers.jsonl");
+  std::ofstream out(path);
+  out << "# scorer: generate\n# template: \"{question}\\nAnswer:\"\n# extract: last_number\n"
+         "# max_tokens: 4\n# licence: CC0-1.0\n";
+  for (int i = 0; i < 200; ++i) {
+    const int n = (i * 37) % 101;
+    out << "{\"id\": \"m" << i << "\", \"question\": \"Item " << i << ": the number is <<" << n
+        << ">>.\", \"answer\": \"" << n << "\"}\n";
+  }
+  return path;
+}
+
+// The reference platform's own eval run, in the store, is the reference of the platform under
+// test (reference: label:stack=gpu-ref). The platform under test loses a few items, all in one
+// direction: the paired test (exact McNemar on the discordant items) finds the drop significant
+// where the unpaired score delta is not; the gate fails, the lost items are named in the result,
+// on the dashboard's check page and by harness diff.
+TEST_F(EvalCli, AOneSidedLossIsCaughtByThePairedTestAgainstAStoredReferenceRun) {
+  const std::string db = dir_.file("store.db"), task = marker_task(dir_);
+  Result r;
+  auto cases = run(suite("  - id: markers\n    kind: eval\n    task: " + task +
+                             "\n    num_concurrent: 4\n    gate: {min_score: 0.0}\n",
+                         "reference"),
+                   "--db " + db + " --label stack=gpu-ref --platform " +
+                       fake_platform("--mode answers --known 0.6", "gpu-ref"),
+                   &r);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const double ref_score = cases["markers"]["metrics"]["score"];
+  EXPECT_GT(ref_score, 0.45);
+  EXPECT_LT(ref_score, 0.75);
+
+  const std::string checked = suite("  - id: markers\n    kind: eval\n    task: " + task +
+                                        "\n    num_concurrent: 4\n    reference: label:stack=gpu-ref\n"
+                                        "    gate: {max_drop: 0.02, alpha: 0.05}\n",
+                                    "checked");
+  cases = run(checked, "--db " + db + " --label stack=npu-1 --platform " +
+                           fake_platform("--mode answers --known 0.6 --lose 0.08", "npu"),
+              &r);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const auto& m = cases["markers"];
+  EXPECT_EQ(m["status"], "fail") << m["message"];
+  const auto& metrics = m["metrics"];
+  EXPECT_EQ(metrics["ref_score"], ref_score);
+  EXPECT_EQ(metrics["items_gained"], 0.0);
+  EXPECT_GE(metrics["items_lost"].get<double>(), 6.0);
+  EXPECT_LT(metrics["mcnemar_p"].get<double>(), 0.05);
+  EXPECT_GT(metrics["unpaired_p"].get<double>(), 0.05) << "the unpaired test alone would have caught it";
+  EXPECT_LT(metrics["agreement"].get<double>(), 1.0);
+  ASSERT_EQ(m["details"]["flipped"].size(), metrics["items_lost"].get<size_t>());
+  EXPECT_NE(m["details"]["reference"].get<std::string>().find("(label:stack=gpu-ref, platform gpu-ref)"),
+            std::string::npos)
+      << m["details"]["reference"];
+  const std::string lost = m["details"]["flipped"][0];
+
+  // The same platform as the reference: every item agrees and no drop.
+  cases = run(checked, "--no-db --db " + db + " --platform " +
+                           fake_platform("--mode answers --known 0.6", "gpu-again"),
+              &r);
+  EXPECT_EQ(cases["markers"]["metrics"]["agreement"], 1.0) << r.out << r.err;
+  EXPECT_EQ(cases["markers"]["metrics"]["items_lost"], 0.0);
+  // 0 of 200 lost bounds the drop below 0.02 (Wilson: 0.019): a pass, not "inconclusive".
+  EXPECT_EQ(cases["markers"]["status"], "pass") << cases["markers"]["message"];
+
+  // The dashboard's check page: the score per stack and the lost items.
+  r = run_harness("report --db " + db + " --out " + dir_.file("site"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::string page;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.file("site/checks"))) {
+    if (e.path().filename().string().rfind("markers-", 0) == 0) page = test::read_file(e.path().string());
+  }
+  ASSERT_FALSE(page.empty());
+  EXPECT_NE(page.find("Accuracy per stack version"), std::string::npos);
+  EXPECT_NE(page.find("<td>gpu-ref<td>"), std::string::npos);
+  EXPECT_NE(page.find("<td>npu-1<td>"), std::string::npos);
+  EXPECT_NE(page.find("<td>" + lost + "<td>"), std::string::npos) << "the lost item is listed";
+  EXPECT_NE(page.find("<td>lost<td>"), std::string::npos);
+
+  // harness diff: the loss is an accuracy regression.
+  r = run_harness("diff --db " + db + " --base label:stack=gpu-ref --head label:stack=npu-1");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find(lost), std::string::npos) << r.out;
+}
+
+// A reference run that is not in the store is the check's error, named; nothing is judged.
+TEST_F(EvalCli, AReferenceRunThatIsNotThereIsAnError) {
+  Result r;
+  const auto cases = run(suite("  - id: markers\n    kind: eval\n    task: " + marker_task(dir_) +
+                               "\n    reference: label:stack=nowhere\n"),
+                         "--no-db --db " + dir_.file("missing.db") + " --platform " +
+                             fake_platform("--mode answers"),
+                         &r);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_EQ(cases["markers"]["status"], "error");
+  EXPECT_EQ(cases["markers"]["message"].get<std::string>().rfind(
+                "reference label:stack=nowhere: no results store to read it from", 0),
+            0u)
+      << cases["markers"]["message"];
+}
+
+// A reference run whose case ids differ (a day0 run's "accuracy/<model>/<task>") is matched by the
+// task file's sha256 when that is unambiguous; two results over the same task are not guessed at.
+TEST_F(EvalCli, AReferenceRunIsMatchedByTaskFileWhenTheIdsDiffer) {
+  const std::string db = dir_.file("store.db"), task = marker_task(dir_);
+  const std::string one = "    kind: eval\n    task: " + task + "\n";
+  const std::string scored = one + "    gate: {min_score: 0.0}\n";
+  const std::string platform = fake_platform("--mode answers --known 0.6", "engine");
+  Result r;
+  run(suite("  - id: accuracy/ref/markers\n" + scored, "ref"),
+      "--db " + db + " --label stack=a --platform " + platform, &r);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const std::string head = suite("  - id: markers\n" + one + "    reference: label:stack=a\n    gate: {min_agreement: 1.0}\n", "head");
+  auto cases = run(head, "--no-db --db " + db + " --platform " + platform, &r);
+  EXPECT_EQ(cases["markers"]["status"], "pass") << cases["markers"]["message"];
+  EXPECT_NE(cases["markers"]["details"]["reference"].get<std::string>().find("case accuracy/ref/markers"),
+            std::string::npos);
+
+  run(suite("  - id: one/markers\n" + scored + "  - id: two/markers\n" + scored, "twice"),
+      "--db " + db + " --label stack=b --platform " + platform, &r);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  cases = run(suite("  - id: markers\n" + one + "    reference: label:stack=b\n", "head2"),
+              "--no-db --db " + db + " --platform " + platform, &r);
+  EXPECT_EQ(cases["markers"]["status"], "error");
+  EXPECT_NE(cases["markers"]["message"].get<std::string>().find(
+                "holds 2 eval results for this task file and none with case id markers"),
+            std::string::npos)
+      << cases["markers"]["message"];
 }
 
 // A malformed task file stops the run before anything is sent: file:line, exit 2.

@@ -26,6 +26,11 @@
 //                     header (a server that echoes the caller's key in a successful answer)
 //   nondeterministic  like ok, but each completion is held 150 ms, and one that overlapped
 //                     another gets its 4th token changed (id + 1)
+//   answers           a model of known accuracy for eval tests: a text completion whose prompt
+//                     holds a marker <<N>> (its last one) answers " N" (right) for a share
+//                     --known P of the prompts (by a hash of the prompt) and " N+1" for the rest;
+//                     --lose Q turns a share Q of the right ones wrong (a platform that loses a
+//                     few items, always in one direction). Other requests: as ok
 // --strict: as `transformers serve` (FastAPI, extra fields forbidden): a request field outside
 // the documented OpenAI set is answered 422 {"detail": "Unexpected fields in the request:
 // {...}"}; /v1/completions takes only a string prompt (400 otherwise); no logprobs and no token
@@ -78,6 +83,7 @@ struct Flags {
   bool strict = false;
   std::string golden_dir, tokenizer, model_name = "fake-model";
   int64_t corrupt_at = -1;
+  double known = 0.6, lose = 0;  // mode answers
 };
 Flags g_flags;
 const Clock::time_point g_start = Clock::now();
@@ -305,6 +311,19 @@ std::string unexpected_fields(const json& request, bool chat) {
   return out.empty() ? "" : "{" + out + "}";
 }
 
+// Mode answers: the completion for a prompt holding <<N>>, right or wrong as --known and
+// --lose decide by the prompt's hash.
+void answer_marker(const std::string& prompt, uint64_t hash, Generation* g) {
+  const size_t open = prompt.rfind("<<"), close = prompt.rfind(">>");
+  if (open == std::string::npos || close == std::string::npos || close < open) return;
+  const int64_t n = std::atoll(prompt.substr(open + 2, close - open - 2).c_str());
+  const bool known = double(hash % 10000) < g_flags.known * 10000;
+  const bool lost = known && double((hash / 10000) % 10000) < g_flags.lose * 10000;
+  const int64_t answer = known && !lost ? n : n + 1;
+  g->tokens = {{1000 + answer % 30000, " " + std::to_string(answer), -0.1}};
+  g->finish = "stop";
+}
+
 Generation generate(const json& request, bool chat, bool overlapped) {
   Generation g;
   g.chat = chat;
@@ -347,6 +366,7 @@ Generation generate(const json& request, bool chat, bool overlapped) {
     g.tokens[3].text = " w" + std::to_string(g.tokens[3].id);
   }
   g.finish = n < max_tokens ? "stop" : "length";
+  if (g_flags.mode == "answers" && !chat && prompt.is_string()) answer_marker(prompt.get<std::string>(), hash, &g);
   if (const json* golden = golden_for(request, chat)) replay(*golden, &g);
   if (g_flags.strict) g.top = 0, g.token_ids = g.as_ids = false;
   return g;
@@ -585,6 +605,10 @@ bool parse_flags(int argc, char** argv) {
       g_flags.golden_dir = argv[++i];
     } else if (flag == "--tokenizer" && has_value) {
       g_flags.tokenizer = argv[++i];
+    } else if (flag == "--known" && has_value) {
+      g_flags.known = std::atof(argv[++i]);
+    } else if (flag == "--lose" && has_value) {
+      g_flags.lose = std::atof(argv[++i]);
     } else if (flag == "--corrupt-at" && has_value) {
       g_flags.corrupt_at = std::atoll(argv[++i]);
     } else if (flag == "--model-name" && has_value) {
@@ -597,7 +621,8 @@ bool parse_flags(int argc, char** argv) {
   static const std::set<std::string> kModes = {
       "ok",        "never_healthy",    "die_mid_stream", "malformed_sse",
       "bogus_sse", "http_500",         "http_429",       "slow_tokens",
-      "no_done",   "nondeterministic", "stream_error",   "invalid_utf8",   "echo_auth"};
+      "no_done",   "nondeterministic", "stream_error",   "invalid_utf8",   "echo_auth",
+      "answers"};
   if (!kModes.contains(g_flags.mode)) {
     std::fprintf(stderr, "fake_openai_server: unknown mode %s\n", g_flags.mode.c_str());
     return false;
