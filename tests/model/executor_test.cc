@@ -64,11 +64,17 @@ TEST_P(TinyText, PrefillEqualsTokenByTokenDecode) {
     const int64_t V = m.arch.text.vocab_size;
     const tensor::Tensor row = prefill.slice_rows(int64_t(t), int64_t(t) + 1).reshape({1, V});
     // The reference computes each row alone in f64 and rounds once: bit-identical. The cpu
-    // backend blocks its GEMMs by T: f32 rounding differences only. A hybrid's recurrent state
-    // crosses calls as f32 (gated_delta_rule's state_out), where one prefill keeps it in f64.
+    // backend blocks its GEMMs by T: f32 rounding differences only (OpenBLAS's small-matrix
+    // kernel, as in BatchedText below), which Gated DeltaNet's recurrence amplifies
+    // (tiny-qwen3-5: 1.2e-4 on this Xeon's kernel, bit-identical with
+    // OPENBLAS_CORETYPE=Sandybridge), so the bound is relative to the logits' peak. A hybrid's
+    // recurrent state crosses calls as f32 (gated_delta_rule's state_out), where one prefill
+    // keeps it in f64.
     const bool hybrid = m.arch.text.linear.num_v_heads > 0;
-    const double tol = backend_name == "reference" && !hybrid ? 0.0 : 1e-4;
-    EXPECT_LE(max_abs_diff(step, row), tol) << "position " << t;
+    double peak = 1;
+    for (int64_t j = 0; j < row.numel(); ++j) peak = std::max(peak, std::abs(row.at(j)));
+    const double tol = backend_name == "reference" && !hybrid ? 0.0 : 1e-4 * peak;
+    EXPECT_LE(max_abs_diff(step, row), tol) << "position " << t << ", peak |logit| " << peak;
   }
   EXPECT_EQ(ex.sequence_length(b), int64_t(kPrompt.size()));
   const std::vector<int64_t> next = ex.greedy(prefill);
