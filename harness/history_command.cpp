@@ -1,7 +1,9 @@
-// harness history --db F [--check GLOB] [--last N] [--json]
+// harness history --db F [--check GLOB] [--last N] [--json] [--exit-code]
 // Every complete run of the results store, per stack and platform: how many runs, the pass rate
 // of the checks matching GLOB, and for each timed case whether (and at which run) its
-// steady-state median stepped to a new level within its last N runs.
+// steady-state median stepped to a new level within its last N runs; per platform, the change
+// points of each timed case across stack versions. --exit-code: exit 1 when the newest run made
+// a slowdown detectable (the nightly job's timing verdict).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -23,7 +25,7 @@ struct HistoryOptions {
   std::string db = "reports/results.db";
   std::string check = "*";
   int last = 20;
-  bool json = false;
+  bool json = false, exit_code = false;
 };
 
 int run_history(const HistoryOptions& opt) {
@@ -42,7 +44,7 @@ int run_history(const HistoryOptions& opt) {
   } else {
     std::fputs(report.to_text(use_color()).c_str(), stdout);
   }
-  return kExitOk;
+  return opt.exit_code && report.new_slowdowns() > 0 ? kExitMismatch : kExitOk;
 }
 
 }  // namespace
@@ -58,6 +60,8 @@ void register_history(CLI::App& app, Run* run) {
   sub->add_option("--last", opt->last, "Look for timing steps in each case's last N runs (0: all)")
       ->capture_default_str();
   sub->add_flag("--json", opt->json, "Machine-readable output");
+  sub->add_flag("--exit-code", opt->exit_code,
+                "Exit 1 when a change point that the newest run made detectable is a slowdown");
   sub->callback([run, opt] { *run = [opt] { return run_history(*opt); }; });
 }
 

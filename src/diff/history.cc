@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "diff/change_points.h"
 #include "diff/diff.h"
 #include "diff/statistics.h"
 
@@ -54,6 +55,61 @@ void add_run(const store::RunData& run, const std::string& glob, Group* g) {
       if (!points.empty() && points.back().first == run.id) continue;  // repeated row: first counts
       points.emplace_back(run.id, row_median(p));
     }
+  }
+}
+
+// The steady medians of every timed case of one platform, over all its stacks in run order.
+struct PlatformSeries {
+  std::string case_id, phase, name;
+  std::vector<int64_t> run_ids;
+  std::vector<std::string> stacks;
+  std::vector<double> medians;
+};
+
+void add_platform_run(const store::RunData& run, const std::string& glob,
+                      std::map<std::tuple<std::string, std::string, std::string>, PlatformSeries>* series) {
+  for (const auto& r : run.results) {
+    if (!glob_match(glob, r.case_id) && !glob_match(glob, r.check_id)) continue;
+    for (const auto& p : r.profiles) {
+      if (!p.phase.starts_with("steady")) continue;
+      PlatformSeries& s = (*series)[{r.case_id, p.phase, p.name}];
+      if (!s.run_ids.empty() && s.run_ids.back() == run.id) continue;  // repeated row: first counts
+      s.case_id = r.case_id, s.phase = p.phase, s.name = p.name;
+      s.run_ids.push_back(run.id);
+      s.stacks.push_back(run.stack.fingerprint.substr(0, 12));
+      s.medians.push_back(row_median(p));
+    }
+  }
+}
+
+void add_changes(const std::string& platform, const PlatformSeries& s, int last_n,
+                 std::vector<ChangeReport>* out) {
+  const size_t first =
+      last_n > 0 && s.medians.size() > size_t(last_n) ? s.medians.size() - size_t(last_n) : 0;
+  const std::vector<double> window(s.medians.begin() + std::ptrdiff_t(first), s.medians.end());
+  const std::vector<ChangePoint> found = find_change_points(window);
+  if (found.empty()) return;
+  const std::vector<ChangePoint> before_newest =
+      find_change_points({window.begin(), window.end() - 1});
+  for (const ChangePoint& c : found) {
+    ChangeReport r;
+    r.platform = platform;
+    r.case_id = s.case_id, r.phase = s.phase, r.name = s.name;
+    const size_t at = first + c.index;
+    r.run_id = s.run_ids[at];
+    r.previous_run_id = s.run_ids[at - 1];
+    r.stack_before = s.stacks[at - 1];
+    r.stack_after = s.stacks[at];
+    r.runs_before = int(c.before_points);
+    r.runs_after = int(c.after_points);
+    r.before_median_ns = c.before_median;
+    r.after_median_ns = c.after_median;
+    r.change = c.change;
+    r.p_value = c.p_value;
+    r.newest = std::none_of(before_newest.begin(), before_newest.end(), [&](const ChangePoint& o) {
+      return o.index == c.index && (o.change > 0) == (c.change > 0);
+    });
+    out->push_back(r);
   }
 }
 
@@ -145,7 +201,17 @@ HistoryReport history(const std::vector<store::RunData>& runs_oldest_first,
     for (const auto& series : g.series) s.timed.push_back(timed_case(series, last_n));
     report.stacks.push_back(std::move(s));
   }
+  std::map<std::string, std::map<std::tuple<std::string, std::string, std::string>, PlatformSeries>>
+      by_platform;
+  for (const auto& run : runs_oldest_first) add_platform_run(run, check_glob, &by_platform[run.platform]);
+  for (const auto& [platform, series] : by_platform)
+    for (const auto& [key, s] : series) add_changes(platform, s, last_n, &report.changes);
   return report;
+}
+
+int HistoryReport::new_slowdowns() const {
+  return int(std::count_if(changes.begin(), changes.end(),
+                           [](const ChangeReport& c) { return c.newest && c.change > 0; }));
 }
 
 // ---- output ---------------------------------------------------------------------------------
@@ -198,7 +264,29 @@ nlohmann::json HistoryReport::to_json() const {
                            {"pass_rate", number_or_null(s.pass_rate)},
                            {"timed", timed_json}});
   }
-  return {{"check", check_glob}, {"last", last_n}, {"stacks", stacks_json}};
+  nlohmann::json changes_json = nlohmann::json::array();
+  for (const auto& c : changes) {
+    changes_json.push_back({{"platform", c.platform},
+                            {"case_id", c.case_id},
+                            {"phase", c.phase},
+                            {"name", c.name},
+                            {"run_id", c.run_id},
+                            {"previous_run_id", c.previous_run_id},
+                            {"stack_before", c.stack_before},
+                            {"stack_after", c.stack_after},
+                            {"runs_before", c.runs_before},
+                            {"runs_after", c.runs_after},
+                            {"before_median_ns", c.before_median_ns},
+                            {"after_median_ns", c.after_median_ns},
+                            {"change", number_or_null(c.change)},
+                            {"p_value", c.p_value},
+                            {"newest", c.newest}});
+  }
+  return {{"check", check_glob},
+          {"last", last_n},
+          {"stacks", stacks_json},
+          {"changes", changes_json},
+          {"new_slowdowns", new_slowdowns()}};
 }
 
 std::string HistoryReport::to_text(bool color) const {
@@ -233,6 +321,21 @@ std::string HistoryReport::to_text(bool color) const {
              format_ns(t.step->after_median_ns) + " (" +
              printf_string("%+.1f%%", 100 * t.step->change) + ")\n";
     }
+  }
+  out += "\nchange points per platform, across stack versions (E-Divisive, Mann-Whitney p < 0.001, "
+         ">= 5%): " + std::to_string(changes.size()) + ", " + std::to_string(new_slowdowns()) +
+         " new slowdowns\n";
+  for (const auto& c : changes) {
+    const bool slower = c.change > 0;
+    out += "  " + paint(slower ? "slower" : "faster", slower ? "31" : "32", color) + "  " +
+           c.platform + "  " + c.case_id + "  " + c.phase + " " + c.name + "  at run " +
+           std::to_string(c.run_id) + " (after run " + std::to_string(c.previous_run_id) +
+           (c.stack_before == c.stack_after ? ", same stack " + c.stack_after
+                                            : ", stack " + c.stack_before + " -> " + c.stack_after) +
+           "): " + format_ns(c.before_median_ns) + " -> " + format_ns(c.after_median_ns) + " (" +
+           printf_string("%+.1f%%", 100 * c.change) + ", " + std::to_string(c.runs_before) + " runs before, " +
+           std::to_string(c.runs_after) + " after, p " + printf_string("%.2g", c.p_value) + ")" +
+           (c.newest ? paint("  NEW", "1", color) : "") + "\n";
   }
   return out;
 }

@@ -1,6 +1,8 @@
 // History of many runs (`harness history`): per stack and platform, how many runs, the pass
 // rate of the selected checks, and for each timed case whether its steady-state median stepped
-// to a new level in its last N runs, and at which run.
+// to a new level in its last N runs, and at which run; and per platform, across stack versions,
+// the change points of each timed case's medians (E-Divisive, diff/change_points.h), each
+// marked when the newest run is what made it detectable (reported once, that night).
 #pragma once
 
 #include <cstdint>
@@ -43,18 +45,35 @@ struct StackHistory {
   std::vector<TimedCase> timed;                                 // first-seen order
 };
 
+// A change point of one timed case's steady medians over the runs of one platform (every stack
+// version, in run order).
+struct ChangeReport {
+  std::string platform, case_id, phase, name;
+  int64_t run_id = 0;           // the first run at the new level
+  int64_t previous_run_id = 0;  // the last run before it
+  std::string stack_before, stack_after;  // those two runs' fingerprints, 12 characters
+  int runs_before = 0, runs_after = 0;    // runs in the levels either side
+  double before_median_ns = 0, after_median_ns = 0;
+  double change = 0;   // after / before - 1 of the levels' means
+  double p_value = 1;  // Mann-Whitney of the two levels
+  bool newest = false; // the series without its newest run shows no change here
+};
+
 struct HistoryReport {
   std::string check_glob;
   int last_n = 0;
   std::vector<StackHistory> stacks;  // in the order their first run appears
+  std::vector<ChangeReport> changes;  // by platform, then case, then run
+  // Slower changes that the newest run made detectable: what a nightly job fails on.
+  int new_slowdowns() const;
 
   nlohmann::json to_json() const;
   std::string to_text(bool color) const;
 };
 
 // `runs_oldest_first` are complete runs with their results. Only cases whose case id or check id
-// matches `check_glob` count. Steps are looked for in each timed case's last `last_n` runs
-// (all of them when last_n <= 0).
+// matches `check_glob` count. Steps and change points are looked for in each timed case's last
+// `last_n` runs (all of them when last_n <= 0).
 HistoryReport history(const std::vector<store::RunData>& runs_oldest_first,
                       const std::string& check_glob, int last_n);
 

@@ -81,6 +81,22 @@ MannWhitney mann_whitney_u(const std::vector<double>& x, const std::vector<doubl
   return r;
 }
 
+double mann_whitney_exact_p(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.empty() || y.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double>& small = x.size() <= y.size() ? x : y;
+  const std::vector<double>& large = x.size() <= y.size() ? y : x;
+  std::vector<double> pooled(small);
+  pooled.insert(pooled.end(), large.begin(), large.end());
+  std::sort(pooled.begin(), pooled.end());
+  if (std::adjacent_find(pooled.begin(), pooled.end()) != pooled.end())
+    return std::numeric_limits<double>::quiet_NaN();
+  double u = 0;  // pairs (s, l) with s > l
+  for (double v : small) u += double(std::lower_bound(pooled.begin(), pooled.end(), v) - pooled.begin());
+  u -= double(small.size()) * double(small.size() - 1) / 2;  // ranks among the small sample
+  const double mn = double(small.size()) * double(large.size());
+  return std::min(1.0, 2 * exact_u_survival(std::max(u, mn - u), small.size(), large.size()));
+}
+
 double median(std::vector<double> values) {
   if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
   const size_t mid = values.size() / 2;

@@ -199,3 +199,74 @@ TEST(History, JsonAndText) {
 
 }  // namespace
 }  // namespace h0::diff
+
+namespace h0::diff {
+namespace {
+
+// `n` runs of platform cpu: stack A up to run `change_at - 1`, stack B from it, the median
+// times `factor` on stack B, with ±1% noise.
+std::vector<store::RunData> across_stacks(int n, int change_at, double factor, uint32_t seed) {
+  std::vector<store::RunData> runs;
+  uint32_t state = seed;
+  for (int id = 1; id <= n; ++id) {
+    const bool b = id >= change_at;
+    runs.push_back(run(id, 1e6 * (b ? factor : 1.0) * (1 + 0.01 * noise(&state)), "pass",
+                       b ? "bbbbbbbbbbbbbbbbbbbb" : "aaaaaaaaaaaaaaaaaaaa"));
+  }
+  return runs;
+}
+
+TEST(HistoryChanges, AStepAtAStackChangeIsFoundWithBothStacks) {
+  const HistoryReport h = history(across_stacks(20, 13, 1.3, 4), "*", 0);
+  ASSERT_EQ(h.changes.size(), 1u);
+  const ChangeReport& c = h.changes[0];
+  EXPECT_EQ(c.platform, "cpu");
+  EXPECT_EQ(c.case_id, "ops/matmul[64]");
+  EXPECT_EQ(c.run_id, 13);
+  EXPECT_EQ(c.previous_run_id, 12);
+  EXPECT_EQ(c.stack_before, "aaaaaaaaaaaa");
+  EXPECT_EQ(c.stack_after, "bbbbbbbbbbbb");
+  EXPECT_EQ(c.runs_before, 12);
+  EXPECT_EQ(c.runs_after, 8);
+  EXPECT_NEAR(c.change, 0.3, 0.02);
+  EXPECT_FALSE(c.newest);  // detectable nights ago
+  EXPECT_EQ(h.new_slowdowns(), 0);
+  EXPECT_NE(h.to_text(false).find("slower  cpu  ops/matmul[64]  steady matmul  at run 13 (after run 12, "
+                                  "stack aaaaaaaaaaaa -> bbbbbbbbbbbb)"),
+            std::string::npos)
+      << h.to_text(false);
+  EXPECT_EQ(h.to_json()["changes"][0]["run_id"], 13);
+}
+
+// 16 runs, then 4 at 1.3x: 16 against 3 cannot reach p < 0.001 (the exact U test gives 2/969),
+// 16 against 4 can (2/4845). The change is reported once: the night its fourth run came in.
+TEST(HistoryChanges, TheNightTheStepBecomesDetectableIsNew) {
+  const auto runs = across_stacks(20, 17, 1.3, 5);
+  const HistoryReport tonight = history(runs, "*", 0);
+  ASSERT_EQ(tonight.changes.size(), 1u);
+  EXPECT_EQ(tonight.changes[0].run_id, 17);
+  EXPECT_TRUE(tonight.changes[0].newest);
+  EXPECT_EQ(tonight.new_slowdowns(), 1);
+  EXPECT_NE(tonight.to_text(false).find("NEW"), std::string::npos);
+  const HistoryReport last_night = history({runs.begin(), runs.end() - 1}, "*", 0);
+  EXPECT_TRUE(last_night.changes.empty());
+  auto later = runs;
+  later.push_back(run(21, 1.3e6, "pass", "bbbbbbbbbbbbbbbbbbbb"));
+  const HistoryReport next_night = history(later, "*", 0);
+  ASSERT_EQ(next_night.changes.size(), 1u);
+  EXPECT_FALSE(next_night.changes[0].newest);
+  EXPECT_EQ(next_night.new_slowdowns(), 0);
+}
+
+TEST(HistoryChanges, NoiseAndAFasterStackAreNoSlowdown) {
+  for (uint32_t seed = 1; seed <= 20; ++seed)
+    EXPECT_TRUE(history(across_stacks(20, 100, 1.0, seed), "*", 0).changes.empty()) << seed;
+  const HistoryReport faster = history(across_stacks(20, 17, 0.7, 6), "*", 0);
+  ASSERT_EQ(faster.changes.size(), 1u);
+  EXPECT_TRUE(faster.changes[0].newest);
+  EXPECT_LT(faster.changes[0].change, -0.25);
+  EXPECT_EQ(faster.new_slowdowns(), 0);
+}
+
+}  // namespace
+}  // namespace h0::diff
