@@ -132,6 +132,18 @@ TEST(CliStore, DiffFindsExactlyTheInjectedRegressions) {
   }
   EXPECT_EQ(flips, std::vector<std::string>{"matmul"}) << r.out;
   EXPECT_EQ(perf, std::vector<std::string>{"linear"}) << r.out;
+
+  // --no-timing-exit (the nightly job's diff): a slowdown alone is listed, not failed on; a status
+  // flip still fails.
+  const std::string slow = platform_file(dir, "slow.yaml", "{op: linear, fault: slow, factor: 1.3}");
+  ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v3 --platform " + slow + db).code, 0);
+  const auto timing = run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v3");
+  const auto listed = run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v3 --no-timing-exit");
+  EXPECT_EQ(listed.code, 0) << listed.out;
+  EXPECT_EQ(listed.out, timing.out);  // the same report, only the exit code differs
+  EXPECT_EQ(timing.code, 1) << timing.out;
+  EXPECT_NE(listed.out.find("linear"), std::string::npos) << listed.out;
+  EXPECT_EQ(run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v2 --no-timing-exit").code, 1);
 }
 
 // Two runs of the same stack: the diff says so (exit 0) when the timings agree. Whether they
