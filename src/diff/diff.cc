@@ -40,10 +40,6 @@ std::optional<double> threshold_override(const store::ResultData& r) {
   return it->get<double>();
 }
 
-double row_median(const store::ProfileData& p) {
-  return p.samples_ns.empty() ? p.median_ns : median(p.samples_ns);
-}
-
 void diff_metrics(const store::ResultData& base, const store::ResultData& head,
                   const DiffOptions& options, std::vector<MetricDrift>* out) {
   std::unordered_map<std::string, double> base_values;
@@ -66,16 +62,6 @@ void diff_metrics(const store::ResultData& base, const store::ResultData& head,
         {head.case_id, name, b->second, value, *base_error, *head_error,
          became_nan ? std::numeric_limits<double>::infinity() : *head_error / reference});
   }
-}
-
-// The median of a result's calibration row for `phase` (steady -> calibration, keeping any
-// [shape=..] suffix), or 0 if it has none with enough samples.
-double calibration_median(const store::ResultData& r, const std::string& phase, size_t min_samples) {
-  const std::string want = "calibration" + phase.substr(std::string("steady").size());
-  for (const auto& p : r.profiles) {
-    if (p.phase == want && p.samples_ns.size() >= min_samples) return row_median(p);
-  }
-  return 0;
 }
 
 std::vector<double> scaled(const std::vector<double>& v, double by) {
@@ -204,6 +190,18 @@ DiffSummary summarize(const DiffReport& r) {
 }
 
 }  // namespace
+
+double row_median(const store::ProfileData& p) {
+  return p.samples_ns.empty() ? p.median_ns : median(p.samples_ns);
+}
+
+double calibration_median(const store::ResultData& r, const std::string& phase, size_t min_samples) {
+  const std::string want = "calibration" + phase.substr(std::string("steady").size());
+  for (const auto& p : r.profiles) {
+    if (p.phase == want && p.samples_ns.size() >= min_samples) return row_median(p);
+  }
+  return 0;
+}
 
 std::optional<double> metric_error(const std::string& name, double value) {
   // The full name, then what follows each '.': "logits.max_abs_err" -> "max_abs_err".

@@ -124,4 +124,11 @@ bool is_failing(const std::string& status);
 // 1234567 -> "1.235 ms"; for timings in reports.
 std::string format_ns(double ns);
 
+// A profile row's median: of its raw samples when it has them, else the stored median.
+double row_median(const store::ProfileData& p);
+// The median of a result's calibration row for a steady `phase` (steady -> calibration, keeping
+// any [shape=..] suffix: the host loop timed next to the kernel), or 0 if it has none with at
+// least `min_samples` samples.
+double calibration_median(const store::ResultData& r, const std::string& phase, size_t min_samples = 1);
+
 }  // namespace h0::diff

@@ -17,10 +17,6 @@ constexpr size_t kMinBaseline = 3;  // values before a step candidate
 constexpr double kBandMads = 3.0;   // half-width of the noise band, in MADs
 constexpr double kMadFloor = 0.01;  // MAD at least this fraction of the median
 
-double row_median(const store::ProfileData& p) {
-  return p.samples_ns.empty() ? p.median_ns : median(p.samples_ns);
-}
-
 // The timings of one (case, phase, name) in one group: (run id, median), oldest first.
 struct Series {
   std::string case_id, phase, name;
@@ -64,6 +60,7 @@ struct PlatformSeries {
   std::vector<int64_t> run_ids;
   std::vector<std::string> stacks;
   std::vector<double> medians;
+  std::vector<double> calibrations;  // the host loop's median next to each; 0 where none
 };
 
 void add_platform_run(const store::RunData& run, const std::string& glob,
@@ -78,15 +75,30 @@ void add_platform_run(const store::RunData& run, const std::string& glob,
       s.run_ids.push_back(run.id);
       s.stacks.push_back(run.stack.fingerprint.substr(0, 12));
       s.medians.push_back(row_median(p));
+      s.calibrations.push_back(calibration_median(r, p.phase, 0));
     }
   }
+}
+
+// The medians as the series' first run's machine would have timed them: each scaled by the
+// first run's calibration over its own (the host loop timed next to it), as harness diff
+// normalizes a pair. Machine-wide speed changes (a noisy neighbour, frequency) then cancel.
+// Unscaled when any run lacks a calibration row.
+std::vector<double> normalized(const PlatformSeries& s, size_t first, bool* scaled) {
+  std::vector<double> v(s.medians.begin() + std::ptrdiff_t(first), s.medians.end());
+  *scaled = std::all_of(s.calibrations.begin() + std::ptrdiff_t(first), s.calibrations.end(),
+                        [](double c) { return c > 0; });
+  if (*scaled)
+    for (size_t i = 0; i < v.size(); ++i) v[i] *= s.calibrations[first] / s.calibrations[first + i];
+  return v;
 }
 
 void add_changes(const std::string& platform, const PlatformSeries& s, int last_n,
                  std::vector<ChangeReport>* out) {
   const size_t first =
       last_n > 0 && s.medians.size() > size_t(last_n) ? s.medians.size() - size_t(last_n) : 0;
-  const std::vector<double> window(s.medians.begin() + std::ptrdiff_t(first), s.medians.end());
+  bool scaled = false;
+  const std::vector<double> window = normalized(s, first, &scaled);
   const std::vector<ChangePoint> found = find_change_points(window);
   if (found.empty()) return;
   const std::vector<ChangePoint> before_newest =
@@ -106,6 +118,7 @@ void add_changes(const std::string& platform, const PlatformSeries& s, int last_
     r.after_median_ns = c.after_median;
     r.change = c.change;
     r.p_value = c.p_value;
+    r.normalized = scaled;
     r.newest = std::none_of(before_newest.begin(), before_newest.end(), [&](const ChangePoint& o) {
       return o.index == c.index && (o.change > 0) == (c.change > 0);
     });
@@ -280,6 +293,7 @@ nlohmann::json HistoryReport::to_json() const {
                             {"after_median_ns", c.after_median_ns},
                             {"change", number_or_null(c.change)},
                             {"p_value", c.p_value},
+                            {"normalized", c.normalized},
                             {"newest", c.newest}});
   }
   return {{"check", check_glob},
@@ -332,7 +346,8 @@ std::string HistoryReport::to_text(bool color) const {
            std::to_string(c.run_id) + " (after run " + std::to_string(c.previous_run_id) +
            (c.stack_before == c.stack_after ? ", same stack " + c.stack_after
                                             : ", stack " + c.stack_before + " -> " + c.stack_after) +
-           "): " + format_ns(c.before_median_ns) + " -> " + format_ns(c.after_median_ns) + " (" +
+           "): " + format_ns(c.before_median_ns) + " -> " + format_ns(c.after_median_ns) +
+           (c.normalized ? " calibrated" : "") + " (" +
            printf_string("%+.1f%%", 100 * c.change) + ", " + std::to_string(c.runs_before) + " runs before, " +
            std::to_string(c.runs_after) + " after, p " + printf_string("%.2g", c.p_value) + ")" +
            (c.newest ? paint("  NEW", "1", color) : "") + "\n";

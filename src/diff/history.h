@@ -56,6 +56,9 @@ struct ChangeReport {
   double before_median_ns = 0, after_median_ns = 0;
   double change = 0;   // after / before - 1 of the levels' means
   double p_value = 1;  // Mann-Whitney of the two levels
+  // The medians were scaled by each run's host-loop calibration (the levels are then in the
+  // first run's machine time); false when a run has no calibration row.
+  bool normalized = false;
   bool newest = false; // the series without its newest run shows no change here
 };
 

@@ -270,3 +270,29 @@ TEST(HistoryChanges, NoiseAndAFasterStackAreNoSlowdown) {
 
 }  // namespace
 }  // namespace h0::diff
+
+namespace h0::diff {
+namespace {
+
+// The machine got 1.5x slower from run 13 (a noisy neighbour): the kernel and the host loop
+// timed next to it slow alike, so the calibrated history has no change; without calibration
+// rows the same medians show one.
+TEST(HistoryChanges, AMachineSlowdownSeenByTheCalibrationIsNoChange) {
+  std::vector<store::RunData> runs = across_stacks(20, 13, 1.5, 7);
+  for (auto& r : runs) {
+    store::ProfileData cal;
+    cal.phase = "calibration";
+    cal.name = "host";
+    cal.median_ns = r.id >= 13 ? 1500 : 1000;
+    r.results[0].profiles.push_back(cal);
+  }
+  const HistoryReport calibrated = history(runs, "*", 0);
+  EXPECT_TRUE(calibrated.changes.empty()) << calibrated.to_text(false);
+  for (auto& r : runs) r.results[0].profiles.pop_back();
+  const HistoryReport raw = history(runs, "*", 0);
+  ASSERT_EQ(raw.changes.size(), 1u);
+  EXPECT_FALSE(raw.changes[0].normalized);
+}
+
+}  // namespace
+}  // namespace h0::diff
