@@ -190,6 +190,95 @@ double percentile_linear(const std::vector<double>& x, double q) {
 
 }  // namespace
 
+namespace {
+
+// The continued fraction of the regularized incomplete beta function I_x(a, b) (modified Lentz),
+// valid for x < (a + 1) / (a + b + 2).
+double beta_continued_fraction(double a, double b, double x) {
+  constexpr double kTiny = 1e-300, kEps = 1e-15;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  if (std::abs(d) < kTiny) d = kTiny;
+  d = 1 / d;
+  double h = d;
+  for (int m = 1; m <= 500; ++m) {
+    const double m2 = 2.0 * m;
+    double aa = m * (b - m) * x / ((a - 1 + m2) * (a + m2));
+    d = 1 + aa * d;
+    if (std::abs(d) < kTiny) d = kTiny;
+    c = 1 + aa / c;
+    if (std::abs(c) < kTiny) c = kTiny;
+    d = 1 / d;
+    h *= d * c;
+    aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + 1 + m2));
+    d = 1 + aa * d;
+    if (std::abs(d) < kTiny) d = kTiny;
+    c = 1 + aa / c;
+    if (std::abs(c) < kTiny) c = kTiny;
+    d = 1 / d;
+    const double delta = d * c;
+    h *= delta;
+    if (std::abs(delta - 1) < kEps) break;
+  }
+  return h;
+}
+
+// I_x(a, b).
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
+                                a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * beta_continued_fraction(a, b, x) / a;
+  return 1 - front * beta_continued_fraction(b, a, 1 - x) / b;
+}
+
+double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s / double(v.size());
+}
+
+// The sample variance (n - 1 in the denominator); 0 when it is only the rounding of equal
+// values (below (1e-12 mean)^2), which is no evidence of a difference.
+double variance_of(const std::vector<double>& v, double mean) {
+  double s = 0;
+  for (double x : v) s += (x - mean) * (x - mean);
+  s /= double(v.size() - 1);
+  return s <= 1e-24 * mean * mean ? 0 : s;
+}
+
+}  // namespace
+
+double student_t_two_sided_p(double t, double df) {
+  if (std::isnan(t) || !(df > 0)) return std::numeric_limits<double>::quiet_NaN();
+  if (std::isinf(t)) return 0;
+  return std::min(1.0, incomplete_beta(df / 2, 0.5, df / (df + t * t)));
+}
+
+TTest welch_t_test(const std::vector<double>& x, const std::vector<double>& y) {
+  TTest r;
+  if (x.size() < 2 || y.size() < 2) return r;
+  const double mx = mean_of(x), my = mean_of(y);
+  const double vx = variance_of(x, mx) / double(x.size()), vy = variance_of(y, my) / double(y.size());
+  if (vx + vy <= 0) return r;
+  r.t = (mx - my) / std::sqrt(vx + vy);
+  r.df = (vx + vy) * (vx + vy) /
+         (vx * vx / double(x.size() - 1) + vy * vy / double(y.size() - 1));
+  r.p_value = student_t_two_sided_p(r.t, r.df);
+  return r;
+}
+
+TTest one_sample_t_test(const std::vector<double>& d) {
+  TTest r;
+  if (d.size() < 2) return r;
+  const double m = mean_of(d), v = variance_of(d, m) / double(d.size());
+  if (v <= 0) return r;
+  r.t = m / std::sqrt(v);
+  r.df = double(d.size() - 1);
+  r.p_value = student_t_two_sided_p(r.t, r.df);
+  return r;
+}
+
 double normal_quantile(double p) {
   if (!(p >= 0 && p <= 1)) return std::numeric_limits<double>::quiet_NaN();
   if (p == 0) return -std::numeric_limits<double>::infinity();

@@ -37,6 +37,23 @@ double geometric_mean(const std::vector<double>& values);
 // The median absolute deviation from the median (unscaled); NaN when empty.
 double median_absolute_deviation(const std::vector<double>& values);
 
+// Student's t tests, for timings whose unit of replication is a run (its calibrated median):
+// `harness diff` over several runs a side (Welch) and `harness ab`'s interleaved rounds (paired).
+struct TTest {
+  double t = 0;        // > 0 when the first sample (or the paired differences) tends larger
+  double df = 0;       // degrees of freedom (Welch-Satterthwaite for welch_t_test)
+  double p_value = 1;  // two-sided; 1 when there is no variance to test with
+};
+// Welch's unequal-variances t test, as scipy.stats.ttest_ind(x, y, equal_var=False). Needs 2
+// values a side.
+TTest welch_t_test(const std::vector<double>& x, const std::vector<double>& y);
+// The one-sample t test of mean(d) = 0, as scipy.stats.ttest_1samp(d, 0) (ttest_rel of the
+// pairs d = a - b). Needs 2 values.
+TTest one_sample_t_test(const std::vector<double>& d);
+// P(|T| >= |t|) for Student's t with `df` degrees of freedom (the regularized incomplete beta
+// function by its continued fraction, to ~1e-14).
+double student_t_two_sided_p(double t, double df);
+
 // The standard normal quantile Φ⁻¹(p) for p in (0, 1), to ~1e-15 relative (Acklam's rational
 // approximation refined by Newton steps on erfc). ±inf at 0 and 1, NaN outside.
 double normal_quantile(double p);
