@@ -27,6 +27,7 @@ constexpr Subcommand kSubcommands[] = {
     {h0::cli::register_plan},
     {h0::cli::register_diff},
     {h0::cli::register_history},
+    {h0::cli::register_ab},
     {h0::cli::register_db},
     {h0::cli::register_model},
     {h0::cli::register_load},

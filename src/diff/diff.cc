@@ -21,24 +21,12 @@ const std::set<std::string, std::less<>> kErrorMetrics = {
     "max_ulp",     "mismatch_count", "nan_mismatch", "inf_mismatch"};
 constexpr std::string_view kRatioPrefix = "ratio_rel_lt_";
 
-bool is_good(const std::string& status) { return status == "pass" || status == "xfail"; }
-
 std::string flip_kind(const std::string& base, const std::string& head) {
   if (is_good(base) && is_failing(head)) return "regression";
   if (is_failing(base) && is_good(head)) return "fixed";
   return "changed";
 }
 
-// The result's own perf_threshold from details_json, if it has a number there.
-std::optional<double> threshold_override(const store::ResultData& r) {
-  // Most results have none: skip the parse (JSON written by the harness never escapes a letter).
-  if (r.details_json.find("\"perf_threshold\"") == std::string::npos) return std::nullopt;
-  const auto details = base::parse_json_or_discarded(r.details_json);
-  if (!details.is_object()) return std::nullopt;
-  const auto it = details.find("perf_threshold");
-  if (it == details.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
 
 void diff_metrics(const store::ResultData& base, const store::ResultData& head,
                   const DiffOptions& options, std::vector<MetricDrift>* out) {
@@ -119,6 +107,11 @@ void diff_profiles(const store::ResultData& base, const store::ResultData& head,
         c.verdict = "improvement";
       else
         c.verdict = "unchanged";
+      if (c.normalized) {
+        c.calibration_change = head_cal / base_cal - 1;
+        if (c.verdict != "unchanged" && std::abs(c.calibration_change) > std::abs(c.change))
+          c.verdict = "unreliable machine";
+      }
     }
     out->push_back(std::move(c));
   }
@@ -153,6 +146,20 @@ void diff_items(const store::ResultData& base, const store::ResultData& head,
   out->push_back(std::move(a));
 }
 
+}  // namespace
+
+bool is_good(const std::string& status) { return status == "pass" || status == "xfail"; }
+
+std::optional<double> threshold_override(const store::ResultData& r) {
+  // Most results have none: skip the parse (JSON written by the harness never escapes a letter).
+  if (r.details_json.find("\"perf_threshold\"") == std::string::npos) return std::nullopt;
+  const auto details = base::parse_json_or_discarded(r.details_json);
+  if (!details.is_object()) return std::nullopt;
+  const auto it = details.find("perf_threshold");
+  if (it == details.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
 DiffSummary summarize(const DiffReport& r) {
   DiffSummary s;
   for (const auto& c : r.statuses) {
@@ -180,6 +187,8 @@ DiffSummary summarize(const DiffReport& r) {
       ++s.perf_improvements;
     else if (p.verdict == "unchanged")
       ++s.perf_unchanged;
+    else if (p.verdict == "unreliable machine")
+      ++s.perf_unreliable;
     else
       ++s.perf_not_enough_samples;
     if (p.base_median_ns > 0 && p.head_median_ns > 0) ratios.push_back(p.change + 1);
@@ -189,7 +198,6 @@ DiffSummary summarize(const DiffReport& r) {
   return s;
 }
 
-}  // namespace
 
 double row_median(const store::ProfileData& p) {
   return p.samples_ns.empty() ? p.median_ns : median(p.samples_ns);
@@ -379,6 +387,11 @@ nlohmann::json DiffReport::to_json() const {
                          {"head_samples", p.head_samples},
                          {"threshold", p.threshold},
                          {"normalized", p.normalized},
+                         {"base_runs", p.base_runs},
+                         {"head_runs", p.head_runs},
+                         {"noise", p.noise},
+                         {"test", p.test},
+                         {"calibration_change", number_or_null(p.calibration_change)},
                          {"verdict", p.verdict}});
   }
   nlohmann::json accuracy_json = nlohmann::json::array();
@@ -489,19 +502,27 @@ std::string DiffReport::to_text(bool color) const {
   }
 
   const DiffSummary& s = summary;
-  if (s.perf_regressions + s.perf_improvements > 0) {
+  if (s.perf_regressions + s.perf_improvements + s.perf_unreliable > 0) {
     out += "\n" + paint("performance", s.perf_regressions > 0 ? "31" : "32", color) + " (" +
            std::to_string(s.perf_regressions) + " slower, " + std::to_string(s.perf_improvements) +
            " faster, " + std::to_string(s.perf_unchanged) + " unchanged, " +
+           (s.perf_unreliable > 0 ? std::to_string(s.perf_unreliable) + " on an unreliable machine, "
+                                  : std::string()) +
            std::to_string(s.perf_not_enough_samples) + " with too few samples)\n";
     for (const auto& p : perf) {
-      if (p.verdict != "regression" && p.verdict != "improvement") continue;
-      out += "  " +
-             paint(p.verdict == "regression" ? "slower" : "faster",
-                   p.verdict == "regression" ? "31" : "32", color) +
+      const bool unreliable = p.verdict == "unreliable machine";
+      if (p.verdict != "regression" && p.verdict != "improvement" && !unreliable) continue;
+      const char* word = unreliable ? "unreliable machine" : p.verdict == "regression" ? "slower" : "faster";
+      out += "  " + paint(word, unreliable ? "33" : p.verdict == "regression" ? "31" : "32", color) +
              "  " + p.case_id + "  " + p.phase + " " + p.name + "  " + format_ns(p.base_median_ns) +
              " -> " + format_ns(p.head_median_ns) + "  " + percent(p.change) + "  " +
-             p_string(p.p_value) + "\n";
+             p_string(p.p_value) +
+             (p.base_runs > 1 || p.head_runs > 1
+                  ? "  (" + std::to_string(p.base_runs) + " vs " + std::to_string(p.head_runs) +
+                        " runs, " + p.test + ", noise " + percent(p.noise) + ")"
+                  : std::string()) +
+             (unreliable ? "  the calibration moved " + percent(p.calibration_change) : std::string()) +
+             "\n";
     }
   }
 

@@ -54,7 +54,9 @@ struct MetricDrift {
   double factor = 0;  // head_error / max(base_error, metric_floor)
 };
 
-// verdict: "regression", "improvement", "unchanged", "not enough samples".
+// verdict: "regression", "improvement", "unchanged", "not enough samples", or "unreliable
+// machine": significant and beyond the threshold, but the host-loop calibration moved more than
+// the change itself between the sides, so the machine, not the stack, may be what changed.
 struct PerfChange {
   std::string case_id, phase, name;
   double base_median_ns = 0, head_median_ns = 0;
@@ -62,7 +64,14 @@ struct PerfChange {
   double p_value = 1;  // NaN when not tested (not enough samples)
   bool normalized = false;  // both sides had calibration rows: times compared relative to them
   size_t base_samples = 0, head_samples = 0;
-  double threshold = 0;  // the one applied (options or the result's perf_threshold)
+  double threshold = 0;  // the one applied (options or the result's perf_threshold; or the noise)
+  // Over several runs a side (diff_repeated_runs): the runs, the noise a change had to exceed
+  // (max / min - 1 of the base side's calibrated run medians; paired, of the rounds' head/base
+  // ratios), and the test that was run.
+  size_t base_runs = 1, head_runs = 1;
+  double noise = 0;
+  std::string test = "mann-whitney";  // "mann-whitney" (samples), "welch" (runs), "paired" (rounds)
+  double calibration_change = std::numeric_limits<double>::quiet_NaN();  // head / base - 1
   std::string verdict;
 };
 
@@ -86,6 +95,7 @@ struct DiffSummary {
   int metric_drift = 0;
   int accuracy_regressions = 0, accuracy_improvements = 0;
   int perf_regressions = 0, perf_improvements = 0, perf_unchanged = 0, perf_not_enough_samples = 0;
+  int perf_unreliable = 0;
   int perf_rows = 0;  // steady rows in the geometric mean
   // Of head/base medians over those rows; NaN when there are none.
   double geomean_ratio = std::numeric_limits<double>::quiet_NaN();
@@ -109,6 +119,23 @@ struct DiffReport {
 
 DiffReport diff_runs(const store::RunData& base, const store::RunData& head,
                      const DiffOptions& options);
+
+// Several runs a side (oldest first; e.g. the last 3 nights of each stack, or `harness ab`'s
+// rounds): statuses, metric drift and accuracy exactly as diff_runs of the newest run of each;
+// timings with the run as the unit of replication: each run's calibrated median, log-scaled,
+// Welch's t test between the sides (`paired`: the one-sample t test of round-by-round
+// differences, base[i] against head[i]), and a change must exceed the larger of the threshold
+// and the noise: the base side's own run-to-run spread (paired: the spread of the rounds'
+// ratios). Needs 2 runs a side for a timing verdict.
+DiffReport diff_repeated_runs(const std::vector<store::RunData>& base,
+                              const std::vector<store::RunData>& head, const DiffOptions& options,
+                              bool paired);
+
+// The pieces diff_runs and diff_repeated_runs share.
+bool is_good(const std::string& status);  // pass or xfail
+// A result's own perf_threshold from its details, if it has one.
+std::optional<double> threshold_override(const store::ResultData& r);
+DiffSummary summarize(const DiffReport& r);
 
 // The error-like value of an accuracy metric (larger = worse); nullopt for a metric diff does
 // not judge. Matches the full name or the part after a '.', so "logits.max_abs_err" is

@@ -1,0 +1,152 @@
+// diff_repeated_runs: timings over several runs a side, the run as the unit of replication.
+// Samples within one run share that run's machine state (a neighbour's load, the clock, where
+// the kernel's memory landed), so a test over pooled samples treats one run's luck as evidence:
+// that is what makes a pairwise diff cry wolf. Each run contributes one value, its calibrated
+// median; the sides are compared by a t test on their logs, and a change must also exceed the
+// base side's own run-to-run spread.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "base/check.h"
+#include "diff/diff.h"
+#include "diff/statistics.h"
+
+namespace h0::diff {
+namespace {
+
+using Key = std::tuple<std::string, std::string, std::string>;  // case, phase, name
+
+// One run's steady row of a case that passed: its median and the host loop's next to it.
+struct RunValue {
+  double median_ns = 0, calibration_ns = 0;
+};
+
+// Per key, one slot per run (empty where the run lacks the row or the case did not pass).
+std::map<Key, std::vector<std::optional<RunValue>>> run_values(const std::vector<store::RunData>& runs) {
+  std::map<Key, std::vector<std::optional<RunValue>>> out;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::set<std::string> seen;
+    for (const auto& r : runs[i].results) {
+      if (!seen.insert(r.case_id).second || !is_good(r.status)) continue;
+      for (const auto& p : r.profiles) {
+        if (!p.phase.starts_with("steady")) continue;
+        auto& slots = out[{r.case_id, p.phase, p.name}];
+        slots.resize(runs.size());
+        if (!slots[i]) slots[i] = RunValue{row_median(p), calibration_median(r, p.phase, 1)};
+      }
+    }
+  }
+  return out;
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / double(v.size());
+}
+
+PerfChange compare(const Key& key, const std::vector<std::optional<RunValue>>& base,
+                   const std::vector<std::optional<RunValue>>& head, double threshold,
+                   const DiffOptions& options, bool paired) {
+  PerfChange c;
+  std::tie(c.case_id, c.phase, c.name) = key;
+  c.test = paired ? "paired" : "welch";
+  // The runs both sides can use: paired, the rounds where both have the row.
+  std::vector<RunValue> b, h;
+  for (size_t i = 0; i < std::max(base.size(), head.size()); ++i) {
+    const bool hb = i < base.size() && base[i], hh = i < head.size() && head[i];
+    if (paired && !(hb && hh)) continue;
+    if (hb) b.push_back(*base[i]);
+    if (hh) h.push_back(*head[i]);
+  }
+  c.base_runs = b.size();
+  c.head_runs = h.size();
+  c.base_samples = b.size();
+  c.head_samples = h.size();
+  const auto medians = [](const std::vector<RunValue>& v) {
+    std::vector<double> m;
+    for (const auto& x : v) m.push_back(x.median_ns);
+    return m;
+  };
+  c.base_median_ns = median(medians(b));
+  c.head_median_ns = median(medians(h));
+  c.normalized = !b.empty() && !h.empty() &&
+                 std::all_of(b.begin(), b.end(), [](const RunValue& v) { return v.calibration_ns > 0; }) &&
+                 std::all_of(h.begin(), h.end(), [](const RunValue& v) { return v.calibration_ns > 0; });
+  const auto logs = [&](const std::vector<RunValue>& v) {
+    std::vector<double> l;
+    for (const auto& x : v) l.push_back(std::log(x.median_ns / (c.normalized ? x.calibration_ns : 1.0)));
+    return l;
+  };
+  const std::vector<double> lb = logs(b), lh = logs(h);
+  if (b.size() < 2 || h.size() < 2) {
+    c.change = !b.empty() && !h.empty() ? std::exp(mean(lh) - mean(lb)) - 1 : std::nan("");
+    c.p_value = std::nan("");
+    c.threshold = threshold;
+    c.verdict = "not enough samples";
+    return c;
+  }
+  c.change = std::exp(mean(lh) - mean(lb)) - 1;
+  // The noise a change must exceed: unpaired, the base side's run-to-run spread; paired, the
+  // spread of the rounds' differences (what the rounds share, a slower machine for a round,
+  // cancels in them and is no noise of the comparison).
+  const auto spread = [](const std::vector<double>& v) {
+    return std::exp(*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) - 1;
+  };
+  if (paired) {
+    std::vector<double> d;
+    for (size_t i = 0; i < lb.size(); ++i) d.push_back(lh[i] - lb[i]);
+    c.p_value = one_sample_t_test(d).p_value;
+    c.noise = spread(d);
+  } else {
+    c.p_value = welch_t_test(lh, lb).p_value;
+    c.noise = spread(lb);
+  }
+  c.threshold = std::max(threshold, c.noise);
+  const bool significant = c.p_value < options.alpha;
+  c.verdict = significant && c.change > c.threshold    ? "regression"
+              : significant && c.change < -c.threshold ? "improvement"
+                                                       : "unchanged";
+  if (c.normalized) {
+    std::vector<double> cb, ch;
+    for (const auto& x : b) cb.push_back(std::log(x.calibration_ns));
+    for (const auto& x : h) ch.push_back(std::log(x.calibration_ns));
+    c.calibration_change = std::exp(mean(ch) - mean(cb)) - 1;
+    if (c.verdict != "unchanged" && std::abs(c.calibration_change) > std::abs(c.change))
+      c.verdict = "unreliable machine";
+  }
+  return c;
+}
+
+}  // namespace
+
+DiffReport diff_repeated_runs(const std::vector<store::RunData>& base,
+                              const std::vector<store::RunData>& head, const DiffOptions& options,
+                              bool paired) {
+  H0_CHECK(!base.empty() && !head.empty()) << "diff_repeated_runs needs a run on each side";
+  DiffReport r = diff_runs(base.back(), head.back(), options);
+  r.perf.clear();
+  const auto base_values = run_values(base), head_values = run_values(head);
+  // The newest head run's rows, in its order; thresholds from its results' details.
+  std::set<Key> done;
+  for (const auto& res : head.back().results) {
+    const double threshold = threshold_override(res).value_or(options.perf_threshold);
+    for (const auto& p : res.profiles) {
+      const Key key{res.case_id, p.phase, p.name};
+      if (!p.phase.starts_with("steady") || !done.insert(key).second) continue;
+      const auto b = base_values.find(key), h = head_values.find(key);
+      if (b == base_values.end() || h == head_values.end()) continue;
+      r.perf.push_back(compare(key, b->second, h->second, threshold, options, paired));
+    }
+  }
+  const int compared = r.summary.compared;
+  r.summary = summarize(r);
+  r.summary.compared = compared;
+  return r;
+}
+
+}  // namespace h0::diff

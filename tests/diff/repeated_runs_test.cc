@@ -1,0 +1,131 @@
+// diff_repeated_runs: timings over several runs a side, one calibrated median per run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "diff/diff.h"
+
+namespace h0::diff {
+namespace {
+
+// A run with one timed case "matmul" (steady median `median_ns`, and a calibration row of
+// `calibration_ns` when > 0) and a plain case "softmax" with `status`.
+store::RunData run(int64_t id, double median_ns, double calibration_ns = 0,
+                   const std::string& status = "pass") {
+  store::RunData r;
+  r.id = id;
+  r.platform = "cpu";
+  r.status = "pass";
+  store::ResultData timed;
+  timed.case_id = timed.check_id = "matmul";
+  timed.status = "pass";
+  store::ProfileData p;
+  p.phase = "steady";
+  p.name = "matmul";
+  p.median_ns = median_ns;
+  timed.profiles = {p};
+  if (calibration_ns > 0) {
+    store::ProfileData cal;
+    cal.phase = "calibration";
+    cal.name = "host";
+    cal.median_ns = calibration_ns;
+    cal.samples_ns = {calibration_ns};
+    timed.profiles.push_back(cal);
+  }
+  store::ResultData plain;
+  plain.case_id = plain.check_id = "softmax";
+  plain.status = status;
+  r.results = {timed, plain};
+  return r;
+}
+
+std::vector<store::RunData> runs(int64_t first_id, const std::vector<double>& medians_ns) {
+  std::vector<store::RunData> out;
+  for (size_t i = 0; i < medians_ns.size(); ++i) out.push_back(run(first_id + int64_t(i), medians_ns[i]));
+  return out;
+}
+
+TEST(RepeatedRuns, SameStackIsUnchanged) {
+  const DiffReport r = diff_repeated_runs(runs(1, {100, 101, 99}), runs(4, {100.5, 99.5, 101}), {}, false);
+  ASSERT_EQ(r.perf.size(), 1u);
+  EXPECT_EQ(r.perf[0].verdict, "unchanged");
+  EXPECT_EQ(r.perf[0].test, "welch");
+  EXPECT_EQ(r.perf[0].base_runs, 3u);
+  EXPECT_FALSE(r.has_regression());
+}
+
+TEST(RepeatedRuns, ASlowerStackIsARegression) {
+  const DiffReport r = diff_repeated_runs(runs(1, {100, 101, 99}), runs(4, {130, 131, 129.5}), {}, false);
+  ASSERT_EQ(r.perf.size(), 1u);
+  const PerfChange& p = r.perf[0];
+  EXPECT_EQ(p.verdict, "regression");
+  EXPECT_NEAR(p.change, 0.302, 0.005);
+  EXPECT_LT(p.p_value, 0.001);
+  EXPECT_NEAR(p.noise, 101.0 / 99 - 1, 1e-9);
+  EXPECT_EQ(p.head_median_ns, 130);
+  EXPECT_TRUE(r.has_regression());
+  EXPECT_NE(r.to_text(false).find("(3 vs 3 runs, welch, noise"), std::string::npos) << r.to_text(false);
+}
+
+// The base side's own runs spread by 25%: a 15% change is within its noise, whatever the test.
+TEST(RepeatedRuns, AChangeWithinTheBaseSidesNoiseIsNoRegression) {
+  const DiffReport r = diff_repeated_runs(runs(1, {90, 112.5, 100}), runs(4, {115, 116, 114}), {}, false);
+  ASSERT_EQ(r.perf.size(), 1u);
+  EXPECT_NEAR(r.perf[0].threshold, 0.25, 1e-9);
+  EXPECT_EQ(r.perf[0].verdict, "unchanged");
+}
+
+// Interleaved rounds share the machine's state: the rounds move together by ±30%, the head is
+// 10% slower in each. Paired, the rounds' differences are tight and the slowdown is clear.
+TEST(RepeatedRuns, PairedRoundsCancelWhatTheRoundsShare) {
+  const std::vector<double> level = {1.0, 1.3, 0.8, 1.2};
+  std::vector<double> b, h;
+  const double jitter[] = {1.002, 0.998, 1.001, 0.999};
+  for (size_t i = 0; i < level.size(); ++i) {
+    b.push_back(100 * level[i]);
+    h.push_back(110 * level[i] * jitter[i]);
+  }
+  const DiffReport paired = diff_repeated_runs(runs(1, b), runs(5, h), {}, true);
+  ASSERT_EQ(paired.perf.size(), 1u);
+  EXPECT_EQ(paired.perf[0].test, "paired");
+  EXPECT_EQ(paired.perf[0].verdict, "regression") << paired.to_text(false);
+  EXPECT_LT(paired.perf[0].p_value, 0.001);
+  const DiffReport unpaired = diff_repeated_runs(runs(1, b), runs(5, h), {}, false);
+  EXPECT_EQ(unpaired.perf[0].verdict, "unchanged");
+  EXPECT_GT(unpaired.perf[0].p_value, 0.05);
+}
+
+// The host loop next to the kernel ran 40% slower on the head side: the calibrated kernel looks
+// 29% faster, but the machine moved more than that, so the verdict says so instead.
+TEST(RepeatedRuns, ACalibrationThatMovedMoreThanTheEffectIsAnUnreliableMachine) {
+  std::vector<store::RunData> b, h;
+  for (int i = 0; i < 3; ++i) {
+    b.push_back(run(1 + i, 100 + i, 1000 + i));
+    h.push_back(run(4 + i, 100 + i, 1400 + i));
+  }
+  const DiffReport r = diff_repeated_runs(b, h, {}, false);
+  ASSERT_EQ(r.perf.size(), 1u);
+  EXPECT_TRUE(r.perf[0].normalized);
+  EXPECT_NEAR(r.perf[0].calibration_change, 0.4, 0.01);
+  EXPECT_EQ(r.perf[0].verdict, "unreliable machine");
+  EXPECT_EQ(r.summary.perf_unreliable, 1);
+  EXPECT_FALSE(r.has_regression());
+  EXPECT_NE(r.to_text(false).find("unreliable machine  matmul"), std::string::npos) << r.to_text(false);
+}
+
+// Statuses stay exact: the newest run of each side decides them.
+TEST(RepeatedRuns, StatusesComeFromTheNewestRunOfEachSide) {
+  auto head = runs(4, {100, 101, 99});
+  head.back().results[1].status = "fail";
+  const DiffReport r = diff_repeated_runs(runs(1, {100, 101, 99}), head, {}, false);
+  EXPECT_EQ(r.summary.regressions, 1);
+  EXPECT_TRUE(r.has_regression());
+  EXPECT_EQ(r.head.id, 6);
+  const DiffReport one = diff_repeated_runs(runs(1, {100}), runs(2, {130}), {}, false);
+  EXPECT_EQ(one.perf[0].verdict, "not enough samples");
+}
+
+}  // namespace
+}  // namespace h0::diff
