@@ -1,13 +1,14 @@
-// harness ab --base PLATFORM --head PLATFORM --suite FILE [--rounds N] [--db F] [--filter F]
-//            [--label K=V]... [--base-label K=V]... [--head-label K=V]... [--threshold T]
-//            [--alpha A] [--json]
+// harness ab --base PLATFORM --head PLATFORM --suite FILE [--rounds N] [--warmup N] [--db F]
+//            [--filter F] [--label K=V]... [--base-label K=V]... [--head-label K=V]...
+//            [--threshold T] [--alpha A] [--json]
 // Proves (or clears) a suspected slowdown between two stacks: runs the suite on the two
 // platforms interleaved in ABBA order (A B, B A, A B, ... one round a pair), each run a fresh
-// `harness run` process into the store (labels ab=<tag>, ab_side, ab_round), so both stacks see
-// the same machine in the same time window; then compares them round by round
-// (diff_repeated_runs, paired: the one-sample t test of the rounds' calibrated head/base log
-// ratios, beyond the spread of those ratios), statuses and accuracy exactly on the last round.
-// Exit 1 on a regression (timing included), 2 on bad input or a run that did not complete.
+// `harness run` process into the store (labels ab=<tag>, ab_side, ab_round), after --warmup
+// unrecorded runs of each side, so both stacks see the same machine in the same time window;
+// then compares them round by round (diff_repeated_runs, paired: the one-sample t test of the
+// rounds' calibrated head/base log ratios, beyond the spread of those ratios), statuses and
+// accuracy exactly on the last round. Exit 1 on a regression (timing included), 2 on bad input
+// or a run that did not complete.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,6 +42,7 @@ struct AbOptions {
   std::string base, head, suite, filter, db = "reports/results.db";
   std::vector<std::string> labels, base_labels, head_labels;
   int rounds = 4;
+  int warmup = 1;  // unrecorded runs of each side first (a cold first run is no stack's fault)
   bool json = false;
   diff::DiffOptions diff;
 };
@@ -98,6 +100,20 @@ int run_ab(const AbOptions& opt) {
   const std::string tag = ab_tag(), exe = self_executable();
   std::vector<int64_t> base_ids(size_t(opt.rounds)), head_ids(size_t(opt.rounds));
   const std::regex stored("stored as run ([0-9]+) in ");
+  for (int w = 0; w < opt.warmup; ++w) {
+    for (const std::string* platform : {&opt.base, &opt.head}) {
+      std::vector<std::string> argv = {exe, "run", opt.suite, "--platform", *platform, "--no-db", "-q"};
+      if (!opt.filter.empty()) argv.insert(argv.end(), {"--filter", opt.filter});
+      std::string out;
+      const int rc = run_child(argv, &out);
+      if (rc < 0 || rc >= 2) {
+        std::fputs(out.c_str(), stderr);
+        std::fprintf(stderr, "harness ab: the warm-up run on %s did not complete (exit %d)\n",
+                     platform->c_str(), rc);
+        return kExitInput;
+      }
+    }
+  }
   for (int round = 0; round < opt.rounds; ++round) {
     const bool base_first = round % 2 == 0;  // A B, then B A: ABBA ABBA ...
     for (int k = 0; k < 2; ++k) {
@@ -161,6 +177,11 @@ void register_ab(CLI::App& app, Run* run) {
   sub->add_option("--head", opt->head, "The platform config of the stack under test")->required();
   sub->add_option("--suite", opt->suite, "Suite YAML file")->required();
   sub->add_option("--rounds", opt->rounds, "Rounds, each one run of each side")->capture_default_str();
+  sub->add_option("--warmup", opt->warmup,
+                  "Unrecorded runs of each side before the first round (a cold first run would "
+                  "count against whichever side ran first)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--db", opt->db, "Results store every run goes into")->capture_default_str();
   sub->add_option("--filter", opt->filter, "gtest-style case filter, as harness run");
   sub->add_option("--label", opt->labels, "Label KEY=VALUE on every run (repeatable)");

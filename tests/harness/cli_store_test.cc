@@ -146,6 +146,77 @@ TEST(CliStore, DiffFindsExactlyTheInjectedRegressions) {
   EXPECT_EQ(run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v2 --no-timing-exit").code, 1);
 }
 
+// harness ab: 4 rounds in ABBA order (the run ids show the order), every run in the store with
+// its side and round; a 1.3x slower linear is a paired-test regression, the other ops are not.
+TEST(CliStore, AbInterleavesTheRoundsAndFindsTheSlowdown) {
+  test::TempDir dir;
+  std::ofstream(dir.file("timed.yaml")) << kDiffSuite;
+  const std::string good = platform_file(dir, "good.yaml", "{fault: none}");
+  const std::string slow = platform_file(dir, "slow.yaml", "{op: linear, fault: slow, factor: 1.3}");
+  const auto r = run_harness("ab --json --rounds 4 --db " + dir.file("r.db") + " --suite " +
+                             dir.file("timed.yaml") + " --base " + good + " --head " + slow +
+                             " --head-label stack=v2");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ab"]["order"], "ABBA");
+  const auto base = j["ab"]["base_runs"].get<std::vector<int64_t>>();
+  const auto head = j["ab"]["head_runs"].get<std::vector<int64_t>>();
+  ASSERT_EQ(base.size(), 4u);
+  ASSERT_EQ(head.size(), 4u);
+  // A B | B A | A B | B A
+  EXPECT_EQ(base, (std::vector<int64_t>{1, 4, 5, 8}));
+  EXPECT_EQ(head, (std::vector<int64_t>{2, 3, 6, 7}));
+  std::vector<std::string> slower;
+  for (const auto& p : j["performance"]) {
+    EXPECT_EQ(p["test"], "paired");
+    EXPECT_EQ(p["base_runs"], 4);
+    if (p["verdict"] == "regression") slower.push_back(p["case_id"]);
+  }
+  EXPECT_EQ(slower, std::vector<std::string>{"linear"}) << r.out;
+  const auto db = store::SqliteStore::open(dir.file("r.db"));
+  const auto third = db->load_run(3);
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->labels.at("ab_side"), "head");
+  EXPECT_EQ(third->labels.at("ab_round"), "2");
+  EXPECT_EQ(third->labels.at("stack"), "v2");
+  EXPECT_EQ(third->labels.at("ab"), j["ab"]["tag"]);
+  // Bad input is exit 2 before anything runs.
+  EXPECT_EQ(run_harness("ab --rounds 1 --suite " + dir.file("timed.yaml") + " --base " + good + " --head " + slow).code, 2);
+  EXPECT_EQ(run_harness("ab --suite " + dir.file("nope.yaml") + " --base " + good + " --head " + slow).code, 2);
+}
+
+// harness diff --runs 3: three runs a side, judged run by run; the JSON says how.
+TEST(CliStore, DiffOverThreeRunsASideFindsTheSlowdownRunByRun) {
+  test::TempDir dir;
+  std::ofstream(dir.file("timed.yaml")) << kDiffSuite;
+  const std::string db = " --db " + dir.file("r.db");
+  const std::string good = platform_file(dir, "good.yaml", "{fault: none}");
+  const std::string slow = platform_file(dir, "slow.yaml", "{op: linear, fault: slow, factor: 1.3}");
+  // A warm-up run first: a cold first run would widen the base side's noise.
+  ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --no-db --platform " + good).code, 0);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v1 --platform " + good + db).code, 0);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v2 --platform " + slow + db).code, 0);
+  const auto r = run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v2 --runs 3 --json");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["base"]["id"], 3);
+  EXPECT_EQ(j["head"]["id"], 6);
+  std::vector<std::string> slower;
+  for (const auto& p : j["performance"]) {
+    EXPECT_EQ(p["test"], "welch");
+    EXPECT_EQ(p["base_runs"], 3);
+    EXPECT_EQ(p["head_runs"], 3);
+    if (p["verdict"] == "regression") slower.push_back(p["case_id"]);
+  }
+  EXPECT_EQ(slower, std::vector<std::string>{"linear"}) << r.out;
+  // Runs on both sides is an input error; too few runs a side is a warning.
+  EXPECT_EQ(run_harness("diff" + db + " --base 3 --head 4 --runs 3").code, 2);
+  const auto few = run_harness("diff" + db + " --base 2 --head 6 --runs 3");
+  EXPECT_NE(few.err.find("only 2 complete runs of suite timed on faulty"), std::string::npos) << few.err;
+}
+
 // Two runs of the same stack: the diff says so (exit 0) when the timings agree. Whether they
 // agree is the machine's business (see tests/bench/false_alarms.sh for the rate over many pairs);
 // this checks the plumbing with `--threshold 1` (100%), which only a broken diff could exceed.
