@@ -1,4 +1,5 @@
-// harness report [--db F] [--out DIR] [--since 30d] [--suite GLOB] [--chart-js FILE] [--json]
+// harness report [--db F] [--out DIR] [--since 30d] [--suite GLOB] [--compare-platform NAME]
+//                [--chart-js FILE] [--json]
 // Writes the static HTML dashboard of the results store (src/report/html_site.h): index.html
 // (overview, Day-0 checklist, matrix), one page per run and per check. Opens from disk.
 // A missing store or a bad --since is exit 2.
@@ -28,6 +29,7 @@ struct ReportOptions {
   std::string since;  // "30d", "12h", "2w", "90m"; "" = every run
   std::string suite = "*";
   std::string chart_js;
+  std::string compare_platform;
   bool json = false;
 };
 
@@ -51,6 +53,7 @@ int run_report(const ReportOptions& opt) {
   report::SiteOptions site;
   if (!opt.since.empty()) site.since = cutoff_of(opt.since);
   site.suite_glob = opt.suite;
+  site.compare_platform = opt.compare_platform;
   require_store_file(opt.db);
   const std::string chart_js = report::find_chart_js(opt.chart_js);
   if (!opt.chart_js.empty() && chart_js.empty()) throw InputError(opt.chart_js, "no such file");
@@ -92,6 +95,9 @@ void register_report(CLI::App& app, Run* run) {
   sub->add_option("--out", opt->out, "Directory of the site (index.html and the pages)")->capture_default_str();
   sub->add_option("--since", opt->since, "Only runs started within this long: 90m, 12h, 30d, 2w");
   sub->add_option("--suite", opt->suite, "Only runs of suites matching this glob")->capture_default_str();
+  sub->add_option("--compare-platform", opt->compare_platform,
+                  "The reference platform: runs on other platforms are also diffed against its latest "
+                  "run of the same suite (overview column, and the regressions in \"What is wrong\")");
   sub->add_option("--chart-js", opt->chart_js,
                   "Chart.js UMD file to copy (default: the libjs-chart.js package's)");
   sub->add_flag("--json", opt->json, "Print what was written as JSON (pages, bytes, seconds)");

@@ -1,5 +1,6 @@
 // index.html: overview and matrix.
 #include <algorithm>
+#include <map>
 
 #include "report/html_page.h"
 #include "report/html_pages.h"
@@ -32,23 +33,111 @@ std::string regression_cell(const SiteModel& model, const SiteRun& run) {
          "\" href=\"" + html_escape(run.page) + "#diff\">" + text + "</a>";
 }
 
-// One row per matrix column (stack version on a platform): its latest run, newest first.
-std::string overview(const SiteModel& model) {
+std::string reference_cell(const SiteModel& model, const SiteRun& run) {
+  if (run.run.platform == model.compare_platform) return "<span class=\"muted\">the reference</span>";
+  if (!run.reference_diff) return "<span class=\"muted\">no run of this suite there</span>";
+  const int n = run.reference_regressions();
+  const std::string ref = run_ref(model.runs[static_cast<size_t>(run.reference)].run.id);
+  return "<a class=\"" + std::string(n ? "bad" : "good") + "\" title=\"vs " +
+         html_escape(model.compare_platform) + " run " + html_escape(ref) + "\" href=\"" +
+         html_escape(run.page) + "\">" + std::to_string(n) + "</a>";
+}
+
+// The latest run of each matrix column (stack version on a platform), newest first.
+std::vector<int> latest_runs(const SiteModel& model) {
   std::vector<int> latest(model.columns.size(), -1);
   for (size_t i = 0; i < model.runs.size(); ++i) latest[static_cast<size_t>(model.runs[i].column)] = static_cast<int>(i);
   std::sort(latest.begin(), latest.end(), std::greater<>());
+  std::erase(latest, -1);
+  return latest;
+}
+
+// What is wrong in the latest run of each stack and platform, worst first: the checks that
+// regressed (against the platform's previous run of the suite, and against the reference
+// platform's), each with what flagged it, then the checks that fail as they failed before.
+std::string whats_wrong(const SiteModel& model) {
+  constexpr size_t kMaxRows = 200;
+  struct Row {
+    bool regression;
+    std::string html;
+  };
+  std::vector<Row> rows;
+  for (const int i : latest_runs(model)) {
+    const SiteRun& r = model.runs[static_cast<size_t>(i)];
+    const SiteColumn& col = model.columns[static_cast<size_t>(r.column)];
+    std::map<int, const CaseDigest*> digest;
+    for (const auto& d : r.cases) digest.emplace(d.case_index, &d);
+    std::map<std::string, std::string> why;
+    if (r.diff) {
+      const std::string prev = "vs run " + run_ref(model.runs[static_cast<size_t>(r.previous)].run.id);
+      for (const auto& [id, reason] : regressed_cases(*r.diff)) why[id] = reason + " " + prev;
+    }
+    if (r.reference_diff) {
+      const std::string ref = "vs " + model.compare_platform + " run " +
+                              run_ref(model.runs[static_cast<size_t>(r.reference)].run.id);
+      for (const auto& [id, reason] : regressed_cases(*r.reference_diff)) {
+        std::string& w = why[id];
+        w += (w.empty() ? "" : "; ") + reason + " " + ref;
+      }
+    }
+    const auto add = [&](int case_index, const std::string& flagged, bool regression) {
+      const SiteCase& c = model.cases[static_cast<size_t>(case_index)];
+      const auto d = digest.find(case_index);
+      const std::string status = d == digest.end() ? "" : std::string(1, d->second->status);
+      std::string status_name = "other";
+      for (const auto& s : kStatusCodes) {
+        if (status == std::string(1, s.code)) status_name = s.status;
+      }
+      const std::string message = d == digest.end() ? "" : d->second->message.substr(0, 300);
+      rows.push_back({regression, html_row({html_escape(col.platform), html_escape(col.label),
+                                            html_link(r.page, run_ref(r.run.id)),
+                                            html_link(c.page, c.case_id), status_badge(status_name),
+                                            html_escape(flagged),
+                                            "<span class=\"message\">" + html_escape(message) + "</span>"})});
+    };
+    for (const auto& [id, reason] : why) {
+      if (const auto it = model.case_index.find(id); it != model.case_index.end()) add(it->second, reason, true);
+    }
+    for (const auto& d : r.cases) {
+      const SiteCase& c = model.cases[static_cast<size_t>(d.case_index)];
+      const bool failing = d.status == 'F' || d.status == 'E' || d.status == 'C' || d.status == 'T';
+      if (failing && !why.contains(c.case_id) && c.kind != "day0_stage") add(d.case_index, "failing", false);
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.regression && !b.regression; });
+  size_t regressions = 0;
+  for (const auto& r : rows) regressions += r.regression;
+  std::string html = "<section id=\"wrong\"><h2>What is wrong</h2>\n";
+  if (rows.empty())
+    return html + "<p class=\"good\">Nothing: no check fails or regressed in the latest run of any stack.</p></section>\n";
+  html += "<p>" + std::to_string(regressions) + " regressed, " + std::to_string(rows.size() - regressions) +
+          " failing as before, in the latest run of each stack and platform" +
+          (rows.size() > kMaxRows ? " (the first " + std::to_string(kMaxRows) + " listed)" : std::string()) +
+          ".</p>\n<table class=\"grid wrong\">\n" +
+          html_row({"platform", "stack", "run", "check", "status", "flagged by", "message"}, "th");
+  for (size_t k = 0; k < rows.size() && k < kMaxRows; ++k) html += rows[k].html;
+  return html + "</table></section>\n";
+}
+
+// One row per matrix column (stack version on a platform): its latest run, newest first.
+std::string overview(const SiteModel& model) {
+  const bool compare = !model.compare_platform.empty();
   std::string html = "<section id=\"overview\"><h2>Latest run per stack and platform</h2>\n<table class=\"grid\">\n";
-  html += html_row({"platform", "stack", "run", "suite", "started", "status", "pass", "fail", "skip", "other",
-                    "regressions vs previous"}, "th");
-  for (const int i : latest) {
-    if (i < 0) continue;
+  std::vector<std::string> head = {"platform", "stack", "run", "suite", "started", "status", "pass", "fail", "skip",
+                                   "other", "regressions vs previous"};
+  if (compare) head.push_back("regressions vs " + html_escape(model.compare_platform));
+  html += html_row(head, "th");
+  for (const int i : latest_runs(model)) {
     const SiteRun& r = model.runs[static_cast<size_t>(i)];
     const SiteColumn& c = model.columns[static_cast<size_t>(r.column)];
-    html += html_row({html_escape(c.platform), "<span title=\"" + html_escape(c.fingerprint) + "\">" + html_escape(c.label) + "</span>",
-                      html_link(r.page, run_ref(r.run.id)), html_escape(r.run.suite),
-                      html_escape(r.run.started_at), status_badge(r.run.status), count_of(r, "pass"),
-                      count_of(r, "fail"), count_of(r, "skip"), std::to_string(other_count(r)),
-                      regression_cell(model, r)});
+    std::vector<std::string> cells = {
+        html_escape(c.platform), "<span title=\"" + html_escape(c.fingerprint) + "\">" + html_escape(c.label) + "</span>",
+        html_link(r.page, run_ref(r.run.id)), html_escape(r.run.suite),
+        html_escape(r.run.started_at), status_badge(r.run.status), count_of(r, "pass"),
+        count_of(r, "fail"), count_of(r, "skip"), std::to_string(other_count(r)),
+        regression_cell(model, r)};
+    if (compare) cells.push_back(reference_cell(model, r));
+    html += html_row(cells, "td");
   }
   return html + "</table></section>\n";
 }
@@ -85,6 +174,7 @@ std::string index_page(const SiteModel& model) {
           std::to_string(model.cases.size()) + " checks, from " + html_escape(model.db_path) + ", generated " +
           html_escape(model.generated_at) + "</p>\n";
   if (model.runs.empty()) html += "<p>No runs match.</p>\n";
+  if (!model.runs.empty()) html += whats_wrong(model);
   html += overview(model);
   for (auto it = model.runs.rbegin(); it != model.runs.rend(); ++it) {
     if (!it->day0.empty()) {
@@ -96,6 +186,7 @@ std::string index_page(const SiteModel& model) {
           "first). Red: failing; outlined: a regression against the previous stack version of the platform. "
           "Hover for the key metric, click for the check.</p>\n"
           "<input id=\"matrix-filter\" type=\"search\" placeholder=\"filter checks\">\n"
+          "<label><input id=\"matrix-bad\" type=\"checkbox\"> failing or regressed only</label>\n"
           "<div id=\"matrix\" class=\"matrix\"></div></section>\n";
   return html + page_end(page);
 }

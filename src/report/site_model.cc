@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 #include <future>
@@ -185,7 +186,7 @@ diff::DiffReport trimmed_diff(const store::RunData& base, const store::RunData& 
 
 class Gatherer {
  public:
-  explicit Gatherer(SiteModel* model) : model_(model) {}
+  Gatherer(SiteModel* model, const SiteOptions& options) : model_(model), options_(options) {}
 
   void add(store::RunData run) {
     SiteRun site_run;
@@ -207,17 +208,24 @@ class Gatherer {
         break;
       }
     }
-    if (auto prev = last_complete_.find(run.platform); prev != last_complete_.end()) {
+    if (auto prev = last_complete_.find({run.platform, run.suite}); prev != last_complete_.end()) {
       site_run.previous = prev->second.first;
       site_run.diff = trimmed_diff(prev->second.second, run);
+    }
+    const std::string& ref_platform = options_.compare_platform;
+    if (!ref_platform.empty() && run.platform != ref_platform) {
+      if (auto ref = last_complete_.find({ref_platform, run.suite}); ref != last_complete_.end()) {
+        site_run.reference = ref->second.first;
+        site_run.reference_diff = trimmed_diff(ref->second.second, run);
+      }
     }
     std::vector<store::ResultData> results = std::move(run.results);
     site_run.run = run;
     run.results = std::move(results);
     if (is_complete(run)) {
-      store::RunData& slot = last_complete_[run.platform].second;
-      last_complete_[run.platform].first = run_index;
-      slot = std::move(run);
+      auto& slot = last_complete_[{run.platform, run.suite}];
+      slot.first = run_index;
+      slot.second = std::move(run);
     }
     model_->runs.push_back(std::move(site_run));
   }
@@ -287,23 +295,43 @@ class Gatherer {
   }
 
   SiteModel* model_;
+  const SiteOptions& options_;
   std::unordered_map<std::string, int> columns_;
-  std::map<std::string, std::pair<int, store::RunData>> last_complete_;  // platform -> run
+  // (platform, suite) -> its latest complete run so far (index, run with results)
+  std::map<std::pair<std::string, std::string>, std::pair<int, store::RunData>> last_complete_;
 };
 
 }  // namespace
 
-int SiteRun::regressions() const {
-  if (!diff) return 0;
-  std::set<std::string> regressed;
-  for (const auto& s : diff->statuses) {
-    if (s.kind == "regression") regressed.insert(s.case_id);
+std::map<std::string, std::string> regressed_cases(const diff::DiffReport& d) {
+  std::map<std::string, std::string> out;  // the first reason found for a case is kept
+  char buf[160];
+  for (const auto& s : d.statuses) {
+    if (s.kind == "regression") out.emplace(s.case_id, "status " + s.base_status + " -> " + s.head_status);
   }
-  for (const auto& m : diff->drifts) regressed.insert(m.case_id);
-  for (const auto& p : diff->perf) {
-    if (p.verdict == "regression") regressed.insert(p.case_id);
+  for (const auto& m : d.drifts) {
+    std::snprintf(buf, sizeof buf, "%s grew %.3gx", m.metric.c_str(), m.factor);
+    out.emplace(m.case_id, buf);
   }
-  return static_cast<int>(regressed.size());
+  for (const auto& a : d.accuracy) {
+    if (a.verdict != "regression") continue;
+    std::snprintf(buf, sizeof buf, "accuracy %.3f -> %.3f, %lld items lost, %lld gained (McNemar p=%.2g)",
+                  a.base_score, a.head_score, static_cast<long long>(a.lost),
+                  static_cast<long long>(a.gained), a.p_value);
+    out.emplace(a.case_id, buf);
+  }
+  for (const auto& p : d.perf) {
+    if (p.verdict != "regression") continue;
+    std::snprintf(buf, sizeof buf, "timing %+.1f%% (%s p=%.2g)", 100 * p.change, p.test.c_str(), p.p_value);
+    out.emplace(p.case_id, buf);
+  }
+  return out;
+}
+
+int SiteRun::regressions() const { return diff ? int(regressed_cases(*diff).size()) : 0; }
+
+int SiteRun::reference_regressions() const {
+  return reference_diff ? int(regressed_cases(*reference_diff).size()) : 0;
 }
 
 SiteModel gather_site(const store::SqliteStore& db, const SiteOptions& options,
@@ -311,6 +339,7 @@ SiteModel gather_site(const store::SqliteStore& db, const SiteOptions& options,
   SiteModel model;
   model.db_path = db.path();
   model.generated_at = store::utc_now();
+  model.compare_platform = options.compare_platform;
   const std::vector<store::RunData> runs = select_runs(db, options);
   if (runs.empty()) return model;
   // Run i+1 loads through a second connection while run i is digested and diffed.
@@ -318,7 +347,7 @@ SiteModel gather_site(const store::SqliteStore& db, const SiteOptions& options,
   const auto load = [&](size_t i) {
     return std::async(std::launch::async, [&loader_db, id = runs[i].id] { return loader_db->load_run(id); });
   };
-  Gatherer gatherer(&model);
+  Gatherer gatherer(&model, options);
   auto next = load(0);
   for (size_t i = 0; i < runs.size(); ++i) {
     auto run = next.get();

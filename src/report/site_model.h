@@ -1,6 +1,7 @@
 // What the HTML dashboard shows, gathered from the results store in one pass over the runs
 // (oldest first, one run in memory at a time): per run a compact digest of its cases and the
-// diff against the previous complete run of the same platform; per case its latest result and
+// diff against the previous complete run of the same platform and suite (and, when asked,
+// against the reference platform's latest run of that suite); per case its latest result and
 // its last failure; the stack-version columns of the matrix. Writers in html_site.h turn it
 // into pages; nothing here knows HTML.
 #pragma once
@@ -22,6 +23,9 @@ namespace h0::report {
 struct SiteOptions {
   std::string since;            // ISO 8601 UTC: runs started before it are left out; "" = all
   std::string suite_glob = "*";  // suite names to keep (suite::glob_match)
+  // The reference platform (the reference GPU's): every run on another platform is also diffed
+  // against the latest complete run of the same suite there; "" = none.
+  std::string compare_platform;
 };
 
 // One case of a run, as the run page, the matrix and the check trends read it.
@@ -45,9 +49,13 @@ struct SiteRun {
   store::RunData run;  // without results
   int column = 0;      // into SiteModel::columns
   std::map<std::string, int> counts;  // status -> cases
-  int previous = -1;   // index of the previous complete run of the same platform, -1 if none
+  int previous = -1;   // index of the previous complete run of the same platform and suite
   // The diff against `previous`; perf keeps only regressions and improvements.
   std::optional<diff::DiffReport> diff;
+  // With SiteOptions::compare_platform, on another platform: the latest complete run of the same
+  // suite on the reference platform before this one, and the diff against it.
+  int reference = -1;
+  std::optional<diff::DiffReport> reference_diff;
   std::vector<CaseDigest> cases;
   std::vector<std::string> tolerances;  // distinct tolerance texts of this run
   std::vector<Day0Stage> day0;          // empty unless this is a Day-0 run
@@ -56,9 +64,11 @@ struct SiteRun {
   std::string page;                     // "runs/run-<id>.html"
   std::string data;                     // "data/run-<id>.js"
 
-  // Cases that regressed against `previous`: a status regression, a metric drift or a timing
-  // regression (a case counts once).
+  // Cases that regressed against `previous`: a status regression, a metric drift, an accuracy
+  // or a timing regression (a case counts once).
   int regressions() const;
+  // The same against `reference`.
+  int reference_regressions() const;
 };
 
 // A matrix column: one stack version (fingerprint) on one platform.
@@ -91,11 +101,16 @@ struct SiteCase {
 
 struct SiteModel {
   std::string db_path, generated_at;
+  std::string compare_platform;  // SiteOptions::compare_platform
   std::vector<SiteRun> runs;  // oldest first
   std::vector<SiteColumn> columns;
   std::vector<SiteCase> cases;  // in order of first appearance
   std::unordered_map<std::string, int> case_index;  // case id -> index into cases
 };
+
+// The case ids a diff found regressed: status regressions, metric drift, accuracy and timing
+// regressions, each with what flagged it ("status pass -> fail", "timing +12.0% (p=0.001)").
+std::map<std::string, std::string> regressed_cases(const diff::DiffReport& d);
 
 // Reads the runs `options` select. `progress(done, total)` is called after each run loaded.
 SiteModel gather_site(const store::SqliteStore& db, const SiteOptions& options,

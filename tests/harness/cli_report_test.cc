@@ -274,3 +274,60 @@ TEST(CliReportErrors, MissingStoreAndBadSinceAreInputErrors) {
 
 }  // namespace
 }  // namespace h0
+
+namespace h0 {
+namespace {
+
+// The index leads with what is wrong: the regression (matmul at v2, against v1) first, with what
+// flagged it, then the checks that fail as they failed before; the matrix rows carry whether
+// they are failing or regressed, for its "failing or regressed only" switch.
+TEST_F(CliReport, WhatIsWrongLeadsTheIndex) {
+  const std::string index = test::read_file(site().out() + "/index.html");
+  const size_t wrong = index.find("<section id=\"wrong\">");
+  ASSERT_NE(wrong, std::string::npos);
+  EXPECT_LT(wrong, index.find("<section id=\"overview\">"));
+  EXPECT_LT(wrong, index.find("<section id=\"matrix-section\">"));
+  const std::string section = index.substr(wrong, index.find("</section>", wrong) - wrong);
+  const size_t regression = section.find("status pass -&gt; fail vs run #1");
+  ASSERT_NE(regression, std::string::npos) << section;
+  EXPECT_NE(section.find(report::html_escape(kMatmul), regression - 400), std::string::npos);
+  const size_t failing = section.find("<td>failing");
+  ASSERT_NE(failing, std::string::npos) << section;
+  EXPECT_LT(regression, failing) << "regressions are listed first";
+  EXPECT_NE(section.find("1 regressed, "), std::string::npos) << section;
+  EXPECT_NE(index.find("id=\"matrix-bad\""), std::string::npos);
+  const std::string dom = dump_dom("index.html");
+  expect_clean_render(dom, "index.html");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(dom, m, std::regex("<tr data-case=\"" + std::regex_replace(std::string(kMatmul), std::regex("[\\[\\]]"), "\\$&") +
+                                                   "\"[^>]*data-bad=\"(\\d)\"")));
+  EXPECT_EQ(m[1].str(), "1");
+  ASSERT_TRUE(std::regex_search(dom, m, std::regex("<tr data-case=\"add\\[dtype=f32,shape=7x4096\\]\"[^>]*data-bad=\"(\\d)\"")));
+  EXPECT_EQ(m[1].str(), "0");
+}
+
+// --compare-platform: a run on another platform (no previous run of its own) is diffed against
+// the reference platform's latest run of the same suite; its regressions lead the index.
+TEST(CliReportCompare, AnotherPlatformIsComparedWithTheReferencePlatform) {
+  test::TempDir dir;
+  const std::string db = dir.file("r.db");
+  {
+    auto store = store::SqliteStore::open(db);
+    write_run(*store, "ops", "gpu-ref", {{"stack", "cuda-13"}}, {result("a", "pass", ""), result("b", "pass", "")});
+    write_run(*store, "ops", "npu", {{"stack", "cann-8"}}, {result("a", "pass", ""), result("b", "fail", "off by 0.5")});
+  }
+  auto r = run_harness("report --db " + db + " --out " + dir.file("site") + " --compare-platform gpu-ref");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const std::string index = test::read_file(dir.file("site/index.html"));
+  EXPECT_NE(index.find("<th>regressions vs gpu-ref"), std::string::npos);
+  EXPECT_NE(index.find("status pass -&gt; fail vs gpu-ref run #1"), std::string::npos) << index;
+  EXPECT_NE(index.find("1 regressed, 0 failing as before"), std::string::npos) << index;
+  EXPECT_NE(index.find("no previous run"), std::string::npos);  // npu's own history is empty
+  r = run_harness("report --db " + db + " --out " + dir.file("plain"));
+  const std::string plain = test::read_file(dir.file("plain/index.html"));
+  EXPECT_EQ(plain.find("vs gpu-ref"), std::string::npos);
+  EXPECT_NE(plain.find("0 regressed, 1 failing as before"), std::string::npos) << plain;
+}
+
+}  // namespace
+}  // namespace h0

@@ -83,7 +83,7 @@
 
   // A regression: failing here, passing in the previous column of the same platform.
   function matrixRow(ci, cells) {
-    var c = site.cases[ci], key = c[3], last = {};
+    var c = site.cases[ci], key = c[3], last = {}, anyReg = false;
     var tr = el('tr', { 'data-case': c[0], 'data-href': casePage(ci) });
     tr.appendChild(el('th', null, [el('a', { href: casePage(ci) }, [c[0]])]));
     site.cols.forEach(function (col, k) {
@@ -98,7 +98,11 @@
         'class': 'cell s-' + statusName(code) + (reg ? ' reg' : ''), 'data-status': statusName(code),
         'data-regression': reg ? '1' : null, title: title
       }));
+      anyReg = anyReg || reg;
     });
+    // Failing or regressed: failing in the latest column of a platform, or a regression anywhere.
+    var bad = anyReg || Object.keys(last).some(function (p) { return BAD[last[p]]; });
+    tr.setAttribute('data-bad', bad ? '1' : '0');
     return tr;
   }
 
@@ -134,13 +138,16 @@
       if (td && !td.classList.contains('none')) location.href = td.parentNode.dataset.href;
     });
     host.appendChild(t);
-    document.getElementById('matrix-filter').addEventListener('input', function (e) {
-      var q = e.target.value.toLowerCase();
-      if (q) fills.forEach(function (f) { f(); });
+    var text = document.getElementById('matrix-filter'), badOnly = document.getElementById('matrix-bad');
+    function applyFilter() {
+      var q = text.value.toLowerCase(), onlyBad = badOnly.checked;
+      if (q || onlyBad) fills.forEach(function (f) { f(); });
       t.querySelectorAll('tr[data-case]').forEach(function (tr) {
-        tr.hidden = q !== '' && tr.dataset.case.toLowerCase().indexOf(q) < 0;
+        tr.hidden = (q !== '' && tr.dataset.case.toLowerCase().indexOf(q) < 0) || (onlyBad && tr.dataset.bad !== '1');
       });
-    });
+    }
+    text.addEventListener('input', applyFilter);
+    badOnly.addEventListener('change', applyFilter);
   }
 
   // ---- run page: the cases, filterable ----
