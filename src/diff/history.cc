@@ -119,6 +119,16 @@ void add_changes(const std::string& platform, const PlatformSeries& s, int last_
     r.change = c.change;
     r.p_value = c.p_value;
     r.normalized = scaled;
+    if (scaled) {  // the machine's own move between the two levels (the host loop's)
+      const auto mean_cal = [&](size_t from, size_t to) {
+        double sum = 0;
+        for (size_t k = from; k < to; ++k) sum += std::log(s.calibrations[first + k]);
+        return std::exp(sum / double(to - from));
+      };
+      r.calibration_change =
+          mean_cal(c.index, c.index + c.after_points) / mean_cal(c.index - c.before_points, c.index) - 1;
+      r.unreliable = std::abs(r.calibration_change) > std::abs(r.change);
+    }
     r.newest = std::none_of(before_newest.begin(), before_newest.end(), [&](const ChangePoint& o) {
       return o.index == c.index && (o.change > 0) == (c.change > 0);
     });
@@ -223,8 +233,9 @@ HistoryReport history(const std::vector<store::RunData>& runs_oldest_first,
 }
 
 int HistoryReport::new_slowdowns() const {
-  return int(std::count_if(changes.begin(), changes.end(),
-                           [](const ChangeReport& c) { return c.newest && c.change > 0; }));
+  return int(std::count_if(changes.begin(), changes.end(), [](const ChangeReport& c) {
+    return c.newest && c.change > 0 && !c.unreliable;
+  }));
 }
 
 // ---- output ---------------------------------------------------------------------------------
@@ -294,6 +305,8 @@ nlohmann::json HistoryReport::to_json() const {
                             {"change", number_or_null(c.change)},
                             {"p_value", c.p_value},
                             {"normalized", c.normalized},
+                            {"calibration_change", number_or_null(c.calibration_change)},
+                            {"unreliable", c.unreliable},
                             {"newest", c.newest}});
   }
   return {{"check", check_glob},
@@ -341,7 +354,10 @@ std::string HistoryReport::to_text(bool color) const {
          " new slowdowns\n";
   for (const auto& c : changes) {
     const bool slower = c.change > 0;
-    out += "  " + paint(slower ? "slower" : "faster", slower ? "31" : "32", color) + "  " +
+    out += "  " +
+           (c.unreliable ? paint("unreliable machine", "33", color)
+                         : paint(slower ? "slower" : "faster", slower ? "31" : "32", color)) +
+           "  " +
            c.platform + "  " + c.case_id + "  " + c.phase + " " + c.name + "  at run " +
            std::to_string(c.run_id) + " (after run " + std::to_string(c.previous_run_id) +
            (c.stack_before == c.stack_after ? ", same stack " + c.stack_after
@@ -349,7 +365,10 @@ std::string HistoryReport::to_text(bool color) const {
            "): " + format_ns(c.before_median_ns) + " -> " + format_ns(c.after_median_ns) +
            (c.normalized ? " calibrated" : "") + " (" +
            printf_string("%+.1f%%", 100 * c.change) + ", " + std::to_string(c.runs_before) + " runs before, " +
-           std::to_string(c.runs_after) + " after, p " + printf_string("%.2g", c.p_value) + ")" +
+           std::to_string(c.runs_after) + " after, p " + printf_string("%.2g", c.p_value) +
+           (c.unreliable ? ", the calibration moved " + printf_string("%+.1f%%", 100 * c.calibration_change)
+                         : std::string()) +
+           ")" +
            (c.newest ? paint("  NEW", "1", color) : "") + "\n";
   }
   return out;

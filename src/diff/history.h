@@ -59,6 +59,10 @@ struct ChangeReport {
   // The medians were scaled by each run's host-loop calibration (the levels are then in the
   // first run's machine time); false when a run has no calibration row.
   bool normalized = false;
+  // The host loop's own change between the levels; a change smaller than it is reported as an
+  // unreliable machine and fails no night.
+  double calibration_change = std::numeric_limits<double>::quiet_NaN();
+  bool unreliable = false;
   bool newest = false; // the series without its newest run shows no change here
 };
 

@@ -296,3 +296,32 @@ TEST(HistoryChanges, AMachineSlowdownSeenByTheCalibrationIsNoChange) {
 
 }  // namespace
 }  // namespace h0::diff
+
+namespace h0::diff {
+namespace {
+
+// From run 17 the kernel is 2x slower while the host loop beside it is 1.5x slower: calibrated,
+// the kernel changed +33%, but the machine itself moved more (+50%): reported as an unreliable
+// machine, and no night fails on it.
+TEST(HistoryChanges, AChangeSmallerThanTheMachinesOwnMoveIsAnUnreliableMachine) {
+  std::vector<store::RunData> runs = across_stacks(20, 17, 2.0, 8);
+  for (auto& r : runs) {
+    store::ProfileData cal;
+    cal.phase = "calibration";
+    cal.name = "host";
+    cal.median_ns = r.id >= 17 ? 1500 : 1000;
+    r.results[0].profiles.push_back(cal);
+  }
+  const HistoryReport h = history(runs, "*", 0);
+  ASSERT_EQ(h.changes.size(), 1u) << h.to_text(false);
+  EXPECT_TRUE(h.changes[0].normalized);
+  EXPECT_NEAR(h.changes[0].change, 1.0 / 3, 0.03);
+  EXPECT_NEAR(h.changes[0].calibration_change, 0.5, 1e-9);
+  EXPECT_TRUE(h.changes[0].unreliable);
+  EXPECT_TRUE(h.changes[0].newest);
+  EXPECT_EQ(h.new_slowdowns(), 0);
+  EXPECT_NE(h.to_text(false).find("unreliable machine  cpu  ops/matmul[64]"), std::string::npos) << h.to_text(false);
+}
+
+}  // namespace
+}  // namespace h0::diff
