@@ -54,22 +54,13 @@ void add_run(const store::RunData& run, const std::string& glob, Group* g) {
   }
 }
 
-// The steady medians of every timed case of one platform, over all its stacks in run order.
-struct PlatformSeries {
-  std::string case_id, phase, name;
-  std::vector<int64_t> run_ids;
-  std::vector<std::string> stacks;
-  std::vector<double> medians;
-  std::vector<double> calibrations;  // the host loop's median next to each; 0 where none
-};
-
 void add_platform_run(const store::RunData& run, const std::string& glob,
-                      std::map<std::tuple<std::string, std::string, std::string>, PlatformSeries>* series) {
+                      std::map<std::tuple<std::string, std::string, std::string>, TimingSeries>* series) {
   for (const auto& r : run.results) {
     if (!glob_match(glob, r.case_id) && !glob_match(glob, r.check_id)) continue;
     for (const auto& p : r.profiles) {
       if (!p.phase.starts_with("steady")) continue;
-      PlatformSeries& s = (*series)[{r.case_id, p.phase, p.name}];
+      TimingSeries& s = (*series)[{r.case_id, p.phase, p.name}];
       if (!s.run_ids.empty() && s.run_ids.back() == run.id) continue;  // repeated row: first counts
       s.case_id = r.case_id, s.phase = p.phase, s.name = p.name;
       s.run_ids.push_back(run.id);
@@ -84,56 +75,13 @@ void add_platform_run(const store::RunData& run, const std::string& glob,
 // first run's calibration over its own (the host loop timed next to it), as harness diff
 // normalizes a pair. Machine-wide speed changes (a noisy neighbour, frequency) then cancel.
 // Unscaled when any run lacks a calibration row.
-std::vector<double> normalized(const PlatformSeries& s, size_t first, bool* scaled) {
+std::vector<double> normalized(const TimingSeries& s, size_t first, bool* scaled) {
   std::vector<double> v(s.medians.begin() + std::ptrdiff_t(first), s.medians.end());
   *scaled = std::all_of(s.calibrations.begin() + std::ptrdiff_t(first), s.calibrations.end(),
                         [](double c) { return c > 0; });
   if (*scaled)
     for (size_t i = 0; i < v.size(); ++i) v[i] *= s.calibrations[first] / s.calibrations[first + i];
   return v;
-}
-
-void add_changes(const std::string& platform, const PlatformSeries& s, int last_n,
-                 std::vector<ChangeReport>* out) {
-  const size_t first =
-      last_n > 0 && s.medians.size() > size_t(last_n) ? s.medians.size() - size_t(last_n) : 0;
-  bool scaled = false;
-  const std::vector<double> window = normalized(s, first, &scaled);
-  const std::vector<ChangePoint> found = find_change_points(window);
-  if (found.empty()) return;
-  const std::vector<ChangePoint> before_newest =
-      find_change_points({window.begin(), window.end() - 1});
-  for (const ChangePoint& c : found) {
-    ChangeReport r;
-    r.platform = platform;
-    r.case_id = s.case_id, r.phase = s.phase, r.name = s.name;
-    const size_t at = first + c.index;
-    r.run_id = s.run_ids[at];
-    r.previous_run_id = s.run_ids[at - 1];
-    r.stack_before = s.stacks[at - 1];
-    r.stack_after = s.stacks[at];
-    r.runs_before = int(c.before_points);
-    r.runs_after = int(c.after_points);
-    r.before_median_ns = c.before_median;
-    r.after_median_ns = c.after_median;
-    r.change = c.change;
-    r.p_value = c.p_value;
-    r.normalized = scaled;
-    if (scaled) {  // the machine's own move between the two levels (the host loop's)
-      const auto mean_cal = [&](size_t from, size_t to) {
-        double sum = 0;
-        for (size_t k = from; k < to; ++k) sum += std::log(s.calibrations[first + k]);
-        return std::exp(sum / double(to - from));
-      };
-      r.calibration_change =
-          mean_cal(c.index, c.index + c.after_points) / mean_cal(c.index - c.before_points, c.index) - 1;
-      r.unreliable = std::abs(r.calibration_change) > std::abs(r.change);
-    }
-    r.newest = std::none_of(before_newest.begin(), before_newest.end(), [&](const ChangePoint& o) {
-      return o.index == c.index && (o.change > 0) == (c.change > 0);
-    });
-    out->push_back(r);
-  }
 }
 
 TimedCase timed_case(const Series& series, int last_n) {
@@ -199,6 +147,51 @@ std::optional<size_t> find_step(const std::vector<double>& medians) {
   return std::nullopt;
 }
 
+std::vector<ChangeReport> change_points_of(const std::string& platform, const TimingSeries& s,
+                                           int last_n) {
+  std::vector<ChangeReport> out;
+  const size_t first =
+      last_n > 0 && s.medians.size() > size_t(last_n) ? s.medians.size() - size_t(last_n) : 0;
+  bool scaled = false;
+  const std::vector<double> window = normalized(s, first, &scaled);
+  const std::vector<ChangePoint> found = find_change_points(window);
+  if (found.empty()) return out;
+  const std::vector<ChangePoint> before_newest =
+      find_change_points({window.begin(), window.end() - 1});
+  for (const ChangePoint& c : found) {
+    ChangeReport r;
+    r.platform = platform;
+    r.case_id = s.case_id, r.phase = s.phase, r.name = s.name;
+    const size_t at = first + c.index;
+    r.run_id = s.run_ids[at];
+    r.previous_run_id = s.run_ids[at - 1];
+    r.stack_before = s.stacks[at - 1];
+    r.stack_after = s.stacks[at];
+    r.runs_before = int(c.before_points);
+    r.runs_after = int(c.after_points);
+    r.before_median_ns = c.before_median;
+    r.after_median_ns = c.after_median;
+    r.change = c.change;
+    r.p_value = c.p_value;
+    r.normalized = scaled;
+    if (scaled) {  // the machine's own move between the two levels (the host loop's)
+      const auto mean_cal = [&](size_t from, size_t to) {
+        double sum = 0;
+        for (size_t k = from; k < to; ++k) sum += std::log(s.calibrations[first + k]);
+        return std::exp(sum / double(to - from));
+      };
+      r.calibration_change =
+          mean_cal(c.index, c.index + c.after_points) / mean_cal(c.index - c.before_points, c.index) - 1;
+      r.unreliable = std::abs(r.calibration_change) > std::abs(r.change);
+    }
+    r.newest = std::none_of(before_newest.begin(), before_newest.end(), [&](const ChangePoint& o) {
+      return o.index == c.index && (o.change > 0) == (c.change > 0);
+    });
+    out.push_back(r);
+  }
+  return out;
+}
+
 HistoryReport history(const std::vector<store::RunData>& runs_oldest_first,
                       const std::string& check_glob, int last_n) {
   HistoryReport report;
@@ -224,11 +217,13 @@ HistoryReport history(const std::vector<store::RunData>& runs_oldest_first,
     for (const auto& series : g.series) s.timed.push_back(timed_case(series, last_n));
     report.stacks.push_back(std::move(s));
   }
-  std::map<std::string, std::map<std::tuple<std::string, std::string, std::string>, PlatformSeries>>
+  std::map<std::string, std::map<std::tuple<std::string, std::string, std::string>, TimingSeries>>
       by_platform;
   for (const auto& run : runs_oldest_first) add_platform_run(run, check_glob, &by_platform[run.platform]);
   for (const auto& [platform, series] : by_platform)
-    for (const auto& [key, s] : series) add_changes(platform, s, last_n, &report.changes);
+    for (const auto& [key, s] : series) {
+      for (ChangeReport& c : change_points_of(platform, s, last_n)) report.changes.push_back(std::move(c));
+    }
   return report;
 }
 

@@ -78,6 +78,20 @@ struct HistoryReport {
   std::string to_text(bool color) const;
 };
 
+// The steady medians of one timed case on one platform over its runs (every stack, run order),
+// with the host loop's median timed next to each (0 where there is none).
+struct TimingSeries {
+  std::string case_id, phase, name;
+  std::vector<int64_t> run_ids;
+  std::vector<std::string> stacks;  // fingerprints, 12 characters
+  std::vector<double> medians;
+  std::vector<double> calibrations;
+};
+// The change points of one series within its last `last_n` points (all when <= 0), calibrated
+// when every point has a calibration (history() and the dashboard both use this).
+std::vector<ChangeReport> change_points_of(const std::string& platform, const TimingSeries& s,
+                                           int last_n);
+
 // `runs_oldest_first` are complete runs with their results. Only cases whose case id or check id
 // matches `check_glob` count. Steps and change points are looked for in each timed case's last
 // `last_n` runs (all of them when last_n <= 0).

@@ -88,8 +88,18 @@ double mann_whitney_exact_p(const std::vector<double>& x, const std::vector<doub
   std::vector<double> pooled(small);
   pooled.insert(pooled.end(), large.begin(), large.end());
   std::sort(pooled.begin(), pooled.end());
-  if (std::adjacent_find(pooled.begin(), pooled.end()) != pooled.end())
+  if (std::adjacent_find(pooled.begin(), pooled.end()) != pooled.end()) {
+    // Ties. The samples fully separated (every value of one below every value of the other) is
+    // still exact: one of the C(n, m) equally likely labellings of the pooled values, per side.
+    const auto [smin, smax] = std::minmax_element(small.begin(), small.end());
+    const auto [lmin, lmax] = std::minmax_element(large.begin(), large.end());
+    if (*smax < *lmin || *lmax < *smin) {
+      double ways = 1;  // C(n, m)
+      for (size_t k = 1; k <= small.size(); ++k) ways = ways * double(large.size() + k) / double(k);
+      return std::min(1.0, 2 / ways);
+    }
     return std::numeric_limits<double>::quiet_NaN();
+  }
   double u = 0;  // pairs (s, l) with s > l
   for (double v : small) u += double(std::lower_bound(pooled.begin(), pooled.end(), v) - pooled.begin());
   u -= double(small.size()) * double(small.size() - 1) / 2;  // ranks among the small sample

@@ -1,5 +1,6 @@
 // index.html: overview and matrix.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "report/html_page.h"
@@ -62,12 +63,24 @@ std::string whats_wrong(const SiteModel& model) {
     std::string html;
   };
   std::vector<Row> rows;
+  std::map<std::string, int> newest_of_platform;  // platform -> its latest run's index
+  for (size_t i = 0; i < model.runs.size(); ++i) newest_of_platform[model.runs[i].run.platform] = int(i);
   for (const int i : latest_runs(model)) {
     const SiteRun& r = model.runs[static_cast<size_t>(i)];
     const SiteColumn& col = model.columns[static_cast<size_t>(r.column)];
     std::map<int, const CaseDigest*> digest;
     for (const auto& d : r.cases) digest.emplace(d.case_index, &d);
     std::map<std::string, std::string> why;
+    if (newest_of_platform[r.run.platform] == i) {  // the timing history's slowdowns
+      char buf[200];
+      for (const auto& s : model.slowdowns) {
+        if (s.platform != r.run.platform) continue;
+        const diff::ChangeReport& c = s.change;
+        std::snprintf(buf, sizeof buf, "timing change point at run #%lld: %+.1f%% (%d runs before, %d after, p=%.2g)",
+                      static_cast<long long>(c.run_id), 100 * c.change, c.runs_before, c.runs_after, c.p_value);
+        why[model.cases[static_cast<size_t>(s.case_index)].case_id] = buf;
+      }
+    }
     if (r.diff) {
       const std::string prev = "vs run " + run_ref(model.runs[static_cast<size_t>(r.previous)].run.id);
       for (const auto& [id, reason] : regressed_cases(*r.diff)) why[id] = reason + " " + prev;

@@ -274,6 +274,8 @@ class Gatherer {
     const store::ProfileData* steady = steady_row(r);
     d.median_ns = steady ? steady->median_ns : kNaN;
     d.p99_ns = steady ? steady->p99_ns : kNaN;
+    const double cal = steady ? diff::calibration_median(r, steady->phase, 0) : 0;
+    d.calibration_ns = cal > 0 ? cal : kNaN;
     d.message = r.message;
     c.runs.push_back(run_index);
     c.params_json = r.params_json;
@@ -300,6 +302,37 @@ class Gatherer {
   // (platform, suite) -> its latest complete run so far (index, run with results)
   std::map<std::pair<std::string, std::string>, std::pair<int, store::RunData>> last_complete_;
 };
+
+}  // namespace
+
+namespace {
+
+// Per platform and timed check, the calibrated steady medians of its complete runs in run order;
+// a series whose last change point (within the last 20 runs) is a slowdown the machine's own
+// move does not explain is the check's current state: listed with what is wrong.
+void find_slowdowns(SiteModel* model) {
+  std::map<std::pair<std::string, int>, diff::TimingSeries> series;
+  for (const auto& run : model->runs) {
+    if (!is_complete(run.run)) continue;
+    for (const auto& d : run.cases) {
+      if (!std::isfinite(d.median_ns) || d.median_ns <= 0 || (d.status != 'P' && d.status != 'x')) continue;
+      diff::TimingSeries& t = series[{run.run.platform, d.case_index}];
+      t.case_id = model->cases[static_cast<size_t>(d.case_index)].case_id;
+      t.phase = "steady";
+      t.run_ids.push_back(run.run.id);
+      t.stacks.push_back(run.run.stack.fingerprint.substr(0, 12));
+      t.medians.push_back(d.median_ns);
+      t.calibrations.push_back(std::isfinite(d.calibration_ns) ? d.calibration_ns : 0);
+    }
+  }
+  for (const auto& [key, t] : series) {
+    if (t.medians.size() < 6) continue;
+    const std::vector<diff::ChangeReport> found = diff::change_points_of(key.first, t, 20);
+    if (found.empty()) continue;
+    const diff::ChangeReport& last = found.back();
+    if (last.change > 0 && !last.unreliable) model->slowdowns.push_back({key.first, key.second, last});
+  }
+}
 
 }  // namespace
 
@@ -355,6 +388,7 @@ SiteModel gather_site(const store::SqliteStore& db, const SiteOptions& options,
     if (run) gatherer.add(std::move(*run));
     if (progress) progress(i + 1, runs.size());
   }
+  find_slowdowns(&model);
   return model;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "diff/diff.h"
+#include "diff/history.h"
 #include "store/run_data.h"
 #include "store/sqlite_store.h"
 
@@ -35,6 +36,7 @@ struct CaseDigest {
   double key = 0;      // the case's key metric; NaN if absent
   int tolerance = -1;  // into SiteRun::tolerances; -1 if none
   double median_ns = 0, p99_ns = 0;  // the first steady profile row; NaN if none
+  double calibration_ns = 0;         // the host loop's median next to that row; NaN if none
   std::string message;
 };
 
@@ -99,9 +101,18 @@ struct SiteCase {
   std::map<int, AccuracyPoint> accuracy;  // kind eval: column -> its latest result there
 };
 
+// The current timing level of a check on a platform came from a slowdown (the last change point
+// of its calibrated history over the last 20 complete runs, diff::change_points_of).
+struct SiteChange {
+  std::string platform;
+  int case_index = 0;
+  diff::ChangeReport change;
+};
+
 struct SiteModel {
   std::string db_path, generated_at;
   std::string compare_platform;  // SiteOptions::compare_platform
+  std::vector<SiteChange> slowdowns;
   std::vector<SiteRun> runs;  // oldest first
   std::vector<SiteColumn> columns;
   std::vector<SiteCase> cases;  // in order of first appearance

@@ -134,7 +134,9 @@ TEST(ChangePoints, AnUnbalancedSplitIsJudgedByTheExactUDistribution) {
   for (int i = 0; i < 36; ++i) low.push_back(100 + (i * 7 % 36) * 0.05);  // level, distinct
   EXPECT_NEAR(mann_whitney_exact_p(low, high), 2.0 / 91390, 1e-12);
   EXPECT_GT(mann_whitney_u(low, high).p_value, 1e-3);
-  EXPECT_TRUE(std::isnan(mann_whitney_exact_p({1, 2}, {2, 3})));  // a tie
+  EXPECT_TRUE(std::isnan(mann_whitney_exact_p({1, 2}, {2, 3})));  // a tie across the samples
+  // Ties within each sample, fully separated: still 2 / C(7, 3).
+  EXPECT_NEAR(mann_whitney_exact_p({1, 1, 2}, {5, 5, 5, 6}), 2.0 / 35, 1e-15);
   std::vector<double> x = low;
   x.insert(x.end(), high.begin(), high.end());
   const auto cps = find_change_points(x);

@@ -331,3 +331,34 @@ TEST(CliReportCompare, AnotherPlatformIsComparedWithTheReferencePlatform) {
 
 }  // namespace
 }  // namespace h0
+
+namespace h0 {
+namespace {
+
+// A check whose timing history stepped up 30% five runs ago (and stayed): the change point is
+// listed with what is wrong for the platform's latest run, though every run passed.
+TEST(CliReportCompare, ATimingChangePointIsListedWithWhatIsWrong) {
+  test::TempDir dir;
+  const std::string db = dir.file("r.db");
+  {
+    auto store = store::SqliteStore::open(db);
+    for (int i = 1; i <= 19; ++i) {
+      store::ResultData r = result("k", "pass", "");
+      store::ProfileData p;
+      p.phase = "steady";
+      p.name = "k";
+      p.count = 1;
+      p.median_ns = (i >= 15 ? 1.3e6 : 1e6) * (1 + 0.002 * (i % 5));
+      r.profiles = {p};
+      write_run(*store, "ops", "box", {{"stack", i >= 15 ? "v2" : "v1"}}, {r});
+    }
+  }
+  const auto r = run_harness("report --db " + db + " --out " + dir.file("site"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const std::string index = test::read_file(dir.file("site/index.html"));
+  EXPECT_NE(index.find("timing change point at run #15: +30."), std::string::npos) << index;
+  EXPECT_NE(index.find("1 regressed, 0 failing as before"), std::string::npos) << index;
+}
+
+}  // namespace
+}  // namespace h0
