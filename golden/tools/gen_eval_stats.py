@@ -20,7 +20,6 @@ The unit test tests/diff/statistics_test.cc reads this file.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,7 @@ import scipy.stats
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint, proportions_ztest
 
-from manifest import update_manifest
+from manifest import write_rows_json
 
 PRODUCER = "golden/tools/gen_eval_stats.py"
 
@@ -81,14 +80,7 @@ def main() -> int:
             "scipy_lo": float(sp.confidence_interval.low),
             "scipy_hi": float(sp.confidence_interval.high)})
 
-    path = golden / "eval" / "statistics.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = []  # one entry a line: small and diffable
-    for key in sorted(out):
-        rows = ",\n".join("  " + json.dumps(r, sort_keys=True) for r in out[key])
-        lines.append(f" {json.dumps(key)}: [\n{rows}\n ]")
-    path.write_text("{\n" + ",\n".join(lines) + "\n}\n")
-    update_manifest(golden, [path.relative_to(golden)], PRODUCER)
+    path = write_rows_json(golden, "eval/statistics.json", out, PRODUCER)
     print(f"wrote {path}")
     return 0
 

@@ -16,13 +16,12 @@ log-scaled times, one side shifted.  The unit test tests/diff/timing_statistics_
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 import scipy.stats
 
-from manifest import update_manifest
+from manifest import write_rows_json
 
 PRODUCER = "golden/tools/gen_timing_stats.py"
 
@@ -56,14 +55,7 @@ def main() -> int:
         p = scipy.stats.mannwhitneyu(x, y, method="exact").pvalue
         out["mwu_exact"].append({"x": [float(v) for v in x], "y": [float(v) for v in y],
                                  "p": float(p)})
-    path = golden / "diff" / "timing_statistics.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for key in out:
-        rows = ",\n".join("  " + json.dumps(r, sort_keys=True) for r in out[key])
-        lines.append(f" {json.dumps(key)}: [\n{rows}\n ]")
-    path.write_text("{\n" + ",\n".join(lines) + "\n}\n")
-    update_manifest(golden, [path.relative_to(golden)], PRODUCER)
+    path = write_rows_json(golden, "diff/timing_statistics.json", out, PRODUCER)
     print(f"wrote {path}")
     return 0
 

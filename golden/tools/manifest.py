@@ -124,3 +124,18 @@ def update_manifest(golden_root: str | os.PathLike,
         handle.write(text)
     os.replace(tmp_path, manifest_path)
     return manifest_path
+
+
+def write_rows_json(golden_root: str | os.PathLike, rel_path: str, tables: dict[str, list],
+                    producer: str) -> Path:
+    """Write {name: [row, ...]} as JSON with one row a line (small and diffable; names sorted,
+    each row's keys sorted) at golden_root/rel_path, and record it in the manifest."""
+    path = Path(golden_root) / rel_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for key in sorted(tables):
+        rows = ",\n".join("  " + json.dumps(r, sort_keys=True) for r in tables[key])
+        lines.append(f" {json.dumps(key)}: [\n{rows}\n ]")
+    path.write_text("{\n" + ",\n".join(lines) + "\n}\n")
+    update_manifest(golden_root, [rel_path], producer)
+    return path

@@ -16,15 +16,8 @@ harness="${2:-$root/build/bin/harness}"
 plugin="${3:-$root/build/lib/libh0_faulty.so}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-cat > "$work/timed.yaml" <<'YAML'
-suite: timed
-defaults: {golden: reference, warmup: 2, repeats: 12, inputs: {seed: 5}}
-checks:
-  - {id: linear, kind: op, op: linear, shape: [16, 512, 256]}
-  - {id: matmul, kind: op, op: matmul, shape: [16, 512, 256]}
-  - {id: patch_embed, kind: op, op: patch_embed, shape: [3, 56, 56, 64], attrs: {patch: 14}}
-YAML
-printf 'platform: box\nbackend: {lib: %s, options: {fault: none}}\n' "$plugin" > "$work/good.yaml"
+source "$root/tests/bench/timed_suite.sh"
+write_timed_suite "$work" "$plugin"
 
 night() {  # night DB PLATFORM LABEL -> the verdict's exit code; the history text in $work/h.txt
   "$harness" run "$work/timed.yaml" -q --platform "$2" --db "$1" --label "stack=$3" > /dev/null

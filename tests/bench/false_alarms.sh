@@ -18,15 +18,8 @@ harness="${3:-$root/build/bin/harness}"
 plugin="${4:-$root/build/lib/libh0_faulty.so}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-cat > "$work/timed.yaml" <<'YAML'
-suite: timed
-defaults: {golden: reference, warmup: 2, repeats: 12, inputs: {seed: 5}}
-checks:
-  - {id: linear, kind: op, op: linear, shape: [16, 512, 256]}
-  - {id: matmul, kind: op, op: matmul, shape: [16, 512, 256]}
-  - {id: patch_embed, kind: op, op: patch_embed, shape: [3, 56, 56, 64], attrs: {patch: 14}}
-YAML
-printf 'platform: box\nbackend: {lib: %s, options: {fault: none}}\n' "$plugin" > "$work/good.yaml"
+source "$root/tests/bench/timed_suite.sh"
+write_timed_suite "$work" "$plugin"
 for f in 1.1 1.3; do
   printf 'platform: box\nbackend: {lib: %s, options: {op: linear, fault: slow, factor: %s}}\n' \
     "$plugin" "$f" > "$work/slow$f.yaml"

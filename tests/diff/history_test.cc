@@ -274,18 +274,23 @@ TEST(HistoryChanges, NoiseAndAFasterStackAreNoSlowdown) {
 namespace h0::diff {
 namespace {
 
-// The machine got 1.5x slower from run 13 (a noisy neighbour): the kernel and the host loop
-// timed next to it slow alike, so the calibrated history has no change; without calibration
-// rows the same medians show one.
-TEST(HistoryChanges, AMachineSlowdownSeenByTheCalibrationIsNoChange) {
-  std::vector<store::RunData> runs = across_stacks(20, 13, 1.5, 7);
+// The runs with a calibration row (the host loop) of 1 us, `factor` times that from run `from`.
+std::vector<store::RunData> with_calibration(std::vector<store::RunData> runs, int64_t from, double factor) {
   for (auto& r : runs) {
     store::ProfileData cal;
     cal.phase = "calibration";
     cal.name = "host";
-    cal.median_ns = r.id >= 13 ? 1500 : 1000;
+    cal.median_ns = r.id >= from ? 1000 * factor : 1000;
     r.results[0].profiles.push_back(cal);
   }
+  return runs;
+}
+
+// The machine got 1.5x slower from run 13 (a noisy neighbour): the kernel and the host loop
+// timed next to it slow alike, so the calibrated history has no change; without calibration
+// rows the same medians show one.
+TEST(HistoryChanges, AMachineSlowdownSeenByTheCalibrationIsNoChange) {
+  std::vector<store::RunData> runs = with_calibration(across_stacks(20, 13, 1.5, 7), 13, 1.5);
   const HistoryReport calibrated = history(runs, "*", 0);
   EXPECT_TRUE(calibrated.changes.empty()) << calibrated.to_text(false);
   for (auto& r : runs) r.results[0].profiles.pop_back();
@@ -304,14 +309,7 @@ namespace {
 // the kernel changed +33%, but the machine itself moved more (+50%): reported as an unreliable
 // machine, and no night fails on it.
 TEST(HistoryChanges, AChangeSmallerThanTheMachinesOwnMoveIsAnUnreliableMachine) {
-  std::vector<store::RunData> runs = across_stacks(20, 17, 2.0, 8);
-  for (auto& r : runs) {
-    store::ProfileData cal;
-    cal.phase = "calibration";
-    cal.name = "host";
-    cal.median_ns = r.id >= 17 ? 1500 : 1000;
-    r.results[0].profiles.push_back(cal);
-  }
+  const std::vector<store::RunData> runs = with_calibration(across_stacks(20, 17, 2.0, 8), 17, 1.5);
   const HistoryReport h = history(runs, "*", 0);
   ASSERT_EQ(h.changes.size(), 1u) << h.to_text(false);
   EXPECT_TRUE(h.changes[0].normalized);
