@@ -66,7 +66,7 @@ StageResult judge(std::vector<checks::CaseOutcome> cases, const std::string& wha
   int failed = 0, skipped = 0;
   std::string first, first_skip;
   for (const auto& c : cases) {
-    if (checks::is_failure(c.result.status) && failed++ == 0)
+    if (checks::is_failing(c.result.status) && failed++ == 0)
       first = c.id + ": " + c.result.message;
     if (c.result.status == checks::Status::kSkip && skipped++ == 0)
       first_skip = c.id + ": " + c.result.message;

@@ -79,7 +79,7 @@ int run_run(RunOptions opt) {
     const store::ResultData r = checks::result_data(c);
     if (db) db->add_result(run_id, r);
     if (!mesh_run.root) return;
-    if (!opt.quiet || checks::is_failure(c.result.status)) progress.print(report::case_line(r, done, total, color));
+    if (!opt.quiet || checks::is_failing(c.result.status)) progress.print(report::case_line(r, done, total, color));
     if (done < total) progress.update(done + 1, total, "");
   };
   const checks::RunReport report = checks::run_suite(s, platform, ro, on_case, on_start);

@@ -18,27 +18,6 @@
 #include "suite/suite.h"
 
 namespace h0::checks {
-namespace {
-
-constexpr const char* kStatusNames[] = {"pass", "fail", "error", "skip", "crash", "timeout", "xfail", "xpass"};
-
-}  // namespace
-
-const char* status_name(Status s) { return kStatusNames[static_cast<int>(s)]; }
-
-bool parse_status(const std::string& s, Status* out) {
-  for (int i = 0; i < 8; ++i) {
-    if (s == kStatusNames[i]) {
-      *out = static_cast<Status>(i);
-      return true;
-    }
-  }
-  return false;
-}
-
-bool is_failure(Status s) {
-  return s == Status::kFail || s == Status::kError || s == Status::kCrash || s == Status::kTimeout;
-}
 
 ProfileRow summarize(std::string phase, std::string name, std::vector<double> samples) {
   ProfileRow r;

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/status.h"
 #include "suite/matrix.h"
 #include "store/run_data.h"
 #include "suite/platform.h"
@@ -27,12 +28,11 @@ class Communicator;
 
 namespace h0::checks {
 
-// Status strings reach the store and never change.
-enum class Status { kPass, kFail, kError, kSkip, kCrash, kTimeout, kXfail, kXpass };
-const char* status_name(Status s);
-bool parse_status(const std::string& s, Status* out);
-// Whether a status makes the run fail (exit 1): fail, error, crash, timeout.
-bool is_failure(Status s);
+// The status vocabulary and its rules are base/status.h's (one table for the whole harness).
+using h0::is_failing;
+using h0::parse_status;
+using h0::Status;
+using h0::status_name;
 
 // Timings of one measured phase (e.g. the "steady" repetitions of a kernel), exactly as the
 // store keeps them: count, total/min/median/p99/mean/stddev ns, bytes, flops, raw samples.

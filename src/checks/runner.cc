@@ -110,7 +110,7 @@ std::string service_log_dir(const RunOptions& options) {
 
 bool RunReport::failed() const {
   for (const auto& c : cases) {
-    if (is_failure(c.result.status)) return true;
+    if (is_failing(c.result.status)) return true;
   }
   return false;
 }
@@ -207,7 +207,7 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, 
         if (outcome.result.status == Status::kPass) {
           outcome.result.status = Status::kXpass;
           outcome.result.message = "expected to fail (" + c.check->xfail_reason + ") but passed";
-        } else if (is_failure(outcome.result.status)) {
+        } else if (is_failing(outcome.result.status)) {
           outcome.result.message = "expected failure (" + c.check->xfail_reason + "): " + outcome.result.message;
           outcome.result.status = Status::kXfail;
         }

@@ -148,8 +148,6 @@ void diff_items(const store::ResultData& base, const store::ResultData& head,
 
 }  // namespace
 
-bool is_good(const std::string& status) { return status == "pass" || status == "xfail"; }
-
 std::optional<double> threshold_override(const store::ResultData& r) {
   // Most results have none: skip the parse (JSON written by the harness never escapes a letter).
   if (r.details_json.find("\"perf_threshold\"") == std::string::npos) return std::nullopt;
@@ -223,9 +221,6 @@ std::optional<double> metric_error(const std::string& name, double value) {
   return std::nullopt;
 }
 
-bool is_failing(const std::string& status) {
-  return status == "fail" || status == "error" || status == "crash" || status == "timeout";
-}
 
 RunInfo run_info(const store::RunData& run) {
   return {run.id,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "store/run_data.h"
 
 namespace h0::diff {
@@ -132,7 +133,6 @@ DiffReport diff_repeated_runs(const std::vector<store::RunData>& base,
                               bool paired);
 
 // The pieces diff_runs and diff_repeated_runs share.
-bool is_good(const std::string& status);  // pass or xfail
 // A result's own perf_threshold from its details, if it has one.
 std::optional<double> threshold_override(const store::ResultData& r);
 DiffSummary summarize(const DiffReport& r);
@@ -144,9 +144,10 @@ std::optional<double> metric_error(const std::string& name, double value);
 
 RunInfo run_info(const store::RunData& run);
 
-// The statuses that count as failing: fail, error, crash, timeout. Shared by diff (regressions),
-// the terminal summary and the dashboard.
-bool is_failing(const std::string& status);
+// The statuses that count as failing, and as good (a good -> failing flip is a regression):
+// base/status.h's one rule, shared by diff, history, the terminal summary and the dashboard.
+using h0::is_failing;
+using h0::is_good;
 
 // 1234567 -> "1.235 ms"; for timings in reports.
 std::string format_ns(double ns);

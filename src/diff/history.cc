@@ -41,7 +41,7 @@ void add_run(const store::RunData& run, const std::string& glob, Group* g) {
     if (!glob_match(glob, r.case_id) && !glob_match(glob, r.check_id)) continue;
     if (r.status != "skip") {
       ++s.results;
-      s.passed += r.status == "pass" || r.status == "xfail" ? 1 : 0;
+      s.passed += is_good(r.status) ? 1 : 0;
     }
     for (const auto& p : r.profiles) {
       if (!p.phase.starts_with("steady")) continue;

@@ -39,7 +39,8 @@ struct StackHistory {
   int runs = 0;
   int64_t first_run_id = 0, last_run_id = 0;
   std::string first_started_at, last_started_at;
-  // Results of the matching cases over all runs: pass and xfail count as passed, skip is left out.
+  // Results of the matching cases over all runs: the good ones (pass, xfail, xpass) count as
+  // passed, skip is left out.
   int results = 0, passed = 0;
   double pass_rate = std::numeric_limits<double>::quiet_NaN();  // passed / results
   std::vector<TimedCase> timed;                                 // first-seen order

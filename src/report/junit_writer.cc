@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/status.h"
 #include "report/html_text.h"
 #include "report/json_writer.h"
 
@@ -19,11 +20,14 @@ using Json = nlohmann::json;
 // How a result status appears in JUnit.
 enum class Outcome { kPassed, kFailure, kError, kSkipped };
 
+// By base/status.h's rule: failing statuses are failures (fail) or errors (error, crash,
+// timeout, an unknown name); pass and xpass pass (xpass with a note, below); skip and xfail are
+// skipped (xfail: a failure the suite expects, not a test that passed).
 Outcome outcome(const std::string& status) {
-  if (status == "pass") return Outcome::kPassed;
-  if (status == "fail" || status == "xpass") return Outcome::kFailure;
+  if (status == "fail") return Outcome::kFailure;
+  if (is_failing(status)) return Outcome::kError;
   if (status == "skip" || status == "xfail") return Outcome::kSkipped;
-  return Outcome::kError;  // error, crash, timeout, and anything unknown
+  return Outcome::kPassed;
 }
 
 // The XML spelling of a character that cannot stand for itself; nullptr for the others (control
@@ -130,15 +134,17 @@ std::string testcase(const store::ResultData& r) {
                     attr("time", seconds(r.duration_s));
   switch (outcome(r.status)) {
     case Outcome::kPassed:
+      if (r.status == "xpass")  // passed though expected to fail: the stale marker, named
+        return out + ">\n      <system-out>" +
+               xml_escape("xpass: " + (r.message.empty() ? "passed unexpectedly" : r.message), false) +
+               "</system-out>\n    </testcase>\n";
       return out + "/>\n";
     case Outcome::kSkipped:
       return out + ">\n      <skipped" + attr("message", r.message) + "/>\n    </testcase>\n";
     case Outcome::kFailure:
     case Outcome::kError: {
       const char* element = outcome(r.status) == Outcome::kFailure ? "failure" : "error";
-      const std::string message = !r.message.empty()    ? r.message
-                                  : r.status == "xpass" ? "passed unexpectedly"
-                                                        : r.status;
+      const std::string message = !r.message.empty() ? r.message : r.status;
       return out + ">\n      <" + element + attr("type", r.status) + attr("message", message) +
              ">" + xml_escape(evidence(r), false) + "</" + element + ">\n    </testcase>\n";
     }

@@ -161,7 +161,7 @@ bool is_day0_run(const store::RunData& run) {
   return run.suite == "day0" || run.labels.count("day0") > 0;
 }
 
-bool is_complete(const store::RunData& run) { return run.status == "pass" || run.status == "fail"; }
+bool is_complete(const store::RunData& run) { return is_complete_run(run.status); }
 
 // The runs `options` select, oldest first, without results.
 std::vector<store::RunData> select_runs(const store::SqliteStore& db, const SiteOptions& options) {

@@ -18,15 +18,11 @@
 namespace h0::report {
 namespace {
 
-// Statuses in the order the summary lists them (the order of checks::Status).
-constexpr const char* kStatusOrder[] = {"pass",  "fail",    "error", "skip",
-                                        "crash", "timeout", "xfail", "xpass"};
-
-// ANSI color of a status: green for pass, yellow for skip and xfail, red for the rest.
+// ANSI color of a status: green for pass, red for a failing one, yellow for the rest (skip,
+// xfail, xpass: not failing, but worth a look).
 const char* status_color(const std::string& status) {
   if (status == "pass") return "32";
-  if (status == "skip" || status == "xfail") return "33";
-  return "31";
+  return is_failing(status) ? "31" : "33";
 }
 
 std::string paint(const std::string& text, const char* code, bool color) {
@@ -174,8 +170,8 @@ std::string summary_line(const store::RunData& run, bool color) {
   auto list = [&](const std::string& status, size_t n) {
     listed += (listed.empty() ? "" : ", ") + std::to_string(n) + " " + status;
   };
-  for (const char* status : kStatusOrder) {
-    if (auto it = counts.find(status); it != counts.end())
+  for (const Status s : all_statuses()) {
+    if (auto it = counts.find(status_name(s)); it != counts.end())
       list(it->first, it->second), counts.erase(it);
   }
   for (const auto& [status, n] : counts) list(status, n);

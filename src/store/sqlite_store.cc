@@ -13,6 +13,7 @@
 #include "base/check.h"
 #include "base/error.h"
 #include "base/sha256.h"
+#include "base/status.h"
 #include "store/run_rows.h"
 #include "store/schema.h"
 #include "store/sqlite_db.h"
@@ -80,7 +81,7 @@ bool process_gone(int64_t pid) {
   return pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
-bool is_complete(const RunData& run) { return run.status == "pass" || run.status == "fail"; }
+bool is_complete(const RunData& run) { return is_complete_run(run.status); }
 
 bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });

@@ -1,6 +1,7 @@
 // JUnit XML: validated with xmllint against the Jenkins xunit plugin's schema
 // (tests/data/junit/junit-10.xsd), and matched as text.
 #include "report/junit_writer.h"
+#include "report/terminal.h"
 
 #include <gtest/gtest.h>
 
@@ -97,7 +98,7 @@ TEST(JunitWriterTest, EveryStatusValidatesAgainstTheJenkinsSchema) {
             0u)
       << xml;
   EXPECT_NE(
-      xml.find("<testsuite name=\"ops\" tests=\"8\" failures=\"2\" errors=\"3\" skipped=\"2\" "
+      xml.find("<testsuite name=\"ops\" tests=\"8\" failures=\"1\" errors=\"3\" skipped=\"2\" "
                "time=\"0.100\" timestamp=\"2024-05-01T12:00:00Z\" hostname=\"node-1\">"),
       std::string::npos)
       << xml;
@@ -115,8 +116,9 @@ TEST(JunitWriterTest, EachStatusMapsToItsElement) {
                  R"( 0.5 &gt; atol 1e-05\nmetrics:\n  max_abs_err = 0.5\n  cosine = 0.99912\n)"
                  R"(details:\n\{\n  &quot;outputs&quot;: \[)")))
       << xml;
-  EXPECT_NE(xml.find("<failure type=\"xpass\" message=\"passed unexpectedly\">"),
-            std::string::npos);
+  // xpass is not failing (base/status.h): a passed testcase whose output says so.
+  EXPECT_NE(xml.find("<system-out>xpass: passed unexpectedly</system-out>"), std::string::npos) << xml;
+  EXPECT_EQ(xml.find("type=\"xpass\""), std::string::npos);
   EXPECT_NE(xml.find("<error type=\"error\" message=\"golden file missing\">"), std::string::npos);
   EXPECT_NE(xml.find("<error type=\"crash\" message=\"worker died: SIGSEGV\">"), std::string::npos);
   EXPECT_NE(xml.find("<error type=\"timeout\" message=\"no result in 30 s\">"), std::string::npos);
@@ -220,6 +222,28 @@ TEST(JunitWriterTest, UnwritablePathIsAnInputError) {
     EXPECT_EQ(e.where(), dir.file("plain/junit.xml"));
     EXPECT_NE(e.message().find("cannot write"), std::string::npos) << e.message();
   }
+}
+
+}  // namespace
+}  // namespace h0::report
+
+namespace h0::report {
+namespace {
+
+// JUnit and the terminal read one rule for xpass (base/status.h): a run whose only surprise is
+// an unexpected pass passes in both, and both name it.
+TEST(JunitWriterTest, JunitAndTheTerminalAgreeOnXpass) {
+  store::RunData run = every_status_run();
+  std::erase_if(run.results, [](const store::ResultData& r) { return r.status != "pass" && r.status != "xpass"; });
+  ASSERT_EQ(run.results.size(), 2u);
+  run.status = "pass";
+  const std::string xml = junit_xml(run);
+  EXPECT_NE(xml.find("failures=\"0\" errors=\"0\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("xpass: passed unexpectedly"), std::string::npos);
+  const std::string line = summary_line(run, false);
+  EXPECT_NE(line.find("1 xpass"), std::string::npos) << line;
+  EXPECT_NE(line.find("PASS"), std::string::npos) << line;
+  EXPECT_EQ(line.find("FAIL"), std::string::npos) << line;
 }
 
 }  // namespace
