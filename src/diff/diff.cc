@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "base/json_read.h"
+#include "base/text_format.h"
 #include "diff/statistics.h"
 
 namespace h0::diff {
@@ -300,8 +301,6 @@ std::string format_ns(double ns) {
 
 namespace {
 
-nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
-
 nlohmann::json run_json(const RunInfo& r) {
   return {{"id", r.id},
           {"uuid", r.uuid},
@@ -312,16 +311,6 @@ nlohmann::json run_json(const RunInfo& r) {
           {"started_at", r.started_at},
           {"status", r.status},
           {"labels", r.labels}};
-}
-
-std::string paint(const std::string& text, const char* code, bool color) {
-  return color ? std::string("\033[") + code + "m" + text + "\033[0m" : text;
-}
-
-std::string printf_string(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
 }
 
 std::string run_line(const char* which, const RunInfo& r) {

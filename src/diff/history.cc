@@ -6,7 +6,9 @@
 #include <map>
 #include <tuple>
 
+#include "base/text_format.h"
 #include "diff/change_points.h"
+#include "suite/filter.h"
 #include "diff/diff.h"
 #include "diff/statistics.h"
 
@@ -38,7 +40,7 @@ void add_run(const store::RunData& run, const std::string& glob, Group* g) {
   s.last_run_id = run.id;
   s.last_started_at = run.started_at;
   for (const auto& r : run.results) {
-    if (!glob_match(glob, r.case_id) && !glob_match(glob, r.check_id)) continue;
+    if (!suite::glob_match(glob, r.case_id) && !suite::glob_match(glob, r.check_id)) continue;
     if (r.status != "skip") {
       ++s.results;
       s.passed += is_good(r.status) ? 1 : 0;
@@ -57,7 +59,7 @@ void add_run(const store::RunData& run, const std::string& glob, Group* g) {
 void add_platform_run(const store::RunData& run, const std::string& glob,
                       std::map<std::tuple<std::string, std::string, std::string>, TimingSeries>* series) {
   for (const auto& r : run.results) {
-    if (!glob_match(glob, r.case_id) && !glob_match(glob, r.check_id)) continue;
+    if (!suite::glob_match(glob, r.case_id) && !suite::glob_match(glob, r.check_id)) continue;
     for (const auto& p : r.profiles) {
       if (!p.phase.starts_with("steady")) continue;
       TimingSeries& s = (*series)[{r.case_id, p.phase, p.name}];
@@ -108,26 +110,6 @@ TimedCase timed_case(const Series& series, int last_n) {
 }
 
 }  // namespace
-
-bool glob_match(std::string_view pattern, std::string_view text) {
-  size_t p = 0, t = 0;
-  size_t star = std::string_view::npos, star_text = 0;  // the last '*' and where it resumed
-  while (t < text.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
-      ++p, ++t;
-    } else if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      star_text = t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;  // let the last '*' swallow one more character
-      t = ++star_text;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
 
 std::optional<size_t> find_step(const std::vector<double>& medians) {
   for (size_t i = kMinBaseline; i < medians.size(); ++i) {
@@ -234,22 +216,6 @@ int HistoryReport::new_slowdowns() const {
 }
 
 // ---- output ---------------------------------------------------------------------------------
-
-namespace {
-
-nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
-
-std::string paint(const std::string& text, const char* code, bool color) {
-  return color ? std::string("\033[") + code + "m" + text + "\033[0m" : text;
-}
-
-std::string printf_string(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-}  // namespace
 
 nlohmann::json HistoryReport::to_json() const {
   nlohmann::json stacks_json = nlohmann::json::array();

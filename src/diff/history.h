@@ -99,8 +99,6 @@ std::vector<ChangeReport> change_points_of(const std::string& platform, const Ti
 HistoryReport history(const std::vector<store::RunData>& runs_oldest_first,
                       const std::string& check_glob, int last_n);
 
-// Shell-style glob over the whole text: '*' any run of characters (also '/'), '?' one.
-bool glob_match(std::string_view pattern, std::string_view text);
 
 // The index of the first value outside the noise band of the values before it (median ± 3 MAD,
 // MAD at least 1% of the median), which every later value also lies outside of on the same

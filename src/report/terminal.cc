@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_read.h"
+#include "base/text_format.h"
 #include "diff/diff.h"
 
 namespace h0::report {
@@ -23,10 +24,6 @@ namespace {
 const char* status_color(const std::string& status) {
   if (status == "pass") return "32";
   return is_failing(status) ? "31" : "33";
-}
-
-std::string paint(const std::string& text, const char* code, bool color) {
-  return color ? "\033[" + std::string(code) + "m" + text + "\033[0m" : text;
 }
 
 std::string g6(double v) {

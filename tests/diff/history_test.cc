@@ -63,21 +63,6 @@ std::vector<RunData> series(double noise_fraction, int step_at, double step_fact
   return runs;
 }
 
-TEST(Glob, Matches) {
-  EXPECT_TRUE(glob_match("*", ""));
-  EXPECT_TRUE(glob_match("*", "ops/rmsnorm[f32]"));
-  EXPECT_TRUE(glob_match("ops/*", "ops/rmsnorm[f32]"));
-  EXPECT_TRUE(glob_match("*norm*", "ops/rmsnorm[f32]"));
-  EXPECT_TRUE(glob_match("ops/?msnorm", "ops/rmsnorm"));
-  EXPECT_TRUE(glob_match("a*b*c", "aXbYbZc"));
-  EXPECT_TRUE(glob_match("a**", "a"));
-  EXPECT_FALSE(glob_match("ops/?msnorm", "ops/msnorm"));
-  EXPECT_FALSE(glob_match("ops/*", "model/logits"));
-  EXPECT_FALSE(glob_match("a*b", "aXbY"));
-  EXPECT_FALSE(glob_match("", "a"));
-  EXPECT_FALSE(glob_match("abc", "ab"));
-}
-
 TEST(History, StepAtRunSeven) {
   const HistoryReport h = history(series(0.01, 7, 1.3, 1), "*", 0);
   ASSERT_EQ(h.stacks.size(), 1u);

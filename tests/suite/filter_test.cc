@@ -90,4 +90,20 @@ TEST(Filter, EmptyPatternsAreIgnored) {
 }
 
 }  // namespace
+// The cases harness history matches checks with (it used a copy of this function).
+TEST(Glob, MatchesHistorysCheckPatterns) {
+  EXPECT_TRUE(glob_match("*", ""));
+  EXPECT_TRUE(glob_match("*", "ops/rmsnorm[f32]"));
+  EXPECT_TRUE(glob_match("ops/*", "ops/rmsnorm[f32]"));
+  EXPECT_TRUE(glob_match("*norm*", "ops/rmsnorm[f32]"));
+  EXPECT_TRUE(glob_match("ops/?msnorm", "ops/rmsnorm"));
+  EXPECT_TRUE(glob_match("a*b*c", "aXbYbZc"));
+  EXPECT_TRUE(glob_match("a**", "a"));
+  EXPECT_FALSE(glob_match("ops/?msnorm", "ops/msnorm"));
+  EXPECT_FALSE(glob_match("ops/*", "model/logits"));
+  EXPECT_FALSE(glob_match("a*b", "aXbY"));
+  EXPECT_FALSE(glob_match("", "a"));
+  EXPECT_FALSE(glob_match("abc", "ab"));
+}
+
 }  // namespace h0::suite
