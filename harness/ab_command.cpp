@@ -27,8 +27,8 @@
 #include "base/error.h"
 #include "cli_output.h"
 #include "commands.h"
-#include "mesh_run.h"
 #include "diff/diff.h"
+#include "mesh_run.h"
 #include "store/sqlite_store.h"
 
 extern char** environ;
@@ -90,7 +90,8 @@ std::string ab_tag() {
 }
 
 int run_ab(const AbOptions& opt) {
-  if (opt.rounds < 2) throw InputError("--rounds", "expected at least 2 rounds (a paired test needs 2)");
+  if (opt.rounds < 2)
+    throw InputError("--rounds", "expected at least 2 rounds (a paired test needs 2)");
   for (const auto* f : {&opt.base, &opt.head, &opt.suite}) {
     if (!fs::is_regular_file(*f)) throw InputError(*f, "not a file");
   }
@@ -102,7 +103,8 @@ int run_ab(const AbOptions& opt) {
   const std::regex stored("stored as run ([0-9]+) in ");
   for (int w = 0; w < opt.warmup; ++w) {
     for (const std::string* platform : {&opt.base, &opt.head}) {
-      std::vector<std::string> argv = {exe, "run", opt.suite, "--platform", *platform, "--no-db", "-q"};
+      std::vector<std::string> argv = {exe,       "run",     opt.suite, "--platform",
+                                       *platform, "--no-db", "-q"};
       if (!opt.filter.empty()) argv.insert(argv.end(), {"--filter", opt.filter});
       std::string out;
       const int rc = run_child(argv, &out);
@@ -118,11 +120,20 @@ int run_ab(const AbOptions& opt) {
     const bool base_first = round % 2 == 0;  // A B, then B A: ABBA ABBA ...
     for (int k = 0; k < 2; ++k) {
       const bool is_base = (k == 0) == base_first;
-      std::vector<std::string> argv = {exe, "run", opt.suite, "--platform",
-                                       is_base ? opt.base : opt.head, "--db", opt.db, "-q",
-                                       "--label", "ab=" + tag,
-                                       "--label", std::string("ab_side=") + (is_base ? "base" : "head"),
-                                       "--label", "ab_round=" + std::to_string(round + 1)};
+      std::vector<std::string> argv = {exe,
+                                       "run",
+                                       opt.suite,
+                                       "--platform",
+                                       is_base ? opt.base : opt.head,
+                                       "--db",
+                                       opt.db,
+                                       "-q",
+                                       "--label",
+                                       "ab=" + tag,
+                                       "--label",
+                                       std::string("ab_side=") + (is_base ? "base" : "head"),
+                                       "--label",
+                                       "ab_round=" + std::to_string(round + 1)};
       if (!opt.filter.empty()) argv.insert(argv.end(), {"--filter", opt.filter});
       for (const auto& l : opt.labels) argv.insert(argv.end(), {"--label", l});
       for (const auto& l : is_base ? opt.base_labels : opt.head_labels)
@@ -133,8 +144,9 @@ int run_ab(const AbOptions& opt) {
       std::smatch m;
       if (rc < 0 || rc >= 2 || !std::regex_search(out, m, stored)) {
         std::fputs(out.c_str(), stderr);
-        std::fprintf(stderr, "harness ab: round %d, %s side (%s): the run did not complete (exit %d)\n",
-                     round + 1, is_base ? "base" : "head", (is_base ? opt.base : opt.head).c_str(), rc);
+        std::fprintf(
+            stderr, "harness ab: round %d, %s side (%s): the run did not complete (exit %d)\n",
+            round + 1, is_base ? "base" : "head", (is_base ? opt.base : opt.head).c_str(), rc);
         return kExitInput;
       }
       const int64_t id = std::stoll(m[1].str());
@@ -153,7 +165,10 @@ int run_ab(const AbOptions& opt) {
   const diff::DiffReport report = diff::diff_repeated_runs(base, head, opt.diff, true);
   if (opt.json) {
     nlohmann::json j = report.to_json();
-    j["ab"] = {{"tag", tag}, {"rounds", opt.rounds}, {"order", "ABBA"}, {"base_runs", base_ids},
+    j["ab"] = {{"tag", tag},
+               {"rounds", opt.rounds},
+               {"order", "ABBA"},
+               {"base_runs", base_ids},
                {"head_runs", head_ids}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
@@ -172,11 +187,13 @@ int run_ab(const AbOptions& opt) {
 void register_ab(CLI::App& app, Run* run) {
   auto opt = std::make_shared<AbOptions>();
   CLI::App* sub = app.add_subcommand(
-      "ab", "Interleaved A/B runs of a suite on two platforms (ABBA rounds), compared round by round");
+      "ab",
+      "Interleaved A/B runs of a suite on two platforms (ABBA rounds), compared round by round");
   sub->add_option("--base", opt->base, "The reference stack's platform config")->required();
   sub->add_option("--head", opt->head, "The platform config of the stack under test")->required();
   sub->add_option("--suite", opt->suite, "Suite YAML file")->required();
-  sub->add_option("--rounds", opt->rounds, "Rounds, each one run of each side")->capture_default_str();
+  sub->add_option("--rounds", opt->rounds, "Rounds, each one run of each side")
+      ->capture_default_str();
   sub->add_option("--warmup", opt->warmup,
                   "Unrecorded runs of each side before the first round (a cold first run would "
                   "count against whichever side ran first)")
@@ -185,10 +202,13 @@ void register_ab(CLI::App& app, Run* run) {
   sub->add_option("--db", opt->db, "Results store every run goes into")->capture_default_str();
   sub->add_option("--filter", opt->filter, "gtest-style case filter, as harness run");
   sub->add_option("--label", opt->labels, "Label KEY=VALUE on every run (repeatable)");
-  sub->add_option("--base-label", opt->base_labels, "Label KEY=VALUE on the base runs (repeatable)");
-  sub->add_option("--head-label", opt->head_labels, "Label KEY=VALUE on the head runs (repeatable)");
-  sub->add_option("--threshold", opt->diff.perf_threshold,
-                  "Relative change a significant timing change must exceed (and the rounds' own spread)")
+  sub->add_option("--base-label", opt->base_labels,
+                  "Label KEY=VALUE on the base runs (repeatable)");
+  sub->add_option("--head-label", opt->head_labels,
+                  "Label KEY=VALUE on the head runs (repeatable)");
+  sub->add_option(
+         "--threshold", opt->diff.perf_threshold,
+         "Relative change a significant timing change must exceed (and the rounds' own spread)")
       ->capture_default_str();
   sub->add_option("--alpha", opt->diff.alpha, "Significance level of the paired t test")
       ->capture_default_str();

@@ -26,8 +26,10 @@ std::string human_bytes(uint64_t bytes) {
   int unit = 0;
   while (v >= 1024 && unit < 4) v /= 1024, ++unit;
   char buf[32];
-  if (unit == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[unit]);
+  if (unit == 0)
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[unit]);
   return buf;
 }
 

@@ -2,13 +2,12 @@
 //                 [--threshold KEY=VALUE]... [--json]
 // Argument order as torch.testing.assert_close(actual, expected). Every tensor present in both
 // files is compared; a tensor missing from ACTUAL fails; one only in ACTUAL is listed.
+#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "cli_output.h"
@@ -36,8 +35,8 @@ compare::Tolerance build_tolerance(const CompareOptions& opt) {
   }
   if (opt.rtol || opt.atol) {
     if (tol->preset == "auto" || tol->preset == "none") {
-      throw InputError("--rtol/--atol", "need a dtype preset or `exact` as the base, not '" +
-                                            tol->preset + "'");
+      throw InputError("--rtol/--atol",
+                       "need a dtype preset or `exact` as the base, not '" + tol->preset + "'");
     }
     if (opt.rtol) tol->element.rtol = *opt.rtol;
     if (opt.atol) tol->element.atol = *opt.atol;
@@ -55,11 +54,12 @@ compare::Tolerance build_tolerance(const CompareOptions& opt) {
       } catch (const std::exception&) {
       }
     }
-    if (!parsed) throw InputError("--threshold " + item, "expected KEY=NUMBER, e.g. cosine_min=0.9999");
+    if (!parsed)
+      throw InputError("--threshold " + item, "expected KEY=NUMBER, e.g. cosine_min=0.9999");
     auto t = compare::parse_threshold(item.substr(0, eq), value);
     if (!t) {
-      throw InputError("--threshold " + item, "unknown key (expected one of " +
-                                                  compare::threshold_keys() + ")");
+      throw InputError("--threshold " + item,
+                       "unknown key (expected one of " + compare::threshold_keys() + ")");
     }
     tol->thresholds.push_back(*t);
   }
@@ -101,9 +101,11 @@ nlohmann::json comparison_json(const std::string& name, const tensor::Tensor& a,
 
 void print_comparison(const nlohmann::json& j, size_t width) {
   const bool pass = j["status"] == "pass";
-  std::printf("%s  %-*s  %s vs %s  [%s]", pass ? colored("PASS", "32").c_str() : colored("FAIL", "31").c_str(),
+  std::printf("%s  %-*s  %s vs %s  [%s]",
+              pass ? colored("PASS", "32").c_str() : colored("FAIL", "31").c_str(),
               static_cast<int>(width), j["name"].get<std::string>().c_str(),
-              j["actual_dtype"].get<std::string>().c_str(), j["expected_dtype"].get<std::string>().c_str(),
+              j["actual_dtype"].get<std::string>().c_str(),
+              j["expected_dtype"].get<std::string>().c_str(),
               tensor::shape_string(j["expected_shape"].get<tensor::Shape>()).c_str());
   if (j.contains("metrics")) {
     const auto& m = j["metrics"];
@@ -150,10 +152,14 @@ int run_compare(const CompareOptions& opt) {
   const bool pass = failed == 0 && only_expected.empty();
 
   if (opt.json) {
-    nlohmann::json out = {{"actual", opt.actual},       {"expected", opt.expected},
-                          {"preset", opt.preset},       {"tensors", results},
-                          {"only_in_actual", only_actual}, {"only_in_expected", only_expected},
-                          {"compared", names.size()},   {"failed", failed},
+    nlohmann::json out = {{"actual", opt.actual},
+                          {"expected", opt.expected},
+                          {"preset", opt.preset},
+                          {"tensors", results},
+                          {"only_in_actual", only_actual},
+                          {"only_in_expected", only_expected},
+                          {"compared", names.size()},
+                          {"failed", failed},
                           {"pass", pass}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
@@ -171,7 +177,8 @@ int run_compare(const CompareOptions& opt) {
     print_list(colored("missing from actual", "31").c_str(), only_expected);
     print_list("only in actual (not compared)", only_actual);
     std::printf("%zu compared, %d failed, %zu missing from actual: %s\n", names.size(), failed,
-                only_expected.size(), pass ? colored("PASS", "32").c_str() : colored("FAIL", "31").c_str());
+                only_expected.size(),
+                pass ? colored("PASS", "32").c_str() : colored("FAIL", "31").c_str());
   }
   return pass ? kExitOk : kExitMismatch;
 }
@@ -183,7 +190,8 @@ void register_compare(CLI::App& app, Run* run) {
   CLI::App* sub = app.add_subcommand(
       "compare", "Compare the tensors of ACTUAL against EXPECTED (metrics, tolerance verdict)");
   sub->add_option("actual", opt->actual, "Safetensors file or checkpoint under test")->required();
-  sub->add_option("expected", opt->expected, "The golden safetensors file or checkpoint")->required();
+  sub->add_option("expected", opt->expected, "The golden safetensors file or checkpoint")
+      ->required();
   sub->add_option("--tensor", opt->tensors, "Compare only this tensor (repeatable)");
   sub->add_option("--preset", opt->preset,
                   "Tolerance preset: auto (the less precise dtype's), f64, f32, f16, bf16, "
@@ -191,8 +199,9 @@ void register_compare(CLI::App& app, Run* run) {
       ->capture_default_str();
   sub->add_option("--rtol", opt->rtol, "Override the preset's rtol");
   sub->add_option("--atol", opt->atol, "Override the preset's atol");
-  sub->add_option("--threshold", opt->thresholds,
-                  "Metric bound KEY=VALUE, e.g. cosine_min=0.9999 or max_abs_max=0.01 (repeatable)");
+  sub->add_option(
+      "--threshold", opt->thresholds,
+      "Metric bound KEY=VALUE, e.g. cosine_min=0.9999 or max_abs_max=0.01 (repeatable)");
   sub->add_flag("--json", opt->json, "Machine-readable output");
   sub->callback([run, opt] { *run = [opt] { return run_compare(*opt); }; });
 }

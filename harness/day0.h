@@ -26,7 +26,7 @@ struct Day0Options {
   // dump_hf.py output of a quantized model's unquantized original (same prompts): the model
   // stage reports the quantization error budget against it (quant_budget).
   std::string original_golden;
-  std::string mesh;    // "tp=2,pp=1,ep=1,dp=1": the plan the memory stage sizes
+  std::string mesh;  // "tp=2,pp=1,ep=1,dp=1": the plan the memory stage sizes
   // Task files for the accuracy stage (--eval), and their reference (--eval-reference: a store
   // selector, or gen_eval.py's file for one task; default: <task stem>.json in --golden).
   std::vector<std::string> eval_tasks;
@@ -61,7 +61,7 @@ struct Day0Context {
   // A family the executor does not model: the checkpoint's tensors as stored (none for a
   // config-only directory).
   std::optional<model::Inventory> stored;
-  std::set<std::string> model_ops;          // the catalogue ops the model's config needs
+  std::set<std::string> model_ops;  // the catalogue ops the model's config needs
   std::string model_dtype;
   std::string suite_dir;  // a scratch folder for generated suites
   // The e2e suite's cases for this model, run once for the service stages.

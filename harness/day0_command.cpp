@@ -176,7 +176,8 @@ checks::RunReport run_record(const Day0Options& opt, const suite::Platform& plat
     stage.result.details = results[i].details;
     stage.result.details["title"] = s.title;
     stage.result.details["stage_status"] = stage_status_name(results[i].status);
-    stage.result.details["verdict"] = verdict;  // the run's, on every stage (the dashboard shows it)
+    stage.result.details["verdict"] =
+        verdict;  // the run's, on every stage (the dashboard shows it)
     report.cases.push_back(std::move(stage));
   }
   return report;
@@ -393,10 +394,12 @@ void register_day0(CLI::App& app, Run* run) {
       "--golden", opt->golden,
       "Goldens of a model without shipped ones: the directory golden/tools/dump_hf.py (probes, "
       "logits) and/or golden/tools/gen_e2e.py --model (served answers) wrote");
-  sub->add_option("--original-golden", opt->original_golden,
-                  "For a quantized checkpoint (fp8): dump_hf.py's goldens of its unquantized original, same "
-                  "prompts; the model stage reports the quantization error budget (mean KL, top-1 agreement, "
-                  "greedy divergence) against them")
+  sub->add_option(
+         "--original-golden", opt->original_golden,
+         "For a quantized checkpoint (fp8): dump_hf.py's goldens of its unquantized original, same "
+         "prompts; the model stage reports the quantization error budget (mean KL, top-1 "
+         "agreement, "
+         "greedy divergence) against them")
       ->check(CLI::ExistingDirectory);
   sub->add_option("--eval", opt->eval_tasks,
                   "A task file (suites/tasks/*.jsonl, lm-eval style JSONL): adds the task-accuracy "

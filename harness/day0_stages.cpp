@@ -126,8 +126,10 @@ StageResult golden_stage(Day0Context& ctx, bool layer) {
             "\n    kind: " + (layer ? "layer" : "model") +
             "\n    model: " + yaml_quoted(absolute(ctx.options.model)) +
             "\n    golden: " + yaml_quoted(f) + "\n";
-    if (!layer && !ctx.options.original_golden.empty()) {  // reported; thresholds are a suite's to set
-      yaml += "    quant_budget: {original: " + yaml_quoted(absolute(ctx.options.original_golden)) + "}\n";
+    if (!layer &&
+        !ctx.options.original_golden.empty()) {  // reported; thresholds are a suite's to set
+      yaml += "    quant_budget: {original: " + yaml_quoted(absolute(ctx.options.original_golden)) +
+              "}\n";
     }
     if (layer) {
       yaml += "    matrix: {layer: [";
@@ -247,19 +249,27 @@ std::string model_shape_cases(const Day0Context& ctx) {
     for (int64_t v : d) out += (out.size() > 1 ? ", " : "") + std::to_string(v);
     return out + "]";
   };
-  const model::ModelOps bound = model::model_ops(*ctx.arch, *tensor::parse_dtype(dtype));  // the attrs the executor runs them with
-  const auto attrs_of = [](const model::BoundOp& op) { return "    attrs: " + op.attrs.dump() + "\n"; };
-  if (ctx.model_ops.count("rmsnorm")) add("rmsnorm", dims({T, t.hidden_size}), attrs_of(bound.rmsnorm));
+  const model::ModelOps bound = model::model_ops(
+      *ctx.arch, *tensor::parse_dtype(dtype));  // the attrs the executor runs them with
+  const auto attrs_of = [](const model::BoundOp& op) {
+    return "    attrs: " + op.attrs.dump() + "\n";
+  };
+  if (ctx.model_ops.count("rmsnorm"))
+    add("rmsnorm", dims({T, t.hidden_size}), attrs_of(bound.rmsnorm));
   if (ctx.model_ops.count("embedding")) {
-    add("embedding", dims({T, std::min<int64_t>(t.vocab_size, 32768), t.hidden_size}), attrs_of(bound.embedding));
+    add("embedding", dims({T, std::min<int64_t>(t.vocab_size, 32768), t.hidden_size}),
+        attrs_of(bound.embedding));
   }
   const model::Inventory inventory = model::build_inventory(*ctx.arch);
-  if (ctx.model_ops.count("linear")) {  // every projection the decoder runs by linear, as its inventory has it
+  if (ctx.model_ops.count(
+          "linear")) {  // every projection the decoder runs by linear, as its inventory has it
     std::set<std::pair<int64_t, int64_t>> shapes;
     for (const model::WeightInfo& w : inventory.weights) {
-      const bool by_role = w.tensor != model::TensorRole::kOther && w.tensor != model::TensorRole::kEmbed &&
+      const bool by_role = w.tensor != model::TensorRole::kOther &&
+                           w.tensor != model::TensorRole::kEmbed &&
                            w.tensor != model::TensorRole::kHead;
-      if (by_role && w.shape.size() == 2 && w.piece == model::TensorPiece::kWeight && !w.quantized && w.expert < 0 && !w.mtp)
+      if (by_role && w.shape.size() == 2 && w.piece == model::TensorPiece::kWeight &&
+          !w.quantized && w.expert < 0 && !w.mtp)
         shapes.insert({w.shape[1], w.shape[0]});
     }
     for (const auto& [k, n] : shapes) {
@@ -276,7 +286,8 @@ std::string model_shape_cases(const Day0Context& ctx) {
           "scaled_linear/" + std::to_string(k) + "x" + std::to_string(n));
     }
   }
-  if (ctx.model_ops.count("sigmoid")) add("sigmoid", dims({T, 1}), "");  // the shared-expert gate, a value per token
+  if (ctx.model_ops.count("sigmoid"))
+    add("sigmoid", dims({T, 1}), "");  // the shared-expert gate, a value per token
   if (ctx.model_ops.count("swiglu") && t.intermediate_size > 0)
     add("swiglu", dims({T, t.intermediate_size}), "");
   if (bound.mlp_act.def != nullptr && t.intermediate_size > 0) {  // a gelu MLP: act(gate) · up
@@ -285,9 +296,11 @@ std::string model_shape_cases(const Day0Context& ctx) {
   }
   if (ctx.model_ops.count("rope")) {
     const int64_t rot = a.mla ? a.qk_rope_head_dim : a.head_dim;
-    add("rope", dims({T, heads, rot}), attrs_of(bound.rope) + "    inputs: {positions: {arange: {start: 0, step: 1}}}\n");
+    add("rope", dims({T, heads, rot}),
+        attrs_of(bound.rope) + "    inputs: {positions: {arange: {start: 0, step: 1}}}\n");
     if (bound.local_rope.def != nullptr) {  // the sliding layers' own base
-      add("rope", dims({T, heads, rot}), attrs_of(bound.local_rope) + "    inputs: {positions: {arange: {start: 0, step: 1}}}\n",
+      add("rope", dims({T, heads, rot}),
+          attrs_of(bound.local_rope) + "    inputs: {positions: {arange: {start: 0, step: 1}}}\n",
           "rope/local");
     }
   }
@@ -301,33 +314,39 @@ std::string model_shape_cases(const Day0Context& ctx) {
     if (a.sliding_window > 0) {  // the sliding layers': a context past the window, so the mask cuts
       const int64_t S = T + a.sliding_window;
       add("paged_attention", dims({T, S, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16}),
-          "    attrs: {context_len: " + std::to_string(S) + ", sliding_window: " + std::to_string(a.sliding_window) + scale + "}\n" +
-              sinks,
+          "    attrs: {context_len: " + std::to_string(S) +
+              ", sliding_window: " + std::to_string(a.sliding_window) + scale + "}\n" + sinks,
           "paged_attention/sliding");
     }
   }
-  if (bound.index_select.def != nullptr) {  // DeepSeek-V3.2: T queries after topk keys, so the selection cuts
+  if (bound.index_select.def !=
+      nullptr) {  // DeepSeek-V3.2: T queries after topk keys, so the selection cuts
     const model::Indexer& x = t.indexer;
     const int64_t S = T + x.topk;
     add("layernorm", dims({T, x.head_dim}), attrs_of(bound.index_norm), "layernorm/indexer_keys");
-    add("rope", dims({T, x.n_heads, x.head_dim}), attrs_of(bound.index_rope) + "    inputs: {positions: {arange: {start: 0, step: 1}}}\n",
+    add("rope", dims({T, x.n_heads, x.head_dim}),
+        attrs_of(bound.index_rope) + "    inputs: {positions: {arange: {start: 0, step: 1}}}\n",
         "rope/indexer");
     const nlohmann::json& select = bound.index_select.attrs;
     add("lightning_indexer", dims({T, S, x.n_heads, x.head_dim, 16}),
-        "    attrs: {topk: " + select.at("topk").dump() + ", scale: " + select.at("scale").dump() + ", context_len: " +
-            std::to_string(S) + "}\n");
+        "    attrs: {topk: " + select.at("topk").dump() + ", scale: " + select.at("scale").dump() +
+            ", context_len: " + std::to_string(S) + "}\n");
     const std::string scale = a.scale > 0 ? ", scale: " + nlohmann::json(a.scale).dump() : "";
-    add("sparse_attention", dims({T, S, heads, heads, a.qk_head_dim(), a.value_head_dim(), 16, x.topk}),
+    add("sparse_attention",
+        dims({T, S, heads, heads, a.qk_head_dim(), a.value_head_dim(), 16, x.topk}),
         "    attrs: {context_len: " + std::to_string(S) + scale + "}\n");
   }
-  if (bound.delta_rule.def != nullptr) {  // Gated DeltaNet: the conv over q|k|v, the gating, the rule, the gated norm
+  if (bound.delta_rule.def !=
+      nullptr) {  // Gated DeltaNet: the conv over q|k|v, the gating, the rule, the gated norm
     const model::LinearAttention& la = t.linear;
     add("causal_conv1d", dims({T, la.conv_dim(), la.conv_kernel}), attrs_of(bound.conv1d));
     add("gdn_gating", dims({T, la.num_v_heads}), "");
-    add("gated_delta_rule", dims({T, la.num_k_heads, la.k_head_dim, la.num_v_heads, la.v_head_dim}), attrs_of(bound.delta_rule));
+    add("gated_delta_rule", dims({T, la.num_k_heads, la.k_head_dim, la.num_v_heads, la.v_head_dim}),
+        attrs_of(bound.delta_rule));
     add("rmsnorm_gated", dims({T * la.num_v_heads, la.v_head_dim}), attrs_of(bound.norm_gated));
   }
-  if (ctx.model_ops.count("dequantize_mxfp4")) {  // one expert's gate_up as stored: [2F, D / 32] scales
+  if (ctx.model_ops.count(
+          "dequantize_mxfp4")) {  // one expert's gate_up as stored: [2F, D / 32] scales
     add("dequantize_mxfp4", dims({2 * t.moe.expert_intermediate_size, t.hidden_size / 32}),
         "    attrs: {out_dtype: " + dtype + "}\n");
   }
@@ -336,9 +355,10 @@ std::string model_shape_cases(const Day0Context& ctx) {
     add("moe_gate", dims({T, m.num_experts}), attrs_of(bound.moe_gate));
     add("moe_experts",
         dims({T, t.hidden_size, m.expert_intermediate_size, m.num_experts, m.experts_per_token}),
-        "    inputs: {ids: {arange: {start: 0, step: 1, mod: " + std::to_string(m.num_experts) + "}}}\n" +
-            (bound.moe_experts.attrs.empty() ? "" : attrs_of(bound.moe_experts)) +
-            (m.fused_experts ? "    with: [b_gate, b_up, b_down]\n" : ""));  // GPT-OSS's biased, clamped experts
+        "    inputs: {ids: {arange: {start: 0, step: 1, mod: " + std::to_string(m.num_experts) +
+            "}}}\n" + (bound.moe_experts.attrs.empty() ? "" : attrs_of(bound.moe_experts)) +
+            (m.fused_experts ? "    with: [b_gate, b_up, b_down]\n"
+                             : ""));  // GPT-OSS's biased, clamped experts
   }
   return yaml;
 }
@@ -423,7 +443,8 @@ StageResult run_coverage_stage(Day0Context& ctx) {
   // platform isolates: a runtime opened in this process would be inherited half-alive by the
   // op stage's forked workers (PoCL's threads do not survive fork: its kernels then never return).
   const auto ask = [&](const std::string&) {
-    auto be = backend::Backend::open({ctx.platform.backend, ctx.platform.lib, ctx.platform.options});
+    auto be =
+        backend::Backend::open({ctx.platform.backend, ctx.platform.lib, ctx.platform.options});
     nlohmann::json routes = nlohmann::json::object();
     for (const auto& row : checks::coverage(*be, {*dtype}, ctx.model_ops))
       routes[row.op] = checks::coverage_word(row.routes[0].second);
@@ -439,10 +460,13 @@ StageResult run_coverage_stage(Day0Context& ctx) {
       }
     });
     std::string reply, why;
-    if (worker.call("coverage", ctx.platform.case_timeout_s, &reply, &why) != checks::Worker::Reply::kOk)
+    if (worker.call("coverage", ctx.platform.case_timeout_s, &reply, &why) !=
+        checks::Worker::Reply::kOk)
       return {StageStatus::kFail, "opening the backend: the platform's process " + why, {}, {}};
     routes = nlohmann::json::parse(reply);
-    if (routes.contains("error")) return {StageStatus::kFail, "opening the backend: " + routes["error"].get<std::string>(), {}, {}};
+    if (routes.contains("error"))
+      return {
+          StageStatus::kFail, "opening the backend: " + routes["error"].get<std::string>(), {}, {}};
   } else {
     routes = nlohmann::json::parse(ask(""));
   }
@@ -491,7 +515,8 @@ StageResult run_memory_plan_stage(Day0Context& ctx) {
         tensor::dtype_size(*ctx.arch->text.dtype) <= 2)
       o.kv_dtype = *ctx.arch->text.dtype;
   }
-  if (ctx.arch->vision && ctx.arch->vision->tower == "qwen2_5_vl") o.max_image_pixels = model::qwen_vl_max_pixels(ctx.options.model);
+  if (ctx.arch->vision && ctx.arch->vision->tower == "qwen2_5_vl")
+    o.max_image_pixels = model::qwen_vl_max_pixels(ctx.options.model);
   const plan::MemoryPlan p = plan::plan_memory(*ctx.arch, ctx.parallel, o);
   const std::string on = ctx.parallel.world() == 1
                              ? "one device"
@@ -511,11 +536,13 @@ StageResult run_memory_plan_stage(Day0Context& ctx) {
   std::string vision;
   if (p.ranks[0].vision_activations > 0) {
     details["vision_activations"] = p.ranks[0].vision_activations;
-    vision = "; vision tower " + mib(p.ranks[0].vision_activations) + " of activations at the largest image";
+    vision = "; vision tower " + mib(p.ranks[0].vision_activations) +
+             " of activations at the largest image";
   }
   if (!p.fits) return {StageStatus::kFail, "does not fit " + on + ": " + p.reason, {}, details};
   return {StageStatus::kPass,
-          "fits " + on + ": " + plan::with_commas(p.kv_tokens) + " KV tokens per replica" + weights + vision,
+          "fits " + on + ": " + plan::with_commas(p.kv_tokens) + " KV tokens per replica" +
+              weights + vision,
           {},
           details};
 }
@@ -536,10 +563,11 @@ StageResult run_load_stage(Day0Context& ctx) {
           std::to_string(v.tensors) + " tensors, " +
               human_bytes(uint64_t(ranks[0].report.bytes_read)) +
               (src.synthesized ? " (synthesized, seed 0)" : "") + ", checksummed" +
-              (notes.empty() ? ""
-                             : "; " + std::to_string(notes.size()) +
-                                   " stored otherwise than the inventory says, read as stored (first: " +
-                                   notes[0] + ")"),
+              (notes.empty()
+                   ? ""
+                   : "; " + std::to_string(notes.size()) +
+                         " stored otherwise than the inventory says, read as stored (first: " +
+                         notes[0] + ")"),
           {},
           {{"tensors", v.tensors}, {"bytes", ranks[0].report.bytes_read}, {"dtype_notes", notes}}};
 }
@@ -592,10 +620,13 @@ void add_quant_budget(StageResult* r) {
            fixed(w.diverge, 0) + " steps";
   };
   const auto json = [](const Worst& w) {
-    return nlohmann::json{{"kl_mean_max", w.kl}, {"top1_agreement_min", w.top1}, {"greedy_divergence_min", w.diverge}};
+    return nlohmann::json{{"kl_mean_max", w.kl},
+                          {"top1_agreement_min", w.top1},
+                          {"greedy_divergence_min", w.diverge}};
   };
   if (plain.kl >= 0) {
-    r->summary += "; quantization budget vs the unquantized original (worst prompt): " + text(plain);
+    r->summary +=
+        "; quantization budget vs the unquantized original (worst prompt): " + text(plain);
     r->details["quant_budget"] = json(plain);
   }
   if (act.kl >= 0) {
@@ -607,9 +638,10 @@ void add_quant_budget(StageResult* r) {
 StageResult run_model_stage(Day0Context& ctx) {
   if (!ctx.arch->modelled)
     return not_modelled(ctx, "the service stages compare the served answers instead");
-  StageResult r = shipped(ctx, "model.yaml")
-                      ? judge(run_cases(ctx, suite_path("model.yaml"), ctx.model_name + "/*"), "model cases")
-                      : golden_stage(ctx, false);
+  StageResult r =
+      shipped(ctx, "model.yaml")
+          ? judge(run_cases(ctx, suite_path("model.yaml"), ctx.model_name + "/*"), "model cases")
+          : golden_stage(ctx, false);
   add_quant_budget(&r);
   return r;
 }

@@ -1,9 +1,8 @@
 // harness db merge OUT.db IN1.db IN2.db ... [--json]
 // Gathers runs from many nodes or clusters into one store: runs already in OUT (same uuid) are
 // skipped, a uuid present with different content is a conflict (reported, not copied, exit 1).
-#include <cstdio>
-
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -33,15 +32,19 @@ int run_merge(const MergeOptions& opt) {
     report.push_back({{"input", path}, {"copied", copied}, {"conflicts", these}});
     conflicts.insert(conflicts.end(), these.begin(), these.end());
     if (!opt.json) {
-      std::printf("%s: %d runs copied%s\n", path.c_str(), copied,
-                  these.empty() ? "" : (", " + std::to_string(these.size()) + " conflicts").c_str());
+      std::printf(
+          "%s: %d runs copied%s\n", path.c_str(), copied,
+          these.empty() ? "" : (", " + std::to_string(these.size()) + " conflicts").c_str());
       for (const auto& c : these) std::printf("    conflict: %s\n", c.c_str());
     }
   }
   if (opt.json) {
-    std::printf("%s\n", nlohmann::json{{"out", opt.out}, {"copied", total}, {"inputs", report}}.dump(2).c_str());
+    std::printf(
+        "%s\n",
+        nlohmann::json{{"out", opt.out}, {"copied", total}, {"inputs", report}}.dump(2).c_str());
   } else {
-    std::printf("%s: %d runs copied in all, %zu conflicts\n", opt.out.c_str(), total, conflicts.size());
+    std::printf("%s: %d runs copied in all, %zu conflicts\n", opt.out.c_str(), total,
+                conflicts.size());
   }
   return conflicts.empty() ? kExitOk : kExitMismatch;
 }
@@ -52,7 +55,8 @@ void register_db(CLI::App& app, Run* run) {
   CLI::App* db = app.add_subcommand("db", "Maintain results stores");
   db->require_subcommand(1);
   auto opt = std::make_shared<MergeOptions>();
-  CLI::App* merge = db->add_subcommand("merge", "Merge the runs of several stores into one (no duplicates)");
+  CLI::App* merge =
+      db->add_subcommand("merge", "Merge the runs of several stores into one (no duplicates)");
   merge->add_option("out", opt->out, "The store to merge into (created if absent)")->required();
   merge->add_option("inputs", opt->inputs, "Stores to read runs from")->required();
   merge->add_flag("--json", opt->json, "Machine-readable output");

@@ -9,15 +9,15 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "base/error.h"
 #include "cli_output.h"
 #include "commands.h"
-#include <exception>
-#include <thread>
 #include "diff/diff.h"
 #include "store/sqlite_store.h"
 
@@ -69,8 +69,10 @@ std::vector<store::RunData> load_side(const store::SqliteStore& db, const std::s
     if (auto full = db.load_run(r.id)) out.push_back(std::move(*full));
   }
   if (int(out.size()) < runs) {
-    std::fprintf(stderr, "harness: warning: %s %s: only %zu complete runs of suite %s on %s (asked for %d)\n",
-                 flag.c_str(), selector.c_str(), out.size(), suite.c_str(), platform.c_str(), runs);
+    std::fprintf(
+        stderr,
+        "harness: warning: %s %s: only %zu complete runs of suite %s on %s (asked for %d)\n",
+        flag.c_str(), selector.c_str(), out.size(), suite.c_str(), platform.c_str(), runs);
   }
   std::reverse(out.begin(), out.end());
   return out;
@@ -83,9 +85,9 @@ int report_and_exit(const diff::DiffReport& report, const DiffCommandOptions& op
     std::fputs(report.to_text(use_color()).c_str(), stdout);
   }
   const diff::DiffSummary& s = report.summary;
-  const bool failing = opt.timing_exit ? report.has_regression()
-                                       : s.regressions > 0 || s.metric_drift > 0 ||
-                                             s.accuracy_regressions > 0;
+  const bool failing = opt.timing_exit
+                           ? report.has_regression()
+                           : s.regressions > 0 || s.metric_drift > 0 || s.accuracy_regressions > 0;
   return failing ? kExitMismatch : kExitOk;
 }
 
@@ -102,8 +104,9 @@ int run_diff(const DiffCommandOptions& opt) {
     for (const auto& h : head) {
       for (const auto& b : base) {
         if (h.id == b.id)
-          throw InputError("--runs " + std::to_string(opt.runs),
-                           "run " + std::to_string(h.id) + " is on both sides: choose runs that do not overlap");
+          throw InputError(
+              "--runs " + std::to_string(opt.runs),
+              "run " + std::to_string(h.id) + " is on both sides: choose runs that do not overlap");
       }
     }
     return report_and_exit(diff::diff_repeated_runs(base, head, opt.diff, false), opt);

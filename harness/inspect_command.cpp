@@ -2,11 +2,10 @@
 // Every tensor of a safetensors file or sharded checkpoint: name, dtype, shape, bytes, sha256.
 #include <unistd.h>
 
-#include <cstdio>
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "base/error.h"
 #include "base/sha256.h"
@@ -88,12 +87,14 @@ int run_inspect(const InspectOptions& opt) {
 void register_inspect(CLI::App& app, Run* run) {
   auto opt = std::make_shared<InspectOptions>();
   CLI::App* sub = app.add_subcommand(
-      "inspect", "List every tensor of a safetensors file or checkpoint (dtype, shape, bytes, sha256)");
+      "inspect",
+      "List every tensor of a safetensors file or checkpoint (dtype, shape, bytes, sha256)");
   sub->add_option("file", opt->path,
                   "A .safetensors file, a model.safetensors.index.json, or a checkpoint directory")
       ->required();
   sub->add_flag("--json", opt->json, "Machine-readable output");
-  sub->add_flag("--no-sha256", opt->no_sha256, "Skip hashing the tensor data (fast on huge checkpoints)");
+  sub->add_flag("--no-sha256", opt->no_sha256,
+                "Skip hashing the tensor data (fast on huge checkpoints)");
   sub->callback([run, opt] { *run = [opt] { return run_inspect(*opt); }; });
 }
 

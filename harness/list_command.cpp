@@ -1,7 +1,6 @@
 // harness list SUITE [--filter F] [--json]: the expanded case ids, in run order.
-#include <cstdio>
-
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"

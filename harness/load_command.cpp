@@ -1,12 +1,12 @@
-// harness load --model DIR [--tp N --pp N --ep N --dp N] [--rank R | --all-ranks] [--sha256] [--json]
-// Sharded loading: checks the checkpoint against the model's tensor inventory (every missing,
-// extra or misshapen tensor listed), then reads exactly one rank's slices (or every rank's, in
-// turn) with parallel threads and reports bytes read, the share of the checkpoint and GB/s.
+// harness load --model DIR [--tp N --pp N --ep N --dp N] [--rank R | --all-ranks] [--sha256]
+// [--json] Sharded loading: checks the checkpoint against the model's tensor inventory (every
+// missing, extra or misshapen tensor listed), then reads exactly one rank's slices (or every
+// rank's, in turn) with parallel threads and reports bytes read, the share of the checkpoint and
+// GB/s.
 // --all-ranks also proves the split: each slice equals its region of the full tensor and the
 // ranks together hold every element (exit 1 otherwise).
-#include <cstdio>
-
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -27,10 +27,15 @@ struct LoadOptions {
 };
 
 nlohmann::json rank_json(const plan::RankLoad& r) {
-  nlohmann::json j = {{"rank", r.rank}, {"tensors", r.report.weights.size()}, {"tensors_skipped", r.tensors_skipped},
-                      {"bytes_read", r.report.bytes_read}, {"checkpoint_bytes", r.report.checkpoint_bytes},
-                      {"fraction", double(r.report.bytes_read) / double(std::max<int64_t>(r.report.checkpoint_bytes, 1))},
-                      {"seconds", r.report.seconds}, {"gb_per_s", r.report.gb_per_s()}};
+  nlohmann::json j = {{"rank", r.rank},
+                      {"tensors", r.report.weights.size()},
+                      {"tensors_skipped", r.tensors_skipped},
+                      {"bytes_read", r.report.bytes_read},
+                      {"checkpoint_bytes", r.report.checkpoint_bytes},
+                      {"fraction", double(r.report.bytes_read) /
+                                       double(std::max<int64_t>(r.report.checkpoint_bytes, 1))},
+                      {"seconds", r.report.seconds},
+                      {"gb_per_s", r.report.gb_per_s()}};
   nlohmann::json sums = nlohmann::json::object();
   for (const auto& w : r.report.weights) {
     if (!w.sha256.empty()) sums[w.name] = w.sha256;
@@ -53,35 +58,46 @@ int run_load(LoadOptions opt) {
   }
   std::vector<plan::RankLoad> loads;
   for (int64_t r : ranks) {
-    if (!opt.json && opt.all) std::fprintf(stderr, "loading rank %lld of %lld ...\n", (long long)r, (long long)opt.plan.world());
+    if (!opt.json && opt.all)
+      std::fprintf(stderr, "loading rank %lld of %lld ...\n", (long long)r,
+                   (long long)opt.plan.world());
     loads.push_back(plan::load_rank(arch, inv, ckpt, opt.plan, r, {opt.sha256}));
   }
   plan::ShardVerification v;
   if (opt.all) v = plan::verify_rank_shards(inv, ckpt, loads);
   const bool ok = v.problems.empty();
   if (opt.json) {
-    nlohmann::json j = {{"model", opt.model}, {"checkpoint", src.dir}, {"plan", plan::plan_name(opt.plan)},
+    nlohmann::json j = {{"model", opt.model},
+                        {"checkpoint", src.dir},
+                        {"plan", plan::plan_name(opt.plan)},
                         {"ranks", nlohmann::json::array()}};
     for (const auto& l : loads) j["ranks"].push_back(rank_json(l));
-    if (opt.all) j["verification"] = {{"tensors", v.tensors}, {"slices", v.slices}, {"ok", ok}, {"problems", v.problems}};
+    if (opt.all)
+      j["verification"] = {
+          {"tensors", v.tensors}, {"slices", v.slices}, {"ok", ok}, {"problems", v.problems}};
     if (!loads.empty()) j["dtype_notes"] = loads[0].notes;
     std::printf("%s\n", j.dump(2).c_str());
     return ok ? kExitOk : kExitMismatch;
   }
-  std::printf("%s, plan %s%s%s\n", src.dir.c_str(), plan::plan_name(opt.plan).c_str(), dp_note.empty() ? "" : ", ",
-              dp_note.c_str());
-  std::printf("%-6s %8s %14s %10s %10s %9s\n", "rank", "tensors", "bytes read", "of ckpt", "seconds", "GB/s");
+  std::printf("%s, plan %s%s%s\n", src.dir.c_str(), plan::plan_name(opt.plan).c_str(),
+              dp_note.empty() ? "" : ", ", dp_note.c_str());
+  std::printf("%-6s %8s %14s %10s %10s %9s\n", "rank", "tensors", "bytes read", "of ckpt",
+              "seconds", "GB/s");
   for (const auto& l : loads) {
     const auto& r = l.report;
     std::printf("%-6lld %8zu %14s %9.1f%% %10.4f %9.2f\n", (long long)l.rank, r.weights.size(),
-                human_bytes(uint64_t(r.bytes_read)).c_str(), 100.0 * double(r.bytes_read) / double(std::max<int64_t>(r.checkpoint_bytes, 1)),
+                human_bytes(uint64_t(r.bytes_read)).c_str(),
+                100.0 * double(r.bytes_read) / double(std::max<int64_t>(r.checkpoint_bytes, 1)),
                 r.seconds, r.gb_per_s());
   }
   if (!loads.empty()) {
-    for (const auto& n : loads[0].notes) std::printf("note   stored otherwise than the inventory says, read as stored: %s\n", n.c_str());
+    for (const auto& n : loads[0].notes)
+      std::printf("note   stored otherwise than the inventory says, read as stored: %s\n",
+                  n.c_str());
   }
   if (opt.all) {
-    std::printf("shards %s: %lld tensors, %lld slices%s\n", ok ? colored("verified", "32").c_str() : colored("WRONG", "31").c_str(),
+    std::printf("shards %s: %lld tensors, %lld slices%s\n",
+                ok ? colored("verified", "32").c_str() : colored("WRONG", "31").c_str(),
                 (long long)v.tensors, (long long)v.slices, ok ? "" : ":");
     for (const auto& p : v.problems) std::printf("  %s\n", p.c_str());
   }
@@ -92,14 +108,18 @@ int run_load(LoadOptions opt) {
 
 void register_load(CLI::App& app, Run* run) {
   auto opt = std::make_shared<LoadOptions>();
-  CLI::App* sub = app.add_subcommand("load", "Load one rank's shards of a checkpoint (or every rank's, and verify the split)");
-  sub->add_option("--model", opt->model, "A checkpoint directory (or a model config directory: synthesized, seed 0)")->required();
+  CLI::App* sub = app.add_subcommand(
+      "load", "Load one rank's shards of a checkpoint (or every rank's, and verify the split)");
+  sub->add_option("--model", opt->model,
+                  "A checkpoint directory (or a model config directory: synthesized, seed 0)")
+      ->required();
   sub->add_option("--tp", opt->plan.tp, "Tensor-parallel ranks")->check(CLI::PositiveNumber);
   sub->add_option("--pp", opt->plan.pp, "Pipeline stages")->check(CLI::PositiveNumber);
   sub->add_option("--ep", opt->plan.ep, "Expert-parallel groups")->check(CLI::PositiveNumber);
   sub->add_option("--dp", opt->plan.dp, "Data-parallel replicas")->check(CLI::PositiveNumber);
   sub->add_option("--rank", opt->rank, "The rank to load (default 0)");
-  sub->add_flag("--all-ranks", opt->all, "Load every rank in turn and verify the slices against the full tensors");
+  sub->add_flag("--all-ranks", opt->all,
+                "Load every rank in turn and verify the slices against the full tensors");
   sub->add_flag("--sha256", opt->sha256, "Checksum every loaded slice");
   sub->add_flag("--json", opt->json, "Machine-readable output");
   sub->callback([run, opt, sub] {

@@ -1,11 +1,10 @@
 // `harness`: the day0 harness command. One subcommand per file (commands.h); this file parses
 // the command line and turns errors into exit codes: 0 ok, 1 a check failed or tensors differ,
 // 2 a usage or input error (printed as "where: what").
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "base/error.h"
 #include "base/version.h"
@@ -20,35 +19,25 @@ struct Subcommand {
 
 // Adding a subcommand: one new file and one row here.
 constexpr Subcommand kSubcommands[] = {
-    {h0::cli::register_run},
-    {h0::cli::register_list},
-    {h0::cli::register_op},
-    {h0::cli::register_coverage},
-    {h0::cli::register_plan},
-    {h0::cli::register_diff},
-    {h0::cli::register_history},
-    {h0::cli::register_ab},
-    {h0::cli::register_db},
-    {h0::cli::register_model},
-    {h0::cli::register_load},
-    {h0::cli::register_report},
-    {h0::cli::register_inspect},
-    {h0::cli::register_compare},
-    {h0::cli::register_compare_dumps},
-    {h0::cli::register_day0},
-    {h0::cli::register_serve},
+    {h0::cli::register_run},      {h0::cli::register_list},    {h0::cli::register_op},
+    {h0::cli::register_coverage}, {h0::cli::register_plan},    {h0::cli::register_diff},
+    {h0::cli::register_history},  {h0::cli::register_ab},      {h0::cli::register_db},
+    {h0::cli::register_model},    {h0::cli::register_load},    {h0::cli::register_report},
+    {h0::cli::register_inspect},  {h0::cli::register_compare}, {h0::cli::register_compare_dumps},
+    {h0::cli::register_day0},     {h0::cli::register_serve},
 };
 
 std::string version_string() {
-  return std::string("harness ") + h0::base::kHarnessVersion + " (git " + h0::base::kGitSha +
-         ", " + h0::base::kCompiler + ", " + h0::base::kBuildType + ")";
+  return std::string("harness ") + h0::base::kHarnessVersion + " (git " + h0::base::kGitSha + ", " +
+         h0::base::kCompiler + ", " + h0::base::kBuildType + ")";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"day0 harness: validates a model on an accelerator software stack, layer by "
-               "layer, against golden outputs."};
+  CLI::App app{
+      "day0 harness: validates a model on an accelerator software stack, layer by "
+      "layer, against golden outputs."};
   app.set_version_flag("--version", version_string());
   app.require_subcommand(1);
   app.fallthrough(false);

@@ -3,16 +3,15 @@
 // harness model run ... (model_run.cpp)
 // `info`: the architecture read from config.json, exact parameter counts and the tensor
 // inventory with sharding rules. `synth`: a complete HF checkpoint with Philox weights.
-#include <cstdio>
-
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "cli_output.h"
 #include "commands.h"
-#include "model/architecture.h"
 #include "io/sharded_checkpoint.h"
+#include "model/architecture.h"
 #include "model/checkpoint_inventory.h"
 #include "model/inventory.h"
 #include "model/synth.h"
@@ -30,13 +29,16 @@ struct ModelOptions {
 };
 
 nlohmann::json counts_json(const model::ParamCounts& c) {
-  return {{"total", c.total}, {"active", c.active}, {"buffers", c.buffers}, {"mtp", c.mtp},
-          {"mtp_shared", c.mtp_shared}, {"vision", c.vision}};
+  return {{"total", c.total}, {"active", c.active},         {"buffers", c.buffers},
+          {"mtp", c.mtp},     {"mtp_shared", c.mtp_shared}, {"vision", c.vision}};
 }
 
 nlohmann::json weight_json(const model::WeightInfo& w) {
-  nlohmann::json j = {{"name", w.name}, {"shape", w.shape}, {"dtype", tensor::dtype_name(w.dtype)},
-                      {"tp", model::tp_split_name(w.tp)}, {"layer", w.layer}};
+  nlohmann::json j = {{"name", w.name},
+                      {"shape", w.shape},
+                      {"dtype", tensor::dtype_name(w.dtype)},
+                      {"tp", model::tp_split_name(w.tp)},
+                      {"layer", w.layer}};
   if (w.tp_unit > 1) j["tp_unit"] = w.tp_unit;
   if (w.kv_heads) j["kv_heads"] = true;
   if (w.expert >= 0) j["expert"] = w.expert;
@@ -56,19 +58,30 @@ int run_info(const ModelOptions& opt) {
   const model::Architecture a = model::load_any_architecture(opt.model);
   // A family the executor does not model: the checkpoint's own tensors, when it is there.
   const bool counted = a.modelled || model::has_checkpoint(opt.model);
-  const model::Inventory inv = a.modelled  ? model::build_inventory(a)
-                               : counted ? model::inventory_from_checkpoint(a, io::ShardedCheckpoint::open(opt.model))
-                                         : model::Inventory{};
+  const model::Inventory inv =
+      a.modelled ? model::build_inventory(a)
+      : counted  ? model::inventory_from_checkpoint(a, io::ShardedCheckpoint::open(opt.model))
+                 : model::Inventory{};
   const model::TextModel& t = a.text;
   int64_t bytes = 0;
   for (const auto& w : inv.weights) bytes += w.bytes();
   if (opt.json) {
-    nlohmann::json j = {{"model", opt.model}, {"family", a.family}, {"architecture", a.architecture},
-                        {"hidden_size", t.hidden_size}, {"layers", t.num_layers}, {"vocab_size", t.vocab_size},
-                        {"heads", t.attn.num_heads}, {"kv_heads", t.attn.num_kv_heads}, {"mla", t.attn.mla},
-                        {"experts", t.moe.num_experts}, {"experts_per_token", t.moe.experts_per_token},
-                        {"parameters", counts_json(inv.counts)}, {"checkpoint_bytes", bytes},
-                        {"tensors", inv.weights.size()}, {"modelled", a.modelled}, {"counted", counted}};
+    nlohmann::json j = {{"model", opt.model},
+                        {"family", a.family},
+                        {"architecture", a.architecture},
+                        {"hidden_size", t.hidden_size},
+                        {"layers", t.num_layers},
+                        {"vocab_size", t.vocab_size},
+                        {"heads", t.attn.num_heads},
+                        {"kv_heads", t.attn.num_kv_heads},
+                        {"mla", t.attn.mla},
+                        {"experts", t.moe.num_experts},
+                        {"experts_per_token", t.moe.experts_per_token},
+                        {"parameters", counts_json(inv.counts)},
+                        {"checkpoint_bytes", bytes},
+                        {"tensors", inv.weights.size()},
+                        {"modelled", a.modelled},
+                        {"counted", counted}};
     if (opt.tensors) {
       j["inventory"] = nlohmann::json::array();
       for (const auto& w : inv.weights) j["inventory"].push_back(weight_json(w));
@@ -76,53 +89,71 @@ int run_info(const ModelOptions& opt) {
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }
-  std::printf("%s (%s): %lld layers, hidden %lld, vocab %lld, %s attention with %lld heads / %lld kv heads\n",
-              a.architecture.c_str(), a.family.c_str(), (long long)t.num_layers, (long long)t.hidden_size,
-              (long long)t.vocab_size, t.attn.mla ? "latent (MLA)" : "grouped-query", (long long)t.attn.num_heads,
-              (long long)t.attn.num_kv_heads);
+  std::printf(
+      "%s (%s): %lld layers, hidden %lld, vocab %lld, %s attention with %lld heads / %lld kv "
+      "heads\n",
+      a.architecture.c_str(), a.family.c_str(), (long long)t.num_layers, (long long)t.hidden_size,
+      (long long)t.vocab_size, t.attn.mla ? "latent (MLA)" : "grouped-query",
+      (long long)t.attn.num_heads, (long long)t.attn.num_kv_heads);
   if (!a.modelled) {
     std::printf("not modelled by the executor: %s\n",
-                counted ? "the counts are the checkpoint's tensors, by the name-pattern rule table"
-                        : "the parameter counts need the checkpoint (config.json and *.safetensors)");
+                counted
+                    ? "the counts are the checkpoint's tensors, by the name-pattern rule table"
+                    : "the parameter counts need the checkpoint (config.json and *.safetensors)");
   }
   if (a.is_moe() && !a.modelled) {  // only the counts the shared config fields give
-    std::printf("MoE: %lld routed experts (top %lld)\n", (long long)t.moe.num_experts, (long long)t.moe.experts_per_token);
+    std::printf("MoE: %lld routed experts (top %lld)\n", (long long)t.moe.num_experts,
+                (long long)t.moe.experts_per_token);
   } else if (a.is_moe()) {
-    std::printf("MoE: %lld routed experts (top %lld), %lld shared, %s routing\n", (long long)t.moe.num_experts,
-                (long long)t.moe.experts_per_token, (long long)t.moe.num_shared_experts, t.moe.scoring.c_str());
+    std::printf("MoE: %lld routed experts (top %lld), %lld shared, %s routing\n",
+                (long long)t.moe.num_experts, (long long)t.moe.experts_per_token,
+                (long long)t.moe.num_shared_experts, t.moe.scoring.c_str());
   }
   if (!counted) return kExitOk;
   if (a.modelled) {
-    std::printf("parameters: %lld total (%s), %lld active per token (%s)\n", (long long)inv.counts.total,
-                billions(inv.counts.total).c_str(), (long long)inv.counts.active, billions(inv.counts.active).c_str());
+    std::printf("parameters: %lld total (%s), %lld active per token (%s)\n",
+                (long long)inv.counts.total, billions(inv.counts.total).c_str(),
+                (long long)inv.counts.active, billions(inv.counts.active).c_str());
   } else {
-    std::printf("parameters: %lld total (%s); active per token not computed (the family is not modelled)\n",
-                (long long)inv.counts.total, billions(inv.counts.total).c_str());
+    std::printf(
+        "parameters: %lld total (%s); active per token not computed (the family is not modelled)\n",
+        (long long)inv.counts.total, billions(inv.counts.total).c_str());
   }
   if (inv.counts.mtp > 0) {
-    std::printf("multi-token prediction (checkpoint only): %lld unique + %lld embedding/head copies\n",
-                (long long)inv.counts.mtp, (long long)inv.counts.mtp_shared);
+    std::printf(
+        "multi-token prediction (checkpoint only): %lld unique + %lld embedding/head copies\n",
+        (long long)inv.counts.mtp, (long long)inv.counts.mtp_shared);
   }
-  std::printf("checkpoint: %zu tensors, %s\n", inv.weights.size(), human_bytes(uint64_t(bytes)).c_str());
+  std::printf("checkpoint: %zu tensors, %s\n", inv.weights.size(),
+              human_bytes(uint64_t(bytes)).c_str());
   if (opt.tensors) {
     for (const auto& w : inv.weights) {
       std::printf("  %-64s %-8s %-20s %s%s\n", w.name.c_str(), tensor::dtype_name(w.dtype),
-                  tensor::shape_string(w.shape).c_str(), model::tp_split_name(w.tp), w.expert >= 0 ? " expert" : "");
+                  tensor::shape_string(w.shape).c_str(), model::tp_split_name(w.tp),
+                  w.expert >= 0 ? " expert" : "");
     }
   }
   return kExitOk;
 }
 
 int run_synth(const ModelOptions& opt) {
-  if (!opt.json) std::fprintf(stderr, "synthesizing %s into %s ...\n", opt.model.c_str(), opt.out.c_str());
-  const model::SynthReport r = model::synthesize_checkpoint(opt.model, opt.out, {opt.seed, opt.shards});
+  if (!opt.json)
+    std::fprintf(stderr, "synthesizing %s into %s ...\n", opt.model.c_str(), opt.out.c_str());
+  const model::SynthReport r =
+      model::synthesize_checkpoint(opt.model, opt.out, {opt.seed, opt.shards});
   if (opt.json) {
-    std::printf("%s\n", nlohmann::json{{"out", opt.out}, {"files", r.files}, {"tensors", r.tensors},
-                                       {"parameters", r.parameters}, {"bytes", r.bytes}, {"seed", opt.seed}}
-                            .dump(2).c_str());
+    std::printf("%s\n", nlohmann::json{{"out", opt.out},
+                                       {"files", r.files},
+                                       {"tensors", r.tensors},
+                                       {"parameters", r.parameters},
+                                       {"bytes", r.bytes},
+                                       {"seed", opt.seed}}
+                            .dump(2)
+                            .c_str());
   } else {
-    std::printf("wrote %s: %lld tensors, %lld parameters, %s in %zu files\n", opt.out.c_str(), (long long)r.tensors,
-                (long long)r.parameters, human_bytes(uint64_t(r.bytes)).c_str(), r.files.size());
+    std::printf("wrote %s: %lld tensors, %lld parameters, %s in %zu files\n", opt.out.c_str(),
+                (long long)r.tensors, (long long)r.parameters,
+                human_bytes(uint64_t(r.bytes)).c_str(), r.files.size());
   }
   return kExitOk;
 }
@@ -131,18 +162,24 @@ int run_synth(const ModelOptions& opt) {
 
 void register_model(CLI::App& app, Run* run) {
   auto opt = std::make_shared<ModelOptions>();
-  CLI::App* sub = app.add_subcommand("model", "Model architectures: inspect a config, synthesize a checkpoint");
+  CLI::App* sub =
+      app.add_subcommand("model", "Model architectures: inspect a config, synthesize a checkpoint");
   sub->require_subcommand(1);
-  CLI::App* info = sub->add_subcommand("info", "Architecture, exact parameter counts and tensor inventory of a config.json");
+  CLI::App* info = sub->add_subcommand(
+      "info", "Architecture, exact parameter counts and tensor inventory of a config.json");
   info->add_option("--model", opt->model, "A model directory or its config.json")->required();
-  info->add_flag("--tensors", opt->tensors, "List every tensor with its shape, dtype and sharding rule");
+  info->add_flag("--tensors", opt->tensors,
+                 "List every tensor with its shape, dtype and sharding rule");
   info->add_flag("--json", opt->json, "Machine-readable output");
   info->callback([run, opt] { *run = [opt] { return run_info(*opt); }; });
-  CLI::App* synth = sub->add_subcommand("synth", "Write a complete HF checkpoint with deterministic Philox weights");
-  synth->add_option("--model", opt->model, "A model directory (config.json, tokenizer files)")->required();
+  CLI::App* synth = sub->add_subcommand(
+      "synth", "Write a complete HF checkpoint with deterministic Philox weights");
+  synth->add_option("--model", opt->model, "A model directory (config.json, tokenizer files)")
+      ->required();
   synth->add_option("--out", opt->out, "Output directory")->required();
   synth->add_option("--seed", opt->seed, "Philox seed (default 0)");
-  synth->add_option("--shards", opt->shards, "Number of safetensors shards (default 1)")->check(CLI::PositiveNumber);
+  synth->add_option("--shards", opt->shards, "Number of safetensors shards (default 1)")
+      ->check(CLI::PositiveNumber);
   synth->add_flag("--json", opt->json, "Machine-readable output");
   synth->callback([run, opt] { *run = [opt] { return run_synth(*opt); }; });
   add_model_run(sub, run);

@@ -4,11 +4,12 @@
 // the paged cache; prints the tokens, prefill/decode tokens per second (best of R) and the
 // ops that took the time. --dump writes the probes, logits and greedy tokens in the format of
 // golden/tools/dump_hf.py, for `harness compare-dumps` against a reference dump.
+#include "model_run.h"
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
@@ -20,7 +21,6 @@
 #include "model/generation.h"
 #include "model/image.h"
 #include "model/model_source.h"
-#include "model_run.h"
 #include "suite/platform.h"
 
 namespace h0::cli {
@@ -37,7 +37,8 @@ struct RunOptions {
 
 std::vector<int64_t> synthetic_prompt(const model::Architecture& a, int64_t n) {
   std::vector<int64_t> ids;
-  for (int64_t i = 0; i < n; ++i) ids.push_back((i * 37 + 11) % std::min<int64_t>(a.text.vocab_size, 1000));
+  for (int64_t i = 0; i < n; ++i)
+    ids.push_back((i * 37 + 11) % std::min<int64_t>(a.text.vocab_size, 1000));
   return ids;
 }
 
@@ -46,7 +47,8 @@ namespace {
 int run_model(RunOptions opt) {
   const suite::Platform platform = suite::load_platform(default_platform(opt.platform));
   const auto dtype = tensor::parse_dtype(opt.dtype);
-  if (!dtype || !tensor::is_float(*dtype)) throw InputError("--dtype", "must be f32, bf16 or f16, got '" + opt.dtype + "'");
+  if (!dtype || !tensor::is_float(*dtype))
+    throw InputError("--dtype", "must be f32, bf16 or f16, got '" + opt.dtype + "'");
   const model::ModelSource src = model::resolve_model(opt.model);
   const model::Architecture arch = model::load_architecture(src.dir);
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
@@ -58,12 +60,14 @@ int run_model(RunOptions opt) {
   model::ProbeRecorder probes;
   if (!opt.image.empty()) {
     const model::ClipProcessor p = model::load_clip_processor(opt.model);
-    features = ex.image_features(model::clip_rescaled_pixels(model::decode_image(opt.image), p), p.mean, p.std, &probes);
+    features = ex.image_features(model::clip_rescaled_pixels(model::decode_image(opt.image), p),
+                                 p.mean, p.std, &probes);
   }
   model::Generation best;
   for (int r = 0; r < std::max(1, opt.repeats); ++r) {
     model::ProbeRecorder* rec = r == 0 ? &probes : nullptr;
-    model::Generation g = model::generate_greedy(ex, opt.prompt, opt.greedy, rec, opt.image.empty() ? nullptr : &features);
+    model::Generation g = model::generate_greedy(ex, opt.prompt, opt.greedy, rec,
+                                                 opt.image.empty() ? nullptr : &features);
     if (r == 0) best = g;
     best.prefill_s = std::min(best.prefill_s, g.prefill_s);
     best.decode_s = std::min(best.decode_s, g.decode_s);
@@ -72,31 +76,43 @@ int run_model(RunOptions opt) {
   const double decode_tps = opt.greedy > 1 ? double(opt.greedy - 1) / best.decode_s : 0;
   if (!opt.dump.empty()) {
     std::filesystem::create_directories(opt.dump);
-    model::write_dump(opt.dump + "/prompt.safetensors", opt.prompt, probes, best,
-                      {{"producer", "harness model run"}, {"backend", be->name()}, {"dtype", opt.dtype}});
+    model::write_dump(
+        opt.dump + "/prompt.safetensors", opt.prompt, probes, best,
+        {{"producer", "harness model run"}, {"backend", be->name()}, {"dtype", opt.dtype}});
   }
   std::vector<model::OpStats> ops = ex.ops().profile();
   model::sort_by_total_time(&ops);
   if (opt.json) {
     nlohmann::json top = nlohmann::json::array();
     for (size_t i = 0; i < ops.size() && i < 10; ++i) {
-      top.push_back({{"op", ops[i].op}, {"shapes", ops[i].shapes}, {"calls", ops[i].calls}, {"total_ms", model::total_ns(ops[i]) / 1e6},
+      top.push_back({{"op", ops[i].op},
+                     {"shapes", ops[i].shapes},
+                     {"calls", ops[i].calls},
+                     {"total_ms", model::total_ns(ops[i]) / 1e6},
                      {"route", ops[i].route}});
     }
-    std::printf("%s\n", nlohmann::json{{"model", opt.model}, {"backend", be->name()}, {"dtype", opt.dtype},
-                                       {"prompt_tokens", opt.prompt.size()}, {"generated", best.ids},
-                                       {"prefill_tokens_per_s", prefill_tps}, {"decode_tokens_per_s", decode_tps},
-                                       {"top_ops", top}}.dump(2).c_str());
+    std::printf("%s\n", nlohmann::json{{"model", opt.model},
+                                       {"backend", be->name()},
+                                       {"dtype", opt.dtype},
+                                       {"prompt_tokens", opt.prompt.size()},
+                                       {"generated", best.ids},
+                                       {"prefill_tokens_per_s", prefill_tps},
+                                       {"decode_tokens_per_s", decode_tps},
+                                       {"top_ops", top}}
+                            .dump(2)
+                            .c_str());
     return kExitOk;
   }
-  std::printf("%s on %s (%s): %zu prompt tokens\n", arch.architecture.c_str(), be->name().c_str(), opt.dtype.c_str(), opt.prompt.size());
+  std::printf("%s on %s (%s): %zu prompt tokens\n", arch.architecture.c_str(), be->name().c_str(),
+              opt.dtype.c_str(), opt.prompt.size());
   std::printf("generated:");
   for (int64_t id : best.ids) std::printf(" %lld", (long long)id);
-  std::printf("\nprefill %.1f tokens/s, decode %.1f tokens/s (best of %d)\n", prefill_tps, decode_tps, std::max(1, opt.repeats));
+  std::printf("\nprefill %.1f tokens/s, decode %.1f tokens/s (best of %d)\n", prefill_tps,
+              decode_tps, std::max(1, opt.repeats));
   std::printf("%-16s %-28s %7s %10s  %s\n", "op", "shapes", "calls", "total ms", "route");
   for (size_t i = 0; i < ops.size() && i < 8; ++i) {
-    std::printf("%-16s %-28.28s %7lld %10.3f  %s\n", ops[i].op.c_str(), ops[i].shapes.c_str(), (long long)ops[i].calls,
-                model::total_ns(ops[i]) / 1e6, ops[i].route.c_str());
+    std::printf("%-16s %-28.28s %7lld %10.3f  %s\n", ops[i].op.c_str(), ops[i].shapes.c_str(),
+                (long long)ops[i].calls, model::total_ns(ops[i]) / 1e6, ops[i].route.c_str());
   }
   if (!opt.dump.empty()) std::printf("dump: %s/prompt.safetensors\n", opt.dump.c_str());
   return kExitOk;
@@ -106,15 +122,23 @@ int run_model(RunOptions opt) {
 
 void add_model_run(CLI::App* model, Run* run) {
   auto opt = std::make_shared<RunOptions>();
-  CLI::App* sub = model->add_subcommand("run", "Run a model on a platform: greedy generation, tokens/s, the costliest ops");
-  sub->add_option("--model", opt->model, "A checkpoint directory (or a model config directory: synthesized, seed 0)")->required();
-  sub->add_option("--platform", opt->platform, "Platform config (default configs/platforms/cpu.yaml)");
+  CLI::App* sub = model->add_subcommand(
+      "run", "Run a model on a platform: greedy generation, tokens/s, the costliest ops");
+  sub->add_option("--model", opt->model,
+                  "A checkpoint directory (or a model config directory: synthesized, seed 0)")
+      ->required();
+  sub->add_option("--platform", opt->platform,
+                  "Platform config (default configs/platforms/cpu.yaml)");
   sub->add_option("--dtype", opt->dtype, "Run dtype: f32, bf16 or f16 (weights converted on load)");
   sub->add_option("--prompt-ids", opt->prompt, "Prompt token ids, comma separated")->delimiter(',');
-  sub->add_option("--image", opt->image, "An image for a LLaVA model (the prompt must hold its image tokens)");
-  sub->add_option("--greedy", opt->greedy, "Tokens to generate (default 8)")->check(CLI::NonNegativeNumber);
-  sub->add_option("--repeats", opt->repeats, "Runs; tokens/s is the best (default 1)")->check(CLI::PositiveNumber);
-  sub->add_option("--dump", opt->dump, "Write probes, logits and greedy tokens to DIR/prompt.safetensors");
+  sub->add_option("--image", opt->image,
+                  "An image for a LLaVA model (the prompt must hold its image tokens)");
+  sub->add_option("--greedy", opt->greedy, "Tokens to generate (default 8)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--repeats", opt->repeats, "Runs; tokens/s is the best (default 1)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--dump", opt->dump,
+                  "Write probes, logits and greedy tokens to DIR/prompt.safetensors");
   sub->add_flag("--json", opt->json, "Machine-readable output");
   sub->callback([run, opt] { *run = [opt] { return run_model(*opt); }; });
 }

@@ -3,10 +3,9 @@
 // Runs one op on given inputs (tensors in0, in1, ... in operand order) and writes its outputs
 // (out0, ...): the replay tool for inputs dumped from a failing model, and a way to check the
 // reference kernels against one's own framework (`--platform configs/platforms/reference.yaml`).
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
-
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
@@ -39,7 +38,8 @@ int run_op(const OpOptions& opt) {
   }
   attrs = ops::validate_attrs(op, attrs);
   backend::FallbackMode mode;
-  if (!backend::parse_fallback(opt.fallback, &mode)) throw InputError("--fallback", "expected none, decompose or host");
+  if (!backend::parse_fallback(opt.fallback, &mode))
+    throw InputError("--fallback", "expected none, decompose or host");
   if (opt.repeats < 1) throw InputError("--repeats", "must be >= 1");
 
   const auto file = io::SafetensorsFile::open(opt.inputs);
@@ -49,7 +49,8 @@ int run_op(const OpOptions& opt) {
     const std::string name = "in" + std::to_string(i);
     if (file.find(name) == nullptr) {
       if (op.inputs[i].optional) break;
-      throw InputError(opt.inputs, "no tensor '" + name + "' (input '" + op.inputs[i].name + "' of " + op.name + ")");
+      throw InputError(opt.inputs, "no tensor '" + name + "' (input '" + op.inputs[i].name +
+                                       "' of " + op.name + ")");
     }
     inputs.push_back(file.get(name));
     descs.push_back({inputs.back().dtype(), inputs.back().shape(), true});
@@ -72,26 +73,40 @@ int run_op(const OpOptions& opt) {
     const auto t0 = std::chrono::steady_clock::now();
     outcome = backend::execute(*be, op, in_ptrs, out_ptrs, attrs, mode);
     be->synchronize();
-    samples.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+    samples.push_back(
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
     if (outcome.route == backend::Route::kUnsupported) {
       throw InputError(opt.op, outcome.detail + " (try --fallback host)");
     }
   }
   std::vector<io::NamedTensor> outputs;
-  for (size_t i = 0; i < dev_out.size(); ++i) outputs.push_back({"out" + std::to_string(i), be->download(dev_out[i])});
-  io::write_safetensors(opt.out, outputs, {{"op", op.name}, {"attrs", attrs.dump()}, {"backend", be->name()}});
+  for (size_t i = 0; i < dev_out.size(); ++i)
+    outputs.push_back({"out" + std::to_string(i), be->download(dev_out[i])});
+  io::write_safetensors(opt.out, outputs,
+                        {{"op", op.name}, {"attrs", attrs.dump()}, {"backend", be->name()}});
 
   const auto row = checks::summarize("steady", op.name, samples);
   if (opt.json) {
     nlohmann::json outs = nlohmann::json::array();
-    for (const auto& o : outputs) outs.push_back({{"name", o.name}, {"dtype", tensor::dtype_name(o.tensor.dtype())}, {"shape", o.tensor.shape()}});
-    std::printf("%s\n", nlohmann::json{{"op", op.name}, {"backend", be->name()}, {"route", backend::route_name(outcome.route)},
-                                       {"route_detail", outcome.detail}, {"attrs", attrs}, {"outputs", outs},
-                                       {"median_ns", row.median_ns}, {"out", opt.out}}.dump(2).c_str());
+    for (const auto& o : outputs)
+      outs.push_back({{"name", o.name},
+                      {"dtype", tensor::dtype_name(o.tensor.dtype())},
+                      {"shape", o.tensor.shape()}});
+    std::printf("%s\n", nlohmann::json{{"op", op.name},
+                                       {"backend", be->name()},
+                                       {"route", backend::route_name(outcome.route)},
+                                       {"route_detail", outcome.detail},
+                                       {"attrs", attrs},
+                                       {"outputs", outs},
+                                       {"median_ns", row.median_ns},
+                                       {"out", opt.out}}
+                            .dump(2)
+                            .c_str());
   } else {
     std::printf("%s on %s (%s%s%s): %s in %s ms (median of %d)\n", op.name, be->name().c_str(),
-                backend::route_name(outcome.route), outcome.detail.empty() ? "" : ": ", outcome.detail.c_str(),
-                opt.out.c_str(), short_number(row.median_ns * 1e-6).c_str(), opt.repeats);
+                backend::route_name(outcome.route), outcome.detail.empty() ? "" : ": ",
+                outcome.detail.c_str(), opt.out.c_str(), short_number(row.median_ns * 1e-6).c_str(),
+                opt.repeats);
   }
   return kExitOk;
 }
@@ -100,14 +115,19 @@ int run_op(const OpOptions& opt) {
 
 void register_op(CLI::App& app, Run* run) {
   auto opt = std::make_shared<OpOptions>();
-  CLI::App* sub = app.add_subcommand("op", "Run one op on given inputs and write its outputs (replay tool)");
+  CLI::App* sub =
+      app.add_subcommand("op", "Run one op on given inputs and write its outputs (replay tool)");
   sub->add_option("op", opt->op, "Operator name from the catalogue")->required();
-  sub->add_option("--inputs", opt->inputs, "Safetensors file with in0, in1, ... in operand order")->required();
+  sub->add_option("--inputs", opt->inputs, "Safetensors file with in0, in1, ... in operand order")
+      ->required();
   sub->add_option("--attrs", opt->attrs, "Attributes as JSON, e.g. '{\"eps\":1e-6}'");
-  sub->add_option("--platform", opt->platform, "Platform config (default configs/platforms/cpu.yaml)");
+  sub->add_option("--platform", opt->platform,
+                  "Platform config (default configs/platforms/cpu.yaml)");
   sub->add_option("--out", opt->out, "Output safetensors file (out0, out1, ...)")->required();
-  sub->add_option("--fallback", opt->fallback, "When unsupported: none (error), decompose, host")->capture_default_str();
-  sub->add_option("--repeats", opt->repeats, "Run this many times and report the median time")->capture_default_str();
+  sub->add_option("--fallback", opt->fallback, "When unsupported: none (error), decompose, host")
+      ->capture_default_str();
+  sub->add_option("--repeats", opt->repeats, "Run this many times and report the median time")
+      ->capture_default_str();
   sub->add_flag("--json", opt->json, "Machine-readable output");
   sub->callback([run, opt] { *run = [opt] { return run_op(*opt); }; });
 }

@@ -5,14 +5,13 @@
 // The memory plan of a model under a parallel plan: per rank, weights, KV cache, activations,
 // communication buffers and reserve, the KV capacity, and the verdict. Exit 0 when it fits,
 // 1 when it does not, 2 on bad input (an unknown dtype, heads that do not divide by tp, ...).
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "cli_output.h"
@@ -32,7 +31,8 @@ struct PlanOptions {
   std::string model, platform, weight_dtype, kv_dtype = "bf16", device_memory, reserve = "1GiB";
   plan::ParallelPlan parallel;
   int64_t block_size = 16, max_model_len = 0, concurrency = 1, max_batch_tokens = 8192;
-  int64_t max_image_pixels = 0;  // 0: the model directory's preprocessor_config.json, else the class default
+  int64_t max_image_pixels =
+      0;  // 0: the model directory's preprocessor_config.json, else the class default
   double utilization = 0.9;
   bool dp_given = false, mtp = false, json = false;
 };
@@ -54,59 +54,72 @@ double platform_memory(const std::string& flag) {
   return platform.device_memory_bytes;
 }
 
-plan::MemoryOptions memory_options(const PlanOptions& opt, const model::Architecture& arch, std::string* source) {
+plan::MemoryOptions memory_options(const PlanOptions& opt, const model::Architecture& arch,
+                                   std::string* source) {
   plan::MemoryOptions o;
   if (opt.weight_dtype.empty()) {  // the checkpoint's own format
     o.weights = plan::checkpoint_weight_format(arch, source);
     *source = "the checkpoint's: " + *source;
   } else {
     const auto format = plan::parse_weight_format(opt.weight_dtype);
-    if (!format) throw InputError("--weight-dtype " + opt.weight_dtype, std::string("expected one of ") + plan::weight_format_names());
+    if (!format)
+      throw InputError("--weight-dtype " + opt.weight_dtype,
+                       std::string("expected one of ") + plan::weight_format_names());
     o.weights = *format;
     *source = "--weight-dtype";
   }
   const auto kv = plan::parse_kv_dtype(opt.kv_dtype);
-  if (!kv) throw InputError("--kv-dtype " + opt.kv_dtype, "expected a float dtype: bf16, f16, f32, fp8");
+  if (!kv)
+    throw InputError("--kv-dtype " + opt.kv_dtype, "expected a float dtype: bf16, f16, f32, fp8");
   o.kv_dtype = *kv;
   o.block_size = opt.block_size;
   o.max_model_len = opt.max_model_len;
   o.concurrency = opt.concurrency;
   o.max_batch_tokens = opt.max_batch_tokens;
-  o.device_memory = opt.device_memory.empty() ? platform_memory(opt.platform) : parse_bytes("--device-memory", opt.device_memory);
+  o.device_memory = opt.device_memory.empty() ? platform_memory(opt.platform)
+                                              : parse_bytes("--device-memory", opt.device_memory);
   o.reserve = parse_bytes("--reserve", opt.reserve);
   o.utilization = opt.utilization;
   o.include_mtp = opt.mtp;
   return o;
 }
 
-void print_header(const model::Architecture& arch, const plan::MemoryPlan& p, const std::string& model,
-                  const std::string& weight_source) {
+void print_header(const model::Architecture& arch, const plan::MemoryPlan& p,
+                  const std::string& model, const std::string& weight_source) {
   const plan::MemoryOptions& o = p.options;
-  std::printf("model    %s (%s, %lld layers%s)\n", model.c_str(), arch.architecture.c_str(),
-              static_cast<long long>(arch.text.num_layers),
-              arch.is_moe() ? (", " + std::to_string(arch.text.moe.num_experts) + " experts").c_str() : "");
-  std::printf("plan     %s, %lld ranks\n", plan::plan_name(p.plan).c_str(), static_cast<long long>(p.plan.world()));
-  std::printf("serving  weights %s (%s), kv cache %s, block %lld, max_model_len %lld x concurrency %lld, max batch tokens %lld\n",
-              plan::weight_format_name(o.weights), weight_source.c_str(), tensor::dtype_name(o.kv_dtype), static_cast<long long>(o.block_size),
-              static_cast<long long>(o.max_model_len), static_cast<long long>(o.concurrency),
-              static_cast<long long>(o.max_batch_tokens));
-  std::printf("device   %s x %.2f = %s usable, reserve %s\n", human_bytes(static_cast<uint64_t>(o.device_memory)).c_str(),
-              o.utilization, human_bytes(static_cast<uint64_t>(p.usable)).c_str(),
+  std::printf(
+      "model    %s (%s, %lld layers%s)\n", model.c_str(), arch.architecture.c_str(),
+      static_cast<long long>(arch.text.num_layers),
+      arch.is_moe() ? (", " + std::to_string(arch.text.moe.num_experts) + " experts").c_str() : "");
+  std::printf("plan     %s, %lld ranks\n", plan::plan_name(p.plan).c_str(),
+              static_cast<long long>(p.plan.world()));
+  std::printf(
+      "serving  weights %s (%s), kv cache %s, block %lld, max_model_len %lld x concurrency %lld, "
+      "max batch tokens %lld\n",
+      plan::weight_format_name(o.weights), weight_source.c_str(), tensor::dtype_name(o.kv_dtype),
+      static_cast<long long>(o.block_size), static_cast<long long>(o.max_model_len),
+      static_cast<long long>(o.concurrency), static_cast<long long>(o.max_batch_tokens));
+  std::printf("device   %s x %.2f = %s usable, reserve %s\n",
+              human_bytes(static_cast<uint64_t>(o.device_memory)).c_str(), o.utilization,
+              human_bytes(static_cast<uint64_t>(p.usable)).c_str(),
               human_bytes(static_cast<uint64_t>(o.reserve)).c_str());
   int64_t per_rank = 0;
   for (const plan::RankMemory& r : p.ranks) per_rank = std::max(per_rank, r.kv_bytes_per_token);
-  std::printf("kv cache %s bytes per token (model), %s per rank at most\n", plan::with_commas(p.kv_bytes_per_token).c_str(),
-              plan::with_commas(per_rank).c_str());
+  std::printf("kv cache %s bytes per token (model), %s per rank at most\n",
+              plan::with_commas(p.kv_bytes_per_token).c_str(), plan::with_commas(per_rank).c_str());
   for (const std::string& note : p.notes) std::printf("note     %s\n", note.c_str());
 }
 
 // A family the executor does not model is planned from its checkpoint's tensor headers.
-std::optional<model::Inventory> stored_inventory(const model::Architecture& arch, const std::string& model) {
+std::optional<model::Inventory> stored_inventory(const model::Architecture& arch,
+                                                 const std::string& model) {
   if (arch.modelled) return std::nullopt;
   if (!model::has_checkpoint(model)) {
-    throw InputError(model, "family " + arch.family +
-                                " is not modelled by the executor: its plan reads the checkpoint's tensor headers, "
-                                "so give the checkpoint directory (config.json and *.safetensors)");
+    throw InputError(
+        model,
+        "family " + arch.family +
+            " is not modelled by the executor: its plan reads the checkpoint's tensor headers, "
+            "so give the checkpoint directory (config.json and *.safetensors)");
   }
   return model::inventory_from_checkpoint(arch, io::ShardedCheckpoint::open(model));
 }
@@ -117,8 +130,10 @@ int run_plan(const PlanOptions& opt) {
   plan::ParallelPlan parallel = opt.parallel;
   const std::string dp_note = plan::default_dp(&parallel, opt.dp_given);
   if (const auto issue = plan::check_plan(arch, parallel)) {
-    const int64_t value = issue->dimension == "tp" ? parallel.tp : issue->dimension == "pp" ? parallel.pp
-                        : issue->dimension == "ep" ? parallel.ep : parallel.dp;
+    const int64_t value = issue->dimension == "tp"   ? parallel.tp
+                          : issue->dimension == "pp" ? parallel.pp
+                          : issue->dimension == "ep" ? parallel.ep
+                                                     : parallel.dp;
     throw InputError("--" + issue->dimension + " " + std::to_string(value), issue->message);
   }
   std::string source;
@@ -128,7 +143,8 @@ int run_plan(const PlanOptions& opt) {
     source = "as stored in the checkpoint; " + arch.family + " is not modelled";
   }
   if (arch.vision && arch.vision->tower == "qwen2_5_vl") {
-    o.max_image_pixels = opt.max_image_pixels > 0 ? opt.max_image_pixels : model::qwen_vl_max_pixels(opt.model);
+    o.max_image_pixels =
+        opt.max_image_pixels > 0 ? opt.max_image_pixels : model::qwen_vl_max_pixels(opt.model);
   }
   plan::MemoryPlan p = plan::plan_memory(arch, parallel, o);
   if (!dp_note.empty()) p.notes.insert(p.notes.begin(), dp_note);
@@ -150,29 +166,45 @@ int run_plan(const PlanOptions& opt) {
 
 void register_plan(CLI::App& app, Run* run) {
   auto opt = std::make_shared<PlanOptions>();
-  CLI::App* sub = app.add_subcommand("plan", "Plan a model's memory per rank under a parallel plan; does it fit?");
-  sub->add_option("--model", opt->model, "A config.json or a model directory holding one")->required();
+  CLI::App* sub = app.add_subcommand(
+      "plan", "Plan a model's memory per rank under a parallel plan; does it fit?");
+  sub->add_option("--model", opt->model, "A config.json or a model directory holding one")
+      ->required();
   sub->add_option("--tp", opt->parallel.tp, "Tensor-parallel ranks (default 1)");
   sub->add_option("--pp", opt->parallel.pp, "Pipeline stages (default 1)");
-  sub->add_option("--ep", opt->parallel.ep, "Expert-parallel groups, formed from the tp x dp ranks of a stage (default 1)");
-  CLI::Option* dp = sub->add_option("--dp", opt->parallel.dp, "Data-parallel replicas (default: ep/tp when ep > tp, else 1)");
-  sub->add_option("--weight-dtype", opt->weight_dtype,
-                  "bf16, f16, f32, fp8 (128x128 block scales), int8, int4 (default: the checkpoint's, from "
-                  "quantization_config / torch_dtype)");
-  sub->add_option("--kv-dtype", opt->kv_dtype, "KV-cache dtype: bf16, f16, f32, fp8 (default bf16)");
+  sub->add_option("--ep", opt->parallel.ep,
+                  "Expert-parallel groups, formed from the tp x dp ranks of a stage (default 1)");
+  CLI::Option* dp = sub->add_option("--dp", opt->parallel.dp,
+                                    "Data-parallel replicas (default: ep/tp when ep > tp, else 1)");
+  sub->add_option(
+      "--weight-dtype", opt->weight_dtype,
+      "bf16, f16, f32, fp8 (128x128 block scales), int8, int4 (default: the checkpoint's, from "
+      "quantization_config / torch_dtype)");
+  sub->add_option("--kv-dtype", opt->kv_dtype,
+                  "KV-cache dtype: bf16, f16, f32, fp8 (default bf16)");
   sub->add_option("--block-size", opt->block_size, "KV-cache block size in tokens (default 16)");
-  sub->add_option("--max-model-len", opt->max_model_len, "Longest sequence (default min(max_position_embeddings, 8192))");
-  sub->add_option("--concurrency", opt->concurrency, "Sequences of max-model-len that must fit at once (default 1)");
-  sub->add_option("--max-batch-tokens", opt->max_batch_tokens, "Tokens per forward pass, for activations (default 8192)");
+  sub->add_option("--max-model-len", opt->max_model_len,
+                  "Longest sequence (default min(max_position_embeddings, 8192))");
+  sub->add_option("--concurrency", opt->concurrency,
+                  "Sequences of max-model-len that must fit at once (default 1)");
+  sub->add_option("--max-batch-tokens", opt->max_batch_tokens,
+                  "Tokens per forward pass, for activations (default 8192)");
   sub->add_option("--max-image-pixels", opt->max_image_pixels,
-                  "Largest image, in pixels, for the vision tower's activations (Qwen2.5-VL; default: the model's "
+                  "Largest image, in pixels, for the vision tower's activations (Qwen2.5-VL; "
+                  "default: the model's "
                   "preprocessor_config.json max_pixels, else the processor class default 1003520)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--device-memory", opt->device_memory, "Memory per device: 141GiB, 80GB, 1.5TiB, or bytes (default: the platform's)");
-  sub->add_option("--platform", opt->platform, "Platform config whose device_memory to use (default configs/platforms/cpu.yaml)");
-  sub->add_option("--utilization", opt->utilization, "Fraction of device memory to use (default 0.9)");
-  sub->add_option("--reserve", opt->reserve, "Memory kept for the runtime, CUDA graphs, workspaces (default 1GiB)");
-  sub->add_flag("--mtp", opt->mtp, "Load the multi-token-prediction layers too (speculative decoding)");
+  sub->add_option("--device-memory", opt->device_memory,
+                  "Memory per device: 141GiB, 80GB, 1.5TiB, or bytes (default: the platform's)");
+  sub->add_option(
+      "--platform", opt->platform,
+      "Platform config whose device_memory to use (default configs/platforms/cpu.yaml)");
+  sub->add_option("--utilization", opt->utilization,
+                  "Fraction of device memory to use (default 0.9)");
+  sub->add_option("--reserve", opt->reserve,
+                  "Memory kept for the runtime, CUDA graphs, workspaces (default 1GiB)");
+  sub->add_flag("--mtp", opt->mtp,
+                "Load the multi-token-prediction layers too (speculative decoding)");
   sub->add_flag("--json", opt->json, "Machine-readable output");
   sub->callback([run, opt, dp] {
     opt->dp_given = dp->count() > 0;

@@ -3,17 +3,16 @@
 //                   [--dump-cases DIR [--no-run]]
 // Runs a suite on a platform: one line per case and a summary; every result goes into the
 // store as it finishes (one run record, `running` until the end); exit 1 on any failure.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "base/error.h"
 #include "checks/run_record.h"
 #include "checks/runner.h"
 #include "cli_output.h"
-#include "mesh_run.h"
 #include "commands.h"
+#include "mesh_run.h"
 #include "report/json_writer.h"
 #include "report/junit_writer.h"
 #include "report/terminal.h"
@@ -25,10 +24,12 @@ namespace h0::cli {
 namespace {
 
 struct RunOptions {
-  std::string suite, platform, filter, json_out, junit_out, dump_dir, service_logs, db = "reports/results.db";
+  std::string suite, platform, filter, json_out, junit_out, dump_dir, service_logs,
+      db = "reports/results.db";
   std::vector<std::string> labels;
   bool no_db = false, no_isolation = false, no_run = false, quiet = false;
-  std::string mesh_fault;  // JSON options of mesh::make_faulty_communicator (tests of the mesh checks)
+  std::string
+      mesh_fault;  // JSON options of mesh::make_faulty_communicator (tests of the mesh checks)
   double mesh_timeout_s = 300;
   double timeout_s = 0;
 };
@@ -47,14 +48,16 @@ int run_run(RunOptions opt) {
   const suite::Platform platform = suite::load_platform(default_platform(opt.platform));
   checks::RunOptions ro;
   ro.filter = opt.filter;
-  ro.isolate = !opt.no_isolation && platform.isolation != "none" && !mesh_run.world;  // MPI does not survive fork
+  ro.isolate = !opt.no_isolation && platform.isolation != "none" &&
+               !mesh_run.world;  // MPI does not survive fork
   ro.world = mesh_run.world.get();
   ro.timeout_s = opt.timeout_s;
   ro.dump_dir = opt.dump_dir;
   ro.service_log_dir = opt.service_logs;
   ro.run = !opt.no_run;
   ro.store_path = opt.db;  // an eval check's reference may be a run there (read with --no-db too)
-  if (opt.no_run && opt.dump_dir.empty()) throw InputError("--no-run", "only makes sense with --dump-cases DIR");
+  if (opt.no_run && opt.dump_dir.empty())
+    throw InputError("--no-run", "only makes sense with --dump-cases DIR");
 
   // The store opens once the worker process exists (on_start): the worker's memory then never
   // depends on whether the store file was new, which keeps timings comparable across runs.
@@ -63,8 +66,11 @@ int run_run(RunOptions opt) {
     if (opt.no_db || opt.no_run) return;
     db = store::SqliteStore::open(opt.db);
     for (const auto& r : db->interrupted_runs()) {
-      std::fprintf(stderr, "warning: %s: run %lld (%s on %s, started %s) was interrupted; it is marked incomplete\n",
-                   opt.db.c_str(), static_cast<long long>(r.id), r.suite.c_str(), r.platform.c_str(), r.started_at.c_str());
+      std::fprintf(
+          stderr,
+          "warning: %s: run %lld (%s on %s, started %s) was interrupted; it is marked incomplete\n",
+          opt.db.c_str(), static_cast<long long>(r.id), r.suite.c_str(), r.platform.c_str(),
+          r.started_at.c_str());
     }
   };
   const bool color = report::color_enabled(1);
@@ -79,12 +85,14 @@ int run_run(RunOptions opt) {
     const store::ResultData r = checks::result_data(c);
     if (db) db->add_result(run_id, r);
     if (!mesh_run.root) return;
-    if (!opt.quiet || checks::is_failing(c.result.status)) progress.print(report::case_line(r, done, total, color));
+    if (!opt.quiet || checks::is_failing(c.result.status))
+      progress.print(report::case_line(r, done, total, color));
     if (done < total) progress.update(done + 1, total, "");
   };
   const checks::RunReport report = checks::run_suite(s, platform, ro, on_case, on_start);
   progress.clear();
-  if (!opt.dump_dir.empty()) std::fprintf(stderr, "dumped %s cases to %s\n", s.name.c_str(), opt.dump_dir.c_str());
+  if (!opt.dump_dir.empty())
+    std::fprintf(stderr, "dumped %s cases to %s\n", s.name.c_str(), opt.dump_dir.c_str());
   if (opt.no_run) return kExitOk;
 
   if (!mesh_run.root) return report.failed() ? kExitMismatch : kExitOk;
@@ -106,23 +114,31 @@ int run_run(RunOptions opt) {
 
 void register_run(CLI::App& app, Run* run) {
   auto opt = std::make_shared<RunOptions>();
-  CLI::App* sub = app.add_subcommand("run", "Run a suite on a platform, store and report every case");
+  CLI::App* sub =
+      app.add_subcommand("run", "Run a suite on a platform, store and report every case");
   sub->add_option("suite", opt->suite, "Suite YAML file")->required();
-  sub->add_option("--platform", opt->platform, "Platform config (default configs/platforms/cpu.yaml)");
+  sub->add_option("--platform", opt->platform,
+                  "Platform config (default configs/platforms/cpu.yaml)");
   sub->add_option("--filter", opt->filter, "gtest-style case filter: 'rmsnorm*:rope*-*bf16*'");
   sub->add_option("--db", opt->db, "Results store (SQLite)")->capture_default_str();
   sub->add_flag("--no-db", opt->no_db, "Do not write the results store");
-  sub->add_option("--label", opt->labels, "Stack label KEY=VALUE, e.g. stack=cann-8.1.rc2 (repeatable)");
+  sub->add_option("--label", opt->labels,
+                  "Stack label KEY=VALUE, e.g. stack=cann-8.1.rc2 (repeatable)");
   sub->add_option("--json", opt->json_out, "Write the run as JSON to this file");
   sub->add_option("--junit", opt->junit_out, "Write the run as JUnit XML to this file");
-  sub->add_flag("--no-isolation", opt->no_isolation, "Run cases in this process (a crash ends the run)");
+  sub->add_flag("--no-isolation", opt->no_isolation,
+                "Run cases in this process (a crash ends the run)");
   sub->add_option("--mesh-timeout", opt->mesh_timeout_s,
-                  "Multi-rank runs: seconds a collective may wait for its peers before the run stops (default 300)")
+                  "Multi-rank runs: seconds a collective may wait for its peers before the run "
+                  "stops (default 300)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--mesh-fault", opt->mesh_fault,
-                  "Multi-rank runs: inject a communication fault, e.g. '{\"op\":\"all_reduce\",\"rank\":1,\"call\":3,\"fault\":\"drop\"}'");
-  sub->add_option("--timeout", opt->timeout_s, "Per-case timeout in seconds (default: the check's, else the platform's)");
-  sub->add_option("--dump-cases", opt->dump_dir, "Write each case's description and inputs to DIR (for golden/tools)");
+                  "Multi-rank runs: inject a communication fault, e.g. "
+                  "'{\"op\":\"all_reduce\",\"rank\":1,\"call\":3,\"fault\":\"drop\"}'");
+  sub->add_option("--timeout", opt->timeout_s,
+                  "Per-case timeout in seconds (default: the check's, else the platform's)");
+  sub->add_option("--dump-cases", opt->dump_dir,
+                  "Write each case's description and inputs to DIR (for golden/tools)");
   sub->add_option("--service-logs", opt->service_logs,
                   "Where started services write their output (default: a temporary folder)");
   sub->add_flag("--no-run", opt->no_run, "With --dump-cases: dump only, run nothing");

@@ -82,9 +82,11 @@ std::string api_key(const ServeOptions& opt) {
   if (opt.api_key_env.empty()) return "";
   const char* v = std::getenv(opt.api_key_env.c_str());
   if (v == nullptr || *v == '\0') {
-    throw InputError("--api-key-env", "environment variable " + opt.api_key_env + " is " + (v == nullptr ? "unset" : "empty") +
-                                          ": the server would accept every request without a key (set it, or leave "
-                                          "--api-key-env out to serve without authentication)");
+    throw InputError("--api-key-env",
+                     "environment variable " + opt.api_key_env + " is " +
+                         (v == nullptr ? "unset" : "empty") +
+                         ": the server would accept every request without a key (set it, or leave "
+                         "--api-key-env out to serve without authentication)");
   }
   return v;
 }

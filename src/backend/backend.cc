@@ -4,19 +4,24 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/registry.h"
 #include "base/check.h"
 #include "base/error.h"
-#include "backend/registry.h"
 
 namespace h0::backend {
 
 const char* status_name(hb_status status) {
   switch (status) {
-    case HB_OK: return "ok";
-    case HB_UNSUPPORTED: return "unsupported";
-    case HB_INVALID_ARGUMENT: return "invalid argument";
-    case HB_OUT_OF_MEMORY: return "out of memory";
-    case HB_DEVICE_ERROR: return "device error";
+    case HB_OK:
+      return "ok";
+    case HB_UNSUPPORTED:
+      return "unsupported";
+    case HB_INVALID_ARGUMENT:
+      return "invalid argument";
+    case HB_OUT_OF_MEMORY:
+      return "out of memory";
+    case HB_DEVICE_ERROR:
+      return "device error";
   }
   return "unknown status";
 }
@@ -67,7 +72,8 @@ std::unique_ptr<Backend> Backend::open(const BackendSpec& spec) {
   const BuiltinBackend* builtin = find_builtin(spec.name);
   if (builtin == nullptr) {
     std::string known;
-    for (const auto& b : builtin_backends()) known += (known.empty() ? "" : ", ") + std::string(b.name);
+    for (const auto& b : builtin_backends())
+      known += (known.empty() ? "" : ", ") + std::string(b.name);
     throw InputError("backend '" + spec.name + "'",
                      "no such built-in backend (expected one of " + known + ", or {lib: path.so})");
   }
@@ -106,7 +112,8 @@ void Backend::fail(hb_status status, const std::string& what) const {
 }
 
 nlohmann::json Backend::stack_info() const {
-  const char* text = entry_->stack_info_json != nullptr ? entry_->stack_info_json(entry_->self) : nullptr;
+  const char* text =
+      entry_->stack_info_json != nullptr ? entry_->stack_info_json(entry_->self) : nullptr;
   if (text == nullptr) return nlohmann::json::object();
   try {
     return nlohmann::json::parse(text);
@@ -144,14 +151,16 @@ DeviceTensor Backend::upload(const tensor::Tensor& host) {
 void Backend::upload_into(const tensor::Tensor& host, DeviceTensor* device) {
   H0_CHECK(host.nbytes() == device->nbytes()) << host.nbytes() << " vs " << device->nbytes();
   if (device->nbytes() == 0) return;
-  const hb_status s = entry_->copy_to_device(entry_->self, device->desc_.data, host.data(), device->nbytes());
+  const hb_status s =
+      entry_->copy_to_device(entry_->self, device->desc_.data, host.data(), device->nbytes());
   if (s != HB_OK) fail(s, "copy_to_device");
 }
 
 void Backend::download(const DeviceTensor& device, tensor::Tensor* host) {
   H0_CHECK(host->nbytes() == device.nbytes()) << host->nbytes() << " vs " << device.nbytes();
   if (device.nbytes() == 0) return;
-  const hb_status s = entry_->copy_to_host(entry_->self, host->mutable_data(), device.desc().data, device.nbytes());
+  const hb_status s =
+      entry_->copy_to_host(entry_->self, host->mutable_data(), device.desc().data, device.nbytes());
   if (s != HB_OK) fail(s, "copy_to_host");
 }
 
@@ -169,8 +178,9 @@ void Backend::run_op(std::string_view op, const std::vector<const DeviceTensor*>
   for (const DeviceTensor* t : inputs) in.push_back(t->desc());
   for (DeviceTensor* t : outputs) out.push_back(t->desc());
   const std::string name(op);
-  const hb_status s = entry_->run_op(entry_->self, name.c_str(), in.data(), static_cast<int32_t>(in.size()),
-                                     out.data(), static_cast<int32_t>(out.size()), attrs_json.c_str());
+  const hb_status s =
+      entry_->run_op(entry_->self, name.c_str(), in.data(), static_cast<int32_t>(in.size()),
+                     out.data(), static_cast<int32_t>(out.size()), attrs_json.c_str());
   if (s != HB_OK) fail(s, "run_op '" + name + "'");
 }
 
@@ -181,7 +191,8 @@ void Backend::synchronize() {
 }
 
 bool Backend::memory_info(size_t* free_bytes, size_t* total_bytes) const {
-  return entry_->memory_info != nullptr && entry_->memory_info(entry_->self, free_bytes, total_bytes) == HB_OK;
+  return entry_->memory_info != nullptr &&
+         entry_->memory_info(entry_->self, free_bytes, total_bytes) == HB_OK;
 }
 
 }  // namespace h0::backend

@@ -4,11 +4,10 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "backend/harness_backend.h"
 #include "tensor/tensor.h"
@@ -95,7 +94,8 @@ class Backend {
 
  private:
   friend class DeviceTensor;
-  Backend(const hb_backend* entry, std::string origin) : entry_(entry), origin_(std::move(origin)) {}
+  Backend(const hb_backend* entry, std::string origin)
+      : entry_(entry), origin_(std::move(origin)) {}
   [[noreturn]] void fail(hb_status status, const std::string& what) const;
   void release(void* device_ptr);
 

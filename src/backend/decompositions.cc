@@ -2,8 +2,8 @@
 // heavy work runs on the backend; the host only moves small tensors (a transpose, a [T]
 // vector of inverse norms, a broadcast), except scaled_linear, whose weight the host
 // dequantizes (the catalogue's dequantize reference, block2d) before the backend's linear
-// runs (in f32 where the backend has it). Intermediates are in the call's dtype, so a decomposed op may round more often than a
-// native one.
+// runs (in f32 where the backend has it). Intermediates are in the call's dtype, so a decomposed op
+// may round more often than a native one.
 #include <cmath>
 #include <cstring>
 
@@ -25,16 +25,16 @@ Tensor filled(DType dtype, const tensor::Shape& shape, float value) {
 }
 
 // swiglu(gate, up) = silu(gate) * up.
-void swiglu(Backend& b, const std::vector<const DeviceTensor*>& in, const std::vector<DeviceTensor*>& out,
-            const ops::Json&) {
+void swiglu(Backend& b, const std::vector<const DeviceTensor*>& in,
+            const std::vector<DeviceTensor*>& out, const ops::Json&) {
   DeviceTensor act = b.allocate(in[0]->dtype(), in[0]->shape());
   b.run_op("silu", {in[0]}, {&act}, "{}");
   b.run_op("mul", {&act, in[1]}, {out[0]}, "{}");
 }
 
 // linear(x[T,K], w[N,K], bias[N]) = matmul(x, wᵀ) (+ add of the broadcast bias).
-void linear(Backend& b, const std::vector<const DeviceTensor*>& in, const std::vector<DeviceTensor*>& out,
-            const ops::Json&) {
+void linear(Backend& b, const std::vector<const DeviceTensor*>& in,
+            const std::vector<DeviceTensor*>& out, const ops::Json&) {
   const Tensor w = b.download(*in[1]);
   const int64_t n = w.dim(0), k = w.dim(1);
   const size_t esize = tensor::dtype_size(w.dtype());
@@ -42,7 +42,8 @@ void linear(Backend& b, const std::vector<const DeviceTensor*>& in, const std::v
   const auto* src = static_cast<const std::byte*>(w.data());
   auto* dst = static_cast<std::byte*>(wt.mutable_data());
   for (int64_t r = 0; r < n; ++r) {
-    for (int64_t c = 0; c < k; ++c) std::memcpy(dst + (c * n + r) * esize, src + (r * k + c) * esize, esize);
+    for (int64_t c = 0; c < k; ++c)
+      std::memcpy(dst + (c * n + r) * esize, src + (r * k + c) * esize, esize);
   }
   const DeviceTensor wt_dev = b.upload(wt);
   if (in.size() < 3) {
@@ -55,7 +56,8 @@ void linear(Backend& b, const std::vector<const DeviceTensor*>& in, const std::v
   const int64_t t = out[0]->shape()[0];
   Tensor broadcast = Tensor::zeros(bias.dtype(), {t, n});
   for (int64_t r = 0; r < t; ++r) {
-    std::memcpy(static_cast<std::byte*>(broadcast.mutable_data()) + r * n * esize, bias.data(), n * esize);
+    std::memcpy(static_cast<std::byte*>(broadcast.mutable_data()) + r * n * esize, bias.data(),
+                n * esize);
   }
   const DeviceTensor bias_dev = b.upload(broadcast);
   b.run_op("add", {&product, &bias_dev}, {out[0]}, "{}");
@@ -67,8 +69,8 @@ void linear(Backend& b, const std::vector<const DeviceTensor*>& in, const std::v
 // on the host. The linear runs in f32 when the backend has it (x and the bias widened, the result
 // rounded once to the call's dtype, as a native kernel does): a bf16 copy of the dequantized
 // weight would round every weight once more.
-void scaled_linear(Backend& b, const std::vector<const DeviceTensor*>& in, const std::vector<DeviceTensor*>& out,
-                   const ops::Json& attrs) {
+void scaled_linear(Backend& b, const std::vector<const DeviceTensor*>& in,
+                   const std::vector<DeviceTensor*>& out, const ops::Json& attrs) {
   const DType dtype = in[0]->dtype();
   const DType work = b.supports("linear", DType::kF32) ? DType::kF32 : dtype;
   const auto reference = [](const ops::OpDef& op, const std::vector<const Tensor*>& args,
@@ -78,8 +80,11 @@ void scaled_linear(Backend& b, const std::vector<const DeviceTensor*>& in, const
   const Tensor w = b.download(*in[1]), scale = b.download(*in[2]);
   Tensor dense = Tensor::zeros(work, w.shape());
   reference(ops::dequantize_op(), {&w, &scale}, {&dense},
-            {{"dtype", attrs.at("dtype")}, {"granularity", "block2d"}, {"block", attrs.at("block_k")},
-             {"block_rows", attrs.at("block_n")}, {"out_dtype", tensor::dtype_name(work)}});
+            {{"dtype", attrs.at("dtype")},
+             {"granularity", "block2d"},
+             {"block", attrs.at("block_k")},
+             {"block_rows", attrs.at("block_n")},
+             {"out_dtype", tensor::dtype_name(work)}});
   Tensor x = b.download(*in[0]);
   if (attrs.at("act_quant") == "dynamic") {
     const int64_t bk = attrs.at("block_k").get<int64_t>();
@@ -110,8 +115,8 @@ void scaled_linear(Backend& b, const std::vector<const DeviceTensor*>& in, const
 
 // rmsnorm(x[T,D], w[D]): row sums of x*x by a matmul with ones, 1/sqrt(mean + eps) on the host
 // ([T] values), broadcast back by matmuls with ones, then two muls.
-void rmsnorm(Backend& b, const std::vector<const DeviceTensor*>& in, const std::vector<DeviceTensor*>& out,
-             const ops::Json& attrs) {
+void rmsnorm(Backend& b, const std::vector<const DeviceTensor*>& in,
+             const std::vector<DeviceTensor*>& out, const ops::Json& attrs) {
   const DType dtype = in[0]->dtype();
   const int64_t t = in[0]->shape()[0], d = in[0]->shape()[1];
   DeviceTensor squares = b.allocate(dtype, {t, d});
@@ -123,7 +128,8 @@ void rmsnorm(Backend& b, const std::vector<const DeviceTensor*>& in, const std::
   const double eps = attrs.at("eps").get<double>();
   Tensor inv = Tensor::zeros(DType::kF32, {t, 1});
   for (int64_t r = 0; r < t; ++r) {
-    inv.mutable_data_as<float>()[r] = static_cast<float>(1.0 / std::sqrt(sums_host.at(r) / static_cast<double>(d) + eps));
+    inv.mutable_data_as<float>()[r] =
+        static_cast<float>(1.0 / std::sqrt(sums_host.at(r) / static_cast<double>(d) + eps));
   }
   const DeviceTensor inv_dev = b.upload(inv.to(dtype));
   const DeviceTensor ones_row = b.upload(filled(dtype, {1, d}, 1.0f));

@@ -5,7 +5,8 @@
 namespace h0::backend {
 namespace {
 
-const Decomposition* find_decomposition(const Backend& backend, const ops::OpDef& op, tensor::DType dtype) {
+const Decomposition* find_decomposition(const Backend& backend, const ops::OpDef& op,
+                                        tensor::DType dtype) {
   for (const auto& d : decompositions()) {
     if (op.name != std::string_view(d.op)) continue;
     bool all = true;
@@ -25,26 +26,37 @@ std::string describe(const Decomposition& d) {
 
 const char* fallback_name(FallbackMode mode) {
   switch (mode) {
-    case FallbackMode::kNone: return "none";
-    case FallbackMode::kDecompose: return "decompose";
-    default: return "host";
+    case FallbackMode::kNone:
+      return "none";
+    case FallbackMode::kDecompose:
+      return "decompose";
+    default:
+      return "host";
   }
 }
 
 bool parse_fallback(const std::string& text, FallbackMode* mode) {
-  if (text == "none") *mode = FallbackMode::kNone;
-  else if (text == "decompose") *mode = FallbackMode::kDecompose;
-  else if (text == "host") *mode = FallbackMode::kHost;
-  else return false;
+  if (text == "none")
+    *mode = FallbackMode::kNone;
+  else if (text == "decompose")
+    *mode = FallbackMode::kDecompose;
+  else if (text == "host")
+    *mode = FallbackMode::kHost;
+  else
+    return false;
   return true;
 }
 
 const char* route_name(Route route) {
   switch (route) {
-    case Route::kNative: return "native";
-    case Route::kDecomposed: return "decomposed";
-    case Route::kHost: return "host";
-    default: return "unsupported";
+    case Route::kNative:
+      return "native";
+    case Route::kDecomposed:
+      return "decomposed";
+    case Route::kHost:
+      return "host";
+    default:
+      return "unsupported";
   }
 }
 
@@ -61,16 +73,21 @@ tensor::DType call_dtype(const ops::OpDef& op, const std::vector<ops::TensorDesc
 
 Outcome plan(const Backend& backend, const ops::OpDef& op, tensor::DType dtype, FallbackMode mode) {
   if (backend.supports(op.name, dtype)) return {Route::kNative, ""};
-  const std::string why = std::string("backend '") + backend.name() + "' does not support " + op.name +
-                          " in " + tensor::dtype_name(dtype);
+  const std::string why = std::string("backend '") + backend.name() + "' does not support " +
+                          op.name + " in " + tensor::dtype_name(dtype);
   if (mode == FallbackMode::kNone) return {Route::kUnsupported, why};
-  if (const Decomposition* d = find_decomposition(backend, op, dtype)) return {Route::kDecomposed, describe(*d)};
-  if (mode == FallbackMode::kHost && op.reference != nullptr) return {Route::kHost, why + "; ran the host reference"};
-  return {Route::kUnsupported, why + (mode == FallbackMode::kDecompose ? " and no decomposition applies" : "")};
+  if (const Decomposition* d = find_decomposition(backend, op, dtype))
+    return {Route::kDecomposed, describe(*d)};
+  if (mode == FallbackMode::kHost && op.reference != nullptr)
+    return {Route::kHost, why + "; ran the host reference"};
+  return {Route::kUnsupported,
+          why + (mode == FallbackMode::kDecompose ? " and no decomposition applies" : "")};
 }
 
-Outcome execute(Backend& backend, const ops::OpDef& op, const std::vector<const DeviceTensor*>& inputs,
-                const std::vector<DeviceTensor*>& outputs, const ops::Json& attrs, FallbackMode mode) {
+Outcome execute(Backend& backend, const ops::OpDef& op,
+                const std::vector<const DeviceTensor*>& inputs,
+                const std::vector<DeviceTensor*>& outputs, const ops::Json& attrs,
+                FallbackMode mode) {
   std::vector<ops::TensorDesc> in_descs, out_descs;
   for (const auto* t : inputs) in_descs.push_back({t->dtype(), t->shape(), true});
   for (const auto* t : outputs) out_descs.push_back({t->dtype(), t->shape(), true});
@@ -86,7 +103,8 @@ Outcome execute(Backend& backend, const ops::OpDef& op, const std::vector<const 
     case Route::kHost: {
       std::vector<tensor::Tensor> host_in, host_out;
       for (const auto* t : inputs) host_in.push_back(backend.download(*t));
-      for (const auto* t : outputs) host_out.push_back(tensor::Tensor::zeros(t->dtype(), t->shape()));
+      for (const auto* t : outputs)
+        host_out.push_back(tensor::Tensor::zeros(t->dtype(), t->shape()));
       std::vector<const tensor::Tensor*> in_ptrs(op.inputs.size(), nullptr);
       for (size_t i = 0; i < host_in.size(); ++i) in_ptrs[i] = &host_in[i];
       std::vector<tensor::Tensor*> out_ptrs;

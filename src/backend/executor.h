@@ -41,8 +41,10 @@ Outcome plan(const Backend& backend, const ops::OpDef& op, tensor::DType dtype, 
 // Runs the op on device tensors (outputs preallocated with the inferred descs; attrs
 // validated). Returns the route; kUnsupported means nothing ran. Throws BackendError if the
 // backend fails.
-Outcome execute(Backend& backend, const ops::OpDef& op, const std::vector<const DeviceTensor*>& inputs,
-                const std::vector<DeviceTensor*>& outputs, const ops::Json& attrs, FallbackMode mode);
+Outcome execute(Backend& backend, const ops::OpDef& op,
+                const std::vector<const DeviceTensor*>& inputs,
+                const std::vector<DeviceTensor*>& outputs, const ops::Json& attrs,
+                FallbackMode mode);
 
 // A decomposition of one op into others (decompositions.cc). `needs` must all be native at the
 // call's dtype for it to apply.

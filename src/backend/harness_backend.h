@@ -9,12 +9,33 @@
 #include <stdint.h>
 #define HB_ABI_VERSION 1
 #define HB_MAX_DIMS 8
-typedef enum hb_dtype { HB_F64 = 0, HB_F32 = 1, HB_F16 = 2, HB_BF16 = 3, HB_F8_E4M3 = 4,
-                        HB_F8_E5M2 = 5, HB_I64 = 6, HB_I32 = 7, HB_I8 = 8, HB_U8 = 9, HB_BOOL = 10 } hb_dtype;
-typedef enum hb_status { HB_OK = 0, HB_UNSUPPORTED = 1, HB_INVALID_ARGUMENT = 2,
-                         HB_OUT_OF_MEMORY = 3, HB_DEVICE_ERROR = 4 } hb_status;
+typedef enum hb_dtype {
+  HB_F64 = 0,
+  HB_F32 = 1,
+  HB_F16 = 2,
+  HB_BF16 = 3,
+  HB_F8_E4M3 = 4,
+  HB_F8_E5M2 = 5,
+  HB_I64 = 6,
+  HB_I32 = 7,
+  HB_I8 = 8,
+  HB_U8 = 9,
+  HB_BOOL = 10
+} hb_dtype;
+typedef enum hb_status {
+  HB_OK = 0,
+  HB_UNSUPPORTED = 1,
+  HB_INVALID_ARGUMENT = 2,
+  HB_OUT_OF_MEMORY = 3,
+  HB_DEVICE_ERROR = 4
+} hb_status;
 /* Contiguous, row-major. data points into backend (device) memory, except in hb_host_api calls. */
-typedef struct hb_tensor { void* data; hb_dtype dtype; int32_t ndim; int64_t shape[HB_MAX_DIMS]; } hb_tensor;
+typedef struct hb_tensor {
+  void* data;
+  hb_dtype dtype;
+  int32_t ndim;
+  int64_t shape[HB_MAX_DIMS];
+} hb_tensor;
 typedef struct hb_host_api {
   uint32_t abi_version;
   /* Runs the harness's reference kernel for `op` on host tensors (the plugin's fallback). */
@@ -44,6 +65,7 @@ typedef struct hb_backend {
 #ifdef __cplusplus
 extern "C"
 #endif
-const hb_backend* hb_backend_entry(void);
+    const hb_backend*
+    hb_backend_entry(void);
 
 #endif /* HARNESS_BACKEND_H_ */

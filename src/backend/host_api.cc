@@ -24,7 +24,10 @@ void host_log(int32_t level, const char* message) {
   if (level >= 3) g_last_host_error = message != nullptr ? message : "";
   if (level < log_threshold()) return;
   static const char* kNames[] = {"debug", "info", "warning", "error"};
-  std::fprintf(stderr, "[backend] %s: %s\n", kNames[level < 0 ? 0 : level > 3 ? 3 : level],
+  std::fprintf(stderr, "[backend] %s: %s\n",
+               kNames[level < 0   ? 0
+                      : level > 3 ? 3
+                                  : level],
                message != nullptr ? message : "");
 }
 
@@ -33,7 +36,9 @@ hb_status reference_op(const char* op_name, const hb_tensor* inputs, int32_t n_i
   try {
     const ops::OpDef* op = ops::find_op(op_name != nullptr ? op_name : "");
     if (op == nullptr || op->reference == nullptr) {
-      host_log(3, (std::string("reference_op: no reference kernel for '") + (op_name ? op_name : "") + "'").c_str());
+      host_log(3, (std::string("reference_op: no reference kernel for '") +
+                   (op_name ? op_name : "") + "'")
+                      .c_str());
       return HB_UNSUPPORTED;
     }
     const ops::Json attrs = ops::validate_attrs(
@@ -46,15 +51,18 @@ hb_status reference_op(const char* op_name, const hb_tensor* inputs, int32_t n_i
     }
     const auto expected = ops::infer_outputs(*op, descs, attrs);
     if (static_cast<size_t>(n_outputs) != expected.size()) {
-      throw InputError(std::string("op '") + op->name + "'", "expects " + std::to_string(expected.size()) +
-                                                               " outputs, got " + std::to_string(n_outputs));
+      throw InputError(std::string("op '") + op->name + "'",
+                       "expects " + std::to_string(expected.size()) + " outputs, got " +
+                           std::to_string(n_outputs));
     }
     std::vector<tensor::Tensor> out_views;
     for (int32_t i = 0; i < n_outputs; ++i) {
       out_views.push_back(view_of(outputs[i], true));
-      if (out_views.back().dtype() != expected[i].dtype || out_views.back().shape() != expected[i].shape) {
+      if (out_views.back().dtype() != expected[i].dtype ||
+          out_views.back().shape() != expected[i].shape) {
         throw InputError(std::string("op '") + op->name + "'",
-                         "output " + std::to_string(i) + " must be " + tensor::shape_string(expected[i].shape) + " " +
+                         "output " + std::to_string(i) + " must be " +
+                             tensor::shape_string(expected[i].shape) + " " +
                              tensor::dtype_name(expected[i].dtype));
       }
     }

@@ -23,7 +23,7 @@ class CheckFailure {
 
 }  // namespace h0::base
 
-#define H0_CHECK(cond) \
+#define H0_CHECK(cond)                 \
   if (__builtin_expect(!!(cond), 1)) { \
-  } else                                \
+  } else                               \
     ::h0::base::CheckFailure(__FILE__, __LINE__, #cond)

@@ -34,6 +34,8 @@ nlohmann::json parse_json_or_discarded(std::string_view text) {
   return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
-nlohmann::json read_json_file(const std::string& path) { return parse_json(read_regular_file(path), path); }
+nlohmann::json read_json_file(const std::string& path) {
+  return parse_json(read_regular_file(path), path);
+}
 
 }  // namespace h0::base

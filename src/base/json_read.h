@@ -3,10 +3,9 @@
 // parse of bytes the harness did not write goes through here.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace h0::base {
 

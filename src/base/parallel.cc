@@ -32,7 +32,8 @@ class Pool {
     static std::mutex mu;
     std::lock_guard<std::mutex> lock(mu);
     if (!pool || owner != ::getpid()) {
-      if (pool && owner != ::getpid()) (void)pool.release();  // the parent's threads do not exist here
+      if (pool && owner != ::getpid())
+        (void)pool.release();  // the parent's threads do not exist here
       pool = std::make_unique<Pool>(worker_threads() - 1);
       owner = ::getpid();
     }

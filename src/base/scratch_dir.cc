@@ -106,7 +106,9 @@ void remove_stale(const fs::path& parent, const std::string& prefix) {
     const std::string name = it->path().filename().string();
     if (name.rfind(prefix + "-", 0) != 0) continue;
     const std::string digits = name.substr(prefix.size() + 1);
-    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
     const pid_t pid = static_cast<pid_t>(std::atol(digits.c_str()));
     if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
     std::error_code rm;

@@ -3,7 +3,8 @@
 namespace h0 {
 namespace {
 
-constexpr const char* kNames[] = {"pass", "fail", "error", "skip", "crash", "timeout", "xfail", "xpass"};
+constexpr const char* kNames[] = {"pass",  "fail",    "error", "skip",
+                                  "crash", "timeout", "xfail", "xpass"};
 
 }  // namespace
 
@@ -20,8 +21,9 @@ bool parse_status(std::string_view name, Status* out) {
 }
 
 const std::vector<Status>& all_statuses() {
-  static const std::vector<Status> kAll = {Status::kPass,  Status::kFail,    Status::kError, Status::kSkip,
-                                           Status::kCrash, Status::kTimeout, Status::kXfail, Status::kXpass};
+  static const std::vector<Status> kAll = {Status::kPass,  Status::kFail,  Status::kError,
+                                           Status::kSkip,  Status::kCrash, Status::kTimeout,
+                                           Status::kXfail, Status::kXpass};
   return kAll;
 }
 
@@ -41,6 +43,8 @@ bool is_good(std::string_view name) {
   return parse_status(name, &s) && is_good(s);
 }
 
-bool is_complete_run(std::string_view run_status) { return run_status == "pass" || run_status == "fail"; }
+bool is_complete_run(std::string_view run_status) {
+  return run_status == "pass" || run_status == "fail";
+}
 
 }  // namespace h0

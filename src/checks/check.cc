@@ -1,4 +1,3 @@
-#include "checks/service_checks.h"
 #include "checks/check.h"
 
 #include <algorithm>
@@ -7,13 +6,14 @@
 
 #include "backend/backend.h"
 #include "base/error.h"
-#include "mesh/communicator.h"
 #include "checks/collective_check.h"
 #include "checks/dump_check.h"
 #include "checks/load_check.h"
 #include "checks/model_check.h"
 #include "checks/op_check.h"
 #include "checks/plan_check.h"
+#include "checks/service_checks.h"
+#include "mesh/communicator.h"
 #include "suite/location.h"
 #include "suite/suite.h"
 
@@ -31,7 +31,8 @@ ProfileRow summarize(std::string phase, std::string name, std::vector<double> sa
   r.min_ns = samples.front();
   const size_t n = samples.size();
   r.median_ns = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-  r.p99_ns = samples[std::min(n - 1, static_cast<size_t>(std::ceil(0.99 * static_cast<double>(n))) - 1)];
+  r.p99_ns =
+      samples[std::min(n - 1, static_cast<size_t>(std::ceil(0.99 * static_cast<double>(n))) - 1)];
   r.mean_ns = r.total_ns / static_cast<double>(n);
   double var = 0;
   for (double s : samples) var += (s - r.mean_ns) * (s - r.mean_ns);
@@ -40,15 +41,26 @@ ProfileRow summarize(std::string phase, std::string name, std::vector<double> sa
 }
 
 nlohmann::json CheckResult::to_json() const {
-  nlohmann::json j = {{"status", status_name(status)}, {"message", message}, {"duration_s", duration_s}};
+  nlohmann::json j = {
+      {"status", status_name(status)}, {"message", message}, {"duration_s", duration_s}};
   nlohmann::json m = nlohmann::json::object();
-  for (const auto& [k, v] : metrics) m[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(std::to_string(v));
+  for (const auto& [k, v] : metrics)
+    m[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(std::to_string(v));
   j["metrics"] = m;
   nlohmann::json p = nlohmann::json::array();
   for (const auto& r : profile) {
-    p.push_back({{"phase", r.phase}, {"name", r.name}, {"count", r.count}, {"total_ns", r.total_ns},
-                 {"min_ns", r.min_ns}, {"median_ns", r.median_ns}, {"p99_ns", r.p99_ns}, {"mean_ns", r.mean_ns},
-                 {"stddev_ns", r.stddev_ns}, {"bytes", r.bytes}, {"flops", r.flops}, {"samples_ns", r.samples_ns}});
+    p.push_back({{"phase", r.phase},
+                 {"name", r.name},
+                 {"count", r.count},
+                 {"total_ns", r.total_ns},
+                 {"min_ns", r.min_ns},
+                 {"median_ns", r.median_ns},
+                 {"p99_ns", r.p99_ns},
+                 {"mean_ns", r.mean_ns},
+                 {"stddev_ns", r.stddev_ns},
+                 {"bytes", r.bytes},
+                 {"flops", r.flops},
+                 {"samples_ns", r.samples_ns}});
   }
   j["profile"] = p;
   j["details"] = details;
@@ -95,16 +107,18 @@ mesh::Communicator& RunContext::world() {
 }
 
 backend::Backend& RunContext::backend() {
-  if (!backend_) backend_ = backend::Backend::open({platform_.backend, platform_.lib, platform_.options});
+  if (!backend_)
+    backend_ = backend::Backend::open({platform_.backend, platform_.lib, platform_.options});
   return *backend_;
 }
 
 const std::vector<CheckKind>& check_kinds() {
-  static const std::vector<CheckKind> kinds = {op_check_kind(), model_check_kind(), image_check_kind(),
-                                                layer_check_kind(), plan_check_kind(), load_check_kind(),
-                                                dump_check_kind(), collective_check_kind(), service_check_kind(),
-                                                e2e_text_check_kind(), e2e_image_check_kind(),
-                                                determinism_check_kind(), e2e_load_check_kind(), eval_check_kind()};
+  static const std::vector<CheckKind> kinds = {
+      op_check_kind(),       model_check_kind(),      image_check_kind(),
+      layer_check_kind(),    plan_check_kind(),       load_check_kind(),
+      dump_check_kind(),     collective_check_kind(), service_check_kind(),
+      e2e_text_check_kind(), e2e_image_check_kind(),  determinism_check_kind(),
+      e2e_load_check_kind(), eval_check_kind()};
   return kinds;
 }
 
@@ -120,7 +134,8 @@ void register_kinds_with_suite_parser() {
 }
 
 void fail(const suite::Case& c, const YAML::Node& node, const std::string& message) {
-  suite::fail_at(node.IsDefined() ? suite::location_of(c.check->file, node) : c.check->where, message);
+  suite::fail_at(node.IsDefined() ? suite::location_of(c.check->file, node) : c.check->where,
+                 message);
 }
 
 namespace {
@@ -156,9 +171,12 @@ int64_t as_int(const suite::Case& c, const YAML::Node& node, const std::string& 
   return *v;
 }
 
-double as_double(const suite::Case& c, const YAML::Node& node, const std::string& what, const std::string& unit) {
+double as_double(const suite::Case& c, const YAML::Node& node, const std::string& what,
+                 const std::string& unit) {
   const std::optional<double> v = double_of(node);
-  if (!v) fail(c, node, what + " must be a number" + (unit.empty() ? "" : " of " + unit) + ", got " + shown(node));
+  if (!v)
+    fail(c, node,
+         what + " must be a number" + (unit.empty() ? "" : " of " + unit) + ", got " + shown(node));
   return *v;
 }
 
@@ -192,7 +210,8 @@ bool field_bool(const suite::Case& c, const std::string& name, bool fallback) {
   return n.IsDefined() ? as_bool(c, n, name) : fallback;
 }
 
-std::string field_string(const suite::Case& c, const std::string& name, const std::string& fallback) {
+std::string field_string(const suite::Case& c, const std::string& name,
+                         const std::string& fallback) {
   const YAML::Node n = case_field(c, name);
   return n.IsDefined() ? as_string(c, n, name) : fallback;
 }
@@ -203,12 +222,15 @@ std::string resolve_case_path(const suite::Case& c, const std::string& path) {
   // file system's: say which case and name, before any filesystem call throws on it.
   for (const auto& part : p) {
     if (part.native().size() > 255) {
-      throw InputError(c.check->where.str(), "case " + c.id + ": path '" + path.substr(0, 60) + "...' has a name of " +
-                                                 std::to_string(part.native().size()) + " bytes (a file name holds at most 255)");
+      throw InputError(c.check->where.str(), "case " + c.id + ": path '" + path.substr(0, 60) +
+                                                 "...' has a name of " +
+                                                 std::to_string(part.native().size()) +
+                                                 " bytes (a file name holds at most 255)");
     }
   }
   std::error_code ec;
-  if (p.is_relative() && !std::filesystem::exists(p, ec)) p = std::filesystem::path(c.check->file).parent_path().parent_path() / path;
+  if (p.is_relative() && !std::filesystem::exists(p, ec))
+    p = std::filesystem::path(c.check->file).parent_path().parent_path() / path;
   return p.string();
 }
 

@@ -6,16 +6,15 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/status.h"
-#include "suite/matrix.h"
 #include "store/run_data.h"
+#include "suite/matrix.h"
 #include "suite/platform.h"
 #include "tensor/tensor.h"
 
@@ -45,8 +44,9 @@ struct CheckResult {
   std::string message;  // why it failed / was skipped, human-readable
   std::vector<std::pair<std::string, double>> metrics;
   std::vector<ProfileRow> profile;
-  nlohmann::json details = nlohmann::json::object();  // kind-specific evidence (routes, worst element, ...)
-  std::vector<std::string> artifacts;                  // files written
+  nlohmann::json details =
+      nlohmann::json::object();        // kind-specific evidence (routes, worst element, ...)
+  std::vector<std::string> artifacts;  // files written
   double duration_s = 0;
 
   nlohmann::json to_json() const;
@@ -137,7 +137,8 @@ int64_t field_int(const suite::Case& c, const std::string& name, int64_t fallbac
                   int64_t min = std::numeric_limits<int64_t>::min());
 double field_double(const suite::Case& c, const std::string& name, double fallback);
 bool field_bool(const suite::Case& c, const std::string& name, bool fallback);
-std::string field_string(const suite::Case& c, const std::string& name, const std::string& fallback);
+std::string field_string(const suite::Case& c, const std::string& name,
+                         const std::string& fallback);
 
 // A path a case names (golden, model, dump directory): as written when it exists (relative to
 // the working directory), else relative to the repository holding the suite (suites/x.yaml).

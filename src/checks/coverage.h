@@ -2,12 +2,11 @@
 // host reference, or not at all. Shared by `harness coverage` and the Day-0 coverage stage.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
 #include "backend/executor.h"
@@ -26,7 +25,8 @@ struct CoverageRow {
 
 // One row per op (all of the catalogue, or just `only` if not empty) over `dtypes`, under
 // fallback mode `host` (so every answer says how the op would run, if at all).
-std::vector<CoverageRow> coverage(const backend::Backend& backend, const std::vector<tensor::DType>& dtypes,
+std::vector<CoverageRow> coverage(const backend::Backend& backend,
+                                  const std::vector<tensor::DType>& dtypes,
                                   const std::set<std::string>& only);
 
 // "native", "decomposed", "host" or "missing".

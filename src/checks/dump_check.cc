@@ -10,7 +10,6 @@
 //     tolerance: {cosine_min: 0.9999, rel_l2_max: 0.01}
 #include "checks/dump_check.h"
 
-
 #include "checks/dump_compare.h"
 #include "suite/location.h"
 
@@ -27,13 +26,18 @@ class DumpCase : public PreparedCase {
   explicit DumpCase(DumpSpec s) : s_(std::move(s)) {}
 
   nlohmann::json describe() const override {
-    return {{"id", s_.id}, {"check", s_.check_id}, {"kind", "dump"}, {"golden", s_.golden}, {"actual", s_.actual}};
+    return {{"id", s_.id},
+            {"check", s_.check_id},
+            {"kind", "dump"},
+            {"golden", s_.golden},
+            {"actual", s_.actual}};
   }
 
   CheckResult run(RunContext&) override {
     CheckResult r;
     const NameMap map = s_.map.empty() ? NameMap{} : load_name_map(s_.map);
-    const DumpComparison c = compare_dump_dirs(s_.golden, s_.actual, map, s_.cosine_min, s_.rel_l2_max);
+    const DumpComparison c =
+        compare_dump_dirs(s_.golden, s_.actual, map, s_.cosine_min, s_.rel_l2_max);
     r.details = c.to_json();
     double worst = 1;
     size_t probes = 0;
@@ -44,11 +48,13 @@ class DumpCase : public PreparedCase {
         r.message = f.file + ": first divergence at " + f.report.first_divergence();
       }
     }
-    if (!c.missing_files.empty() && r.message.empty()) r.message = "no actual dump for " + c.missing_files[0];
+    if (!c.missing_files.empty() && r.message.empty())
+      r.message = "no actual dump for " + c.missing_files[0];
     for (const auto& f : c.files) {
       if (!f.unmatched.empty() && r.message.empty()) {
-        r.message = f.file + ": " + std::to_string(f.unmatched.size()) + " golden probes have no actual tensor (first: " +
-                    f.unmatched[0] + "; a name map may be needed)";
+        r.message = f.file + ": " + std::to_string(f.unmatched.size()) +
+                    " golden probes have no actual tensor (first: " + f.unmatched[0] +
+                    "; a name map may be needed)";
       }
     }
     r.metrics = {{"probe_cosine_min", worst}, {"probes_compared", double(probes)}};
@@ -78,11 +84,14 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
   s.actual = path_field(c, "actual", true);
   s.map = path_field(c, "map", false);
   if (const YAML::Node t = case_field(c, "tolerance"); t.IsDefined()) {
-    if (!t.IsMap()) suite::fail_at(c.check->file, t, "tolerance must be a mapping {cosine_min, rel_l2_max}");
+    if (!t.IsMap())
+      suite::fail_at(c.check->file, t, "tolerance must be a mapping {cosine_min, rel_l2_max}");
     for (const auto& kv : t) {
       const std::string k = kv.first.Scalar();
       double* out = k == "cosine_min" ? &s.cosine_min : k == "rel_l2_max" ? &s.rel_l2_max : nullptr;
-      if (out == nullptr) suite::fail_at(c.check->file, kv.first, "unknown tolerance '" + k + "' (cosine_min, rel_l2_max)");
+      if (out == nullptr)
+        suite::fail_at(c.check->file, kv.first,
+                       "unknown tolerance '" + k + "' (cosine_min, rel_l2_max)");
       *out = as_double(c, kv.second, k);
     }
   }
@@ -91,6 +100,8 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
 
 }  // namespace
 
-CheckKind dump_check_kind() { return {"dump", {"golden", "actual", "map", "tolerance", "timeout", "description"}, &prepare}; }
+CheckKind dump_check_kind() {
+  return {"dump", {"golden", "actual", "map", "tolerance", "timeout", "description"}, &prepare};
+}
 
 }  // namespace h0::checks

@@ -1,13 +1,13 @@
 #include "checks/dump_compare.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <filesystem>
+#include <iterator>
 #include <optional>
 #include <system_error>
-
-#include <yaml-cpp/yaml.h>
 
 #include "base/error.h"
 #include "base/json_read.h"
@@ -38,7 +38,8 @@ std::vector<std::string> execution_order(const io::SafetensorsFile& f) {
   if (it != f.metadata().end()) {
     try {
       const nlohmann::json names = base::parse_json_or_discarded(it->second);
-      for (const auto& n : names.is_array() ? names : nlohmann::json::array()) order.push_back(n.get<std::string>());
+      for (const auto& n : names.is_array() ? names : nlohmann::json::array())
+        order.push_back(n.get<std::string>());
     } catch (const nlohmann::json::exception&) {
       order.clear();
     }
@@ -46,7 +47,8 @@ std::vector<std::string> execution_order(const io::SafetensorsFile& f) {
   if (order.empty()) {
     for (const auto& e : f.entries()) order.push_back(e.name);
   }
-  if (f.find("logits") != nullptr && std::find(order.begin(), order.end(), "logits") == order.end()) order.push_back("logits");
+  if (f.find("logits") != nullptr && std::find(order.begin(), order.end(), "logits") == order.end())
+    order.push_back("logits");
   return order;
 }
 
@@ -56,11 +58,13 @@ bool is_probe(const io::SafetensorsFile& f, const std::string& name) {
 }
 
 // Max, min and mean relative to the golden's range, the norm relative to its norm.
-ProbeRow stats_row(const std::string& name, const TensorStats& a, const TensorStats& g, double tol) {
+ProbeRow stats_row(const std::string& name, const TensorStats& a, const TensorStats& g,
+                   double tol) {
   const double range = std::max({std::fabs(g.max), std::fabs(g.min), 1e-30});
-  const double diffs[] = {std::fabs(a.max - g.max), std::fabs(a.min - g.min), std::fabs(a.mean - g.mean),
-                          std::fabs(a.norm - g.norm)};
-  const double rel[] = {diffs[0] / range, diffs[1] / range, diffs[2] / range, diffs[3] / std::max(g.norm, 1e-30)};
+  const double diffs[] = {std::fabs(a.max - g.max), std::fabs(a.min - g.min),
+                          std::fabs(a.mean - g.mean), std::fabs(a.norm - g.norm)};
+  const double rel[] = {diffs[0] / range, diffs[1] / range, diffs[2] / range,
+                        diffs[3] / std::max(g.norm, 1e-30)};
   ProbeRow r;
   r.name = name;
   r.cosine = NAN;
@@ -78,7 +82,8 @@ std::string golden_for_msprobe(const std::string& golden_dir, const MsprobeDump&
   if (files.size() == 1) return files[0];
   int64_t tokens = -1;
   for (const auto& p : a.probes) {
-    if (p.name.size() >= 12 && p.name.compare(p.name.size() - 12, 12, "embed_tokens") == 0 && p.shape.size() >= 2)
+    if (p.name.size() >= 12 && p.name.compare(p.name.size() - 12, 12, "embed_tokens") == 0 &&
+        p.shape.size() >= 2)
       tokens = p.shape[p.shape.size() - 2];
   }
   std::vector<std::string> matching;
@@ -88,15 +93,16 @@ std::string golden_for_msprobe(const std::string& golden_dir, const MsprobeDump&
     if (ids != nullptr && !ids->shape.empty() && ids->shape.back() == tokens) matching.push_back(f);
   }
   if (matching.size() == 1) return matching[0];
-  throw InputError(golden_dir, std::to_string(matching.size()) + " of its " + std::to_string(files.size()) +
-                                   " golden files have the msprobe dump's " + std::to_string(tokens) +
-                                   " tokens: give a directory holding the one golden of that prompt");
+  throw InputError(golden_dir,
+                   std::to_string(matching.size()) + " of its " + std::to_string(files.size()) +
+                       " golden files have the msprobe dump's " + std::to_string(tokens) +
+                       " tokens: give a directory holding the one golden of that prompt");
 }
 
 // An msprobe dump (`actual_dir`) against dump_hf.py's golden: every golden probe in execution
 // order, by tensor where the dump holds tensors, else by statistics.
-DumpComparison compare_msprobe(const std::string& golden_dir, const std::string& actual_dir, const NameMap& map,
-                               double cosine_min, double rel_l2_max) {
+DumpComparison compare_msprobe(const std::string& golden_dir, const std::string& actual_dir,
+                               const NameMap& map, double cosine_min, double rel_l2_max) {
   const MsprobeDump a = read_msprobe_dump(actual_dir);
   DumpComparison out;
   DumpFileResult r;
@@ -109,7 +115,8 @@ DumpComparison compare_msprobe(const std::string& golden_dir, const std::string&
       r.not_dumped.push_back(probe);
       continue;
     }
-    if (p->tensor_file.empty() && !p->stats) {  // in the dump, but neither its tensor nor its statistics
+    if (p->tensor_file.empty() &&
+        !p->stats) {  // in the dump, but neither its tensor nor its statistics
       r.unmatched.push_back(probe);
       continue;
     }
@@ -119,7 +126,8 @@ DumpComparison compare_msprobe(const std::string& golden_dir, const std::string&
     } else {
       r.report.rows.push_back(stats_row(probe, *p->stats, stats_of(g.get(probe)), rel_l2_max));
     }
-    if (!r.report.rows.back().ok && r.report.first_divergent < 0) r.report.first_divergent = int(r.report.rows.size() - 1);
+    if (!r.report.rows.back().ok && r.report.first_divergent < 0)
+      r.report.first_divergent = int(r.report.rows.size() - 1);
   }
   out.files.push_back(std::move(r));
   return out;
@@ -140,32 +148,42 @@ NameMap load_name_map(const std::string& path) {
   const std::optional<std::string> text = suite::read_text_file(path);
   if (!text) {
     std::error_code ec;
-    throw InputError(path, std::filesystem::exists(path, ec) ? "cannot read the name map" : "name map not found");
+    throw InputError(path, std::filesystem::exists(path, ec) ? "cannot read the name map"
+                                                             : "name map not found");
   }
   const YAML::Node root = suite::parse_yaml(path, *text);
-  if (!root.IsMap()) suite::fail_at(path, root, "a name map is a mapping {names: {...}, prefixes: {...}}");
-  suite::for_each_entry(path, root, [&](const std::string& key, const YAML::Node& key_node, const YAML::Node& value) {
-    if (key != "names" && key != "prefixes") suite::fail_at(path, key_node, "unknown key '" + key + "' (names, prefixes)");
-    if (!value.IsMap()) suite::fail_at(path, value, key + " must map golden names to actual names");
-    suite::for_each_entry(path, value, [&](const std::string& from, const YAML::Node&, const YAML::Node& to) {
-      if (!to.IsScalar()) suite::fail_at(path, to, "must be a name");
-      if (key == "names") m.names[from] = to.Scalar();
-      else m.prefixes.emplace_back(from, to.Scalar());
-    });
-  });
+  if (!root.IsMap())
+    suite::fail_at(path, root, "a name map is a mapping {names: {...}, prefixes: {...}}");
+  suite::for_each_entry(
+      path, root, [&](const std::string& key, const YAML::Node& key_node, const YAML::Node& value) {
+        if (key != "names" && key != "prefixes")
+          suite::fail_at(path, key_node, "unknown key '" + key + "' (names, prefixes)");
+        if (!value.IsMap())
+          suite::fail_at(path, value, key + " must map golden names to actual names");
+        suite::for_each_entry(
+            path, value, [&](const std::string& from, const YAML::Node&, const YAML::Node& to) {
+              if (!to.IsScalar()) suite::fail_at(path, to, "must be a name");
+              if (key == "names")
+                m.names[from] = to.Scalar();
+              else
+                m.prefixes.emplace_back(from, to.Scalar());
+            });
+      });
   return m;
 }
 
 bool DumpComparison::ok() const {
   if (!missing_files.empty()) return false;
   for (const auto& f : files) {  // a probe with nothing to compare against is not a pass
-    if (f.report.first_divergent >= 0 || !f.unmatched.empty() || f.report.rows.empty()) return false;
+    if (f.report.first_divergent >= 0 || !f.unmatched.empty() || f.report.rows.empty())
+      return false;
   }
   return !files.empty();
 }
 
 nlohmann::json DumpComparison::to_json() const {
-  nlohmann::json j = {{"ok", ok()}, {"missing_files", missing_files}, {"files", nlohmann::json::array()}};
+  nlohmann::json j = {
+      {"ok", ok()}, {"missing_files", missing_files}, {"files", nlohmann::json::array()}};
   for (const auto& f : files) {
     nlohmann::json fj = f.report.to_json();
     fj["file"] = f.file;
@@ -176,9 +194,10 @@ nlohmann::json DumpComparison::to_json() const {
   return j;
 }
 
-DumpComparison compare_dump_dirs(const std::string& golden_dir, const std::string& actual_dir, const NameMap& map,
-                                 double cosine_min, double rel_l2_max) {
-  if (is_msprobe_dump(actual_dir)) return compare_msprobe(golden_dir, actual_dir, map, cosine_min, rel_l2_max);
+DumpComparison compare_dump_dirs(const std::string& golden_dir, const std::string& actual_dir,
+                                 const NameMap& map, double cosine_min, double rel_l2_max) {
+  if (is_msprobe_dump(actual_dir))
+    return compare_msprobe(golden_dir, actual_dir, map, cosine_min, rel_l2_max);
   DumpComparison out;
   const std::vector<std::string> actual_files = dump_files(actual_dir);
   for (const std::string& name : dump_files(golden_dir)) {

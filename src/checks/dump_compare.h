@@ -6,18 +6,17 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "checks/model_compare.h"
 
 namespace h0::checks {
 
 struct NameMap {
-  std::map<std::string, std::string> names;                 // golden name -> actual name
+  std::map<std::string, std::string> names;                   // golden name -> actual name
   std::vector<std::pair<std::string, std::string>> prefixes;  // golden prefix -> actual prefix
   std::string map(const std::string& golden) const;
 };
@@ -45,7 +44,7 @@ struct DumpComparison {
 // probes, named as HF's modules, compared with the golden file of the same prompt by tensor, or
 // by statistics (max, min, mean, norm within rel_l2_max) when the dump holds statistics only.
 // Throws InputError when a directory does not exist or holds no .safetensors file.
-DumpComparison compare_dump_dirs(const std::string& golden_dir, const std::string& actual_dir, const NameMap& map,
-                                 double cosine_min, double rel_l2_max);
+DumpComparison compare_dump_dirs(const std::string& golden_dir, const std::string& actual_dir,
+                                 const NameMap& map, double cosine_min, double rel_l2_max);
 
 }  // namespace h0::checks

@@ -266,7 +266,8 @@ const model::Tokenizer* tokenizer_of(const std::string& model_dir) {
     std::unique_ptr<model::Tokenizer> t;
     const fs::path file = fs::path(model_dir) / "tokenizer.json";
     try {
-      if (fs::exists(file)) t = std::make_unique<model::Tokenizer>(model::Tokenizer::from_file(file.string()));
+      if (fs::exists(file))
+        t = std::make_unique<model::Tokenizer>(model::Tokenizer::from_file(file.string()));
     } catch (const std::exception&) {
       t.reset();  // a tokenizer we cannot read: the checks say they could not use it
     }
@@ -290,8 +291,10 @@ AdaptedRequest adapt_request(const ServiceHandle& h, const std::string& model_di
   r->dialect = h.info.dialect;
   const service::Sampling& s = r->sampling;
   if (s.ignore_eos && !r->dialect.ignore_eos)
-    out.notes.push_back("ignore_eos not sent (the engine does not take it): output lengths are real");
-  if (s.top_k && !r->dialect.top_k) out.notes.push_back("top_k not sent (the engine does not take it)");
+    out.notes.push_back(
+        "ignore_eos not sent (the engine does not take it): output lengths are real");
+  if (s.top_k && !r->dialect.top_k)
+    out.notes.push_back("top_k not sent (the engine does not take it)");
   if (r->prompt_ids.empty() || r->dialect.id_prompts) return out;
   const model::Tokenizer* tok = tokenizer_of(model_dir);
   if (tok == nullptr) {

@@ -69,7 +69,8 @@ Scored score_echo(const service::Result& r, const std::string& context,
   const int64_t ctx = int64_t(utf8_characters(context));
   const int64_t end = ctx + int64_t(utf8_characters(continuation));
   const auto& t = r.tokens;
-  if (t.empty() || !std::all_of(t.begin(), t.end(), [](const auto& x) { return x.text_offset.has_value(); })) {
+  if (t.empty() ||
+      !std::all_of(t.begin(), t.end(), [](const auto& x) { return x.text_offset.has_value(); })) {
     s.cannot = "its echo gave no logprobs with text offsets for the prompt";
     return s;
   }
@@ -156,8 +157,8 @@ bool load_store_reference(const std::string& db_path, const std::string& selecto
     if (r == nullptr) return false;
     *where += ", case " + r->case_id;
     if (const std::string sha = task_sha256_of(*r); sha != task.sha256) {
-      *why = "its case " + r->case_id + " ran another version of " + task.path +
-             " (task sha256 " + sha.substr(0, 12) + ", this one " + task.sha256.substr(0, 12) + ")";
+      *why = "its case " + r->case_id + " ran another version of " + task.path + " (task sha256 " +
+             sha.substr(0, 12) + ", this one " + task.sha256.substr(0, 12) + ")";
       return false;
     }
     if (r->eval_items.empty()) {
@@ -217,8 +218,8 @@ class EvalCase final : public PreparedCase {
     score_item(h, task.items[order[0]], &items[0], &counters, &cannot);
     if (!cannot.empty()) {
       out.status = Status::kSkip;
-      out.message = "cannot score " + std::string(eval::scorer_name(task.spec.scorer)) +
-                    " here: " + cannot;
+      out.message =
+          "cannot score " + std::string(eval::scorer_name(task.spec.scorer)) + " here: " + cannot;
       return out;
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -247,8 +248,8 @@ class EvalCase final : public PreparedCase {
     const bool has_reference = !spec_.reference_path.empty();
     const eval::Comparison cmp = eval::compare(items, spec_.reference, spec_.gate);
     const eval::Verdict v = eval::judge(cmp, spec_.gate, has_reference, answered, right);
-    out.status = v.outcome == "pass"   ? Status::kPass
-                 : v.outcome == "fail" ? Status::kFail
+    out.status = v.outcome == "pass"             ? Status::kPass
+                 : v.outcome == "fail"           ? Status::kFail
                  : spec_.gate.inconclusive_fails ? Status::kFail
                                                  : Status::kSkip;
     out.message = v.message;
@@ -336,7 +337,8 @@ class EvalCase final : public PreparedCase {
 
   nlohmann::json gate_json() const {
     const eval::GateSpec& g = spec_.gate;
-    nlohmann::json j = {{"alpha", g.alpha}, {"inconclusive", g.inconclusive_fails ? "fail" : "skip"}};
+    nlohmann::json j = {{"alpha", g.alpha},
+                        {"inconclusive", g.inconclusive_fails ? "fail" : "skip"}};
     if (g.max_drop) j["max_drop"] = *g.max_drop;
     if (g.min_agreement) j["min_agreement"] = *g.min_agreement;
     if (g.min_score) j["min_score"] = *g.min_score;
@@ -404,8 +406,8 @@ class EvalCase final : public PreparedCase {
       req.sampling.top_logprobs = 1;
       const service::Result r = send(h, req, out, counters);
       if (!r.ok()) {
-        if (r.outcome == service::Outcome::kHttpError && r.http_status >= 400 && r.http_status < 500 &&
-            r.http_status != 429)
+        if (r.outcome == service::Outcome::kHttpError && r.http_status >= 400 &&
+            r.http_status < 500 && r.http_status != 429)
           *cannot = "the engine refused an echo request with logprobs: " + failure_message(r);
         out->error = failure_message(r);
         return;
@@ -442,7 +444,8 @@ std::map<std::string, ItemResult> load_reference(const suite::Case& c, const YAM
   const std::string text = base::read_regular_file(path, uint64_t(1) << 30);
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("items") || !j.at("items").is_array())
-    throw InputError(path, "not a reference file: expected {\"items\": [...]} (golden/tools/gen_eval.py)");
+    throw InputError(
+        path, "not a reference file: expected {\"items\": [...]} (golden/tools/gen_eval.py)");
   if (j.contains("task_sha256") && j.at("task_sha256") != task.sha256)
     fail(c, node,
          "the reference " + path + " was made for another version of " + task.path +
@@ -510,10 +513,12 @@ eval::GateSpec parse_gate(const suite::Case& c) {
 std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform&) {
   EvalSpec s;
   const YAML::Node model = case_field(c, "model");
-  if (!model.IsScalar()) fail(c, model, "an eval check needs `model`: the model directory the service serves");
+  if (!model.IsScalar())
+    fail(c, model, "an eval check needs `model`: the model directory the service serves");
   s.model_dir = fs::absolute(resolve_case_path(c, model.Scalar())).lexically_normal().string();
   const YAML::Node task = case_field(c, "task");
-  if (!task.IsScalar()) fail(c, task, "an eval check needs `task`: a task file (JSONL, suites/tasks/)");
+  if (!task.IsScalar())
+    fail(c, task, "an eval check needs `task`: a task file (JSONL, suites/tasks/)");
   YAML::Node overrides(YAML::NodeType::Map);
   for (const std::string& key : eval::spec_keys()) {
     if (const YAML::Node v = case_field(c, key); v.IsDefined()) overrides[key] = v;
@@ -544,7 +549,8 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
 }
 
 std::vector<std::string> eval_fields() {
-  std::vector<std::string> f = {"model", "task", "reference", "gate", "limit", "seed", "num_concurrent", "retries"};
+  std::vector<std::string> f = {"model", "task", "reference",      "gate",
+                                "limit", "seed", "num_concurrent", "retries"};
   for (const std::string& k : eval::spec_keys()) f.push_back(k);
   return f;
 }

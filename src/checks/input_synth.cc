@@ -20,8 +20,8 @@ double param(const json& p, const char* key, double fallback) {
 }
 
 // Fills an f64 buffer of n values, then rounds once per the rules of the header.
-std::vector<double> draw(const std::string& kind, const json& p, const tensor::Shape& shape, int64_t n,
-                         const tensor::Philox& rng) {
+std::vector<double> draw(const std::string& kind, const json& p, const tensor::Shape& shape,
+                         int64_t n, const tensor::Philox& rng) {
   std::vector<double> v(static_cast<size_t>(n));
   if (kind == "normal") {
     const double mean = param(p, "mean", 0), std = param(p, "std", 1);
@@ -30,10 +30,12 @@ std::vector<double> draw(const std::string& kind, const json& p, const tensor::S
   } else if (kind == "uniform") {
     const double low = param(p, "low", 0), high = param(p, "high", 1);
     for (int64_t i = 0; i < n; ++i) {
-      v[static_cast<size_t>(i)] = static_cast<float>(low + (high - low) * static_cast<double>(rng.uniform(static_cast<uint64_t>(i))));
+      v[static_cast<size_t>(i)] = static_cast<float>(
+          low + (high - low) * static_cast<double>(rng.uniform(static_cast<uint64_t>(i))));
     }
   } else if (kind == "ints") {
-    const int64_t low = static_cast<int64_t>(param(p, "low", 0)), high = static_cast<int64_t>(param(p, "high", 2));
+    const int64_t low = static_cast<int64_t>(param(p, "low", 0)),
+                  high = static_cast<int64_t>(param(p, "high", 2));
     const uint64_t span = static_cast<uint64_t>(high - low);
     for (int64_t i = 0; i < n; ++i) {
       const uint64_t w = rng.word(static_cast<uint64_t>(i));
@@ -51,19 +53,24 @@ std::vector<double> draw(const std::string& kind, const json& p, const tensor::S
     std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
       return rng.word(static_cast<uint64_t>(a)) < rng.word(static_cast<uint64_t>(b));
     });
-    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(idx[static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < n; ++i)
+      v[static_cast<size_t>(i)] = static_cast<double>(idx[static_cast<size_t>(i)]);
   } else if (kind == "topk_ids") {
     const int64_t experts = static_cast<int64_t>(param(p, "experts", 0));
     const int64_t k = shape.empty() ? 1 : shape.back();
-    if (k > experts) throw InputError("inputs", "topk_ids: k = " + std::to_string(k) + " exceeds experts = " + std::to_string(experts));
+    if (k > experts)
+      throw InputError("inputs", "topk_ids: k = " + std::to_string(k) +
+                                     " exceeds experts = " + std::to_string(experts));
     const int64_t rows = k == 0 ? 0 : n / k;
     for (int64_t t = 0; t < rows; ++t) {
       std::vector<int64_t> e(static_cast<size_t>(experts));
       std::iota(e.begin(), e.end(), 0);
       std::stable_sort(e.begin(), e.end(), [&](int64_t a, int64_t b) {
-        return rng.word(static_cast<uint64_t>(t * experts + a)) < rng.word(static_cast<uint64_t>(t * experts + b));
+        return rng.word(static_cast<uint64_t>(t * experts + a)) <
+               rng.word(static_cast<uint64_t>(t * experts + b));
       });
-      for (int64_t j = 0; j < k; ++j) v[static_cast<size_t>(t * k + j)] = static_cast<double>(e[static_cast<size_t>(j)]);
+      for (int64_t j = 0; j < k; ++j)
+        v[static_cast<size_t>(t * k + j)] = static_cast<double>(e[static_cast<size_t>(j)]);
     }
   } else if (kind == "constant") {
     std::fill(v.begin(), v.end(), static_cast<double>(static_cast<float>(param(p, "value", 0))));
@@ -74,13 +81,17 @@ std::vector<double> draw(const std::string& kind, const json& p, const tensor::S
 }  // namespace
 
 std::string check_distribution(const json& dist) {
-  static const char* kKinds[] = {"normal", "uniform", "ints", "arange", "permutation", "topk_ids", "constant"};
+  static const char* kKinds[] = {"normal",      "uniform",  "ints",    "arange",
+                                 "permutation", "topk_ids", "constant"};
   if (!dist.is_object() || dist.size() != 1) {
-    return "a distribution is a mapping with one key: normal, uniform, ints, arange, permutation, topk_ids or constant";
+    return "a distribution is a mapping with one key: normal, uniform, ints, arange, permutation, "
+           "topk_ids or constant";
   }
   const std::string kind = dist.begin().key();
-  if (std::find_if(std::begin(kKinds), std::end(kKinds), [&](const char* k) { return kind == k; }) == std::end(kKinds)) {
-    return "unknown distribution '" + kind + "' (expected normal, uniform, ints, arange, permutation, topk_ids or constant)";
+  if (std::find_if(std::begin(kKinds), std::end(kKinds),
+                   [&](const char* k) { return kind == k; }) == std::end(kKinds)) {
+    return "unknown distribution '" + kind +
+           "' (expected normal, uniform, ints, arange, permutation, topk_ids or constant)";
   }
   const json& p = dist.begin().value();
   if (!p.is_object() && !p.is_null()) return "the parameters of '" + kind + "' must be a mapping";
@@ -90,13 +101,16 @@ std::string check_distribution(const json& dist) {
     }
   }
   if (kind == "ints" && param(p, "high", 2) <= param(p, "low", 0)) return "ints needs high > low";
-  if (kind == "uniform" && param(p, "high", 1) < param(p, "low", 0)) return "uniform needs high >= low";
+  if (kind == "uniform" && param(p, "high", 1) < param(p, "low", 0))
+    return "uniform needs high >= low";
   if (kind == "topk_ids" && param(p, "experts", 0) <= 0) return "topk_ids needs experts > 0";
   return "";
 }
 
-Tensor synthesize(const json& dist, DType dtype, const tensor::Shape& shape, uint64_t seed, uint64_t stream) {
-  if (const std::string err = check_distribution(dist); !err.empty()) throw InputError("inputs", err);
+Tensor synthesize(const json& dist, DType dtype, const tensor::Shape& shape, uint64_t seed,
+                  uint64_t stream) {
+  if (const std::string err = check_distribution(dist); !err.empty())
+    throw InputError("inputs", err);
   const int64_t n = tensor::numel(shape);
   const tensor::Philox rng(seed, stream);
   const json params = dist.begin().value().is_null() ? json::object() : dist.begin().value();

@@ -19,7 +19,6 @@
 #pragma once
 
 #include <cstdint>
-
 #include <nlohmann/json.hpp>
 
 #include "tensor/tensor.h"

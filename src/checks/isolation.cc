@@ -55,7 +55,8 @@ bool receive_message(int fd, std::string* m) {
 // Waits until `fd` is readable or the deadline passes. False on timeout.
 bool wait_readable(int fd, std::chrono::steady_clock::time_point deadline) {
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
     pollfd p{fd, POLLIN, 0};
     const int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1 << 30)));
@@ -127,7 +128,8 @@ void Worker::reap(std::string* why, bool kill_first) {
   ::waitpid(pid_, &status, 0);
   if (!kill_first && why != nullptr) {
     if (WIFSIGNALED(status)) {
-      *why = std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + ::strsignal(WTERMSIG(status)) + ")";
+      *why = std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+             ::strsignal(WTERMSIG(status)) + ")";
     } else if (WIFEXITED(status)) {
       *why = "exited with status " + std::to_string(WEXITSTATUS(status));
     }
@@ -138,10 +140,12 @@ void Worker::reap(std::string* why, bool kill_first) {
   pid_ = -1;
 }
 
-Worker::Reply Worker::call(const std::string& request, double timeout_s, std::string* response, std::string* why) {
+Worker::Reply Worker::call(const std::string& request, double timeout_s, std::string* response,
+                           std::string* why) {
   H0_CHECK(pid_ > 0) << "call on a dead worker";
   const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_s));
   if (!send_message(to_child_, request)) {
     reap(why, false);
     return Reply::kCrashed;

@@ -4,9 +4,10 @@
 // dies or overruns its deadline is reaped (SIGKILL) and the caller starts a new one.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
-#include <sys/types.h>
 
 namespace h0::checks {
 

@@ -10,7 +10,6 @@
 // Metrics: ranks, bytes_read_total, max_rank_fraction, gb_per_s (all ranks, sequential).
 #include "checks/load_check.h"
 
-
 #include "base/error.h"
 #include "checks/plan_check.h"
 #include "model/model_source.h"
@@ -31,7 +30,10 @@ class LoadCase : public PreparedCase {
   explicit LoadCase(LoadCaseSpec s) : s_(std::move(s)) {}
 
   nlohmann::json describe() const override {
-    return {{"id", s_.id}, {"check", s_.check_id}, {"kind", "load"}, {"model", s_.model},
+    return {{"id", s_.id},
+            {"check", s_.check_id},
+            {"kind", "load"},
+            {"model", s_.model},
             {"plan", plan::plan_name(s_.parallel)}};
   }
 
@@ -47,20 +49,25 @@ class LoadCase : public PreparedCase {
     for (int64_t rank = 0; rank < s_.parallel.world(); ++rank) {
       ranks.push_back(plan::load_rank(arch, inv, ckpt, s_.parallel, rank, {true}));
       const model::LoadReport& l = ranks.back().report;
-      worst = std::max(worst, double(l.bytes_read) / double(std::max<int64_t>(l.checkpoint_bytes, 1)));
+      worst =
+          std::max(worst, double(l.bytes_read) / double(std::max<int64_t>(l.checkpoint_bytes, 1)));
       total += l.bytes_read;
       seconds += l.seconds;
       r.profile.push_back(summarize("load", "rank " + std::to_string(rank), {l.seconds * 1e9}));
       r.profile.back().bytes = double(l.bytes_read);
     }
     const plan::ShardVerification v = plan::verify_rank_shards(inv, ckpt, ranks);
-    r.metrics = {{"ranks", double(ranks.size())}, {"bytes_read_total", double(total)}, {"max_rank_fraction", worst},
-                 {"gb_per_s", seconds > 0 ? double(total) / seconds / 1e9 : 0}, {"slices", double(v.slices)}};
+    r.metrics = {{"ranks", double(ranks.size())},
+                 {"bytes_read_total", double(total)},
+                 {"max_rank_fraction", worst},
+                 {"gb_per_s", seconds > 0 ? double(total) / seconds / 1e9 : 0},
+                 {"slices", double(v.slices)}};
     r.details["problems"] = v.problems;
     std::vector<std::string> failures = v.problems;
     if (worst > s_.max_rank_fraction) {
-      failures.insert(failures.begin(), "a rank reads " + std::to_string(worst) + " of the checkpoint, more than " +
-                                             std::to_string(s_.max_rank_fraction));
+      failures.insert(failures.begin(), "a rank reads " + std::to_string(worst) +
+                                            " of the checkpoint, more than " +
+                                            std::to_string(s_.max_rank_fraction));
     }
     r.status = failures.empty() ? Status::kPass : Status::kFail;
     for (size_t i = 0; i < failures.size() && i < 5; ++i) {
@@ -79,7 +86,8 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
   s.id = c.id;
   s.check_id = c.check->id;
   const YAML::Node model = case_field(c, "model");
-  if (!model.IsDefined() || !model.IsScalar()) suite::fail_at(c.check->where, "kind load needs a `model` directory");
+  if (!model.IsDefined() || !model.IsScalar())
+    suite::fail_at(c.check->where, "kind load needs a `model` directory");
   s.model = resolve_case_path(c, model.Scalar());
   model::Architecture arch;
   try {
@@ -90,17 +98,23 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
   std::string note;
   s.parallel = parse_parallel_plan(c, arch, &note);
   if (const YAML::Node ex = case_field(c, "expect"); ex.IsDefined()) {
-    if (!ex.IsMap()) suite::fail_at(c.check->file, ex, "expect must be a mapping {max_rank_fraction: x}");
-    suite::for_each_entry(c.check->file, ex, [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
-      if (key != "max_rank_fraction") suite::fail_at(c.check->file, k, "unknown expectation '" + key + "' (max_rank_fraction)");
-      s.max_rank_fraction = as_double(c, v, "max_rank_fraction");
-    });
+    if (!ex.IsMap())
+      suite::fail_at(c.check->file, ex, "expect must be a mapping {max_rank_fraction: x}");
+    suite::for_each_entry(
+        c.check->file, ex, [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
+          if (key != "max_rank_fraction")
+            suite::fail_at(c.check->file, k,
+                           "unknown expectation '" + key + "' (max_rank_fraction)");
+          s.max_rank_fraction = as_double(c, v, "max_rank_fraction");
+        });
   }
   return std::make_unique<LoadCase>(std::move(s));
 }
 
 }  // namespace
 
-CheckKind load_check_kind() { return {"load", {"model", "plan", "expect", "timeout", "description"}, &prepare}; }
+CheckKind load_check_kind() {
+  return {"load", {"model", "plan", "expect", "timeout", "description"}, &prepare};
+}
 
 }  // namespace h0::checks

@@ -15,15 +15,15 @@
 #include "base/error.h"
 #include "checks/model_compare.h"
 #include "checks/plan_check.h"
-#include "mesh/communicator.h"
-#include "plan/execution_sharding.h"
 #include "compare/metrics.h"
 #include "io/sharded_checkpoint.h"
+#include "mesh/communicator.h"
 #include "model/executor.h"
 #include "model/generation.h"
 #include "model/host_glue.h"
 #include "model/image.h"
 #include "model/model_source.h"
+#include "plan/execution_sharding.h"
 #include "suite/location.h"
 
 namespace h0::checks {
@@ -39,7 +39,8 @@ struct ModelTolerance {
 // Defaults by run dtype: f32 must match transformers' f32 to rounding; bf16/f16 runs are
 // compared with the f32 golden, so they get the precision of their dtype.
 ModelTolerance default_tolerance(tensor::DType dtype) {
-  if (dtype == tensor::DType::kF32 || dtype == tensor::DType::kF64) return {0.99999, 0.99999, 1e-3, 1.0, 1e-4, true};
+  if (dtype == tensor::DType::kF32 || dtype == tensor::DType::kF64)
+    return {0.99999, 0.99999, 1e-3, 1.0, 1e-4, true};
   return {0.999, 0.995, 0.1, 0.8, 5e-2, false};
 }
 
@@ -47,10 +48,11 @@ ModelTolerance default_tolerance(tensor::DType dtype) {
 // from the goldens of its unquantized original (same prompt), beside the usual comparison with
 // the golden of the quantized checkpoint itself. Thresholds left out are reported, not judged.
 struct QuantBudget {
-  std::string original_file;           // the original's golden for this prompt
-  std::optional<double> kl_mean_max;    // mean over positions of KL(original || ours)
+  std::string original_file;          // the original's golden for this prompt
+  std::optional<double> kl_mean_max;  // mean over positions of KL(original || ours)
   std::optional<double> top1_agreement_min;
-  std::optional<int64_t> greedy_divergence_min;  // the first greedy step that differs must be >= this
+  std::optional<int64_t>
+      greedy_divergence_min;  // the first greedy step that differs must be >= this
 };
 
 struct ModelSpec {
@@ -81,50 +83,72 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
   s.id = c.id;
   s.check_id = c.check->id;
   s.model = resolve_case_path(c, scalar(c, "model", true));
-  if (!fs::is_directory(s.model)) fail(c, case_field(c, "model"), "model directory " + s.model + " does not exist");
+  if (!fs::is_directory(s.model))
+    fail(c, case_field(c, "model"), "model directory " + s.model + " does not exist");
   // Default golden: golden/models/<model directory name>/ (golden/tools/gen_models.py).
   std::string golden = scalar(c, "golden", false);
-  golden = resolve_case_path(c, golden.empty() ? "golden/models/" + fs::path(s.model).filename().string() : golden);
+  golden = resolve_case_path(
+      c, golden.empty() ? "golden/models/" + fs::path(s.model).filename().string() : golden);
   if (fs::is_directory(golden)) {
     const std::string prompt = scalar(c, "prompt", true);
     golden = (fs::path(golden) / (prompt + ".safetensors")).string();
   }
-  if (!fs::exists(golden)) fail(c, case_field(c, "golden"), "golden file " + golden + " does not exist (golden/tools/dump_hf.py writes them)");
+  if (!fs::exists(golden))
+    fail(c, case_field(c, "golden"),
+         "golden file " + golden + " does not exist (golden/tools/dump_hf.py writes them)");
   s.golden_file = golden;
   if (const std::string d = scalar(c, "dtype", false); !d.empty()) {
     const auto dt = tensor::parse_dtype(d);
-    if (!dt || !tensor::is_float(*dt)) fail(c, case_field(c, "dtype"), "dtype must be f32, bf16 or f16, got '" + d + "'");
+    if (!dt || !tensor::is_float(*dt))
+      fail(c, case_field(c, "dtype"), "dtype must be f32, bf16 or f16, got '" + d + "'");
     s.dtype = *dt;
   }
-  if (const std::string f = scalar(c, "fallback", false); !f.empty() && !backend::parse_fallback(f, &s.fallback)) {
+  if (const std::string f = scalar(c, "fallback", false);
+      !f.empty() && !backend::parse_fallback(f, &s.fallback)) {
     fail(c, case_field(c, "fallback"), "fallback must be none, decompose or host");
   }
-  if (const std::string g = scalar(c, "greedy", false); !g.empty()) s.greedy = int(as_double(c, case_field(c, "greedy"), "greedy"));
+  if (const std::string g = scalar(c, "greedy", false); !g.empty())
+    s.greedy = int(as_double(c, case_field(c, "greedy"), "greedy"));
   if (kind == "image") s.image = resolve_case_path(c, scalar(c, "image", true));
   if (const YAML::Node m = case_field(c, "mesh"); m.IsDefined() && !m.IsNull()) {
     std::string note;
     s.mesh = parse_parallel_plan(c, model::load_architecture(s.model), &note, "mesh");
-    if (s.mesh->pp > 1 && kind == "layer") fail(c, m, "a layer check runs one layer: its mesh cannot have pp > 1");
+    if (s.mesh->pp > 1 && kind == "layer")
+      fail(c, m, "a layer check runs one layer: its mesh cannot have pp > 1");
   }
   if (kind == "layer") s.layer = int64_t(as_double(c, case_field(c, "layer"), "layer"));
   if (const std::string a = scalar(c, "act_quant", false); !a.empty()) {
-    if (a != "none" && a != "dynamic") fail(c, case_field(c, "act_quant"), "act_quant must be none or dynamic, got '" + a + "'");
+    if (a != "none" && a != "dynamic")
+      fail(c, case_field(c, "act_quant"), "act_quant must be none or dynamic, got '" + a + "'");
     s.act_quant = a == "dynamic";
   }
   if (const YAML::Node b = case_field(c, "quant_budget"); b.IsDefined() && !b.IsNull()) {
-    if (!b.IsMap()) fail(c, b, "quant_budget must be a mapping {original, kl_mean_max, top1_agreement_min, greedy_divergence_min}");
+    if (!b.IsMap())
+      fail(c, b,
+           "quant_budget must be a mapping {original, kl_mean_max, top1_agreement_min, "
+           "greedy_divergence_min}");
     QuantBudget q;
     for (const auto& kv : b) {
       const std::string k = kv.first.Scalar();
-      if (k == "original") q.original_file = resolve_case_path(c, as_string(c, kv.second, "original"));
-      else if (k == "kl_mean_max") q.kl_mean_max = as_double(c, kv.second, "kl_mean_max");
-      else if (k == "top1_agreement_min") q.top1_agreement_min = as_double(c, kv.second, "top1_agreement_min");
-      else if (k == "greedy_divergence_min") q.greedy_divergence_min = int64_t(as_double(c, kv.second, "greedy_divergence_min"));
-      else fail(c, kv.first, "unknown quant_budget key '" + k + "' (original, kl_mean_max, top1_agreement_min, greedy_divergence_min)");
+      if (k == "original")
+        q.original_file = resolve_case_path(c, as_string(c, kv.second, "original"));
+      else if (k == "kl_mean_max")
+        q.kl_mean_max = as_double(c, kv.second, "kl_mean_max");
+      else if (k == "top1_agreement_min")
+        q.top1_agreement_min = as_double(c, kv.second, "top1_agreement_min");
+      else if (k == "greedy_divergence_min")
+        q.greedy_divergence_min = int64_t(as_double(c, kv.second, "greedy_divergence_min"));
+      else
+        fail(c, kv.first,
+             "unknown quant_budget key '" + k +
+                 "' (original, kl_mean_max, top1_agreement_min, greedy_divergence_min)");
     }
-    if (q.original_file.empty()) fail(c, b, "quant_budget needs 'original': the unquantized model's golden directory or file");
-    if (fs::is_directory(q.original_file)) q.original_file = (fs::path(q.original_file) / fs::path(s.golden_file).filename()).string();
-    if (!fs::exists(q.original_file)) fail(c, b["original"], "golden file " + q.original_file + " does not exist");
+    if (q.original_file.empty())
+      fail(c, b, "quant_budget needs 'original': the unquantized model's golden directory or file");
+    if (fs::is_directory(q.original_file))
+      q.original_file = (fs::path(q.original_file) / fs::path(s.golden_file).filename()).string();
+    if (!fs::exists(q.original_file))
+      fail(c, b["original"], "golden file " + q.original_file + " does not exist");
     s.budget = q;
   }
   s.tol = default_tolerance(s.dtype);
@@ -133,13 +157,23 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
     if (!t.IsMap()) fail(c, t, "tolerance must be a mapping");
     for (const auto& kv : t) {
       const std::string k = kv.first.Scalar();
-      if (k == "cosine_min") s.tol.cosine_min = as_double(c, kv.second, "cosine_min");
-      else if (k == "probe_cosine_min") s.tol.probe_cosine_min = as_double(c, kv.second, "probe_cosine_min");
-      else if (k == "probe_rel_l2_max") s.tol.probe_rel_l2_max = as_double(c, kv.second, "probe_rel_l2_max");
-      else if (k == "top1_agreement_min") s.tol.top1_agreement_min = as_double(c, kv.second, "top1_agreement_min");
-      else if (k == "kl_max") s.tol.kl_max = as_double(c, kv.second, "kl_max");
-      else if (k == "greedy") s.tol.greedy_exact = kv.second.Scalar() == "exact";
-      else fail(c, kv.first, "unknown tolerance '" + k + "' (cosine_min, probe_cosine_min, probe_rel_l2_max, top1_agreement_min, kl_max, greedy: exact|close)");
+      if (k == "cosine_min")
+        s.tol.cosine_min = as_double(c, kv.second, "cosine_min");
+      else if (k == "probe_cosine_min")
+        s.tol.probe_cosine_min = as_double(c, kv.second, "probe_cosine_min");
+      else if (k == "probe_rel_l2_max")
+        s.tol.probe_rel_l2_max = as_double(c, kv.second, "probe_rel_l2_max");
+      else if (k == "top1_agreement_min")
+        s.tol.top1_agreement_min = as_double(c, kv.second, "top1_agreement_min");
+      else if (k == "kl_max")
+        s.tol.kl_max = as_double(c, kv.second, "kl_max");
+      else if (k == "greedy")
+        s.tol.greedy_exact = kv.second.Scalar() == "exact";
+      else
+        fail(c, kv.first,
+             "unknown tolerance '" + k +
+                 "' (cosine_min, probe_cosine_min, probe_rel_l2_max, top1_agreement_min, kl_max, "
+                 "greedy: exact|close)");
     }
   }
   return s;
@@ -148,7 +182,8 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
 std::vector<std::vector<int64_t>> rows_of(const tensor::Tensor& t) {
   std::vector<std::vector<int64_t>> out;
   const int64_t k = t.numel() / std::max<int64_t>(t.dim(0), 1);
-  for (int64_t i = 0; i < t.dim(0); ++i) out.emplace_back(t.data_as<int64_t>() + i * k, t.data_as<int64_t>() + (i + 1) * k);
+  for (int64_t i = 0; i < t.dim(0); ++i)
+    out.emplace_back(t.data_as<int64_t>() + i * k, t.data_as<int64_t>() + (i + 1) * k);
   return out;
 }
 
@@ -159,7 +194,8 @@ void gather_ranks(mesh::Communicator& world, const model::Sharding& sh, const Pr
   // Each rank: [failed, the layer and step of its first divergence (model::probe_place)].
   int32_t mine[3] = {failures->empty() ? 0 : 1, INT32_MAX, INT32_MAX};
   if (report.first_divergent >= 0) {
-    const model::ProbePlace at = model::probe_place(report.rows[size_t(report.first_divergent)].name);
+    const model::ProbePlace at =
+        model::probe_place(report.rows[size_t(report.first_divergent)].name);
     mine[1] = at.layer;
     mine[2] = at.step;
   }
@@ -175,7 +211,9 @@ void gather_ranks(mesh::Communicator& world, const model::Sharding& sh, const Pr
   if (first < 0) return;
   r->details["first_divergent_rank"] = first;
   const int32_t layer = all[size_t(first) * 3 + 1];
-  std::string where = layer >= 0 && layer < model::ProbePlace::kAfterLayers ? " in layer " + std::to_string(layer) : "";
+  std::string where = layer >= 0 && layer < model::ProbePlace::kAfterLayers
+                          ? " in layer " + std::to_string(layer)
+                          : "";
   if (first == world.rank()) where += " (" + sh.label + ")";
   failures->insert(failures->begin(), "rank " + std::to_string(first) + " diverged first" + where);
 }
@@ -185,8 +223,10 @@ class ModelCase : public PreparedCase {
   explicit ModelCase(ModelSpec s) : s_(std::move(s)) {}
 
   nlohmann::json describe() const override {
-    return {{"id", s_.id}, {"check", s_.check_id}, {"kind", s_.kind}, {"model", s_.model}, {"golden", s_.golden_file},
-            {"dtype", tensor::dtype_name(s_.dtype)}, {"image", s_.image}, {"layer", s_.layer}};
+    return {
+        {"id", s_.id},       {"check", s_.check_id},     {"kind", s_.kind},
+        {"model", s_.model}, {"golden", s_.golden_file}, {"dtype", tensor::dtype_name(s_.dtype)},
+        {"image", s_.image}, {"layer", s_.layer}};
   }
 
   CheckResult run(RunContext& ctx) override {
@@ -199,8 +239,9 @@ class ModelCase : public PreparedCase {
     if (s_.mesh) {
       if (ctx.world().size() != s_.mesh->world()) {
         r.status = Status::kSkip;
-        r.message = "needs " + std::to_string(s_.mesh->world()) + " ranks (mesh " + plan::plan_name(*s_.mesh) +
-                    "); run under mpirun -np " + std::to_string(s_.mesh->world());
+        r.message = "needs " + std::to_string(s_.mesh->world()) + " ranks (mesh " +
+                    plan::plan_name(*s_.mesh) + "); run under mpirun -np " +
+                    std::to_string(s_.mesh->world());
         return r;
       }
       sharding = plan::execution_sharding(arch, *s_.mesh, ctx.world());
@@ -218,13 +259,15 @@ class ModelCase : public PreparedCase {
     } else {
       run_model(ex, golden, &probes, &r, &failures);
     }
-    const ProbeReport report = compare_probes(probes.probes(), golden, s_.tol.probe_cosine_min, s_.tol.probe_rel_l2_max);
+    const ProbeReport report =
+        compare_probes(probes.probes(), golden, s_.tol.probe_cosine_min, s_.tol.probe_rel_l2_max);
     r.details["probes"] = report.to_json();
     double worst = 1;
     for (const ProbeRow& row : report.rows) worst = std::min(worst, row.cosine);
     r.metrics.emplace_back("probe_cosine_min", worst);
     r.metrics.emplace_back("probes_compared", double(report.rows.size()));
-    if (report.first_divergent >= 0) failures.insert(failures.begin(), "first divergence at " + report.first_divergence());
+    if (report.first_divergent >= 0)
+      failures.insert(failures.begin(), "first divergence at " + report.first_divergence());
     for (const model::OpStats& s : ex.ops().profile()) {
       ProfileRow row = summarize("model", s.op + "[" + s.shapes + "]", s.samples_ns);
       row.bytes = s.bytes * double(s.calls);
@@ -242,41 +285,57 @@ class ModelCase : public PreparedCase {
   }
 
  private:
-  void run_model(model::Executor& ex, const io::SafetensorsFile& golden, model::ProbeRecorder* probes,
-                 CheckResult* r, std::vector<std::string>* failures) {
+  void run_model(model::Executor& ex, const io::SafetensorsFile& golden,
+                 model::ProbeRecorder* probes, CheckResult* r, std::vector<std::string>* failures) {
     const std::vector<int64_t> prompt = model::glue::ids_of(golden.get("input_ids"));
     tensor::Tensor features;
     std::vector<model::ImageGrid> grids;
     if (s_.kind == "image" && ex.arch().vision && ex.arch().vision->tower == "qwen2_5_vl") {
-      const model::QwenVlPixels px = model::qwen_vl_pixels(model::decode_image(s_.image), model::load_qwen_vl_processor(s_.model));
+      const model::QwenVlPixels px = model::qwen_vl_pixels(model::decode_image(s_.image),
+                                                           model::load_qwen_vl_processor(s_.model));
       grids.push_back({px.grid_t, px.grid_h, px.grid_w});
       features = ex.qwen_image_features(px.pixel_values, grids[0], probes);
     } else if (s_.kind == "image") {
       const model::ClipProcessor p = model::load_clip_processor(s_.model);
-      features = ex.image_features(model::clip_rescaled_pixels(model::decode_image(s_.image), p), p.mean, p.std, probes);
+      features = ex.image_features(model::clip_rescaled_pixels(model::decode_image(s_.image), p),
+                                   p.mean, p.std, probes);
     }
     const bool has_greedy = golden.find("greedy_ids") != nullptr;
-    const int steps = s_.greedy >= 0 ? s_.greedy : has_greedy ? int(golden.get("greedy_ids").numel()) : 0;
-    const model::Generation gen =
-        model::generate_greedy(ex, prompt, steps, probes, s_.kind == "image" ? &features : nullptr, grids);
+    const int steps = s_.greedy >= 0 ? s_.greedy
+                      : has_greedy   ? int(golden.get("greedy_ids").numel())
+                                     : 0;
+    const model::Generation gen = model::generate_greedy(
+        ex, prompt, steps, probes, s_.kind == "image" ? &features : nullptr, grids);
     const LogitsMetrics m = compare_logits(gen.prompt_logits, golden.get("logits"));
-    r->metrics.insert(r->metrics.end(), {{"cosine", m.cosine}, {"max_abs_err", m.max_abs_err}, {"kl_mean", m.kl_mean},
-                                         {"kl_max", m.kl_max}, {"top1_agreement", m.top1_agreement},
+    r->metrics.insert(r->metrics.end(), {{"cosine", m.cosine},
+                                         {"max_abs_err", m.max_abs_err},
+                                         {"kl_mean", m.kl_mean},
+                                         {"kl_max", m.kl_max},
+                                         {"top1_agreement", m.top1_agreement},
                                          {"top5_overlap", m.top5_overlap}});
-    r->metrics.emplace_back("prefill_tokens_per_s", double(prompt.size()) / std::max(gen.prefill_s, 1e-9));
-    if (steps > 1) r->metrics.emplace_back("decode_tokens_per_s", double(steps - 1) / std::max(gen.decode_s, 1e-9));
-    if (m.cosine < s_.tol.cosine_min) failures->push_back("logits cosine " + std::to_string(m.cosine) + " < " + std::to_string(s_.tol.cosine_min));
+    r->metrics.emplace_back("prefill_tokens_per_s",
+                            double(prompt.size()) / std::max(gen.prefill_s, 1e-9));
+    if (steps > 1)
+      r->metrics.emplace_back("decode_tokens_per_s",
+                              double(steps - 1) / std::max(gen.decode_s, 1e-9));
+    if (m.cosine < s_.tol.cosine_min)
+      failures->push_back("logits cosine " + std::to_string(m.cosine) + " < " +
+                          std::to_string(s_.tol.cosine_min));
     if (m.top1_agreement < s_.tol.top1_agreement_min) {
-      failures->push_back("top-1 agreement " + std::to_string(m.top1_agreement) + " < " + std::to_string(s_.tol.top1_agreement_min) +
-                          " (first at position " + std::to_string(m.first_top1_mismatch) + ")");
+      failures->push_back("top-1 agreement " + std::to_string(m.top1_agreement) + " < " +
+                          std::to_string(s_.tol.top1_agreement_min) + " (first at position " +
+                          std::to_string(m.first_top1_mismatch) + ")");
     }
-    if (m.kl_max > s_.tol.kl_max) failures->push_back("KL divergence " + std::to_string(m.kl_max) + " > " + std::to_string(s_.tol.kl_max));
+    if (m.kl_max > s_.tol.kl_max)
+      failures->push_back("KL divergence " + std::to_string(m.kl_max) + " > " +
+                          std::to_string(s_.tol.kl_max));
     if (steps > 0 && has_greedy) judge_greedy(gen, golden, r, failures);
     if (s_.budget) judge_budget(gen, r, failures);
   }
 
   // Question (b) of a quantized checkpoint: its distance from the unquantized original.
-  void judge_budget(const model::Generation& gen, CheckResult* r, std::vector<std::string>* failures) {
+  void judge_budget(const model::Generation& gen, CheckResult* r,
+                    std::vector<std::string>* failures) {
     const QuantBudget& b = *s_.budget;
     const io::SafetensorsFile original = io::SafetensorsFile::open(b.original_file);
     const LogitsMetrics m = compare_logits(gen.prompt_logits, original.get("logits"));
@@ -289,22 +348,27 @@ class ModelCase : public PreparedCase {
       }
     }
     if (s_.act_quant) r->metrics.emplace_back("act_quant_dynamic", 1);
-    r->metrics.insert(r->metrics.end(), {{"budget_kl_mean", m.kl_mean}, {"budget_kl_max", m.kl_max},
+    r->metrics.insert(r->metrics.end(), {{"budget_kl_mean", m.kl_mean},
+                                         {"budget_kl_max", m.kl_max},
                                          {"budget_top1_agreement", m.top1_agreement},
                                          {"budget_greedy_divergence", double(diverge)}});
-    r->details["quant_budget"] = {{"original", b.original_file}, {"kl_mean", m.kl_mean}, {"kl_max", m.kl_max},
-                                  {"top1_agreement", m.top1_agreement}, {"greedy_divergence", diverge},
-                                  {"greedy_steps", std::min(want.size(), gen.ids.size())}};
+    r->details["quant_budget"] = {
+        {"original", b.original_file},  {"kl_mean", m.kl_mean},
+        {"kl_max", m.kl_max},           {"top1_agreement", m.top1_agreement},
+        {"greedy_divergence", diverge}, {"greedy_steps", std::min(want.size(), gen.ids.size())}};
     const std::string vs = " against the unquantized original";
     if (b.kl_mean_max && m.kl_mean > *b.kl_mean_max) {
-      failures->push_back("quantization budget: mean KL " + std::to_string(m.kl_mean) + " > " + std::to_string(*b.kl_mean_max) + vs);
+      failures->push_back("quantization budget: mean KL " + std::to_string(m.kl_mean) + " > " +
+                          std::to_string(*b.kl_mean_max) + vs);
     }
     if (b.top1_agreement_min && m.top1_agreement < *b.top1_agreement_min) {
-      failures->push_back("quantization budget: top-1 agreement " + std::to_string(m.top1_agreement) + " < " +
+      failures->push_back("quantization budget: top-1 agreement " +
+                          std::to_string(m.top1_agreement) + " < " +
                           std::to_string(*b.top1_agreement_min) + vs);
     }
     if (b.greedy_divergence_min && diverge < *b.greedy_divergence_min) {
-      failures->push_back("quantization budget: greedy tokens part at step " + std::to_string(diverge) + " < " +
+      failures->push_back("quantization budget: greedy tokens part at step " +
+                          std::to_string(diverge) + " < " +
                           std::to_string(*b.greedy_divergence_min) + vs);
     }
   }
@@ -314,27 +378,39 @@ class ModelCase : public PreparedCase {
     std::vector<std::vector<int64_t>> ours_top5;
     for (const auto& t : gen.top5) ours_top5.push_back(t.ids);
     const std::vector<int64_t> want = model::glue::ids_of(golden.get("greedy_ids"));
-    const GreedyResult g = compare_greedy(gen.ids, ours_top5, std::vector<int64_t>(want.begin(), want.begin() + long(std::min(want.size(), gen.ids.size()))),
-                                          rows_of(golden.get("greedy_top5_ids")));
+    const GreedyResult g = compare_greedy(
+        gen.ids, ours_top5,
+        std::vector<int64_t>(want.begin(),
+                             want.begin() + long(std::min(want.size(), gen.ids.size()))),
+        rows_of(golden.get("greedy_top5_ids")));
     r->metrics.emplace_back("greedy_identical", g.identical ? 1 : 0);
-    r->details["greedy"] = {{"ours", gen.ids}, {"golden", want}, {"identical", g.identical}, {"close", g.close}, {"detail", g.detail}};
-    if (s_.tol.greedy_exact ? !g.identical : !g.close) failures->push_back("greedy tokens differ: " + g.detail);
+    r->details["greedy"] = {{"ours", gen.ids},
+                            {"golden", want},
+                            {"identical", g.identical},
+                            {"close", g.close},
+                            {"detail", g.detail}};
+    if (s_.tol.greedy_exact ? !g.identical : !g.close)
+      failures->push_back("greedy tokens differ: " + g.detail);
   }
 
-  void run_layer(model::Executor& ex, const io::SafetensorsFile& golden, model::ProbeRecorder* probes,
-                 CheckResult* r, std::vector<std::string>* failures) {
+  void run_layer(model::Executor& ex, const io::SafetensorsFile& golden,
+                 model::ProbeRecorder* probes, CheckResult* r, std::vector<std::string>* failures) {
     const std::string p = ex.probe_prefix();
-    const std::string in = s_.layer == 0 ? (golden.find("inputs_embeds") ? "inputs_embeds" : p + "embed_tokens")
-                                         : p + "layers." + std::to_string(s_.layer - 1);
+    const std::string in =
+        s_.layer == 0 ? (golden.find("inputs_embeds") ? "inputs_embeds" : p + "embed_tokens")
+                      : p + "layers." + std::to_string(s_.layer - 1);
     const std::string out = p + "layers." + std::to_string(s_.layer);
     if (golden.find(in) == nullptr || golden.find(out) == nullptr) {
-      throw InputError(s_.golden_file, "has no probe '" + (golden.find(in) ? out : in) + "' for layer " + std::to_string(s_.layer));
+      throw InputError(s_.golden_file, "has no probe '" + (golden.find(in) ? out : in) +
+                                           "' for layer " + std::to_string(s_.layer));
     }
     const tensor::Tensor input = golden.get(in);
     const tensor::Tensor y = ex.run_layer(s_.layer, input, probes);
     const compare::Metrics m = compare::compute_metrics(y, golden.get(out), {0, 0, false});
-    r->metrics.insert(r->metrics.end(), {{"cosine", m.cosine}, {"max_abs_err", m.max_abs_err}, {"rmse", m.rmse}});
-    r->details["worst"] = {{"index", m.worst_index}, {"actual", m.worst_actual}, {"expected", m.worst_expected}};
+    r->metrics.insert(r->metrics.end(),
+                      {{"cosine", m.cosine}, {"max_abs_err", m.max_abs_err}, {"rmse", m.rmse}});
+    r->details["worst"] = {
+        {"index", m.worst_index}, {"actual", m.worst_actual}, {"expected", m.worst_expected}};
     judge_layer_output(m, out, "", failures);
     // The same layer again with its last rows as decode steps after a prefill of the others: the
     // KV cache and a linear layer's conv and recurrent state carried between calls, which one
@@ -344,22 +420,29 @@ class ModelCase : public PreparedCase {
     model::ProbeRecorder stepped({}, true);
     const tensor::Tensor ys = ex.run_layer(s_.layer, input, &stepped, T - steps);
     const compare::Metrics ms = compare::compute_metrics(ys, golden.get(out), {0, 0, false});
-    r->metrics.insert(r->metrics.end(), {{"decode_cosine", ms.cosine}, {"decode_max_abs_err", ms.max_abs_err}});
-    const std::string how = "decode steps (a prefill of " + std::to_string(T - steps) + " rows, then " +
-                            std::to_string(steps) + " one at a time): ";
-    const ProbeReport report = compare_probes(stepped.probes(), golden, s_.tol.probe_cosine_min, s_.tol.probe_rel_l2_max);
-    r->details["decode_steps"] = {{"prefill", T - steps}, {"steps", steps}, {"probes", report.to_json()}};
-    if (report.first_divergent >= 0) failures->push_back(how + "first divergence at " + report.first_divergence());
+    r->metrics.insert(r->metrics.end(),
+                      {{"decode_cosine", ms.cosine}, {"decode_max_abs_err", ms.max_abs_err}});
+    const std::string how = "decode steps (a prefill of " + std::to_string(T - steps) +
+                            " rows, then " + std::to_string(steps) + " one at a time): ";
+    const ProbeReport report =
+        compare_probes(stepped.probes(), golden, s_.tol.probe_cosine_min, s_.tol.probe_rel_l2_max);
+    r->details["decode_steps"] = {
+        {"prefill", T - steps}, {"steps", steps}, {"probes", report.to_json()}};
+    if (report.first_divergent >= 0)
+      failures->push_back(how + "first divergence at " + report.first_divergence());
     judge_layer_output(ms, out, how, failures);
   }
 
   void judge_layer_output(const compare::Metrics& m, const std::string& out, const std::string& how,
                           std::vector<std::string>* failures) const {
     if (m.cosine < s_.tol.cosine_min) {
-      failures->push_back(how + out + " cosine " + std::to_string(m.cosine) + " < " + std::to_string(s_.tol.cosine_min));
+      failures->push_back(how + out + " cosine " + std::to_string(m.cosine) + " < " +
+                          std::to_string(s_.tol.cosine_min));
     }
-    if (m.nan_mismatch > 0 || m.inf_mismatch > 0) {  // left out of the cosine: a layer that makes a NaN passes it
-      failures->push_back(how + out + ": " + std::to_string(m.nan_mismatch) + " NaN and " + std::to_string(m.inf_mismatch) +
+    if (m.nan_mismatch > 0 ||
+        m.inf_mismatch > 0) {  // left out of the cosine: a layer that makes a NaN passes it
+      failures->push_back(how + out + ": " + std::to_string(m.nan_mismatch) + " NaN and " +
+                          std::to_string(m.inf_mismatch) +
                           " Inf elements where the golden has none (or the reverse)");
     }
   }
@@ -373,8 +456,9 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
 }
 
 constexpr char kModel[] = "model", kImage[] = "image", kLayer[] = "layer";
-const std::vector<std::string> kCommon = {"model", "golden", "prompt", "dtype", "fallback", "greedy", "tolerance",
-                                          "mesh", "timeout", "description"};
+const std::vector<std::string> kCommon = {"model",    "golden",     "prompt",    "dtype",
+                                          "fallback", "greedy",     "tolerance", "mesh",
+                                          "timeout",  "description"};
 
 std::vector<std::string> fields(std::vector<std::string> extra) {
   extra.insert(extra.end(), kCommon.begin(), kCommon.end());
@@ -383,7 +467,9 @@ std::vector<std::string> fields(std::vector<std::string> extra) {
 
 }  // namespace
 
-CheckKind model_check_kind() { return {kModel, fields({"quant_budget", "act_quant"}), &prepare<kModel>}; }
+CheckKind model_check_kind() {
+  return {kModel, fields({"quant_budget", "act_quant"}), &prepare<kModel>};
+}
 CheckKind image_check_kind() { return {kImage, fields({"image"}), &prepare<kImage>}; }
 CheckKind layer_check_kind() { return {kLayer, fields({"layer"}), &prepare<kLayer>}; }
 

@@ -30,8 +30,9 @@ std::vector<int64_t> top_ids(const std::vector<double>& x, size_t k) {
   std::vector<int64_t> idx(x.size());
   std::iota(idx.begin(), idx.end(), 0);
   k = std::min(k, idx.size());
-  std::partial_sort(idx.begin(), idx.begin() + long(k), idx.end(),
-                    [&](int64_t a, int64_t b) { return x[size_t(a)] != x[size_t(b)] ? x[size_t(a)] > x[size_t(b)] : a < b; });
+  std::partial_sort(idx.begin(), idx.begin() + long(k), idx.end(), [&](int64_t a, int64_t b) {
+    return x[size_t(a)] != x[size_t(b)] ? x[size_t(a)] > x[size_t(b)] : a < b;
+  });
   idx.resize(k);
   return idx;
 }
@@ -45,7 +46,9 @@ std::string ids_text(const std::vector<int64_t>& ids) {
   return s;
 }
 
-bool contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool contains(const std::vector<int64_t>& v, int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 }  // namespace
 
@@ -80,30 +83,38 @@ LogitsMetrics compare_logits(const tensor::Tensor& actual, const tensor::Tensor&
   return m;
 }
 
-GreedyResult compare_greedy(const std::vector<int64_t>& ours, const std::vector<std::vector<int64_t>>& ours_top5,
-                            const std::vector<int64_t>& golden, const std::vector<std::vector<int64_t>>& golden_top5) {
+GreedyResult compare_greedy(const std::vector<int64_t>& ours,
+                            const std::vector<std::vector<int64_t>>& ours_top5,
+                            const std::vector<int64_t>& golden,
+                            const std::vector<std::vector<int64_t>>& golden_top5) {
   GreedyResult r;
   const size_t n = std::min(ours.size(), golden.size());
   for (size_t i = 0; i < n; ++i) {
     if (ours[i] == golden[i]) continue;
     r.first_mismatch = int64_t(i);
     r.close = contains(golden_top5[i], ours[i]) && contains(ours_top5[i], golden[i]);
-    r.detail = "step " + std::to_string(i) + ": ours " + std::to_string(ours[i]) + " (golden top-5: " +
-               ids_text(golden_top5[i]) + "), golden " + std::to_string(golden[i]) + " (our top-5: " +
-               ids_text(ours_top5[i]) + ")";
+    r.detail = "step " + std::to_string(i) + ": ours " + std::to_string(ours[i]) +
+               " (golden top-5: " + ids_text(golden_top5[i]) + "), golden " +
+               std::to_string(golden[i]) + " (our top-5: " + ids_text(ours_top5[i]) + ")";
     return r;
   }
   r.identical = r.close = ours.size() == golden.size();
-  if (!r.identical) r.detail = "generated " + std::to_string(ours.size()) + " tokens, golden has " + std::to_string(golden.size());
+  if (!r.identical)
+    r.detail = "generated " + std::to_string(ours.size()) + " tokens, golden has " +
+               std::to_string(golden.size());
   return r;
 }
 
 ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tensor>>& actual,
-                           const io::SafetensorsFile& golden, double cosine_min, double rel_l2_max) {
-  return compare_probes(actual, [&](const std::string& name) -> std::optional<tensor::Tensor> {
-    if (golden.find(name) == nullptr) return std::nullopt;
-    return golden.get(name);
-  }, cosine_min, rel_l2_max);
+                           const io::SafetensorsFile& golden, double cosine_min,
+                           double rel_l2_max) {
+  return compare_probes(
+      actual,
+      [&](const std::string& name) -> std::optional<tensor::Tensor> {
+        if (golden.find(name) == nullptr) return std::nullopt;
+        return golden.get(name);
+      },
+      cosine_min, rel_l2_max);
 }
 
 ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tensor>>& actual,
@@ -121,9 +132,11 @@ ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tens
       // A NaN or Inf where the golden has none (or the reverse) diverges whatever the finite
       // elements' cosine says (the metrics leave non-finite pairs out of it).
       const bool finite_alike = m.nan_mismatch == 0 && m.inf_mismatch == 0;
-      report.rows.push_back({name, m.cosine, m.max_abs_err, rel, finite_alike && m.cosine >= cosine_min && rel <= rel_l2_max});
+      report.rows.push_back({name, m.cosine, m.max_abs_err, rel,
+                             finite_alike && m.cosine >= cosine_min && rel <= rel_l2_max});
     }
-    if (!report.rows.back().ok && report.first_divergent < 0) report.first_divergent = int(report.rows.size() - 1);
+    if (!report.rows.back().ok && report.first_divergent < 0)
+      report.first_divergent = int(report.rows.size() - 1);
   }
   return report;
 }
@@ -151,7 +164,8 @@ nlohmann::json ProbeReport::to_json() const {
   }
   nlohmann::json j = {{"probes", probes}};
   if (first_divergent >= 0) {
-    j["first_divergence"] = {{"probe", rows[size_t(first_divergent)].name}, {"where", first_divergence()},
+    j["first_divergence"] = {{"probe", rows[size_t(first_divergent)].name},
+                             {"where", first_divergence()},
                              {"cosine", rows[size_t(first_divergent)].cosine}};
   }
   return j;

@@ -5,12 +5,11 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "io/safetensors_reader.h"
 #include "tensor/tensor.h"
@@ -26,13 +25,16 @@ LogitsMetrics compare_logits(const tensor::Tensor& actual, const tensor::Tensor&
 
 struct GreedyResult {
   bool identical = false;
-  bool close = false;           // identical, or at the first difference each side's token is in the other's top 5
+  bool close =
+      false;  // identical, or at the first difference each side's token is in the other's top 5
   int64_t first_mismatch = -1;  // step
   std::string detail;           // "step 3: ours 17 (golden top-5: ...), golden 42 (our top-5: ...)"
 };
 // ours_top5 / golden_top5: per step, the 5 ids.
-GreedyResult compare_greedy(const std::vector<int64_t>& ours, const std::vector<std::vector<int64_t>>& ours_top5,
-                            const std::vector<int64_t>& golden, const std::vector<std::vector<int64_t>>& golden_top5);
+GreedyResult compare_greedy(const std::vector<int64_t>& ours,
+                            const std::vector<std::vector<int64_t>>& ours_top5,
+                            const std::vector<int64_t>& golden,
+                            const std::vector<std::vector<int64_t>>& golden_top5);
 
 struct ProbeRow {
   std::string name;
@@ -43,10 +45,11 @@ struct ProbeRow {
   bool statistics = false;
 };
 struct ProbeReport {
-  std::vector<ProbeRow> rows;  // in execution order; probes the golden lacks are skipped
-  int first_divergent = -1;    // index into rows
-  nlohmann::json to_json() const;       // {"first_divergence": {...}, "probes": [...]}
-  std::string first_divergence() const;  // "model.layers.1.self_attn (layer model.layers.1, sublayer self_attn)"
+  std::vector<ProbeRow> rows;      // in execution order; probes the golden lacks are skipped
+  int first_divergent = -1;        // index into rows
+  nlohmann::json to_json() const;  // {"first_divergence": {...}, "probes": [...]}
+  std::string first_divergence()
+      const;  // "model.layers.1.self_attn (layer model.layers.1, sublayer self_attn)"
 };
 // A probe diverges when its cosine against the golden is below `cosine_min` (a wrong
 // direction) or its relative L2 error |a - g| / |g| above `rel_l2_max` (cosine is blind to a

@@ -34,9 +34,9 @@ struct MsprobeProbe {
 };
 
 struct MsprobeDump {
-  std::string dump_json;             // the file read
-  std::string task;                  // "tensor", "statistics", ...
-  std::vector<MsprobeProbe> probes;  // in dump.json's order (the order of execution)
+  std::string dump_json;                // the file read
+  std::string task;                     // "tensor", "statistics", ...
+  std::vector<MsprobeProbe> probes;     // in dump.json's order (the order of execution)
   std::map<std::string, size_t> index;  // probe name -> position in `probes`
   // nullptr if absent. O(log n).
   const MsprobeProbe* find(const std::string& name) const;

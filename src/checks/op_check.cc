@@ -42,9 +42,9 @@ struct OpCaseSpec {
   std::set<std::string> with;
   std::vector<Problem> problems;  // the case's own, then any dynamic shapes
   uint64_t seed = 0;
-  Json dists;                     // operand -> distribution, defaults merged
+  Json dists;  // operand -> distribution, defaults merged
   std::string golden = "reference";
-  std::string golden_path;        // resolved file path
+  std::string golden_path;  // resolved file path
   Json tolerance = Json::object();
   int warmup = 1, repeats = 5;
   double perf_threshold = -1;  // the diff's timing threshold for this check; < 0: the default
@@ -52,7 +52,8 @@ struct OpCaseSpec {
 };
 
 // dims from `shape: [...]` (the op's dims in order) or `dims: {name: n}`.
-ops::Dims parse_dims(const suite::Case& c, const ops::OpDef& op, const YAML::Node& shape, const YAML::Node& dims) {
+ops::Dims parse_dims(const suite::Case& c, const ops::OpDef& op, const YAML::Node& shape,
+                     const YAML::Node& dims) {
   ops::Dims out;
   const bool full_shape = op.dims.size() == 1 && std::string(op.dims[0]) == "*";
   if (shape.IsDefined()) {
@@ -60,8 +61,9 @@ ops::Dims parse_dims(const suite::Case& c, const ops::OpDef& op, const YAML::Nod
     if (!full_shape && shape.size() > op.dims.size()) {
       std::string names;
       for (const char* d : op.dims) names += (names.empty() ? "" : ", ") + std::string(d);
-      fail(c, shape, "shape has " + std::to_string(shape.size()) + " dims but " + op.name + " takes at most " +
-                         std::to_string(op.dims.size()) + " (" + names + ")");
+      fail(c, shape,
+           "shape has " + std::to_string(shape.size()) + " dims but " + op.name +
+               " takes at most " + std::to_string(op.dims.size()) + " (" + names + ")");
     }
     for (size_t i = 0; i < shape.size(); ++i) {
       const int64_t v = as_int(c, shape[i], "a shape entry");
@@ -77,14 +79,16 @@ ops::Dims parse_dims(const suite::Case& c, const ops::OpDef& op, const YAML::Nod
       const std::string name = kv.first.Scalar();
       bool known = false;
       for (const char* d : op.dims) known = known || name == d;
-      if (!known || full_shape) fail(c, kv.first, std::string("op '") + op.name + "' has no dim '" + name + "'");
+      if (!known || full_shape)
+        fail(c, kv.first, std::string("op '") + op.name + "' has no dim '" + name + "'");
       out[name] = as_int(c, kv.second, "dim '" + name + "'");
     }
   }
   return out;
 }
 
-Problem make_problem(const suite::Case& c, const YAML::Node& where, const OpCaseSpec& s, ops::Dims dims) {
+Problem make_problem(const suite::Case& c, const YAML::Node& where, const OpCaseSpec& s,
+                     ops::Dims dims) {
   Problem p;
   p.dims = std::move(dims);
   for (const auto& [k, v] : p.dims) {
@@ -123,7 +127,8 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
     if (attrs.IsMap()) {
       for (const auto& kv : attrs) {
         try {
-          ops::validate_attrs(op, Json{{kv.first.Scalar(), suite::yaml_to_json(c.check->file, kv.second)}});
+          ops::validate_attrs(
+              op, Json{{kv.first.Scalar(), suite::yaml_to_json(c.check->file, kv.second)}});
         } catch (const InputError& one) {
           const std::string why = one.what();
           if (why.find("unknown attr") != std::string::npos) fail(c, kv.first, why);
@@ -143,7 +148,8 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
   }
   if (const YAML::Node d = case_field(c, "index_dtype"); d.IsDefined()) {
     const auto dt = tensor::parse_dtype(as_string(c, d, "index_dtype"));
-    if (!dt || (*dt != DType::kI32 && *dt != DType::kI64)) fail(c, d, "index_dtype must be i32 or i64");
+    if (!dt || (*dt != DType::kI32 && *dt != DType::kI64))
+      fail(c, d, "index_dtype must be i32 or i64");
     s.index_dtype = *dt;
   }
   if (const YAML::Node w = case_field(c, "with"); w.IsDefined()) {
@@ -152,16 +158,20 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
       const std::string name = as_string(c, item, "an operand name");
       bool optional = false;
       for (const auto& in : op.inputs) optional = optional || (in.optional && name == in.name);
-      if (!optional) fail(c, item, std::string("op '") + op.name + "' has no optional operand '" + name + "'");
+      if (!optional)
+        fail(c, item, std::string("op '") + op.name + "' has no optional operand '" + name + "'");
       s.with.insert(name);
     }
   }
 
   const YAML::Node shape = case_field(c, "shape"), dims = case_field(c, "dims");
-  s.problems.push_back(make_problem(c, shape.IsDefined() ? shape : dims, s, parse_dims(c, op, shape, dims)));
+  s.problems.push_back(
+      make_problem(c, shape.IsDefined() ? shape : dims, s, parse_dims(c, op, shape, dims)));
   if (const YAML::Node dyn = case_field(c, "dynamic_shapes"); dyn.IsDefined()) {
-    if (!dyn.IsSequence() || dyn.size() == 0) fail(c, dyn, "dynamic_shapes must be a non-empty sequence of shapes");
-    for (const auto& item : dyn) s.problems.push_back(make_problem(c, item, s, parse_dims(c, op, item, YAML::Node())));
+    if (!dyn.IsSequence() || dyn.size() == 0)
+      fail(c, dyn, "dynamic_shapes must be a non-empty sequence of shapes");
+    for (const auto& item : dyn)
+      s.problems.push_back(make_problem(c, item, s, parse_dims(c, op, item, YAML::Node())));
   }
 
   // inputs: seed and per-operand distributions over the op's defaults.
@@ -193,7 +203,8 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
   // Tolerance: the platform's (for this op or `*`) under the check's, key by key.
   if (platform.tolerance.IsDefined() && platform.tolerance.IsMap()) {
     for (const char* key : {"*", op.name}) {
-      if (const YAML::Node t = platform.tolerance[key]; t.IsDefined()) s.tolerance.update(suite::yaml_to_json(platform.file, t));
+      if (const YAML::Node t = platform.tolerance[key]; t.IsDefined())
+        s.tolerance.update(suite::yaml_to_json(platform.file, t));
     }
   }
   if (const YAML::Node t = case_field(c, "tolerance"); t.IsDefined()) {
@@ -205,14 +216,16 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
       fail(c, t, e.message());
     }
   }
-  if (const YAML::Node n = case_field(c, "warmup"); n.IsDefined()) s.warmup = static_cast<int>(as_int(c, n, "warmup"));
+  if (const YAML::Node n = case_field(c, "warmup"); n.IsDefined())
+    s.warmup = static_cast<int>(as_int(c, n, "warmup"));
   if (const YAML::Node n = case_field(c, "repeats"); n.IsDefined()) {
     s.repeats = static_cast<int>(as_int(c, n, "repeats"));
     if (s.repeats < 1) fail(c, n, "repeats must be >= 1");
   }
   if (const YAML::Node t = case_field(c, "perf_threshold"); t.IsDefined()) {
     const Json v = suite::yaml_to_json(c.check->file, t);
-    if (!v.is_number() || v.get<double>() < 0) fail(c, t, "perf_threshold must be a number >= 0 (0.05 = 5%)");
+    if (!v.is_number() || v.get<double>() < 0)
+      fail(c, t, "perf_threshold must be a number >= 0 (0.05 = 5%)");
     s.perf_threshold = v.get<double>();
   }
   // The platform's default (a partial backend asks for host fallback), then the check's own.
@@ -225,7 +238,8 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
     }
   }
   if (s.problems.size() > 1 && s.golden != "reference") {
-    fail(c, case_field(c, "dynamic_shapes"), "dynamic_shapes needs `golden: reference` (golden files hold one shape per case)");
+    fail(c, case_field(c, "dynamic_shapes"),
+         "dynamic_shapes needs `golden: reference` (golden files hold one shape per case)");
   }
   return s;
 }
@@ -254,7 +268,8 @@ double calibration_ns() {
   double x = 1.0;
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < (1 << 14); ++i) x = x * 1.0000001 + 1e-9;
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
   volatile double sink = x;
   (void)sink;
   return ns;
@@ -278,11 +293,13 @@ double rms(const Tensor& t) {
 // than an f32-accumulating kernel drifts over the score's reduction (or the case's rtol / atol),
 // but not equal: an exact tie has the order the op fixes — and the kernel's row lists every key
 // once. Returns how many ids were taken so.
-int64_t accept_near_ties(const ops::OpDef& op, const std::vector<Tensor>& inputs, const Json& attrs, const ops::Cost& cost,
-                         const nlohmann::json& user, const Tensor& golden, Tensor* actual) {
+int64_t accept_near_ties(const ops::OpDef& op, const std::vector<Tensor>& inputs, const Json& attrs,
+                         const ops::Cost& cost, const nlohmann::json& user, const Tensor& golden,
+                         Tensor* actual) {
   std::vector<const Tensor*> in;
   for (const Tensor& t : inputs) in.push_back(&t);
-  const std::vector<double> sa = op.selection_scores(in, *actual, attrs), sg = op.selection_scores(in, golden, attrs);
+  const std::vector<double> sa = op.selection_scores(in, *actual, attrs),
+                            sg = op.selection_scores(in, golden, attrs);
   double sum = 0;
   int64_t finite = 0;
   for (double v : sg) {
@@ -299,10 +316,13 @@ int64_t accept_near_ties(const ops::OpDef& op, const std::vector<Tensor>& inputs
   for (int64_t r = 0; r < rows; ++r) {
     listed.assign(a + r * k, a + (r + 1) * k);
     std::sort(listed.begin(), listed.end());
-    if (std::adjacent_find(std::lower_bound(listed.begin(), listed.end(), 0), listed.end()) != listed.end()) continue;
+    if (std::adjacent_find(std::lower_bound(listed.begin(), listed.end(), 0), listed.end()) !=
+        listed.end())
+      continue;
     for (int64_t i = r * k; i < (r + 1) * k; ++i) {
       const size_t n = static_cast<size_t>(i);
-      if (a[i] == g[i] || !std::isfinite(sa[n]) || !std::isfinite(sg[n]) || sa[n] == sg[n]) continue;
+      if (a[i] == g[i] || !std::isfinite(sa[n]) || !std::isfinite(sg[n]) || sa[n] == sg[n])
+        continue;
       if (std::abs(sa[n] - sg[n]) <= atol + rtol * std::abs(sg[n])) a[i] = g[i], ++accepted;
     }
   }
@@ -318,12 +338,14 @@ class OpCase : public PreparedCase {
     nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
     for (size_t i = 0; i < p.inputs.size(); ++i) inputs.push_back(s_.op->inputs[i].name);
     for (size_t i = 0; i < p.outputs.size(); ++i) {
-      outputs.push_back({{"name", s_.op->outputs[i].name}, {"dtype", tensor::dtype_name(p.outputs[i].dtype)},
+      outputs.push_back({{"name", s_.op->outputs[i].name},
+                         {"dtype", tensor::dtype_name(p.outputs[i].dtype)},
                          {"shape", p.outputs[i].shape}});
     }
-    return {{"id", s_.id}, {"check", s_.check_id}, {"kind", "op"}, {"op", s_.op->name}, {"attrs", s_.attrs},
-            {"dtype", tensor::dtype_name(s_.dtype)}, {"inputs", inputs}, {"outputs", outputs},
-            {"golden", s_.golden}, {"seed", s_.seed}};
+    return {{"id", s_.id},       {"check", s_.check_id}, {"kind", "op"},
+            {"op", s_.op->name}, {"attrs", s_.attrs},    {"dtype", tensor::dtype_name(s_.dtype)},
+            {"inputs", inputs},  {"outputs", outputs},   {"golden", s_.golden},
+            {"seed", s_.seed}};
   }
 
   std::vector<std::pair<std::string, Tensor>> dump_inputs() const override {
@@ -368,7 +390,8 @@ class OpCase : public PreparedCase {
     std::vector<Tensor> out;
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       const char* name = s_.op->inputs[i].name;
-      const Json dist = s_.dists.contains(name) ? s_.dists[name] : Json{{"normal", {{"mean", 0}, {"std", 1}}}};
+      const Json dist =
+          s_.dists.contains(name) ? s_.dists[name] : Json{{"normal", {{"mean", 0}, {"std", 1}}}};
       out.push_back(synthesize(dist, p.inputs[i].dtype, p.inputs[i].shape, s_.seed, i));
     }
     return out;
@@ -376,25 +399,33 @@ class OpCase : public PreparedCase {
 
   // The golden outputs of a problem: from the golden file, or the host reference in f64.
   // Returns "" or why there is none (which makes the case an error).
-  std::string golden_outputs(const Problem& p, const std::vector<Tensor>& inputs, std::vector<Tensor>* golden) const {
+  std::string golden_outputs(const Problem& p, const std::vector<Tensor>& inputs,
+                             std::vector<Tensor>* golden) const {
     if (s_.golden == "reference") {
       std::vector<const Tensor*> in(s_.op->inputs.size(), nullptr);
       for (size_t i = 0; i < inputs.size(); ++i) in[i] = &inputs[i];
       std::vector<Tensor*> out;
       for (size_t i = 0; i < p.outputs.size(); ++i) {
-        const DType d = tensor::is_float(p.outputs[i].dtype) && s_.op->outputs[i].kind == ops::OperandKind::kFloat
-                            ? DType::kF64 : p.outputs[i].dtype;
+        const DType d = tensor::is_float(p.outputs[i].dtype) &&
+                                s_.op->outputs[i].kind == ops::OperandKind::kFloat
+                            ? DType::kF64
+                            : p.outputs[i].dtype;
         golden->push_back(Tensor::zeros(d, p.outputs[i].shape));
       }
       for (auto& t : *golden) out.push_back(&t);
       s_.op->reference(in, out, s_.attrs);
       return "";
     }
-    if (!fs::exists(s_.golden_path)) return "golden file " + s_.golden_path + " does not exist (generate it with golden/tools/gen_ops.py)";
+    if (!fs::exists(s_.golden_path))
+      return "golden file " + s_.golden_path +
+             " does not exist (generate it with golden/tools/gen_ops.py)";
     const auto file = golden_file(s_.golden_path);
     const auto& meta = file->metadata();
-    if (auto it = meta.find("inputs:" + s_.id); it != meta.end() && it->second != inputs_sha256(inputs)) {
-      return "golden " + s_.golden_path + " was made from different inputs for this case (regenerate with golden/tools/gen_ops.py)";
+    if (auto it = meta.find("inputs:" + s_.id);
+        it != meta.end() && it->second != inputs_sha256(inputs)) {
+      return "golden " + s_.golden_path +
+             " was made from different inputs for this case (regenerate with "
+             "golden/tools/gen_ops.py)";
     }
     for (size_t i = 0; i < p.outputs.size(); ++i) {
       const std::string key = s_.id + "/" + s_.op->outputs[i].name;
@@ -424,7 +455,8 @@ class OpCase : public PreparedCase {
     std::vector<std::vector<const backend::DeviceTensor*>> in_ptrs(copies);
     std::vector<std::vector<backend::DeviceTensor*>> out_ptrs(copies);
     for (int k = 0; k < copies; ++k) {
-      spacers.push_back(be.allocate(DType::kU8, {64 * static_cast<int64_t>(1 + pads.word(1000 + k) % 256)}));
+      spacers.push_back(
+          be.allocate(DType::kU8, {64 * static_cast<int64_t>(1 + pads.word(1000 + k) % 256)}));
       for (const auto& t : inputs) dev_in[k].push_back(be.upload(t));
       for (const auto& d : p.outputs) dev_out[k].push_back(be.allocate(d.dtype, d.shape));
       for (auto& t : dev_in[k]) in_ptrs[k].push_back(&t);
@@ -439,7 +471,8 @@ class OpCase : public PreparedCase {
       const auto t0 = std::chrono::steady_clock::now();
       backend::execute(be, *s_.op, in_ptrs[k], out_ptrs[k], s_.attrs, s_.fallback);
       be.synchronize();
-      return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+      return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0)
+          .count();
     };
     const std::string name = std::string(s_.op->name) + "[" + p.label + "]";
     const std::string suffix = label_rows ? "[shape=" + p.label + "]" : "";
@@ -470,23 +503,31 @@ class OpCase : public PreparedCase {
       throw InputError(s_.id, why);
     }
     int64_t near_ties = -1;
-    if (s_.op->selection_scores != nullptr && golden[0].dtype() == DType::kI32 && actual[0].dtype() == DType::kI32) {
-      near_ties = accept_near_ties(*s_.op, inputs, s_.attrs, cost, s_.tolerance, golden[0], &actual[0]);
+    if (s_.op->selection_scores != nullptr && golden[0].dtype() == DType::kI32 &&
+        actual[0].dtype() == DType::kI32) {
+      near_ties =
+          accept_near_ties(*s_.op, inputs, s_.attrs, cost, s_.tolerance, golden[0], &actual[0]);
     }
     std::string failure;
     (*detail)["shape"] = p.label;
     (*detail)["outputs"] = nlohmann::json::array();
     for (size_t i = 0; i < actual.size(); ++i) {
       const char* out_name = s_.op->outputs[i].name;
-      const compare::Tolerance tol = op_tolerance(*s_.op, p.outputs[i].dtype, cost, s_.tolerance, rms(golden[i]));
+      const compare::Tolerance tol =
+          op_tolerance(*s_.op, p.outputs[i].dtype, cost, s_.tolerance, rms(golden[i]));
       const compare::Comparison c = compare::compare_tensors(actual[i], golden[i], tol);
       const std::string prefix = (actual.size() > 1 ? std::string(out_name) + "." : "");
       if (c.metrics_valid) {
-        for (const auto& [k, v] : compare::metric_values(c.metrics)) r->metrics.emplace_back(prefix + k + metric_suffix, v);
+        for (const auto& [k, v] : compare::metric_values(c.metrics))
+          r->metrics.emplace_back(prefix + k + metric_suffix, v);
       }
-      nlohmann::json o = {{"name", out_name}, {"dtype", tensor::dtype_name(p.outputs[i].dtype)},
-                          {"preset", c.tolerance.preset}, {"rtol", c.tolerance.element.rtol},
-                          {"atol", c.tolerance.element.atol}, {"pass", c.pass}, {"failures", c.failures}};
+      nlohmann::json o = {{"name", out_name},
+                          {"dtype", tensor::dtype_name(p.outputs[i].dtype)},
+                          {"preset", c.tolerance.preset},
+                          {"rtol", c.tolerance.element.rtol},
+                          {"atol", c.tolerance.element.atol},
+                          {"pass", c.pass},
+                          {"failures", c.failures}};
       if (i == 0 && near_ties >= 0) o["near_ties_accepted"] = near_ties;
       if (c.metrics_valid && c.metrics.worst_index >= 0) {
         o["worst_index"] = c.metrics.worst_index;
@@ -513,10 +554,11 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
 }  // namespace
 
 CheckKind op_check_kind() {
-  return {"op",
-          {"op", "attrs", "dtype", "shape", "dims", "with", "index_dtype", "inputs", "golden", "warmup", "repeats",
-           "dynamic_shapes", "fallback", "timeout", "perf_threshold", "description"},
-          &prepare};
+  return {
+      "op",
+      {"op", "attrs", "dtype", "shape", "dims", "with", "index_dtype", "inputs", "golden", "warmup",
+       "repeats", "dynamic_shapes", "fallback", "timeout", "perf_threshold", "description"},
+      &prepare};
 }
 
 }  // namespace h0::checks

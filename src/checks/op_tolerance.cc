@@ -16,16 +16,22 @@ compare::Tolerance op_tolerance(const ops::OpDef& op, tensor::DType dtype, const
     if (dtype == tensor::DType::kI8) tol.element.atol = 1;
   } else if (preset_name != "auto") {
     auto p = compare::preset(preset_name);
-    if (!p) throw InputError("tolerance", "unknown preset '" + preset_name + "' (expected " + compare::preset_names() + ")");
+    if (!p)
+      throw InputError("tolerance", "unknown preset '" + preset_name + "' (expected " +
+                                        compare::preset_names() + ")");
     tol = *p;
   } else {
     tol = *compare::preset(tensor::dtype_name(dtype));
     tol.preset = std::string(tensor::dtype_name(dtype)) + "/" + [&] {
       switch (op.tolerance) {
-        case ops::ToleranceClass::kExact: return "exact";
-        case ops::ToleranceClass::kElementwise: return "elementwise";
-        case ops::ToleranceClass::kTranscendental: return "transcendental";
-        default: return "reduction";
+        case ops::ToleranceClass::kExact:
+          return "exact";
+        case ops::ToleranceClass::kElementwise:
+          return "elementwise";
+        case ops::ToleranceClass::kTranscendental:
+          return "transcendental";
+        default:
+          return "reduction";
       }
     }();
     // An f32-accumulating backend drifts about sqrt(K) f32 ulps on a reduction of length K,
@@ -40,13 +46,17 @@ compare::Tolerance op_tolerance(const ops::OpDef& op, tensor::DType dtype, const
       tol.element.atol += 16 * kF32Ulp * golden_rms;
     }
   }
-  if (user.contains("rtol")) tol.element.rtol = user.at("rtol").get<double>(), tol.preset += "+rtol";
-  if (user.contains("atol")) tol.element.atol = user.at("atol").get<double>(), tol.preset += "+atol";
+  if (user.contains("rtol"))
+    tol.element.rtol = user.at("rtol").get<double>(), tol.preset += "+rtol";
+  if (user.contains("atol"))
+    tol.element.atol = user.at("atol").get<double>(), tol.preset += "+atol";
   for (const auto& [key, value] : user.items()) {
     if (key == "preset" || key == "rtol" || key == "atol") continue;
     if (!value.is_number()) throw InputError("tolerance", "'" + key + "' must be a number");
     auto t = compare::parse_threshold(key, value.get<double>());
-    if (!t) throw InputError("tolerance", "unknown key '" + key + "' (expected preset, rtol, atol or " + compare::threshold_keys() + ")");
+    if (!t)
+      throw InputError("tolerance", "unknown key '" + key + "' (expected preset, rtol, atol or " +
+                                        compare::threshold_keys() + ")");
     tol.thresholds.push_back(*t);
   }
   return tol;

@@ -14,7 +14,8 @@ namespace h0::checks {
 // bounds. `golden_rms`: the RMS of the golden output, the scale a reduction's absolute error is
 // measured against. Integer outputs compare exactly (quantized codes: within one step).
 // Throws InputError for an unknown preset or bound (the caller adds the location).
-compare::Tolerance op_tolerance(const ops::OpDef& op, tensor::DType output_dtype, const ops::Cost& cost,
-                                const nlohmann::json& user, double golden_rms);
+compare::Tolerance op_tolerance(const ops::OpDef& op, tensor::DType output_dtype,
+                                const ops::Cost& cost, const nlohmann::json& user,
+                                double golden_rms);
 
 }  // namespace h0::checks

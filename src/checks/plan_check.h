@@ -3,8 +3,8 @@
 //
 //   - id: llama-3.1-70b/tp8
 //     kind: plan
-//     model: tests/data/configs/llama-3.1-70b.json   # config.json or model dir (cwd, else repo root)
-//     plan: {tp: 8, pp: 1, ep: 1}                   # dp defaults to ep/tp when ep > tp
+//     model: tests/data/configs/llama-3.1-70b.json   # config.json or model dir (cwd, else repo
+//     root) plan: {tp: 8, pp: 1, ep: 1}                   # dp defaults to ep/tp when ep > tp
 //     weight_dtype: bf16                           # bf16 f16 f32 fp8 int8 int4
 //     kv_dtype: bf16                               # or fp8
 //     device_memory: 80GiB                         # default: the platform's device_memory
@@ -30,9 +30,10 @@ namespace h0::checks {
 
 CheckKind plan_check_kind();
 
-// The case's `plan: {tp, pp, ep, dp}` (or another field of that form, e.g. `mesh`) (dp defaulted as `harness plan` does, the note in
-// *dp_note), checked against the model. Fails at the YAML node of the dimension at fault.
-plan::ParallelPlan parse_parallel_plan(const suite::Case& c, const model::Architecture& arch, std::string* dp_note,
-                                       const char* field = "plan");
+// The case's `plan: {tp, pp, ep, dp}` (or another field of that form, e.g. `mesh`) (dp defaulted as
+// `harness plan` does, the note in *dp_note), checked against the model. Fails at the YAML node of
+// the dimension at fault.
+plan::ParallelPlan parse_parallel_plan(const suite::Case& c, const model::Architecture& arch,
+                                       std::string* dp_note, const char* field = "plan");
 
 }  // namespace h0::checks

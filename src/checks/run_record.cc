@@ -4,16 +4,20 @@
 
 namespace h0::checks {
 
-nlohmann::json stack_versions(const nlohmann::json& stack_info, const std::map<std::string, std::string>& labels) {
+nlohmann::json stack_versions(const nlohmann::json& stack_info,
+                              const std::map<std::string, std::string>& labels) {
   return {{"backend", stack_info},
           {"harness",
-           {{"version", base::kHarnessVersion}, {"git_sha", base::kGitSha}, {"compiler", base::kCompiler},
+           {{"version", base::kHarnessVersion},
+            {"git_sha", base::kGitSha},
+            {"compiler", base::kCompiler},
             {"build_type", base::kBuildType}}},
           {"labels", labels}};
 }
 
 store::RunStart run_start(const RunReport& report, const suite::Platform& platform,
-                          const std::map<std::string, std::string>& labels, const std::string& mesh) {
+                          const std::map<std::string, std::string>& labels,
+                          const std::string& mesh) {
   store::RunStart s;
   s.suite = report.suite_name;
   s.suite_file = report.suite_file;
@@ -22,7 +26,8 @@ store::RunStart run_start(const RunReport& report, const suite::Platform& platfo
   s.platform_file = platform.file;
   s.platform_sha256 = platform.sha256;
   s.platform_content = platform.content;
-  s.backend = report.stack.value("runtime", platform.backend.empty() ? platform.lib : platform.backend);
+  s.backend =
+      report.stack.value("runtime", platform.backend.empty() ? platform.lib : platform.backend);
   s.versions_json = stack_versions(report.stack, labels).dump();
   s.host = store::host_name();
   s.mesh = mesh;
@@ -54,7 +59,8 @@ store::ResultData result_data(const CaseOutcome& outcome) {
         e.ref_answer = evidence.value("ref_answer", "");
         e.ref_correct = evidence.value("ref_correct", false) ? 1 : 0;
       }
-      for (const char* k : {"id", "answer", "correct", "ref_answer", "ref_correct"}) evidence.erase(k);
+      for (const char* k : {"id", "answer", "correct", "ref_answer", "ref_correct"})
+        evidence.erase(k);
       e.evidence_json = evidence.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     trimmed.erase("items");

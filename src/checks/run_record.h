@@ -4,9 +4,8 @@
 #pragma once
 
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "checks/runner.h"
 #include "store/sqlite_store.h"
@@ -16,10 +15,12 @@ namespace h0::checks {
 // {"backend": {...stack_info...}, "harness": {version, git_sha, compiler, build_type},
 //  "labels": {...}} — its sha256 is the stack fingerprint, so a new driver, a new op library,
 // a new harness or a new label makes a new stack.
-nlohmann::json stack_versions(const nlohmann::json& stack_info, const std::map<std::string, std::string>& labels);
+nlohmann::json stack_versions(const nlohmann::json& stack_info,
+                              const std::map<std::string, std::string>& labels);
 
 store::RunStart run_start(const RunReport& report, const suite::Platform& platform,
-                          const std::map<std::string, std::string>& labels, const std::string& mesh);
+                          const std::map<std::string, std::string>& labels,
+                          const std::string& mesh);
 
 store::ResultData result_data(const CaseOutcome& outcome);
 

@@ -1,19 +1,19 @@
 #include "checks/runner.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 
-#include <unistd.h>
-
 #include "backend/backend.h"
-#include "mesh/communicator.h"
 #include "base/error.h"
 #include "checks/isolation.h"
 #include "checks/service_registry.h"
 #include "io/safetensors_writer.h"
+#include "mesh/communicator.h"
 #include "suite/filter.h"
 #include "suite/matrix.h"
 
@@ -39,7 +39,8 @@ std::vector<suite::Case> filtered_cases(const suite::Suite& suite, const std::st
   return out;
 }
 
-std::vector<Prepared> prepare_all(const suite::Suite& suite, const suite::Platform& platform, const std::string& filter) {
+std::vector<Prepared> prepare_all(const suite::Suite& suite, const suite::Platform& platform,
+                                  const std::string& filter) {
   std::vector<Prepared> out;
   for (const suite::Case& c : filtered_cases(suite, filter)) {
     const CheckKind* kind = find_kind(c.check->kind);
@@ -68,7 +69,8 @@ CheckResult run_here(PreparedCase& p, RunContext& ctx) {
     r.status = Status::kError;
     r.message = e.what();
   } catch (const mesh::MeshError&) {
-    throw;  // the mesh is broken (a peer died or hangs): no later case can run; the run stays incomplete
+    throw;  // the mesh is broken (a peer died or hangs): no later case can run; the run stays
+            // incomplete
   } catch (const std::exception& e) {
     r.status = Status::kError;
     r.message = std::string("internal error: ") + e.what();
@@ -121,8 +123,9 @@ std::vector<std::string> list_cases(const suite::Suite& suite, const std::string
   return ids;
 }
 
-RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, const RunOptions& options,
-                    const CaseListener& listener, const StartListener& on_start) {
+RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform,
+                    const RunOptions& options, const CaseListener& listener,
+                    const StartListener& on_start) {
   const auto start = Clock::now();
   std::vector<Prepared> cases = prepare_all(suite, platform, options.filter);
   RunReport report;
@@ -151,7 +154,9 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, 
     }
     // "<case index>" or "<case index>\n<service info JSON>".
     const size_t newline = request.find('\n');
-    ctx.set_service(newline == std::string::npos ? nlohmann::json() : nlohmann::json::parse(request.substr(newline + 1)));
+    ctx.set_service(newline == std::string::npos
+                        ? nlohmann::json()
+                        : nlohmann::json::parse(request.substr(newline + 1)));
     // Invalid UTF-8 in a result (a model's text cut mid-character) is replaced, never thrown on.
     return run_here(*cases[std::stoul(request.substr(0, newline))].prepared, ctx)
         .to_json()
@@ -166,9 +171,14 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, 
     std::string response, why;
     const auto t0 = Clock::now();
     switch (worker->call(request, timeout_s, &response, &why)) {
-      case Worker::Reply::kOk: return response;
-      case Worker::Reply::kCrashed: result->status = Status::kCrash; break;
-      case Worker::Reply::kTimedOut: result->status = Status::kTimeout; break;
+      case Worker::Reply::kOk:
+        return response;
+      case Worker::Reply::kCrashed:
+        result->status = Status::kCrash;
+        break;
+      case Worker::Reply::kTimedOut:
+        result->status = Status::kTimeout;
+        break;
     }
     result->message = "the platform's process " + why;
     result->duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -179,8 +189,10 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, 
   const std::string stack_reply = ask("stack", platform.case_timeout_s, &stack_failure);
   if (!stack_reply.empty()) {
     const auto j = nlohmann::json::parse(stack_reply);
-    if (j.contains("input_error")) throw InputError(platform.file, j["input_error"].get<std::string>());
-    report.stack = j.contains("stack") ? j["stack"] : nlohmann::json{{"error", j.value("error", "")}};
+    if (j.contains("input_error"))
+      throw InputError(platform.file, j["input_error"].get<std::string>());
+    report.stack =
+        j.contains("stack") ? j["stack"] : nlohmann::json{{"error", j.value("error", "")}};
   } else {
     report.stack = {{"error", "opening the backend: " + stack_failure.message}};
   }
@@ -193,12 +205,13 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, 
       outcome.result.status = Status::kSkip;
       outcome.result.message = c.check->skip_reason;
     } else {
-      const double timeout = options.timeout_s > 0 ? options.timeout_s
+      const double timeout = options.timeout_s > 0              ? options.timeout_s
                              : cases[i].prepared->timeout_s > 0 ? cases[i].prepared->timeout_s
                                                                 : platform.case_timeout_s;
       std::string request = std::to_string(i);
       if (const std::string model = cases[i].prepared->service_model(); !model.empty()) {
-        if (!services) services = std::make_unique<ServiceRegistry>(platform, service_log_dir(options));
+        if (!services)
+          services = std::make_unique<ServiceRegistry>(platform, service_log_dir(options));
         request += "\n" + services->ensure(model).to_json().dump();
       }
       const std::string reply = ask(request, timeout, &outcome.result);
@@ -208,7 +221,8 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, 
           outcome.result.status = Status::kXpass;
           outcome.result.message = "expected to fail (" + c.check->xfail_reason + ") but passed";
         } else if (is_failing(outcome.result.status)) {
-          outcome.result.message = "expected failure (" + c.check->xfail_reason + "): " + outcome.result.message;
+          outcome.result.message =
+              "expected failure (" + c.check->xfail_reason + "): " + outcome.result.message;
           outcome.result.status = Status::kXfail;
         }
       }

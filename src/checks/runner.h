@@ -4,10 +4,9 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "checks/check.h"
 #include "suite/platform.h"
@@ -20,11 +19,11 @@ class Communicator;
 namespace h0::checks {
 
 struct RunOptions {
-  std::string filter;      // gtest-style: "pos1:pos2-neg1:neg2"; empty = everything
-  bool isolate = true;     // false: run in this process (a crash ends the run)
-  double timeout_s = 0;    // per case; 0 = the check's `timeout`, else the platform's
-  std::string dump_dir;    // write every case's description and inputs here (--dump-cases)
-  bool run = true;         // false with dump_dir: only dump
+  std::string filter;    // gtest-style: "pos1:pos2-neg1:neg2"; empty = everything
+  bool isolate = true;   // false: run in this process (a crash ends the run)
+  double timeout_s = 0;  // per case; 0 = the check's `timeout`, else the platform's
+  std::string dump_dir;  // write every case's description and inputs here (--dump-cases)
+  bool run = true;       // false with dump_dir: only dump
   mesh::Communicator* world = nullptr;  // the mesh of a multi-rank run (every rank runs the suite)
   std::string service_log_dir;  // where started services' logs go; empty: a fresh temporary folder
   // The results store checks may read references from (RunContext::store_path); never written
@@ -58,7 +57,8 @@ std::vector<std::string> list_cases(const suite::Suite& suite, const std::string
 
 // Throws InputError for a malformed suite or an unusable platform (a plugin that does not
 // load). Everything the platform does wrong is in the report.
-RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform, const RunOptions& options,
-                    const CaseListener& listener, const StartListener& on_start = {});
+RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform,
+                    const RunOptions& options, const CaseListener& listener,
+                    const StartListener& on_start = {});
 
 }  // namespace h0::checks

@@ -17,9 +17,9 @@
 namespace h0::checks {
 
 struct ServiceInfo {
-  bool ok = false;          // healthy when last started / probed
-  std::string error;        // why not ok
-  std::string url;          // base URL
+  bool ok = false;    // healthy when last started / probed
+  std::string error;  // why not ok
+  std::string url;    // base URL
   std::string model;  // the name to request (platform's `service.model`), empty: ask /v1/models
   std::string api_key_env;  // the variable holding the key (read by whoever sends requests)
   std::string command;      // the start command as run (empty: an external service)

@@ -176,7 +176,8 @@ Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expe
       }
       if (ulp != nullptr) {
         if (nan_count != p.nan_a + p.nan_e) {
-          p.max_ulp = std::max(p.max_ulp, ulp_block_with_nans(ulp, sa, a_blk, e_blk, a_buf, e_buf, m));
+          p.max_ulp =
+              std::max(p.max_ulp, ulp_block_with_nans(ulp, sa, a_blk, e_blk, a_buf, e_buf, m));
         } else {
           p.max_ulp = std::max(p.max_ulp, direct != nullptr ? s.max_ulp : ulp(a_blk, e_blk, m));
         }
@@ -194,7 +195,8 @@ Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expe
     t.max_rel = std::max(t.max_rel, p.max_rel);
     t.max_ulp = std::max(t.max_ulp, p.max_ulp);
     if (p.max_d > t.max_d) t.max_d = p.max_d, t.max_d_index = p.max_d_index;
-    if (p.max_excess > t.max_excess) t.max_excess = p.max_excess, t.max_excess_index = p.max_excess_index;
+    if (p.max_excess > t.max_excess)
+      t.max_excess = p.max_excess, t.max_excess_index = p.max_excess_index;
   }
 
   Metrics m;
@@ -212,9 +214,12 @@ Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expe
     m.worst_actual = actual.at(t.max_d_index);
     m.worst_expected = expected.at(t.max_d_index);
   }
-  if (t.sum_aa == 0 && t.sum_ee == 0) m.cosine = 1;
-  else if (t.sum_aa == 0 || t.sum_ee == 0) m.cosine = 0;
-  else m.cosine = std::clamp(t.sum_ae / (std::sqrt(t.sum_aa) * std::sqrt(t.sum_ee)), -1.0, 1.0);
+  if (t.sum_aa == 0 && t.sum_ee == 0)
+    m.cosine = 1;
+  else if (t.sum_aa == 0 || t.sum_ee == 0)
+    m.cosine = 0;
+  else
+    m.cosine = std::clamp(t.sum_ae / (std::sqrt(t.sum_aa) * std::sqrt(t.sum_ee)), -1.0, 1.0);
   m.rel_l2 = t.sum_ee > 0 ? std::sqrt(t.sum_d2) / std::sqrt(t.sum_ee) : std::sqrt(t.sum_d2);
   if (same_dtype) m.max_ulp = t.max_ulp;
   m.nan_actual = static_cast<int64_t>(t.nan_a);

@@ -1,7 +1,8 @@
 // Accuracy metrics of an actual tensor against an expected one, in one pass over both,
 // accumulating in f64. Either side may be any dtype (each is upcast to f64; integers compare
-// exactly under the `exact` preset); the element counts must match. Positions where either side is NaN or infinite count only in
-// the NaN/Inf statistics; every error metric is over the positions where both are finite.
+// exactly under the `exact` preset); the element counts must match. Positions where either side is
+// NaN or infinite count only in the NaN/Inf statistics; every error metric is over the positions
+// where both are finite.
 //
 //   max_abs_err, mean_abs_err, rmse   of d = |a - e|
 //   max_rel_err                       of d / |e|, and d / eps(expected dtype) where e == 0
@@ -9,9 +10,9 @@
 //   ratio_rel_lt_1e-3, _5e-3          share of positions with that relative error below 1e-3 / 5e-3
 //   cosine                            a.e / (|a| |e|); 1 when both norms are 0, 0 when one is
 //   rel_l2                            |a - e| / |e| (L2 norms); |a - e| when |e| is 0
-//   max_ulp                           largest distance in units in the last place, same float dtype only
-//   nan_mismatch                      positions where exactly one side is NaN
-//   inf_mismatch                      positions, neither NaN, with an infinity and a != e
+//   max_ulp                           largest distance in units in the last place, same float dtype
+//   only nan_mismatch                      positions where exactly one side is NaN inf_mismatch
+//   positions, neither NaN, with an infinity and a != e
 // The element-wise tolerance |a - e| <= atol + rtol |e| is evaluated in the same pass.
 #pragma once
 
@@ -54,8 +55,8 @@ struct Metrics {
   double worst_excess = 0;  // |a - e| - (atol + rtol |e|) there
 };
 
-// Computes every metric above. Throws InputError if the element counts differ. Runs on worker threads for large inputs; the result does not depend on the
-// thread count.
+// Computes every metric above. Throws InputError if the element counts differ. Runs on worker
+// threads for large inputs; the result does not depend on the thread count.
 Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expected,
                         const ElementTolerance& tolerance);
 

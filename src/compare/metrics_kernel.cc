@@ -29,8 +29,8 @@ typedef uint32_t v4u __attribute__((vector_size(16)));
 typedef uint16_t v4h __attribute__((vector_size(8)));
 typedef uint8_t v4b __attribute__((vector_size(4)));
 
-constexpr int kWidth = 4;             // lanes per vector
-constexpr int kSets = 2;              // independent lane sets, to shorten loop-carried chains
+constexpr int kWidth = 4;              // lanes per vector
+constexpr int kSets = 2;               // independent lane sets, to shorten loop-carried chains
 constexpr int kStep = kWidth * kSets;  // elements per iteration; element i -> set (i/4)%2, lane i%4
 
 template <typename V, typename T>
@@ -79,8 +79,10 @@ struct UlpLanes {
     return (magnitude ^ negative) - negative;
   }
   [[gnu::always_inline]] void step(const void* a, const void* e) {
-    const Wide oa = ordered(__builtin_convertvector(load_vec<vbits>(static_cast<const Bits*>(a)), Wide));
-    const Wide oe = ordered(__builtin_convertvector(load_vec<vbits>(static_cast<const Bits*>(e)), Wide));
+    const Wide oa =
+        ordered(__builtin_convertvector(load_vec<vbits>(static_cast<const Bits*>(a)), Wide));
+    const Wide oe =
+        ordered(__builtin_convertvector(load_vec<vbits>(static_cast<const Bits*>(e)), Wide));
     const Wide diff = oa - oe;
     const Wide dist = (WideSigned)oa > (WideSigned)oe ? diff : Wide{} - diff;
     best = dist > best ? dist : best;
@@ -93,16 +95,29 @@ struct UlpLanes {
 };
 
 // The storage bits of a float type, for ULP distances.
-template <typename T> struct BitsOf;
-template <> struct BitsOf<double> { using type = uint64_t; };
-template <> struct BitsOf<float> { using type = uint32_t; };
-template <> struct BitsOf<bf16_t> { using type = uint16_t; };
-template <> struct BitsOf<f16_t> { using type = uint16_t; };
+template <typename T>
+struct BitsOf;
+template <>
+struct BitsOf<double> {
+  using type = uint64_t;
+};
+template <>
+struct BitsOf<float> {
+  using type = uint32_t;
+};
+template <>
+struct BitsOf<bf16_t> {
+  using type = uint16_t;
+};
+template <>
+struct BitsOf<f16_t> {
+  using type = uint16_t;
+};
 
 // Per-lane state of one set. Counts are integer lanes (a true comparison is -1: they subtract).
 struct Lanes {
-  v4d sd{}, sd2{}, saa{}, see{}, sae{}, md{}, rn{}, rd = v4d{} + 1.0,
-      mx = v4d{} - std::numeric_limits<double>::infinity();
+  v4d sd{}, sd2{}, saa{}, see{}, sae{}, md{}, rn{},
+      rd = v4d{} + 1.0, mx = v4d{} - std::numeric_limits<double>::infinity();
   v4l l1{}, l5{}, vi{};
 };
 
@@ -221,26 +236,38 @@ BlockSums body_baseline(const void* a, const void* e, size_t n, const KernelPara
   return body<TA, TE, kUlp>(a, e, n, p);
 }
 template <typename Bits>
-[[H0_AVX512]] uint64_t ulp_avx512(const void* a, const void* e, size_t n) { return ulp_only<Bits>(a, e, n); }
+[[H0_AVX512]] uint64_t ulp_avx512(const void* a, const void* e, size_t n) {
+  return ulp_only<Bits>(a, e, n);
+}
 template <typename Bits>
-[[H0_AVX2]] uint64_t ulp_avx2(const void* a, const void* e, size_t n) { return ulp_only<Bits>(a, e, n); }
+[[H0_AVX2]] uint64_t ulp_avx2(const void* a, const void* e, size_t n) {
+  return ulp_only<Bits>(a, e, n);
+}
 template <typename Bits>
-uint64_t ulp_baseline(const void* a, const void* e, size_t n) { return ulp_only<Bits>(a, e, n); }
+uint64_t ulp_baseline(const void* a, const void* e, size_t n) {
+  return ulp_only<Bits>(a, e, n);
+}
 
 template <typename TA, typename TE, bool kUlp>
 BlockKernel pick(int level) {
-  return level >= 2 ? &body_avx512<TA, TE, kUlp>
-                    : level == 1 ? &body_avx2<TA, TE, kUlp> : &body_baseline<TA, TE, kUlp>;
+  return level >= 2   ? &body_avx512<TA, TE, kUlp>
+         : level == 1 ? &body_avx2<TA, TE, kUlp>
+                      : &body_baseline<TA, TE, kUlp>;
 }
 
 template <typename TA>
 BlockKernel pick_expected(DType e, bool same, int level) {
   switch (e) {
-    case DType::kF64: return pick<TA, double, false>(level);
-    case DType::kF32: return pick<TA, float, false>(level);
-    case DType::kBF16: return pick<TA, bf16_t, false>(level);
-    case DType::kF16: return pick<TA, f16_t, false>(level);
-    default: return nullptr;
+    case DType::kF64:
+      return pick<TA, double, false>(level);
+    case DType::kF32:
+      return pick<TA, float, false>(level);
+    case DType::kBF16:
+      return pick<TA, bf16_t, false>(level);
+    case DType::kF16:
+      return pick<TA, f16_t, false>(level);
+    default:
+      return nullptr;
   }
 }
 
@@ -263,8 +290,10 @@ int detect_level() {
     level = 2;
   }
   if (const char* isa = std::getenv("HARNESS_ISA")) {
-    if (std::strcmp(isa, "baseline") == 0) level = 0;
-    else if (std::strcmp(isa, "avx2") == 0 && level > 1) level = 1;
+    if (std::strcmp(isa, "baseline") == 0)
+      level = 0;
+    else if (std::strcmp(isa, "avx2") == 0 && level > 1)
+      level = 1;
   }
   return level;
 }
@@ -283,29 +312,43 @@ BlockKernel block_kernel(DType a, DType e, bool with_ulp) {
   const int level = isa_level();
   if (with_ulp && a == e) {
     switch (a) {
-      case DType::kF64: return pick<double, double, true>(level);
-      case DType::kF32: return pick<float, float, true>(level);
-      case DType::kBF16: return pick<bf16_t, bf16_t, true>(level);
-      case DType::kF16: return pick<f16_t, f16_t, true>(level);
-      default: return nullptr;
+      case DType::kF64:
+        return pick<double, double, true>(level);
+      case DType::kF32:
+        return pick<float, float, true>(level);
+      case DType::kBF16:
+        return pick<bf16_t, bf16_t, true>(level);
+      case DType::kF16:
+        return pick<f16_t, f16_t, true>(level);
+      default:
+        return nullptr;
     }
   }
   switch (a) {
-    case DType::kF64: return pick_expected<double>(e, false, level);
-    case DType::kF32: return pick_expected<float>(e, false, level);
-    case DType::kBF16: return pick_expected<bf16_t>(e, false, level);
-    case DType::kF16: return pick_expected<f16_t>(e, false, level);
-    default: return nullptr;
+    case DType::kF64:
+      return pick_expected<double>(e, false, level);
+    case DType::kF32:
+      return pick_expected<float>(e, false, level);
+    case DType::kBF16:
+      return pick_expected<bf16_t>(e, false, level);
+    case DType::kF16:
+      return pick_expected<f16_t>(e, false, level);
+    default:
+      return nullptr;
   }
 }
 
 UlpKernel ulp_kernel(DType dtype) {
   const int level = isa_level();
   switch (tensor::dtype_size(dtype)) {
-    case 1: return pick_ulp<uint8_t>(level);
-    case 2: return pick_ulp<uint16_t>(level);
-    case 4: return pick_ulp<uint32_t>(level);
-    default: return pick_ulp<uint64_t>(level);
+    case 1:
+      return pick_ulp<uint8_t>(level);
+    case 2:
+      return pick_ulp<uint16_t>(level);
+    case 4:
+      return pick_ulp<uint32_t>(level);
+    default:
+      return pick_ulp<uint64_t>(level);
   }
 }
 

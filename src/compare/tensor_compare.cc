@@ -11,8 +11,8 @@ Comparison compare_tensors(const tensor::Tensor& actual, const tensor::Tensor& e
     c.tolerance.thresholds = tolerance.thresholds;
   }
   if (actual.shape() != expected.shape()) {
-    c.failures.push_back("shape " + tensor::shape_string(actual.shape()) + " differs from expected " +
-                         tensor::shape_string(expected.shape()));
+    c.failures.push_back("shape " + tensor::shape_string(actual.shape()) +
+                         " differs from expected " + tensor::shape_string(expected.shape()));
   }
   if (actual.numel() == expected.numel()) {
     c.metrics = compute_metrics(actual, expected, c.tolerance.element);

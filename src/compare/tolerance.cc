@@ -15,10 +15,14 @@ struct PresetRow {
 // f64/f32/f16/bf16: torch.testing.assert_close defaults. f8 (no torch default): rtol = the
 // format's epsilon (one step at 1.0), atol = its smallest subnormal.
 constexpr PresetRow kPresets[] = {
-    {"f64", 1e-7, 1e-7, true},         {"f32", 1.3e-6, 1e-5, true},
-    {"f16", 1e-3, 1e-5, true},         {"bf16", 1.6e-2, 1e-5, true},
-    {"f8_e4m3", 0x1p-3, 0x1p-9, true}, {"f8_e5m2", 0x1p-2, 0x1p-16, true},
-    {"exact", 0, 0, true},             {"none", 0, 0, false},
+    {"f64", 1e-7, 1e-7, true},
+    {"f32", 1.3e-6, 1e-5, true},
+    {"f16", 1e-3, 1e-5, true},
+    {"bf16", 1.6e-2, 1e-5, true},
+    {"f8_e4m3", 0x1p-3, 0x1p-9, true},
+    {"f8_e5m2", 0x1p-2, 0x1p-16, true},
+    {"exact", 0, 0, true},
+    {"none", 0, 0, false},
 };
 
 // Metrics a threshold may bound. Later layers (model logits, e2e) add their metrics here.

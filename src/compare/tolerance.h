@@ -16,9 +16,9 @@ namespace h0::compare {
 
 // A bound on one metric.
 struct Threshold {
-  std::string key;     // as written: "cosine_min", "max_abs_max"
-  std::string metric;  // the stable metric name: "cosine", "max_abs_err"
-  bool is_min = false; // true: metric >= value; false: metric <= value
+  std::string key;      // as written: "cosine_min", "max_abs_max"
+  std::string metric;   // the stable metric name: "cosine", "max_abs_err"
+  bool is_min = false;  // true: metric >= value; false: metric <= value
   double value = 0;
 };
 

@@ -54,7 +54,8 @@ Split best_split(const std::vector<double>& w, size_t offset, size_t min_segment
 // chose with a two-sample test, at a strict alpha, rather than by permutations: as strict on
 // noise, and a step down and back up, whose first split leaves a mixed side, is still found).
 double split_p(const std::vector<double>& x, size_t begin, size_t tau, size_t end) {
-  const std::vector<double> left(x.begin() + std::ptrdiff_t(begin), x.begin() + std::ptrdiff_t(tau));
+  const std::vector<double> left(x.begin() + std::ptrdiff_t(begin),
+                                 x.begin() + std::ptrdiff_t(tau));
   const std::vector<double> right(x.begin() + std::ptrdiff_t(tau), x.begin() + std::ptrdiff_t(end));
   const double p = mann_whitney_u(left, right).p_value;
   // The normal approximation understates an unbalanced split (a step 4 runs before the end):
@@ -144,8 +145,10 @@ std::vector<ChangePoint> find_change_points(const std::vector<double>& x,
     c.after_points = bounds[i + 1] - bounds[i];
     c.before_mean = mean_of(x, bounds[i - 1], bounds[i]);
     c.after_mean = mean_of(x, bounds[i], bounds[i + 1]);
-    c.before_median = median({x.begin() + std::ptrdiff_t(bounds[i - 1]), x.begin() + std::ptrdiff_t(bounds[i])});
-    c.after_median = median({x.begin() + std::ptrdiff_t(bounds[i]), x.begin() + std::ptrdiff_t(bounds[i + 1])});
+    c.before_median =
+        median({x.begin() + std::ptrdiff_t(bounds[i - 1]), x.begin() + std::ptrdiff_t(bounds[i])});
+    c.after_median =
+        median({x.begin() + std::ptrdiff_t(bounds[i]), x.begin() + std::ptrdiff_t(bounds[i + 1])});
     c.change = c.before_mean != 0 ? c.after_mean / c.before_mean - 1 : INFINITY;
     out.push_back(c);
   }

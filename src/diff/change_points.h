@@ -18,13 +18,13 @@
 namespace h0::diff {
 
 struct ChangePointOptions {
-  double alpha = 0.001;     // significance of the split's two-sample test (Hunter's default)
-  size_t min_segment = 3;   // points on each side of a split
-  double min_change = 0.05; // |mean after / mean before - 1| a reported change must reach
+  double alpha = 0.001;      // significance of the split's two-sample test (Hunter's default)
+  size_t min_segment = 3;    // points on each side of a split
+  double min_change = 0.05;  // |mean after / mean before - 1| a reported change must reach
 };
 
 struct ChangePoint {
-  size_t index = 0;  // the first point of the new level
+  size_t index = 0;    // the first point of the new level
   double p_value = 1;  // Mann-Whitney, the segment before against the segment after
   // Means and medians of the segments on either side (between the neighbouring change points).
   double before_mean = 0, after_mean = 0;

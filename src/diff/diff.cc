@@ -28,7 +28,6 @@ std::string flip_kind(const std::string& base, const std::string& head) {
   return "changed";
 }
 
-
 void diff_metrics(const store::ResultData& base, const store::ResultData& head,
                   const DiffOptions& options, std::vector<MetricDrift>* out) {
   std::unordered_map<std::string, double> base_values;
@@ -99,7 +98,9 @@ void diff_profiles(const store::ResultData& base, const store::ResultData& head,
       c.p_value = kNaN;
       c.verdict = "not enough samples";
     } else {
-      c.p_value = c.normalized ? mann_whitney_u(scaled(h.samples_ns, head_cal), scaled(b->samples_ns, base_cal)).p_value
+      c.p_value = c.normalized ? mann_whitney_u(scaled(h.samples_ns, head_cal),
+                                                scaled(b->samples_ns, base_cal))
+                                     .p_value
                                : mann_whitney_u(h.samples_ns, b->samples_ns).p_value;
       const bool significant = c.p_value < options.alpha;
       if (significant && c.change > threshold)
@@ -197,12 +198,12 @@ DiffSummary summarize(const DiffReport& r) {
   return s;
 }
 
-
 double row_median(const store::ProfileData& p) {
   return p.samples_ns.empty() ? p.median_ns : median(p.samples_ns);
 }
 
-double calibration_median(const store::ResultData& r, const std::string& phase, size_t min_samples) {
+double calibration_median(const store::ResultData& r, const std::string& phase,
+                          size_t min_samples) {
   const std::string want = "calibration" + phase.substr(std::string("steady").size());
   for (const auto& p : r.profiles) {
     if (p.phase == want && p.samples_ns.size() >= min_samples) return row_median(p);
@@ -221,7 +222,6 @@ std::optional<double> metric_error(const std::string& name, double value) {
   }
   return std::nullopt;
 }
-
 
 RunInfo run_info(const store::RunData& run) {
   return {run.id,
@@ -487,17 +487,25 @@ std::string DiffReport::to_text(bool color) const {
 
   const DiffSummary& s = summary;
   if (s.perf_regressions + s.perf_improvements + s.perf_unreliable > 0) {
-    out += "\n" + paint("performance", s.perf_regressions > 0 ? "31" : "32", color) + " (" +
-           std::to_string(s.perf_regressions) + " slower, " + std::to_string(s.perf_improvements) +
-           " faster, " + std::to_string(s.perf_unchanged) + " unchanged, " +
-           (s.perf_unreliable > 0 ? std::to_string(s.perf_unreliable) + " on an unreliable machine, "
-                                  : std::string()) +
-           std::to_string(s.perf_not_enough_samples) + " with too few samples)\n";
+    out +=
+        "\n" + paint("performance", s.perf_regressions > 0 ? "31" : "32", color) + " (" +
+        std::to_string(s.perf_regressions) + " slower, " + std::to_string(s.perf_improvements) +
+        " faster, " + std::to_string(s.perf_unchanged) + " unchanged, " +
+        (s.perf_unreliable > 0 ? std::to_string(s.perf_unreliable) + " on an unreliable machine, "
+                               : std::string()) +
+        std::to_string(s.perf_not_enough_samples) + " with too few samples)\n";
     for (const auto& p : perf) {
       const bool unreliable = p.verdict == "unreliable machine";
       if (p.verdict != "regression" && p.verdict != "improvement" && !unreliable) continue;
-      const char* word = unreliable ? "unreliable machine" : p.verdict == "regression" ? "slower" : "faster";
-      out += "  " + paint(word, unreliable ? "33" : p.verdict == "regression" ? "31" : "32", color) +
+      const char* word = unreliable                  ? "unreliable machine"
+                         : p.verdict == "regression" ? "slower"
+                                                     : "faster";
+      out += "  " +
+             paint(word,
+                   unreliable                  ? "33"
+                   : p.verdict == "regression" ? "31"
+                                               : "32",
+                   color) +
              "  " + p.case_id + "  " + p.phase + " " + p.name + "  " + format_ns(p.base_median_ns) +
              " -> " + format_ns(p.head_median_ns) + "  " + percent(p.change) + "  " +
              p_string(p.p_value) +
@@ -505,7 +513,8 @@ std::string DiffReport::to_text(bool color) const {
                   ? "  (" + std::to_string(p.base_runs) + " vs " + std::to_string(p.head_runs) +
                         " runs, " + p.test + ", noise " + percent(p.noise) + ")"
                   : std::string()) +
-             (unreliable ? "  the calibration moved " + percent(p.calibration_change) : std::string()) +
+             (unreliable ? "  the calibration moved " + percent(p.calibration_change)
+                         : std::string()) +
              "\n";
     }
   }
@@ -522,8 +531,8 @@ std::string DiffReport::to_text(bool color) const {
          std::to_string(s.added) + " new, " + std::to_string(s.removed) + " removed, " +
          count(s.metric_drift, "metric drift") + ", " +
          count(s.accuracy_regressions, "accuracy regression") + ", " +
-         std::to_string(s.perf_regressions) +
-         " slower, " + std::to_string(s.perf_improvements) + " faster: " +
+         std::to_string(s.perf_regressions) + " slower, " + std::to_string(s.perf_improvements) +
+         " faster: " +
          (has_regression() ? paint("REGRESSION", "31", color) : paint("OK", "32", color)) + "\n";
   return out;
 }

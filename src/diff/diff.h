@@ -61,8 +61,8 @@ struct MetricDrift {
 struct PerfChange {
   std::string case_id, phase, name;
   double base_median_ns = 0, head_median_ns = 0;
-  double change = 0;   // head / base - 1 (relative to each run's calibration when normalized)
-  double p_value = 1;  // NaN when not tested (not enough samples)
+  double change = 0;        // head / base - 1 (relative to each run's calibration when normalized)
+  double p_value = 1;       // NaN when not tested (not enough samples)
   bool normalized = false;  // both sides had calibration rows: times compared relative to them
   size_t base_samples = 0, head_samples = 0;
   double threshold = 0;  // the one applied (options or the result's perf_threshold; or the noise)
@@ -107,7 +107,7 @@ struct DiffReport {
   DiffOptions options;
   std::vector<StatusChange> statuses;  // head order, then base-only cases in base order
   std::vector<MetricDrift> drifts;
-  std::vector<PerfChange> perf;  // every steady row present on both sides
+  std::vector<PerfChange> perf;          // every steady row present on both sides
   std::vector<AccuracyChange> accuracy;  // every eval case with items on both sides
   DiffSummary summary;
 
@@ -157,6 +157,7 @@ double row_median(const store::ProfileData& p);
 // The median of a result's calibration row for a steady `phase` (steady -> calibration, keeping
 // any [shape=..] suffix: the host loop timed next to the kernel), or 0 if it has none with at
 // least `min_samples` samples.
-double calibration_median(const store::ResultData& r, const std::string& phase, size_t min_samples = 1);
+double calibration_median(const store::ResultData& r, const std::string& phase,
+                          size_t min_samples = 1);
 
 }  // namespace h0::diff

@@ -8,9 +8,9 @@
 
 #include "base/text_format.h"
 #include "diff/change_points.h"
-#include "suite/filter.h"
 #include "diff/diff.h"
 #include "diff/statistics.h"
+#include "suite/filter.h"
 
 namespace h0::diff {
 namespace {
@@ -56,8 +56,9 @@ void add_run(const store::RunData& run, const std::string& glob, Group* g) {
   }
 }
 
-void add_platform_run(const store::RunData& run, const std::string& glob,
-                      std::map<std::tuple<std::string, std::string, std::string>, TimingSeries>* series) {
+void add_platform_run(
+    const store::RunData& run, const std::string& glob,
+    std::map<std::tuple<std::string, std::string, std::string>, TimingSeries>* series) {
   for (const auto& r : run.results) {
     if (!suite::glob_match(glob, r.case_id) && !suite::glob_match(glob, r.check_id)) continue;
     for (const auto& p : r.profiles) {
@@ -162,8 +163,9 @@ std::vector<ChangeReport> change_points_of(const std::string& platform, const Ti
         for (size_t k = from; k < to; ++k) sum += std::log(s.calibrations[first + k]);
         return std::exp(sum / double(to - from));
       };
-      r.calibration_change =
-          mean_cal(c.index, c.index + c.after_points) / mean_cal(c.index - c.before_points, c.index) - 1;
+      r.calibration_change = mean_cal(c.index, c.index + c.after_points) /
+                                 mean_cal(c.index - c.before_points, c.index) -
+                             1;
       r.unreliable = std::abs(r.calibration_change) > std::abs(r.change);
     }
     r.newest = std::none_of(before_newest.begin(), before_newest.end(), [&](const ChangePoint& o) {
@@ -201,10 +203,12 @@ HistoryReport history(const std::vector<store::RunData>& runs_oldest_first,
   }
   std::map<std::string, std::map<std::tuple<std::string, std::string, std::string>, TimingSeries>>
       by_platform;
-  for (const auto& run : runs_oldest_first) add_platform_run(run, check_glob, &by_platform[run.platform]);
+  for (const auto& run : runs_oldest_first)
+    add_platform_run(run, check_glob, &by_platform[run.platform]);
   for (const auto& [platform, series] : by_platform)
     for (const auto& [key, s] : series) {
-      for (ChangeReport& c : change_points_of(platform, s, last_n)) report.changes.push_back(std::move(c));
+      for (ChangeReport& c : change_points_of(platform, s, last_n))
+        report.changes.push_back(std::move(c));
     }
   return report;
 }
@@ -310,27 +314,28 @@ std::string HistoryReport::to_text(bool color) const {
              printf_string("%+.1f%%", 100 * t.step->change) + ")\n";
     }
   }
-  out += "\nchange points per platform, across stack versions (E-Divisive, Mann-Whitney p < 0.001, "
-         ">= 5%): " + std::to_string(changes.size()) + ", " + std::to_string(new_slowdowns()) +
-         " new slowdowns\n";
+  out +=
+      "\nchange points per platform, across stack versions (E-Divisive, Mann-Whitney p < 0.001, "
+      ">= 5%): " +
+      std::to_string(changes.size()) + ", " + std::to_string(new_slowdowns()) + " new slowdowns\n";
   for (const auto& c : changes) {
     const bool slower = c.change > 0;
-    out += "  " +
-           (c.unreliable ? paint("unreliable machine", "33", color)
-                         : paint(slower ? "slower" : "faster", slower ? "31" : "32", color)) +
-           "  " +
-           c.platform + "  " + c.case_id + "  " + c.phase + " " + c.name + "  at run " +
-           std::to_string(c.run_id) + " (after run " + std::to_string(c.previous_run_id) +
-           (c.stack_before == c.stack_after ? ", same stack " + c.stack_after
-                                            : ", stack " + c.stack_before + " -> " + c.stack_after) +
-           "): " + format_ns(c.before_median_ns) + " -> " + format_ns(c.after_median_ns) +
-           (c.normalized ? " calibrated" : "") + " (" +
-           printf_string("%+.1f%%", 100 * c.change) + ", " + std::to_string(c.runs_before) + " runs before, " +
-           std::to_string(c.runs_after) + " after, p " + printf_string("%.2g", c.p_value) +
-           (c.unreliable ? ", the calibration moved " + printf_string("%+.1f%%", 100 * c.calibration_change)
-                         : std::string()) +
-           ")" +
-           (c.newest ? paint("  NEW", "1", color) : "") + "\n";
+    out +=
+        "  " +
+        (c.unreliable ? paint("unreliable machine", "33", color)
+                      : paint(slower ? "slower" : "faster", slower ? "31" : "32", color)) +
+        "  " + c.platform + "  " + c.case_id + "  " + c.phase + " " + c.name + "  at run " +
+        std::to_string(c.run_id) + " (after run " + std::to_string(c.previous_run_id) +
+        (c.stack_before == c.stack_after ? ", same stack " + c.stack_after
+                                         : ", stack " + c.stack_before + " -> " + c.stack_after) +
+        "): " + format_ns(c.before_median_ns) + " -> " + format_ns(c.after_median_ns) +
+        (c.normalized ? " calibrated" : "") + " (" + printf_string("%+.1f%%", 100 * c.change) +
+        ", " + std::to_string(c.runs_before) + " runs before, " + std::to_string(c.runs_after) +
+        " after, p " + printf_string("%.2g", c.p_value) +
+        (c.unreliable
+             ? ", the calibration moved " + printf_string("%+.1f%%", 100 * c.calibration_change)
+             : std::string()) +
+        ")" + (c.newest ? paint("  NEW", "1", color) : "") + "\n";
   }
   return out;
 }

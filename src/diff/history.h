@@ -50,8 +50,8 @@ struct StackHistory {
 // version, in run order).
 struct ChangeReport {
   std::string platform, case_id, phase, name;
-  int64_t run_id = 0;           // the first run at the new level
-  int64_t previous_run_id = 0;  // the last run before it
+  int64_t run_id = 0;                     // the first run at the new level
+  int64_t previous_run_id = 0;            // the last run before it
   std::string stack_before, stack_after;  // those two runs' fingerprints, 12 characters
   int runs_before = 0, runs_after = 0;    // runs in the levels either side
   double before_median_ns = 0, after_median_ns = 0;
@@ -64,13 +64,13 @@ struct ChangeReport {
   // unreliable machine and fails no night.
   double calibration_change = std::numeric_limits<double>::quiet_NaN();
   bool unreliable = false;
-  bool newest = false; // the series without its newest run shows no change here
+  bool newest = false;  // the series without its newest run shows no change here
 };
 
 struct HistoryReport {
   std::string check_glob;
   int last_n = 0;
-  std::vector<StackHistory> stacks;  // in the order their first run appears
+  std::vector<StackHistory> stacks;   // in the order their first run appears
   std::vector<ChangeReport> changes;  // by platform, then case, then run
   // Slower changes that the newest run made detectable: what a nightly job fails on.
   int new_slowdowns() const;
@@ -98,7 +98,6 @@ std::vector<ChangeReport> change_points_of(const std::string& platform, const Ti
 // `last_n` runs (all of them when last_n <= 0).
 HistoryReport history(const std::vector<store::RunData>& runs_oldest_first,
                       const std::string& check_glob, int last_n);
-
 
 // The index of the first value outside the noise band of the values before it (median ± 3 MAD,
 // MAD at least 1% of the median), which every later value also lies outside of on the same

@@ -26,7 +26,8 @@ struct RunValue {
 };
 
 // Per key, one slot per run (empty where the run lacks the row or the case did not pass).
-std::map<Key, std::vector<std::optional<RunValue>>> run_values(const std::vector<store::RunData>& runs) {
+std::map<Key, std::vector<std::optional<RunValue>>> run_values(
+    const std::vector<store::RunData>& runs) {
   std::map<Key, std::vector<std::optional<RunValue>>> out;
   for (size_t i = 0; i < runs.size(); ++i) {
     std::set<std::string> seen;
@@ -74,12 +75,13 @@ PerfChange compare(const Key& key, const std::vector<std::optional<RunValue>>& b
   };
   c.base_median_ns = median(medians(b));
   c.head_median_ns = median(medians(h));
-  c.normalized = !b.empty() && !h.empty() &&
-                 std::all_of(b.begin(), b.end(), [](const RunValue& v) { return v.calibration_ns > 0; }) &&
-                 std::all_of(h.begin(), h.end(), [](const RunValue& v) { return v.calibration_ns > 0; });
+  c.normalized = !b.empty() && !h.empty() && std::all_of(b.begin(), b.end(), [](const RunValue& v) {
+    return v.calibration_ns > 0;
+  }) && std::all_of(h.begin(), h.end(), [](const RunValue& v) { return v.calibration_ns > 0; });
   const auto logs = [&](const std::vector<RunValue>& v) {
     std::vector<double> l;
-    for (const auto& x : v) l.push_back(std::log(x.median_ns / (c.normalized ? x.calibration_ns : 1.0)));
+    for (const auto& x : v)
+      l.push_back(std::log(x.median_ns / (c.normalized ? x.calibration_ns : 1.0)));
     return l;
   };
   const std::vector<double> lb = logs(b), lh = logs(h);
@@ -95,7 +97,8 @@ PerfChange compare(const Key& key, const std::vector<std::optional<RunValue>>& b
   // spread of the rounds' differences (what the rounds share, a slower machine for a round,
   // cancels in them and is no noise of the comparison).
   const auto spread = [](const std::vector<double>& v) {
-    return std::exp(*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) - 1;
+    return std::exp(*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) -
+           1;
   };
   if (paired) {
     std::vector<double> d;

@@ -101,7 +101,8 @@ double mann_whitney_exact_p(const std::vector<double>& x, const std::vector<doub
     return std::numeric_limits<double>::quiet_NaN();
   }
   double u = 0;  // pairs (s, l) with s > l
-  for (double v : small) u += double(std::lower_bound(pooled.begin(), pooled.end(), v) - pooled.begin());
+  for (double v : small)
+    u += double(std::lower_bound(pooled.begin(), pooled.end(), v) - pooled.begin());
   u -= double(small.size()) * double(small.size() - 1) / 2;  // ranks among the small sample
   const double mn = double(small.size()) * double(large.size());
   return std::min(1.0, 2 * exact_u_survival(std::max(u, mn - u), small.size(), large.size()));
@@ -143,10 +144,10 @@ namespace {
 
 // Acklam's rational approximation of Φ⁻¹ (relative error < 1.2e-9), the start for Newton.
 double acklam(double p) {
-  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
                              1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
   static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                             6.680131188771972e+01,  -1.328068155288572e+01};
+                             6.680131188771972e+01, -1.328068155288572e+01};
   static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
                              -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
   static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
@@ -169,8 +170,8 @@ double binomial_half_cdf(int64_t k, int64_t n) {
   double sum = 0;
   const double log_half_n = double(n) * std::log(0.5);
   for (int64_t i = 0; i <= k; ++i) {
-    const double log_choose = std::lgamma(double(n) + 1) - std::lgamma(double(i) + 1) -
-                              std::lgamma(double(n - i) + 1);
+    const double log_choose =
+        std::lgamma(double(n) + 1) - std::lgamma(double(i) + 1) - std::lgamma(double(n - i) + 1);
     sum += std::exp(log_choose + log_half_n);
   }
   return std::min(1.0, sum);
@@ -269,11 +270,11 @@ TTest welch_t_test(const std::vector<double>& x, const std::vector<double>& y) {
   TTest r;
   if (x.size() < 2 || y.size() < 2) return r;
   const double mx = mean_of(x), my = mean_of(y);
-  const double vx = variance_of(x, mx) / double(x.size()), vy = variance_of(y, my) / double(y.size());
+  const double vx = variance_of(x, mx) / double(x.size()),
+               vy = variance_of(y, my) / double(y.size());
   if (vx + vy <= 0) return r;
   r.t = (mx - my) / std::sqrt(vx + vy);
-  r.df = (vx + vy) * (vx + vy) /
-         (vx * vx / double(x.size() - 1) + vy * vy / double(y.size() - 1));
+  r.df = (vx + vy) * (vx + vy) / (vx * vx / double(x.size() - 1) + vy * vy / double(y.size() - 1));
   r.p_value = student_t_two_sided_p(r.t, r.df);
   return r;
 }

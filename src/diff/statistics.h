@@ -25,7 +25,8 @@ MannWhitney mann_whitney_u(const std::vector<double>& x, const std::vector<doubl
 // The two-sided p-value of U from its exact distribution whatever the sizes (the normal
 // approximation mann_whitney_u uses past 10 values is poor for unbalanced samples: 36 values
 // against 4, fully separated, is p = 2.2e-5 exactly and 1.3e-3 approximated). NaN when there
-// are ties (unless the samples are fully separated: 2 / C(n, m) then) or a sample is empty. O(m (n + m)^3) for the smaller sample's size m: keep m small.
+// are ties (unless the samples are fully separated: 2 / C(n, m) then) or a sample is empty. O(m (n
+// + m)^3) for the smaller sample's size m: keep m small.
 double mann_whitney_exact_p(const std::vector<double>& x, const std::vector<double>& y);
 
 // The middle value; the mean of the two middle values for an even count; NaN when empty.

@@ -45,16 +45,18 @@ ItemResult ItemResult::from_json(const nlohmann::json& j) {
   r.id = j.at("id").get<std::string>();
   r.answer = j.value("answer", "");
   r.correct = j.value("correct", false);
-  if (j.contains("choice_logprobs")) r.choice_logprobs = j.at("choice_logprobs").get<std::vector<double>>();
-  if (j.contains("logprob") && j.at("logprob").is_number()) r.logprob = j.at("logprob").get<double>();
+  if (j.contains("choice_logprobs"))
+    r.choice_logprobs = j.at("choice_logprobs").get<std::vector<double>>();
+  if (j.contains("logprob") && j.at("logprob").is_number())
+    r.logprob = j.at("logprob").get<double>();
   r.text = j.value("text", "");
   r.error = j.value("error", "");
   r.attempts = j.value("attempts", 0);
   return r;
 }
 
-Comparison compare(const std::vector<ItemResult>& head, const std::map<std::string, ItemResult>& ref,
-                   const GateSpec& gate) {
+Comparison compare(const std::vector<ItemResult>& head,
+                   const std::map<std::string, ItemResult>& ref, const GateSpec& gate) {
   Comparison c;
   std::vector<int> h, r;
   for (const ItemResult& item : head) {
@@ -115,7 +117,8 @@ Comparison compare(const std::vector<ItemResult>& head, const std::map<std::stri
   c.delta_hi = d.hi;
   // The bootstrap alone says "no drop" whenever nothing was lost, however few the items: the
   // Wilson bound of the lost share keeps a small n from passing.
-  const double wilson_lost = diff::wilson_interval(c.lost, c.n, gate.alpha).hi - double(c.gained) / n;
+  const double wilson_lost =
+      diff::wilson_interval(c.lost, c.n, gate.alpha).hi - double(c.gained) / n;
   c.drop_bound = std::max(-c.delta_lo, wilson_lost);
   return c;
 }
@@ -138,9 +141,10 @@ Verdict judge(const Comparison& c, const GateSpec& gate, bool has_reference, int
     return {fails.empty() ? "pass" : "fail", fails.empty() ? score_text : fails[0]};
   }
   if (c.n == 0)
-    return {"inconclusive", "inconclusive: no item was answered on both sides (" + score_text + ")"};
-  const std::string vs = "vs the reference's " + fixed(c.ref_score) + " on the same " +
-                         std::to_string(c.n) + " items";
+    return {"inconclusive",
+            "inconclusive: no item was answered on both sides (" + score_text + ")"};
+  const std::string vs =
+      "vs the reference's " + fixed(c.ref_score) + " on the same " + std::to_string(c.n) + " items";
   if (gate.min_agreement && c.agreement < *gate.min_agreement) {
     fails.push_back("agreement " + fixed(c.agreement) + " < " + fixed(*gate.min_agreement) + ": " +
                     std::to_string(c.flipped.size()) + " items answered differently (" +
@@ -161,10 +165,9 @@ Verdict judge(const Comparison& c, const GateSpec& gate, bool has_reference, int
   if (gate.max_drop) {
     const double drop = -c.delta;
     const bool significant = c.mcnemar_p < gate.alpha && c.lost > c.gained;
-    const std::string paired = std::to_string(c.lost) + " items lost, " +
-                               std::to_string(c.gained) + " gained: McNemar exact p = " +
-                               pvalue(c.mcnemar_p) + "; the unpaired z-test alone: p = " +
-                               pvalue(c.unpaired_p);
+    const std::string paired = std::to_string(c.lost) + " items lost, " + std::to_string(c.gained) +
+                               " gained: McNemar exact p = " + pvalue(c.mcnemar_p) +
+                               "; the unpaired z-test alone: p = " + pvalue(c.unpaired_p);
     if (significant && drop > *gate.max_drop) {
       fails.push_back("score dropped " + fixed(drop) + " (" + fixed(c.ref_score) + " -> " +
                       fixed(c.score) + ", more than max_drop " + fixed(*gate.max_drop) +

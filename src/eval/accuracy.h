@@ -40,15 +40,15 @@ struct GateSpec {
   std::optional<double> min_output_agreement;
   // Loglikelihood scorers: the largest |logprob - reference logprob| of a choice or target.
   std::optional<double> max_logprob_diff;
-  bool inconclusive_fails = false;      // inconclusive: fail instead of skip
+  bool inconclusive_fails = false;  // inconclusive: fail instead of skip
   int bootstrap_resamples = 10000;
   uint32_t bootstrap_seed = 0;
 };
 
 struct Comparison {
-  int64_t n = 0;                  // items both sides answered
+  int64_t n = 0;  // items both sides answered
   int64_t head_right = 0, ref_right = 0;
-  int64_t gained = 0, lost = 0;   // right only on the head side / only on the reference's
+  int64_t gained = 0, lost = 0;  // right only on the head side / only on the reference's
   int64_t same_answer = 0;
   int64_t with_text = 0, same_text = 0;  // generate: items both sides completed, equal completions
   double score = 0, ref_score = 0, delta = 0;  // delta = score - ref_score
@@ -61,14 +61,14 @@ struct Comparison {
   // The largest drop the data allow at 1 - alpha: the larger of the bootstrap's and the Wilson
   // bound of the lost items' share less the gained items' share.
   double drop_bound = 0;
-  std::vector<std::string> flipped;  // ids whose answer differs from the reference's
+  std::vector<std::string> flipped;       // ids whose answer differs from the reference's
   std::vector<std::string> text_differs;  // generate: ids whose completion differs
 };
 
 // Pairs `head` with `ref` by item id (items missing on either side or without an answer are left
 // out of n).
-Comparison compare(const std::vector<ItemResult>& head, const std::map<std::string, ItemResult>& ref,
-                   const GateSpec& gate);
+Comparison compare(const std::vector<ItemResult>& head,
+                   const std::map<std::string, ItemResult>& ref, const GateSpec& gate);
 
 struct Verdict {
   std::string outcome;  // "pass", "fail", "inconclusive"

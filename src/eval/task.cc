@@ -60,8 +60,8 @@ Scorer parse_scorer(const std::string& s, const std::string& where) {
   if (s == "multiple_choice") return Scorer::kMultipleChoice;
   if (s == "generate") return Scorer::kGenerate;
   if (s == "logprob_target") return Scorer::kLogprobTarget;
-  throw InputError(where, "scorer must be one of: multiple_choice, generate, logprob_target; got '" +
-                              s + "'");
+  throw InputError(
+      where, "scorer must be one of: multiple_choice, generate, logprob_target; got '" + s + "'");
 }
 
 // Applies one spec key (from the header at `where`, or from the suite).
@@ -109,7 +109,8 @@ void apply_key(TaskSpec* spec, const std::string& key, const YAML::Node& v,
     } else if (e == "exact" || e == "last_number") {
       spec->extract = e;
     } else {
-      throw InputError(where, "extract must be exact, last_number or regex:<pattern>; got '" + e + "'");
+      throw InputError(where,
+                       "extract must be exact, last_number or regex:<pattern>; got '" + e + "'");
     }
   } else if (key == "max_tokens") {
     spec->max_tokens = integer(1);
@@ -146,8 +147,9 @@ int64_t gold_choice(const json& answer, const std::vector<std::string>& choices,
   if (answer.is_number_integer()) {
     const int64_t i = answer.get<int64_t>();
     if (i < 0 || i >= n)
-      fail_at(path, line, "answer " + std::to_string(i) + " is not a choice index in [0, " +
-                              std::to_string(n) + ")");
+      fail_at(path, line,
+              "answer " + std::to_string(i) + " is not a choice index in [0, " + std::to_string(n) +
+                  ")");
     return i;
   }
   if (answer.is_string()) {
@@ -165,18 +167,31 @@ int64_t gold_choice(const json& answer, const std::vector<std::string>& choices,
 
 const char* scorer_name(Scorer s) {
   switch (s) {
-    case Scorer::kMultipleChoice: return "multiple_choice";
-    case Scorer::kGenerate: return "generate";
-    case Scorer::kLogprobTarget: return "logprob_target";
+    case Scorer::kMultipleChoice:
+      return "multiple_choice";
+    case Scorer::kGenerate:
+      return "generate";
+    case Scorer::kLogprobTarget:
+      return "logprob_target";
   }
   return "?";
 }
 
 const std::vector<std::string>& spec_keys() {
-  static const std::vector<std::string> keys = {
-      "scorer",       "name",          "licence",     "template",  "choices_field",
-      "choice_template", "answer_field", "target_template", "extract", "max_tokens",
-      "stop",         "fewshot",       "fewshot_separator", "id_field"};
+  static const std::vector<std::string> keys = {"scorer",
+                                                "name",
+                                                "licence",
+                                                "template",
+                                                "choices_field",
+                                                "choice_template",
+                                                "answer_field",
+                                                "target_template",
+                                                "extract",
+                                                "max_tokens",
+                                                "stop",
+                                                "fewshot",
+                                                "fewshot_separator",
+                                                "id_field"};
   return keys;
 }
 
@@ -272,8 +287,9 @@ Task load_task(const std::string& path, const YAML::Node& overrides,
   if (overrides.IsDefined() && overrides.IsMap()) {
     for (const auto& kv : overrides) {
       const YAML::Mark m = kv.first.Mark();
-      apply_key(&task.spec, kv.first.Scalar(), kv.second,
-                overrides_file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1));
+      apply_key(
+          &task.spec, kv.first.Scalar(), kv.second,
+          overrides_file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1));
     }
   }
   const TaskSpec& spec = task.spec;
@@ -282,10 +298,11 @@ Task load_task(const std::string& path, const YAML::Node& overrides,
   for (size_t i = first_item; i < lines.size(); ++i) {
     const auto& [number, line] = lines[i];
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    if (line[0] == '#') fail_at(path, number, "a comment after the first item (the header is the file's leading # lines)");
+    if (line[0] == '#')
+      fail_at(path, number,
+              "a comment after the first item (the header is the file's leading # lines)");
     json fields = json::parse(line, nullptr, false);
-    if (fields.is_discarded())
-      fail_at(path, number, "not a JSON object: " + line.substr(0, 80));
+    if (fields.is_discarded()) fail_at(path, number, "not a JSON object: " + line.substr(0, 80));
     if (!fields.is_object()) fail_at(path, number, "an item must be a JSON object");
     Item item;
     item.line = number;
@@ -302,8 +319,9 @@ Task load_task(const std::string& path, const YAML::Node& overrides,
     if (spec.scorer == Scorer::kMultipleChoice) {
       if (!fields.contains(spec.choices_field) || !fields.at(spec.choices_field).is_array() ||
           fields.at(spec.choices_field).size() < 2)
-        fail_at(path, number, "a multiple_choice item needs \"" + spec.choices_field +
-                                  "\": a list of at least 2 choices");
+        fail_at(path, number,
+                "a multiple_choice item needs \"" + spec.choices_field +
+                    "\": a list of at least 2 choices");
       std::vector<std::string> choices;
       for (const json& c : fields.at(spec.choices_field)) {
         std::optional<std::string> t = field_text(c);
@@ -314,7 +332,8 @@ Task load_task(const std::string& path, const YAML::Node& overrides,
       for (const std::string& c : choices) {
         json with = fields;
         with["choice"] = c;
-        item.continuations.push_back(render(spec.choice_template, with, path, number, "choice_template"));
+        item.continuations.push_back(
+            render(spec.choice_template, with, path, number, "choice_template"));
       }
     } else {
       std::optional<std::string> t = field_text(answer);
@@ -329,7 +348,8 @@ Task load_task(const std::string& path, const YAML::Node& overrides,
       if (spec.scorer == Scorer::kLogprobTarget) {
         json with = fields;
         with[spec.answer_field] = *t;
-        item.continuations.push_back(render(spec.target_template, with, path, number, "target_template"));
+        item.continuations.push_back(
+            render(spec.target_template, with, path, number, "target_template"));
       }
     }
     item.prompt = render(spec.prompt_template, fields, path, number, "the template");
@@ -343,8 +363,9 @@ Task load_task(const std::string& path, const YAML::Node& overrides,
   std::string shots;
   for (int64_t k = 0; k < spec.fewshot; ++k) {
     const Item& e = all[size_t(k)];
-    const std::string solved = spec.scorer == Scorer::kGenerate ? " " + e.target
-                                                                : e.continuations[size_t(std::max<int64_t>(e.gold, 0))];
+    const std::string solved = spec.scorer == Scorer::kGenerate
+                                   ? " " + e.target
+                                   : e.continuations[size_t(std::max<int64_t>(e.gold, 0))];
     shots += e.prompt + solved + spec.fewshot_separator;
   }
   std::set<std::string> seen;

@@ -21,13 +21,14 @@
 // prompt and not scored. Every error names the file and line (InputError, exit 2).
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <string>
 #include <vector>
-#include <yaml-cpp/yaml.h>
 
 namespace h0::eval {
 

@@ -2,7 +2,6 @@
 
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -62,7 +61,8 @@ std::vector<std::string> GoldenManifest::verify() const {
       continue;
     }
     const std::string sha = base::sha256_file(p.string());
-    if (sha != g.sha256) problems.push_back(rel + ": sha256 " + sha + ", manifest says " + g.sha256);
+    if (sha != g.sha256)
+      problems.push_back(rel + ": sha256 " + sha + ", manifest says " + g.sha256);
   }
   for (const auto& item : fs::recursive_directory_iterator(root_)) {
     if (!item.is_regular_file()) continue;

@@ -10,10 +10,10 @@
 namespace h0::io {
 
 struct GoldenFile {
-  std::string path;      // relative to the golden root, '/'-separated
+  std::string path;  // relative to the golden root, '/'-separated
   std::string sha256;
   uint64_t bytes = 0;
-  std::string producer;  // e.g. golden/tools/gen_foundation.py
+  std::string producer;                         // e.g. golden/tools/gen_foundation.py
   std::map<std::string, std::string> versions;  // package -> version
 };
 

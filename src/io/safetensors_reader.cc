@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/error.h"
 #include "base/json_depth.h"
@@ -37,13 +36,14 @@ std::vector<int64_t> read_int_array(const json& value, const std::string& label,
 
 TensorEntry read_entry(const std::string& name, const json& info, const std::string& label) {
   const std::string who = tensor_label(name);
-  if (!info.is_object()) throw InputError(label, who + ": expected an object, found " + info.dump());
+  if (!info.is_object())
+    throw InputError(label, who + ": expected an object, found " + info.dump());
   TensorEntry entry;
   entry.name = name;
   for (const auto& [key, value] : info.items()) {
     if (key != "dtype" && key != "shape" && key != "data_offsets") {
-      throw InputError(label, who + ": unknown field '" + key +
-                                  "' (expected dtype, shape, data_offsets)");
+      throw InputError(label,
+                       who + ": unknown field '" + key + "' (expected dtype, shape, data_offsets)");
     }
   }
   if (!info.contains("dtype") || !info["dtype"].is_string()) {
@@ -59,7 +59,8 @@ TensorEntry read_entry(const std::string& name, const json& info, const std::str
   entry.dtype = *dtype;
   if (!info.contains("shape")) throw InputError(label, who + ": missing field 'shape'");
   entry.shape = read_int_array(info["shape"], label, who + ": shape");
-  if (!info.contains("data_offsets")) throw InputError(label, who + ": missing field 'data_offsets'");
+  if (!info.contains("data_offsets"))
+    throw InputError(label, who + ": missing field 'data_offsets'");
   auto offsets = read_int_array(info["data_offsets"], label, who + ": data_offsets");
   if (offsets.size() != 2) throw InputError(label, who + ": data_offsets must be [begin, end]");
   entry.begin = static_cast<uint64_t>(offsets[0]);
@@ -158,8 +159,10 @@ SafetensorsFile SafetensorsFile::parse(const std::byte* data, size_t size, std::
     throw InputError(where, "header is not JSON: it must start with '{'");
   }
 
-  if (base::json_depth(std::string_view(text, header_len), base::kMaxJsonDepth) > base::kMaxJsonDepth) {
-    throw InputError(where, "header JSON nested deeper than " + std::to_string(base::kMaxJsonDepth) + " levels");
+  if (base::json_depth(std::string_view(text, header_len), base::kMaxJsonDepth) >
+      base::kMaxJsonDepth) {
+    throw InputError(
+        where, "header JSON nested deeper than " + std::to_string(base::kMaxJsonDepth) + " levels");
   }
   // Parse, refusing duplicate top-level names (a JSON object may repeat keys; the format may
   // not). A SAX pass finds them; nlohmann's callback parser would, but in quadratic time.
@@ -178,7 +181,8 @@ SafetensorsFile SafetensorsFile::parse(const std::byte* data, size_t size, std::
       if (!info.is_object()) throw InputError(where, "__metadata__ must be an object of strings");
       for (const auto& [key, value] : info.items()) {
         if (!value.is_string()) {
-          throw InputError(where, "__metadata__ '" + key + "' must be a string, found " + value.dump());
+          throw InputError(where,
+                           "__metadata__ '" + key + "' must be a string, found " + value.dump());
         }
         f.metadata_[key] = value.get<std::string>();
       }
@@ -202,10 +206,10 @@ SafetensorsFile SafetensorsFile::parse(const std::byte* data, size_t size, std::
                                   std::to_string(data_bytes) + " bytes)");
     }
     if (e.begin < expected_begin) {
-      throw InputError(where, tensor_label(e.name) + " [" + std::to_string(e.begin) + ", " +
-                                  std::to_string(e.end) + ") overlaps " + tensor_label(previous->name) +
-                                  " [" + std::to_string(previous->begin) + ", " +
-                                  std::to_string(previous->end) + ")");
+      throw InputError(
+          where, tensor_label(e.name) + " [" + std::to_string(e.begin) + ", " +
+                     std::to_string(e.end) + ") overlaps " + tensor_label(previous->name) + " [" +
+                     std::to_string(previous->begin) + ", " + std::to_string(previous->end) + ")");
     }
     if (e.begin > expected_begin) {
       throw InputError(where, "bytes [" + std::to_string(expected_begin) + ", " +
@@ -254,8 +258,8 @@ tensor::Tensor SafetensorsFile::slice(std::string_view name, int axis, int64_t b
   const int64_t extent = e.shape[static_cast<size_t>(axis)];
   if (begin < 0 || begin > end || end > extent) {
     throw InputError(label_, tensor_label(name) + ": range [" + std::to_string(begin) + ", " +
-                                 std::to_string(end) + ") is outside axis " +
-                                 std::to_string(axis) + " of size " + std::to_string(extent));
+                                 std::to_string(end) + ") is outside axis " + std::to_string(axis) +
+                                 " of size " + std::to_string(extent));
   }
   if (axis == 0) return get(name).slice_rows(begin, end);
   tensor::Shape out_shape = e.shape;

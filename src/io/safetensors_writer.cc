@@ -6,9 +6,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/error.h"
 
@@ -63,7 +62,8 @@ void write_safetensors(const std::string& path, std::vector<NamedTensor> tensors
   std::set<std::string> names;
   for (const auto& t : tensors) {
     if (t.name == "__metadata__") throw InputError(path, "'__metadata__' is not a tensor name");
-    if (!names.insert(t.name).second) throw InputError(path, "duplicate tensor name '" + t.name + "'");
+    if (!names.insert(t.name).second)
+      throw InputError(path, "duplicate tensor name '" + t.name + "'");
   }
   layout_order(tensors);
   const std::string header = safetensors_header(tensors, metadata);
@@ -85,8 +85,8 @@ void write_safetensors(const std::string& path, std::vector<NamedTensor> tensors
   ok = (std::fclose(f) == 0) && ok;
   if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
     std::remove(temp.c_str());
-    throw InputError(path, std::string("cannot write: ") +
-                               std::strerror(saved_errno ? saved_errno : errno));
+    throw InputError(
+        path, std::string("cannot write: ") + std::strerror(saved_errno ? saved_errno : errno));
   }
 }
 

@@ -2,9 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "base/error.h"
 #include "base/input_file.h"
@@ -30,9 +29,13 @@ ShardedCheckpoint ShardedCheckpoint::open(const std::string& path) {
   ShardedCheckpoint ckpt;
   fs::path p(path);
   if (fs::is_directory(p)) {
-    if (fs::exists(p / kIndexName)) p /= kIndexName;
-    else if (fs::exists(p / kSingleName)) p /= kSingleName;
-    else throw InputError(path, std::string("directory has neither ") + kIndexName + " nor " + kSingleName);
+    if (fs::exists(p / kIndexName))
+      p /= kIndexName;
+    else if (fs::exists(p / kSingleName))
+      p /= kSingleName;
+    else
+      throw InputError(path,
+                       std::string("directory has neither ") + kIndexName + " nor " + kSingleName);
   }
   ckpt.path_ = p.string();
 
@@ -56,8 +59,8 @@ ShardedCheckpoint ShardedCheckpoint::open(const std::string& path) {
       if (inserted) {
         const fs::path shard_path = p.parent_path() / shard_name;
         if (!fs::exists(shard_path)) {
-          throw InputError(ckpt.path_, "shard '" + shard_name + "' (of tensor '" + name +
-                                           "') does not exist");
+          throw InputError(ckpt.path_,
+                           "shard '" + shard_name + "' (of tensor '" + name + "') does not exist");
         }
         ckpt.shards_.push_back(
             std::make_unique<SafetensorsFile>(SafetensorsFile::open(shard_path.string())));

@@ -50,11 +50,13 @@ class Communicator {
   // and single engines; NCCL reduces them natively). Data movement takes every dtype.
   // In place, as in NCCL: all_gather with send == recv + rank() * count, reduce_scatter with
   // recv == send + rank() * count; other overlaps are also accepted (staged through a copy).
-  virtual void all_reduce(const void* send, void* recv, size_t count, tensor::DType dtype, ReduceOp op) = 0;
+  virtual void all_reduce(const void* send, void* recv, size_t count, tensor::DType dtype,
+                          ReduceOp op) = 0;
   // recv holds size() blocks of `count`, block r from rank r.
   virtual void all_gather(const void* send, void* recv, size_t count, tensor::DType dtype) = 0;
   // send holds size() blocks of `count`; recv gets the reduction of block rank() over ranks.
-  virtual void reduce_scatter(const void* send, void* recv, size_t count, tensor::DType dtype, ReduceOp op) = 0;
+  virtual void reduce_scatter(const void* send, void* recv, size_t count, tensor::DType dtype,
+                              ReduceOp op) = 0;
   // send block r (of `count`) goes to rank r; recv block r came from rank r.
   virtual void all_to_all(const void* send, void* recv, size_t count, tensor::DType dtype) = 0;
   virtual void broadcast(void* buf, size_t count, tensor::DType dtype, int root) = 0;
@@ -63,7 +65,8 @@ class Communicator {
   // Sends `send` to rank `dst` while receiving `recv` from rank `src` (a ring step, a pipeline
   // hand-off); either may be this rank. The default orders send() and recv() by rank parity,
   // which is deadlock-free for rings; engines override it with one concurrent exchange.
-  virtual void send_recv(const void* send, int dst, void* recv, int src, size_t count, tensor::DType dtype);
+  virtual void send_recv(const void* send, int dst, void* recv, int src, size_t count,
+                         tensor::DType dtype);
   virtual void barrier() = 0;
   // The ranks with the same `color`, ordered by `key` (MPI_Comm_split). Collective over this
   // communicator.

@@ -86,7 +86,8 @@ Architecture parse_architecture(const nlohmann::json& config, const std::string&
   if (fam == nullptr) {
     std::string got = config.contains("architectures") ? config["architectures"].dump() : "none";
     if (config.contains("model_type")) got += ", model_type " + config["model_type"].dump();
-    throw InputError(where + ": architectures", "unknown architecture (" + got + "); known: " + known_architectures());
+    throw InputError(where + ": architectures",
+                     "unknown architecture (" + got + "); known: " + known_architectures());
   }
   Architecture a = fam->parse(ConfigFields(config, where));
   a.family = fam->family;
@@ -110,14 +111,17 @@ Architecture parse_architecture(const nlohmann::json& config, const std::string&
 }
 
 std::string config_path(const std::string& path) {
-  return std::filesystem::is_directory(path) ? (std::filesystem::path(path) / "config.json").string() : path;
+  return std::filesystem::is_directory(path)
+             ? (std::filesystem::path(path) / "config.json").string()
+             : path;
 }
 
 nlohmann::json read_config_file(const std::string& path) {
   const std::string file = config_path(path);
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) {
-    throw InputError(file, "cannot open (a model directory with config.json, or a config.json file)");
+    throw InputError(file,
+                     "cannot open (a model directory with config.json, or a config.json file)");
   }
   return base::read_json_file(file);
 }
@@ -126,7 +130,9 @@ Architecture load_architecture(const std::string& path) {
   return parse_architecture(read_config_file(path), config_path(path));
 }
 
-bool is_modelled(const nlohmann::json& config) { return config.is_object() && find_family(config) != nullptr; }
+bool is_modelled(const nlohmann::json& config) {
+  return config.is_object() && find_family(config) != nullptr;
+}
 
 TextModel::LayerKind TextModel::layer_kind(int64_t layer) const {
   if (layer < 0 || layer >= static_cast<int64_t>(layer_kinds.size())) return LayerKind::kFull;

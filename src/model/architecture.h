@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "model/tensor_names.h"
 #include "tensor/dtype.h"
@@ -31,12 +30,12 @@ struct RopeScaling {
 struct Attention {
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
-  int64_t head_dim = 0;       // q/k/v head dim of standard attention
-  bool qkv_bias = false;      // Qwen2
-  bool o_bias = false;        // attention_bias on o_proj too (Llama's attention_bias)
-  bool qk_norm = false;       // Qwen3: RMSNorm over head_dim on q and k
-  bool mla = false;           // DeepSeek-V2/V3, Kimi-K2
-  int64_t q_lora_rank = 0;    // 0: q is projected directly (no q_a/q_b)
+  int64_t head_dim = 0;     // q/k/v head dim of standard attention
+  bool qkv_bias = false;    // Qwen2
+  bool o_bias = false;      // attention_bias on o_proj too (Llama's attention_bias)
+  bool qk_norm = false;     // Qwen3: RMSNorm over head_dim on q and k
+  bool mla = false;         // DeepSeek-V2/V3, Kimi-K2
+  int64_t q_lora_rank = 0;  // 0: q is projected directly (no q_a/q_b)
   int64_t kv_lora_rank = 0;
   int64_t qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
   // Sliding-window attention (Mistral, Gemma 3, GPT-OSS): a sliding layer's query sees the last
@@ -47,7 +46,8 @@ struct Attention {
   int64_t rotary_dim = 0;
   // The softmax scale of q·k; 0: qk_head_dim^-0.5 (Gemma 3: query_pre_attn_scalar^-0.5).
   double scale = 0;
-  // GPT-OSS: a learned logit per head in the softmax denominator (kAttnSinks, paged_attention's sinks).
+  // GPT-OSS: a learned logit per head in the softmax denominator (kAttnSinks, paged_attention's
+  // sinks).
   bool sinks = false;
   // Qwen3-Next / Qwen3.5's gated attention: q_proj writes, per head, head_dim query values then
   // head_dim gate values; the attention's output is multiplied by sigmoid(gate) before o_proj.
@@ -84,8 +84,12 @@ struct LinearAttention {
   // One sequence's state of one layer split over `tp` ranks, in bytes: the conv window in the
   // compute dtype (`act_bytes` per element), the recurrent state in f32 (gated_delta_rule's
   // contract, and transformers' torch_recurrent_gated_delta_rule's).
-  int64_t conv_state_bytes(int64_t tp, int64_t act_bytes) const { return conv_dim() / tp * (conv_kernel - 1) * act_bytes; }
-  int64_t recurrent_state_bytes(int64_t tp) const { return num_v_heads / tp * k_head_dim * v_head_dim * 4; }
+  int64_t conv_state_bytes(int64_t tp, int64_t act_bytes) const {
+    return conv_dim() / tp * (conv_kernel - 1) * act_bytes;
+  }
+  int64_t recurrent_state_bytes(int64_t tp) const {
+    return num_v_heads / tp * k_head_dim * v_head_dim * 4;
+  }
 };
 
 // DeepSeek-V3.2's lightning indexer (DeepSeek sparse attention): per query a score for every
@@ -100,16 +104,17 @@ struct Moe {
   int64_t num_experts = 0;
   int64_t experts_per_token = 0;
   int64_t expert_intermediate_size = 0;
-  int64_t num_shared_experts = 0;          // run as one dense MLP of shared_inter() width
-  int64_t shared_intermediate_size = 0;    // Qwen2-MoE's shared_expert_intermediate_size; 0: num_shared·expert_inter
-  std::string scoring = "softmax";         // "softmax" or "sigmoid" (DeepSeek-V3)
+  int64_t num_shared_experts = 0;  // run as one dense MLP of shared_inter() width
+  int64_t shared_intermediate_size =
+      0;  // Qwen2-MoE's shared_expert_intermediate_size; 0: num_shared·expert_inter
+  std::string scoring = "softmax";  // "softmax" or "sigmoid" (DeepSeek-V3)
   bool norm_topk_prob = false;
-  int64_t n_group = 1, topk_group = 1;     // grouped routing (DeepSeek-V3)
+  int64_t n_group = 1, topk_group = 1;  // grouped routing (DeepSeek-V3)
   double routed_scaling_factor = 1;
-  bool correction_bias = false;            // gate.e_score_correction_bias (noaux_tc)
-  int64_t first_k_dense = 0;               // DeepSeek: layers [0, k) are dense
-  int64_t layer_freq = 1;                  // DeepSeek moe_layer_freq / Qwen decoder_sparse_step
-  std::vector<int64_t> dense_layers;       // Qwen3-MoE mlp_only_layers
+  bool correction_bias = false;       // gate.e_score_correction_bias (noaux_tc)
+  int64_t first_k_dense = 0;          // DeepSeek: layers [0, k) are dense
+  int64_t layer_freq = 1;             // DeepSeek moe_layer_freq / Qwen decoder_sparse_step
+  std::vector<int64_t> dense_layers;  // Qwen3-MoE mlp_only_layers
   // Qwen2-MoE: the shared expert's output scaled by sigmoid(x·shared_expert_gate) per token.
   bool shared_expert_gate = false;
   // GPT-OSS: the router has a bias; the experts are stored fused (kExpertsGateUp, kExpertsDown,
@@ -120,7 +125,8 @@ struct Moe {
 
   // The width of the shared experts' MLP (DeepSeek: num_shared_experts · expert_intermediate_size).
   int64_t shared_inter() const {
-    return shared_intermediate_size > 0 ? shared_intermediate_size : num_shared_experts * expert_intermediate_size;
+    return shared_intermediate_size > 0 ? shared_intermediate_size
+                                        : num_shared_experts * expert_intermediate_size;
   }
 };
 
@@ -134,7 +140,8 @@ struct TextModel {
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000;
   RopeScaling rope_scaling;
-  nlohmann::json rope_scaling_json;  // the config's object verbatim (the rope op's `scaling`); null: none
+  nlohmann::json
+      rope_scaling_json;  // the config's object verbatim (the rope op's `scaling`); null: none
   // The sliding layers' own RoPE (Gemma 3's rope_local_base_freq, or rope_parameters'
   // sliding_attention): a base and a scaling object (null: none). 0: they use the rope above.
   double local_rope_theta = 0;
@@ -142,7 +149,8 @@ struct TextModel {
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
   bool mlp_bias = false;
-  std::string hidden_act = "silu";  // the MLP's: silu (swiglu), gelu, gelu_pytorch_tanh (model_ops: others refused)
+  std::string hidden_act =
+      "silu";  // the MLP's: silu (swiglu), gelu, gelu_pytorch_tanh (model_ops: others refused)
   // Gemma 3: the embedding's rows times √hidden_size (rounded to the run dtype, as HF's
   // embed_scale.to(weight.dtype)); every RMSNorm weighs by (1 + w); a norm on the attention's
   // and on the MLP's output before each residual add (kAttnPostNorm, kFfnPostNorm).
@@ -167,7 +175,11 @@ struct TextModel {
 
   // Per decoder layer, when the config says (layer_types, sliding_window_pattern); empty: every
   // layer is full attention.
-  enum class LayerKind { kFull, kSliding, kLinear };  // kLinear: a fixed-size recurrent state, no KV
+  enum class LayerKind {
+    kFull,
+    kSliding,
+    kLinear
+  };  // kLinear: a fixed-size recurrent state, no KV
   std::vector<LayerKind> layer_kinds;
 
   bool is_moe_layer(int64_t layer) const;
@@ -196,7 +208,8 @@ struct Vision {
   double rope_theta = 10000;
   std::vector<int64_t> fullatt_blocks;
   std::string prefix = "vision_tower.";
-  std::string layers_prefix = "encoder.layers.";  // an encoder layer's, under `prefix` (Qwen: "blocks.")
+  std::string layers_prefix =
+      "encoder.layers.";  // an encoder layer's, under `prefix` (Qwen: "blocks.")
   // The tower's tensor names (families/common.cc clip_vision_names: HF's CLIP), stems under
   // weight_prefix().
   const TensorNames* names = nullptr;
@@ -209,7 +222,8 @@ struct Vision {
     return prefix;
   }
   // The checkpoint name of `role`'s `piece` (of encoder layer `layer` for a layer's role).
-  std::string name(TensorRole role, TensorPiece piece = TensorPiece::kWeight, int64_t layer = -1) const {
+  std::string name(TensorRole role, TensorPiece piece = TensorPiece::kWeight,
+                   int64_t layer = -1) const {
     return names->name(weight_prefix(role, layer), role, piece);
   }
 
@@ -219,19 +233,20 @@ struct Vision {
 
 // Quantization the released checkpoint uses (config's quantization_config), for the planner.
 struct Quantization {
-  std::string method;                 // "fp8", ... ; empty: none
+  std::string method;  // "fp8", ... ; empty: none
   int64_t block_rows = 0, block_cols = 0;
 };
 
 struct Architecture {
-  std::string family;        // "llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3", "llava", "qwen2_5_vl", ...
+  std::string family;  // "llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3", "llava",
+                       // "qwen2_5_vl", ...
   std::string architecture;  // the HF class, e.g. "LlamaForCausalLM"
   // False for a family the executor does not model (describe_architecture): `family` is then the
   // config's model_type, and only the fields every decoder config shares are read (sizes, heads,
   // kv heads, head_dim, sliding windows, MLA latent, expert counts); the tensor inventory comes
   // from the checkpoint's headers (model/checkpoint_inventory.h), never from build_inventory.
   bool modelled = true;
-  bool has_vision = false;   // a vision_config (also set when the tower itself is not modelled)
+  bool has_vision = false;  // a vision_config (also set when the tower itself is not modelled)
   TextModel text;
   std::optional<Vision> vision;
   Quantization quantization;
@@ -244,7 +259,8 @@ struct Architecture {
 inline constexpr int64_t kMaxDecoderLayers = 100000;
 
 // Parses a config.json object. `where` names it in errors: "config.json: text_config.hidden_size:
-// missing (an integer is required)". Unknown architectures are an InputError listing the known ones.
+// missing (an integer is required)". Unknown architectures are an InputError listing the known
+// ones.
 Architecture parse_architecture(const nlohmann::json& config, const std::string& where);
 
 // Reads `path`: a config.json file or a model directory holding one.

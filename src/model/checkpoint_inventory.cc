@@ -143,8 +143,9 @@ TpSplit split_of(const NameParts& p) {
 bool has_checkpoint(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  return fs::is_directory(path, ec) && (fs::exists(fs::path(path) / "model.safetensors", ec) ||
-                                        fs::exists(fs::path(path) / "model.safetensors.index.json", ec));
+  return fs::is_directory(path, ec) &&
+         (fs::exists(fs::path(path) / "model.safetensors", ec) ||
+          fs::exists(fs::path(path) / "model.safetensors.index.json", ec));
 }
 
 TpSplit tp_rule(const std::string& name) { return split_of(read_name(name)); }

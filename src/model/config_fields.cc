@@ -28,7 +28,8 @@ int64_t ConfigFields::req_int_any(const std::vector<std::string>& keys) const {
   }
   std::string names;
   for (const std::string& k : keys) names += (names.empty() ? "" : " or ") + k;
-  throw InputError(where(keys.front()), "missing (an integer is required; also read as " + names + ")");
+  throw InputError(where(keys.front()),
+                   "missing (an integer is required; also read as " + names + ")");
 }
 
 double ConfigFields::req_double(const std::string& key) const {
@@ -72,7 +73,8 @@ std::vector<int64_t> ConfigFields::opt_int_list(const std::string& key) const {
   if (v == nullptr) return out;
   if (!v->is_array()) throw InputError(where(key), "must be a list of integers, got " + v->dump());
   for (const auto& e : *v) {
-    if (!e.is_number_integer()) throw InputError(where(key), "must be a list of integers, got " + v->dump());
+    if (!e.is_number_integer())
+      throw InputError(where(key), "must be a list of integers, got " + v->dump());
     out.push_back(e.get<int64_t>());
   }
   return out;

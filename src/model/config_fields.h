@@ -3,18 +3,18 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace h0::model {
 
 class ConfigFields {
  public:
   // `where`: the file, then the object's path, e.g. "config.json: text_config".
-  ConfigFields(const nlohmann::json& object, std::string where) : j_(&object), where_(std::move(where)) {}
+  ConfigFields(const nlohmann::json& object, std::string where)
+      : j_(&object), where_(std::move(where)) {}
 
   // "config.json: text_config.hidden_size" (or "config.json: hidden_size" at the top level).
   std::string where(const std::string& key) const;
@@ -37,7 +37,6 @@ class ConfigFields {
   const nlohmann::json* find(const std::string& key) const;  // nullptr when absent or null
 
  private:
-
   const nlohmann::json* j_;
   std::string where_;
 };

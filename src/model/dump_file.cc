@@ -1,17 +1,19 @@
 #include "model/dump_file.h"
 
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors_writer.h"
 
 namespace h0::model {
 
-void write_dump(const std::string& path, const std::vector<int64_t>& prompt, const ProbeRecorder& probes,
-                const Generation& gen, const std::map<std::string, std::string>& metadata) {
+void write_dump(const std::string& path, const std::vector<int64_t>& prompt,
+                const ProbeRecorder& probes, const Generation& gen,
+                const std::map<std::string, std::string>& metadata) {
   std::vector<io::NamedTensor> tensors;
-  tensors.push_back({"input_ids", tensor::Tensor::copy_of(tensor::DType::kI64, {int64_t(prompt.size())}, prompt.data())});
+  tensors.push_back(
+      {"input_ids",
+       tensor::Tensor::copy_of(tensor::DType::kI64, {int64_t(prompt.size())}, prompt.data())});
   nlohmann::json order = nlohmann::json::array();
   for (const auto& [name, value] : probes.probes()) {
     tensors.push_back({name, value});
@@ -28,9 +30,12 @@ void write_dump(const std::string& path, const std::vector<int64_t>& prompt, con
         logprobs.push_back(i < t.logprobs.size() ? float(t.logprobs[i]) : -INFINITY);
       }
     }
-    tensors.push_back({"greedy_ids", tensor::Tensor::copy_of(tensor::DType::kI64, {n}, gen.ids.data())});
-    tensors.push_back({"greedy_top5_ids", tensor::Tensor::copy_of(tensor::DType::kI64, {n, 5}, ids.data())});
-    tensors.push_back({"greedy_top5_logprobs", tensor::Tensor::copy_of(tensor::DType::kF32, {n, 5}, logprobs.data())});
+    tensors.push_back(
+        {"greedy_ids", tensor::Tensor::copy_of(tensor::DType::kI64, {n}, gen.ids.data())});
+    tensors.push_back(
+        {"greedy_top5_ids", tensor::Tensor::copy_of(tensor::DType::kI64, {n, 5}, ids.data())});
+    tensors.push_back({"greedy_top5_logprobs",
+                       tensor::Tensor::copy_of(tensor::DType::kF32, {n, 5}, logprobs.data())});
   }
   std::map<std::string, std::string> meta = metadata;
   meta["probes"] = order.dump();

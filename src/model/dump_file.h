@@ -14,7 +14,8 @@
 namespace h0::model {
 
 // Writes `path`. `probes` must hold the prefill's probes and `logits`.
-void write_dump(const std::string& path, const std::vector<int64_t>& prompt, const ProbeRecorder& probes,
-                const Generation& gen, const std::map<std::string, std::string>& metadata);
+void write_dump(const std::string& path, const std::vector<int64_t>& prompt,
+                const ProbeRecorder& probes, const Generation& gen,
+                const std::map<std::string, std::string>& metadata);
 
 }  // namespace h0::model

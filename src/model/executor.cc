@@ -20,8 +20,13 @@ KvGeometry kv_geometry(const Architecture& a, const ExecutorOptions& o) {
   const Attention& at = a.text.attn;
   int64_t kv = at.mla ? at.num_heads : at.num_kv_heads;
   if (o.sharding != nullptr) kv = at.mla ? o.sharding->heads : o.sharding->kv_heads;
-  return {a.text.num_layers, (o.max_tokens + o.block_size - 1) / o.block_size, o.block_size, kv, at.qk_head_dim(),
-          at.value_head_dim(), a.text.indexer.n_heads > 0 ? a.text.indexer.head_dim : 0};
+  return {a.text.num_layers,
+          (o.max_tokens + o.block_size - 1) / o.block_size,
+          o.block_size,
+          kv,
+          at.qk_head_dim(),
+          at.value_head_dim(),
+          a.text.indexer.n_heads > 0 ? a.text.indexer.head_dim : 0};
 }
 
 // The config's (Attention::scale), else qk_head_dim^-0.5; HF DeepseekV3Attention: times mscale²
@@ -52,13 +57,14 @@ tensor::Tensor index_tensor(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt, backend::Backend& backend,
-                   const ExecutorOptions& options)
+Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
+                   backend::Backend& backend, const ExecutorOptions& options)
     : arch_(arch),
       backend_(backend),
       options_(options),
       ops_(backend, options.fallback, options.profile),
-      weights_(std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype, options.sharding)),
+      weights_(
+          std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype, options.sharding)),
       cache_(backend, kv_geometry(arch, options), options.dtype),
       prefix_(arch.has_vision ? "model.language_model." : "model."),
       attention_scale_(attention_scale(arch.text)),
@@ -79,15 +85,18 @@ Executor::LinearState& Executor::linear_state(int seq, int64_t layer) {
   auto it = layers.find(layer);
   if (it != layers.end()) return it->second;
   const LinearAttention& la = linear_;
-  LinearState st{backend_.upload(tensor::Tensor::zeros(options_.dtype, {la.conv_dim(), la.conv_kernel - 1})),
-                 backend_.upload(tensor::Tensor::zeros(tensor::DType::kF32, {la.num_v_heads, la.k_head_dim, la.v_head_dim}))};
+  LinearState st{
+      backend_.upload(tensor::Tensor::zeros(options_.dtype, {la.conv_dim(), la.conv_kernel - 1})),
+      backend_.upload(tensor::Tensor::zeros(tensor::DType::kF32,
+                                            {la.num_v_heads, la.k_head_dim, la.v_head_dim}))};
   return layers.emplace(layer, std::move(st)).first->second;
 }
 
 // transformers' fix_query_key_value_ordering: in_proj_qkvz's outputs are, per key head g,
 // [q (Dk), k (Dk), v (r·Dv), z (r·Dv)] with r = Hv / Hk; in_proj_ba's [b (r), a (r)].
 Executor::FusedColumns Executor::fused_columns(const LinearAttention& la) {
-  const int64_t hk = la.num_k_heads, dk = la.k_head_dim, r = la.value_group(), rv = r * la.v_head_dim;
+  const int64_t hk = la.num_k_heads, dk = la.k_head_dim, r = la.value_group(),
+                rv = r * la.v_head_dim;
   const int64_t group = 2 * dk + 2 * rv;
   FusedColumns c;
   for (int64_t part : {0, 1}) {  // every key head's q, then every key head's k
@@ -115,25 +124,31 @@ void Executor::probe(Step& step, const std::string& name, const DeviceTensor& t)
   if (step.probes != nullptr && step.probes->wants(name)) step.probes->record(name, to_host_f32(t));
 }
 
-bool Executor::first_tp_rank() const { return options_.sharding == nullptr || options_.sharding->tp_rank == 0; }
+bool Executor::first_tp_rank() const {
+  return options_.sharding == nullptr || options_.sharding->tp_rank == 0;
+}
 
 void Executor::all_reduce(mesh::Communicator* comm, DeviceTensor* t) {
   if (comm == nullptr || comm->size() == 1) return;
   tensor::Tensor host = backend_.download(*t);
-  comm->all_reduce(host.data(), host.mutable_data(), size_t(host.numel()), host.dtype(), mesh::ReduceOp::kSum);
+  comm->all_reduce(host.data(), host.mutable_data(), size_t(host.numel()), host.dtype(),
+                   mesh::ReduceOp::kSum);
   backend_.upload_into(host, t);
 }
 
-DeviceTensor Executor::linear(int64_t layer, TensorRole role, const DeviceTensor& x, bool with_bias) {
-  return linear_of(weights_->get(layer, role), with_bias ? weights_->find(layer, role, TensorPiece::kBias) : nullptr,
+DeviceTensor Executor::linear(int64_t layer, TensorRole role, const DeviceTensor& x,
+                              bool with_bias) {
+  return linear_of(weights_->get(layer, role),
+                   with_bias ? weights_->find(layer, role, TensorPiece::kBias) : nullptr,
                    weights_->find(layer, role, TensorPiece::kScale), x);
 }
 
 // x·wᵀ + b by linear, or by scaled_linear when w comes with block scales (an fp8 checkpoint).
-DeviceTensor Executor::linear_of(const DeviceTensor& w, const DeviceTensor* b, const DeviceTensor* scale,
-                                 const DeviceTensor& x) {
+DeviceTensor Executor::linear_of(const DeviceTensor& w, const DeviceTensor* b,
+                                 const DeviceTensor* scale, const DeviceTensor& x) {
   if (scale != nullptr) {
-    H0_CHECK(op_.scaled_linear.def != nullptr) << "a weight has block scales but the config has no fp8 quantization_config";
+    H0_CHECK(op_.scaled_linear.def != nullptr)
+        << "a weight has block scales but the config has no fp8 quantization_config";
     BoundOp op = op_.scaled_linear;
     if (w.dtype() != tensor::DType::kF8E4M3) op.attrs["dtype"] = tensor::dtype_name(w.dtype());
     if (b != nullptr) return ops_.run1(op, {&x, &w, scale, b});
@@ -144,15 +159,18 @@ DeviceTensor Executor::linear_of(const DeviceTensor& w, const DeviceTensor* b, c
 }
 
 tensor::Tensor Executor::forward(int seq, const std::vector<int64_t>& ids, ProbeRecorder* probes,
-                                 const tensor::Tensor* image_features, const std::vector<ImageGrid>& image_grids) {
+                                 const tensor::Tensor* image_features,
+                                 const std::vector<ImageGrid>& image_grids) {
   return std::move(forward_batch({{seq, ids, image_features, image_grids}}, probes)[0]);
 }
 
-std::vector<tensor::Tensor> Executor::forward_batch(const std::vector<BatchItem>& items, ProbeRecorder* probes) {
+std::vector<tensor::Tensor> Executor::forward_batch(const std::vector<BatchItem>& items,
+                                                    ProbeRecorder* probes) {
   if (items.empty()) throw InputError("forward", "no sequences");
   const Sharding* sh = options_.sharding;
   if (sh != nullptr && items.size() > 1) {
-    throw InputError("forward", "a sharded executor runs one sequence per forward pass, got " + std::to_string(items.size()));
+    throw InputError("forward", "a sharded executor runs one sequence per forward pass, got " +
+                                    std::to_string(items.size()));
   }
   std::vector<int64_t> ids;
   Step step;
@@ -161,11 +179,13 @@ std::vector<tensor::Tensor> Executor::forward_batch(const std::vector<BatchItem>
     if (item.ids.empty()) throw InputError("forward", "no tokens");
     for (int64_t id : item.ids) {
       if (id < 0 || id >= arch_.text.vocab_size) {
-        throw InputError("prompt", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+        throw InputError("prompt", "token id " + std::to_string(id) +
+                                       " is outside the vocabulary [0, " +
                                        std::to_string(arch_.text.vocab_size) + ")");
       }
     }
-    for (const Segment& s : step.segments) H0_CHECK(s.seq != item.seq) << "sequence " << item.seq << " twice in a batch";
+    for (const Segment& s : step.segments)
+      H0_CHECK(s.seq != item.seq) << "sequence " << item.seq << " twice in a batch";
     Segment seg;
     seg.seq = item.seq;
     seg.item = &item;
@@ -175,7 +195,8 @@ std::vector<tensor::Tensor> Executor::forward_batch(const std::vector<BatchItem>
   }
   begin_step(&step);
 
-  const bool first_stage = sh == nullptr || sh->pp_rank == 0, last_stage = sh == nullptr || sh->pp_rank == sh->pp - 1;
+  const bool first_stage = sh == nullptr || sh->pp_rank == 0,
+             last_stage = sh == nullptr || sh->pp_rank == sh->pp - 1;
   DeviceTensor x;
   if (first_stage) {
     x = embed(ids);
@@ -188,14 +209,17 @@ std::vector<tensor::Tensor> Executor::forward_batch(const std::vector<BatchItem>
         if (items[i].image_features == nullptr) continue;
         const Segment& s = step.segments[i];
         tensor::Tensor rows = host.slice_rows(s.row, s.row + s.tokens);
-        glue::scatter_rows(&rows, items[i].ids, arch_.vision ? arch_.vision->image_token_index : -1, *items[i].image_features);
+        glue::scatter_rows(&rows, items[i].ids, arch_.vision ? arch_.vision->image_token_index : -1,
+                           *items[i].image_features);
       }
       x = backend_.upload(host);
     }
     if (arch_.vision) probe(step, "inputs_embeds", x);
   } else {  // the previous stage's hidden states
-    tensor::Tensor host = tensor::Tensor::zeros(options_.dtype, {step.tokens, arch_.text.hidden_size});
-    sh->pp_group->recv(host.mutable_data(), size_t(host.numel()), host.dtype(), int(sh->pp_rank - 1));
+    tensor::Tensor host =
+        tensor::Tensor::zeros(options_.dtype, {step.tokens, arch_.text.hidden_size});
+    sh->pp_group->recv(host.mutable_data(), size_t(host.numel()), host.dtype(),
+                       int(sh->pp_rank - 1));
     x = backend_.upload(host);
   }
   const int64_t first = sh ? sh->layer_begin : 0, last = sh ? sh->layer_end : arch_.text.num_layers;
@@ -211,13 +235,16 @@ std::vector<tensor::Tensor> Executor::forward_batch(const std::vector<BatchItem>
     sh->pp_group->send(host.data(), size_t(host.numel()), host.dtype(), int(sh->pp_rank + 1));
   }
   if (sh != nullptr && sh->pp > 1) {  // every stage returns the logits
-    if (!last_stage) out = tensor::Tensor::zeros(tensor::DType::kF32, {step.tokens, arch_.text.vocab_size});
-    sh->pp_group->broadcast(out.mutable_data(), size_t(out.numel()), tensor::DType::kF32, int(sh->pp - 1));
+    if (!last_stage)
+      out = tensor::Tensor::zeros(tensor::DType::kF32, {step.tokens, arch_.text.vocab_size});
+    sh->pp_group->broadcast(out.mutable_data(), size_t(out.numel()), tensor::DType::kF32,
+                            int(sh->pp - 1));
   }
   if (probes != nullptr && probes->wants("logits") && last_stage) probes->record("logits", out);
   if (step.segments.size() == 1) return {std::move(out)};
   std::vector<tensor::Tensor> logits;
-  for (const Segment& s : step.segments) logits.push_back(out.slice_rows(s.row, s.row + s.tokens).clone());
+  for (const Segment& s : step.segments)
+    logits.push_back(out.slice_rows(s.row, s.row + s.tokens).clone());
   return logits;
 }
 
@@ -249,16 +276,17 @@ DeviceTensor Executor::embed(const std::vector<int64_t>& ids) {
 
 // The LM head (vocabulary-parallel under TP: each rank's columns, all-gathered). [T, V] f32.
 tensor::Tensor Executor::lm_head(const DeviceTensor& x) {
-  const tensor::Tensor local = to_host_f32(arch_.text.tie_word_embeddings ? linear(-1, TensorRole::kEmbed, x, false)
-                                                                          : linear(arch_.text.num_layers, TensorRole::kHead, x, false));
+  const tensor::Tensor local = to_host_f32(
+      arch_.text.tie_word_embeddings ? linear(-1, TensorRole::kEmbed, x, false)
+                                     : linear(arch_.text.num_layers, TensorRole::kHead, x, false));
   const Sharding* sh = options_.sharding;
   if (sh == nullptr || !sh->tp || sh->tp->size() == 1) return local;
   const int64_t T = local.dim(0), V = arch_.text.vocab_size, n = sh->tp->size();
   const int64_t width = (V + n - 1) / n;  // every rank sends `width` columns; the last ones padded
   tensor::Tensor mine = tensor::Tensor::zeros(tensor::DType::kF32, {T, width});
   for (int64_t t = 0; t < T; ++t) {
-    std::memcpy(mine.mutable_data_as<float>() + t * width, local.data_as<float>() + t * local.dim(1),
-                size_t(local.dim(1)) * sizeof(float));
+    std::memcpy(mine.mutable_data_as<float>() + t * width,
+                local.data_as<float>() + t * local.dim(1), size_t(local.dim(1)) * sizeof(float));
   }
   tensor::Tensor all = tensor::Tensor::zeros(tensor::DType::kF32, {n, T, width});
   sh->tp->all_gather(mine.data(), all.mutable_data(), size_t(mine.numel()), tensor::DType::kF32);
@@ -266,8 +294,8 @@ tensor::Tensor Executor::lm_head(const DeviceTensor& x) {
   for (int64_t r = 0; r < n; ++r) {
     const int64_t begin = r * (V / n) + std::min(r, V % n), cols = V / n + (r < V % n ? 1 : 0);
     for (int64_t t = 0; t < T; ++t) {
-      std::memcpy(out.mutable_data_as<float>() + t * V + begin, all.data_as<float>() + (r * T + t) * width,
-                  size_t(cols) * sizeof(float));
+      std::memcpy(out.mutable_data_as<float>() + t * V + begin,
+                  all.data_as<float>() + (r * T + t) * width, size_t(cols) * sizeof(float));
     }
   }
   return out;
@@ -283,7 +311,9 @@ void Executor::begin_step(Step* step) {
     step->tokens += s.tokens;
     for (int64_t i = 0; i < s.tokens; ++i) pos.push_back(s.start + i);
     s.table = cache_.block_table(s.seq);
-    ops::Json attrs = {{"context_len", s.start + s.tokens}, {"scale", attention_scale_}, {"causal", true},
+    ops::Json attrs = {{"context_len", s.start + s.tokens},
+                       {"scale", attention_scale_},
+                       {"causal", true},
                        {"q_offset", s.start}};
     s.paged_attention = bind_op("paged_attention", attrs);
     if (arch_.text.attn.sliding_window > 0) {  // the sliding layers' (TextModel::layer_kinds)
@@ -309,33 +339,41 @@ void Executor::begin_step(Step* step) {
     const int64_t first = known != mrope_next_.end() ? known->second : s.start;
     if (s.item == nullptr) {  // a layer run: text positions, the three rows equal
       for (int64_t a = 0; a < 3; ++a) {
-        for (int64_t i = 0; i < s.tokens; ++i) rows[size_t(a * step->tokens + s.row + i)] = first + i;
+        for (int64_t i = 0; i < s.tokens; ++i)
+          rows[size_t(a * step->tokens + s.row + i)] = first + i;
       }
       mrope_next_[s.seq] = first + s.tokens;
       continue;
     }
-    const MropePositions m = mrope_positions(s.item->ids, first, image_token, s.item->image_grids, merge);
+    const MropePositions m =
+        mrope_positions(s.item->ids, first, image_token, s.item->image_grids, merge);
     for (int64_t a = 0; a < 3; ++a) {
       std::copy_n(m.rows.begin() + a * s.tokens, s.tokens, rows.begin() + a * step->tokens + s.row);
     }
     mrope_next_[s.seq] = m.next;
   }
-  step->positions = backend_.upload(tensor::Tensor::copy_of(tensor::DType::kI64, {3, step->tokens}, rows.data()));
-  if (step->probes != nullptr && step->probes->wants("position_ids")) {  // transformers' [T, 3] (t, h, w)
+  step->positions =
+      backend_.upload(tensor::Tensor::copy_of(tensor::DType::kI64, {3, step->tokens}, rows.data()));
+  if (step->probes != nullptr &&
+      step->probes->wants("position_ids")) {  // transformers' [T, 3] (t, h, w)
     tensor::Tensor ids = tensor::Tensor::zeros(tensor::DType::kF32, {step->tokens, 3});
     for (int64_t i = 0; i < step->tokens; ++i) {
-      for (int64_t a = 0; a < 3; ++a) ids.mutable_data_as<float>()[i * 3 + a] = float(rows[size_t(a * step->tokens + i)]);
+      for (int64_t a = 0; a < 3; ++a)
+        ids.mutable_data_as<float>()[i * 3 + a] = float(rows[size_t(a * step->tokens + i)]);
     }
     step->probes->record("position_ids", ids);
   }
 }
 
-tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden, ProbeRecorder* probes, int64_t prefill) {
-  if (layer < 0 || layer >= arch_.text.num_layers) throw InputError("layer", std::to_string(layer) + " is out of range");
+tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden,
+                                   ProbeRecorder* probes, int64_t prefill) {
+  if (layer < 0 || layer >= arch_.text.num_layers)
+    throw InputError("layer", std::to_string(layer) + " is out of range");
   const int64_t T = hidden.dim(0);
   if (prefill <= 0 || prefill > T) prefill = T;
   const int seq = cache_.new_sequence();
-  tensor::Tensor out = tensor::Tensor::zeros(tensor::DType::kF32, {T, hidden.numel() / std::max<int64_t>(T, 1)});
+  tensor::Tensor out =
+      tensor::Tensor::zeros(tensor::DType::kF32, {T, hidden.numel() / std::max<int64_t>(T, 1)});
   for (int64_t row = 0; row < T;) {
     const int64_t n = row == 0 ? prefill : 1;
     Step step;
@@ -344,7 +382,8 @@ tensor::Tensor Executor::run_layer(int64_t layer, const tensor::Tensor& hidden, 
     step.segments[0].tokens = n;
     step.probes = probes;
     begin_step(&step);
-    DeviceTensor x = backend_.upload(glue::to_dtype(hidden.slice_rows(row, row + n), options_.dtype));
+    DeviceTensor x =
+        backend_.upload(glue::to_dtype(hidden.slice_rows(row, row + n), options_.dtype));
     x = decoder_layer(layer, std::move(x), step);
     cache_.advance(seq, n);
     const tensor::Tensor y = to_host_f32(x);
@@ -403,7 +442,8 @@ DeviceTensor Executor::attention(int64_t layer, const DeviceTensor& h, Step& ste
   q.reshape({T, H, hd});
   k.reshape({T, Hkv, hd});
   v.reshape({T, Hkv, hd});
-  const bool local = op_.local_rope.def != nullptr && arch_.text.layer_kind(layer) == TextModel::LayerKind::kSliding;
+  const bool local = op_.local_rope.def != nullptr &&
+                     arch_.text.layer_kind(layer) == TextModel::LayerKind::kSliding;
   const BoundOp& rope = local ? op_.local_rope : op_.rope;  // Gemma 3: the sliding layers' own base
   q = ops_.run1(rope, {&q, &step.positions});
   k = ops_.run1(rope, {&k, &step.positions});
@@ -413,7 +453,8 @@ DeviceTensor Executor::attention(int64_t layer, const DeviceTensor& h, Step& ste
     const DeviceTensor s = ops_.run1(op_.sigmoid, {&*gate});
     o = ops_.run1(op_.mul, {&o, &s});
   }
-  DeviceTensor out = linear(layer, TensorRole::kAttnO, o, first_tp_rank());  // row-parallel under TP
+  DeviceTensor out =
+      linear(layer, TensorRole::kAttnO, o, first_tp_rank());  // row-parallel under TP
   if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
   return out;
 }
@@ -434,17 +475,22 @@ DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, St
     q = linear(layer, TensorRole::kAttnQ, h);
   }
   auto [q_nope, q_rot] = glue::split_last(backend_.download(q).reshape({T, H, nope + rot}), nope);
-  auto [latent, k_rot] = glue::split_last(backend_.download(linear(layer, TensorRole::kAttnKVA, h)), at.kv_lora_rank);
+  auto [latent, k_rot] =
+      glue::split_last(backend_.download(linear(layer, TensorRole::kAttnKVA, h)), at.kv_lora_rank);
   DeviceTensor c = backend_.upload(latent);
   c = ops_.run1(op_.rmsnorm, {&c, &weights_->get(layer, TensorRole::kAttnKVANorm)});
-  auto [k_nope, value] =
-      glue::split_last(backend_.download(linear(layer, TensorRole::kAttnKVB, c)).reshape({T, H, nope + at.v_head_dim}), nope);
+  auto [k_nope, value] = glue::split_last(backend_.download(linear(layer, TensorRole::kAttnKVB, c))
+                                              .reshape({T, H, nope + at.v_head_dim}),
+                                          nope);
 
-  DeviceTensor q_rot_dev = backend_.upload(q_rot), k_rot_dev = backend_.upload(k_rot.reshape({T, 1, rot}));
+  DeviceTensor q_rot_dev = backend_.upload(q_rot),
+               k_rot_dev = backend_.upload(k_rot.reshape({T, 1, rot}));
   q_rot_dev = ops_.run1(op_.rope, {&q_rot_dev, &step.positions});
   k_rot_dev = ops_.run1(op_.rope, {&k_rot_dev, &step.positions});
-  const tensor::Tensor key = glue::concat_last(k_nope, glue::repeat_heads(backend_.download(k_rot_dev), H));
-  const DeviceTensor query = backend_.upload(glue::concat_last(q_nope, backend_.download(q_rot_dev)));
+  const tensor::Tensor key =
+      glue::concat_last(k_nope, glue::repeat_heads(backend_.download(k_rot_dev), H));
+  const DeviceTensor query =
+      backend_.upload(glue::concat_last(q_nope, backend_.download(q_rot_dev)));
   std::optional<IndexerInputs> index;
   if (arch_.text.indexer.n_heads > 0) index = indexer_inputs(layer, h, qa, step);
   DeviceTensor o = cached_attention(layer, query, key, value, step, index ? &*index : nullptr);
@@ -457,7 +503,8 @@ DeviceTensor Executor::latent_attention(int64_t layer, const DeviceTensor& h, St
 // transformers' DeepseekV32Indexer: queries wq_b(q latent) and one key k_norm(wk(x)) per token,
 // both with half-split RoPE over their first qk_rope_head_dim dims, and the heads' weights
 // weights_proj(x) (their H^-0.5 is in the bound indexer's scale).
-Executor::IndexerInputs Executor::indexer_inputs(int64_t layer, const DeviceTensor& h, const DeviceTensor& q_latent, Step& step) {
+Executor::IndexerInputs Executor::indexer_inputs(int64_t layer, const DeviceTensor& h,
+                                                 const DeviceTensor& q_latent, Step& step) {
   const Indexer& x = arch_.text.indexer;
   const int64_t T = step.tokens;
   IndexerInputs in;
@@ -468,7 +515,8 @@ Executor::IndexerInputs Executor::indexer_inputs(int64_t layer, const DeviceTens
   k = ops_.run1(op_.index_norm, {&k, &weights_->get(layer, TensorRole::kIdxKNorm),
                                  &weights_->get(layer, TensorRole::kIdxKNorm, TensorPiece::kBias)});
   k.reshape({T, 1, x.head_dim});
-  in.k = backend_.download(ops_.run1(op_.index_rope, {&k, &step.positions})).reshape({T, x.head_dim});
+  in.k =
+      backend_.download(ops_.run1(op_.index_rope, {&k, &step.positions})).reshape({T, x.head_dim});
   in.weights = linear(layer, TensorRole::kIdxWeights, h);
   return in;
 }
@@ -481,7 +529,8 @@ Executor::IndexerInputs Executor::indexer_inputs(int64_t layer, const DeviceTens
 // out_proj is row-parallel: the partial sums are all-reduced.
 DeviceTensor Executor::linear_attention(int64_t layer, const DeviceTensor& h, Step& step) {
   const LinearAttention& la = linear_;  // this rank's heads
-  const int64_t T = step.tokens, hk = la.num_k_heads, hv = la.num_v_heads, dk = la.k_head_dim, dv = la.v_head_dim;
+  const int64_t T = step.tokens, hk = la.num_k_heads, hv = la.num_v_heads, dk = la.k_head_dim,
+                dv = la.v_head_dim;
   const int64_t key_dim = hk * dk;
   DeviceTensor qkv, z, b, a;
   if (la.fused_projections) {
@@ -498,12 +547,17 @@ DeviceTensor Executor::linear_attention(int64_t layer, const DeviceTensor& h, St
     a = linear(layer, TensorRole::kLinA, h);
   }
   std::vector<DeviceTensor> gating =
-      ops_.run(op_.gdn_gating, {&a, &b, &weights_->get(layer, TensorRole::kLinALog), &weights_->get(layer, TensorRole::kLinDtBias)});
+      ops_.run(op_.gdn_gating, {&a, &b, &weights_->get(layer, TensorRole::kLinALog),
+                                &weights_->get(layer, TensorRole::kLinDtBias)});
   const DeviceTensor& conv_w = weights_->get(layer, TensorRole::kLinConv);  // [C, K]
   const bool one = step.segments.size() == 1;
   tensor::Tensor qkv_host, g_host, beta_host;
-  if (!one) qkv_host = backend_.download(qkv), g_host = backend_.download(gating[0]), beta_host = backend_.download(gating[1]);
-  const auto rows = [&](const tensor::Tensor& t, const Segment& s) { return backend_.upload(t.slice_rows(s.row, s.row + s.tokens)); };
+  if (!one)
+    qkv_host = backend_.download(qkv), g_host = backend_.download(gating[0]),
+    beta_host = backend_.download(gating[1]);
+  const auto rows = [&](const tensor::Tensor& t, const Segment& s) {
+    return backend_.upload(t.slice_rows(s.row, s.row + s.tokens));
+  };
   tensor::Tensor core = tensor::Tensor::zeros(options_.dtype, {T, hv, dv});
   for (const Segment& s : step.segments) {
     LinearState& st = linear_state(s.seq, layer);
@@ -512,10 +566,13 @@ DeviceTensor Executor::linear_attention(int64_t layer, const DeviceTensor& h, St
     st.conv = std::move(conv[1]);
     auto [qk, v] = glue::split_last(backend_.download(conv[0]), 2 * key_dim);
     auto [q, k] = glue::split_last(qk, key_dim);
-    const DeviceTensor qd = backend_.upload(q.reshape({s.tokens, hk, dk})), kd = backend_.upload(k.reshape({s.tokens, hk, dk})),
+    const DeviceTensor qd = backend_.upload(q.reshape({s.tokens, hk, dk})),
+                       kd = backend_.upload(k.reshape({s.tokens, hk, dk})),
                        vd = backend_.upload(v.reshape({s.tokens, hv, dv}));
-    const DeviceTensor g = one ? std::move(gating[0]) : rows(g_host, s), beta = one ? std::move(gating[1]) : rows(beta_host, s);
-    std::vector<DeviceTensor> out = ops_.run(op_.delta_rule, {&qd, &kd, &vd, &g, &beta, &st.recurrent});
+    const DeviceTensor g = one ? std::move(gating[0]) : rows(g_host, s),
+                       beta = one ? std::move(gating[1]) : rows(beta_host, s);
+    std::vector<DeviceTensor> out =
+        ops_.run(op_.delta_rule, {&qd, &kd, &vd, &g, &beta, &st.recurrent});
     st.recurrent = std::move(out[1]);
     tensor::Tensor dst = core.slice_rows(s.row, s.row + s.tokens);
     backend_.download(out[0], &dst);
@@ -524,7 +581,8 @@ DeviceTensor Executor::linear_attention(int64_t layer, const DeviceTensor& h, St
   z.reshape({T * hv, dv});
   o = ops_.run1(op_.norm_gated, {&o, &weights_->get(layer, TensorRole::kLinNorm), &z});
   o.reshape({T, hv * dv});
-  DeviceTensor out = linear(layer, TensorRole::kLinOut, o, first_tp_rank());  // row-parallel under TP
+  DeviceTensor out =
+      linear(layer, TensorRole::kLinOut, o, first_tp_rank());  // row-parallel under TP
   if (options_.sharding) all_reduce(options_.sharding->tp.get(), &out);
   return out;
 }
@@ -532,20 +590,27 @@ DeviceTensor Executor::linear_attention(int64_t layer, const DeviceTensor& h, St
 // k and v rows of every segment go to its sequence's blocks (and the indexer keys to theirs), the
 // layer is uploaded once, then attention runs per segment (one sequence per call) on its rows of
 // q [T, H, Dh]: paged_attention, or lightning_indexer and sparse_attention over the keys it picks.
-DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q, const tensor::Tensor& k,
-                                        const tensor::Tensor& v, Step& step, const IndexerInputs* index) {
+DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q,
+                                        const tensor::Tensor& k, const tensor::Tensor& v,
+                                        Step& step, const IndexerInputs* index) {
   for (const Segment& s : step.segments) {
-    cache_.stage(s.seq, layer, k.slice_rows(s.row, s.row + s.tokens), v.slice_rows(s.row, s.row + s.tokens));
-    if (index != nullptr) cache_.stage_index(s.seq, layer, index->k.slice_rows(s.row, s.row + s.tokens));
+    cache_.stage(s.seq, layer, k.slice_rows(s.row, s.row + s.tokens),
+                 v.slice_rows(s.row, s.row + s.tokens));
+    if (index != nullptr)
+      cache_.stage_index(s.seq, layer, index->k.slice_rows(s.row, s.row + s.tokens));
   }
   cache_.upload(layer);
   const DeviceTensor &k_cache = cache_.k(layer), &v_cache = cache_.v(layer);
-  const bool sliding = arch_.text.layer_kind(layer) == TextModel::LayerKind::kSliding && arch_.text.attn.sliding_window > 0;
-  const auto op = [sliding](const Segment& s) -> const BoundOp& { return sliding ? s.sliding_attention : s.paged_attention; };
+  const bool sliding = arch_.text.layer_kind(layer) == TextModel::LayerKind::kSliding &&
+                       arch_.text.attn.sliding_window > 0;
+  const auto op = [sliding](const Segment& s) -> const BoundOp& {
+    return sliding ? s.sliding_attention : s.paged_attention;
+  };
   const DeviceTensor* sinks = weights_->find(layer, TensorRole::kAttnSinks);  // GPT-OSS
   const bool one = step.segments.size() == 1;
   tensor::Tensor iq_host, w_host;
-  if (index != nullptr && !one) iq_host = backend_.download(index->q), w_host = backend_.download(index->weights);
+  if (index != nullptr && !one)
+    iq_host = backend_.download(index->q), w_host = backend_.download(index->weights);
   const auto run = [&](const Segment& s, const DeviceTensor& q_rows) {
     if (index != nullptr) {
       DeviceTensor iq_rows, w_rows;
@@ -554,7 +619,8 @@ DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q, co
         w_rows = backend_.upload(w_host.slice_rows(s.row, s.row + s.tokens));
       }
       const DeviceTensor picked =
-          ops_.run1(s.indexer, {one ? &index->q : &iq_rows, &cache_.index_k(layer), one ? &index->weights : &w_rows, &s.table});
+          ops_.run1(s.indexer, {one ? &index->q : &iq_rows, &cache_.index_k(layer),
+                                one ? &index->weights : &w_rows, &s.table});
       return ops_.run1(s.sparse_attention, {&q_rows, &k_cache, &v_cache, &s.table, &picked});
     }
     return sinks != nullptr ? ops_.run1(op(s), {&q_rows, &k_cache, &v_cache, &s.table, sinks})
@@ -592,7 +658,8 @@ DeviceTensor Executor::mlp(int64_t layer, TensorRole gate, const DeviceTensor& h
 
 // Expert parallelism's dispatch: the routes to this rank's experts [first, last), renumbered
 // from 0; a route to another rank's expert keeps weight 0 (and a valid id).
-std::vector<DeviceTensor> Executor::local_routes(std::vector<DeviceTensor> routed, int64_t first, int64_t last) {
+std::vector<DeviceTensor> Executor::local_routes(std::vector<DeviceTensor> routed, int64_t first,
+                                                 int64_t last) {
   tensor::Tensor w = backend_.download(routed[0]), ids = backend_.download(routed[1]);
   float* wd = w.mutable_data_as<float>();
   int32_t* id = ids.mutable_data_as<int32_t>();
@@ -611,15 +678,19 @@ std::vector<DeviceTensor> Executor::local_routes(std::vector<DeviceTensor> route
 
 DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
   const Moe& m = arch_.text.moe;
-  const DeviceTensor logits = linear(layer, TensorRole::kRouter, h, m.router_bias);  // scaled_linear if a quantizer stored it fp8
+  const DeviceTensor logits = linear(layer, TensorRole::kRouter, h,
+                                     m.router_bias);  // scaled_linear if a quantizer stored it fp8
   const DeviceTensor* bias = weights_->find(layer, TensorRole::kRouterBias);
-  std::vector<DeviceTensor> routed = bias ? ops_.run(op_.moe_gate, {&logits, bias}) : ops_.run(op_.moe_gate, {&logits});
+  std::vector<DeviceTensor> routed =
+      bias ? ops_.run(op_.moe_gate, {&logits, bias}) : ops_.run(op_.moe_gate, {&logits});
   const Sharding* sh = options_.sharding;
-  if (sh != nullptr && !sh->experts_split_by_tp) routed = local_routes(std::move(routed), sh->expert_begin, sh->expert_end);
+  if (sh != nullptr && !sh->experts_split_by_tp)
+    routed = local_routes(std::move(routed), sh->expert_begin, sh->expert_end);
   const ExpertStack& e = weights_->experts(layer);
-  DeviceTensor y = e.b_gate ? ops_.run1(op_.moe_experts, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down,
-                                                          &*e.b_gate, &*e.b_up, &*e.b_down})
-                           : ops_.run1(op_.moe_experts, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down});
+  DeviceTensor y =
+      e.b_gate ? ops_.run1(op_.moe_experts, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down,
+                                             &*e.b_gate, &*e.b_up, &*e.b_down})
+               : ops_.run1(op_.moe_experts, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down});
   // Combine: under EP each token's experts ran on their ranks; under TP each expert's partial sums.
   if (sh != nullptr) all_reduce(sh->experts_split_by_tp ? sh->tp.get() : sh->ep.get(), &y);
   if (m.num_shared_experts > 0) {
@@ -628,7 +699,8 @@ DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
       const DeviceTensor logit = linear(layer, TensorRole::kSharedExpertGate, h, false);
       const tensor::Tensor g = backend_.download(ops_.run1(op_.sigmoid, {&logit}));  // [T, 1]
       // mul takes equal shapes: the per-token value is repeated over the hidden size on the host.
-      const DeviceTensor gate = backend_.upload(glue::repeat_heads(g, arch_.text.hidden_size).reshape({g.dim(0), arch_.text.hidden_size}));
+      const DeviceTensor gate = backend_.upload(glue::repeat_heads(g, arch_.text.hidden_size)
+                                                    .reshape({g.dim(0), arch_.text.hidden_size}));
       s = ops_.run1(op_.mul, {&s, &gate});
     }
     y = ops_.run1(op_.add, {&y, &s});
@@ -642,10 +714,13 @@ std::vector<int64_t> Executor::greedy(const tensor::Tensor& logits) {
   return glue::ids_of(ids);
 }
 
-std::vector<int64_t> Executor::sample(const tensor::Tensor& logits, double temperature, int64_t top_k, double top_p,
-                                      uint64_t seed, int64_t step) {
-  const BoundOp op = bind_op("sample", {{"temperature", temperature}, {"top_k", top_k}, {"top_p", top_p},
-                                        {"seed", seed}, {"step", step}});
+std::vector<int64_t> Executor::sample(const tensor::Tensor& logits, double temperature,
+                                      int64_t top_k, double top_p, uint64_t seed, int64_t step) {
+  const BoundOp op = bind_op("sample", {{"temperature", temperature},
+                                        {"top_k", top_k},
+                                        {"top_p", top_p},
+                                        {"seed", seed},
+                                        {"step", step}});
   const DeviceTensor l = backend_.upload(logits);
   const tensor::Tensor ids = backend_.download(ops_.run1(op, {&l}));
   return glue::ids_of(ids);

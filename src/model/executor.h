@@ -18,8 +18,8 @@
 #include "io/sharded_checkpoint.h"
 #include "model/architecture.h"
 #include "model/kv_cache.h"
-#include "model/model_weights.h"
 #include "model/model_ops.h"
+#include "model/model_weights.h"
 #include "model/op_runner.h"
 #include "model/probes.h"
 #include "model/qwen_vision.h"
@@ -74,26 +74,29 @@ class Executor {
   // embeddings at the N positions holding the image token, in order (LLaVA).
   // With M-RoPE, `image_grids` place the images' tokens (BatchItem).
   tensor::Tensor forward(int seq, const std::vector<int64_t>& ids, ProbeRecorder* probes = nullptr,
-                         const tensor::Tensor* image_features = nullptr, const std::vector<ImageGrid>& image_grids = {});
+                         const tensor::Tensor* image_features = nullptr,
+                         const std::vector<ImageGrid>& image_grids = {});
   // One forward pass over several sequences (continuous batching): the rows of every item are
   // concatenated, so each linear, norm, MLP and MoE op runs once on [ΣT_i, D]; attention runs
   // per sequence over its own cache blocks. Returns each item's logits [T_i, V] (f32, host),
   // the same as `forward` of that item alone would give (bit for bit when the backend's row
   // results do not depend on the row count). Sequences must be distinct. `probes` see the
   // concatenated rows. Sharded executors take one item only (InputError otherwise).
-  std::vector<tensor::Tensor> forward_batch(const std::vector<BatchItem>& items, ProbeRecorder* probes = nullptr);
+  std::vector<tensor::Tensor> forward_batch(const std::vector<BatchItem>& items,
+                                            ProbeRecorder* probes = nullptr);
   // Decoder layer `layer` alone on `hidden` [T, D] at positions [0, T) of a fresh sequence:
   // its output [T, D] (f32, host). Isolates one layer given the golden input. With `prefill` in
   // [1, T), rows [0, prefill) run as one prefill and each later row as a decode step (the KV cache
   // and a linear layer's conv and recurrent state carried between calls); `probes` then get every
   // step's rows (a ProbeRecorder with append_rows).
-  tensor::Tensor run_layer(int64_t layer, const tensor::Tensor& hidden, ProbeRecorder* probes = nullptr,
-                           int64_t prefill = 0);
+  tensor::Tensor run_layer(int64_t layer, const tensor::Tensor& hidden,
+                           ProbeRecorder* probes = nullptr, int64_t prefill = 0);
   // LLaVA: image features [N, D] for the language model from rescaled pixels [3, H, W]
   // (clip_rescaled_pixels): normalization, patch embedding, the CLIP encoder up to the
   // feature layer, feature selection and the projector (vision_tower.cc).
-  tensor::Tensor image_features(const tensor::Tensor& rescaled_pixels, const std::array<double, 3>& mean,
-                                const std::array<double, 3>& std, ProbeRecorder* probes = nullptr);
+  tensor::Tensor image_features(const tensor::Tensor& rescaled_pixels,
+                                const std::array<double, 3>& mean, const std::array<double, 3>& std,
+                                ProbeRecorder* probes = nullptr);
   // Qwen2.5-VL: the image features [grid tokens, D] from the processor's pixel_values
   // [patches, C·temporal·P·P] (qwen_vl_pixels) and its grid (qwen_vision.cc). Both towers return
   // an empty tensor on a pipeline stage after the first (only the first embeds).
@@ -102,11 +105,12 @@ class Executor {
   // The next token of each row of logits [T, V] by argmax (ties: lowest id), on the backend.
   std::vector<int64_t> greedy(const tensor::Tensor& logits);
   // Seeded sampling with the `sample` op (Philox keyed by seed, step and row).
-  std::vector<int64_t> sample(const tensor::Tensor& logits, double temperature, int64_t top_k, double top_p,
-                              uint64_t seed, int64_t step);
+  std::vector<int64_t> sample(const tensor::Tensor& logits, double temperature, int64_t top_k,
+                              double top_p, uint64_t seed, int64_t step);
 
   const Architecture& arch() const { return arch_; }
-  // "model." (or "model.language_model." for a model with a vision tower): the prefix of the decoder's probe names.
+  // "model." (or "model.language_model." for a model with a vision tower): the prefix of the
+  // decoder's probe names.
   const std::string& probe_prefix() const { return prefix_; }
   OpRunner& ops() { return ops_; }
   backend::Backend& backend() { return backend_; }
@@ -116,18 +120,20 @@ class Executor {
   struct Segment {  // one sequence's rows of a forward pass
     int seq = 0;
     const BatchItem* item = nullptr;  // its ids and images (null: a layer run, text positions)
-    int64_t row = 0, tokens = 0, start = 0;  // rows [row, row + tokens) hold positions [start, start + tokens)
+    int64_t row = 0, tokens = 0,
+            start = 0;  // rows [row, row + tokens) hold positions [start, start + tokens)
     backend::DeviceTensor table;
-    BoundOp paged_attention;  // attrs of this segment's context (bound once, used by every layer)
+    BoundOp paged_attention;    // attrs of this segment's context (bound once, used by every layer)
     BoundOp sliding_attention;  // the same with the sliding window: the sliding layers
-    BoundOp indexer, sparse_attention;  // DeepSeek-V3.2: lightning_indexer and the attention over its picks
+    BoundOp indexer,
+        sparse_attention;  // DeepSeek-V3.2: lightning_indexer and the attention over its picks
   };
   struct Step {  // one forward pass over one or more sequences
     std::vector<Segment> segments;
     int64_t tokens = 0;  // rows over all segments
     backend::DeviceTensor positions;
     ProbeRecorder* probes = nullptr;
-      // The vision tower's quick_gelu constants 1.702 and 1/1.702 ([S, I]: the same for every
+    // The vision tower's quick_gelu constants 1.702 and 1/1.702 ([S, I]: the same for every
     // layer), uploaded at the first layer that needs them.
     std::optional<backend::DeviceTensor> gelu_up, gelu_down;
   };
@@ -144,19 +150,24 @@ class Executor {
     backend::DeviceTensor q, weights;
     tensor::Tensor k;
   };
-  IndexerInputs indexer_inputs(int64_t layer, const backend::DeviceTensor& h, const backend::DeviceTensor& q_latent, Step& step);
+  IndexerInputs indexer_inputs(int64_t layer, const backend::DeviceTensor& h,
+                               const backend::DeviceTensor& q_latent, Step& step);
   // Caches k and v (and `index`'s keys), then attends: paged_attention, or with `index`
   // sparse_attention over the keys lightning_indexer picks.
-  backend::DeviceTensor cached_attention(int64_t layer, const backend::DeviceTensor& q, const tensor::Tensor& k,
-                                         const tensor::Tensor& v, Step& step, const IndexerInputs* index = nullptr);
+  backend::DeviceTensor cached_attention(int64_t layer, const backend::DeviceTensor& q,
+                                         const tensor::Tensor& k, const tensor::Tensor& v,
+                                         Step& step, const IndexerInputs* index = nullptr);
   backend::DeviceTensor mlp(int64_t layer, TensorRole gate, const backend::DeviceTensor& h);
   backend::DeviceTensor moe(int64_t layer, const backend::DeviceTensor& h);
-  std::vector<backend::DeviceTensor> local_routes(std::vector<backend::DeviceTensor> routed, int64_t first, int64_t last);
+  std::vector<backend::DeviceTensor> local_routes(std::vector<backend::DeviceTensor> routed,
+                                                  int64_t first, int64_t last);
   // x·wᵀ (+ bias). `with_bias` false leaves a replicated bias out (a row-parallel rank other
   // than tp rank 0, whose partial sums are all-reduced).
-  backend::DeviceTensor linear(int64_t layer, TensorRole role, const backend::DeviceTensor& x, bool with_bias = true);
+  backend::DeviceTensor linear(int64_t layer, TensorRole role, const backend::DeviceTensor& x,
+                               bool with_bias = true);
   backend::DeviceTensor linear_of(const backend::DeviceTensor& w, const backend::DeviceTensor* b,
-                                  const backend::DeviceTensor* scale, const backend::DeviceTensor& x);
+                                  const backend::DeviceTensor* scale,
+                                  const backend::DeviceTensor& x);
   // Sums `t` over a communicator of more than one rank (in place, through the host).
   void all_reduce(mesh::Communicator* comm, backend::DeviceTensor* t);
   backend::DeviceTensor embed(const std::vector<int64_t>& ids);
@@ -165,11 +176,13 @@ class Executor {
   // Vision encoder layer `layer` (its weights by vision role), probed under `probe`.
   // Qwen2.5-VL's vision block `layer` over the patches in window order; attention within each of
   // `segments` (consecutive row counts: the windows, or the frames of a full-attention block).
-  backend::DeviceTensor qwen_vision_block(int64_t layer, backend::DeviceTensor x, const backend::DeviceTensor& positions,
+  backend::DeviceTensor qwen_vision_block(int64_t layer, backend::DeviceTensor x,
+                                          const backend::DeviceTensor& positions,
                                           const std::vector<int64_t>& segments, Step& step);
-  backend::DeviceTensor vision_layer(int64_t layer, const std::string& probe, backend::DeviceTensor x, Step& step);
-  backend::DeviceTensor constant_like(const backend::DeviceTensor& like, const std::vector<double>& per_channel,
-                                      int64_t inner);
+  backend::DeviceTensor vision_layer(int64_t layer, const std::string& probe,
+                                     backend::DeviceTensor x, Step& step);
+  backend::DeviceTensor constant_like(const backend::DeviceTensor& like,
+                                      const std::vector<double>& per_channel, int64_t inner);
   void probe(Step& step, const std::string& name, const backend::DeviceTensor& t);
   tensor::Tensor to_host_f32(const backend::DeviceTensor& t);
 
@@ -194,7 +207,7 @@ class Executor {
   PagedKvCache cache_;
   std::string prefix_;
   double attention_scale_ = 0;
-  ModelOps op_;  // the model's ops, bound once (model_ops.h)
+  ModelOps op_;             // the model's ops, bound once (model_ops.h)
   LinearAttention linear_;  // the Gated DeltaNet heads of this rank (all of them without TP)
   FusedColumns fused_;
   std::map<int, std::map<int64_t, LinearState>> linear_states_;  // by sequence, then layer

@@ -51,7 +51,8 @@ Generation generate_greedy(Executor& ex, const std::vector<int64_t>& prompt, int
   auto start = std::chrono::steady_clock::now();
   g.prompt_logits = ex.forward(seq, prompt, probes, image_features, image_grids);
   g.prefill_s = seconds_since(start);
-  tensor::Tensor last = g.prompt_logits.slice_rows(g.prompt_logits.dim(0) - 1, g.prompt_logits.dim(0));
+  tensor::Tensor last =
+      g.prompt_logits.slice_rows(g.prompt_logits.dim(0) - 1, g.prompt_logits.dim(0));
   start = std::chrono::steady_clock::now();
   for (int s = 0; s < steps; ++s) {
     const int64_t next = ex.greedy(last)[0];

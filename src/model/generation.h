@@ -34,7 +34,8 @@ struct Generation {
 // `probes` captures the prefill's probes. The sequence is freed at the end. `image_features` and,
 // with M-RoPE, `image_grids`: the prompt's images (Executor::forward).
 Generation generate_greedy(Executor& ex, const std::vector<int64_t>& prompt, int steps,
-                           ProbeRecorder* probes = nullptr, const tensor::Tensor* image_features = nullptr,
+                           ProbeRecorder* probes = nullptr,
+                           const tensor::Tensor* image_features = nullptr,
                            const std::vector<ImageGrid>& image_grids = {});
 
 }  // namespace h0::model

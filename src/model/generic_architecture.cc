@@ -11,7 +11,6 @@
 namespace h0::model {
 namespace {
 
-
 // Far above any released model; a larger value is a malformed config, not a model to plan.
 // The first of `keys` present (not null) in `f`, else `def`.
 int64_t first_int(const ConfigFields& f, std::initializer_list<const char*> keys, int64_t def) {

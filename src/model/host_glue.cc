@@ -10,7 +10,9 @@ namespace h0::model::glue {
 namespace {
 
 const std::byte* bytes(const tensor::Tensor& t) { return static_cast<const std::byte*>(t.data()); }
-std::byte* mutable_bytes(const tensor::Tensor& t) { return static_cast<std::byte*>(t.mutable_data()); }
+std::byte* mutable_bytes(const tensor::Tensor& t) {
+  return static_cast<std::byte*>(t.mutable_data());
+}
 
 }  // namespace
 
@@ -33,7 +35,8 @@ std::pair<tensor::Tensor, tensor::Tensor> split_last(const tensor::Tensor& t, in
   tensor::Tensor a = tensor::Tensor::zeros(t.dtype(), sa), b = tensor::Tensor::zeros(t.dtype(), sb);
   const size_t e = tensor::dtype_size(t.dtype());
   for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(mutable_bytes(a) + size_t(r * n) * e, bytes(t) + size_t(r * last) * e, size_t(n) * e);
+    std::memcpy(mutable_bytes(a) + size_t(r * n) * e, bytes(t) + size_t(r * last) * e,
+                size_t(n) * e);
     std::memcpy(mutable_bytes(b) + size_t(r * (last - n)) * e, bytes(t) + size_t(r * last + n) * e,
                 size_t(last - n) * e);
   }
@@ -48,8 +51,10 @@ tensor::Tensor concat_last(const tensor::Tensor& a, const tensor::Tensor& b) {
   tensor::Tensor out = tensor::Tensor::zeros(a.dtype(), s);
   const size_t e = tensor::dtype_size(a.dtype());
   for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(mutable_bytes(out) + size_t(r * (na + nb)) * e, bytes(a) + size_t(r * na) * e, size_t(na) * e);
-    std::memcpy(mutable_bytes(out) + size_t(r * (na + nb) + na) * e, bytes(b) + size_t(r * nb) * e, size_t(nb) * e);
+    std::memcpy(mutable_bytes(out) + size_t(r * (na + nb)) * e, bytes(a) + size_t(r * na) * e,
+                size_t(na) * e);
+    std::memcpy(mutable_bytes(out) + size_t(r * (na + nb) + na) * e, bytes(b) + size_t(r * nb) * e,
+                size_t(nb) * e);
   }
   return out;
 }
@@ -59,7 +64,8 @@ std::pair<tensor::Tensor, tensor::Tensor> split_rows(const tensor::Tensor& t, in
 }
 
 tensor::Tensor concat_rows(const tensor::Tensor& a, const tensor::Tensor& b) {
-  H0_CHECK(a.dtype() == b.dtype() && a.numel() / a.dim(0) == b.numel() / b.dim(0)) << "concat_rows shapes";
+  H0_CHECK(a.dtype() == b.dtype() && a.numel() / a.dim(0) == b.numel() / b.dim(0))
+      << "concat_rows shapes";
   tensor::Shape s = a.shape();
   s[0] += b.dim(0);
   tensor::Tensor out = tensor::Tensor::zeros(a.dtype(), s);
@@ -86,7 +92,8 @@ tensor::Tensor gather_columns(const tensor::Tensor& t, const std::vector<int64_t
   tensor::Tensor out = tensor::Tensor::zeros(t.dtype(), {rows, m});
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < m; ++i) {
-      std::memcpy(mutable_bytes(out) + size_t(r * m + i) * e, bytes(t) + size_t(r * n + cols[size_t(i)]) * e, e);
+      std::memcpy(mutable_bytes(out) + size_t(r * m + i) * e,
+                  bytes(t) + size_t(r * n + cols[size_t(i)]) * e, e);
     }
   }
   return out;
@@ -97,7 +104,9 @@ tensor::Tensor repeat_heads(const tensor::Tensor& t, int64_t heads) {
   tensor::Tensor out = tensor::Tensor::zeros(t.dtype(), {T, heads, D});
   const size_t row = size_t(D) * tensor::dtype_size(t.dtype());
   for (int64_t i = 0; i < T; ++i) {
-    for (int64_t h = 0; h < heads; ++h) std::memcpy(mutable_bytes(out) + size_t(i * heads + h) * row, bytes(t) + size_t(i) * row, row);
+    for (int64_t h = 0; h < heads; ++h)
+      std::memcpy(mutable_bytes(out) + size_t(i * heads + h) * row, bytes(t) + size_t(i) * row,
+                  row);
   }
   return out;
 }
@@ -107,8 +116,9 @@ void scatter_rows(tensor::Tensor* embeddings, const std::vector<int64_t>& ids, i
   int64_t count = 0;
   for (int64_t id : ids) count += id == token;
   if (count != features.dim(0)) {
-    throw InputError("prompt", "has " + std::to_string(count) + " image tokens (id " + std::to_string(token) +
-                                   ") but the image gives " + std::to_string(features.dim(0)) + " features");
+    throw InputError("prompt", "has " + std::to_string(count) + " image tokens (id " +
+                                   std::to_string(token) + ") but the image gives " +
+                                   std::to_string(features.dim(0)) + " features");
   }
   const tensor::Tensor f = to_dtype(features, embeddings->dtype());
   const size_t row = size_t(embeddings->shape().back()) * tensor::dtype_size(embeddings->dtype());

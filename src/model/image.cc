@@ -1,16 +1,15 @@
 #include "model/image.h"
 
+#include <jpeglib.h>
+#include <stb/stb_image.h>
+
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-
 #include <csetjmp>
 #include <cstdio>
-
-#include <jpeglib.h>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
-#include <stb/stb_image.h>
 
 #include "base/error.h"
 #include "base/input_file.h"
@@ -124,7 +123,8 @@ bool decode_jpeg(const uint8_t* data, size_t bytes, Image* out, std::string* err
   jpeg_create_decompress(&cinfo);
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(bytes));
   jpeg_read_header(&cinfo, TRUE);
-  cinfo.out_color_space = JCS_RGB;  // grayscale is replicated, as PIL's convert("RGB"); CMYK is refused
+  cinfo.out_color_space =
+      JCS_RGB;  // grayscale is replicated, as PIL's convert("RGB"); CMYK is refused
   jpeg_start_decompress(&cinfo);
   out->height = cinfo.output_height;
   out->width = cinfo.output_width;
@@ -145,7 +145,8 @@ Image decode_image_memory(const void* data, size_t bytes, const std::string& lab
   if (bytes >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) {
     Image img;
     std::string error;
-    if (!decode_jpeg(b, bytes, &img, &error)) throw InputError(label, "cannot decode JPEG image: " + error);
+    if (!decode_jpeg(b, bytes, &img, &error))
+      throw InputError(label, "cannot decode JPEG image: " + error);
     return img;
   }
   int w = 0, h = 0, channels = 0;
@@ -154,7 +155,8 @@ Image decode_image_memory(const void* data, size_t bytes, const std::string& lab
   }
   const bool alpha = channels == 2 || channels == 4;
   stbi_uc* pixels = stbi_load_from_memory(b, int(bytes), &w, &h, &channels, alpha ? 4 : 3);
-  if (pixels == nullptr) throw InputError(label, std::string("cannot decode image: ") + stbi_failure_reason());
+  if (pixels == nullptr)
+    throw InputError(label, std::string("cannot decode image: ") + stbi_failure_reason());
   Image img{h, w, std::vector<uint8_t>(size_t(w) * size_t(h) * 3)};
   if (!alpha) {
     std::copy(pixels, pixels + img.rgb.size(), img.rgb.begin());
@@ -172,7 +174,8 @@ Image decode_image_memory(const void* data, size_t bytes, const std::string& lab
           continue;
         }
         const uint32_t out_a255 = a * 255 + 255 * (255 - a);
-        const uint32_t coef1 = a * 255 * 255 * (1u << kBits) / out_a255, coef2 = 255 * (1u << kBits) - coef1;
+        const uint32_t coef1 = a * 255 * 255 * (1u << kBits) / out_a255,
+                       coef2 = 255 * (1u << kBits) - coef1;
         const uint32_t t = px[c] * coef1 + 255 * coef2;
         img.rgb[i * 3 + c] = uint8_t(div255(t + (0x80u << kBits)) >> kBits);
       }
@@ -209,15 +212,19 @@ ClipProcessor load_clip_processor(const std::string& model_dir) {
   if (!std::filesystem::exists(file, ec)) return p;
   const nlohmann::json j = base::read_json_file(file.string());
   try {
-    if (j.contains("size")) p.shortest_edge = j["size"].is_object() ? j["size"].value("shortest_edge", p.shortest_edge) : j["size"].get<int64_t>();
+    if (j.contains("size"))
+      p.shortest_edge = j["size"].is_object() ? j["size"].value("shortest_edge", p.shortest_edge)
+                                              : j["size"].get<int64_t>();
     if (j.contains("crop_size")) {
       const auto& c = j["crop_size"];
       p.crop_height = c.is_object() ? c.value("height", p.crop_height) : c.get<int64_t>();
       p.crop_width = c.is_object() ? c.value("width", p.crop_width) : c.get<int64_t>();
     }
     p.rescale_factor = j.value("rescale_factor", p.rescale_factor);
-    if (j.contains("image_mean")) for (size_t i = 0; i < 3; ++i) p.mean[i] = j["image_mean"].at(i).get<double>();
-    if (j.contains("image_std")) for (size_t i = 0; i < 3; ++i) p.std[i] = j["image_std"].at(i).get<double>();
+    if (j.contains("image_mean"))
+      for (size_t i = 0; i < 3; ++i) p.mean[i] = j["image_mean"].at(i).get<double>();
+    if (j.contains("image_std"))
+      for (size_t i = 0; i < 3; ++i) p.std[i] = j["image_std"].at(i).get<double>();
     p.do_resize = j.value("do_resize", true);
     p.do_center_crop = j.value("do_center_crop", true);
   } catch (const nlohmann::json::exception& e) {
@@ -230,9 +237,12 @@ tensor::Tensor clip_rescaled_pixels(const Image& image, const ClipProcessor& p) 
   Image img = image;
   if (p.do_resize) {  // shortest edge to `shortest_edge`, the other int(size · long / short)
     const bool wide = img.width >= img.height;
-    const int64_t short_side = wide ? img.height : img.width, long_side = wide ? img.width : img.height;
-    const int64_t new_long = int64_t(double(p.shortest_edge) * double(long_side) / double(short_side));
-    img = wide ? resize_bicubic(img, new_long, p.shortest_edge) : resize_bicubic(img, p.shortest_edge, new_long);
+    const int64_t short_side = wide ? img.height : img.width,
+                  long_side = wide ? img.width : img.height;
+    const int64_t new_long =
+        int64_t(double(p.shortest_edge) * double(long_side) / double(short_side));
+    img = wide ? resize_bicubic(img, new_long, p.shortest_edge)
+               : resize_bicubic(img, p.shortest_edge, new_long);
   }
   int64_t top = 0, left = 0, h = img.height, w = img.width;
   if (p.do_center_crop) {
@@ -250,7 +260,8 @@ tensor::Tensor clip_rescaled_pixels(const Image& image, const ClipProcessor& p) 
     for (int64_t y = 0; y < h; ++y) {
       for (int64_t x = 0; x < w; ++x) {
         const uint8_t v = img.rgb[size_t(((y + top) * img.width + x + left) * 3 + c)];
-        dst[(c * h + y) * w + x] = float(double(v) * p.rescale_factor);  // f64 product, one rounding (HF)
+        dst[(c * h + y) * w + x] =
+            float(double(v) * p.rescale_factor);  // f64 product, one rounding (HF)
       }
     }
   }
@@ -281,7 +292,8 @@ QwenVlProcessor load_qwen_vl_processor(const std::string& model_dir) {
   };
   const auto flag = [&](const char* key, bool* v) {
     if (!j.contains(key)) return;
-    if (!j[key].is_boolean()) throw InputError(where + ": " + key, "must be true or false, got " + j[key].dump());
+    if (!j[key].is_boolean())
+      throw InputError(where + ": " + key, "must be true or false, got " + j[key].dump());
     *v = j[key].get<bool>();
   };
   if (!j.is_object()) throw InputError(where, "must be a JSON object");
@@ -298,13 +310,15 @@ QwenVlProcessor load_qwen_vl_processor(const std::string& model_dir) {
   flag("do_rescale", &p.do_rescale);
   flag("do_normalize", &p.do_normalize);
   if (j.contains("rescale_factor")) {
-    if (!j["rescale_factor"].is_number()) throw InputError(where + ": rescale_factor", "must be a number");
+    if (!j["rescale_factor"].is_number())
+      throw InputError(where + ": rescale_factor", "must be a number");
     p.rescale_factor = j["rescale_factor"].get<double>();
   }
   for (const char* key : {"image_mean", "image_std"}) {
     if (!j.contains(key)) continue;
     const nlohmann::json& v = j[key];
-    if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() || !v[2].is_number()) {
+    if (!v.is_array() || v.size() != 3 || !v[0].is_number() || !v[1].is_number() ||
+        !v[2].is_number()) {
       throw InputError(where + ": " + key, "must be 3 numbers, got " + v.dump());
     }
     std::array<double, 3>& dst = std::string(key) == "image_mean" ? p.mean : p.std;
@@ -313,20 +327,23 @@ QwenVlProcessor load_qwen_vl_processor(const std::string& model_dir) {
   for (double s : p.std) {
     if (!(s != 0)) throw InputError(where + ": image_std", "holds a zero");
   }
-  if (p.min_pixels > p.max_pixels) throw InputError(where + ": size", "min_pixels is above max_pixels");
+  if (p.min_pixels > p.max_pixels)
+    throw InputError(where + ": size", "min_pixels is above max_pixels");
   return p;
 }
 
-std::pair<int64_t, int64_t> smart_resize(int64_t height, int64_t width, int64_t factor, int64_t min_pixels,
-                                         int64_t max_pixels) {
+std::pair<int64_t, int64_t> smart_resize(int64_t height, int64_t width, int64_t factor,
+                                         int64_t min_pixels, int64_t max_pixels) {
   if (height < 1 || width < 1) throw InputError("image", "has no pixels");
   const double h = double(height), w = double(width), f = double(factor);
   if (std::max(h, w) / std::min(h, w) > 200) {
-    throw InputError("image", std::to_string(width) + "x" + std::to_string(height) +
-                                  ": absolute aspect ratio must be smaller than 200 (Qwen2-VL's processor)");
+    throw InputError("image",
+                     std::to_string(width) + "x" + std::to_string(height) +
+                         ": absolute aspect ratio must be smaller than 200 (Qwen2-VL's processor)");
   }
   // Python's round(): half to even, which std::nearbyint does under the default rounding mode.
-  int64_t h_bar = int64_t(std::nearbyint(h / f)) * factor, w_bar = int64_t(std::nearbyint(w / f)) * factor;
+  int64_t h_bar = int64_t(std::nearbyint(h / f)) * factor,
+          w_bar = int64_t(std::nearbyint(w / f)) * factor;
   if (h_bar * w_bar > max_pixels) {
     const double beta = std::sqrt(h * w / double(max_pixels));
     h_bar = std::max(factor, int64_t(std::floor(h / beta / f)) * factor);
@@ -348,8 +365,8 @@ QwenVlPixels qwen_vl_pixels(const Image& image, const QwenVlProcessor& p) {
   }
   if (img.height % factor != 0 || img.width % factor != 0) {
     throw InputError("image", std::to_string(img.width) + "x" + std::to_string(img.height) +
-                                  " is not a multiple of patch_size x merge_size = " + std::to_string(factor) +
-                                  " (do_resize is off)");
+                                  " is not a multiple of patch_size x merge_size = " +
+                                  std::to_string(factor) + " (do_resize is off)");
   }
   const int64_t H = img.height, W = img.width;
   // Channel planes in f32, as the processor holds them before patchify.
@@ -359,8 +376,9 @@ QwenVlPixels qwen_vl_pixels(const Image& image, const QwenVlProcessor& p) {
   for (int64_t c = 0; c < 3; ++c) {
     for (int64_t i = 0; i < H * W; ++i) {
       const uint8_t v = img.rgb[size_t(i * 3 + c)];
-      float x = p.do_rescale ? float(double(v) * p.rescale_factor) : float(v);  // HF rescale: f64, then f32
-      if (p.do_normalize) x = (x - mean[size_t(c)]) / stdev[size_t(c)];          // HF normalize: f32
+      float x = p.do_rescale ? float(double(v) * p.rescale_factor)
+                             : float(v);  // HF rescale: f64, then f32
+      if (p.do_normalize) x = (x - mean[size_t(c)]) / stdev[size_t(c)];  // HF normalize: f32
       planes[size_t(c * H * W + i)] = x;
     }
   }
@@ -380,7 +398,8 @@ QwenVlPixels qwen_vl_pixels(const Image& image, const QwenVlProcessor& p) {
           for (int64_t c = 0; c < 3; ++c) {
             for (int64_t t = 0; t < T; ++t) {  // the image repeated over the temporal patch
               for (int64_t y = 0; y < P; ++y) {
-                for (int64_t x = 0; x < P; ++x) *d++ = planes[size_t((c * H + y0 + y) * W + x0 + x)];
+                for (int64_t x = 0; x < P; ++x)
+                  *d++ = planes[size_t((c * H + y0 + y) * W + x0 + x)];
               }
             }
           }

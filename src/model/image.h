@@ -34,7 +34,8 @@ Image resize_bicubic(const Image& in, int64_t width, int64_t height);
 struct ClipProcessor {
   int64_t shortest_edge = 224, crop_height = 224, crop_width = 224;
   double rescale_factor = 1.0 / 255.0;
-  std::array<double, 3> mean{0.48145466, 0.4578275, 0.40821073}, std{0.26862954, 0.26130258, 0.27577711};
+  std::array<double, 3> mean{0.48145466, 0.4578275, 0.40821073},
+      std{0.26862954, 0.26130258, 0.27577711};
   bool do_resize = true, do_center_crop = true;
 };
 // Reads preprocessor_config.json (CLIPImageProcessor fields). Missing file → CLIP's defaults.
@@ -48,7 +49,8 @@ struct QwenVlProcessor {
   int64_t min_pixels = 56 * 56, max_pixels = 28 * 28 * 1280;
   int64_t patch_size = 14, temporal_patch_size = 2, merge_size = 2;
   double rescale_factor = 1.0 / 255.0;
-  std::array<double, 3> mean{0.48145466, 0.4578275, 0.40821073}, std{0.26862954, 0.26130258, 0.27577711};
+  std::array<double, 3> mean{0.48145466, 0.4578275, 0.40821073},
+      std{0.26862954, 0.26130258, 0.27577711};
   bool do_resize = true, do_rescale = true, do_normalize = true;
 };
 // Reads preprocessor_config.json under `model_dir` (size.shortest_edge / longest_edge, or the
@@ -62,8 +64,8 @@ int64_t qwen_vl_max_pixels(const std::string& model_dir);
 // multiples of `factor`, scaled down by √(h·w / max_pixels) or up by √(min_pixels / (h·w)) (floor
 // or ceil to the factor) to keep the pixel count in range. InputError when the aspect ratio
 // exceeds 200 (as transformers).
-std::pair<int64_t, int64_t> smart_resize(int64_t height, int64_t width, int64_t factor, int64_t min_pixels,
-                                         int64_t max_pixels);
+std::pair<int64_t, int64_t> smart_resize(int64_t height, int64_t width, int64_t factor,
+                                         int64_t min_pixels, int64_t max_pixels);
 
 // An image as the Qwen2-VL processor gives it to the vision tower.
 struct QwenVlPixels {

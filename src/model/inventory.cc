@@ -1,9 +1,9 @@
 #include "model/inventory.h"
 
-#include "base/error.h"
-
 #include <algorithm>
 #include <utility>
+
+#include "base/error.h"
 
 namespace h0::model {
 namespace {
@@ -14,7 +14,9 @@ using tensor::DType;
 class InventoryBuilder {
  public:
   InventoryBuilder(const Architecture& arch, const InventoryOptions& options)
-      : arch_(arch), t_(arch.text), quant_(options.quantized && arch.quantization.method == "fp8"),
+      : arch_(arch),
+        t_(arch.text),
+        quant_(options.quantized && arch.quantization.method == "fp8"),
         mxfp4_(options.quantized && arch.quantization.method == "mxfp4") {
     dtype_ = options.dtype ? *options.dtype : t_.dtype.value_or(DType::kBF16);
   }
@@ -22,13 +24,15 @@ class InventoryBuilder {
   std::vector<WeightInfo> take() { return std::move(out_); }
 
   void embedding(const std::string& prefix, TensorRole role = TensorRole::kEmbed) {
-    add(prefix + "embed_tokens.weight", {t_.vocab_size, t_.hidden_size}, TpSplit::kVocab).tensor = role;
+    add(prefix + "embed_tokens.weight", {t_.vocab_size, t_.hidden_size}, TpSplit::kVocab).tensor =
+        role;
   }
   void final_norm_and_head() {
     layer_ = t_.num_layers;
     norm(t_.prefix + "norm.weight", t_.hidden_size, TensorRole::kFinalNorm);
     if (!t_.tie_word_embeddings) {
-      add(t_.head_prefix + "weight", {t_.vocab_size, t_.hidden_size}, TpSplit::kVocab).tensor = TensorRole::kHead;
+      add(t_.head_prefix + "weight", {t_.vocab_size, t_.hidden_size}, TpSplit::kVocab).tensor =
+          TensorRole::kHead;
     }
   }
 
@@ -71,7 +75,8 @@ class InventoryBuilder {
   // In checkpoint order; every weight by its vision role (Vision::names), replicated.
   void vision_tower(const Vision& v) {
     layer_ = -1;
-    const auto vis = [&](TensorRole role, TensorPiece piece, std::vector<int64_t> shape, int64_t layer) {
+    const auto vis = [&](TensorRole role, TensorPiece piece, std::vector<int64_t> shape,
+                         int64_t layer) {
       WeightInfo& w = add(v.name(role, piece, layer), std::move(shape), TpSplit::kReplicated);
       w.tensor = role;
       w.piece = piece;
@@ -104,11 +109,13 @@ class InventoryBuilder {
       return;
     }
     vis(TensorRole::kVisClassEmbed, TensorPiece::kWeight, {v.hidden_size}, -1);
-    vis(TensorRole::kVisPatchEmbed, TensorPiece::kWeight, {v.hidden_size, v.num_channels, v.patch_size, v.patch_size}, -1);
+    vis(TensorRole::kVisPatchEmbed, TensorPiece::kWeight,
+        {v.hidden_size, v.num_channels, v.patch_size, v.patch_size}, -1);
     vis(TensorRole::kVisPosEmbed, TensorPiece::kWeight, {v.num_patches() + 1, v.hidden_size}, -1);
     layer_norm(TensorRole::kVisPreNorm, -1);
     for (int64_t i = 0; i < v.num_layers; ++i) {
-      for (const TensorRole proj : {TensorRole::kVisAttnK, TensorRole::kVisAttnV, TensorRole::kVisAttnQ, TensorRole::kVisAttnO}) {
+      for (const TensorRole proj : {TensorRole::kVisAttnK, TensorRole::kVisAttnV,
+                                    TensorRole::kVisAttnQ, TensorRole::kVisAttnO}) {
         linear(proj, v.hidden_size, v.hidden_size, true, i);
       }
       layer_norm(TensorRole::kVisNorm1, i);
@@ -122,7 +129,8 @@ class InventoryBuilder {
   }
 
  private:
-  WeightInfo& add(const std::string& name, std::vector<int64_t> shape, TpSplit tp, int64_t unit = 1) {
+  WeightInfo& add(const std::string& name, std::vector<int64_t> shape, TpSplit tp,
+                  int64_t unit = 1) {
     WeightInfo w;
     w.name = name;
     w.shape = std::move(shape);
@@ -147,8 +155,8 @@ class InventoryBuilder {
 
   // A decoder-layer projection [out, in]: quantized when the checkpoint is, with its scales.
   // `parts`: its WeightInfo::tp_parts (the weight's, not its scales').
-  void proj(TensorRole role, int64_t out, int64_t in, TpSplit tp, int64_t unit, bool kv_heads = false,
-            std::vector<WeightInfo::TpPart> parts = {}) {
+  void proj(TensorRole role, int64_t out, int64_t in, TpSplit tp, int64_t unit,
+            bool kv_heads = false, std::vector<WeightInfo::TpPart> parts = {}) {
     WeightInfo& w = add(named(role), {out, in}, tp, unit);
     w.kv_heads = kv_heads;
     w.tensor = role;
@@ -158,7 +166,8 @@ class InventoryBuilder {
     w.quantized = true;
     const int64_t br = arch_.quantization.block_rows, bc = arch_.quantization.block_cols;
     const int64_t scale_unit = tp == TpSplit::kColumn ? std::max<int64_t>(1, unit / br) : 1;
-    WeightInfo& s = add(named(role, TensorPiece::kScale), {(out + br - 1) / br, (in + bc - 1) / bc}, tp, scale_unit);
+    WeightInfo& s = add(named(role, TensorPiece::kScale), {(out + br - 1) / br, (in + bc - 1) / bc},
+                        tp, scale_unit);
     s.dtype = DType::kF32;
     s.role = WeightRole::kQuantScale;
     s.kv_heads = kv_heads;
@@ -176,7 +185,8 @@ class InventoryBuilder {
   void gqa_attention() {
     const Attention& a = t_.attn;
     const int64_t hd = a.head_dim, h = t_.hidden_size;
-    const int64_t q_width = a.output_gate ? 2 * hd : hd;  // an output gate: query then gate, per head
+    const int64_t q_width =
+        a.output_gate ? 2 * hd : hd;  // an output gate: query then gate, per head
     proj(TensorRole::kAttnQ, a.num_heads * q_width, h, TpSplit::kColumn, q_width);
     if (a.qkv_bias) bias(TensorRole::kAttnQ, a.num_heads * q_width, TpSplit::kColumn, q_width);
     for (const TensorRole role : {TensorRole::kAttnK, TensorRole::kAttnV}) {
@@ -189,7 +199,9 @@ class InventoryBuilder {
       norm(TensorRole::kAttnQNorm, hd);
       norm(TensorRole::kAttnKNorm, hd);
     }
-    if (a.sinks) add(named(TensorRole::kAttnSinks), {a.num_heads}, TpSplit::kColumn).tensor = TensorRole::kAttnSinks;
+    if (a.sinks)
+      add(named(TensorRole::kAttnSinks), {a.num_heads}, TpSplit::kColumn).tensor =
+          TensorRole::kAttnSinks;
   }
 
   // Multi-head latent attention: the low-rank down projections and their norms are replicated;
@@ -221,7 +233,8 @@ class InventoryBuilder {
     proj(TensorRole::kIdxK, x.head_dim, h, TpSplit::kReplicated, 1);
     norm(TensorRole::kIdxKNorm, x.head_dim);
     bias(TensorRole::kIdxKNorm, x.head_dim, TpSplit::kReplicated);
-    add(named(TensorRole::kIdxWeights), {x.n_heads, h}, TpSplit::kReplicated).tensor = TensorRole::kIdxWeights;
+    add(named(TensorRole::kIdxWeights), {x.n_heads, h}, TpSplit::kReplicated).tensor =
+        TensorRole::kIdxWeights;
   }
 
   // Gated DeltaNet. Tensor parallelism splits it by key-head group: Qwen3-Next's fused
@@ -231,7 +244,8 @@ class InventoryBuilder {
   void linear_attention() {
     const LinearAttention& l = t_.linear;
     const int64_t h = t_.hidden_size, hk = l.num_k_heads, hv = l.num_v_heads, r = l.value_group();
-    const std::vector<WeightInfo::TpPart> qkv = {{hk * l.k_head_dim, l.k_head_dim}, {hk * l.k_head_dim, l.k_head_dim},
+    const std::vector<WeightInfo::TpPart> qkv = {{hk * l.k_head_dim, l.k_head_dim},
+                                                 {hk * l.k_head_dim, l.k_head_dim},
                                                  {hv * l.v_head_dim, r * l.v_head_dim}};
     if (l.fused_projections) {
       const int64_t group = 2 * l.k_head_dim + 2 * r * l.v_head_dim;
@@ -243,7 +257,8 @@ class InventoryBuilder {
       proj(TensorRole::kLinB, hv, h, TpSplit::kColumn, 1);
       proj(TensorRole::kLinA, hv, h, TpSplit::kColumn, 1);
     }
-    WeightInfo& conv = add(named(TensorRole::kLinConv), {l.conv_dim(), 1, l.conv_kernel}, TpSplit::kColumn);
+    WeightInfo& conv =
+        add(named(TensorRole::kLinConv), {l.conv_dim(), 1, l.conv_kernel}, TpSplit::kColumn);
     conv.tensor = TensorRole::kLinConv;
     conv.tp_parts = qkv;
     add(named(TensorRole::kLinDtBias), {hv}, TpSplit::kColumn).tensor = TensorRole::kLinDtBias;
@@ -270,7 +285,8 @@ class InventoryBuilder {
   void moe() {
     const Moe& m = t_.moe;
     const int64_t h = t_.hidden_size, inter = m.expert_intermediate_size;
-    add(named(TensorRole::kRouter), {m.num_experts, h}, TpSplit::kReplicated).tensor = TensorRole::kRouter;
+    add(named(TensorRole::kRouter), {m.num_experts, h}, TpSplit::kReplicated).tensor =
+        TensorRole::kRouter;
     if (m.router_bias) bias(TensorRole::kRouter, m.num_experts, TpSplit::kReplicated);
     if (m.correction_bias) {
       WeightInfo& b = add(named(TensorRole::kRouterBias), {m.num_experts}, TpSplit::kReplicated);
@@ -289,7 +305,9 @@ class InventoryBuilder {
       expert_ = -1;
     }
     if (m.num_shared_experts > 0) mlp(m.shared_inter(), TensorRole::kSharedGate);
-    if (m.shared_expert_gate) add(named(TensorRole::kSharedExpertGate), {1, h}, TpSplit::kReplicated).tensor = TensorRole::kSharedExpertGate;
+    if (m.shared_expert_gate)
+      add(named(TensorRole::kSharedExpertGate), {1, h}, TpSplit::kReplicated).tensor =
+          TensorRole::kSharedExpertGate;
   }
 
   // GPT-OSS: gate_up [E, D, 2F] (gate/up interleaved: TP cuts whole pairs) with bias [E, 2F],
@@ -297,20 +315,23 @@ class InventoryBuilder {
   void fused_experts() {
     const Moe& m = t_.moe;
     const int64_t e = m.num_experts, h = t_.hidden_size, f = m.expert_intermediate_size;
-    const auto fused = [&](TensorRole role, TensorPiece piece, std::vector<int64_t> shape, TpSplit tp, int axis, int64_t unit) {
+    const auto fused = [&](TensorRole role, TensorPiece piece, std::vector<int64_t> shape,
+                           TpSplit tp, int axis, int64_t unit) {
       WeightInfo& w = add(named(role, piece), std::move(shape), tp, unit);
       w.tensor = role;
       w.piece = piece;
       w.all_experts = true;
       w.tp_axis = axis;
     };
-    // MXFP4 (gpt-oss's released checkpoints): each weight as [E, out, in / 32, 16] packed E2M1 bytes
-    // and [E, out, in / 32] E8M0 scales, out and in swapped from the float layout. The plan cuts
-    // F where the float layout does (gate_up's out axis; down's in axis, in whole 32-groups).
-    const auto packed = [&](TensorRole role, int64_t out, int64_t in, TpSplit tp, int axis, int64_t unit) {
+    // MXFP4 (gpt-oss's released checkpoints): each weight as [E, out, in / 32, 16] packed E2M1
+    // bytes and [E, out, in / 32] E8M0 scales, out and in swapped from the float layout. The plan
+    // cuts F where the float layout does (gate_up's out axis; down's in axis, in whole 32-groups).
+    const auto packed = [&](TensorRole role, int64_t out, int64_t in, TpSplit tp, int axis,
+                            int64_t unit) {
       if (in % 32 != 0) {
         throw InputError("config.json: quantization_config",
-                         "mxfp4 needs the experts' input width (" + std::to_string(in) + ") in whole 32-element groups");
+                         "mxfp4 needs the experts' input width (" + std::to_string(in) +
+                             ") in whole 32-element groups");
       }
       fused(role, TensorPiece::kBlocks, {e, out, in / 32, 16}, tp, axis, unit);
       out_.back().dtype = DType::kU8;
@@ -322,7 +343,8 @@ class InventoryBuilder {
     if (mxfp4_) {
       packed(TensorRole::kExpertsGateUp, 2 * f, h, TpSplit::kColumn, 1, 2);
     } else {
-      fused(TensorRole::kExpertsGateUp, TensorPiece::kWeight, {e, h, 2 * f}, TpSplit::kColumn, 2, 2);
+      fused(TensorRole::kExpertsGateUp, TensorPiece::kWeight, {e, h, 2 * f}, TpSplit::kColumn, 2,
+            2);
     }
     fused(TensorRole::kExpertsGateUp, TensorPiece::kBias, {e, 2 * f}, TpSplit::kColumn, 1, 2);
     if (mxfp4_) {
@@ -345,7 +367,9 @@ class InventoryBuilder {
 };
 
 // Parameters: an MXFP4 byte (WeightInfo kBlocks, u8) holds two.
-int64_t elements(const WeightInfo& w) { return w.piece == TensorPiece::kBlocks ? 2 * w.numel() : w.numel(); }
+int64_t elements(const WeightInfo& w) {
+  return w.piece == TensorPiece::kBlocks ? 2 * w.numel() : w.numel();
+}
 
 ParamCounts count(const Architecture& arch, const std::vector<WeightInfo>& weights) {
   ParamCounts c;
@@ -353,7 +377,8 @@ ParamCounts count(const Architecture& arch, const std::vector<WeightInfo>& weigh
   for (const WeightInfo& w : weights) {
     if (w.role == WeightRole::kQuantScale) continue;
     if (w.mtp) {
-      const bool shared = w.name.find("embed_tokens") != std::string::npos || w.name.find("shared_head.head") != std::string::npos;
+      const bool shared = w.name.find("embed_tokens") != std::string::npos ||
+                          w.name.find("shared_head.head") != std::string::npos;
       (shared ? c.mtp_shared : c.mtp) += elements(w);
       continue;
     }
@@ -367,7 +392,8 @@ ParamCounts count(const Architecture& arch, const std::vector<WeightInfo>& weigh
   }
   const Moe& m = arch.text.moe;
   // Routed experts are identical in size: a token uses experts_per_token of num_experts.
-  c.active = m.num_experts > 0 ? c.total - routed + routed / m.num_experts * m.experts_per_token : c.total;
+  c.active =
+      m.num_experts > 0 ? c.total - routed + routed / m.num_experts * m.experts_per_token : c.total;
   return c;
 }
 
@@ -375,10 +401,14 @@ ParamCounts count(const Architecture& arch, const std::vector<WeightInfo>& weigh
 
 const char* tp_split_name(TpSplit split) {
   switch (split) {
-    case TpSplit::kReplicated: return "replicated";
-    case TpSplit::kColumn: return "column";
-    case TpSplit::kRow: return "row";
-    case TpSplit::kVocab: return "vocab";
+    case TpSplit::kReplicated:
+      return "replicated";
+    case TpSplit::kColumn:
+      return "column";
+    case TpSplit::kRow:
+      return "row";
+    case TpSplit::kVocab:
+      return "vocab";
   }
   return "?";
 }
@@ -389,9 +419,11 @@ int64_t WeightInfo::numel() const {
   return n;
 }
 
-const WeightInfo* Inventory::find(int64_t layer, TensorRole tensor, TensorPiece piece, int64_t expert) const {
+const WeightInfo* Inventory::find(int64_t layer, TensorRole tensor, TensorPiece piece,
+                                  int64_t expert) const {
   for (const WeightInfo& w : weights) {
-    if (w.layer == layer && w.tensor == tensor && w.piece == piece && w.expert == expert && !w.mtp) return &w;
+    if (w.layer == layer && w.tensor == tensor && w.piece == piece && w.expert == expert && !w.mtp)
+      return &w;
   }
   return nullptr;
 }
@@ -403,11 +435,13 @@ const WeightInfo* Inventory::find(const std::string& name) const {
   return nullptr;
 }
 
-void require_whole_blocks(const std::string& name, int64_t parts, int64_t begin, int64_t end, int64_t dim, int64_t block) {
+void require_whole_blocks(const std::string& name, int64_t parts, int64_t begin, int64_t end,
+                          int64_t dim, int64_t block) {
   if (block > 1 && (begin % block != 0 || (end % block != 0 && end != dim))) {
-    throw InputError("tp " + std::to_string(parts), name + ": rows [" + std::to_string(begin) + ", " + std::to_string(end) +
-                                                        ") of this rank cut through its " + std::to_string(block) +
-                                                        "-wide quantization blocks (the per-rank part must be whole blocks)");
+    throw InputError("tp " + std::to_string(parts),
+                     name + ": rows [" + std::to_string(begin) + ", " + std::to_string(end) +
+                         ") of this rank cut through its " + std::to_string(block) +
+                         "-wide quantization blocks (the per-rank part must be whole blocks)");
   }
 }
 
@@ -416,7 +450,8 @@ Inventory build_inventory(const Architecture& arch, const InventoryOptions& opti
   const TextModel& t = arch.text;
   if (arch.vision) b.vision_tower(*arch.vision);
   b.embedding(t.prefix);
-  for (int64_t i = 0; i < t.num_layers; ++i) b.decoder_layer(i, t.prefix + "layers." + std::to_string(i) + ".");
+  for (int64_t i = 0; i < t.num_layers; ++i)
+    b.decoder_layer(i, t.prefix + "layers." + std::to_string(i) + ".");
   b.final_norm_and_head();
   if (options.include_mtp) {
     for (int64_t i = 0; i < t.num_nextn_predict_layers; ++i) b.mtp_layer(t.num_layers + i);

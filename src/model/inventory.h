@@ -45,16 +45,17 @@ struct WeightInfo {
   };
   std::vector<TpPart> tp_parts;
   bool kv_heads = false;  // split by kv heads: replicated in groups when kv heads < tp
-  int64_t layer = -1;     // decoder layer (pipeline stage by layer); -1 before the first, num_layers after the last
-  int64_t expert = -1;    // routed expert index (expert-parallel placement); -1 if none
+  int64_t layer = -1;   // decoder layer (pipeline stage by layer); -1 before the first, num_layers
+                        // after the last
+  int64_t expert = -1;  // routed expert index (expert-parallel placement); -1 if none
   int64_t vision_layer = -1;  // a vision role's encoder layer; -1 for the tower's other weights
   // Every routed expert along axis 0 (GPT-OSS's fused experts): expert parallelism cuts axis 0.
   bool all_experts = false;
-  int tp_axis = -1;       // the axis a column/row split cuts; -1: 0 for column and vocab, 1 for row
+  int tp_axis = -1;  // the axis a column/row split cuts; -1: 0 for column and vocab, 1 for row
   TensorRole tensor = TensorRole::kOther;
   TensorPiece piece = TensorPiece::kWeight;
-  bool mtp = false;       // multi-token-prediction layer: in released checkpoints, not in the HF model
-  bool quantized = false; // a linear weight stored in the checkpoint's quantized dtype
+  bool mtp = false;  // multi-token-prediction layer: in released checkpoints, not in the HF model
+  bool quantized = false;  // a linear weight stored in the checkpoint's quantized dtype
 
   int64_t numel() const;
   int64_t bytes() const { return numel() * static_cast<int64_t>(tensor::dtype_size(dtype)); }
@@ -96,9 +97,10 @@ struct Inventory {
 Inventory build_inventory(const Architecture& arch, const InventoryOptions& options = {});
 
 // Throws InputError("tp N", "<name>: rows [b, e) of this rank cut through its B-wide quantization
-// blocks ...") unless [begin, end) of an axis `dim` long is whole blocks of `block` (the last may be
-// ragged): a tensor-parallel part of a block-quantized weight. The planner's shard_of applies it to
-// the inventory's quantized weights, ModelWeights to any weight stored fp8.
-void require_whole_blocks(const std::string& name, int64_t parts, int64_t begin, int64_t end, int64_t dim, int64_t block);
+// blocks ...") unless [begin, end) of an axis `dim` long is whole blocks of `block` (the last may
+// be ragged): a tensor-parallel part of a block-quantized weight. The planner's shard_of applies it
+// to the inventory's quantized weights, ModelWeights to any weight stored fp8.
+void require_whole_blocks(const std::string& name, int64_t parts, int64_t begin, int64_t end,
+                          int64_t dim, int64_t block);
 
 }  // namespace h0::model

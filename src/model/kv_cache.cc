@@ -8,12 +8,16 @@
 
 namespace h0::model {
 
-PagedKvCache::PagedKvCache(backend::Backend& backend, const KvGeometry& geometry, tensor::DType dtype)
+PagedKvCache::PagedKvCache(backend::Backend& backend, const KvGeometry& geometry,
+                           tensor::DType dtype)
     : backend_(backend), g_(geometry), dtype_(dtype) {
   for (int64_t l = 0; l < g_.layers; ++l) {
-    k_host_.push_back(tensor::Tensor::zeros(dtype, {g_.num_blocks, g_.block_size, g_.kv_heads, g_.k_dim}));
-    v_host_.push_back(tensor::Tensor::zeros(dtype, {g_.num_blocks, g_.block_size, g_.kv_heads, g_.v_dim}));
-    if (g_.index_dim > 0) i_host_.push_back(tensor::Tensor::zeros(dtype, {g_.num_blocks, g_.block_size, g_.index_dim}));
+    k_host_.push_back(
+        tensor::Tensor::zeros(dtype, {g_.num_blocks, g_.block_size, g_.kv_heads, g_.k_dim}));
+    v_host_.push_back(
+        tensor::Tensor::zeros(dtype, {g_.num_blocks, g_.block_size, g_.kv_heads, g_.v_dim}));
+    if (g_.index_dim > 0)
+      i_host_.push_back(tensor::Tensor::zeros(dtype, {g_.num_blocks, g_.block_size, g_.index_dim}));
   }
   k_dev_.resize(size_t(g_.layers));
   v_dev_.resize(size_t(g_.layers));
@@ -50,7 +54,8 @@ void PagedKvCache::reserve(int seq, int64_t tokens) {
     s.blocks.push_back(free_blocks_.back());
     free_blocks_.pop_back();
     if (s.blocks.back() >= device_blocks_) {
-      ensure_device(std::min(g_.num_blocks, std::max<int64_t>(s.blocks.back() + 1, 2 * device_blocks_)));
+      ensure_device(
+          std::min(g_.num_blocks, std::max<int64_t>(s.blocks.back() + 1, 2 * device_blocks_)));
     }
   }
 }
@@ -65,14 +70,17 @@ void PagedKvCache::ensure_device(int64_t blocks) {
   }
 }
 
-void PagedKvCache::write_slots(const Sequence& s, const tensor::Tensor& src, int64_t width, tensor::Tensor* dst) const {
+void PagedKvCache::write_slots(const Sequence& s, const tensor::Tensor& src, int64_t width,
+                               tensor::Tensor* dst) const {
   H0_CHECK(src.dtype() == dtype_) << "cache dtype";
   const size_t row = size_t(width) * tensor::dtype_size(dtype_);
   auto* d = static_cast<std::byte*>(dst->mutable_data());
   for (int64_t t = 0; t < src.dim(0); ++t) {
     const int64_t pos = s.length + t;
-    const int64_t slot = int64_t(s.blocks.at(size_t(pos / g_.block_size))) * g_.block_size + pos % g_.block_size;
-    std::memcpy(d + size_t(slot) * row, static_cast<const std::byte*>(src.data()) + size_t(t) * row, row);
+    const int64_t slot =
+        int64_t(s.blocks.at(size_t(pos / g_.block_size))) * g_.block_size + pos % g_.block_size;
+    std::memcpy(d + size_t(slot) * row, static_cast<const std::byte*>(src.data()) + size_t(t) * row,
+                row);
   }
 }
 
@@ -88,14 +96,19 @@ void PagedKvCache::stage_index(int seq, int64_t layer, const tensor::Tensor& k) 
 }
 
 void PagedKvCache::upload(int64_t layer) {
-  backend_.upload_into(k_host_[size_t(layer)].slice_rows(0, device_blocks_), &k_dev_[size_t(layer)]);
-  backend_.upload_into(v_host_[size_t(layer)].slice_rows(0, device_blocks_), &v_dev_[size_t(layer)]);
-  if (!i_host_.empty()) backend_.upload_into(i_host_[size_t(layer)].slice_rows(0, device_blocks_), &i_dev_[size_t(layer)]);
+  backend_.upload_into(k_host_[size_t(layer)].slice_rows(0, device_blocks_),
+                       &k_dev_[size_t(layer)]);
+  backend_.upload_into(v_host_[size_t(layer)].slice_rows(0, device_blocks_),
+                       &v_dev_[size_t(layer)]);
+  if (!i_host_.empty())
+    backend_.upload_into(i_host_[size_t(layer)].slice_rows(0, device_blocks_),
+                         &i_dev_[size_t(layer)]);
 }
 
 backend::DeviceTensor PagedKvCache::block_table(int seq) {
   const Sequence& s = seqs_.at(size_t(seq));
-  return backend_.upload(tensor::Tensor::copy_of(tensor::DType::kI32, {int64_t(s.blocks.size())}, s.blocks.data()));
+  return backend_.upload(
+      tensor::Tensor::copy_of(tensor::DType::kI32, {int64_t(s.blocks.size())}, s.blocks.data()));
 }
 
 }  // namespace h0::model

@@ -3,8 +3,9 @@
 // of blocks (its block table) and key j of it lives at block table[j / B], slot j % B.
 // New keys are written into a host mirror and the cache uploaded before attention reads it
 // (the plugin ABI has no partial device writes). DeepSeek-V3.2's lightning indexer keys, when
-// index_dim > 0, live in the same blocks: i_cache[NB, B, index_dim] per layer. Blocks are handed out lowest id first, so the
-// device holds only blocks [0, high-water mark): uploads cost the peak use, not the capacity.
+// index_dim > 0, live in the same blocks: i_cache[NB, B, index_dim] per layer. Blocks are handed
+// out lowest id first, so the device holds only blocks [0, high-water mark): uploads cost the peak
+// use, not the capacity.
 #pragma once
 
 #include <cstdint>
@@ -56,8 +57,10 @@ class PagedKvCache {
     int64_t length = 0;
     bool live = false;
   };
-  // Copies rows [T, width] of `src` to the slots of positions [length, length + T) of `seq` in `dst`.
-  void write_slots(const Sequence& s, const tensor::Tensor& src, int64_t width, tensor::Tensor* dst) const;
+  // Copies rows [T, width] of `src` to the slots of positions [length, length + T) of `seq` in
+  // `dst`.
+  void write_slots(const Sequence& s, const tensor::Tensor& src, int64_t width,
+                   tensor::Tensor* dst) const;
   // Makes the device caches hold blocks [0, blocks) (grown geometrically, never shrunk).
   void ensure_device(int64_t blocks);
 

@@ -19,7 +19,7 @@ struct ModelOps {
   BoundOp local_rope;             // the sliding layers' RoPE when their base differs (Gemma 3)
   BoundOp scaled_linear;          // fp8 block-quantized projections (quantization_config fp8)
   BoundOp moe_gate, moe_experts;  // MoE layers
-  BoundOp sigmoid;                // Qwen2-MoE's shared-expert gate, an attention output gate (with mul)
+  BoundOp sigmoid;  // Qwen2-MoE's shared-expert gate, an attention output gate (with mul)
   // Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): the conv over q|k|v, the gating of
   // the delta rule (g, beta), the rule itself and its gated output norm.
   BoundOp conv1d, gdn_gating, delta_rule, norm_gated;

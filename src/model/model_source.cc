@@ -20,23 +20,24 @@ bool has_weights(const fs::path& dir) {
   return fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.index.json");
 }
 
-std::string file_text(const fs::path& p) {
-  return base::read_regular_file(p.string());
-}
+std::string file_text(const fs::path& p) { return base::read_regular_file(p.string()); }
 
 }  // namespace
 
 ModelSource resolve_model(const std::string& path, uint64_t seed) {
   const fs::path dir(path);
-  if (!fs::is_directory(dir)) throw InputError(path, "not a directory (a checkpoint or a model config directory)");
+  if (!fs::is_directory(dir))
+    throw InputError(path, "not a directory (a checkpoint or a model config directory)");
   if (has_weights(dir)) return {path, false};
-  if (!fs::exists(dir / "config.json")) throw InputError(path, "has neither safetensors weights nor config.json");
+  if (!fs::exists(dir / "config.json"))
+    throw InputError(path, "has neither safetensors weights nor config.json");
   std::string key = file_text(dir / "config.json") + "\n" + std::to_string(seed);
   for (const char* side : {"tokenizer.json", "tokenizer_config.json", "preprocessor_config.json"}) {
     if (fs::exists(dir / side)) key += file_text(dir / side);
   }
   const std::string digest = base::sha256_hex(key.data(), key.size()).substr(0, 16);
-  const fs::path cache = fs::temp_directory_path() / "h0-synth" / (dir.filename().string() + "-" + digest);
+  const fs::path cache =
+      fs::temp_directory_path() / "h0-synth" / (dir.filename().string() + "-" + digest);
   if (has_weights(cache)) return {cache.string(), true};
   // Synthesize next to the cache entry and rename, so concurrent runs never see half a checkpoint.
   const fs::path tmp = cache.string() + ".tmp" + std::to_string(::getpid());
@@ -44,7 +45,8 @@ ModelSource resolve_model(const std::string& path, uint64_t seed) {
   std::error_code ec;
   fs::rename(tmp, cache, ec);
   if (ec) fs::remove_all(tmp, ec);  // another process won the race: use its copy
-  if (!has_weights(cache)) throw InputError(cache.string(), "could not write the synthesized checkpoint");
+  if (!has_weights(cache))
+    throw InputError(cache.string(), "could not write the synthesized checkpoint");
   return {cache.string(), true};
 }
 

@@ -9,7 +9,7 @@
 namespace h0::model {
 
 struct ModelSource {
-  std::string dir;        // the checkpoint directory to open
+  std::string dir;  // the checkpoint directory to open
   bool synthesized = false;
 };
 

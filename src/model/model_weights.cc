@@ -5,10 +5,10 @@
 
 #include "base/check.h"
 #include "base/error.h"
+#include "model/host_glue.h"
 #include "model/sharding.h"
 #include "model/weight_loader.h"
 #include "ops/op_list.h"
-#include "model/host_glue.h"
 
 namespace h0::model {
 namespace {
@@ -27,23 +27,29 @@ tensor::Tensor stack(const std::vector<tensor::Tensor>& parts) {
 }
 
 // InputError unless scale covers the 2-D fp8 weight q in br x bc blocks (the last ragged).
-void check_block_scales(const tensor::Tensor& q, const tensor::Tensor& scale, int64_t br, int64_t bc,
-                        const std::string& where) {
-  if (q.shape().size() != 2 || scale.shape().size() != 2) throw InputError(where, "an fp8 weight and its scale must be 2-D");
+void check_block_scales(const tensor::Tensor& q, const tensor::Tensor& scale, int64_t br,
+                        int64_t bc, const std::string& where) {
+  if (q.shape().size() != 2 || scale.shape().size() != 2)
+    throw InputError(where, "an fp8 weight and its scale must be 2-D");
   const tensor::Shape want = {(q.shape()[0] + br - 1) / br, (q.shape()[1] + bc - 1) / bc};
   if (scale.shape() != want) {
-    throw InputError(where, "weight_scale_inv is " + tensor::shape_string(scale.shape()) + ", but " +
-                                tensor::shape_string(q.shape()) + " in " + std::to_string(br) + "x" + std::to_string(bc) +
-                                " blocks needs " + tensor::shape_string(want));
+    throw InputError(where, "weight_scale_inv is " + tensor::shape_string(scale.shape()) +
+                                ", but " + tensor::shape_string(q.shape()) + " in " +
+                                std::to_string(br) + "x" + std::to_string(bc) + " blocks needs " +
+                                tensor::shape_string(want));
   }
 }
 
 // q · scale per br x bc block in f32: the catalogue's dequantize (granularity block2d), the one
 // block rule (check_block_scales first).
-tensor::Tensor dequantize_blocks(const tensor::Tensor& q, const tensor::Tensor& scale, int64_t br, int64_t bc) {
+tensor::Tensor dequantize_blocks(const tensor::Tensor& q, const tensor::Tensor& scale, int64_t br,
+                                 int64_t bc) {
   const ops::OpDef& op = ops::dequantize_op();
-  const ops::Json attrs = ops::validate_attrs(op, {{"dtype", tensor::dtype_name(q.dtype())}, {"granularity", "block2d"},
-                                                   {"block_rows", br}, {"block", bc}, {"out_dtype", "f32"}});
+  const ops::Json attrs = ops::validate_attrs(op, {{"dtype", tensor::dtype_name(q.dtype())},
+                                                   {"granularity", "block2d"},
+                                                   {"block_rows", br},
+                                                   {"block", bc},
+                                                   {"out_dtype", "f32"}});
   tensor::Tensor out = tensor::Tensor::empty(tensor::DType::kF32, q.shape());
   op.reference({&q, &scale}, {&out}, attrs);
   return out;
@@ -76,46 +82,56 @@ tensor::Tensor swap_last_two(const tensor::Tensor& t) {
 std::array<tensor::Tensor, 6> unpack_fused(const FusedExperts& in, tensor::DType dtype) {
   const tensor::Tensor gu = glue::to_f32(in.gate_up), gub = glue::to_f32(in.gate_up_bias);
   const int64_t e = gu.dim(0), f = gu.dim(1) / 2, d = gu.dim(2);
-  tensor::Tensor gate = tensor::Tensor::empty(tensor::DType::kF32, {e, f, d}), up = tensor::Tensor::empty(tensor::DType::kF32, {e, f, d});
-  tensor::Tensor b_gate = tensor::Tensor::empty(tensor::DType::kF32, {e, f}), b_up = tensor::Tensor::empty(tensor::DType::kF32, {e, f});
+  tensor::Tensor gate = tensor::Tensor::empty(tensor::DType::kF32, {e, f, d}),
+                 up = tensor::Tensor::empty(tensor::DType::kF32, {e, f, d});
+  tensor::Tensor b_gate = tensor::Tensor::empty(tensor::DType::kF32, {e, f}),
+                 b_up = tensor::Tensor::empty(tensor::DType::kF32, {e, f});
   const float *src = gu.data_as<float>(), *bsrc = gub.data_as<float>();
-  for (int64_t row = 0; row < e * f; ++row) {  // (expert, i): gate_up rows 2i and 2i + 1 of that expert
+  for (int64_t row = 0; row < e * f;
+       ++row) {  // (expert, i): gate_up rows 2i and 2i + 1 of that expert
     std::copy_n(src + (2 * row) * d, d, gate.mutable_data_as<float>() + row * d);
     std::copy_n(src + (2 * row + 1) * d, d, up.mutable_data_as<float>() + row * d);
     b_gate.mutable_data_as<float>()[row] = bsrc[2 * row];
     b_up.mutable_data_as<float>()[row] = bsrc[2 * row + 1];
   }
-  return {glue::to_dtype(gate, dtype), glue::to_dtype(up, dtype), glue::to_dtype(in.down, dtype),
-          glue::to_dtype(b_gate, dtype), glue::to_dtype(b_up, dtype), glue::to_dtype(in.down_bias, dtype)};
+  return {glue::to_dtype(gate, dtype),    glue::to_dtype(up, dtype),
+          glue::to_dtype(in.down, dtype), glue::to_dtype(b_gate, dtype),
+          glue::to_dtype(b_up, dtype),    glue::to_dtype(in.down_bias, dtype)};
 }
 
 // An MXFP4 checkpoint's fused expert weight (`<name>_blocks` [E, out, G, 16] and `<name>_scales`
 // [E, out, G], both u8), this rank's `part` of it (cut as the float layout [E, in, out] is: axis
 // 0 the experts, read alone; axes 1 and 2 swapped), out-major in f32: the catalogue's
 // dequantize_mxfp4 (its reference, on the host, as fp8 experts are dequantized on load).
-tensor::Tensor dequantize_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightInfo& w, const Architecture& arch,
-                                const WeightSlice& part) {
+tensor::Tensor dequantize_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightInfo& w,
+                                const Architecture& arch, const WeightSlice& part) {
   const std::string blocks_name = w.name + "_blocks", scales_name = w.name + "_scales";
   if (arch.quantization.method != "mxfp4") {
     throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored as MXFP4 (" + blocks_name +
                                       "), but config.json has no mxfp4 quantization_config");
   }
-  const io::TensorEntry *blocks_entry = ckpt.find(blocks_name), *scales_entry = ckpt.find(scales_name);
-  if (scales_entry == nullptr) throw InputError(ckpt.path(), "tensor '" + blocks_name + "' has no '" + scales_name + "'");
+  const io::TensorEntry *blocks_entry = ckpt.find(blocks_name),
+                        *scales_entry = ckpt.find(scales_name);
+  if (scales_entry == nullptr)
+    throw InputError(ckpt.path(), "tensor '" + blocks_name + "' has no '" + scales_name + "'");
   const int64_t e = w.shape[0], in = w.shape[1], out = w.shape[2];
   const tensor::Shape want_blocks = {e, out, in / 32, 16}, want_scales = {e, out, in / 32};
   if (blocks_entry->dtype != tensor::DType::kU8 || scales_entry->dtype != tensor::DType::kU8 ||
       blocks_entry->shape != want_blocks || scales_entry->shape != want_scales) {
-    throw InputError(ckpt.path(), "MXFP4 '" + w.name + "' is " + tensor::dtype_name(blocks_entry->dtype) + " " +
+    throw InputError(ckpt.path(), "MXFP4 '" + w.name + "' is " +
+                                      tensor::dtype_name(blocks_entry->dtype) + " " +
                                       tensor::shape_string(blocks_entry->shape) + " with scales " +
-                                      tensor::dtype_name(scales_entry->dtype) + " " + tensor::shape_string(scales_entry->shape) +
-                                      ", expected u8 " + tensor::shape_string(want_blocks) + " and u8 " +
-                                      tensor::shape_string(want_scales) + " (its float shape " + tensor::shape_string(w.shape) +
-                                      ", out and in swapped)");
+                                      tensor::dtype_name(scales_entry->dtype) + " " +
+                                      tensor::shape_string(scales_entry->shape) + ", expected u8 " +
+                                      tensor::shape_string(want_blocks) + " and u8 " +
+                                      tensor::shape_string(want_scales) + " (its float shape " +
+                                      tensor::shape_string(w.shape) + ", out and in swapped)");
   }
   const bool by_expert = part.axis == 0;  // only this rank's experts are read and dequantized
-  const tensor::Tensor blocks = by_expert ? ckpt.slice(blocks_name, 0, part.begin, part.end) : ckpt.get(blocks_name);
-  const tensor::Tensor scales = by_expert ? ckpt.slice(scales_name, 0, part.begin, part.end) : ckpt.get(scales_name);
+  const tensor::Tensor blocks =
+      by_expert ? ckpt.slice(blocks_name, 0, part.begin, part.end) : ckpt.get(blocks_name);
+  const tensor::Tensor scales =
+      by_expert ? ckpt.slice(scales_name, 0, part.begin, part.end) : ckpt.get(scales_name);
   const ops::OpDef& op = ops::dequantize_mxfp4_op();
   const ops::Json attrs = ops::validate_attrs(op, {{"out_dtype", "f32"}});
   tensor::Tensor x = tensor::Tensor::empty(tensor::DType::kF32, {blocks.shape()[0], out, in});
@@ -125,7 +141,8 @@ tensor::Tensor dequantize_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightI
 
 // `part` of a float weight as stored: its rows [begin, end) of `axis`, or its pieces of axis 0
 // one after another (WeightSlice::pieces).
-tensor::Tensor read_part(const io::ShardedCheckpoint& ckpt, const std::string& name, const WeightSlice& part) {
+tensor::Tensor read_part(const io::ShardedCheckpoint& ckpt, const std::string& name,
+                         const WeightSlice& part) {
   if (part.axis < 0) return ckpt.get(name);
   if (part.pieces.empty()) return ckpt.slice(name, part.axis, part.begin, part.end);
   std::vector<tensor::Tensor> pieces;
@@ -134,7 +151,8 @@ tensor::Tensor read_part(const io::ShardedCheckpoint& ckpt, const std::string& n
   shape[0] = part.extent();
   tensor::Tensor out = tensor::Tensor::empty(pieces[0].dtype(), shape);
   auto* dst = static_cast<std::byte*>(out.mutable_data());
-  for (const tensor::Tensor& p : pieces) dst = static_cast<std::byte*>(std::memcpy(dst, p.data(), p.nbytes())) + p.nbytes();
+  for (const tensor::Tensor& p : pieces)
+    dst = static_cast<std::byte*>(std::memcpy(dst, p.data(), p.nbytes())) + p.nbytes();
   return out;
 }
 
@@ -147,16 +165,20 @@ bool is_fp8(tensor::DType d) { return d == tensor::DType::kF8E4M3 || d == tensor
 
 }  // namespace
 
-ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt, backend::Backend& backend,
-                           tensor::DType dtype, const Sharding* sharding) {
-  const Inventory inv = build_inventory(arch, {.dtype = std::nullopt, .quantized = false, .include_mtp = false});
+ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
+                           backend::Backend& backend, tensor::DType dtype,
+                           const Sharding* sharding) {
+  const Inventory inv =
+      build_inventory(arch, {.dtype = std::nullopt, .quantized = false, .include_mtp = false});
   for (const WeightInfo& w : inv.weights) {
     if (stored_as_mxfp4(ckpt, w)) continue;  // checked where it is dequantized
     const io::TensorEntry* e = ckpt.find(w.name);
-    if (e == nullptr) throw InputError(ckpt.path(), "missing tensor '" + w.name + "' (see `harness load` for the full check)");
+    if (e == nullptr)
+      throw InputError(ckpt.path(),
+                       "missing tensor '" + w.name + "' (see `harness load` for the full check)");
     if (e->shape != w.shape) {
-      throw InputError(ckpt.path(), "tensor '" + w.name + "' is " + tensor::shape_string(e->shape) + ", expected " +
-                                        tensor::shape_string(w.shape));
+      throw InputError(ckpt.path(), "tensor '" + w.name + "' is " + tensor::shape_string(e->shape) +
+                                        ", expected " + tensor::shape_string(w.shape));
     }
   }
   std::map<int64_t, std::array<std::vector<tensor::Tensor>, 3>> expert_parts;
@@ -169,19 +191,26 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     if (stored_as_mxfp4(ckpt, w)) {  // GPT-OSS's experts as released: this rank's part, out-major
       stored = dequantize_mxfp4(ckpt, w, arch, *part);
     } else if (is_fp8(ckpt.find(w.name)->dtype)) {  // block-quantized, with its weight_scale_inv
-      if (!part->pieces.empty()) {  // stored fp8 where the reference layout keeps it float (the planner refuses the rest)
-        throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8 and cut by tp into q|k|v parts: "
-                                      "not run yet (run it with tp 1, or pp)");
+      if (!part->pieces.empty()) {  // stored fp8 where the reference layout keeps it float (the
+                                    // planner refuses the rest)
+        throw InputError(ckpt.path(), "tensor '" + w.name +
+                                          "' is stored in fp8 and cut by tp into q|k|v parts: "
+                                          "not run yet (run it with tp 1, or pp)");
       }
       const std::string scale = w.name + "_scale_inv";
       if (ckpt.find(scale) == nullptr) {
-        throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8 with no '" + scale + "' (block scales)");
+        throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8 with no '" + scale +
+                                          "' (block scales)");
       }
       if (arch.quantization.method != "fp8") {
-        throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8, but config.json has no fp8 "
-                                      "quantization_config (its weight_block_size says how the scales apply)");
+        throw InputError(
+            ckpt.path(),
+            "tensor '" + w.name +
+                "' is stored in fp8, but config.json has no fp8 "
+                "quantization_config (its weight_block_size says how the scales apply)");
       }
-      const int64_t br = arch.quantization.block_rows, bc = arch.quantization.block_cols;  // > 0 for fp8 (architecture.cc)
+      const int64_t br = arch.quantization.block_rows,
+                    bc = arch.quantization.block_cols;  // > 0 for fp8 (architecture.cc)
       const std::string where = ckpt.path() + ": " + w.name;
       const tensor::Tensor q = ckpt.get(w.name), s = ckpt.get(scale);
       check_block_scales(q, s, br, bc, where);
@@ -192,8 +221,8 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
         tensor::Tensor q_part = q, s_part = s;
         if (part->axis >= 0) {
           const int64_t block = part->axis == 0 ? br : bc;
-          require_whole_blocks(w.name, sharding->tp ? sharding->tp->size() : 1, part->begin, part->end,
-                               q.shape()[size_t(part->axis)], block);
+          require_whole_blocks(w.name, sharding->tp ? sharding->tp->size() : 1, part->begin,
+                               part->end, q.shape()[size_t(part->axis)], block);
           q_part = q.slice(part->axis, part->begin, part->end);
           s_part = s.slice(part->axis, part->begin / block, (part->end + block - 1) / block);
         }
@@ -212,8 +241,10 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
       if (!bias && !stored_as_mxfp4(ckpt, w)) stored = swap_last_two(stored);
       if (w.tensor == TensorRole::kExpertsGateUp) {
         (bias ? f.gate_up_bias : f.gate_up) = stored;
-      } else if (bias && sharding != nullptr && sharding->experts_split_by_tp && sharding->tp_rank != 0) {
-        f.down_bias = tensor::Tensor::zeros(stored.dtype(), stored.shape());  // the first rank adds it
+      } else if (bias && sharding != nullptr && sharding->experts_split_by_tp &&
+                 sharding->tp_rank != 0) {
+        f.down_bias =
+            tensor::Tensor::zeros(stored.dtype(), stored.shape());  // the first rank adds it
       } else {
         (bias ? f.down_bias : f.down) = stored;
       }
@@ -221,12 +252,16 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     }
     tensor::Tensor host = tensor::is_float(stored.dtype()) ? glue::to_dtype(stored, dtype) : stored;
     // Gated DeltaNet's depthwise conv1d is stored [C, 1, K]; causal_conv1d takes w [C, K].
-    if (w.tensor == TensorRole::kLinConv && host.shape().size() == 3) host = host.reshape({host.dim(0), host.dim(2)});
-    // Qwen2.5-VL's Conv3d patch embedding [D, C, T, P, P] is a linear over flattened patches: [D, C·T·P·P].
-    if (w.tensor == TensorRole::kVisPatchEmbed && host.shape().size() == 5) host = host.reshape({host.dim(0), host.numel() / host.dim(0)});
+    if (w.tensor == TensorRole::kLinConv && host.shape().size() == 3)
+      host = host.reshape({host.dim(0), host.dim(2)});
+    // Qwen2.5-VL's Conv3d patch embedding [D, C, T, P, P] is a linear over flattened patches: [D,
+    // C·T·P·P].
+    if (w.tensor == TensorRole::kVisPatchEmbed && host.shape().size() == 5)
+      host = host.reshape({host.dim(0), host.numel() / host.dim(0)});
     bytes_ += int64_t(host.nbytes());
     if (w.expert >= 0) {  // moe_experts' w_gate, w_up, w_down, in expert order
-      H0_CHECK(w.tensor == TensorRole::kExpertGate || w.tensor == TensorRole::kExpertUp || w.tensor == TensorRole::kExpertDown)
+      H0_CHECK(w.tensor == TensorRole::kExpertGate || w.tensor == TensorRole::kExpertUp ||
+               w.tensor == TensorRole::kExpertDown)
           << w.name << ": a routed expert weight with no expert role";
       const int which = int(w.tensor) - int(TensorRole::kExpertGate);
       expert_parts[w.layer][size_t(which)].push_back(host);
@@ -236,41 +271,48 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
   }
   for (const auto& [layer, f] : fused) {
     std::array<tensor::Tensor, 6> t = unpack_fused(f, dtype);
-    ExpertStack stack{backend.upload(t[0]), backend.upload(t[1]), backend.upload(t[2]), backend.upload(t[3]),
-                      backend.upload(t[4]), backend.upload(t[5])};
+    ExpertStack stack{backend.upload(t[0]), backend.upload(t[1]), backend.upload(t[2]),
+                      backend.upload(t[3]), backend.upload(t[4]), backend.upload(t[5])};
     for (const tensor::Tensor& part : t) bytes_ += int64_t(part.nbytes());
     experts_.emplace(layer, std::move(stack));
   }
   for (auto& [layer, parts] : expert_parts) {
-    experts_.emplace(layer, ExpertStack{backend.upload(stack(parts[0])), backend.upload(stack(parts[1])),
-                                        backend.upload(stack(parts[2])), std::nullopt,
-                                        std::nullopt, std::nullopt});
+    experts_.emplace(
+        layer,
+        ExpertStack{backend.upload(stack(parts[0])), backend.upload(stack(parts[1])),
+                    backend.upload(stack(parts[2])), std::nullopt, std::nullopt, std::nullopt});
   }
 }
 
-void ModelWeights::add(const WeightInfo& w, const std::string& name, backend::DeviceTensor t, TensorPiece piece) {
+void ModelWeights::add(const WeightInfo& w, const std::string& name, backend::DeviceTensor t,
+                       TensorPiece piece) {
   const auto it = tensors_.emplace(name, std::move(t)).first;
-  if (w.tensor != TensorRole::kOther) by_role_[{is_vision_role(w.tensor) ? w.vision_layer : w.layer, w.tensor, piece}] = &it->second;
+  if (w.tensor != TensorRole::kOther)
+    by_role_[{is_vision_role(w.tensor) ? w.vision_layer : w.layer, w.tensor, piece}] = &it->second;
 }
 
-const backend::DeviceTensor* ModelWeights::find(int64_t layer, TensorRole tensor, TensorPiece piece) const {
+const backend::DeviceTensor* ModelWeights::find(int64_t layer, TensorRole tensor,
+                                                TensorPiece piece) const {
   auto it = by_role_.find({layer, tensor, piece});
   return it == by_role_.end() ? nullptr : it->second;
 }
 
-const backend::DeviceTensor& ModelWeights::get(int64_t layer, TensorRole tensor, TensorPiece piece) const {
+const backend::DeviceTensor& ModelWeights::get(int64_t layer, TensorRole tensor,
+                                               TensorPiece piece) const {
   const backend::DeviceTensor* t = find(layer, tensor, piece);
   if (t == nullptr) {
     static constexpr const char* kPiece[] = {"weight", "bias", "block scales", "mxfp4 blocks"};
-    throw InputError("model weights", std::string("no ") + tensor_role_name(tensor) + " " + kPiece[size_t(piece)] +
-                                          " in layer " + std::to_string(layer));
+    throw InputError("model weights", std::string("no ") + tensor_role_name(tensor) + " " +
+                                          kPiece[size_t(piece)] + " in layer " +
+                                          std::to_string(layer));
   }
   return *t;
 }
 
 const ExpertStack& ModelWeights::experts(int64_t layer) const {
   auto it = experts_.find(layer);
-  if (it == experts_.end()) throw InputError("model weights", "layer " + std::to_string(layer) + " has no experts");
+  if (it == experts_.end())
+    throw InputError("model weights", "layer " + std::to_string(layer) + " has no experts");
   return it->second;
 }
 

@@ -34,24 +34,28 @@ class ModelWeights {
   // floating weights to `dtype`. Throws InputError for a checkpoint that does not match.
   // With `sharding`, only this rank's part of each weight is loaded (routed experts: the
   // rank's own, stacked in expert order).
-  ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt, backend::Backend& backend,
-               tensor::DType dtype, const Sharding* sharding = nullptr);
+  ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
+               backend::Backend& backend, tensor::DType dtype, const Sharding* sharding = nullptr);
 
   // By role (inventory.h), never by name: `tensor` of decoder layer `layer` (-1: the embedding;
   // num_layers: the final norm and the head); a vision role's by vision layer (-1: the tower's
   // other weights). get throws InputError naming the role if absent; find returns nullptr
   // (optional biases).
-  const backend::DeviceTensor& get(int64_t layer, TensorRole tensor, TensorPiece piece = TensorPiece::kWeight) const;
-  const backend::DeviceTensor* find(int64_t layer, TensorRole tensor, TensorPiece piece = TensorPiece::kWeight) const;
+  const backend::DeviceTensor& get(int64_t layer, TensorRole tensor,
+                                   TensorPiece piece = TensorPiece::kWeight) const;
+  const backend::DeviceTensor* find(int64_t layer, TensorRole tensor,
+                                    TensorPiece piece = TensorPiece::kWeight) const;
   // The routed experts of MoE layer `layer`.
   const ExpertStack& experts(int64_t layer) const;
   int64_t bytes() const { return bytes_; }
 
  private:
-  void add(const WeightInfo& w, const std::string& name, backend::DeviceTensor t, TensorPiece piece);
+  void add(const WeightInfo& w, const std::string& name, backend::DeviceTensor t,
+           TensorPiece piece);
 
   std::map<std::string, backend::DeviceTensor, std::less<>> tensors_;
-  std::map<std::tuple<int64_t, TensorRole, TensorPiece>, const backend::DeviceTensor*> by_role_;  // into tensors_
+  std::map<std::tuple<int64_t, TensorRole, TensorPiece>, const backend::DeviceTensor*>
+      by_role_;  // into tensors_
   std::map<int64_t, ExpertStack> experts_;
   int64_t bytes_ = 0;
 };

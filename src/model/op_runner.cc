@@ -11,7 +11,8 @@ BoundOp bind_op(const char* name, const ops::Json& attrs) {
   return {&def, ops::validate_attrs(def, attrs)};
 }
 
-std::vector<DeviceTensor> OpRunner::run(const BoundOp& op, const std::vector<const DeviceTensor*>& inputs) {
+std::vector<DeviceTensor> OpRunner::run(const BoundOp& op,
+                                        const std::vector<const DeviceTensor*>& inputs) {
   std::vector<ops::TensorDesc> in;
   in.reserve(inputs.size());
   for (const DeviceTensor* t : inputs) in.push_back({t->dtype(), t->shape(), true});
@@ -23,12 +24,14 @@ std::vector<DeviceTensor> OpRunner::run(const BoundOp& op, const std::vector<con
   for (auto& t : out) out_ptrs.push_back(&t);
 
   const auto start = std::chrono::steady_clock::now();
-  const backend::Outcome outcome = backend::execute(backend_, *op.def, inputs, out_ptrs, op.attrs, fallback_);
+  const backend::Outcome outcome =
+      backend::execute(backend_, *op.def, inputs, out_ptrs, op.attrs, fallback_);
   if (outcome.route == backend::Route::kUnsupported) {
     throw backend::BackendError(HB_UNSUPPORTED, std::string(op.def->name) + ": " + outcome.detail);
   }
   if (profile_) backend_.synchronize();
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
 
   routes_[op.def->name] = backend::route_name(outcome.route);
   if (profile_) {
@@ -46,7 +49,13 @@ std::vector<DeviceTensor> OpRunner::run(const BoundOp& op, const std::vector<con
       std::vector<ops::TensorDesc> full = in;  // absent optionals, as cost() expects
       full.resize(op.def->inputs.size(), ops::TensorDesc{tensor::DType::kF32, {}, false});
       const ops::Cost cost = op.def->cost(full, out_desc, op.attrs);
-      stats_.push_back({op.def->name, shapes, 0, {}, cost.bytes, cost.flops, backend::route_name(outcome.route)});
+      stats_.push_back({op.def->name,
+                        shapes,
+                        0,
+                        {},
+                        cost.bytes,
+                        cost.flops,
+                        backend::route_name(outcome.route)});
     }
     OpStats& s = stats_[it->second];
     ++s.calls;
@@ -66,7 +75,8 @@ double total_ns(const OpStats& s) {
 }
 
 void sort_by_total_time(std::vector<OpStats>* ops) {
-  std::sort(ops->begin(), ops->end(), [](const OpStats& a, const OpStats& b) { return total_ns(a) > total_ns(b); });
+  std::sort(ops->begin(), ops->end(),
+            [](const OpStats& a, const OpStats& b) { return total_ns(a) > total_ns(b); });
 }
 
 }  // namespace h0::model

@@ -11,7 +11,8 @@ ProbePlace probe_place(const std::string& name) {
   ProbePlace p;
   const size_t at = name.find("layers.");
   if (at == std::string::npos) {
-    if (name == "logits" || name.find("norm") != std::string::npos) {  // the final norm, then the logits
+    if (name == "logits" ||
+        name.find("norm") != std::string::npos) {  // the final norm, then the logits
       p.layer = ProbePlace::kAfterLayers;
       p.step = name == "logits" ? 1 : 0;
     }
@@ -31,12 +32,14 @@ void ProbeRecorder::record(const std::string& name, tensor::Tensor value) {
     if (n != name) continue;
     if (append_rows_) {
       tensor::Shape shape = t.shape();
-      H0_CHECK(value.dtype() == t.dtype() && value.shape().size() == shape.size() && value.numel() * shape[0] == t.numel() * value.dim(0))
+      H0_CHECK(value.dtype() == t.dtype() && value.shape().size() == shape.size() &&
+               value.numel() * shape[0] == t.numel() * value.dim(0))
           << "probe " << name << ": rows of another shape";
       shape[0] += value.dim(0);
       tensor::Tensor joined = tensor::Tensor::empty(t.dtype(), shape);
       std::memcpy(joined.mutable_data(), t.data(), t.nbytes());
-      std::memcpy(static_cast<std::byte*>(joined.mutable_data()) + t.nbytes(), value.data(), value.nbytes());
+      std::memcpy(static_cast<std::byte*>(joined.mutable_data()) + t.nbytes(), value.data(),
+                  value.nbytes());
       t = std::move(joined);
     } else {
       t = std::move(value);

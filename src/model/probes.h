@@ -20,19 +20,25 @@ namespace h0::model {
 // post_attention_layernorm; with sandwich norms (Gemma 3) that name is the attention output's
 // norm and the MLP has a norm before and after it.
 // A linear-attention layer (Qwen3-Next) has linear_attn where the others have self_attn.
-inline constexpr const char* kDecoderSublayers[] = {"input_layernorm",           "self_attn", "linear_attn",
-                                                    "post_attention_layernorm",  "pre_feedforward_layernorm",
-                                                    "mlp",                       "post_feedforward_layernorm"};
+inline constexpr const char* kDecoderSublayers[] = {"input_layernorm",
+                                                    "self_attn",
+                                                    "linear_attn",
+                                                    "post_attention_layernorm",
+                                                    "pre_feedforward_layernorm",
+                                                    "mlp",
+                                                    "post_feedforward_layernorm"};
 inline constexpr int32_t kLayerOutputStep = int32_t(std::size(kDecoderSublayers));
 
 // Where probe `name` sits in a model's execution order: its decoder layer (-1 before the layers:
 // the embedding, the vision tower; kAfterLayers after them: the final norm, the logits) and, in a
-// layer, its place (the index into kDecoderSublayers, kLayerOutputStep for the layer's output). Orders the first
-// divergences of the ranks of a sharded run.
+// layer, its place (the index into kDecoderSublayers, kLayerOutputStep for the layer's output).
+// Orders the first divergences of the ranks of a sharded run.
 struct ProbePlace {
   static constexpr int32_t kAfterLayers = 1 << 20;
   int32_t layer = -1, step = 0;
-  bool operator<(const ProbePlace& o) const { return layer != o.layer ? layer < o.layer : step < o.step; }
+  bool operator<(const ProbePlace& o) const {
+    return layer != o.layer ? layer < o.layer : step < o.step;
+  }
 };
 ProbePlace probe_place(const std::string& name);
 

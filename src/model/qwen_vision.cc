@@ -1,8 +1,9 @@
-// Qwen2.5-VL's vision tower in the executor (transformers' Qwen2_5_VisionTransformerPretrainedModel):
-// the Conv3d patch embedding as one linear over the processor's flattened patches → the patches
-// put in window order → blocks (RMSNorm, attention with the 2-D rope over (h, w), per window or
-// over the whole image in fullatt_block_indexes, RMSNorm, SwiGLU) → the PatchMerger (RMSNorm,
-// merge² rows as one, linear, GELU, linear) → the merged tokens put back in image order.
+// Qwen2.5-VL's vision tower in the executor (transformers'
+// Qwen2_5_VisionTransformerPretrainedModel): the Conv3d patch embedding as one linear over the
+// processor's flattened patches → the patches put in window order → blocks (RMSNorm, attention with
+// the 2-D rope over (h, w), per window or over the whole image in fullatt_block_indexes, RMSNorm,
+// SwiGLU) → the PatchMerger (RMSNorm, merge² rows as one, linear, GELU, linear) → the merged tokens
+// put back in image order.
 #include "model/qwen_vision.h"
 
 #include <algorithm>
@@ -23,7 +24,9 @@ namespace {
 // then f32), the probe gen_qwen_vl.py records in place of the pixels themselves
 // (the processor's host output: a wrong mean or std shows here first).
 tensor::Tensor patch_stats(const tensor::Tensor& pixel_values) {
-  const tensor::Tensor px = pixel_values.dtype() == tensor::DType::kF32 ? pixel_values : pixel_values.to(tensor::DType::kF32);
+  const tensor::Tensor px = pixel_values.dtype() == tensor::DType::kF32
+                                ? pixel_values
+                                : pixel_values.to(tensor::DType::kF32);
   const int64_t rows = px.dim(0), k = px.numel() / std::max<int64_t>(rows, 1);
   tensor::Tensor out = tensor::Tensor::zeros(tensor::DType::kF32, {rows, 2});
   for (int64_t r = 0; r < rows; ++r) {
@@ -110,15 +113,18 @@ MropePositions mrope_positions(const std::vector<int64_t>& ids, int64_t first, i
     size_t run = i;
     while (run < T && ids[run] == image_token) ++run;
     if (image >= grids.size()) {
-      throw InputError("prompt", "image token " + std::to_string(image_token) + " at position " + std::to_string(i) +
-                                     " has no image: " + std::to_string(grids.size()) + " image(s) given");
+      throw InputError("prompt", "image token " + std::to_string(image_token) + " at position " +
+                                     std::to_string(i) + " has no image: " +
+                                     std::to_string(grids.size()) + " image(s) given");
     }
     const ImageGrid& g = grids[image++];
     const int64_t lh = g.h / merge, lw = g.w / merge, n = g.tokens(merge);
     if (int64_t(run - i) < n) {
-      throw InputError("prompt", "image " + std::to_string(image) + " (grid " + std::to_string(g.t) + "x" + std::to_string(g.h) +
-                                     "x" + std::to_string(g.w) + ") needs " + std::to_string(n) + " image tokens, position " +
-                                     std::to_string(i) + " holds " + std::to_string(run - i));
+      throw InputError("prompt", "image " + std::to_string(image) + " (grid " +
+                                     std::to_string(g.t) + "x" + std::to_string(g.h) + "x" +
+                                     std::to_string(g.w) + ") needs " + std::to_string(n) +
+                                     " image tokens, position " + std::to_string(i) + " holds " +
+                                     std::to_string(run - i));
     }
     for (int64_t u = 0; u < n; ++u) {  // t index 0: Qwen2.5-VL times an image's frames by 0
       m.rows[0 * T + i + size_t(u)] = p;
@@ -132,24 +138,29 @@ MropePositions mrope_positions(const std::vector<int64_t>& ids, int64_t first, i
   return m;
 }
 
-tensor::Tensor Executor::qwen_image_features(const tensor::Tensor& pixel_values, const ImageGrid& g, ProbeRecorder* probes) {
+tensor::Tensor Executor::qwen_image_features(const tensor::Tensor& pixel_values, const ImageGrid& g,
+                                             ProbeRecorder* probes) {
   const Vision& v = *arch_.vision;
   const int64_t m = v.spatial_merge_size, mu = m * m, P = g.patches(), D = v.hidden_size;
   const int64_t K = v.num_channels * v.temporal_patch_size * v.patch_size * v.patch_size;
   if (g.t < 1 || g.h <= 0 || g.w <= 0 || g.h % m != 0 || g.w % m != 0) {
-    throw InputError("image_grid_thw", std::to_string(g.t) + "x" + std::to_string(g.h) + "x" + std::to_string(g.w) +
-                                           " is not a grid of whole " + std::to_string(m) + "x" + std::to_string(m) + " merge units");
+    throw InputError("image_grid_thw", std::to_string(g.t) + "x" + std::to_string(g.h) + "x" +
+                                           std::to_string(g.w) + " is not a grid of whole " +
+                                           std::to_string(m) + "x" + std::to_string(m) +
+                                           " merge units");
   }
   if (pixel_values.shape() != tensor::Shape{P, K}) {
-    throw InputError("pixel_values", "must be [" + std::to_string(P) + ", " + std::to_string(K) + "] (grid " + std::to_string(g.t) +
-                                         "x" + std::to_string(g.h) + "x" + std::to_string(g.w) + "), got " +
-                                         tensor::shape_string(pixel_values.shape()));
+    throw InputError("pixel_values", "must be [" + std::to_string(P) + ", " + std::to_string(K) +
+                                         "] (grid " + std::to_string(g.t) + "x" +
+                                         std::to_string(g.h) + "x" + std::to_string(g.w) +
+                                         "), got " + tensor::shape_string(pixel_values.shape()));
   }
   // Under pipeline parallelism the tower runs on the first stage, the only one that embeds.
   if (options_.sharding != nullptr && options_.sharding->pp_rank > 0) return tensor::Tensor();
   Step step;
   step.probes = probes;
-  if (probes != nullptr && probes->wants("pixel_values.patch_stats")) probes->record("pixel_values.patch_stats", patch_stats(pixel_values));
+  if (probes != nullptr && probes->wants("pixel_values.patch_stats"))
+    probes->record("pixel_values.patch_stats", patch_stats(pixel_values));
   // Conv3d with kernel = stride = (temporal, patch, patch) over one patch each: x · W[D, K]ᵀ (the
   // weight flattened to [D, K] on load, model_weights.cc).
   DeviceTensor x = backend_.upload(glue::to_dtype(pixel_values, options_.dtype));
@@ -165,11 +176,13 @@ tensor::Tensor Executor::qwen_image_features(const tensor::Tensor& pixel_values,
     pos_windowed[size_t(i)] = pos[size_t(perm[size_t(i)])];
     pos_windowed[size_t(P + i)] = pos[size_t(P + perm[size_t(i)])];
   }
-  const DeviceTensor positions = backend_.upload(tensor::Tensor::copy_of(tensor::DType::kI64, {2, P}, pos_windowed.data()));
+  const DeviceTensor positions =
+      backend_.upload(tensor::Tensor::copy_of(tensor::DType::kI64, {2, P}, pos_windowed.data()));
   // Full attention sees one frame at a time (cu_seqlens: h·w per t); windows stay inside a frame.
   const std::vector<int64_t> frames(size_t(g.t), g.h * g.w);
   for (int64_t l = 0; l < v.num_layers; ++l) {
-    const bool full = std::find(v.fullatt_blocks.begin(), v.fullatt_blocks.end(), l) != v.fullatt_blocks.end();
+    const bool full =
+        std::find(v.fullatt_blocks.begin(), v.fullatt_blocks.end(), l) != v.fullatt_blocks.end();
     x = qwen_vision_block(l, std::move(x), positions, full ? frames : order.window_patches, step);
   }
 
@@ -199,9 +212,11 @@ DeviceTensor Executor::qwen_vision_block(int64_t l, DeviceTensor x, const Device
   DeviceTensor h = ops_.run1(op_.vision_norm, {&x, &weights_->get(l, TensorRole::kVisNorm1)});
   probe(step, p + ".norm1", h);
   // qkv's outputs are q | k | v, each heads × hd.
-  auto [q_host, kv_host] = glue::split_last(backend_.download(linear(l, TensorRole::kVisAttnQKV, h)), D);
+  auto [q_host, kv_host] =
+      glue::split_last(backend_.download(linear(l, TensorRole::kVisAttnQKV, h)), D);
   auto [k_host, v_host] = glue::split_last(kv_host, D);
-  DeviceTensor q = backend_.upload(q_host.reshape({S, heads, hd})), k = backend_.upload(k_host.reshape({S, heads, hd}));
+  DeviceTensor q = backend_.upload(q_host.reshape({S, heads, hd})),
+               k = backend_.upload(k_host.reshape({S, heads, hd}));
   q = ops_.run1(op_.vision_rope, {&q, &positions});
   k = ops_.run1(op_.vision_rope, {&k, &positions});
   DeviceTensor o;
@@ -209,7 +224,8 @@ DeviceTensor Executor::qwen_vision_block(int64_t l, DeviceTensor x, const Device
     const DeviceTensor val = backend_.upload(v_host.reshape({S, heads, hd}));
     o = ops_.run1(op_.vision_attention, {&q, &k, &val});
   } else {  // one attention per window (or frame): rows [begin, begin + n)
-    const tensor::Tensor qh = backend_.download(q), kh = backend_.download(k), vh = v_host.reshape({S, heads, hd});
+    const tensor::Tensor qh = backend_.download(q), kh = backend_.download(k),
+                         vh = v_host.reshape({S, heads, hd});
     tensor::Tensor out = tensor::Tensor::zeros(qh.dtype(), {S, heads, hd});
     int64_t begin = 0;
     for (int64_t n : segments) {
@@ -217,8 +233,9 @@ DeviceTensor Executor::qwen_vision_block(int64_t l, DeviceTensor x, const Device
                          ks = backend_.upload(kh.slice_rows(begin, begin + n).clone()),
                          vs = backend_.upload(vh.slice_rows(begin, begin + n).clone());
       const tensor::Tensor os = backend_.download(ops_.run1(op_.vision_attention, {&qs, &ks, &vs}));
-      std::memcpy(static_cast<std::byte*>(out.mutable_data()) + size_t(begin) * (out.nbytes() / size_t(S)), os.data(),
-                  os.nbytes());
+      std::memcpy(
+          static_cast<std::byte*>(out.mutable_data()) + size_t(begin) * (out.nbytes() / size_t(S)),
+          os.data(), os.nbytes());
       begin += n;
     }
     H0_CHECK(begin == S) << "windows cover " << begin << " of " << S << " patches";
@@ -230,7 +247,8 @@ DeviceTensor Executor::qwen_vision_block(int64_t l, DeviceTensor x, const Device
   x = ops_.run1(op_.add, {&x, &o});
   h = ops_.run1(op_.vision_norm, {&x, &weights_->get(l, TensorRole::kVisNorm2)});
   probe(step, p + ".norm2", h);
-  const DeviceTensor gate = linear(l, TensorRole::kVisFfnGate, h), up = linear(l, TensorRole::kVisFfnUp, h);
+  const DeviceTensor gate = linear(l, TensorRole::kVisFfnGate, h),
+                     up = linear(l, TensorRole::kVisFfnUp, h);
   DeviceTensor mlp = ops_.run1(op_.swiglu, {&gate, &up});
   mlp = linear(l, TensorRole::kVisFfnDown, mlp);
   probe(step, p + ".mlp", mlp);

@@ -32,7 +32,7 @@ struct Sharding {
   int64_t tp_rank = 0, pp_rank = 0, pp = 1;
   bool experts_split_by_tp = true;  // ep == 1: expert weights split like the MLP
   std::unique_ptr<mesh::Communicator> tp, ep, pp_group;  // pp_group rank r = stage r
-  std::string label;  // "rank 1 (tp 1, pp 0, ep 0)"
+  std::string label;                                     // "rank 1 (tp 1, pp 0, ep 0)"
 };
 
 }  // namespace h0::model

@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
@@ -25,9 +24,9 @@ namespace fs = std::filesystem;
 using tensor::DType;
 
 // Files of a model directory copied next to the weights when present.
-constexpr const char* kSideFiles[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                                      "preprocessor_config.json", "generation_config.json",
-                                      "chat_template.jinja"};
+constexpr const char* kSideFiles[] = {"tokenizer.json",          "tokenizer_config.json",
+                                      "special_tokens_map.json", "preprocessor_config.json",
+                                      "generation_config.json",  "chat_template.jinja"};
 
 uint64_t stream_of(const std::string& name) {
   const std::string hex = base::sha256_hex(name.data(), name.size());
@@ -48,7 +47,8 @@ void init_params(const WeightInfo& w, double* mean, double* std) {
     *std = 0.1;
     return;
   }
-  if (w.name.find("embed_tokens") != std::string::npos || w.name.find("position_embedding") != std::string::npos) {
+  if (w.name.find("embed_tokens") != std::string::npos ||
+      w.name.find("position_embedding") != std::string::npos) {
     *std = 1.0;
     return;
   }
@@ -75,14 +75,16 @@ tensor::Tensor synth_tensor(const WeightInfo& w, uint64_t seed) {
 // and after quantization), then block-quantized by the catalogue's quantize (granularity block2d,
 // f8_e4m3: scale = f32(amax / 448) per br x bc block, q = f8(x / scale)). Returns q; *scale gets
 // the weight_scale_inv.
-tensor::Tensor synth_quantized(const WeightInfo& w, DType original, const Quantization& q, uint64_t seed,
-                               tensor::Tensor* scale) {
+tensor::Tensor synth_quantized(const WeightInfo& w, DType original, const Quantization& q,
+                               uint64_t seed, tensor::Tensor* scale) {
   WeightInfo dense = w;
   dense.dtype = original;
   const tensor::Tensor x = synth_tensor(dense, seed);
   const ops::OpDef& op = ops::quantize_op();
-  const ops::Json attrs = ops::validate_attrs(
-      op, {{"dtype", "f8_e4m3"}, {"granularity", "block2d"}, {"block_rows", q.block_rows}, {"block", q.block_cols}});
+  const ops::Json attrs = ops::validate_attrs(op, {{"dtype", "f8_e4m3"},
+                                                   {"granularity", "block2d"},
+                                                   {"block_rows", q.block_rows},
+                                                   {"block", q.block_cols}});
   const auto out = ops::infer_outputs(op, {{x.dtype(), x.shape(), true}}, attrs);
   tensor::Tensor qt = tensor::Tensor::zeros(out[0].dtype, out[0].shape);
   *scale = tensor::Tensor::zeros(out[1].dtype, out[1].shape);
@@ -123,16 +125,21 @@ SynthReport synthesize_checkpoint(const std::string& model_dir, const std::strin
                                   const SynthOptions& options) {
   if (options.shards < 1) throw InputError("--shards", "must be at least 1");
   const Architecture arch = load_architecture(model_dir);
-  const Inventory inv = build_inventory(arch, {.dtype = std::nullopt, .quantized = true, .include_mtp = true});
-  const DType original = arch.text.dtype.value_or(DType::kBF16);  // the inventory's rule for unquantized tensors
-  std::map<std::string, tensor::Tensor> scales;  // weight_scale_inv, made with their weights (shards keep inventory order)
+  const Inventory inv =
+      build_inventory(arch, {.dtype = std::nullopt, .quantized = true, .include_mtp = true});
+  const DType original =
+      arch.text.dtype.value_or(DType::kBF16);  // the inventory's rule for unquantized tensors
+  std::map<std::string, tensor::Tensor>
+      scales;  // weight_scale_inv, made with their weights (shards keep inventory order)
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw InputError(out_dir, "cannot create: " + ec.message());
 
   SynthReport report;
-  const fs::path src = fs::is_directory(model_dir) ? fs::path(model_dir) : fs::path(model_dir).parent_path();
-  fs::copy_file(config_path(model_dir), fs::path(out_dir) / "config.json", fs::copy_options::overwrite_existing, ec);
+  const fs::path src =
+      fs::is_directory(model_dir) ? fs::path(model_dir) : fs::path(model_dir).parent_path();
+  fs::copy_file(config_path(model_dir), fs::path(out_dir) / "config.json",
+                fs::copy_options::overwrite_existing, ec);
   if (ec) throw InputError(out_dir, "cannot write config.json: " + ec.message());
   report.files.push_back("config.json");
   for (const char* side : kSideFiles) {
@@ -145,13 +152,15 @@ SynthReport synthesize_checkpoint(const std::string& model_dir, const std::strin
   const auto groups = assign_shards(inv.weights, options.shards);
   nlohmann::json weight_map = nlohmann::json::object();
   for (size_t g = 0; g < groups.size(); ++g) {
-    const std::string file = options.shards == 1 ? "model.safetensors" : shard_name(int(g), options.shards);
+    const std::string file =
+        options.shards == 1 ? "model.safetensors" : shard_name(int(g), options.shards);
     std::vector<io::NamedTensor> tensors;
     for (size_t i : groups[g]) {
       const WeightInfo& w = inv.weights[i];
       if (w.quantized) {
         tensor::Tensor scale;
-        tensors.push_back({w.name, synth_quantized(w, original, arch.quantization, options.seed, &scale)});
+        tensors.push_back(
+            {w.name, synth_quantized(w, original, arch.quantization, options.seed, &scale)});
         scales[w.name + "_scale_inv"] = std::move(scale);
       } else if (w.role == WeightRole::kQuantScale) {
         auto it = scales.find(w.name);  // made with its weight, just before it in inventory order
@@ -165,11 +174,13 @@ SynthReport synthesize_checkpoint(const std::string& model_dir, const std::strin
       report.bytes += w.bytes();
       ++report.tensors;
     }
-    io::write_safetensors((fs::path(out_dir) / file).string(), std::move(tensors), {{"format", "pt"}});
+    io::write_safetensors((fs::path(out_dir) / file).string(), std::move(tensors),
+                          {{"format", "pt"}});
     report.files.push_back(file);
   }
   if (options.shards > 1) {
-    const nlohmann::json index = {{"metadata", {{"total_size", report.bytes}}}, {"weight_map", weight_map}};
+    const nlohmann::json index = {{"metadata", {{"total_size", report.bytes}}},
+                                  {"weight_map", weight_map}};
     write_text(fs::path(out_dir) / "model.safetensors.index.json", index.dump(2) + "\n");
     report.files.push_back("model.safetensors.index.json");
   }

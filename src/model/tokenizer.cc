@@ -18,9 +18,7 @@ nlohmann::json parse_json(std::string_view text, const std::string& where) {
   return base::parse_json(text, where);
 }
 
-std::string read_file(const std::string& path) {
-  return base::read_regular_file(path);
-}
+std::string read_file(const std::string& path) { return base::read_regular_file(path); }
 
 std::optional<NormalForm> normal_form(const std::string& type) {
   if (type == "NFC") return NormalForm::kNfc;

@@ -7,9 +7,9 @@
 #include <chrono>
 #include <cstring>
 #include <map>
-#include <set>
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include "base/error.h"
 #include "base/input_file.h"
@@ -45,8 +45,9 @@ int64_t read_at(int fd, const std::string& path, std::byte* out, size_t bytes, u
   while (done < bytes) {
     const ssize_t n = ::pread(fd, out + done, bytes - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw InputError(path, "read failed at offset " + std::to_string(offset + done) + ": " +
-                                           (n < 0 ? std::strerror(errno) : "end of file"));
+    if (n <= 0)
+      throw InputError(path, "read failed at offset " + std::to_string(offset + done) + ": " +
+                                 (n < 0 ? std::strerror(errno) : "end of file"));
     done += static_cast<size_t>(n);
   }
   return static_cast<int64_t>(done);
@@ -69,7 +70,8 @@ int64_t read_slice(int fd, const io::SafetensorsFile& file, const io::TensorEntr
     for (const auto& [b, end] : slice->ranges()) {
       const size_t run = size_t((end - b) * inner) * esize;
       const uint64_t offset = base + uint64_t((o * extent + b) * inner) * esize;
-      total += read_at(fd, file.path(), out + size_t((o * taken + at) * inner) * esize, run, offset);
+      total +=
+          read_at(fd, file.path(), out + size_t((o * taken + at) * inner) * esize, run, offset);
       at += end - b;
     }
   }
@@ -78,10 +80,11 @@ int64_t read_slice(int fd, const io::SafetensorsFile& file, const io::TensorEntr
 
 void check_slice(const std::string& path, const io::TensorEntry& e, const WeightSlice& s) {
   for (const auto& [begin, end] : s.ranges()) {
-    if (s.axis < 0 || size_t(s.axis) >= e.shape.size() || begin < 0 || end < begin || end > e.shape[size_t(s.axis)]) {
-      throw InputError(path, "tensor '" + e.name + "': slice [" + std::to_string(begin) + ", " + std::to_string(end) +
-                                 ") of axis " + std::to_string(s.axis) + " is outside its shape " +
-                                 tensor::shape_string(e.shape));
+    if (s.axis < 0 || size_t(s.axis) >= e.shape.size() || begin < 0 || end < begin ||
+        end > e.shape[size_t(s.axis)]) {
+      throw InputError(path, "tensor '" + e.name + "': slice [" + std::to_string(begin) + ", " +
+                                 std::to_string(end) + ") of axis " + std::to_string(s.axis) +
+                                 " is outside its shape " + tensor::shape_string(e.shape));
     }
   }
 }
@@ -95,18 +98,23 @@ std::string list(const std::vector<std::string>& items) {
 
 }  // namespace
 
-std::vector<std::string> verify_checkpoint(const io::ShardedCheckpoint& ckpt, const Inventory& inventory) {
+std::vector<std::string> verify_checkpoint(const io::ShardedCheckpoint& ckpt,
+                                           const Inventory& inventory) {
   std::vector<std::string> missing, unexpected, misshapen, converted;
   std::map<std::string, const WeightInfo*, std::less<>> expected;
   for (const WeightInfo& w : inventory.weights) expected[w.name] = &w;
-  const auto is_fp8 = [](tensor::DType d) { return d == tensor::DType::kF8E4M3 || d == tensor::DType::kF8E5M2; };
-  const auto is_wide = [&](tensor::DType d) { return tensor::is_float(d) && !is_fp8(d); };  // computes as stored
+  const auto is_fp8 = [](tensor::DType d) {
+    return d == tensor::DType::kF8E4M3 || d == tensor::DType::kF8E5M2;
+  };
+  const auto is_wide = [&](tensor::DType d) {
+    return tensor::is_float(d) && !is_fp8(d);
+  };  // computes as stored
   const auto scale_of = [](const std::string& weight) { return weight + "_scale_inv"; };
   std::set<std::string> extra_scales;  // of weights quantized where the reference layout has none
   for (const auto& [name, w] : expected) {
     const io::TensorEntry* e = ckpt.find(name);
-    const bool float_pair = e != nullptr && is_wide(e->dtype) && is_wide(w->dtype) && !w->quantized &&
-                            w->role != WeightRole::kQuantScale;
+    const bool float_pair = e != nullptr && is_wide(e->dtype) && is_wide(w->dtype) &&
+                            !w->quantized && w->role != WeightRole::kQuantScale;
     if (e == nullptr) {
       // The scale of a projection the checkpoint keeps unquantized is not expected.
       const std::string weight = name.substr(0, name.size() - std::string("_scale_inv").size());
@@ -115,28 +123,36 @@ std::vector<std::string> verify_checkpoint(const io::ShardedCheckpoint& ckpt, co
     } else if (e->shape == w->shape && e->dtype != w->dtype && float_pair) {
       converted.push_back(name + ": " + tensor::dtype_name(e->dtype) + " (the inventory's " +
                           tensor::dtype_name(w->dtype) + ")");
-    } else if (e->shape == w->shape && w->quantized && is_wide(e->dtype) && ckpt.find(scale_of(name)) == nullptr) {
-      converted.push_back(name + ": " + tensor::dtype_name(e->dtype) + ", not quantized (the config's layout stores it fp8)");
-    } else if (e->shape == w->shape && !w->quantized && w->role == WeightRole::kParameter && w->shape.size() == 2 &&
-               is_fp8(e->dtype) && ckpt.find(scale_of(name)) != nullptr) {
+    } else if (e->shape == w->shape && w->quantized && is_wide(e->dtype) &&
+               ckpt.find(scale_of(name)) == nullptr) {
+      converted.push_back(name + ": " + tensor::dtype_name(e->dtype) +
+                          ", not quantized (the config's layout stores it fp8)");
+    } else if (e->shape == w->shape && !w->quantized && w->role == WeightRole::kParameter &&
+               w->shape.size() == 2 && is_fp8(e->dtype) && ckpt.find(scale_of(name)) != nullptr) {
       const io::TensorEntry* s = ckpt.find(scale_of(name));
       const int64_t br = inventory.block_rows, bc = inventory.block_cols;
-      const tensor::Shape want = {br > 0 ? (e->shape[0] + br - 1) / br : 0, bc > 0 ? (e->shape[1] + bc - 1) / bc : 0};
+      const tensor::Shape want = {br > 0 ? (e->shape[0] + br - 1) / br : 0,
+                                  bc > 0 ? (e->shape[1] + bc - 1) / bc : 0};
       if (br <= 0 || bc <= 0) {
-        misshapen.push_back(name + ": " + tensor::dtype_name(e->dtype) + " with block scales, but the config has no fp8 "
+        misshapen.push_back(name + ": " + tensor::dtype_name(e->dtype) +
+                            " with block scales, but the config has no fp8 "
                             "quantization_config (weight_block_size)");
       } else if (s->dtype != tensor::DType::kF32 || s->shape != want) {
-        misshapen.push_back(scale_of(name) + ": " + tensor::dtype_name(s->dtype) + " " + tensor::shape_string(s->shape) +
-                            " (expected f32 " + tensor::shape_string(want) + ": " + tensor::shape_string(e->shape) + " in " +
-                            std::to_string(br) + "x" + std::to_string(bc) + " blocks)");
+        misshapen.push_back(scale_of(name) + ": " + tensor::dtype_name(s->dtype) + " " +
+                            tensor::shape_string(s->shape) + " (expected f32 " +
+                            tensor::shape_string(want) + ": " + tensor::shape_string(e->shape) +
+                            " in " + std::to_string(br) + "x" + std::to_string(bc) + " blocks)");
       } else {
-        converted.push_back(name + ": " + tensor::dtype_name(e->dtype) + " with block scales (the reference layout keeps it " +
+        converted.push_back(name + ": " + tensor::dtype_name(e->dtype) +
+                            " with block scales (the reference layout keeps it " +
                             tensor::dtype_name(w->dtype) + ")");
       }
       extra_scales.insert(scale_of(name));
     } else if (e->shape != w->shape || e->dtype != w->dtype) {
-      misshapen.push_back(name + ": " + tensor::dtype_name(e->dtype) + " " + tensor::shape_string(e->shape) +
-                          " (expected " + tensor::dtype_name(w->dtype) + " " + tensor::shape_string(w->shape) + ")");
+      misshapen.push_back(name + ": " + tensor::dtype_name(e->dtype) + " " +
+                          tensor::shape_string(e->shape) + " (expected " +
+                          tensor::dtype_name(w->dtype) + " " + tensor::shape_string(w->shape) +
+                          ")");
     }
   }
   for (const std::string& name : ckpt.names()) {
@@ -144,9 +160,13 @@ std::vector<std::string> verify_checkpoint(const io::ShardedCheckpoint& ckpt, co
   }
   if (missing.empty() && unexpected.empty() && misshapen.empty()) return converted;
   std::string msg = "does not match the model's tensor inventory:";
-  if (!missing.empty()) msg += "\n  missing (" + std::to_string(missing.size()) + "): " + list(missing);
-  if (!unexpected.empty()) msg += "\n  unexpected (" + std::to_string(unexpected.size()) + "): " + list(unexpected);
-  if (!misshapen.empty()) msg += "\n  wrong shape or dtype (" + std::to_string(misshapen.size()) + "): " + list(misshapen);
+  if (!missing.empty())
+    msg += "\n  missing (" + std::to_string(missing.size()) + "): " + list(missing);
+  if (!unexpected.empty())
+    msg += "\n  unexpected (" + std::to_string(unexpected.size()) + "): " + list(unexpected);
+  if (!misshapen.empty())
+    msg +=
+        "\n  wrong shape or dtype (" + std::to_string(misshapen.size()) + "): " + list(misshapen);
   throw InputError(ckpt.path(), msg);
 }
 
@@ -176,7 +196,8 @@ LoadReport load_weights(const io::ShardedCheckpoint& ckpt, const std::vector<Loa
   base::parallel_for(requests.size(), 1, [&](size_t, size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
       LoadedWeight& out = report.weights[i];
-      out.tensor = tensor::Tensor::empty(descs[i].first, descs[i].second);  // first touch on the reading thread
+      out.tensor = tensor::Tensor::empty(descs[i].first,
+                                         descs[i].second);  // first touch on the reading thread
       const io::SafetensorsFile& file = ckpt.shard_of(out.name);
       auto* dst = static_cast<std::byte*>(out.tensor.mutable_data());
       bytes += read_slice(files.fd(file.path()), file, *file.find(out.name), out.slice, dst);

@@ -67,9 +67,11 @@ struct LoadReport {
 // left in bf16, the router quantized): a projection the layout quantizes stored in a float dtype
 // with no scale, or a 2-D decoder weight the layout keeps float stored fp8 with a 2-D f32
 // `<name>_scale_inv`, is read as stored and noted; the scale's block shape is checked on load.
-std::vector<std::string> verify_checkpoint(const io::ShardedCheckpoint& ckpt, const Inventory& inventory);
+std::vector<std::string> verify_checkpoint(const io::ShardedCheckpoint& ckpt,
+                                           const Inventory& inventory);
 
-// Reads the requested weights on base::worker_threads() threads (HARNESS_THREADS). Throws InputError for an absent tensor or an out-of-range slice.
+// Reads the requested weights on base::worker_threads() threads (HARNESS_THREADS). Throws
+// InputError for an absent tensor or an out-of-range slice.
 LoadReport load_weights(const io::ShardedCheckpoint& ckpt, const std::vector<LoadRequest>& requests,
                         const LoadOptions& options = {});
 

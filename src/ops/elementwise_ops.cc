@@ -79,12 +79,16 @@ OpDef binary_op(const char* name) {
       .tolerance = ToleranceClass::kElementwise,
       .operands = [](const Dims& dims, const Json&, DType dtype, DType,
                      const std::set<std::string>&) { return binary_operands(dims, dtype); },
-      .infer = [](const std::vector<TensorDesc>& in, const Json&) { return binary_infer(kSelf(), in); },
+      .infer = [](const std::vector<TensorDesc>& in,
+                  const Json&) { return binary_infer(kSelf(), in); },
       .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
                  const Json&) { return elementwise_cost(in, out, 1); },
       .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
                       const Json&) { map_reference(in, out, kFn); },
-      .default_inputs = [](const Dims&, const Json&) { return normal_inputs({"a", "b"}); },
+      .default_inputs =
+          [](const Dims&, const Json&) {
+            return normal_inputs({"a", "b"});
+          },
   };
 }
 

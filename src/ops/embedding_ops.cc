@@ -31,7 +31,8 @@ int64_t patch_size(const Json& attrs) {
 }
 
 // ids is (T); table is (V, D). out[t] = table[ids[t]].
-void embedding_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, double scale) {
+void embedding_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                         double scale) {
   const int64_t t = in[0]->dim(0), v = in[1]->dim(0), d = in[1]->dim(1);
   const auto ids = util::to_f64(*in[0]);
   const auto table = util::to_f64(*in[1]);
@@ -84,7 +85,8 @@ const OpDef& embedding_op() {
       .name = "embedding",
       .inputs = {{"ids", OperandKind::kIndex}, {"table", OperandKind::kFloat}},
       .outputs = {{"out", OperandKind::kFloat}},
-      .attrs = {{"scale", AttrType::kFloat, "1", nullptr, "multiplies every element (Gemma 3: √D)"}},
+      .attrs = {{"scale", AttrType::kFloat, "1", nullptr,
+                 "multiplies every element (Gemma 3: √D)"}},
       .dims = {"T", "V", "D"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kElementwise,
@@ -108,11 +110,14 @@ const OpDef& embedding_op() {
           [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json& a) {
             // The gathered rows, not the whole table: a 32000-row table is not read per call.
             const double rows_read = util::bytes_of(out);
-            const double flops = util::attr_f(a, "scale") == 1 ? 0 : double(out[0].shape[0] * out[0].shape[1]);
+            const double flops =
+                util::attr_f(a, "scale") == 1 ? 0 : double(out[0].shape[0] * out[0].shape[1]);
             return Cost{flops, util::bytes_of({in[0]}) + rows_read + util::bytes_of(out), 1};
           },
-      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
-                      const Json& a) { embedding_reference(in, out, static_cast<float>(util::attr_f(a, "scale"))); },
+      .reference =
+          [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json& a) {
+            embedding_reference(in, out, static_cast<float>(util::attr_f(a, "scale")));
+          },
       .default_inputs =
           [](const Dims& dims, const Json&) {
             const int64_t v = util::dim(embedding_op(), dims, "V");

@@ -33,7 +33,8 @@ void conv_reference(const std::vector<const Tensor*>& in, const std::vector<Tens
                     const Json& attrs) {
   const int64_t t = in[0]->dim(0), c = in[0]->dim(1), k = in[1]->dim(1);
   const auto x = util::to_f64(*in[0]), w = util::to_f64(*in[1]), state = util::to_f64(*in[2]);
-  const auto bias = in.size() > 3 && in[3] != nullptr ? util::to_f64(*in[3]) : std::vector<double>();
+  const auto bias =
+      in.size() > 3 && in[3] != nullptr ? util::to_f64(*in[3]) : std::vector<double>();
   const bool silu = util::attr_s(attrs, "activation") == "silu";
   // xp(i, ch): the i-th column of state ++ x along time.
   auto xp = [&](int64_t i, int64_t ch) {
@@ -122,7 +123,8 @@ double softplus(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
 
 void gating_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
   const int64_t t = in[0]->dim(0), hv = in[0]->dim(1);
-  const auto a = util::to_f64(*in[0]), b = util::to_f64(*in[1]), a_log = util::to_f64(*in[2]), dt = util::to_f64(*in[3]);
+  const auto a = util::to_f64(*in[0]), b = util::to_f64(*in[1]), a_log = util::to_f64(*in[2]),
+             dt = util::to_f64(*in[3]);
   std::vector<double> g(size_t(t * hv)), beta(size_t(t * hv));
   for (int64_t r = 0; r < t; ++r) {
     for (int64_t h = 0; h < hv; ++h) {
@@ -153,14 +155,16 @@ const OpDef& gdn_gating_op() {
           [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
             const OpDef& self = gdn_gating_op();
             const int64_t t = util::dim(self, dims, "T"), hv = util::dim(self, dims, "Hv");
-            return std::vector<TensorDesc>{desc(dtype, {t, hv}), desc(dtype, {t, hv}), desc(dtype, {hv}), desc(dtype, {hv})};
+            return std::vector<TensorDesc>{desc(dtype, {t, hv}), desc(dtype, {t, hv}),
+                                           desc(dtype, {hv}), desc(dtype, {hv})};
           },
       .infer =
           [](const std::vector<TensorDesc>& in, const Json&) {
             const OpDef& self = gdn_gating_op();
             const TensorDesc &a = in[0], &b = in[1], &a_log = in[2], &dt = in[3];
             util::require_shape(self, a.shape.size() == 2, "a", a, "[T, Hv]");
-            util::require_shape(self, b.shape == a.shape, "b", b, "[T, Hv] = " + tensor::shape_string(a.shape));
+            util::require_shape(self, b.shape == a.shape, "b", b,
+                                "[T, Hv] = " + tensor::shape_string(a.shape));
             const std::string hv = "[Hv] = [" + std::to_string(a.shape[1]) + "]";
             util::require_shape(self, a_log.shape == Shape{a.shape[1]}, "A_log", a_log, hv);
             util::require_shape(self, dt.shape == Shape{a.shape[1]}, "dt_bias", dt, hv);
@@ -168,14 +172,15 @@ const OpDef& gdn_gating_op() {
           },
       .cost =
           [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
-            return Cost{double(tensor::numel(in[0].shape)) * 12, util::bytes_of(in) + util::bytes_of(out), 1};
+            return Cost{double(tensor::numel(in[0].shape)) * 12,
+                        util::bytes_of(in) + util::bytes_of(out), 1};
           },
       .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
                       const Json&) { gating_reference(in, out); },
       .default_inputs =
           [](const Dims&, const Json&) {
-            // Qwen3-Next's initialization: A = e^A_log in [0.01, 16], dt_bias = log(expm1(dt)) for dt
-            // in [1e-3, 0.1] (about -7..-2.3); a and b are projections of the hidden state.
+            // Qwen3-Next's initialization: A = e^A_log in [0.01, 16], dt_bias = log(expm1(dt)) for
+            // dt in [1e-3, 0.1] (about -7..-2.3); a and b are projections of the hidden state.
             return Json{{"a", {{"normal", {{"mean", 0}, {"std", 2}}}}},
                         {"b", {{"normal", {{"mean", 0}, {"std", 2}}}}},
                         {"A_log", {{"uniform", {{"low", -4.6}, {"high", 2.77}}}}},
@@ -204,7 +209,8 @@ const OpDef& causal_conv1d_op() {
             const int64_t t = util::dim(self, dims, "T"), c = util::dim(self, dims, "C"),
                           k = util::dim(self, dims, "K");
             if (k < 2) util::fail(self, "dim 'K' must be at least 2, got " + std::to_string(k));
-            std::vector<TensorDesc> in = {desc(dtype, {t, c}), desc(dtype, {c, k}), desc(dtype, {c, k - 1})};
+            std::vector<TensorDesc> in = {desc(dtype, {t, c}), desc(dtype, {c, k}),
+                                          desc(dtype, {c, k - 1})};
             if (with.count("bias")) in.push_back(desc(dtype, {c}));
             return in;
           },
@@ -214,14 +220,16 @@ const OpDef& causal_conv1d_op() {
             const TensorDesc &x = in[0], &w = in[1], &state = in[2];
             util::require_shape(self, x.shape.size() == 2, "x", x, "[T, C]");
             const int64_t c = x.shape[1];
-            util::require_shape(self, w.shape.size() == 2 && w.shape[0] == c && w.shape[1] >= 2, "w", w,
-                                "[C, K] with C = " + std::to_string(c) + " and K >= 2");
+            util::require_shape(self, w.shape.size() == 2 && w.shape[0] == c && w.shape[1] >= 2,
+                                "w", w, "[C, K] with C = " + std::to_string(c) + " and K >= 2");
             const int64_t k = w.shape[1];
             util::require_shape(self, state.shape == Shape{c, k - 1}, "state", state,
-                                "[C, K - 1] = [" + std::to_string(c) + ", " + std::to_string(k - 1) +
+                                "[C, K - 1] = [" + std::to_string(c) + ", " +
+                                    std::to_string(k - 1) +
                                     "] (the last K - 1 inputs; zeros for a fresh sequence)");
             if (in.size() > 3 && in[3].present) {
-              util::require_shape(self, in[3].shape == Shape{c}, "bias", in[3], "[C] = [" + std::to_string(c) + "]");
+              util::require_shape(self, in[3].shape == Shape{c}, "bias", in[3],
+                                  "[C] = [" + std::to_string(c) + "]");
             }
             return std::vector<TensorDesc>{desc(x.dtype, x.shape), desc(x.dtype, state.shape)};
           },
@@ -255,7 +263,8 @@ const OpDef& gated_delta_rule_op() {
       .outputs = {{"o", OperandKind::kFloat}, {"state_out", OperandKind::kF32}},
       .attrs = {{"l2norm_qk", AttrType::kBool, "true", nullptr,
                  "L2-normalize q and k per head first (Qwen3-Next: true)"},
-                {"l2norm_eps", AttrType::kFloat, "1e-6", nullptr, "added to Σx² under the square root"},
+                {"l2norm_eps", AttrType::kFloat, "1e-6", nullptr,
+                 "added to Σx² under the square root"},
                 {"scale", AttrType::kFloat, "null", nullptr, "q's scale; null = 1/sqrt(Dk)"}},
       .dims = {"T", "Hk", "Dk", "Hv", "Dv"},
       .dim_defaults = {},
@@ -266,38 +275,47 @@ const OpDef& gated_delta_rule_op() {
             const int64_t t = util::dim(self, dims, "T"), hk = util::dim(self, dims, "Hk"),
                           dk = util::dim(self, dims, "Dk"), hv = util::dim(self, dims, "Hv"),
                           dv = util::dim(self, dims, "Dv");
-            return std::vector<TensorDesc>{desc(dtype, {t, hk, dk}),     desc(dtype, {t, hk, dk}),
-                                           desc(dtype, {t, hv, dv}),     desc(DType::kF32, {t, hv}),
-                                           desc(dtype, {t, hv}),         desc(DType::kF32, {hv, dk, dv})};
+            return std::vector<TensorDesc>{
+                desc(dtype, {t, hk, dk}), desc(dtype, {t, hk, dk}),
+                desc(dtype, {t, hv, dv}), desc(DType::kF32, {t, hv}),
+                desc(dtype, {t, hv}),     desc(DType::kF32, {hv, dk, dv})};
           },
       .infer =
           [](const std::vector<TensorDesc>& in, const Json& attrs) {
             const OpDef& self = gated_delta_rule_op();
-            const TensorDesc &q = in[0], &k = in[1], &v = in[2], &g = in[3], &beta = in[4], &state = in[5];
+            const TensorDesc &q = in[0], &k = in[1], &v = in[2], &g = in[3], &beta = in[4],
+                             &state = in[5];
             util::require_shape(self, q.shape.size() == 3 && q.shape[1] > 0, "q", q, "[T, Hk, Dk]");
             const int64_t t = q.shape[0], hk = q.shape[1], dk = q.shape[2];
-            util::require_shape(self, k.shape == q.shape, "k", k, "[T, Hk, Dk] = " + tensor::shape_string(q.shape));
-            util::require_shape(self, v.shape.size() == 3 && v.shape[0] == t && v.shape[1] % hk == 0 && v.shape[1] > 0,
-                                "v", v,
-                                "[T, Hv, Dv] with T = " + std::to_string(t) + " and Hv a multiple of Hk = " +
-                                    std::to_string(hk));
+            util::require_shape(self, k.shape == q.shape, "k", k,
+                                "[T, Hk, Dk] = " + tensor::shape_string(q.shape));
+            util::require_shape(
+                self,
+                v.shape.size() == 3 && v.shape[0] == t && v.shape[1] % hk == 0 && v.shape[1] > 0,
+                "v", v,
+                "[T, Hv, Dv] with T = " + std::to_string(t) +
+                    " and Hv a multiple of Hk = " + std::to_string(hk));
             const int64_t hv = v.shape[1], dv = v.shape[2];
-            const std::string th = "[T, Hv] = [" + std::to_string(t) + ", " + std::to_string(hv) + "]";
+            const std::string th =
+                "[T, Hv] = [" + std::to_string(t) + ", " + std::to_string(hv) + "]";
             util::require_shape(self, g.shape == Shape{t, hv}, "g", g, th + " (log decay, <= 0)");
             util::require_shape(self, beta.shape == Shape{t, hv}, "beta", beta, th);
             util::require_shape(self, state.shape == Shape{hv, dk, dv}, "state", state,
                                 "[Hv, Dk, Dv] = " + tensor::shape_string({hv, dk, dv}) +
                                     " (zeros for a fresh sequence)");
             if (util::attr_f(attrs, "l2norm_eps") < 0) {
-              util::fail(self, "attr 'l2norm_eps' must be >= 0, got " + attrs.at("l2norm_eps").dump());
+              util::fail(self,
+                         "attr 'l2norm_eps' must be >= 0, got " + attrs.at("l2norm_eps").dump());
             }
-            return std::vector<TensorDesc>{desc(q.dtype, {t, hv, dv}), desc(DType::kF32, state.shape)};
+            return std::vector<TensorDesc>{desc(q.dtype, {t, hv, dv}),
+                                           desc(DType::kF32, state.shape)};
           },
       .cost =
           [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
             const DeltaDims d = delta_dims(in);
             // Per token and value head: decay, Sᵀk, the rank-1 update, Sᵀq (7·Dk·Dv); the norms.
-            const double flops = double(d.t) * (double(d.hv) * 7 * double(d.dk * d.dv) + 6 * double(d.hk * d.dk));
+            const double flops =
+                double(d.t) * (double(d.hv) * 7 * double(d.dk * d.dv) + 6 * double(d.hk * d.dk));
             // A state element is a decayed sum over every earlier token of Dk-long products.
             return Cost{flops, util::bytes_of(in) + util::bytes_of(out), double(d.dk + d.t)};
           },
@@ -305,7 +323,8 @@ const OpDef& gated_delta_rule_op() {
                       const Json& a) { delta_reference(in, out, a); },
       .default_inputs =
           [](const Dims&, const Json&) {
-            // g as Qwen3-Next's -exp(A_log)·softplus(a + dt_bias) spreads: decays exp(g) in (0.05, 1).
+            // g as Qwen3-Next's -exp(A_log)·softplus(a + dt_bias) spreads: decays exp(g) in (0.05,
+            // 1).
             return Json{{"q", {{"normal", {{"mean", 0}, {"std", 1}}}}},
                         {"k", {{"normal", {{"mean", 0}, {"std", 1}}}}},
                         {"v", {{"normal", {{"mean", 0}, {"std", 1}}}}},

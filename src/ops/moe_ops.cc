@@ -139,7 +139,8 @@ struct ExpertActivation {
 };
 
 ExpertActivation expert_activation(const Json& a) {
-  return {util::attr_s(a, "activation") == "clamped_swiglu", util::attr_f(a, "alpha"), util::attr_f(a, "limit")};
+  return {util::attr_s(a, "activation") == "clamped_swiglu", util::attr_f(a, "alpha"),
+          util::attr_f(a, "limit")};
 }
 
 // x (T, D), weights (T, k), ids (T, k), w_gate and w_up (E, F, D), w_down (E, D, F), optional
@@ -283,7 +284,8 @@ const OpDef& moe_experts_op() {
             std::vector<TensorDesc> in = {desc(dtype, {t, d}),       desc(DType::kF32, {t, k}),
                                           desc(DType::kI32, {t, k}), desc(dtype, {e, f, d}),
                                           desc(dtype, {e, f, d}),    desc(dtype, {e, d, f})};
-            if (with.count("b_gate") || with.count("b_up") || with.count("b_down")) {  // all three or none
+            if (with.count("b_gate") || with.count("b_up") ||
+                with.count("b_down")) {  // all three or none
               in.push_back(desc(dtype, {e, f}));
               in.push_back(desc(dtype, {e, f}));
               in.push_back(desc(dtype, {e, d}));
@@ -310,12 +312,17 @@ const OpDef& moe_experts_op() {
                                 "[E, D, F] = " + tensor::shape_string(down));
             const auto present = [&](size_t i) { return in.size() > i && in[i].present; };
             const int biases = int(present(6)) + int(present(7)) + int(present(8));
-            if (biases != 0 && biases != 3) util::fail(self, "b_gate, b_up and b_down come together (got " + std::to_string(biases) + " of 3)");
+            if (biases != 0 && biases != 3)
+              util::fail(self, "b_gate, b_up and b_down come together (got " +
+                                   std::to_string(biases) + " of 3)");
             if (biases == 3) {
               const Shape ef = {w_gate.shape[0], w_gate.shape[1]}, ed = {w_gate.shape[0], d};
-              util::require_shape(self, in[6].shape == ef, "b_gate", in[6], "[E, F] = " + tensor::shape_string(ef));
-              util::require_shape(self, in[7].shape == ef, "b_up", in[7], "[E, F] = " + tensor::shape_string(ef));
-              util::require_shape(self, in[8].shape == ed, "b_down", in[8], "[E, D] = " + tensor::shape_string(ed));
+              util::require_shape(self, in[6].shape == ef, "b_gate", in[6],
+                                  "[E, F] = " + tensor::shape_string(ef));
+              util::require_shape(self, in[7].shape == ef, "b_up", in[7],
+                                  "[E, F] = " + tensor::shape_string(ef));
+              util::require_shape(self, in[8].shape == ed, "b_down", in[8],
+                                  "[E, D] = " + tensor::shape_string(ed));
             }
             return std::vector<TensorDesc>{desc(x.dtype, x.shape)};
           },

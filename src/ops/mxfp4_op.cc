@@ -61,10 +61,12 @@ const OpDef& dequantize_mxfp4_op() {
             want.push_back(16);
             util::require_shape(self, !scales.shape.empty(), "scales", scales, "[..., G]");
             util::require_shape(self, blocks.shape == want, "blocks", blocks,
-                                "[..., G, 16] = " + tensor::shape_string(want) + " (16 bytes: 32 E2M1 values per scale)");
+                                "[..., G, 16] = " + tensor::shape_string(want) +
+                                    " (16 bytes: 32 E2M1 values per scale)");
             Shape x(scales.shape);
             x.back() *= 32;
-            return std::vector<TensorDesc>{desc(*tensor::parse_dtype(util::attr_s(attrs, "out_dtype")), x)};
+            return std::vector<TensorDesc>{
+                desc(*tensor::parse_dtype(util::attr_s(attrs, "out_dtype")), x)};
           },
       .cost =
           [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {

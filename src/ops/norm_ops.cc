@@ -67,7 +67,8 @@ void norm_reference(const std::vector<const Tensor*>& in, const std::vector<Tens
   util::from_f64(y, out[0]);
 }
 
-void gated_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, double eps) {
+void gated_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                     double eps) {
   const int64_t t = in[0]->dim(0), d = in[0]->dim(1);
   const auto x = util::to_f64(*in[0]), w = util::to_f64(*in[1]), z = util::to_f64(*in[2]);
   std::vector<double> y(x.size());
@@ -96,20 +97,23 @@ const OpDef& rmsnorm_op() {
       .dims = {"T", "D"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kReduction,
-      .operands = [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
-        return norm_operands(rmsnorm_op(), dims, dtype, false);
-      },
-      .infer = [](const std::vector<TensorDesc>& in, const Json&) { return norm_infer(rmsnorm_op(), in); },
-      .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
-        return norm_cost(in, out, 4);
-      },
-      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json& a) {
-        norm_reference(in, out, util::attr_f(a, "eps"), false, util::attr_f(a, "offset"));
-      },
-      .default_inputs = [](const Dims&, const Json&) {
-        return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},
-                    {"w", {{"uniform", {{"low", 0.5}, {"high", 1.5}}}}}};
-      },
+      .operands =
+          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
+            return norm_operands(rmsnorm_op(), dims, dtype, false);
+          },
+      .infer = [](const std::vector<TensorDesc>& in,
+                  const Json&) { return norm_infer(rmsnorm_op(), in); },
+      .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
+                 const Json&) { return norm_cost(in, out, 4); },
+      .reference =
+          [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json& a) {
+            norm_reference(in, out, util::attr_f(a, "eps"), false, util::attr_f(a, "offset"));
+          },
+      .default_inputs =
+          [](const Dims&, const Json&) {
+            return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},
+                        {"w", {{"uniform", {{"low", 0.5}, {"high", 1.5}}}}}};
+          },
   };
   return op;
 }
@@ -117,27 +121,30 @@ const OpDef& rmsnorm_op() {
 const OpDef& layernorm_op() {
   static const OpDef op = {
       .name = "layernorm",
-      .inputs = {{"x", OperandKind::kFloat}, {"w", OperandKind::kFloat}, {"b", OperandKind::kFloat}},
+      .inputs = {{"x", OperandKind::kFloat},
+                 {"w", OperandKind::kFloat},
+                 {"b", OperandKind::kFloat}},
       .outputs = {{"y", OperandKind::kFloat}},
       .attrs = {{"eps", AttrType::kFloat, "1e-5", nullptr, "added to the variance"}},
       .dims = {"T", "D"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kReduction,
-      .operands = [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
-        return norm_operands(layernorm_op(), dims, dtype, true);
-      },
-      .infer = [](const std::vector<TensorDesc>& in, const Json&) { return norm_infer(layernorm_op(), in); },
-      .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
-        return norm_cost(in, out, 7);
-      },
-      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json& a) {
-        norm_reference(in, out, util::attr_f(a, "eps"), true);
-      },
-      .default_inputs = [](const Dims&, const Json&) {
-        return Json{{"x", {{"normal", {{"mean", 0.5}, {"std", 2}}}}},
-                    {"w", {{"uniform", {{"low", 0.5}, {"high", 1.5}}}}},
-                    {"b", {{"normal", {{"mean", 0}, {"std", 0.1}}}}}};
-      },
+      .operands =
+          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
+            return norm_operands(layernorm_op(), dims, dtype, true);
+          },
+      .infer = [](const std::vector<TensorDesc>& in,
+                  const Json&) { return norm_infer(layernorm_op(), in); },
+      .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
+                 const Json&) { return norm_cost(in, out, 7); },
+      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                      const Json& a) { norm_reference(in, out, util::attr_f(a, "eps"), true); },
+      .default_inputs =
+          [](const Dims&, const Json&) {
+            return Json{{"x", {{"normal", {{"mean", 0.5}, {"std", 2}}}}},
+                        {"w", {{"uniform", {{"low", 0.5}, {"high", 1.5}}}}},
+                        {"b", {{"normal", {{"mean", 0}, {"std", 0.1}}}}}};
+          },
   };
   return op;
 }
@@ -145,34 +152,40 @@ const OpDef& layernorm_op() {
 const OpDef& rmsnorm_gated_op() {
   static const OpDef op = {
       .name = "rmsnorm_gated",
-      .inputs = {{"x", OperandKind::kFloat}, {"w", OperandKind::kFloat}, {"z", OperandKind::kFloat}},
+      .inputs = {{"x", OperandKind::kFloat},
+                 {"w", OperandKind::kFloat},
+                 {"z", OperandKind::kFloat}},
       .outputs = {{"y", OperandKind::kFloat}},
       .attrs = {{"eps", AttrType::kFloat, "1e-6", nullptr, "added to mean(x^2)"}},
       .dims = {"T", "D"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kReduction,
-      .operands = [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
-        const int64_t t = util::dim(rmsnorm_gated_op(), dims, "T"), d = util::dim(rmsnorm_gated_op(), dims, "D");
-        return std::vector<TensorDesc>{desc(dtype, {t, d}), desc(dtype, {d}), desc(dtype, {t, d})};
-      },
-      .infer = [](const std::vector<TensorDesc>& in, const Json&) {
-        const OpDef& self = rmsnorm_gated_op();
-        auto out = norm_infer(self, {in[0], in[1]});
-        util::require_shape(self, in[2].shape == in[0].shape, "z", in[2],
-                            "[T, D] = " + tensor::shape_string(in[0].shape) + " (the gate, x's shape)");
-        return out;
-      },
-      .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
-        return norm_cost(in, out, 9);
-      },
-      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json& a) {
-        gated_reference(in, out, util::attr_f(a, "eps"));
-      },
-      .default_inputs = [](const Dims&, const Json&) {
-        return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},
-                    {"w", {{"uniform", {{"low", 0.5}, {"high", 1.5}}}}},
-                    {"z", {{"normal", {{"mean", 0}, {"std", 2}}}}}};
-      },
+      .operands =
+          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
+            const int64_t t = util::dim(rmsnorm_gated_op(), dims, "T"),
+                          d = util::dim(rmsnorm_gated_op(), dims, "D");
+            return std::vector<TensorDesc>{desc(dtype, {t, d}), desc(dtype, {d}),
+                                           desc(dtype, {t, d})};
+          },
+      .infer =
+          [](const std::vector<TensorDesc>& in, const Json&) {
+            const OpDef& self = rmsnorm_gated_op();
+            auto out = norm_infer(self, {in[0], in[1]});
+            util::require_shape(
+                self, in[2].shape == in[0].shape, "z", in[2],
+                "[T, D] = " + tensor::shape_string(in[0].shape) + " (the gate, x's shape)");
+            return out;
+          },
+      .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
+                 const Json&) { return norm_cost(in, out, 9); },
+      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                      const Json& a) { gated_reference(in, out, util::attr_f(a, "eps")); },
+      .default_inputs =
+          [](const Dims&, const Json&) {
+            return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},
+                        {"w", {{"uniform", {{"low", 0.5}, {"high", 1.5}}}}},
+                        {"z", {{"normal", {{"mean", 0}, {"std", 2}}}}}};
+          },
   };
   return op;
 }

@@ -6,12 +6,11 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tensor/tensor.h"
 
@@ -108,8 +107,8 @@ struct OpDef {
   // f64 score of every id listed in `ids` (its shape), NaN for -1 and for an id that may not be
   // selected. With it the op check accepts an id other than the golden's where the two scores
   // are a near-tie within the reduction tolerance — never an exact tie, whose order the op fixes.
-  std::vector<double> (*selection_scores)(const std::vector<const Tensor*>& inputs, const Tensor& ids,
-                                          const Json& attrs) = nullptr;
+  std::vector<double> (*selection_scores)(const std::vector<const Tensor*>& inputs,
+                                          const Tensor& ids, const Json& attrs) = nullptr;
 };
 
 // The whole catalogue, in DESIGN.md's order.

@@ -36,10 +36,14 @@ void require_shape(const OpDef& op, bool ok, const char* operand, const TensorDe
                        tensor::shape_string(d.shape) + " " + tensor::dtype_name(d.dtype));
 }
 
-TensorDesc linear_output(const OpDef& op, const TensorDesc& x, const TensorDesc& w, const TensorDesc& bias) {
+TensorDesc linear_output(const OpDef& op, const TensorDesc& x, const TensorDesc& w,
+                         const TensorDesc& bias) {
   require_shape(op, x.shape.size() == 2, "x", x, "[T, K]");
-  require_shape(op, w.shape.size() == 2 && w.shape[1] == x.shape[1], "w", w, "[N, K] with K = " + std::to_string(x.shape[1]));
-  if (bias.present) require_shape(op, bias.shape == Shape{w.shape[0]}, "bias", bias, "[N] = [" + std::to_string(w.shape[0]) + "]");
+  require_shape(op, w.shape.size() == 2 && w.shape[1] == x.shape[1], "w", w,
+                "[N, K] with K = " + std::to_string(x.shape[1]));
+  if (bias.present)
+    require_shape(op, bias.shape == Shape{w.shape[0]}, "bias", bias,
+                  "[N] = [" + std::to_string(w.shape[0]) + "]");
   return desc(x.dtype, {x.shape[0], w.shape[0]});
 }
 
@@ -70,14 +74,15 @@ void softmax_inplace(double* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] /= sum;
 }
 
-std::vector<int64_t> paged_rows(const OpDef& op, const Tensor& table, int64_t nb, int64_t b, int64_t len) {
+std::vector<int64_t> paged_rows(const OpDef& op, const Tensor& table, int64_t nb, int64_t b,
+                                int64_t len) {
   const auto blocks = to_f64(table);
   std::vector<int64_t> rows(static_cast<size_t>(len));
   for (int64_t j = 0; j < len; ++j) {
     const auto block = static_cast<int64_t>(blocks[static_cast<size_t>(j / b)]);
     if (block < 0 || block >= nb) {
-      fail(op, "block_table entry " + std::to_string(block) + " at position " + std::to_string(j / b) +
-                   " is outside [0, " + std::to_string(nb) + ")");
+      fail(op, "block_table entry " + std::to_string(block) + " at position " +
+                   std::to_string(j / b) + " is outside [0, " + std::to_string(nb) + ")");
     }
     rows[static_cast<size_t>(j)] = block * b + j % b;
   }

@@ -32,7 +32,8 @@ double bytes_of(const std::vector<TensorDesc>& descs);
 
 // The shape rule of a linear: x[T,K], w[N,K], bias[N] (absent: present = false) -> y[T,N] in x's
 // dtype; throws naming the operand that does not fit. Shared by linear and scaled_linear.
-TensorDesc linear_output(const OpDef& op, const TensorDesc& x, const TensorDesc& w, const TensorDesc& bias);
+TensorDesc linear_output(const OpDef& op, const TensorDesc& x, const TensorDesc& w,
+                         const TensorDesc& bias);
 // Its cost: 2TKN flops (+ TN with a bias), every operand read once, reduction K.
 Cost linear_cost(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, bool bias);
 
@@ -44,7 +45,8 @@ void from_f64(const std::vector<double>& values, Tensor* out);
 
 // A paged cache's rows of keys 0..len-1: key j at block table[j / b], slot j % b, row
 // block · b + j % b. A table entry outside [0, nb) that a key needs is an InputError naming op.
-std::vector<int64_t> paged_rows(const OpDef& op, const Tensor& table, int64_t nb, int64_t b, int64_t len);
+std::vector<int64_t> paged_rows(const OpDef& op, const Tensor& table, int64_t nb, int64_t b,
+                                int64_t len);
 
 // x[0..n) <- softmax(x[0..n)): max-subtracted, summed in f64.
 void softmax_inplace(double* x, int64_t n);

@@ -40,8 +40,8 @@ const AttrSpec kBlockAttr = {"block", AttrType::kInt, "128", nullptr,
                              "elements of the last axis per scale (granularity block, block2d)"};
 const AttrSpec kBlockRowsAttr = {"block_rows", AttrType::kInt, "128", nullptr,
                                  "rows per scale (granularity block2d)"};
-const AttrSpec kWeightDtypeAttr = {"dtype", AttrType::kString, "\"f8_e4m3\"",
-                                   "f8_e4m3|f8_e5m2|i8", "dtype of w"};
+const AttrSpec kWeightDtypeAttr = {"dtype", AttrType::kString, "\"f8_e4m3\"", "f8_e4m3|f8_e5m2|i8",
+                                   "dtype of w"};
 
 // How x's elements map to scales.
 struct Grouping {
@@ -145,8 +145,9 @@ Quantized quantize_values(const std::vector<double>& x, int64_t rows, int64_t n,
 void quantize_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
                         const Json& attrs) {
   const int64_t n = in[0]->dim(in[0]->ndim() - 1), rows = n == 0 ? 0 : in[0]->numel() / n;
-  const Quantized qs = quantize_values(util::to_f64(*in[0]), rows, n, grouping(quantize_op(), attrs),
-                                       static_cast<size_t>(out[1]->numel()), quant_dtype(attrs));
+  const Quantized qs =
+      quantize_values(util::to_f64(*in[0]), rows, n, grouping(quantize_op(), attrs),
+                      static_cast<size_t>(out[1]->numel()), quant_dtype(attrs));
   util::from_f64(qs.q, out[0]);
   util::from_f64(qs.scale, out[1]);
 }
@@ -229,9 +230,10 @@ const OpDef& dequantize_op() {
             const Grouping g = grouping(dequantize_op(), attrs);
             return std::vector<TensorDesc>{
                 desc(quant_dtype(attrs), shape),
-                desc(DType::kF32, shape.empty() || (g.kind == Grouping::kBlock2d && shape.size() != 2)
-                                      ? Shape{1}
-                                      : scale_shape(shape, g))};
+                desc(DType::kF32,
+                     shape.empty() || (g.kind == Grouping::kBlock2d && shape.size() != 2)
+                         ? Shape{1}
+                         : scale_shape(shape, g))};
           },
       .infer =
           [](const std::vector<TensorDesc>& in, const Json& attrs) {
@@ -280,12 +282,14 @@ void scaled_linear_reference(const std::vector<const Tensor*>& in, const std::ve
     util::from_f64(qs.q, &q);
     x = util::to_f64(q);
     for (int64_t r = 0; r < t; ++r) {
-      for (int64_t j = 0; j < k; ++j) x[static_cast<size_t>(r * k + j)] *= qs.scale[static_cast<size_t>(g.group(r, j, k))];
+      for (int64_t j = 0; j < k; ++j)
+        x[static_cast<size_t>(r * k + j)] *= qs.scale[static_cast<size_t>(g.group(r, j, k))];
     }
   }
   const auto w = util::to_f64(*in[1]);
   const auto scale = util::to_f64(*in[2]);
-  const auto bias = in.size() > 3 && in[3] != nullptr ? util::to_f64(*in[3]) : std::vector<double>();
+  const auto bias =
+      in.size() > 3 && in[3] != nullptr ? util::to_f64(*in[3]) : std::vector<double>();
   const int64_t kb = (k + bk - 1) / bk;
   std::vector<double> y(static_cast<size_t>(t * n));
   for (int64_t r = 0; r < t; ++r) {
@@ -304,7 +308,8 @@ void scaled_linear_reference(const std::vector<const Tensor*>& in, const std::ve
 
 int64_t positive_attr(const OpDef& op, const Json& attrs, const char* name) {
   const int64_t v = util::attr_i(attrs, name);
-  if (v <= 0) util::fail(op, "attr '" + std::string(name) + "' must be positive, got " + std::to_string(v));
+  if (v <= 0)
+    util::fail(op, "attr '" + std::string(name) + "' must be positive, got " + std::to_string(v));
   return v;
 }
 
@@ -320,20 +325,24 @@ const OpDef& scaled_linear_op() {
       .outputs = {{"y", OperandKind::kFloat}},
       .attrs = {kWeightDtypeAttr,
                 {"block_n", AttrType::kInt, "128", nullptr, "rows of w per scale"},
-                {"block_k", AttrType::kInt, "128", nullptr, "columns of w per scale (and of x per activation scale)"},
+                {"block_k", AttrType::kInt, "128", nullptr,
+                 "columns of w per scale (and of x per activation scale)"},
                 {"act_quant", AttrType::kString, "\"none\"", "none|dynamic",
                  "dynamic: x quantized to f8_e4m3 per token in groups of block_k first"}},
       .dims = {"T", "K", "N"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kReduction,
       .operands =
-          [](const Dims& dims, const Json& attrs, DType dtype, DType, const std::set<std::string>& with) {
+          [](const Dims& dims, const Json& attrs, DType dtype, DType,
+             const std::set<std::string>& with) {
             const OpDef& self = scaled_linear_op();
             const int64_t t = util::dim(self, dims, "T"), k = util::dim(self, dims, "K"),
                           n = util::dim(self, dims, "N");
-            const int64_t bn = positive_attr(self, attrs, "block_n"), bk = positive_attr(self, attrs, "block_k");
-            std::vector<TensorDesc> in = {desc(dtype, {t, k}), desc(quant_dtype(attrs), {n, k}),
-                                          desc(DType::kF32, {(n + bn - 1) / bn, (k + bk - 1) / bk})};
+            const int64_t bn = positive_attr(self, attrs, "block_n"),
+                          bk = positive_attr(self, attrs, "block_k");
+            std::vector<TensorDesc> in = {
+                desc(dtype, {t, k}), desc(quant_dtype(attrs), {n, k}),
+                desc(DType::kF32, {(n + bn - 1) / bn, (k + bk - 1) / bk})};
             if (with.count("bias")) in.push_back(desc(dtype, {n}));
             return in;
           },
@@ -342,12 +351,13 @@ const OpDef& scaled_linear_op() {
             const OpDef& self = scaled_linear_op();
             const TensorDesc &x = in[0], &w = in[1], &scale = in[2];
             const TensorDesc bias = in.size() > 3 ? in[3] : util::absent();
-            const int64_t bn = positive_attr(self, attrs, "block_n"), bk = positive_attr(self, attrs, "block_k");
+            const int64_t bn = positive_attr(self, attrs, "block_n"),
+                          bk = positive_attr(self, attrs, "block_k");
             const TensorDesc y = util::linear_output(self, x, w, bias);
             const Shape want = {(w.shape[0] + bn - 1) / bn, (w.shape[1] + bk - 1) / bk};
             util::require_shape(self, scale.shape == want, "w_scale", scale,
-                                bracketed(want) + " (w " + tensor::shape_string(w.shape) + " in " + std::to_string(bn) +
-                                    "x" + std::to_string(bk) + " blocks)");
+                                bracketed(want) + " (w " + tensor::shape_string(w.shape) + " in " +
+                                    std::to_string(bn) + "x" + std::to_string(bk) + " blocks)");
             return std::vector<TensorDesc>{y};
           },
       .cost =
@@ -361,8 +371,9 @@ const OpDef& scaled_linear_op() {
             const double k = static_cast<double>(util::dim(scaled_linear_op(), dims, "K"));
             const DType dtype = quant_dtype(attrs);
             const double limit = qmax(dtype);
-            const Json w = dtype == DType::kI8 ? Json{{"ints", {{"low", -127}, {"high", 128}}}}
-                                               : Json{{"uniform", {{"low", -limit}, {"high", limit}}}};
+            const Json w = dtype == DType::kI8
+                               ? Json{{"ints", {{"low", -127}, {"high", 128}}}}
+                               : Json{{"uniform", {{"low", -limit}, {"high", limit}}}};
             // w ⊙ w_scale has a standard deviation near 1/sqrt(K), as linear's default w
             const double s = std::sqrt(3.0) / (limit * std::sqrt(k));
             return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},

@@ -190,17 +190,21 @@ Mrope read_mrope(const Json& attrs, int64_t rd) {
     pairs += section.back();
   }
   if (pairs != rd / 2) {
-    util::fail(op, "attr 'mrope' sections sum to " + std::to_string(pairs) + " pairs, not rd / 2 = " +
-                       std::to_string(rd / 2));
+    util::fail(op, "attr 'mrope' sections sum to " + std::to_string(pairs) +
+                       " pairs, not rd / 2 = " + std::to_string(rd / 2));
   }
-  const std::string layout = o.contains("layout") && o.at("layout").is_string() ? o.at("layout").get<std::string>() : "";
+  const std::string layout =
+      o.contains("layout") && o.at("layout").is_string() ? o.at("layout").get<std::string>() : "";
   if (layout != "chunked" && layout != "interleaved" && layout != "per_axis") {
     util::fail(op, "attr 'mrope' key 'layout' must be chunked, interleaved or per_axis");
   }
   if (layout == "interleaved") {
-    if (section.size() != 3) util::fail(op, "attr 'mrope' layout interleaved needs 3 sections (t, h, w)");
+    if (section.size() != 3)
+      util::fail(op, "attr 'mrope' layout interleaved needs 3 sections (t, h, w)");
     for (int64_t i = 0; i < rd / 2; ++i) {
-      m.axis.push_back(i % 3 == 1 && i < 3 * section[1] ? 1 : i % 3 == 2 && i < 3 * section[2] ? 2 : 0);
+      m.axis.push_back(i % 3 == 1 && i < 3 * section[1]   ? 1
+                       : i % 3 == 2 && i < 3 * section[2] ? 2
+                                                          : 0);
     }
     return m;
   }
@@ -211,7 +215,9 @@ Mrope read_mrope(const Json& attrs, int64_t rd) {
   for (size_t a = 0; a < section.size(); ++a) {
     for (int64_t k = 0; k < section[a]; ++k) {
       m.axis.push_back(static_cast<int64_t>(a));
-      if (layout == "per_axis") m.inv_freq.push_back(std::pow(theta, -static_cast<double>(k) / static_cast<double>(section[a])));
+      if (layout == "per_axis")
+        m.inv_freq.push_back(
+            std::pow(theta, -static_cast<double>(k) / static_cast<double>(section[a])));
     }
   }
   return m;
@@ -219,8 +225,8 @@ Mrope read_mrope(const Json& attrs, int64_t rd) {
 
 // The number of position rows attr `mrope` asks for (1 without it).
 int64_t position_axes(const Json& attrs) {
-  if (!attrs.contains("mrope") || !attrs.at("mrope").is_object() || !attrs.at("mrope").contains("section") ||
-      !attrs.at("mrope").at("section").is_array()) {
+  if (!attrs.contains("mrope") || !attrs.at("mrope").is_object() ||
+      !attrs.at("mrope").contains("section") || !attrs.at("mrope").at("section").is_array()) {
     return 1;
   }
   return std::max<int64_t>(1, static_cast<int64_t>(attrs.at("mrope").at("section").size()));
@@ -241,7 +247,8 @@ void rope_reference(const std::vector<const Tensor*>& in, const std::vector<Tens
   for (int64_t r = 0; r < t; ++r) {
     for (int64_t i = 0; i < half; ++i) {
       const int64_t axis = m.axis.empty() ? 0 : m.axis[static_cast<size_t>(i)];
-      const double angle = pos[static_cast<size_t>(axis * t + r)] * f.inv_freq[static_cast<size_t>(i)];
+      const double angle =
+          pos[static_cast<size_t>(axis * t + r)] * f.inv_freq[static_cast<size_t>(i)];
       const double c = std::cos(angle) * f.attention_factor,
                    s = std::sin(angle) * f.attention_factor;
       const int64_t ia = neox ? i : 2 * i, ib = neox ? i + half : 2 * i + 1;
@@ -283,8 +290,9 @@ const OpDef& rope_op() {
             const int64_t t = util::dim(self, dims, "T"), h = util::dim(self, dims, "H"),
                           dh = util::dim(self, dims, "Dh");
             const int64_t axes = position_axes(attrs);
-            return std::vector<TensorDesc>{desc(dtype, {t, h, dh}),
-                                           axes > 1 ? desc(index_dtype, {axes, t}) : desc(index_dtype, {t})};
+            return std::vector<TensorDesc>{
+                desc(dtype, {t, h, dh}),
+                axes > 1 ? desc(index_dtype, {axes, t}) : desc(index_dtype, {t})};
           },
       .infer =
           [](const std::vector<TensorDesc>& in, const Json& attrs) {
@@ -299,8 +307,9 @@ const OpDef& rope_op() {
                                   "[T] = [" + std::to_string(x.shape[0]) + "]");
             } else {
               const int64_t axes = position_axes(attrs);
-              util::require_shape(self, pos.shape == Shape{axes, x.shape[0]}, "positions", pos,
-                                  "[axes, T] = [" + std::to_string(axes) + ", " + std::to_string(x.shape[0]) + "]");
+              util::require_shape(
+                  self, pos.shape == Shape{axes, x.shape[0]}, "positions", pos,
+                  "[axes, T] = [" + std::to_string(axes) + ", " + std::to_string(x.shape[0]) + "]");
             }
             return std::vector<TensorDesc>{desc(x.dtype, x.shape)};
           },

@@ -32,8 +32,8 @@ using util::desc;
 int64_t paged_len(const OpDef& op, const Json& attrs, int64_t capacity) {
   const int64_t len = util::attr_i_or(attrs, "context_len", capacity);
   if (len < 0 || len > capacity) {
-    util::fail(op, "attr 'context_len' must be in [0, n * B = " + std::to_string(capacity) + "], got " +
-                       std::to_string(len));
+    util::fail(op, "attr 'context_len' must be in [0, n * B = " + std::to_string(capacity) +
+                       "], got " + std::to_string(len));
   }
   return len;
 }
@@ -48,15 +48,23 @@ int64_t q_position(const Json& attrs, int64_t len, int64_t t, int64_t row) {
 class IndexerScores {
  public:
   IndexerScores(const std::vector<const Tensor*>& in, const Json& a)
-      : t_(in[0]->dim(0)), h_(in[0]->dim(1)), d_(in[0]->dim(2)), b_(in[1]->dim(1)),
+      : t_(in[0]->dim(0)),
+        h_(in[0]->dim(1)),
+        d_(in[0]->dim(2)),
+        b_(in[1]->dim(1)),
         len_(paged_len(lightning_indexer_op(), a, in[3]->dim(0) * b_)),
         rows_(util::paged_rows(lightning_indexer_op(), *in[3], in[1]->dim(0), b_, len_)),
-        q_(util::to_f64(*in[0])), k_(util::to_f64(*in[1])), w_(util::to_f64(*in[2])),
-        scale_(util::attr_f_or(a, "scale", 1.0 / std::sqrt(static_cast<double>(d_)))), attrs_(a) {}
+        q_(util::to_f64(*in[0])),
+        k_(util::to_f64(*in[1])),
+        w_(util::to_f64(*in[2])),
+        scale_(util::attr_f_or(a, "scale", 1.0 / std::sqrt(static_cast<double>(d_)))),
+        attrs_(a) {}
 
   int64_t queries() const { return t_; }
   int64_t visible(int64_t r) const {
-    return util::attr_b(attrs_, "causal") ? std::clamp<int64_t>(q_position(attrs_, len_, t_, r) + 1, 0, len_) : len_;
+    return util::attr_b(attrs_, "causal")
+               ? std::clamp<int64_t>(q_position(attrs_, len_, t_, r) + 1, 0, len_)
+               : len_;
   }
   double score(int64_t r, int64_t j) const {
     const double* kj = &k_[static_cast<size_t>(rows_[static_cast<size_t>(j)] * d_)];
@@ -78,7 +86,8 @@ class IndexerScores {
   const Json& attrs_;
 };
 
-void indexer_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json& a) {
+void indexer_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                       const Json& a) {
   const IndexerScores scores(in, a);
   const int64_t topk = util::attr_i(a, "topk");
   std::vector<double> idx(static_cast<size_t>(scores.queries() * topk), -1.0);
@@ -101,7 +110,8 @@ void indexer_reference(const std::vector<const Tensor*>& in, const std::vector<T
 }
 
 // The score of every listed id (NaN for -1 and for a key the query may not see).
-std::vector<double> indexer_selection_scores(const std::vector<const Tensor*>& in, const Tensor& ids, const Json& a) {
+std::vector<double> indexer_selection_scores(const std::vector<const Tensor*>& in,
+                                             const Tensor& ids, const Json& a) {
   const IndexerScores scores(in, a);
   const std::vector<double> id = util::to_f64(ids);
   const int64_t k = ids.dim(1);
@@ -117,7 +127,8 @@ std::vector<double> indexer_selection_scores(const std::vector<const Tensor*>& i
 
 // --- sparse_attention ------------------------------------------------------------------------
 
-void sparse_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, const Json& a) {
+void sparse_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                      const Json& a) {
   const OpDef& self = sparse_attention_op();
   const int64_t t = in[0]->dim(0), hq = in[0]->dim(1), dh = in[0]->dim(2);
   const int64_t nb = in[1]->dim(0), b = in[1]->dim(1), hkv = in[1]->dim(2), dv = in[2]->dim(3);
@@ -136,7 +147,8 @@ void sparse_reference(const std::vector<const Tensor*>& in, const std::vector<Te
     for (int64_t i = 0; i < n_idx; ++i) {
       const auto j = static_cast<int64_t>(indices[static_cast<size_t>(r * n_idx + i)]);
       if (j < -1 || j >= len) {
-        util::fail(self, "indices[" + std::to_string(r) + ", " + std::to_string(i) + "] = " + std::to_string(j) +
+        util::fail(self, "indices[" + std::to_string(r) + ", " + std::to_string(i) +
+                             "] = " + std::to_string(j) +
                              " is outside [-1, context_len = " + std::to_string(len) + ")");
       }
       if (j >= 0 && (!causal || j <= p)) keys.push_back(j);
@@ -149,7 +161,8 @@ void sparse_reference(const std::vector<const Tensor*>& in, const std::vector<Te
       const double* qh = &q[static_cast<size_t>((r * hq + h) * dh)];
       scores.assign(keys.size(), 0.0);
       for (size_t n = 0; n < keys.size(); ++n) {
-        const double* kj = &k[static_cast<size_t>((rows[static_cast<size_t>(keys[n])] * hkv + g) * dh)];
+        const double* kj =
+            &k[static_cast<size_t>((rows[static_cast<size_t>(keys[n])] * hkv + g) * dh)];
         double dot = 0;
         for (int64_t i = 0; i < dh; ++i) dot += qh[i] * kj[i];
         scores[n] = scale * dot;
@@ -157,7 +170,8 @@ void sparse_reference(const std::vector<const Tensor*>& in, const std::vector<Te
       util::softmax_inplace(scores.data(), static_cast<int64_t>(scores.size()));
       double* oh = &o[static_cast<size_t>((r * hq + h) * dv)];
       for (size_t n = 0; n < keys.size(); ++n) {
-        const double* vj = &v[static_cast<size_t>((rows[static_cast<size_t>(keys[n])] * hkv + g) * dv)];
+        const double* vj =
+            &v[static_cast<size_t>((rows[static_cast<size_t>(keys[n])] * hkv + g) * dv)];
         for (int64_t i = 0; i < dv; ++i) oh[i] += scores[n] * vj[i];
       }
     }
@@ -181,10 +195,12 @@ const OpDef& lightning_indexer_op() {
                  {"weights", OperandKind::kFloat},
                  {"block_table", OperandKind::kI32}},
       .outputs = {{"indices", OperandKind::kI32}},
-      .attrs = {{"topk", AttrType::kInt, nullptr, nullptr, "keys kept per query (DeepSeek-V3.2: index_topk 2048)"},
+      .attrs = {{"topk", AttrType::kInt, nullptr, nullptr,
+                 "keys kept per query (DeepSeek-V3.2: index_topk 2048)"},
                 {"context_len", AttrType::kInt, "null", nullptr, "keys in the cache; null = n * B"},
                 {"scale", AttrType::kFloat, "null", nullptr, "inside the ReLU; null = 1/sqrt(D)"},
-                {"causal", AttrType::kBool, "true", nullptr, "score only keys at or before the query's position"},
+                {"causal", AttrType::kBool, "true", nullptr,
+                 "score only keys at or before the query's position"},
                 {"q_offset", AttrType::kInt, "null", nullptr,
                  "position of q[0] among the keys; null = context_len - T"}},
       .dims = {"T", "S", "H", "D", "B"},
@@ -198,28 +214,33 @@ const OpDef& lightning_indexer_op() {
                           b = util::dim(self, dims, "B");
             if (b <= 0) util::fail(self, "dim 'B' must be positive, got " + std::to_string(b));
             const int64_t n = (s + b - 1) / b;
-            return std::vector<TensorDesc>{desc(dtype, {t, h, d}), desc(dtype, {n + 2, b, d}), desc(dtype, {t, h}),
-                                           desc(DType::kI32, {n})};
+            return std::vector<TensorDesc>{desc(dtype, {t, h, d}), desc(dtype, {n + 2, b, d}),
+                                           desc(dtype, {t, h}), desc(DType::kI32, {n})};
           },
       .infer =
           [](const std::vector<TensorDesc>& in, const Json& attrs) {
             const OpDef& self = lightning_indexer_op();
             const TensorDesc &q = in[0], &k = in[1], &w = in[2], &table = in[3];
             util::require_shape(self, q.shape.size() == 3, "q", q, "[T, H, D]");
-            util::require_shape(self, k.shape.size() == 3 && k.shape[2] == q.shape[2] && k.shape[1] > 0, "k_cache", k,
-                                "[NB, B, D] with D = " + std::to_string(q.shape[2]));
+            util::require_shape(self,
+                                k.shape.size() == 3 && k.shape[2] == q.shape[2] && k.shape[1] > 0,
+                                "k_cache", k, "[NB, B, D] with D = " + std::to_string(q.shape[2]));
             util::require_shape(self, w.shape == Shape{q.shape[0], q.shape[1]}, "weights", w,
                                 "[T, H] = " + tensor::shape_string({q.shape[0], q.shape[1]}));
             require_table(self, table);
             paged_len(self, attrs, table.shape[0] * k.shape[1]);
             const int64_t topk = util::attr_i(attrs, "topk");
-            if (topk <= 0) util::fail(self, "attr 'topk' must be positive, got " + std::to_string(topk));
+            if (topk <= 0)
+              util::fail(self, "attr 'topk' must be positive, got " + std::to_string(topk));
             return std::vector<TensorDesc>{desc(DType::kI32, {q.shape[0], topk})};
           },
       .cost =
-          [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json& attrs) {
-            const double t = double(in[0].shape[0]), h = double(in[0].shape[1]), d = double(in[0].shape[2]);
-            const double s = double(util::attr_i_or(attrs, "context_len", in[3].shape[0] * in[1].shape[1]));
+          [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
+             const Json& attrs) {
+            const double t = double(in[0].shape[0]), h = double(in[0].shape[1]),
+                         d = double(in[0].shape[2]);
+            const double s =
+                double(util::attr_i_or(attrs, "context_len", in[3].shape[0] * in[1].shape[1]));
             // Per (query, key): H dot products of D, the ReLU and the weighted sum; then a top-k.
             return Cost{t * s * h * (2 * d + 3) + t * s * std::log2(std::max(2.0, s)),
                         util::bytes_of(in) + util::bytes_of(out), d * h};
@@ -249,7 +270,8 @@ const OpDef& sparse_attention_op() {
       .outputs = {{"o", OperandKind::kFloat}},
       .attrs = {{"context_len", AttrType::kInt, "null", nullptr, "keys in the cache; null = n * B"},
                 {"scale", AttrType::kFloat, "null", nullptr, "score scale; null = 1/sqrt(Dh)"},
-                {"causal", AttrType::kBool, "true", nullptr, "mask keys after the query's position"},
+                {"causal", AttrType::kBool, "true", nullptr,
+                 "mask keys after the query's position"},
                 {"q_offset", AttrType::kInt, "null", nullptr,
                  "position of q[0] among the keys; null = context_len - T"}},
       .dims = {"T", "S", "Hq", "Hkv", "Dh", "Dv", "B", "K"},
@@ -264,7 +286,8 @@ const OpDef& sparse_attention_op() {
                           b = util::dim(self, dims, "B"), k = util::dim(self, dims, "K");
             if (b <= 0) util::fail(self, "dim 'B' must be positive, got " + std::to_string(b));
             const int64_t n = (s + b - 1) / b;
-            return std::vector<TensorDesc>{desc(dtype, {t, hq, dh}), desc(dtype, {n + 2, b, hkv, dh}),
+            return std::vector<TensorDesc>{desc(dtype, {t, hq, dh}),
+                                           desc(dtype, {n + 2, b, hkv, dh}),
                                            desc(dtype, {n + 2, b, hkv, dv}), desc(DType::kI32, {n}),
                                            desc(DType::kI32, {t, k})};
           },
@@ -273,35 +296,43 @@ const OpDef& sparse_attention_op() {
             const OpDef& self = sparse_attention_op();
             const TensorDesc &q = in[0], &k = in[1], &v = in[2], &table = in[3], &idx = in[4];
             util::require_shape(self, q.shape.size() == 3, "q", q, "[T, Hq, Dh]");
-            util::require_shape(self, k.shape.size() == 4 && k.shape[3] == q.shape[2] && k.shape[1] > 0, "k_cache", k,
-                                "[NB, B, Hkv, Dh] with Dh = " + std::to_string(q.shape[2]));
-            util::require_shape(self, k.shape[2] > 0 && q.shape[1] % k.shape[2] == 0, "q", q,
-                                "[T, Hq, Dh] with Hq a multiple of Hkv = " + std::to_string(k.shape[2]));
+            util::require_shape(
+                self, k.shape.size() == 4 && k.shape[3] == q.shape[2] && k.shape[1] > 0, "k_cache",
+                k, "[NB, B, Hkv, Dh] with Dh = " + std::to_string(q.shape[2]));
+            util::require_shape(
+                self, k.shape[2] > 0 && q.shape[1] % k.shape[2] == 0, "q", q,
+                "[T, Hq, Dh] with Hq a multiple of Hkv = " + std::to_string(k.shape[2]));
             util::require_shape(self,
-                                v.shape.size() == 4 && v.shape[0] == k.shape[0] && v.shape[1] == k.shape[1] &&
-                                    v.shape[2] == k.shape[2],
+                                v.shape.size() == 4 && v.shape[0] == k.shape[0] &&
+                                    v.shape[1] == k.shape[1] && v.shape[2] == k.shape[2],
                                 "v_cache", v,
-                                "[NB, B, Hkv, Dv] with NB, B, Hkv = " + std::to_string(k.shape[0]) + ", " +
-                                    std::to_string(k.shape[1]) + ", " + std::to_string(k.shape[2]));
+                                "[NB, B, Hkv, Dv] with NB, B, Hkv = " + std::to_string(k.shape[0]) +
+                                    ", " + std::to_string(k.shape[1]) + ", " +
+                                    std::to_string(k.shape[2]));
             require_table(self, table);
-            util::require_shape(self, idx.shape.size() == 2 && idx.shape[0] == q.shape[0], "indices", idx,
-                                "[T, K] with T = " + std::to_string(q.shape[0]));
+            util::require_shape(self, idx.shape.size() == 2 && idx.shape[0] == q.shape[0],
+                                "indices", idx, "[T, K] with T = " + std::to_string(q.shape[0]));
             paged_len(self, attrs, table.shape[0] * k.shape[1]);
             return std::vector<TensorDesc>{desc(q.dtype, {q.shape[0], q.shape[1], v.shape[3]})};
           },
       .cost =
           [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
-            const double t = double(in[0].shape[0]), hq = double(in[0].shape[1]), dh = double(in[0].shape[2]);
+            const double t = double(in[0].shape[0]), hq = double(in[0].shape[1]),
+                         dh = double(in[0].shape[2]);
             const double dv = double(out[0].shape[2]), k = double(in[4].shape[1]);
-            return Cost{2 * t * k * hq * (dh + dv) + 5 * t * k * hq, util::bytes_of(in) + util::bytes_of(out), k};
+            return Cost{2 * t * k * hq * (dh + dv) + 5 * t * k * hq,
+                        util::bytes_of(in) + util::bytes_of(out), k};
           },
       .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
                       const Json& a) { sparse_reference(in, out, a); },
       .default_inputs =
           [](const Dims& dims, const Json& attrs) {
             // Indices over the whole context, -1 and repeats among them.
-            const bool len = attrs.contains("context_len") && attrs.at("context_len").is_number_integer();
-            const int64_t s = len ? attrs.at("context_len").get<int64_t>() : dims.count("S") ? dims.at("S") : 1;
+            const bool len =
+                attrs.contains("context_len") && attrs.at("context_len").is_number_integer();
+            const int64_t s = len               ? attrs.at("context_len").get<int64_t>()
+                              : dims.count("S") ? dims.at("S")
+                                                : 1;
             return Json{{"q", normal()},
                         {"k_cache", normal()},
                         {"v_cache", normal()},

@@ -4,24 +4,29 @@
 
 namespace h0::plan {
 
-std::unique_ptr<model::Sharding> execution_sharding(const model::Architecture& arch, const ParallelPlan& plan,
+std::unique_ptr<model::Sharding> execution_sharding(const model::Architecture& arch,
+                                                    const ParallelPlan& plan,
                                                     mesh::Communicator& world) {
   if (world.size() != plan.world()) {
-    throw InputError("mesh " + plan_name(plan), "needs " + std::to_string(plan.world()) + " ranks, this run has " +
-                                                    std::to_string(world.size()) + " (launch with mpirun -np " +
-                                                    std::to_string(plan.world()) + ")");
+    throw InputError("mesh " + plan_name(plan),
+                     "needs " + std::to_string(plan.world()) + " ranks, this run has " +
+                         std::to_string(world.size()) + " (launch with mpirun -np " +
+                         std::to_string(plan.world()) + ")");
   }
-  if (const auto issue = check_plan(arch, plan)) throw InputError("mesh " + issue->dimension, issue->message);
+  if (const auto issue = check_plan(arch, plan))
+    throw InputError("mesh " + issue->dimension, issue->message);
   if (plan.ep > 1 && plan.etp() > 1) {
-    throw InputError("mesh " + plan_name(plan), "experts split over both ep and tp (etp " + std::to_string(plan.etp()) +
-                                                    ") are not run by the executor; use ep = tp x dp");
+    throw InputError("mesh " + plan_name(plan),
+                     "experts split over both ep and tp (etp " + std::to_string(plan.etp()) +
+                         ") are not run by the executor; use ep = tp x dp");
   }
   const RankCoord at = coord_of(plan, world.rank());
   auto s = std::make_unique<model::Sharding>();
   s->slice = [arch, plan, at](const model::WeightInfo& w) -> std::optional<model::WeightSlice> {
     const std::optional<Slice> part = shard_of(w, arch, plan, at);
     if (!part) return std::nullopt;
-    return model::WeightSlice{part->whole() ? -1 : part->axis, part->begin, part->end, part->pieces};
+    return model::WeightSlice{part->whole() ? -1 : part->axis, part->begin, part->end,
+                              part->pieces};
   };
   const auto& a = arch.text.attn;
   s->heads = a.num_heads / plan.tp;

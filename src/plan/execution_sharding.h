@@ -14,7 +14,8 @@ namespace h0::plan {
 
 // Collective over `world` (every rank must call it). Throws InputError when world.size() is
 // not plan.world(), or for a plan this executor cannot run (experts split by both ep and tp).
-std::unique_ptr<model::Sharding> execution_sharding(const model::Architecture& arch, const ParallelPlan& plan,
+std::unique_ptr<model::Sharding> execution_sharding(const model::Architecture& arch,
+                                                    const ParallelPlan& plan,
                                                     mesh::Communicator& world);
 
 }  // namespace h0::plan

@@ -16,28 +16,31 @@ using model::Architecture;
 using model::WeightInfo;
 using tensor::DType;
 
-constexpr int64_t kQuantBlock = 128;      // fp8 block edge, int4 group size
+constexpr int64_t kQuantBlock = 128;  // fp8 block edge, int4 group size
 constexpr double kActivationSlack = 1.25;
-constexpr int64_t kSamplerRows = 256;     // vLLM's default max_num_seqs
+constexpr int64_t kSamplerRows = 256;                 // vLLM's default max_num_seqs
 constexpr int64_t kQwenVlMaxPixels = 28 * 28 * 1280;  // Qwen2VLImageProcessor's class default
 
 struct FormatRow {
   WeightFormat format;
   const char* name;
 };
-constexpr FormatRow kFormats[] = {{WeightFormat::kBF16, "bf16"}, {WeightFormat::kF16, "f16"},
-                                  {WeightFormat::kF32, "f32"},   {WeightFormat::kFP8, "fp8"},
-                                  {WeightFormat::kINT8, "int8"}, {WeightFormat::kINT4, "int4"},
+constexpr FormatRow kFormats[] = {{WeightFormat::kBF16, "bf16"},  {WeightFormat::kF16, "f16"},
+                                  {WeightFormat::kF32, "f32"},    {WeightFormat::kFP8, "fp8"},
+                                  {WeightFormat::kINT8, "int8"},  {WeightFormat::kINT4, "int4"},
                                   {WeightFormat::kMXFP4, "mxfp4"}};
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool is_quantized_format(WeightFormat f) {
-  return f == WeightFormat::kFP8 || f == WeightFormat::kINT8 || f == WeightFormat::kINT4 || f == WeightFormat::kMXFP4;
+  return f == WeightFormat::kFP8 || f == WeightFormat::kINT8 || f == WeightFormat::kINT4 ||
+         f == WeightFormat::kMXFP4;
 }
 
 DType compute_dtype(WeightFormat f) {
-  return f == WeightFormat::kF16 ? DType::kF16 : f == WeightFormat::kF32 ? DType::kF32 : DType::kBF16;
+  return f == WeightFormat::kF16   ? DType::kF16
+         : f == WeightFormat::kF32 ? DType::kF32
+                                   : DType::kBF16;
 }
 
 // The inventory in the format's layout. For the quantized formats the inventory is built as an
@@ -49,7 +52,8 @@ model::Inventory inventory_for(const Architecture& arch, const MemoryOptions& o)
   io.include_mtp = o.include_mtp;
   io.quantized = is_quantized_format(o.weights);
   if (!io.quantized) return model::build_inventory(arch, io);
-  if (o.weights == WeightFormat::kMXFP4) {  // the layout of its own quantization_config (GPT-OSS: the experts)
+  if (o.weights ==
+      WeightFormat::kMXFP4) {  // the layout of its own quantization_config (GPT-OSS: the experts)
     Architecture as_mxfp4 = arch;
     as_mxfp4.quantization = {"mxfp4", 0, 0};
     return model::build_inventory(as_mxfp4, io);
@@ -62,15 +66,21 @@ model::Inventory inventory_for(const Architecture& arch, const MemoryOptions& o)
 
 // Bytes of one rank's slice of `w`; scales are counted with their weights.
 int64_t slice_bytes(const WeightInfo& w, const Slice& s, WeightFormat f) {
-  if (f == WeightFormat::kMXFP4) return s.numel() * static_cast<int64_t>(tensor::dtype_size(w.dtype));  // as laid out: u8 blocks and scales
+  if (f == WeightFormat::kMXFP4)
+    return s.numel() *
+           static_cast<int64_t>(tensor::dtype_size(w.dtype));  // as laid out: u8 blocks and scales
   if (w.role == model::WeightRole::kQuantScale) return 0;
   if (!w.quantized) return s.numel() * static_cast<int64_t>(tensor::dtype_size(w.dtype));
   const int64_t rows = s.shape[0], cols = s.shape[1];
   switch (f) {
-    case WeightFormat::kFP8: return rows * cols + ceil_div(rows, kQuantBlock) * ceil_div(cols, kQuantBlock) * 4;
-    case WeightFormat::kINT8: return rows * cols + rows * 2;
-    case WeightFormat::kINT4: return ceil_div(rows * cols, 2) + rows * ceil_div(cols, kQuantBlock) * 4;
-    default: return s.numel() * static_cast<int64_t>(tensor::dtype_size(w.dtype));
+    case WeightFormat::kFP8:
+      return rows * cols + ceil_div(rows, kQuantBlock) * ceil_div(cols, kQuantBlock) * 4;
+    case WeightFormat::kINT8:
+      return rows * cols + rows * 2;
+    case WeightFormat::kINT4:
+      return ceil_div(rows * cols, 2) + rows * ceil_div(cols, kQuantBlock) * 4;
+    default:
+      return s.numel() * static_cast<int64_t>(tensor::dtype_size(w.dtype));
   }
 }
 
@@ -92,7 +102,8 @@ class WeightTally {
     for (const WeightInfo& w : inventory_.weights) {
       const auto s = shard_of(w, arch_, plan_, c);
       if (!s) continue;
-      sum += as_stored_ ? s->numel() * static_cast<int64_t>(tensor::dtype_size(w.dtype)) : slice_bytes(w, *s, format_);
+      sum += as_stored_ ? s->numel() * static_cast<int64_t>(tensor::dtype_size(w.dtype))
+                        : slice_bytes(w, *s, format_);
     }
     return cache_[key] = sum;
   }
@@ -107,38 +118,47 @@ class WeightTally {
 };
 
 int64_t kv_bytes_per_layer(const Architecture& arch, int64_t kv_heads, DType kv) {
-  return (arch.text.attn.kv_cache_width(kv_heads) + arch.text.indexer.head_dim) * static_cast<int64_t>(tensor::dtype_size(kv));
+  return (arch.text.attn.kv_cache_width(kv_heads) + arch.text.indexer.head_dim) *
+         static_cast<int64_t>(tensor::dtype_size(kv));
 }
 
 // Of layers [begin, end), how many are linear attention.
 int64_t linear_layers(const Architecture& arch, std::pair<int64_t, int64_t> layers) {
   int64_t n = 0;
-  for (int64_t l = layers.first; l < layers.second; ++l) n += arch.text.layer_kind(l) == model::TextModel::LayerKind::kLinear;
+  for (int64_t l = layers.first; l < layers.second; ++l)
+    n += arch.text.layer_kind(l) == model::TextModel::LayerKind::kLinear;
   return n;
 }
 
 // One sequence's linear-attention state on a rank holding `layers`.
-int64_t state_bytes_of_layers(const Architecture& arch, std::pair<int64_t, int64_t> layers, int64_t tp, DType act) {
+int64_t state_bytes_of_layers(const Architecture& arch, std::pair<int64_t, int64_t> layers,
+                              int64_t tp, DType act) {
   const model::LinearAttention& l = arch.text.linear;
   if (l.num_v_heads == 0) return 0;
-  const int64_t per_layer = l.conv_state_bytes(tp, int64_t(tensor::dtype_size(act))) + l.recurrent_state_bytes(tp);
+  const int64_t per_layer =
+      l.conv_state_bytes(tp, int64_t(tensor::dtype_size(act))) + l.recurrent_state_bytes(tp);
   return linear_layers(arch, layers) * per_layer;
 }
 
 // Layers [begin, end)'s KV bytes per token of a sequence of `len` tokens (0: as if every layer
 // were full): sliding layers at min(window, len) / len, linear-attention layers at none;
 // `index_only`: the indexer keys' part alone.
-int64_t kv_bytes_of_layers(const Architecture& arch, std::pair<int64_t, int64_t> layers, int64_t kv_heads, DType kv,
-                           int64_t len, bool index_only = false) {
+int64_t kv_bytes_of_layers(const Architecture& arch, std::pair<int64_t, int64_t> layers,
+                           int64_t kv_heads, DType kv, int64_t len, bool index_only = false) {
   const int64_t full = index_only ? arch.text.indexer.head_dim * int64_t(tensor::dtype_size(kv))
                                   : kv_bytes_per_layer(arch, kv_heads, kv);
   const int64_t window = arch.text.attn.sliding_window;
   int64_t n_full = 0, n_sliding = 0;
   for (int64_t l = layers.first; l < layers.second; ++l) {
     switch (arch.text.layer_kind(l)) {
-      case model::TextModel::LayerKind::kFull: ++n_full; break;
-      case model::TextModel::LayerKind::kSliding: ++n_sliding; break;
-      case model::TextModel::LayerKind::kLinear: break;
+      case model::TextModel::LayerKind::kFull:
+        ++n_full;
+        break;
+      case model::TextModel::LayerKind::kSliding:
+        ++n_sliding;
+        break;
+      case model::TextModel::LayerKind::kLinear:
+        break;
     }
   }
   if (len <= 0 || window <= 0 || window >= len) return (n_full + n_sliding) * full;
@@ -159,48 +179,61 @@ bool stage_has_dense(const Architecture& arch, std::pair<int64_t, int64_t> layer
   return false;
 }
 
-int64_t activation_bytes(const Architecture& arch, const ParallelPlan& plan, const MemoryOptions& o, const RankMemory& r) {
+int64_t activation_bytes(const Architecture& arch, const ParallelPlan& plan, const MemoryOptions& o,
+                         const RankMemory& r) {
   const model::TextModel& t = arch.text;
   const model::Attention& a = t.attn;
-  const int64_t T = o.max_batch_tokens, D = t.hidden_size, c = tensor::dtype_size(compute_dtype(o.weights));
+  const int64_t T = o.max_batch_tokens, D = t.hidden_size,
+                c = tensor::dtype_size(compute_dtype(o.weights));
   const int64_t heads = a.num_heads / plan.tp;
   // q and o of this rank's heads, k and v of its kv heads (MLA: expanded per head from the latent).
   const int64_t kv_rows = a.kv_split_by_heads() ? r.kv_heads : heads;
   const int64_t attn = T * c * (heads + kv_rows) * (a.qk_head_dim() + a.value_head_dim());
   int64_t peak = attn;
-  if (stage_has_dense(arch, r.layers)) peak = std::max(peak, 3 * T * c * ceil_div(t.intermediate_size, plan.tp));
+  if (stage_has_dense(arch, r.layers))
+    peak = std::max(peak, 3 * T * c * ceil_div(t.intermediate_size, plan.tp));
   if (stage_has_moe(arch, r.layers)) {
     const model::Moe& m = t.moe;
-    peak = std::max(peak, T * m.experts_per_token * c * (3 * ceil_div(m.expert_intermediate_size, plan.etp()) + D));
+    peak = std::max(peak, T * m.experts_per_token * c *
+                              (3 * ceil_div(m.expert_intermediate_size, plan.etp()) + D));
     peak = std::max(peak, 3 * T * c * ceil_div(m.shared_inter(), plan.tp));
   }
   if (r.coord.pp_rank == plan.pp - 1) {
     const int64_t rows = std::min(T, std::max(o.concurrency, kSamplerRows));
     peak = std::max(peak, rows * (ceil_div(t.vocab_size, plan.tp) + t.vocab_size) * 4);
   }
-  return static_cast<int64_t>(std::ceil(kActivationSlack * static_cast<double>(2 * T * D * c + peak)));
+  return static_cast<int64_t>(
+      std::ceil(kActivationSlack * static_cast<double>(2 * T * D * c + peak)));
 }
 
 // The largest image the plan sizes the tower for: the option, else the processor class default.
-int64_t image_pixels(const MemoryOptions& o) { return o.max_image_pixels > 0 ? o.max_image_pixels : kQwenVlMaxPixels; }
+int64_t image_pixels(const MemoryOptions& o) {
+  return o.max_image_pixels > 0 ? o.max_image_pixels : kQwenVlMaxPixels;
+}
 
 // The vision tower's activations at the largest image (memory_plan.h); 0 without a Qwen tower.
 int64_t vision_activation_bytes(const Architecture& arch, const MemoryOptions& o) {
   if (!arch.vision || arch.vision->tower != "qwen2_5_vl") return 0;
   const model::Vision& v = *arch.vision;
-  const int64_t c = tensor::dtype_size(compute_dtype(o.weights)), mu = v.spatial_merge_size * v.spatial_merge_size;
+  const int64_t c = tensor::dtype_size(compute_dtype(o.weights)),
+                mu = v.spatial_merge_size * v.spatial_merge_size;
   const int64_t P = image_pixels(o) / (v.patch_size * v.patch_size);
-  const int64_t K = v.num_channels * v.temporal_patch_size * v.patch_size * v.patch_size, Dv = v.hidden_size;
+  const int64_t K = v.num_channels * v.temporal_patch_size * v.patch_size * v.patch_size,
+                Dv = v.hidden_size;
   const int64_t merger = P * Dv * c + (P / mu) * (mu * Dv + arch.text.hidden_size) * c;
   const int64_t peak = std::max({4 * P * Dv * c, 3 * P * v.intermediate_size * c, merger});
-  return static_cast<int64_t>(std::ceil(kActivationSlack * static_cast<double>(P * K * 4 + 2 * P * Dv * c + peak)));
+  return static_cast<int64_t>(
+      std::ceil(kActivationSlack * static_cast<double>(P * K * 4 + 2 * P * Dv * c + peak)));
 }
 
-int64_t comm_bytes(const Architecture& arch, const ParallelPlan& plan, const MemoryOptions& o, const RankMemory& r) {
-  const int64_t T = o.max_batch_tokens, D = arch.text.hidden_size, c = tensor::dtype_size(compute_dtype(o.weights));
+int64_t comm_bytes(const Architecture& arch, const ParallelPlan& plan, const MemoryOptions& o,
+                   const RankMemory& r) {
+  const int64_t T = o.max_batch_tokens, D = arch.text.hidden_size,
+                c = tensor::dtype_size(compute_dtype(o.weights));
   int64_t bytes = 0;
   if (plan.tp > 1) bytes += T * D * c;
-  if (plan.ep > 1 && stage_has_moe(arch, r.layers)) bytes += 2 * T * arch.text.moe.experts_per_token * D * c;
+  if (plan.ep > 1 && stage_has_moe(arch, r.layers))
+    bytes += 2 * T * arch.text.moe.experts_per_token * D * c;
   const int64_t directions = (r.coord.pp_rank > 0) + (r.coord.pp_rank < plan.pp - 1);
   bytes += directions * 2 * T * D * c;
   return bytes;
@@ -217,41 +250,57 @@ std::string sizes_of(int64_t n, int64_t parts) {
   return out + " (uneven)";
 }
 
-std::vector<std::string> plan_notes(const Architecture& arch, const ParallelPlan& plan, const MemoryOptions& o) {
+std::vector<std::string> plan_notes(const Architecture& arch, const ParallelPlan& plan,
+                                    const MemoryOptions& o) {
   const model::TextModel& t = arch.text;
   std::vector<std::string> notes;
   if (const int64_t x = kv_head_replication(arch, plan); x > 1) {
-    notes.push_back("kv heads replicated x" + std::to_string(x) + " (" + std::to_string(t.attn.num_kv_heads) +
-                    " kv heads over tp " + std::to_string(plan.tp) + ")");
+    notes.push_back("kv heads replicated x" + std::to_string(x) + " (" +
+                    std::to_string(t.attn.num_kv_heads) + " kv heads over tp " +
+                    std::to_string(plan.tp) + ")");
   }
   if (!t.attn.kv_split_by_heads() && plan.tp > 1) {
-    notes.push_back("MLA: the latent KV (kv_lora_rank " + std::to_string(t.attn.kv_lora_rank) + " + qk_rope_head_dim " +
-                    std::to_string(t.attn.qk_rope_head_dim) + ") is held whole by each of the " +
-                    std::to_string(plan.tp) + " tp ranks");
+    notes.push_back("MLA: the latent KV (kv_lora_rank " + std::to_string(t.attn.kv_lora_rank) +
+                    " + qk_rope_head_dim " + std::to_string(t.attn.qk_rope_head_dim) +
+                    ") is held whole by each of the " + std::to_string(plan.tp) + " tp ranks");
   }
-  if (plan.pp > 1) notes.push_back("layers " + std::to_string(t.num_layers) + " over pp " + std::to_string(plan.pp) + ": " + sizes_of(t.num_layers, plan.pp));
+  if (plan.pp > 1)
+    notes.push_back("layers " + std::to_string(t.num_layers) + " over pp " +
+                    std::to_string(plan.pp) + ": " + sizes_of(t.num_layers, plan.pp));
   if (arch.is_moe()) {
-    notes.push_back("experts " + std::to_string(t.moe.num_experts) + " over ep " + std::to_string(plan.ep) + ": " +
-                    sizes_of(t.moe.num_experts, plan.ep) + ", each tensor-split over etp " + std::to_string(plan.etp()));
+    notes.push_back("experts " + std::to_string(t.moe.num_experts) + " over ep " +
+                    std::to_string(plan.ep) + ": " + sizes_of(t.moe.num_experts, plan.ep) +
+                    ", each tensor-split over etp " + std::to_string(plan.etp()));
   }
-  if (plan.tp > 1) notes.push_back("vocab " + std::to_string(t.vocab_size) + " over tp " + std::to_string(plan.tp) + ": " + sizes_of(t.vocab_size, plan.tp));
+  if (plan.tp > 1)
+    notes.push_back("vocab " + std::to_string(t.vocab_size) + " over tp " +
+                    std::to_string(plan.tp) + ": " + sizes_of(t.vocab_size, plan.tp));
   if (arch.vision && arch.vision->tower == "qwen2_5_vl") {
     const int64_t pixels = image_pixels(o);
-    notes.push_back("vision tower on stage 0 sized for an image of " + std::to_string(pixels) + " pixels (" +
-                    std::to_string(pixels / (arch.vision->patch_size * arch.vision->patch_size)) + " patches" +
-                    (o.max_image_pixels > 0 ? ", the processor's max_pixels)" : ": the processor class default; harness plan --max-image-pixels sets it)"));
+    notes.push_back(
+        "vision tower on stage 0 sized for an image of " + std::to_string(pixels) + " pixels (" +
+        std::to_string(pixels / (arch.vision->patch_size * arch.vision->patch_size)) + " patches" +
+        (o.max_image_pixels > 0
+             ? ", the processor's max_pixels)"
+             : ": the processor class default; harness plan --max-image-pixels sets it)"));
   }
-  if (t.tie_word_embeddings && plan.pp > 1) notes.push_back("tied embedding: held by the first stage and, as the LM head, by the last");
-  if (t.num_nextn_predict_layers > 0 && !o.include_mtp) notes.push_back("MTP layers not loaded (speculative decoding off)");
+  if (t.tie_word_embeddings && plan.pp > 1)
+    notes.push_back("tied embedding: held by the first stage and, as the LM head, by the last");
+  if (t.num_nextn_predict_layers > 0 && !o.include_mtp)
+    notes.push_back("MTP layers not loaded (speculative decoding off)");
   const int64_t linear = linear_layers(arch, {0, t.num_layers});
   int64_t sliding = 0;
-  for (int64_t l = 0; l < t.num_layers; ++l) sliding += t.layer_kind(l) == model::TextModel::LayerKind::kSliding;
+  for (int64_t l = 0; l < t.num_layers; ++l)
+    sliding += t.layer_kind(l) == model::TextModel::LayerKind::kSliding;
   if (sliding > 0 && t.attn.sliding_window > 0) {
-    notes.push_back(std::to_string(sliding) + " of " + std::to_string(t.num_layers) + " layers use a sliding window of " +
-                    with_commas(t.attn.sliding_window) + " tokens: their KV holds at most that many per sequence");
+    notes.push_back(std::to_string(sliding) + " of " + std::to_string(t.num_layers) +
+                    " layers use a sliding window of " + with_commas(t.attn.sliding_window) +
+                    " tokens: their KV holds at most that many per sequence");
   }
-  if (linear > 0 && t.linear.num_v_heads == 0) {  // a family not modelled: its state's size is not read
-    notes.push_back(std::to_string(linear) + " linear-attention layers hold a fixed-size state per sequence (not counted: "
+  if (linear > 0 &&
+      t.linear.num_v_heads == 0) {  // a family not modelled: its state's size is not read
+    notes.push_back(std::to_string(linear) +
+                    " linear-attention layers hold a fixed-size state per sequence (not counted: "
                     "the family is not modelled)");
   } else if (linear > 0) {
     const model::LinearAttention& l = t.linear;
@@ -259,15 +308,21 @@ std::vector<std::string> plan_notes(const Architecture& arch, const ParallelPlan
     const int64_t seqs = ceil_div(o.concurrency, plan.dp);
     notes.push_back(std::to_string(linear) + " of " + std::to_string(t.num_layers) +
                     " layers are linear attention: no KV, a state per sequence of " +
-                    with_commas(l.conv_state_bytes(plan.tp, act)) + " conv + " + with_commas(l.recurrent_state_bytes(plan.tp)) +
-                    " recurrent (f32) bytes per layer and rank, held for " + std::to_string(seqs) + " concurrent sequence" +
-                    (seqs == 1 ? "" : "s") + (plan.dp > 1 ? " per replica" : ""));
+                    with_commas(l.conv_state_bytes(plan.tp, act)) + " conv + " +
+                    with_commas(l.recurrent_state_bytes(plan.tp)) +
+                    " recurrent (f32) bytes per layer and rank, held for " + std::to_string(seqs) +
+                    " concurrent sequence" + (seqs == 1 ? "" : "s") +
+                    (plan.dp > 1 ? " per replica" : ""));
   }
   if (t.indexer.n_heads > 0) {
     notes.push_back("the lightning indexer caches " + std::to_string(t.indexer.head_dim) +
-                    " key elements per token per layer beside the MLA latent (whole on every tp rank; idx B/tok)");
+                    " key elements per token per layer beside the MLA latent (whole on every tp "
+                    "rank; idx B/tok)");
   }
-  if (o.checkpoint != nullptr) notes.push_back("weights as the checkpoint stores them (" + std::to_string(o.checkpoint->weights.size()) + " tensors, split by the name-pattern rule table)");
+  if (o.checkpoint != nullptr)
+    notes.push_back("weights as the checkpoint stores them (" +
+                    std::to_string(o.checkpoint->weights.size()) +
+                    " tensors, split by the name-pattern rule table)");
   return notes;
 }
 
@@ -278,20 +333,27 @@ std::string gib(int64_t bytes) {
 }
 
 std::string rank_name(const RankMemory& r) {
-  return "rank " + std::to_string(r.coord.rank) + " (stage " + std::to_string(r.coord.pp_rank) + ")";
+  return "rank " + std::to_string(r.coord.rank) + " (stage " + std::to_string(r.coord.pp_rank) +
+         ")";
 }
 
 void resolve_defaults(const Architecture& arch, MemoryOptions& o) {
   if (o.max_model_len == 0) {
-    o.max_model_len = arch.text.max_position_embeddings > 0 ? std::min<int64_t>(arch.text.max_position_embeddings, 8192) : 8192;
+    o.max_model_len = arch.text.max_position_embeddings > 0
+                          ? std::min<int64_t>(arch.text.max_position_embeddings, 8192)
+                          : 8192;
   }
-  const std::pair<const char*, int64_t> positive[] = {{"block_size", o.block_size}, {"max_model_len", o.max_model_len},
-                                                      {"concurrency", o.concurrency}, {"max_batch_tokens", o.max_batch_tokens}};
+  const std::pair<const char*, int64_t> positive[] = {{"block_size", o.block_size},
+                                                      {"max_model_len", o.max_model_len},
+                                                      {"concurrency", o.concurrency},
+                                                      {"max_batch_tokens", o.max_batch_tokens}};
   for (const auto& [name, value] : positive) {
     if (value < 1) throw InputError(name, "must be >= 1, got " + std::to_string(value));
   }
-  if (!(o.device_memory > 0)) throw InputError("device_memory", "must be given and > 0 (e.g. 80GiB)");
-  if (!(o.utilization > 0 && o.utilization <= 1)) throw InputError("utilization", "must be in (0, 1]");
+  if (!(o.device_memory > 0))
+    throw InputError("device_memory", "must be given and > 0 (e.g. 80GiB)");
+  if (!(o.utilization > 0 && o.utilization <= 1))
+    throw InputError("utilization", "must be in (0, 1]");
   if (!(o.reserve >= 0)) throw InputError("reserve", "must be >= 0");
 }
 
@@ -307,21 +369,25 @@ void decide(MemoryPlan& p) {
   p.kv_tokens = limiting->kv_tokens;
   const int64_t per_replica = ceil_div(p.required_tokens, p.plan.dp);
   p.headroom = INT64_MAX;
-  for (const RankMemory& r : p.ranks) p.headroom = std::min(p.headroom, r.free_for_kv - per_replica * r.kv_bytes_per_token);
+  for (const RankMemory& r : p.ranks)
+    p.headroom = std::min(p.headroom, r.free_for_kv - per_replica * r.kv_bytes_per_token);
   p.fits = false;
   if (worst->free_for_kv < 0) {
     const RankMemory& r = *worst;
-    p.reason = rank_name(r) + ": weights " + gib(r.weights) + " + activations " + gib(r.activations) + " + comm " +
-               gib(r.comm) + " + reserve " + gib(r.reserve) +
-               (r.state > 0 ? " + linear-attention state " + gib(r.state) : std::string()) + " exceed usable " + gib(p.usable);
+    p.reason = rank_name(r) + ": weights " + gib(r.weights) + " + activations " +
+               gib(r.activations) + " + comm " + gib(r.comm) + " + reserve " + gib(r.reserve) +
+               (r.state > 0 ? " + linear-attention state " + gib(r.state) : std::string()) +
+               " exceed usable " + gib(p.usable);
   } else if (p.kv_tokens < p.options.max_model_len) {
     p.reason = rank_name(*limiting) + ": KV cache holds " + with_commas(p.kv_tokens) +
-               " tokens, less than one sequence of max_model_len " + with_commas(p.options.max_model_len);
+               " tokens, less than one sequence of max_model_len " +
+               with_commas(p.options.max_model_len);
   } else if (p.kv_tokens * p.plan.dp < p.required_tokens) {
-    p.reason = rank_name(*limiting) + ": KV cache holds " + with_commas(p.kv_tokens) + " tokens" +
-               (p.plan.dp > 1 ? " per replica (x dp " + std::to_string(p.plan.dp) + ")" : std::string()) +
-               ", but max_model_len " + with_commas(p.options.max_model_len) + " x concurrency " +
-               std::to_string(p.options.concurrency) + " needs " + with_commas(p.required_tokens);
+    p.reason =
+        rank_name(*limiting) + ": KV cache holds " + with_commas(p.kv_tokens) + " tokens" +
+        (p.plan.dp > 1 ? " per replica (x dp " + std::to_string(p.plan.dp) + ")" : std::string()) +
+        ", but max_model_len " + with_commas(p.options.max_model_len) + " x concurrency " +
+        std::to_string(p.options.concurrency) + " needs " + with_commas(p.required_tokens);
   } else {
     p.fits = true;
   }
@@ -331,8 +397,11 @@ void decide(MemoryPlan& p) {
 
 std::optional<WeightFormat> parse_weight_format(std::string_view name) {
   static constexpr std::pair<std::string_view, WeightFormat> kAliases[] = {
-      {"bfloat16", WeightFormat::kBF16}, {"fp16", WeightFormat::kF16}, {"float16", WeightFormat::kF16},
-      {"fp32", WeightFormat::kF32},      {"float32", WeightFormat::kF32}};
+      {"bfloat16", WeightFormat::kBF16},
+      {"fp16", WeightFormat::kF16},
+      {"float16", WeightFormat::kF16},
+      {"fp32", WeightFormat::kF32},
+      {"float32", WeightFormat::kF32}};
   for (const FormatRow& row : kFormats) {
     if (name == row.name) return row.format;
   }
@@ -356,7 +425,8 @@ WeightFormat checkpoint_weight_format(const Architecture& arch, std::string* why
     f = WeightFormat::kFP8;
     source = "quantization_config fp8";
     if (arch.quantization.block_rows > 0) {
-      source += " [" + std::to_string(arch.quantization.block_rows) + ", " + std::to_string(arch.quantization.block_cols) + "]";
+      source += " [" + std::to_string(arch.quantization.block_rows) + ", " +
+                std::to_string(arch.quantization.block_cols) + "]";
     }
   } else if (arch.quantization.method == "mxfp4" && arch.text.moe.fused_experts) {
     f = WeightFormat::kMXFP4;
@@ -392,9 +462,9 @@ std::string with_commas(int64_t v) {
   return (v < 0 ? "-" : "") + out;
 }
 
-
 int64_t model_kv_bytes_per_token(const Architecture& arch, DType kv_dtype, int64_t max_model_len) {
-  return kv_bytes_of_layers(arch, {0, arch.text.num_layers}, arch.text.attn.num_kv_heads, kv_dtype, max_model_len);
+  return kv_bytes_of_layers(arch, {0, arch.text.num_layers}, arch.text.attn.num_kv_heads, kv_dtype,
+                            max_model_len);
 }
 
 MemoryPlan plan_memory(const Architecture& arch, const ParallelPlan& plan, MemoryOptions options) {
@@ -413,7 +483,8 @@ MemoryPlan plan_memory(const Architecture& arch, const ParallelPlan& plan, Memor
     r.coord = coord_of(plan, rank);
     r.layers = stage_layers(arch, plan, r.coord.pp_rank);
     r.experts = rank_experts(arch, plan, r.coord.ep_rank);
-    if (r.coord.pp_rank == 0 || r.coord.pp_rank == last) r.vocab = rank_vocab(arch, plan, r.coord.tp_rank);
+    if (r.coord.pp_rank == 0 || r.coord.pp_rank == last)
+      r.vocab = rank_vocab(arch, plan, r.coord.tp_rank);
     r.kv_heads = kv_heads_per_rank(arch, plan);
     r.weights = tally.bytes(r.coord);
     r.activations = activation_bytes(arch, plan, options, r);
@@ -423,9 +494,12 @@ MemoryPlan plan_memory(const Architecture& arch, const ParallelPlan& plan, Memor
     }
     r.comm = comm_bytes(arch, plan, options, r);
     r.reserve = static_cast<int64_t>(options.reserve);
-    r.kv_bytes_per_token = kv_bytes_of_layers(arch, r.layers, r.kv_heads, options.kv_dtype, options.max_model_len);
-    r.index_bytes_per_token = kv_bytes_of_layers(arch, r.layers, r.kv_heads, options.kv_dtype, options.max_model_len, true);
-    r.state_bytes_per_sequence = state_bytes_of_layers(arch, r.layers, plan.tp, compute_dtype(options.weights));
+    r.kv_bytes_per_token =
+        kv_bytes_of_layers(arch, r.layers, r.kv_heads, options.kv_dtype, options.max_model_len);
+    r.index_bytes_per_token = kv_bytes_of_layers(arch, r.layers, r.kv_heads, options.kv_dtype,
+                                                 options.max_model_len, true);
+    r.state_bytes_per_sequence =
+        state_bytes_of_layers(arch, r.layers, plan.tp, compute_dtype(options.weights));
     r.state = r.state_bytes_per_sequence * ceil_div(options.concurrency, plan.dp);
     r.free_for_kv = p.usable - r.weights - r.activations - r.comm - r.reserve - r.state;
     if (r.free_for_kv > 0 && r.kv_bytes_per_token > 0) {

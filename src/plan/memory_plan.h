@@ -27,8 +27,9 @@
 //   1.25 · (2·T·D·c  [residual + normed hidden]
 //           + max(attention: T·c·(q + k + v + o widths of the rank's heads),
 //                 dense MLP: 3·T·c·ceil(F/tp)  [gate, up, activation],
-//                 MoE: T·k·c·(3·ceil(F_e/etp) + D)  [fused-MoE workspace of the rank's T·k routed pairs],
-//                 logits (last stage): R·(ceil(V/tp) + V)·4, R = min(T, max(concurrency, 256))))
+//                 MoE: T·k·c·(3·ceil(F_e/etp) + D)  [fused-MoE workspace of the rank's T·k routed
+//                 pairs], logits (last stage): R·(ceil(V/tp) + V)·4, R = min(T, max(concurrency,
+//                 256))))
 //   The 1.25 covers allocator fragmentation; CUDA graphs, the runtime and workspaces are in the
 //   reserve.
 // A Qwen2.5-VL vision tower runs on stage 0 before the prefill, whole on every rank (as the
@@ -81,13 +82,13 @@ struct MemoryOptions {
   WeightFormat weights = WeightFormat::kBF16;
   tensor::DType kv_dtype = tensor::DType::kBF16;
   int64_t block_size = 16;
-  int64_t max_model_len = 0;   // 0: min(max_position_embeddings, 8192)
-  int64_t concurrency = 1;     // sequences of max_model_len that must fit at once
+  int64_t max_model_len = 0;  // 0: min(max_position_embeddings, 8192)
+  int64_t concurrency = 1;    // sequences of max_model_len that must fit at once
   int64_t max_batch_tokens = 8192;
-  double device_memory = 0;    // bytes per device; required
+  double device_memory = 0;  // bytes per device; required
   double utilization = 0.9;
-  double reserve = kGiB;       // runtime, CUDA graphs, workspaces
-  bool include_mtp = false;    // load the MTP layers too (speculative decoding)
+  double reserve = kGiB;     // runtime, CUDA graphs, workspaces
+  bool include_mtp = false;  // load the MTP layers too (speculative decoding)
   // The largest image a request may carry, in pixels (Qwen2-VL's processor max_pixels); 0: the
   // processor class default 28·28·1280 for a Qwen2.5-VL tower (a note says so). Unused without one.
   int64_t max_image_pixels = 0;
@@ -103,12 +104,12 @@ struct RankMemory {
   std::pair<int64_t, int64_t> vocab{0, 0};    // embedding / LM-head rows [begin, end); {0, 0} none
   int64_t kv_heads = 0;                       // kv heads per rank (1 for MLA)
   int64_t weights = 0, activations = 0, comm = 0, reserve = 0;
-  int64_t vision_activations = 0;             // stage 0: the vision tower's at the largest image (0: none)
-  int64_t kv_bytes_per_token = 0;             // this rank's share, all its layers (indexer keys included)
-  int64_t index_bytes_per_token = 0;          // of which DeepSeek-V3.2's indexer keys
-  int64_t state_bytes_per_sequence = 0;       // linear-attention layers' conv + recurrent state
-  int64_t state = 0;                          // that × the sequences a replica serves at once
-  int64_t free_for_kv = 0;                    // usable minus the above; negative: does not fit
+  int64_t vision_activations = 0;     // stage 0: the vision tower's at the largest image (0: none)
+  int64_t kv_bytes_per_token = 0;     // this rank's share, all its layers (indexer keys included)
+  int64_t index_bytes_per_token = 0;  // of which DeepSeek-V3.2's indexer keys
+  int64_t state_bytes_per_sequence = 0;  // linear-attention layers' conv + recurrent state
+  int64_t state = 0;                     // that × the sequences a replica serves at once
+  int64_t free_for_kv = 0;               // usable minus the above; negative: does not fit
   int64_t kv_blocks = 0, kv_tokens = 0;
 };
 
@@ -124,16 +125,18 @@ struct MemoryPlan {
   int64_t required_tokens = 0;     // max_model_len · concurrency
   int64_t headroom = 0;            // min over ranks of KV space left after the required tokens
   bool fits = false;
-  std::string reason;              // why it does not fit; "" when it fits
+  std::string reason;  // why it does not fit; "" when it fits
 };
 
 // The model's KV-cache bytes per token over all layers (MTP excluded), each kv head once;
 // sliding-window layers as over a sequence of `max_model_len` (0: every layer full).
-int64_t model_kv_bytes_per_token(const model::Architecture& arch, tensor::DType kv_dtype, int64_t max_model_len = 0);
+int64_t model_kv_bytes_per_token(const model::Architecture& arch, tensor::DType kv_dtype,
+                                 int64_t max_model_len = 0);
 
 // Plans `plan` (check_plan must accept it). Throws InputError for impossible options
 // (device_memory <= 0, block_size < 1, ...) and for weights the plan cannot cut (shard_of).
-MemoryPlan plan_memory(const model::Architecture& arch, const ParallelPlan& plan, MemoryOptions options);
+MemoryPlan plan_memory(const model::Architecture& arch, const ParallelPlan& plan,
+                       MemoryOptions options);
 
 // 1234567 -> "1,234,567".
 std::string with_commas(int64_t v);

@@ -16,19 +16,23 @@ bool is_tied_embedding(const WeightInfo& w, const model::Architecture& arch) {
          w.name == arch.text.prefix + "embed_tokens.weight";
 }
 
-bool on_stage(const WeightInfo& w, const model::Architecture& arch, const ParallelPlan& plan, int64_t pp_rank) {
+bool on_stage(const WeightInfo& w, const model::Architecture& arch, const ParallelPlan& plan,
+              int64_t pp_rank) {
   if (pp_rank == plan.pp - 1 && is_tied_embedding(w, arch)) return true;  // the LM head's copy
   return stage_of(w, arch, plan) == pp_rank;
 }
 
 // Cuts `w` along `axis` into `parts`, keeping part `index`, in whole units of w.tp_unit; a weight
 // with tp_parts cuts each part so (axis 0).
-Slice cut(const WeightInfo& w, const model::Architecture& arch, int axis, int64_t parts, int64_t index) {
+Slice cut(const WeightInfo& w, const model::Architecture& arch, int axis, int64_t parts,
+          int64_t index) {
   if (!w.tp_parts.empty()) {
     H0_CHECK(axis == 0) << w.name << ": parts are cut along axis 0";
     if (w.quantized) {
-      throw InputError("tp " + str(parts), w.name + " is fp8 block-quantized and cut into q|k|v parts: not run yet "
-                                                    "(run it with tp 1, or pp)");
+      throw InputError("tp " + str(parts),
+                       w.name +
+                           " is fp8 block-quantized and cut into q|k|v parts: not run yet "
+                           "(run it with tp 1, or pp)");
     }
     Slice s;
     s.axis = 0;
@@ -37,30 +41,34 @@ Slice cut(const WeightInfo& w, const model::Architecture& arch, int axis, int64_
     int64_t offset = 0;
     for (const WeightInfo::TpPart& p : w.tp_parts) {
       if (p.size % p.unit != 0 || (p.size / p.unit) % parts != 0) {
-        throw InputError("tp " + str(parts), w.name + ": a part of " + str(p.size / p.unit) + " heads does not split over " +
-                                                 str(parts) + " ranks");
+        throw InputError("tp " + str(parts), w.name + ": a part of " + str(p.size / p.unit) +
+                                                 " heads does not split over " + str(parts) +
+                                                 " ranks");
       }
       const auto [b, e] = split(p.size / p.unit, parts, index);
       s.pieces.emplace_back(offset + b * p.unit, offset + e * p.unit);
       s.shape[0] += (e - b) * p.unit;
       offset += p.size;
     }
-    H0_CHECK(offset == w.shape[0]) << w.name << ": its parts cover " << offset << " of " << w.shape[0] << " rows";
+    H0_CHECK(offset == w.shape[0])
+        << w.name << ": its parts cover " << offset << " of " << w.shape[0] << " rows";
     return s;
   }
   const int64_t dim = w.shape[static_cast<size_t>(axis)], unit = w.tp_unit;
-  H0_CHECK(unit >= 1 && dim % unit == 0) << w.name << ": dim " << dim << " is not whole units of " << unit;
+  H0_CHECK(unit >= 1 && dim % unit == 0)
+      << w.name << ": dim " << dim << " is not whole units of " << unit;
   const int64_t units = dim / unit;
   std::pair<int64_t, int64_t> range;
   if (w.kv_heads && units < parts) {
     // Fewer kv heads than ranks: consecutive groups of parts/units ranks share one head.
-    H0_CHECK(parts % units == 0) << w.name << ": " << units << " kv heads over " << parts << " ranks";
+    H0_CHECK(parts % units == 0) << w.name << ": " << units << " kv heads over " << parts
+                                 << " ranks";
     const int64_t head = index / (parts / units);
     range = {head, head + 1};
   } else {
     if ((unit > 1 || w.kv_heads) && units % parts != 0) {
-      throw InputError("tp " + str(parts), w.name + ": its " + str(units) + " heads do not split over " + str(parts) +
-                                               " ranks");
+      throw InputError("tp " + str(parts), w.name + ": its " + str(units) +
+                                               " heads do not split over " + str(parts) + " ranks");
     }
     range = split(units, parts, index);
   }
@@ -71,8 +79,9 @@ Slice cut(const WeightInfo& w, const model::Architecture& arch, int axis, int64_
   s.shape = w.shape;
   s.shape[static_cast<size_t>(axis)] = s.end - s.begin;
   if (w.quantized) {
-    model::require_whole_blocks(w.name, parts, s.begin, s.end, dim,
-                                axis == 0 ? arch.quantization.block_rows : arch.quantization.block_cols);
+    model::require_whole_blocks(
+        w.name, parts, s.begin, s.end, dim,
+        axis == 0 ? arch.quantization.block_rows : arch.quantization.block_cols);
   }
   return s;
 }
@@ -90,36 +99,45 @@ std::string default_dp(ParallelPlan* plan, bool dp_given) {
 }
 
 std::optional<PlanIssue> check_plan(const model::Architecture& arch, const ParallelPlan& plan) {
-  const std::pair<const char*, int64_t> dims[] = {{"tp", plan.tp}, {"pp", plan.pp}, {"ep", plan.ep}, {"dp", plan.dp}};
+  const std::pair<const char*, int64_t> dims[] = {
+      {"tp", plan.tp}, {"pp", plan.pp}, {"ep", plan.ep}, {"dp", plan.dp}};
   for (const auto& [name, value] : dims) {
     if (value < 1) return PlanIssue{name, std::string(name) + " must be >= 1, got " + str(value)};
   }
   const model::TextModel& t = arch.text;
   const int64_t heads = t.attn.num_heads, kv = t.attn.num_kv_heads, tp = plan.tp;
   if (heads % tp != 0) {
-    return PlanIssue{"tp", "num_attention_heads " + str(heads) + " is not divisible by tp " + str(tp)};
+    return PlanIssue{"tp",
+                     "num_attention_heads " + str(heads) + " is not divisible by tp " + str(tp)};
   }
   if (t.attn.kv_split_by_heads() && kv >= tp && kv % tp != 0) {
     return PlanIssue{"tp", "num_key_value_heads " + str(kv) + " is not divisible by tp " + str(tp)};
   }
   if (t.attn.kv_split_by_heads() && kv < tp && tp % kv != 0) {
-    return PlanIssue{"tp", "tp " + str(tp) + " is not a multiple of num_key_value_heads " + str(kv) +
+    return PlanIssue{"tp", "tp " + str(tp) + " is not a multiple of num_key_value_heads " +
+                               str(kv) +
                                " (each kv head must be replicated over the same number of ranks)"};
   }
-  if (t.linear.num_v_heads > 0 && t.linear.num_k_heads % tp != 0) {  // Gated DeltaNet: split by key-head group
-    return PlanIssue{"tp", "linear_num_key_heads " + str(t.linear.num_k_heads) + " is not divisible by tp " + str(tp) +
+  if (t.linear.num_v_heads > 0 &&
+      t.linear.num_k_heads % tp != 0) {  // Gated DeltaNet: split by key-head group
+    return PlanIssue{"tp", "linear_num_key_heads " + str(t.linear.num_k_heads) +
+                               " is not divisible by tp " + str(tp) +
                                " (the linear-attention layers split by key-head group)"};
   }
   if (plan.pp > t.num_layers) {
-    return PlanIssue{"pp", "pp " + str(plan.pp) + " is more than the model's " + str(t.num_layers) + " layers"};
+    return PlanIssue{
+        "pp", "pp " + str(plan.pp) + " is more than the model's " + str(t.num_layers) + " layers"};
   }
-  if (plan.ep > 1 && !arch.is_moe()) return PlanIssue{"ep", "the model has no routed experts; ep must be 1"};
+  if (plan.ep > 1 && !arch.is_moe())
+    return PlanIssue{"ep", "the model has no routed experts; ep must be 1"};
   if (plan.ep > t.moe.num_experts && arch.is_moe()) {
-    return PlanIssue{"ep", "ep " + str(plan.ep) + " is more than the model's " + str(t.moe.num_experts) + " experts"};
+    return PlanIssue{"ep", "ep " + str(plan.ep) + " is more than the model's " +
+                               str(t.moe.num_experts) + " experts"};
   }
   if ((tp * plan.dp) % plan.ep != 0) {
-    return PlanIssue{"ep", "ep " + str(plan.ep) + " does not divide tp·dp = " + str(tp * plan.dp) +
-                               " (expert groups are formed from the tp·dp ranks of a stage; raise dp)"};
+    return PlanIssue{"ep",
+                     "ep " + str(plan.ep) + " does not divide tp·dp = " + str(tp * plan.dp) +
+                         " (expert groups are formed from the tp·dp ranks of a stage; raise dp)"};
   }
   return std::nullopt;
 }
@@ -148,16 +166,19 @@ std::pair<int64_t, int64_t> split(int64_t n, int64_t parts, int64_t index) {
   return {begin, begin + q + (index < r ? 1 : 0)};
 }
 
-std::pair<int64_t, int64_t> stage_layers(const model::Architecture& arch, const ParallelPlan& plan, int64_t pp_rank) {
+std::pair<int64_t, int64_t> stage_layers(const model::Architecture& arch, const ParallelPlan& plan,
+                                         int64_t pp_rank) {
   return split(arch.text.num_layers, plan.pp, pp_rank);
 }
 
-std::pair<int64_t, int64_t> rank_experts(const model::Architecture& arch, const ParallelPlan& plan, int64_t ep_rank) {
+std::pair<int64_t, int64_t> rank_experts(const model::Architecture& arch, const ParallelPlan& plan,
+                                         int64_t ep_rank) {
   if (!arch.is_moe()) return {0, 0};
   return split(arch.text.moe.num_experts, plan.ep, ep_rank);
 }
 
-std::pair<int64_t, int64_t> rank_vocab(const model::Architecture& arch, const ParallelPlan& plan, int64_t tp_rank) {
+std::pair<int64_t, int64_t> rank_vocab(const model::Architecture& arch, const ParallelPlan& plan,
+                                       int64_t tp_rank) {
   return split(arch.text.vocab_size, plan.tp, tp_rank);
 }
 
@@ -188,15 +209,18 @@ int64_t Slice::numel() const {
   return n;
 }
 
-std::optional<Slice> shard_of(const WeightInfo& w, const model::Architecture& arch, const ParallelPlan& plan,
-                              const RankCoord& at) {
+std::optional<Slice> shard_of(const WeightInfo& w, const model::Architecture& arch,
+                              const ParallelPlan& plan, const RankCoord& at) {
   if (!on_stage(w, arch, plan, at.pp_rank)) return std::nullopt;
   int64_t parts = plan.tp, index = at.tp_rank;
   if (w.all_experts && plan.ep > 1) {  // GPT-OSS's fused experts: this rank's experts along axis 0
     const auto [first, last] = rank_experts(arch, plan, at.ep_rank);
     if (plan.etp() > 1 && w.tp != TpSplit::kReplicated) {
-      throw InputError("mesh " + plan_name(plan), w.name + " holds every expert in one tensor: it is cut by ep or by tp, "
-                                                           "not both (etp " + str(plan.etp()) + "; use ep = tp x dp)");
+      throw InputError("mesh " + plan_name(plan),
+                       w.name +
+                           " holds every expert in one tensor: it is cut by ep or by tp, "
+                           "not both (etp " +
+                           str(plan.etp()) + "; use ep = tp x dp)");
     }
     Slice s;
     s.axis = 0;

@@ -67,13 +67,17 @@ RankCoord coord_of(const ParallelPlan& plan, int64_t rank);
 std::pair<int64_t, int64_t> split(int64_t n, int64_t parts, int64_t index);
 
 // The decoder layers [begin, end) of pipeline stage `pp_rank`.
-std::pair<int64_t, int64_t> stage_layers(const model::Architecture& arch, const ParallelPlan& plan, int64_t pp_rank);
+std::pair<int64_t, int64_t> stage_layers(const model::Architecture& arch, const ParallelPlan& plan,
+                                         int64_t pp_rank);
 // The routed experts [begin, end) of ep group `ep_rank` ([0, 0) for a dense model).
-std::pair<int64_t, int64_t> rank_experts(const model::Architecture& arch, const ParallelPlan& plan, int64_t ep_rank);
+std::pair<int64_t, int64_t> rank_experts(const model::Architecture& arch, const ParallelPlan& plan,
+                                         int64_t ep_rank);
 // The vocabulary rows [begin, end) of tensor-parallel rank `tp_rank`.
-std::pair<int64_t, int64_t> rank_vocab(const model::Architecture& arch, const ParallelPlan& plan, int64_t tp_rank);
+std::pair<int64_t, int64_t> rank_vocab(const model::Architecture& arch, const ParallelPlan& plan,
+                                       int64_t tp_rank);
 // The pipeline stage that holds `w` (its first, for a tied embedding).
-int64_t stage_of(const model::WeightInfo& w, const model::Architecture& arch, const ParallelPlan& plan);
+int64_t stage_of(const model::WeightInfo& w, const model::Architecture& arch,
+                 const ParallelPlan& plan);
 
 // How many tp ranks hold each kv head: tp / num_kv_heads when kv heads < tp, else 1.
 int64_t kv_head_replication(const model::Architecture& arch, const ParallelPlan& plan);
@@ -93,7 +97,7 @@ struct Slice {
   int64_t numel() const;
 };
 
-std::optional<Slice> shard_of(const model::WeightInfo& w, const model::Architecture& arch, const ParallelPlan& plan,
-                              const RankCoord& at);
+std::optional<Slice> shard_of(const model::WeightInfo& w, const model::Architecture& arch,
+                              const ParallelPlan& plan, const RankCoord& at);
 
 }  // namespace h0::plan

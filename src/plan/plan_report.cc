@@ -8,8 +8,9 @@ namespace {
 
 // What a table row shows; ranks with equal keys in one stage share a row.
 auto row_key(const RankMemory& r) {
-  return std::make_tuple(r.coord.pp_rank, r.layers, r.experts.second - r.experts.first, r.vocab.second - r.vocab.first,
-                         r.weights, r.kv_bytes_per_token, r.activations, r.comm, r.reserve, r.state, r.kv_tokens);
+  return std::make_tuple(r.coord.pp_rank, r.layers, r.experts.second - r.experts.first,
+                         r.vocab.second - r.vocab.first, r.weights, r.kv_bytes_per_token,
+                         r.activations, r.comm, r.reserve, r.state, r.kv_tokens);
 }
 
 std::string gib(int64_t bytes) {
@@ -74,7 +75,9 @@ std::string rank_list(const MemoryPlan& plan, const std::vector<size_t>& group) 
   std::string out;
   for (size_t i = 0; i < group.size();) {
     size_t j = i;
-    while (j + 1 < group.size() && plan.ranks[group[j + 1]].coord.rank == plan.ranks[group[j]].coord.rank + 1) ++j;
+    while (j + 1 < group.size() &&
+           plan.ranks[group[j + 1]].coord.rank == plan.ranks[group[j]].coord.rank + 1)
+      ++j;
     if (!out.empty()) out += ',';
     out += std::to_string(plan.ranks[group[i]].coord.rank);
     if (j > i) out += '-';
@@ -94,8 +97,8 @@ std::string plan_table(const MemoryPlan& plan) {
   }
   char line[320];
   std::string out;
-  std::snprintf(line, sizeof line, "%-14s %5s %7s %7s %6s %9s %9s", "ranks", "stage", "layers", "experts", "vocab",
-                "weights", "KV B/tok");
+  std::snprintf(line, sizeof line, "%-14s %5s %7s %7s %6s %9s %9s", "ranks", "stage", "layers",
+                "experts", "vocab", "weights", "KV B/tok");
   out += line;
   if (index) out += "  idx B/tok";
   std::snprintf(line, sizeof line, " %8s %8s %8s", "activ.", "comm", "reserve");
@@ -105,28 +108,33 @@ std::string plan_table(const MemoryPlan& plan) {
   out += line;
   for (const auto& g : group_ranks(plan)) {
     const RankMemory& r = plan.ranks[g.front()];
-    const std::string ranks = rank_list(plan, g) + (g.size() > 1 ? " x" + std::to_string(g.size()) : "");
+    const std::string ranks =
+        rank_list(plan, g) + (g.size() > 1 ? " x" + std::to_string(g.size()) : "");
     std::snprintf(line, sizeof line, "%-14s %5lld %7s %7s %6s %9s %9s", ranks.c_str(),
-                  static_cast<long long>(r.coord.pp_rank), range(r.layers).c_str(), count(r.experts).c_str(),
-                  count(r.vocab).c_str(), gib(r.weights).c_str(), with_commas(r.kv_bytes_per_token).c_str());
+                  static_cast<long long>(r.coord.pp_rank), range(r.layers).c_str(),
+                  count(r.experts).c_str(), count(r.vocab).c_str(), gib(r.weights).c_str(),
+                  with_commas(r.kv_bytes_per_token).c_str());
     out += line;
     if (index) {
       std::snprintf(line, sizeof line, " %10s", with_commas(r.index_bytes_per_token).c_str());
       out += line;
     }
-    std::snprintf(line, sizeof line, " %8s %8s %8s", gib(r.activations).c_str(), gib(r.comm).c_str(), gib(r.reserve).c_str());
+    std::snprintf(line, sizeof line, " %8s %8s %8s", gib(r.activations).c_str(),
+                  gib(r.comm).c_str(), gib(r.reserve).c_str());
     out += line;
     if (state) {
       std::snprintf(line, sizeof line, " %8s", gib(r.state).c_str());
       out += line;
     }
-    std::snprintf(line, sizeof line, " %10s %11s\n", with_commas(r.kv_blocks).c_str(), with_commas(r.kv_tokens).c_str());
+    std::snprintf(line, sizeof line, " %10s %11s\n", with_commas(r.kv_blocks).c_str(),
+                  with_commas(r.kv_tokens).c_str());
     out += line;
   }
   out += "(sizes in GiB; usable " + gib(plan.usable) + " GiB per device";
   if (state) {
     const int64_t seqs = (plan.options.concurrency + plan.plan.dp - 1) / plan.plan.dp;
-    out += "; state: the linear-attention state of " + std::to_string(seqs) + " concurrent sequence" + (seqs == 1 ? "" : "s") +
+    out += "; state: the linear-attention state of " + std::to_string(seqs) +
+           " concurrent sequence" + (seqs == 1 ? "" : "s") +
            (plan.plan.dp > 1 ? " per replica" : "");
   }
   return out + ")\n";
@@ -137,7 +145,8 @@ std::string plan_verdict(const MemoryPlan& plan) {
   std::string s = "fits: KV cache holds " + with_commas(plan.kv_tokens) + " tokens";
   if (plan.plan.dp > 1) s += " per replica (x dp " + std::to_string(plan.plan.dp) + ")";
   return s + ", " + with_commas(plan.required_tokens) + " needed (max_model_len " +
-         with_commas(plan.options.max_model_len) + " x concurrency " + std::to_string(plan.options.concurrency) + ")";
+         with_commas(plan.options.max_model_len) + " x concurrency " +
+         std::to_string(plan.options.concurrency) + ")";
 }
 
 nlohmann::json plan_json(const MemoryPlan& plan) {
@@ -147,7 +156,13 @@ nlohmann::json plan_json(const MemoryPlan& plan) {
   for (const RankMemory& r : plan.ranks) ranks.push_back(rank_json(r));
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : group_ranks(plan)) groups.push_back(rank_list(plan, g));
-  return {{"plan", {{"tp", pl.tp}, {"pp", pl.pp}, {"ep", pl.ep}, {"dp", pl.dp}, {"etp", pl.etp()}, {"world", pl.world()}}},
+  return {{"plan",
+           {{"tp", pl.tp},
+            {"pp", pl.pp},
+            {"ep", pl.ep},
+            {"dp", pl.dp},
+            {"etp", pl.etp()},
+            {"world", pl.world()}}},
           {"weight_dtype", weight_format_name(o.weights)},
           {"kv_dtype", tensor::dtype_name(o.kv_dtype)},
           {"block_size", o.block_size},

@@ -10,7 +10,8 @@ namespace {
 
 // The bytes of `slice` of the full tensor (none: all of it), contiguous: its ranges of the axis
 // one after another.
-std::string region_bytes(const tensor::Tensor& full, const std::optional<model::WeightSlice>& slice) {
+std::string region_bytes(const tensor::Tensor& full,
+                         const std::optional<model::WeightSlice>& slice) {
   if (!slice) return std::string(static_cast<const char*>(full.data()), full.nbytes());
   std::string out;
   for (const auto& [b, e] : slice->ranges()) {
@@ -22,7 +23,8 @@ std::string region_bytes(const tensor::Tensor& full, const std::optional<model::
 
 }  // namespace
 
-model::Inventory checkpoint_inventory(const model::Architecture& arch, const io::ShardedCheckpoint& ckpt) {
+model::Inventory checkpoint_inventory(const model::Architecture& arch,
+                                      const io::ShardedCheckpoint& ckpt) {
   bool has_mtp = false;
   const model::Inventory full = model::build_inventory(arch);
   for (const auto& w : full.weights) has_mtp = has_mtp || (w.mtp && ckpt.find(w.name) != nullptr);
@@ -33,12 +35,15 @@ model::Inventory checkpoint_inventory(const model::Architecture& arch, const io:
   return model::build_inventory(arch, o);
 }
 
-RankLoad load_rank(const model::Architecture& arch, const model::Inventory& inventory, const io::ShardedCheckpoint& ckpt,
-                   const ParallelPlan& plan, int64_t rank, const model::LoadOptions& options) {
+RankLoad load_rank(const model::Architecture& arch, const model::Inventory& inventory,
+                   const io::ShardedCheckpoint& ckpt, const ParallelPlan& plan, int64_t rank,
+                   const model::LoadOptions& options) {
   if (rank < 0 || rank >= plan.world()) {
-    throw InputError("--rank", std::to_string(rank) + " is outside the plan's " + std::to_string(plan.world()) + " ranks");
+    throw InputError("--rank", std::to_string(rank) + " is outside the plan's " +
+                                   std::to_string(plan.world()) + " ranks");
   }
-  if (const auto issue = check_plan(arch, plan)) throw InputError("--" + issue->dimension, issue->message);
+  if (const auto issue = check_plan(arch, plan))
+    throw InputError("--" + issue->dimension, issue->message);
   const std::vector<std::string> notes = model::verify_checkpoint(ckpt, inventory);
   const RankCoord at = coord_of(plan, rank);
   std::vector<model::LoadRequest> requests;
@@ -61,7 +66,8 @@ RankLoad load_rank(const model::Architecture& arch, const model::Inventory& inve
   return out;
 }
 
-ShardVerification verify_rank_shards(const model::Inventory& inventory, const io::ShardedCheckpoint& ckpt,
+ShardVerification verify_rank_shards(const model::Inventory& inventory,
+                                     const io::ShardedCheckpoint& ckpt,
                                      const std::vector<RankLoad>& ranks) {
   ShardVerification v;
   std::map<std::string, std::vector<std::pair<int64_t, const model::LoadedWeight*>>> by_name;
@@ -69,7 +75,8 @@ ShardVerification verify_rank_shards(const model::Inventory& inventory, const io
     for (const auto& w : r.report.weights) by_name[w.name].emplace_back(r.rank, &w);
   }
   for (const model::WeightInfo& w : inventory.weights) {
-    if (w.role == model::WeightRole::kQuantScale && ckpt.find(w.name) == nullptr) continue;  // as load_rank
+    if (w.role == model::WeightRole::kQuantScale && ckpt.find(w.name) == nullptr)
+      continue;  // as load_rank
     ++v.tensors;
     const tensor::Tensor full = ckpt.get(w.name);
     auto it = by_name.find(w.name);
@@ -82,8 +89,10 @@ ShardVerification verify_rank_shards(const model::Inventory& inventory, const io
     for (const auto& [rank, loaded] : it->second) {
       ++v.slices;
       const std::string want = region_bytes(full, loaded->slice);
-      if (want.size() != loaded->tensor.nbytes() || std::memcmp(want.data(), loaded->tensor.data(), want.size()) != 0) {
-        v.problems.push_back(w.name + ": rank " + std::to_string(rank) + " slice differs from the full tensor");
+      if (want.size() != loaded->tensor.nbytes() ||
+          std::memcmp(want.data(), loaded->tensor.data(), want.size()) != 0) {
+        v.problems.push_back(w.name + ": rank " + std::to_string(rank) +
+                             " slice differs from the full tensor");
       }
       int64_t outer = 1, inner = full.numel(), extent = 1;
       std::vector<std::pair<int64_t, int64_t>> ranges = {{0, 1}};
@@ -105,8 +114,8 @@ ShardVerification verify_rank_shards(const model::Inventory& inventory, const io
       }
     }
     if (covered_count != full.numel()) {
-      v.problems.push_back(w.name + ": the ranks hold " + std::to_string(covered_count) + " of its " +
-                           std::to_string(full.numel()) + " elements");
+      v.problems.push_back(w.name + ": the ranks hold " + std::to_string(covered_count) +
+                           " of its " + std::to_string(full.numel()) + " elements");
     }
   }
   return v;

@@ -24,13 +24,16 @@ std::string value_text(const json& v) {
 
 // One output's evidence row: where the worst element is and what it was against golden.
 std::string output_row(const json& o, const std::string& shape) {
-  const auto field = [&](const char* k) { return o.contains(k) ? value_text(o[k]) : std::string("–"); };
+  const auto field = [&](const char* k) {
+    return o.contains(k) ? value_text(o[k]) : std::string("–");
+  };
   std::string failures;
   if (o.contains("failures") && o["failures"].is_array()) {
     for (const auto& f : o["failures"]) failures += (failures.empty() ? "" : "; ") + value_text(f);
   }
-  return html_row({html_escape(shape), field("name"), field("dtype"), field("worst_index"), field("worst_actual"),
-                   field("worst_expected"), field("preset") + " rtol " + field("rtol") + " atol " + field("atol"),
+  return html_row({html_escape(shape), field("name"), field("dtype"), field("worst_index"),
+                   field("worst_actual"), field("worst_expected"),
+                   field("preset") + " rtol " + field("rtol") + " atol " + field("atol"),
                    failures});
 }
 
@@ -45,30 +48,38 @@ std::string outputs_table(const json& details) {
   if (details.contains("outputs")) add(details["outputs"], "");
   if (details.contains("shapes") && details["shapes"].is_array()) {
     for (const auto& s : details["shapes"]) {
-      if (s.is_object() && s.contains("outputs")) add(s["outputs"], s.value("shape", std::string()));
+      if (s.is_object() && s.contains("outputs"))
+        add(s["outputs"], s.value("shape", std::string()));
     }
   }
   if (rows.empty()) return "";
   return "<table class=\"grid evidence\">\n" +
-         html_row({"shape", "output", "dtype", "worst index", "actual", "expected", "tolerance", "failures"}, "th") +
+         html_row({"shape", "output", "dtype", "worst index", "actual", "expected", "tolerance",
+                   "failures"},
+                  "th") +
          rows + "</table>\n";
 }
 
 std::string evidence(const SiteModel& model, const SiteCase& c) {
   std::string html = "<section id=\"evidence\"><h2>Last failure</h2>\n";
-  if (c.failure_run < 0) return html + "<p class=\"muted\">No failure in the runs shown.</p></section>\n";
+  if (c.failure_run < 0)
+    return html + "<p class=\"muted\">No failure in the runs shown.</p></section>\n";
   const SiteRun& run = model.runs[static_cast<size_t>(c.failure_run)];
   const store::ResultData& r = c.last_failure;
-  html += "<p>" + status_badge(r.status) + " in " + html_link("../" + run.page, "run " + run_ref(run.run.id)) +
-          " (" + html_escape(model.columns[static_cast<size_t>(run.column)].label) + ", " + html_escape(run.run.started_at) +
-          ")</p>\n<pre class=\"message\">" + html_escape(r.message) + "</pre>\n";
+  html += "<p>" + status_badge(r.status) + " in " +
+          html_link("../" + run.page, "run " + run_ref(run.run.id)) + " (" +
+          html_escape(model.columns[static_cast<size_t>(run.column)].label) + ", " +
+          html_escape(run.run.started_at) + ")</p>\n<pre class=\"message\">" +
+          html_escape(r.message) + "</pre>\n";
   const json details = base::parse_json_or_discarded(r.details_json);
   if (!details.is_object()) return html + "</section>\n";
   for (const char* key : {"first_divergent_layer", "first_divergence"}) {
-    if (details.contains(key)) html += "<p>First divergent layer: <b>" + value_text(details[key]) + "</b></p>\n";
+    if (details.contains(key))
+      html += "<p>First divergent layer: <b>" + value_text(details[key]) + "</b></p>\n";
   }
   // Model, image and layer checks: details.probes.first_divergence = {probe, where, cosine}.
-  if (details.contains("probes") && details["probes"].is_object() && details["probes"].contains("first_divergence")) {
+  if (details.contains("probes") && details["probes"].is_object() &&
+      details["probes"].contains("first_divergence")) {
     const json& d = details["probes"]["first_divergence"];
     html += "<p>First divergence: <b>" + value_text(d.value("where", json(""))) + "</b> (cosine " +
             value_text(d.value("cosine", json(0))) + ")</p>\n";
@@ -83,20 +94,22 @@ std::string evidence(const SiteModel& model, const SiteCase& c) {
 std::string latest_tables(const SiteModel& model, const SiteCase& c) {
   const store::ResultData& r = c.latest;
   const SiteRun& run = model.runs[static_cast<size_t>(c.latest_run)];
-  std::string html = "<section id=\"latest\"><h2>Latest result: " + status_badge(r.status) + " in " +
-                     html_link("../" + run.page, "run " + run_ref(run.run.id)) + "</h2>\n";
+  std::string html = "<section id=\"latest\"><h2>Latest result: " + status_badge(r.status) +
+                     " in " + html_link("../" + run.page, "run " + run_ref(run.run.id)) + "</h2>\n";
   if (!r.metrics.empty()) {
     html += "<table class=\"grid metrics\">\n" + html_row({"metric", "value"}, "th");
-    for (const auto& [name, value] : r.metrics) html += html_row({html_escape(name), number_text(value)});
+    for (const auto& [name, value] : r.metrics)
+      html += html_row({html_escape(name), number_text(value)});
     html += "</table>\n";
   }
   if (!r.profiles.empty()) {
     html += "<h3>Profile</h3>\n<table class=\"grid profile\">\n" +
-            html_row({"phase", "name", "count", "min", "median", "p99", "mean", "bytes", "flops"}, "th");
+            html_row({"phase", "name", "count", "min", "median", "p99", "mean", "bytes", "flops"},
+                     "th");
     for (const auto& p : r.profiles) {
-      html += html_row({html_escape(p.phase), html_escape(p.name), std::to_string(p.count), ns_text(p.min_ns),
-                        ns_text(p.median_ns), ns_text(p.p99_ns), ns_text(p.mean_ns), number_text(p.bytes),
-                        number_text(p.flops)});
+      html += html_row({html_escape(p.phase), html_escape(p.name), std::to_string(p.count),
+                        ns_text(p.min_ns), ns_text(p.median_ns), ns_text(p.p99_ns),
+                        ns_text(p.mean_ns), number_text(p.bytes), number_text(p.flops)});
     }
     html += "</table>\n";
   }
@@ -134,7 +147,8 @@ std::string accuracy_table(const SiteModel& model, const SiteCase& c) {
          paired ? number_text(m("mcnemar_p")) : "–", number_text(m("items"))});
   }
   return "<section id=\"accuracy\"><h2>Accuracy per stack version</h2>\n"
-         "<p class=\"muted\">Score with its Wilson interval; the delta against the reference on the "
+         "<p class=\"muted\">Score with its Wilson interval; the delta against the reference on "
+         "the "
          "same items with its paired bootstrap interval; items lost / gained against the reference "
          "and the exact McNemar p-value of that split.</p>\n"
          "<table class=\"grid accuracy\">\n" +
@@ -150,7 +164,8 @@ std::string flipped_items(const SiteModel& model, const SiteCase& c) {
   constexpr size_t kMaxRows = 200;
   const store::ResultData& r = c.latest;
   const SiteRun& run = model.runs[static_cast<size_t>(c.latest_run)];
-  std::string html = "<section id=\"flipped\"><h2>Items answered differently from the reference</h2>\n";
+  std::string html =
+      "<section id=\"flipped\"><h2>Items answered differently from the reference</h2>\n";
   size_t compared = 0, flipped = 0;
   std::string rows;
   for (const store::EvalItemData& e : r.eval_items) {
@@ -171,15 +186,16 @@ std::string flipped_items(const SiteModel& model, const SiteCase& c) {
           ev += std::string(ev.empty() ? "" : "; ") + k + " " +
                 html_escape(evidence[k].dump(-1, ' ', false, json::error_handler_t::replace));
     }
-    rows += html_row({html_escape(e.item_id), html_escape(e.answer), html_escape(e.ref_answer),
-                      how, ev});
+    rows += html_row(
+        {html_escape(e.item_id), html_escape(e.answer), html_escape(e.ref_answer), how, ev});
   }
   html += "<p>In " + html_link("../" + run.page, "run " + run_ref(run.run.id)) + ": " +
           std::to_string(flipped) + " of " + std::to_string(compared) +
           " items compared with the reference" +
           (compared == 0 ? " (this result has no reference)" : "") + ".</p>\n";
   if (flipped == 0) return html + "</section>\n";
-  if (flipped > kMaxRows) html += "<p class=\"muted\">The first " + std::to_string(kMaxRows) + " are listed.</p>\n";
+  if (flipped > kMaxRows)
+    html += "<p class=\"muted\">The first " + std::to_string(kMaxRows) + " are listed.</p>\n";
   return html + "<table class=\"grid flipped\">\n" +
          html_row({"item", "answer", "reference's", "score", "evidence"}, "th") + rows +
          "</table></section>\n";
@@ -189,15 +205,20 @@ std::string flipped_items(const SiteModel& model, const SiteCase& c) {
 
 std::string check_page(const SiteModel& model, size_t case_index) {
   const SiteCase& c = model.cases[case_index];
-  const PageSpec page{c.case_id, "../", "check", {{"case", std::to_string(case_index)}}, {"data/site.js"}, true};
+  const PageSpec page{c.case_id,        "../", "check", {{"case", std::to_string(case_index)}},
+                      {"data/site.js"}, true};
   std::string html = page_begin(page);
-  html += "<h1 class=\"case-id\">" + html_escape(c.case_id) + "</h1>\n<p>check " + html_escape(c.check_id) + " · kind " +
-          html_escape(c.kind) + " · suite " + html_escape(c.suite) + " · params <code>" + html_escape(c.params_json) +
-          "</code> · key metric <code>" + html_escape(c.key_metric.empty() ? "none" : c.key_metric) + "</code></p>\n";
-  html += "<section id=\"per-stack\"><h2>Per stack version</h2><div id=\"stack-table\"></div></section>\n"
-          "<section id=\"trends\"><h2>Trends</h2>\n<div class=\"charts\">"
-          "<div class=\"chart\"><canvas id=\"chart-key\"></canvas></div>"
-          "<div class=\"chart\"><canvas id=\"chart-latency\"></canvas></div></div></section>\n";
+  html += "<h1 class=\"case-id\">" + html_escape(c.case_id) + "</h1>\n<p>check " +
+          html_escape(c.check_id) + " · kind " + html_escape(c.kind) + " · suite " +
+          html_escape(c.suite) + " · params <code>" + html_escape(c.params_json) +
+          "</code> · key metric <code>" +
+          html_escape(c.key_metric.empty() ? "none" : c.key_metric) + "</code></p>\n";
+  html +=
+      "<section id=\"per-stack\"><h2>Per stack version</h2><div "
+      "id=\"stack-table\"></div></section>\n"
+      "<section id=\"trends\"><h2>Trends</h2>\n<div class=\"charts\">"
+      "<div class=\"chart\"><canvas id=\"chart-key\"></canvas></div>"
+      "<div class=\"chart\"><canvas id=\"chart-latency\"></canvas></div></div></section>\n";
   if (!c.accuracy.empty()) html += accuracy_table(model, c) + flipped_items(model, c);
   html += evidence(model, c) + latest_tables(model, c);
   return html + page_end(page);

@@ -13,19 +13,23 @@ const char* const kContentSecurityPolicy =
 
 std::string page_begin(const PageSpec& page) {
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
-  html += "<meta http-equiv=\"Content-Security-Policy\" content=\"" + std::string(kContentSecurityPolicy) + "\">\n";
+  html += "<meta http-equiv=\"Content-Security-Policy\" content=\"" +
+          std::string(kContentSecurityPolicy) + "\">\n";
   html += "<title>" + html_escape(page.title) + "</title>\n";
   html += "<link rel=\"stylesheet\" href=\"" + page.root + "assets/site.css\">\n";
   html += "<script src=\"" + page.root + "assets/guard.js\"></script>\n</head>\n";
   html += "<body data-page=\"" + page.kind + "\" data-root=\"" + page.root + "\"";
-  for (const auto& [name, value] : page.body_data) html += " data-" + name + "=\"" + html_escape(value) + "\"";
-  html += ">\n<nav><a href=\"" + page.root + "index.html\">day0 harness</a> · " + html_escape(page.title) + "</nav>\n<main>\n";
+  for (const auto& [name, value] : page.body_data)
+    html += " data-" + name + "=\"" + html_escape(value) + "\"";
+  html += ">\n<nav><a href=\"" + page.root + "index.html\">day0 harness</a> · " +
+          html_escape(page.title) + "</nav>\n<main>\n";
   return html;
 }
 
 std::string page_end(const PageSpec& page) {
   std::string html = "</main>\n";
-  for (const auto& s : page.scripts) html += "<script src=\"" + page.root + html_escape(s) + "\"></script>\n";
+  for (const auto& s : page.scripts)
+    html += "<script src=\"" + page.root + html_escape(s) + "\"></script>\n";
   if (page.charts) html += "<script src=\"" + page.root + "assets/chart.min.js\"></script>\n";
   html += "<script src=\"" + page.root + "assets/site.js\"></script>\n</body></html>\n";
   return html;

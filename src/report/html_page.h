@@ -1,5 +1,6 @@
 // The skeleton every dashboard page shares and small HTML builders. Every page carries
-//   <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self'; ...">
+//   <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'self';
+//   ...">
 // so only script files the harness wrote next to the pages run (no inline script, no event
 // handler attribute, nothing from the network); data rides in those files or in
 // <script type="application/json"> blocks, which never execute. assets/guard.js loads first and

@@ -25,7 +25,8 @@ void make_directories(const fs::path& dir) {
 
 // Writes `text` to dir/rel as a new file (truncating an old one in place makes ext4 flush it on
 // close, auto_da_alloc, which costs seconds over thousands of pages) and counts it in `stats`.
-void write_file(const fs::path& dir, const std::string& rel, const std::string& text, SiteStats* stats) {
+void write_file(const fs::path& dir, const std::string& rel, const std::string& text,
+                SiteStats* stats) {
   const fs::path path = dir / rel;
   std::error_code ec;
   fs::remove(path, ec);
@@ -46,7 +47,8 @@ void write_check_pages(const SiteModel& model, const fs::path& dir, SiteStats* s
   std::vector<std::exception_ptr> errors(chunks);
   base::parallel_for(n, kGrain, [&](size_t chunk, size_t begin, size_t end) {
     try {
-      for (size_t i = begin; i < end; ++i) write_file(dir, model.cases[i].page, check_page(model, i), &chunk_stats[chunk]);
+      for (size_t i = begin; i < end; ++i)
+        write_file(dir, model.cases[i].page, check_page(model, i), &chunk_stats[chunk]);
     } catch (...) {
       errors[chunk] = std::current_exception();
     }
@@ -59,9 +61,7 @@ void write_check_pages(const SiteModel& model, const fs::path& dir, SiteStats* s
   }
 }
 
-std::string read_file(const std::string& path) {
-  return base::read_regular_file(path);
-}
+std::string read_file(const std::string& path) { return base::read_regular_file(path); }
 
 }  // namespace
 
@@ -75,7 +75,8 @@ std::string find_chart_js(const std::string& flag) {
   return "";
 }
 
-SiteStats write_site(const SiteModel& model, const std::string& out_dir, const std::string& chart_js,
+SiteStats write_site(const SiteModel& model, const std::string& out_dir,
+                     const std::string& chart_js,
                      const std::function<void(size_t, size_t)>& progress) {
   const fs::path dir(out_dir);
   make_directories(dir);

@@ -19,7 +19,7 @@ struct SiteStats {
   int pages = 0;  // .html files
   int files = 0;  // all files, pages included
   uint64_t bytes = 0;
-  bool charts = false;  // Chart.js was found and copied
+  bool charts = false;   // Chart.js was found and copied
   std::string chart_js;  // where it came from
 };
 
@@ -31,7 +31,8 @@ std::string find_chart_js(const std::string& flag = "");
 // files left alone). `chart_js` is a Chart.js UMD file to copy, or "" (pages then say that charts
 // need libjs-chart.js). `progress(done, total)` follows the pages. Throws InputError naming a file
 // that cannot be written.
-SiteStats write_site(const SiteModel& model, const std::string& out_dir, const std::string& chart_js,
+SiteStats write_site(const SiteModel& model, const std::string& out_dir,
+                     const std::string& chart_js,
                      const std::function<void(size_t, size_t)>& progress = {});
 
 }  // namespace h0::report

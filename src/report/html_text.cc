@@ -20,7 +20,6 @@ void append_unicode_escape(std::string* out, unsigned code) {
 
 }  // namespace
 
-
 std::string html_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 16);
@@ -32,12 +31,23 @@ std::string html_escape(std::string_view text) {
       continue;
     }
     switch (text[i]) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.append(text.substr(i, n));
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.append(text.substr(i, n));
     }
     i += n;
   }

@@ -28,14 +28,16 @@ std::string regression_cell(const SiteModel& model, const SiteRun& run) {
   const auto& s = run.diff->summary;
   const std::string text = std::to_string(run.regressions());
   const std::string prev = run_ref(model.runs[static_cast<size_t>(run.previous)].run.id);
-  const std::string title = std::to_string(s.regressions) + " status, " + std::to_string(s.metric_drift) +
-                            " metric drift, " + std::to_string(s.perf_regressions) + " timing, vs run " + prev;
-  return "<a class=\"" + std::string(run.regressions() ? "bad" : "good") + "\" title=\"" + html_escape(title) +
-         "\" href=\"" + html_escape(run.page) + "#diff\">" + text + "</a>";
+  const std::string title = std::to_string(s.regressions) + " status, " +
+                            std::to_string(s.metric_drift) + " metric drift, " +
+                            std::to_string(s.perf_regressions) + " timing, vs run " + prev;
+  return "<a class=\"" + std::string(run.regressions() ? "bad" : "good") + "\" title=\"" +
+         html_escape(title) + "\" href=\"" + html_escape(run.page) + "#diff\">" + text + "</a>";
 }
 
 std::string reference_cell(const SiteModel& model, const SiteRun& run) {
-  if (run.run.platform == model.compare_platform) return "<span class=\"muted\">the reference</span>";
+  if (run.run.platform == model.compare_platform)
+    return "<span class=\"muted\">the reference</span>";
   if (!run.reference_diff) return "<span class=\"muted\">no run of this suite there</span>";
   const int n = run.reference_regressions();
   const std::string ref = run_ref(model.runs[static_cast<size_t>(run.reference)].run.id);
@@ -47,7 +49,8 @@ std::string reference_cell(const SiteModel& model, const SiteRun& run) {
 // The latest run of each matrix column (stack version on a platform), newest first.
 std::vector<int> latest_runs(const SiteModel& model) {
   std::vector<int> latest(model.columns.size(), -1);
-  for (size_t i = 0; i < model.runs.size(); ++i) latest[static_cast<size_t>(model.runs[i].column)] = static_cast<int>(i);
+  for (size_t i = 0; i < model.runs.size(); ++i)
+    latest[static_cast<size_t>(model.runs[i].column)] = static_cast<int>(i);
   std::sort(latest.begin(), latest.end(), std::greater<>());
   std::erase(latest, -1);
   return latest;
@@ -64,7 +67,8 @@ std::string whats_wrong(const SiteModel& model) {
   };
   std::vector<Row> rows;
   std::map<std::string, int> newest_of_platform;  // platform -> its latest run's index
-  for (size_t i = 0; i < model.runs.size(); ++i) newest_of_platform[model.runs[i].run.platform] = int(i);
+  for (size_t i = 0; i < model.runs.size(); ++i)
+    newest_of_platform[model.runs[i].run.platform] = int(i);
   for (const int i : latest_runs(model)) {
     const SiteRun& r = model.runs[static_cast<size_t>(i)];
     const SiteColumn& col = model.columns[static_cast<size_t>(r.column)];
@@ -76,13 +80,17 @@ std::string whats_wrong(const SiteModel& model) {
       for (const auto& s : model.slowdowns) {
         if (s.platform != r.run.platform) continue;
         const diff::ChangeReport& c = s.change;
-        std::snprintf(buf, sizeof buf, "timing change point at run #%lld: %+.1f%% (%d runs before, %d after, p=%.2g)",
-                      static_cast<long long>(c.run_id), 100 * c.change, c.runs_before, c.runs_after, c.p_value);
+        std::snprintf(
+            buf, sizeof buf,
+            "timing change point at run #%lld: %+.1f%% (%d runs before, %d after, p=%.2g)",
+            static_cast<long long>(c.run_id), 100 * c.change, c.runs_before, c.runs_after,
+            c.p_value);
         why[model.cases[static_cast<size_t>(s.case_index)].case_id] = buf;
       }
     }
     if (r.diff) {
-      const std::string prev = "vs run " + run_ref(model.runs[static_cast<size_t>(r.previous)].run.id);
+      const std::string prev =
+          "vs run " + run_ref(model.runs[static_cast<size_t>(r.previous)].run.id);
       for (const auto& [id, reason] : regressed_cases(*r.diff)) why[id] = reason + " " + prev;
     }
     if (r.reference_diff) {
@@ -102,30 +110,37 @@ std::string whats_wrong(const SiteModel& model) {
         if (status == std::string(1, s.code)) status_name = s.status;
       }
       const std::string message = d == digest.end() ? "" : d->second->message.substr(0, 300);
-      rows.push_back({regression, html_row({html_escape(col.platform), html_escape(col.label),
-                                            html_link(r.page, run_ref(r.run.id)),
-                                            html_link(c.page, c.case_id), status_badge(status_name),
-                                            html_escape(flagged),
-                                            "<span class=\"message\">" + html_escape(message) + "</span>"})});
+      rows.push_back(
+          {regression, html_row({html_escape(col.platform), html_escape(col.label),
+                                 html_link(r.page, run_ref(r.run.id)), html_link(c.page, c.case_id),
+                                 status_badge(status_name), html_escape(flagged),
+                                 "<span class=\"message\">" + html_escape(message) + "</span>"})});
     };
     for (const auto& [id, reason] : why) {
-      if (const auto it = model.case_index.find(id); it != model.case_index.end()) add(it->second, reason, true);
+      if (const auto it = model.case_index.find(id); it != model.case_index.end())
+        add(it->second, reason, true);
     }
     for (const auto& d : r.cases) {
       const SiteCase& c = model.cases[static_cast<size_t>(d.case_index)];
       const bool failing = d.status == 'F' || d.status == 'E' || d.status == 'C' || d.status == 'T';
-      if (failing && !why.contains(c.case_id) && c.kind != "day0_stage") add(d.case_index, "failing", false);
+      if (failing && !why.contains(c.case_id) && c.kind != "day0_stage")
+        add(d.case_index, "failing", false);
     }
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.regression && !b.regression; });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return a.regression && !b.regression; });
   size_t regressions = 0;
   for (const auto& r : rows) regressions += r.regression;
   std::string html = "<section id=\"wrong\"><h2>What is wrong</h2>\n";
   if (rows.empty())
-    return html + "<p class=\"good\">Nothing: no check fails or regressed in the latest run of any stack.</p></section>\n";
-  html += "<p>" + std::to_string(regressions) + " regressed, " + std::to_string(rows.size() - regressions) +
+    return html +
+           "<p class=\"good\">Nothing: no check fails or regressed in the latest run of any "
+           "stack.</p></section>\n";
+  html += "<p>" + std::to_string(regressions) + " regressed, " +
+          std::to_string(rows.size() - regressions) +
           " failing as before, in the latest run of each stack and platform" +
-          (rows.size() > kMaxRows ? " (the first " + std::to_string(kMaxRows) + " listed)" : std::string()) +
+          (rows.size() > kMaxRows ? " (the first " + std::to_string(kMaxRows) + " listed)"
+                                  : std::string()) +
           ".</p>\n<table class=\"grid wrong\">\n" +
           html_row({"platform", "stack", "run", "check", "status", "flagged by", "message"}, "th");
   for (size_t k = 0; k < rows.size() && k < kMaxRows; ++k) html += rows[k].html;
@@ -135,19 +150,36 @@ std::string whats_wrong(const SiteModel& model) {
 // One row per matrix column (stack version on a platform): its latest run, newest first.
 std::string overview(const SiteModel& model) {
   const bool compare = !model.compare_platform.empty();
-  std::string html = "<section id=\"overview\"><h2>Latest run per stack and platform</h2>\n<table class=\"grid\">\n";
-  std::vector<std::string> head = {"platform", "stack", "run", "suite", "started", "status", "pass", "fail", "skip",
-                                   "other", "regressions vs previous"};
+  std::string html =
+      "<section id=\"overview\"><h2>Latest run per stack and platform</h2>\n<table "
+      "class=\"grid\">\n";
+  std::vector<std::string> head = {"platform",
+                                   "stack",
+                                   "run",
+                                   "suite",
+                                   "started",
+                                   "status",
+                                   "pass",
+                                   "fail",
+                                   "skip",
+                                   "other",
+                                   "regressions vs previous"};
   if (compare) head.push_back("regressions vs " + html_escape(model.compare_platform));
   html += html_row(head, "th");
   for (const int i : latest_runs(model)) {
     const SiteRun& r = model.runs[static_cast<size_t>(i)];
     const SiteColumn& c = model.columns[static_cast<size_t>(r.column)];
     std::vector<std::string> cells = {
-        html_escape(c.platform), "<span title=\"" + html_escape(c.fingerprint) + "\">" + html_escape(c.label) + "</span>",
-        html_link(r.page, run_ref(r.run.id)), html_escape(r.run.suite),
-        html_escape(r.run.started_at), status_badge(r.run.status), count_of(r, "pass"),
-        count_of(r, "fail"), count_of(r, "skip"), std::to_string(other_count(r)),
+        html_escape(c.platform),
+        "<span title=\"" + html_escape(c.fingerprint) + "\">" + html_escape(c.label) + "</span>",
+        html_link(r.page, run_ref(r.run.id)),
+        html_escape(r.run.suite),
+        html_escape(r.run.started_at),
+        status_badge(r.run.status),
+        count_of(r, "pass"),
+        count_of(r, "fail"),
+        count_of(r, "skip"),
+        std::to_string(other_count(r)),
         regression_cell(model, r)};
     if (compare) cells.push_back(reference_cell(model, r));
     html += html_row(cells, "td");
@@ -164,17 +196,21 @@ std::string day0_panel(const SiteRun& run, const std::string& root) {
                      html_link(root + run.page, run_ref(run.run.id)) + "</h2>\n";
   const std::string& v = run.day0_verdict;
   if (!v.empty()) {
-    const std::string text = v == "established"     ? "Day-0 readiness established"
-                             : v == "service_level" ? "Day-0 readiness established at the service level "
-                                                      "(the executor checks did not run: each such stage says why)"
-                                                    : "Day-0 readiness NOT established";
+    const std::string text = v == "established" ? "Day-0 readiness established"
+                             : v == "service_level"
+                                 ? "Day-0 readiness established at the service level "
+                                   "(the executor checks did not run: each such stage says why)"
+                                 : "Day-0 readiness NOT established";
     html += "<p class=\"verdict verdict-" + html_escape(v) + "\">" + html_escape(text) + "</p>\n";
   }
   html += "<ol class=\"checklist\">\n";
   for (const auto& s : run.day0) {
-    html += "<li data-stage=\"" + html_escape(s.id) + "\">" + status_badge(s.status) + " " + html_escape(s.title);
+    html += "<li data-stage=\"" + html_escape(s.id) + "\">" + status_badge(s.status) + " " +
+            html_escape(s.title);
     if (!s.summary.empty()) html += " <span class=\"muted\">" + html_escape(s.summary) + "</span>";
-    if (s.cases > 0) html += " <span class=\"muted\">(" + std::to_string(s.cases) + " cases, " + std::to_string(s.failed) + " failing)</span>";
+    if (s.cases > 0)
+      html += " <span class=\"muted\">(" + std::to_string(s.cases) + " cases, " +
+              std::to_string(s.failed) + " failing)</span>";
     html += "</li>\n";
   }
   return html + "</ol></section>\n";
@@ -183,9 +219,9 @@ std::string day0_panel(const SiteRun& run, const std::string& root) {
 std::string index_page(const SiteModel& model) {
   const PageSpec page{"Dashboard", "", "index", {}, {"data/site.js"}, false};
   std::string html = page_begin(page);
-  html += "<h1>Regression dashboard</h1>\n<p class=\"muted\">" + std::to_string(model.runs.size()) + " runs, " +
-          std::to_string(model.cases.size()) + " checks, from " + html_escape(model.db_path) + ", generated " +
-          html_escape(model.generated_at) + "</p>\n";
+  html += "<h1>Regression dashboard</h1>\n<p class=\"muted\">" + std::to_string(model.runs.size()) +
+          " runs, " + std::to_string(model.cases.size()) + " checks, from " +
+          html_escape(model.db_path) + ", generated " + html_escape(model.generated_at) + "</p>\n";
   if (model.runs.empty()) html += "<p>No runs match.</p>\n";
   if (!model.runs.empty()) html += whats_wrong(model);
   html += overview(model);
@@ -195,12 +231,15 @@ std::string index_page(const SiteModel& model) {
       break;
     }
   }
-  html += "<section id=\"matrix-section\"><h2>Matrix</h2>\n<p class=\"muted\">Checks by stack version (oldest "
-          "first). Red: failing; outlined: a regression against the previous stack version of the platform. "
-          "Hover for the key metric, click for the check.</p>\n"
-          "<input id=\"matrix-filter\" type=\"search\" placeholder=\"filter checks\">\n"
-          "<label><input id=\"matrix-bad\" type=\"checkbox\"> failing or regressed only</label>\n"
-          "<div id=\"matrix\" class=\"matrix\"></div></section>\n";
+  html +=
+      "<section id=\"matrix-section\"><h2>Matrix</h2>\n<p class=\"muted\">Checks by stack version "
+      "(oldest "
+      "first). Red: failing; outlined: a regression against the previous stack version of the "
+      "platform. "
+      "Hover for the key metric, click for the check.</p>\n"
+      "<input id=\"matrix-filter\" type=\"search\" placeholder=\"filter checks\">\n"
+      "<label><input id=\"matrix-bad\" type=\"checkbox\"> failing or regressed only</label>\n"
+      "<div id=\"matrix\" class=\"matrix\"></div></section>\n";
   return html + page_end(page);
 }
 

@@ -12,9 +12,8 @@
 // JSON appear as their raw text.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "store/run_data.h"
 

@@ -3,10 +3,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "report/html_text.h"
@@ -136,7 +135,8 @@ std::string testcase(const store::ResultData& r) {
     case Outcome::kPassed:
       if (r.status == "xpass")  // passed though expected to fail: the stale marker, named
         return out + ">\n      <system-out>" +
-               xml_escape("xpass: " + (r.message.empty() ? "passed unexpectedly" : r.message), false) +
+               xml_escape("xpass: " + (r.message.empty() ? "passed unexpectedly" : r.message),
+                          false) +
                "</system-out>\n    </testcase>\n";
       return out + "/>\n";
     case Outcome::kSkipped:

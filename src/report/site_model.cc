@@ -4,13 +4,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <string_view>
 #include <future>
 #include <limits>
-#include <set>
-#include <unordered_map>
-
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "base/json_read.h"
 #include "report/html_text.h"
@@ -27,12 +26,11 @@ struct KindLayer {
 };
 // Check kinds (checks/check.h) by the layer of the model they validate.
 constexpr KindLayer kLayers[] = {
-    {"op", "op"},         {"layer", "layer"},        {"model", "model"},      {"image", "model"},
-    {"dump", "model"},    {"load", "model"},         {"service", "e2e"},      {"e2e_text", "e2e"},
-    {"e2e_image", "e2e"}, {"determinism", "e2e"},    {"e2e_load", "e2e"},     {"collective", "mesh"},
+    {"op", "op"},         {"layer", "layer"},     {"model", "model"},  {"image", "model"},
+    {"dump", "model"},    {"load", "model"},      {"service", "e2e"},  {"e2e_text", "e2e"},
+    {"e2e_image", "e2e"}, {"determinism", "e2e"}, {"e2e_load", "e2e"}, {"collective", "mesh"},
     {"plan", "plan"},     {"eval", "accuracy"},
 };
-
 
 // The Day-0 checklist in order, each stage with the check kinds it is made of.
 struct Day0StageDef {
@@ -48,7 +46,9 @@ const std::vector<Day0StageDef>& day0_stage_defs() {
       {"layer", "every layer matches golden", {"layer"}},
       {"model", "the full model matches golden", {"model", "image", "dump"}},
       {"service", "the service starts", {"service"}},
-      {"e2e", "text and image requests come back", {"e2e_text", "e2e_image", "determinism", "e2e_load"}},
+      {"e2e",
+       "text and image requests come back",
+       {"e2e_text", "e2e_image", "determinism", "e2e_load"}},
       {"mesh", "collectives are right", {"collective"}},
       {"accuracy", "task accuracy matches the reference", {"eval"}},
   };
@@ -137,7 +137,8 @@ std::vector<Day0Stage> recorded_day0_stages(const store::RunData& run) {
 }
 
 std::vector<Day0Stage> day0_stages(const store::RunData& run) {
-  if (std::vector<Day0Stage> recorded = recorded_day0_stages(run); !recorded.empty()) return recorded;
+  if (std::vector<Day0Stage> recorded = recorded_day0_stages(run); !recorded.empty())
+    return recorded;
   std::vector<Day0Stage> stages;
   for (const auto& def : day0_stage_defs()) {
     Day0Stage s;
@@ -197,7 +198,8 @@ class Gatherer {
     std::unordered_map<std::string, int> tolerances;
     for (const auto& r : run.results) {
       ++site_run.counts[r.status];
-      site_run.cases.push_back(digest(run, run_index, site_run.column, r, &site_run.tolerances, &tolerances));
+      site_run.cases.push_back(
+          digest(run, run_index, site_run.column, r, &site_run.tolerances, &tolerances));
     }
     if (is_day0_run(run)) {
       site_run.day0 = day0_stages(run);
@@ -236,15 +238,17 @@ class Gatherer {
     const auto [it, added] = columns_.emplace(key, static_cast<int>(model_->columns.size()));
     if (added) {
       const auto label = run.labels.find("stack");
-      model_->columns.push_back({run.platform, run.stack.fingerprint, run.stack.backend,
-                                 label != run.labels.end() ? label->second : run.stack.fingerprint.substr(0, 12),
-                                 run.started_at});
+      model_->columns.push_back(
+          {run.platform, run.stack.fingerprint, run.stack.backend,
+           label != run.labels.end() ? label->second : run.stack.fingerprint.substr(0, 12),
+           run.started_at});
     }
     return it->second;
   }
 
   int case_of(const store::RunData& run, const store::ResultData& r) {
-    const auto [it, added] = model_->case_index.emplace(r.case_id, static_cast<int>(model_->cases.size()));
+    const auto [it, added] =
+        model_->case_index.emplace(r.case_id, static_cast<int>(model_->cases.size()));
     if (added) {
       SiteCase c;
       c.case_id = r.case_id;
@@ -258,8 +262,9 @@ class Gatherer {
     return it->second;
   }
 
-  CaseDigest digest(const store::RunData& run, int run_index, int column, const store::ResultData& r,
-                    std::vector<std::string>* tolerance_list, std::unordered_map<std::string, int>* tolerance_ids) {
+  CaseDigest digest(const store::RunData& run, int run_index, int column,
+                    const store::ResultData& r, std::vector<std::string>* tolerance_list,
+                    std::unordered_map<std::string, int>* tolerance_ids) {
     CaseDigest d;
     d.case_index = case_of(run, r);
     SiteCase& c = model_->cases[static_cast<size_t>(d.case_index)];
@@ -267,7 +272,8 @@ class Gatherer {
     d.status = status_code(r.status);
     d.key = c.key_metric.empty() ? kNaN : metric_value(r, c.key_metric);
     if (const std::string tol = tolerance_text(r.details_json); !tol.empty()) {
-      const auto [it, added] = tolerance_ids->emplace(tol, static_cast<int>(tolerance_list->size()));
+      const auto [it, added] =
+          tolerance_ids->emplace(tol, static_cast<int>(tolerance_list->size()));
       if (added) tolerance_list->push_back(tol);
       d.tolerance = it->second;
     }
@@ -315,7 +321,8 @@ void find_slowdowns(SiteModel* model) {
   for (const auto& run : model->runs) {
     if (!is_complete(run.run)) continue;
     for (const auto& d : run.cases) {
-      if (!std::isfinite(d.median_ns) || d.median_ns <= 0 || (d.status != 'P' && d.status != 'x')) continue;
+      if (!std::isfinite(d.median_ns) || d.median_ns <= 0 || (d.status != 'P' && d.status != 'x'))
+        continue;
       diff::TimingSeries& t = series[{run.run.platform, d.case_index}];
       t.case_id = model->cases[static_cast<size_t>(d.case_index)].case_id;
       t.phase = "steady";
@@ -330,7 +337,8 @@ void find_slowdowns(SiteModel* model) {
     const std::vector<diff::ChangeReport> found = diff::change_points_of(key.first, t, 20);
     if (found.empty()) continue;
     const diff::ChangeReport& last = found.back();
-    if (last.change > 0 && !last.unreliable) model->slowdowns.push_back({key.first, key.second, last});
+    if (last.change > 0 && !last.unreliable)
+      model->slowdowns.push_back({key.first, key.second, last});
   }
 }
 
@@ -340,7 +348,8 @@ std::map<std::string, std::string> regressed_cases(const diff::DiffReport& d) {
   std::map<std::string, std::string> out;  // the first reason found for a case is kept
   char buf[160];
   for (const auto& s : d.statuses) {
-    if (s.kind == "regression") out.emplace(s.case_id, "status " + s.base_status + " -> " + s.head_status);
+    if (s.kind == "regression")
+      out.emplace(s.case_id, "status " + s.base_status + " -> " + s.head_status);
   }
   for (const auto& m : d.drifts) {
     std::snprintf(buf, sizeof buf, "%s grew %.3gx", m.metric.c_str(), m.factor);
@@ -348,14 +357,16 @@ std::map<std::string, std::string> regressed_cases(const diff::DiffReport& d) {
   }
   for (const auto& a : d.accuracy) {
     if (a.verdict != "regression") continue;
-    std::snprintf(buf, sizeof buf, "accuracy %.3f -> %.3f, %lld items lost, %lld gained (McNemar p=%.2g)",
+    std::snprintf(buf, sizeof buf,
+                  "accuracy %.3f -> %.3f, %lld items lost, %lld gained (McNemar p=%.2g)",
                   a.base_score, a.head_score, static_cast<long long>(a.lost),
                   static_cast<long long>(a.gained), a.p_value);
     out.emplace(a.case_id, buf);
   }
   for (const auto& p : d.perf) {
     if (p.verdict != "regression") continue;
-    std::snprintf(buf, sizeof buf, "timing %+.1f%% (%s p=%.2g)", 100 * p.change, p.test.c_str(), p.p_value);
+    std::snprintf(buf, sizeof buf, "timing %+.1f%% (%s p=%.2g)", 100 * p.change, p.test.c_str(),
+                  p.p_value);
     out.emplace(p.case_id, buf);
   }
   return out;
@@ -378,7 +389,8 @@ SiteModel gather_site(const store::SqliteStore& db, const SiteOptions& options,
   // Run i+1 loads through a second connection while run i is digested and diffed.
   const auto loader_db = store::SqliteStore::open(db.path());
   const auto load = [&](size_t i) {
-    return std::async(std::launch::async, [&loader_db, id = runs[i].id] { return loader_db->load_run(id); });
+    return std::async(std::launch::async,
+                      [&loader_db, id = runs[i].id] { return loader_db->load_run(id); });
   };
   Gatherer gatherer(&model, options);
   auto next = load(0);
@@ -405,6 +417,5 @@ char status_code(const std::string& status) {
   }
   return '?';
 }
-
 
 }  // namespace h0::report

@@ -22,7 +22,7 @@
 namespace h0::report {
 
 struct SiteOptions {
-  std::string since;            // ISO 8601 UTC: runs started before it are left out; "" = all
+  std::string since;             // ISO 8601 UTC: runs started before it are left out; "" = all
   std::string suite_glob = "*";  // suite names to keep (suite::glob_match)
   // The reference platform (the reference GPU's): every run on another platform is also diffed
   // against the latest complete run of the same suite there; "" = none.
@@ -31,10 +31,10 @@ struct SiteOptions {
 
 // One case of a run, as the run page, the matrix and the check trends read it.
 struct CaseDigest {
-  int case_index = 0;  // into SiteModel::cases
-  char status = '?';   // status_code()
-  double key = 0;      // the case's key metric; NaN if absent
-  int tolerance = -1;  // into SiteRun::tolerances; -1 if none
+  int case_index = 0;                // into SiteModel::cases
+  char status = '?';                 // status_code()
+  double key = 0;                    // the case's key metric; NaN if absent
+  int tolerance = -1;                // into SiteRun::tolerances; -1 if none
   double median_ns = 0, p99_ns = 0;  // the first steady profile row; NaN if none
   double calibration_ns = 0;         // the host loop's median next to that row; NaN if none
   std::string message;
@@ -48,10 +48,10 @@ struct Day0Stage {
 };
 
 struct SiteRun {
-  store::RunData run;  // without results
-  int column = 0;      // into SiteModel::columns
+  store::RunData run;                 // without results
+  int column = 0;                     // into SiteModel::columns
   std::map<std::string, int> counts;  // status -> cases
-  int previous = -1;   // index of the previous complete run of the same platform and suite
+  int previous = -1;  // index of the previous complete run of the same platform and suite
   // The diff against `previous`; perf keeps only regressions and improvements.
   std::optional<diff::DiffReport> diff;
   // With SiteOptions::compare_platform, on another platform: the latest complete run of the same
@@ -63,8 +63,8 @@ struct SiteRun {
   std::vector<Day0Stage> day0;          // empty unless this is a Day-0 run
   // `harness day0`'s verdict: "established", "service_level", "not_established"; "" if unknown.
   std::string day0_verdict;
-  std::string page;                     // "runs/run-<id>.html"
-  std::string data;                     // "data/run-<id>.js"
+  std::string page;  // "runs/run-<id>.html"
+  std::string data;  // "data/run-<id>.js"
 
   // Cases that regressed against `previous`: a status regression, a metric drift, an accuracy
   // or a timing regression (a case counts once).
@@ -96,7 +96,7 @@ struct SiteCase {
   std::vector<int> runs;   // runs that have it, oldest first
   int latest_run = -1;     // its latest result (raw samples dropped)
   store::ResultData latest;
-  int failure_run = -1;    // its last failing result, if any
+  int failure_run = -1;  // its last failing result, if any
   store::ResultData last_failure;
   std::map<int, AccuracyPoint> accuracy;  // kind eval: column -> its latest result there
 };
@@ -115,7 +115,7 @@ struct SiteModel {
   std::vector<SiteChange> slowdowns;
   std::vector<SiteRun> runs;  // oldest first
   std::vector<SiteColumn> columns;
-  std::vector<SiteCase> cases;  // in order of first appearance
+  std::vector<SiteCase> cases;                      // in order of first appearance
   std::unordered_map<std::string, int> case_index;  // case id -> index into cases
 };
 
@@ -135,8 +135,9 @@ struct StatusCode {
   const char* status;
   char code;
 };
-inline constexpr StatusCode kStatusCodes[] = {{"pass", 'P'},  {"fail", 'F'},    {"error", 'E'}, {"skip", 'S'},
-                                              {"crash", 'C'}, {"timeout", 'T'}, {"xfail", 'x'}, {"xpass", 'X'}};
+inline constexpr StatusCode kStatusCodes[] = {{"pass", 'P'},  {"fail", 'F'},  {"error", 'E'},
+                                              {"skip", 'S'},  {"crash", 'C'}, {"timeout", 'T'},
+                                              {"xfail", 'x'}, {"xpass", 'X'}};
 char status_code(const std::string& status);
 // The statuses that count as failing: diff::is_failing.
 

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "base/json_read.h"

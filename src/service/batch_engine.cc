@@ -175,9 +175,11 @@ bool BatchEngine::prepare(Active& a) {
     const bool qwen = arch.vision && arch.vision->tower == "qwen2_5_vl";
     for (size_t i = 0; i < a.request.images.size(); ++i) {
       const tensor::Tensor& pixels = a.request.images[i];
-      if (qwen && i >= a.request.image_grids.size()) throw InputError("messages", "an image without its grid");
-      const tensor::Tensor f = qwen ? ex_.qwen_image_features(pixels, a.request.image_grids[i])
-                                    : ex_.image_features(pixels, options_.image_mean, options_.image_std);
+      if (qwen && i >= a.request.image_grids.size())
+        throw InputError("messages", "an image without its grid");
+      const tensor::Tensor f =
+          qwen ? ex_.qwen_image_features(pixels, a.request.image_grids[i])
+               : ex_.image_features(pixels, options_.image_mean, options_.image_std);
       a.features = a.features.numel() == 0 ? f : model::glue::concat_rows(a.features, f);
     }
     const int64_t rows = a.request.images.empty() ? 0 : a.features.dim(0);
@@ -218,8 +220,8 @@ void BatchEngine::step(std::vector<std::unique_ptr<Active>>& running) {
     if (a->prefilled) {
       items.push_back({a->seq, {a->last}, nullptr});
     } else {
-      items.push_back(
-          {a->seq, a->request.prompt, a->request.images.empty() ? nullptr : &a->features, a->request.image_grids});
+      items.push_back({a->seq, a->request.prompt,
+                       a->request.images.empty() ? nullptr : &a->features, a->request.image_grids});
       prompt_tokens += int64_t(a->request.prompt.size());
     }
   }

@@ -41,8 +41,8 @@ struct GenerationRequest {
   std::vector<int64_t> prompt;
   SamplingParams sampling;
   // LLaVA: one rescaled image [3, H, W] (clip_rescaled_pixels) per image in the prompt, in order;
-  // Qwen2.5-VL: the processor's pixel_values [patches, K] (qwen_vl_pixels) per image and its grid in
-  // `image_grids`. Features are computed on the scheduler thread.
+  // Qwen2.5-VL: the processor's pixel_values [patches, K] (qwen_vl_pixels) per image and its grid
+  // in `image_grids`. Features are computed on the scheduler thread.
   std::vector<tensor::Tensor> images;
   std::vector<model::ImageGrid> image_grids;
 };

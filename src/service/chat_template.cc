@@ -15,8 +15,8 @@ namespace {
 struct Family {
   const char* name;
   const char* marker;  // a string only this family's templates hold
-  void (*render)(const std::string& bos, const Parts& parts, const std::vector<ChatMessage>& messages,
-                 std::string* out);
+  void (*render)(const std::string& bos, const Parts& parts,
+                 const std::vector<ChatMessage>& messages, std::string* out);
 };
 
 // The content as one string: parts joined with parts.separator, an image part as parts.image.
@@ -65,26 +65,26 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(begin, end - begin));
 }
 
-void render_llama3(const std::string& bos, const Parts& parts, const std::vector<ChatMessage>& messages,
-                   std::string* out) {
+void render_llama3(const std::string& bos, const Parts& parts,
+                   const std::vector<ChatMessage>& messages, std::string* out) {
   *out += bos;
   for (const ChatMessage& m : messages) {
-    *out +=
-        "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(joined(m, parts)) + "<|eot_id|>";
+    *out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(joined(m, parts)) +
+            "<|eot_id|>";
   }
   *out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
 }
 
-void render_chatml(const std::string& bos, const Parts& parts, const std::vector<ChatMessage>& messages,
-                   std::string* out) {
+void render_chatml(const std::string& bos, const Parts& parts,
+                   const std::vector<ChatMessage>& messages, std::string* out) {
   *out += bos;
   for (const ChatMessage& m : messages)
     *out += "<|im_start|>" + m.role + "\n" + joined(m, parts) + "<|im_end|>\n";
   *out += "<|im_start|>assistant\n";
 }
 
-void render_deepseek(const std::string& bos, const Parts& parts, const std::vector<ChatMessage>& messages,
-                     std::string* out) {
+void render_deepseek(const std::string& bos, const Parts& parts,
+                     const std::vector<ChatMessage>& messages, std::string* out) {
   *out += bos;
   for (const ChatMessage& m : messages) {
     if (m.role == "user") {
@@ -129,7 +129,8 @@ ChatTemplate ChatTemplate::load(const std::string& model_dir) {
   // which then holds none (transformers 5's save_pretrained, Qwen2.5-VL's processor).
   const std::string jinja = model_dir + "/chat_template.jinja";
   std::error_code ec;
-  if (config.is_object() && !config.contains("chat_template") && std::filesystem::is_regular_file(jinja, ec)) {
+  if (config.is_object() && !config.contains("chat_template") &&
+      std::filesystem::is_regular_file(jinja, ec)) {
     config["chat_template"] = base::read_regular_file(jinja);
     return from_config(config, jinja);
   }
@@ -196,7 +197,8 @@ std::vector<int64_t> chat_prompt_ids(const model::Tokenizer& tokenizer, const st
        at = all.find(placeholder, begin)) {
     encode(all.substr(begin, at - begin));
     if (!counts.empty() && images >= counts.size())
-      throw InputError("messages", "the chat holds more image parts than the " + std::to_string(counts.size()) + " images decoded");
+      throw InputError("messages", "the chat holds more image parts than the " +
+                                       std::to_string(counts.size()) + " images decoded");
     ids.insert(ids.end(), size_t(counts.empty() ? image.count : counts[images]), image.token);
     ++images;
     begin = at + placeholder.size();
@@ -211,7 +213,8 @@ std::vector<int64_t> chat_prompt_ids(const model::Tokenizer& tokenizer, const st
 ImageTokens image_tokens_of(const std::string& model_dir) {
   const model::Architecture arch = model::load_architecture(model_dir);
   if (!arch.vision) return {};
-  if (arch.vision->tower == "qwen2_5_vl") return {arch.vision->image_token_index, 0};  // a count per image: its grid
+  if (arch.vision->tower == "qwen2_5_vl")
+    return {arch.vision->image_token_index, 0};  // a count per image: its grid
   const std::string path = model::config_path(model_dir);
   const nlohmann::json config = base::parse_json_or_discarded(read_text(path));
   int64_t count =

@@ -65,7 +65,8 @@ struct ImageTokens {
 // `image.count` copies of `image.token` (each piece between placeholders is encoded alone), or with
 // `counts` (Qwen2.5-VL: each image's grid tokens) counts[i] copies for the i-th placeholder.
 std::vector<int64_t> chat_prompt_ids(const model::Tokenizer& tokenizer, const std::string& text,
-                                     const ImageTokens& image, const std::vector<int64_t>& counts = {});
+                                     const ImageTokens& image,
+                                     const std::vector<int64_t>& counts = {});
 
 // The image token and the number of them per image from a model's config.json (LLaVA's
 // image_token_index and image_seq_length, else the vision tower's patch count); {-1, 0} for a

@@ -341,7 +341,8 @@ void scrub(const std::string& secret, std::string* text) {
 // token, a note) is stored and printed, so it must not carry it.
 void scrub_result(const std::string& secret, Result* result) {
   if (secret.empty()) return;
-  for (std::string* s : {&result->error, &result->body_tail, &result->text, &result->finish_reason}) scrub(secret, s);
+  for (std::string* s : {&result->error, &result->body_tail, &result->text, &result->finish_reason})
+    scrub(secret, s);
   for (std::string& note : result->notes) scrub(secret, &note);
   for (TokenInfo& token : result->tokens) {
     scrub(secret, &token.text);

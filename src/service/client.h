@@ -7,12 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "service/dialect.h"
 
@@ -26,8 +25,8 @@ struct ClientOptions {
   // No byte for this long is a timeout: for a stream from the request on (a first token that
   // never comes is a hang too), for a plain response once its first byte came. Fractional.
   double idle_timeout_s = 60;
-  int retries = 3;                 // extra attempts after a connection error
-  double backoff_s = 0.2;          // before the first retry; doubled before each next one
+  int retries = 3;         // extra attempts after a connection error
+  double backoff_s = 0.2;  // before the first retry; doubled before each next one
 };
 
 struct ContentPart {
@@ -46,8 +45,8 @@ struct Sampling {
   std::optional<uint64_t> seed;
   std::optional<int64_t> top_k;  // sent only when set (not every server accepts it)
   std::optional<double> top_p;
-  int top_logprobs = 0;  // > 0: ask for logprobs with this many alternatives per token
-  bool ignore_eos = false;  // vLLM's extension: generate max_tokens even past the end token
+  int top_logprobs = 0;          // > 0: ask for logprobs with this many alternatives per token
+  bool ignore_eos = false;       // vLLM's extension: generate max_tokens even past the end token
   bool return_token_ids = true;  // vLLM's extension: token ids of prompt and completion
 };
 
@@ -83,11 +82,11 @@ struct TokenInfo {
 };
 
 enum class Outcome {
-  kOk,          // a complete response (finish_reason set)
-  kConnect,     // no connection after every retry
-  kTimeout,     // request or idle timeout
-  kHttpError,   // a non-2xx status, or an {"error": ...} object inside a stream
-  kProtocol,    // malformed JSON or SSE, a stream that ended without [DONE], missing fields
+  kOk,         // a complete response (finish_reason set)
+  kConnect,    // no connection after every retry
+  kTimeout,    // request or idle timeout
+  kHttpError,  // a non-2xx status, or an {"error": ...} object inside a stream
+  kProtocol,   // malformed JSON or SSE, a stream that ended without [DONE], missing fields
 };
 const char* outcome_name(Outcome o);
 
@@ -96,18 +95,18 @@ struct Result {
   std::string error;  // what went wrong, for a human; empty when ok
   int http_status = 0;
   int attempts = 0;
-  std::string text;                    // the completion's text (streamed chunks joined)
-  std::vector<int64_t> token_ids;      // when the server returned them
+  std::string text;                // the completion's text (streamed chunks joined)
+  std::vector<int64_t> token_ids;  // when the server returned them
   std::vector<int64_t> prompt_token_ids;
-  std::vector<TokenInfo> tokens;       // per token when logprobs or token ids came, else per chunk
-  std::string finish_reason;           // "stop", "length"
+  std::vector<TokenInfo> tokens;  // per token when logprobs or token ids came, else per chunk
+  std::string finish_reason;      // "stop", "length"
   int64_t prompt_tokens = -1, completion_tokens = -1;  // usage; -1 when not reported
   // Request sent → first content chunk (streaming), or → first byte of the response.
   double ttft_s = -1;
-  double e2e_s = -1;                   // request sent → last byte
-  std::vector<double> chunk_arrival_s; // streaming: arrival of each content-bearing chunk
-  std::string body_tail;               // the last ≤ 2 KiB of the body, as evidence on errors
-  std::vector<std::string> notes;      // leniencies of the dialect that applied (a missing [DONE])
+  double e2e_s = -1;                    // request sent → last byte
+  std::vector<double> chunk_arrival_s;  // streaming: arrival of each content-bearing chunk
+  std::string body_tail;                // the last ≤ 2 KiB of the body, as evidence on errors
+  std::vector<std::string> notes;       // leniencies of the dialect that applied (a missing [DONE])
 
   bool ok() const { return outcome == Outcome::kOk; }
 };

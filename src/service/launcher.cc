@@ -200,7 +200,8 @@ bool ServiceProcess::start(const LaunchSpec& spec) {
       // Its last line usually says why (harness serve: the InputError).
       std::string last = log_tail(1);
       while (!last.empty() && (last.back() == '\n' || last.back() == '\r')) last.pop_back();
-      if (!last.empty()) error_ += "; its log ends: " + (last.size() > 400 ? last.substr(0, 400) + "..." : last);
+      if (!last.empty())
+        error_ += "; its log ends: " + (last.size() > 400 ? last.substr(0, 400) + "..." : last);
       stop();
       return false;
     }

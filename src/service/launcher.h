@@ -54,7 +54,7 @@ class ServiceProcess {
   LaunchSpec spec_;
   pid_t pid_ = -1;  // the started process, also its process group id; -1 when none
   bool reaped_ = false;
-  int exit_status_ = 0;  // waitpid's status once reaped_
+  int exit_status_ = 0;    // waitpid's status once reaped_
   bool external_ = false;  // start() succeeded on a service it did not start
   double startup_s_ = 0;
   std::string error_;

@@ -1,5 +1,4 @@
 #include "service/server.h"
-#include "service/server_request.h"
 
 #include <httplib.h>
 #include <sys/socket.h>
@@ -17,6 +16,7 @@
 #include "base/utf8.h"
 #include "model/byte_level.h"
 #include "service/json_util.h"
+#include "service/server_request.h"
 
 namespace h0::service {
 namespace {
@@ -49,7 +49,7 @@ std::string random_hex(size_t n) {
 struct Output {
   std::vector<TokenEvent> tokens;
   std::vector<TokenEvent> prompt;  // echo with logprobs: prompt tokens 1..T-1 (StreamEvent::prompt)
-  std::string text;                            // decode(token ids, true), less a stop string
+  std::string text;                // decode(token ids, true), less a stop string
   std::optional<model::DecodeStream> decoder;  // makes `text`, one token at a time
   size_t stable = 0;  // text[0, stable) will not change: no trailing U+FFFD unless finished
   size_t sent_bytes = 0, sent_tokens = 0;
@@ -57,7 +57,6 @@ struct Output {
   std::string finish_reason;
   json stop_reason = nullptr;
 };
-
 
 }  // namespace
 
@@ -111,9 +110,11 @@ class Server::Impl {
     if (port <= 0)
       throw InputError("--port",
                        "cannot listen on " + options_.host + ":" + std::to_string(options_.port));
-    // listen() again on a listening socket only resizes its queue (the kernel caps it at somaxconn).
+    // listen() again on a listening socket only resizes its queue (the kernel caps it at
+    // somaxconn).
     if (listen_socket_ < 0 || ::listen(listen_socket_, options_.listen_backlog()) != 0)
-      throw std::runtime_error("cannot size the listen backlog of " + options_.host + ":" + std::to_string(port));
+      throw std::runtime_error("cannot size the listen backlog of " + options_.host + ":" +
+                               std::to_string(port));
     return port;
   }
   void run() { http_.listen_after_bind(); }
@@ -235,7 +236,8 @@ class Server::Impl {
       tokens.push_back(text);
       offsets.push_back(offset);  // in the echoed text, which holds no special token's text
       const int32_t id = int32_t(prompt[i]);
-      offset += int64_t(utf8_characters(model_.tokenizer->decode(std::span<const int32_t>(&id, 1), true)));
+      offset += int64_t(
+          utf8_characters(model_.tokenizer->decode(std::span<const int32_t>(&id, 1), true)));
       if (i == 0 || i - 1 >= o->prompt.size()) {
         lps.push_back(nullptr);
         tops.push_back(nullptr);

@@ -27,8 +27,9 @@ struct ServedModel {
   const model::Tokenizer* tokenizer = nullptr;
   std::optional<ChatTemplate> chat;  // absent: chat requests are 400 with chat_error
   std::string chat_error;
-  ImageTokens image;  // the image token; LLaVA's count per image (Qwen2.5-VL's comes from each grid)
-  std::optional<model::ClipProcessor> clip;  // LLaVA's CLIP tower: its processor
+  ImageTokens
+      image;  // the image token; LLaVA's count per image (Qwen2.5-VL's comes from each grid)
+  std::optional<model::ClipProcessor> clip;       // LLaVA's CLIP tower: its processor
   std::optional<model::QwenVlProcessor> qwen_vl;  // Qwen2.5-VL's tower: its processor
 };
 

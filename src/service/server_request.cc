@@ -215,7 +215,8 @@ ApiRequest parse_request(const std::string& body_text, bool chat, const ServedMo
     const std::string text = model.chat->render(parse_messages(body, model, &r));
     std::vector<int64_t> counts;  // Qwen2.5-VL: each image's tokens, from its grid
     if (model.qwen_vl) {
-      for (const model::ImageGrid& g : r.generation.image_grids) counts.push_back(g.tokens(model.qwen_vl->merge_size));
+      for (const model::ImageGrid& g : r.generation.image_grids)
+        counts.push_back(g.tokens(model.qwen_vl->merge_size));
     }
     r.generation.prompt = chat_prompt_ids(*model.tokenizer, text, model.image, counts);
   } else {

@@ -21,16 +21,16 @@ struct EvalItemData {
   std::string item_id;
   std::string answer;
   bool correct = false;
-  std::string ref_answer;  // "" when the reference has no answer for it (or no reference)
-  int ref_correct = -1;    // -1: no reference result; else 0 / 1
+  std::string ref_answer;            // "" when the reference has no answer for it (or no reference)
+  int ref_correct = -1;              // -1: no reference result; else 0 / 1
   std::string evidence_json = "{}";  // choice logprobs, the continuation's logprob, the completion
 };
 
 struct ResultData {
   int64_t id = 0;
   std::string case_id, check_id, kind;
-  std::string params_json = "{}";   // the case's matrix parameters
-  std::string status;               // pass, fail, error, skip, crash, timeout, xfail, xpass
+  std::string params_json = "{}";  // the case's matrix parameters
+  std::string status;              // pass, fail, error, skip, crash, timeout, xfail, xpass
   double duration_s = 0;
   std::string message;
   std::string details_json = "{}";
@@ -41,7 +41,7 @@ struct ResultData {
 
 struct StackData {
   int64_t id = 0;
-  std::string fingerprint;        // sha256 of versions_json
+  std::string fingerprint;  // sha256 of versions_json
   std::string backend;
   std::string versions_json = "{}";  // stack_info + harness version, git sha, compiler, labels
 };
@@ -56,7 +56,7 @@ struct RunData {
   std::string started_at, finished_at;  // ISO 8601 UTC; finished_at empty while running
   std::string status;                   // running, pass, fail, incomplete
   std::map<std::string, std::string> labels;
-  std::vector<ResultData> results;      // filled by load_run; empty in summaries
+  std::vector<ResultData> results;  // filled by load_run; empty in summaries
 };
 
 }  // namespace h0::store

@@ -70,21 +70,27 @@ constexpr int kMaxDepth = 256;
 // Every scalar valid UTF-8, and the expanded document within kMaxNodes (YAML aliases let a few
 // hundred bytes stand for billions of nodes) and kMaxDepth (an alias inside its own anchor,
 // `&x [*x]`, is a node that contains itself).
-void check_document(const std::string& file, const YAML::Node& node, size_t* visited, int depth = 0) {
+void check_document(const std::string& file, const YAML::Node& node, size_t* visited,
+                    int depth = 0) {
   if (++*visited > kMaxNodes) {
-    fail_at(file, node, "the document expands to more than " + std::to_string(kMaxNodes) +
-                            " nodes (YAML aliases repeated inside each other?)");
+    fail_at(file, node,
+            "the document expands to more than " + std::to_string(kMaxNodes) +
+                " nodes (YAML aliases repeated inside each other?)");
   }
   if (depth > kMaxDepth) {
-    fail_at(file, node, "nested deeper than " + std::to_string(kMaxDepth) +
-                            " levels (an alias inside its own anchor?)");
+    fail_at(file, node,
+            "nested deeper than " + std::to_string(kMaxDepth) +
+                " levels (an alias inside its own anchor?)");
   }
   if (node.IsScalar()) {
     const size_t bad = invalid_utf8(node.Scalar());
     if (bad != std::string::npos) {
       char byte[8];
-      std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(node.Scalar()[bad])));
-      fail_at(file, node, std::string("invalid UTF-8 (byte ") + byte + " at offset " + std::to_string(bad) + " of the value)");
+      std::snprintf(byte, sizeof byte, "0x%02X",
+                    static_cast<unsigned>(static_cast<unsigned char>(node.Scalar()[bad])));
+      fail_at(file, node,
+              std::string("invalid UTF-8 (byte ") + byte + " at offset " + std::to_string(bad) +
+                  " of the value)");
     }
   } else if (node.IsSequence()) {
     for (const YAML::Node& item : node) check_document(file, item, visited, depth + 1);
@@ -103,7 +109,8 @@ YAML::Node parse_yaml(const std::string& file, const std::string& text) {
   try {
     root = YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
-    fail_at(from_mark(file, e.mark), "YAML nested deeper than " + std::to_string(e.depth() - 1) + " levels");
+    fail_at(from_mark(file, e.mark),
+            "YAML nested deeper than " + std::to_string(e.depth() - 1) + " levels");
   } catch (const YAML::ParserException& e) {
     // e.what() repeats the position as "yaml-cpp: error at line L, column C: "; e.msg does not.
     fail_at(from_mark(file, e.mark), "YAML syntax error: " + e.msg);

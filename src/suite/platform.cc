@@ -20,9 +20,9 @@ namespace {
 
 using Json = nlohmann::json;
 
-const std::vector<std::string> kFields = {"platform",  "backend",      "device_memory", "peaks",
-                                          "tolerance", "case_timeout", "isolation", "fallback",
-                                          "service"};
+const std::vector<std::string> kFields = {"platform",  "backend",   "device_memory",
+                                          "peaks",     "tolerance", "case_timeout",
+                                          "isolation", "fallback",  "service"};
 
 // `text` (digits, '.', exponent; an optional leading '-') as the nearest double; nullopt if
 // beyond a double's range.

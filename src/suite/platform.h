@@ -57,8 +57,8 @@ struct Platform {
 //   tolerance: {...}
 //   case_timeout: 120s
 //   isolation: process             # or none
-//   fallback: host                 # none | decompose | host: op checks' default for unsupported ops
-//   service: {start: "vllm serve {model} --port {port}", url: "http://127.0.0.1:{port}",
+//   fallback: host                 # none | decompose | host: op checks' default for unsupported
+//   ops service: {start: "vllm serve {model} --port {port}", url: "http://127.0.0.1:{port}",
 //             health: /v1/models, startup_timeout: 600s, stop_grace: 10s, request_timeout: 300s,
 //             env: {VAR: value}, api_key_env: MY_KEY, model: served-name}
 // Throws InputError naming file:line:col on any mistake.

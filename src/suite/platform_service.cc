@@ -73,8 +73,8 @@ ServiceConfig read_service_config(const std::string& file, const YAML::Node& nod
           s.dialect = string_value(file, value, "dialect");
           if (!service::dialect_named(s.dialect)) {
             fail_at(file, value,
-                    "bad dialect '" + s.dialect + "': expected one of " +
-                        service::dialect_names() + " (or leave it out: probed)");
+                    "bad dialect '" + s.dialect + "': expected one of " + service::dialect_names() +
+                        " (or leave it out: probed)");
           }
         } else {
           fail_at(

@@ -340,12 +340,17 @@ class Loader {
               "0.9999}");
     }
     if (merged["tolerance"].IsDefined()) {
-      for_each_entry(file, merged["tolerance"], [&](const std::string& key, const YAML::Node&, const YAML::Node& value) {
-        if (key == "preset" && !value.IsScalar()) {
-          fail_at(file, value, "bad tolerance preset: expected a preset name (f32, bf16, f16, exact, ...), got " +
-                                   std::string(value.IsNull() ? "null" : value.IsMap() ? "a mapping" : "a sequence"));
-        }
-      });
+      for_each_entry(file, merged["tolerance"],
+                     [&](const std::string& key, const YAML::Node&, const YAML::Node& value) {
+                       if (key == "preset" && !value.IsScalar()) {
+                         fail_at(file, value,
+                                 "bad tolerance preset: expected a preset name (f32, bf16, f16, "
+                                 "exact, ...), got " +
+                                     std::string(value.IsNull()  ? "null"
+                                                 : value.IsMap() ? "a mapping"
+                                                                 : "a sequence"));
+                       }
+                     });
     }
     if (merged["tags"].IsDefined()) spec.tags = tags_of(file, merged["tags"]);
     if (merged["skip"].IsDefined()) spec.skip_reason = reason_of(file, "skip", merged["skip"]);

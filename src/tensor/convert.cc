@@ -13,21 +13,57 @@ namespace h0::tensor {
 namespace {
 
 // A bool element: one byte, any nonzero byte reads as true (files may hold other than 0/1).
-struct bool8_t { uint8_t v; };
+struct bool8_t {
+  uint8_t v;
+};
 
 // The C++ type of each dtype's storage.
-template <DType D> struct Storage;
-template <> struct Storage<DType::kF64> { using type = double; };
-template <> struct Storage<DType::kF32> { using type = float; };
-template <> struct Storage<DType::kF16> { using type = f16_t; };
-template <> struct Storage<DType::kBF16> { using type = bf16_t; };
-template <> struct Storage<DType::kF8E4M3> { using type = f8e4m3_t; };
-template <> struct Storage<DType::kF8E5M2> { using type = f8e5m2_t; };
-template <> struct Storage<DType::kI64> { using type = int64_t; };
-template <> struct Storage<DType::kI32> { using type = int32_t; };
-template <> struct Storage<DType::kI8> { using type = int8_t; };
-template <> struct Storage<DType::kU8> { using type = uint8_t; };
-template <> struct Storage<DType::kBool> { using type = bool8_t; };
+template <DType D>
+struct Storage;
+template <>
+struct Storage<DType::kF64> {
+  using type = double;
+};
+template <>
+struct Storage<DType::kF32> {
+  using type = float;
+};
+template <>
+struct Storage<DType::kF16> {
+  using type = f16_t;
+};
+template <>
+struct Storage<DType::kBF16> {
+  using type = bf16_t;
+};
+template <>
+struct Storage<DType::kF8E4M3> {
+  using type = f8e4m3_t;
+};
+template <>
+struct Storage<DType::kF8E5M2> {
+  using type = f8e5m2_t;
+};
+template <>
+struct Storage<DType::kI64> {
+  using type = int64_t;
+};
+template <>
+struct Storage<DType::kI32> {
+  using type = int32_t;
+};
+template <>
+struct Storage<DType::kI8> {
+  using type = int8_t;
+};
+template <>
+struct Storage<DType::kU8> {
+  using type = uint8_t;
+};
+template <>
+struct Storage<DType::kBool> {
+  using type = bool8_t;
+};
 
 template <typename T>
 constexpr bool kNarrowFloat = std::is_same_v<T, f16_t> || std::is_same_v<T, bf16_t> ||
@@ -60,9 +96,12 @@ D convert_one(S s) {
   } else if constexpr (std::is_same_v<S, bool8_t>) {
     return convert_one<uint8_t, D>(s.v != 0 ? 1 : 0);
   } else if constexpr (std::is_same_v<D, bool8_t>) {
-    if constexpr (kNarrowFloat<S>) return {static_cast<uint8_t>(to_f32(s) != 0.0f || std::isnan(to_f32(s)))};
-    else if constexpr (std::is_floating_point_v<S>) return {static_cast<uint8_t>(s != 0 || std::isnan(s))};
-    else return {static_cast<uint8_t>(s != 0)};
+    if constexpr (kNarrowFloat<S>)
+      return {static_cast<uint8_t>(to_f32(s) != 0.0f || std::isnan(to_f32(s)))};
+    else if constexpr (std::is_floating_point_v<S>)
+      return {static_cast<uint8_t>(s != 0 || std::isnan(s))};
+    else
+      return {static_cast<uint8_t>(s != 0)};
   } else if constexpr (kNarrowFloat<S>) {
     return convert_one<float, D>(to_f32(s));
   } else if constexpr (kNarrowFloat<D>) {

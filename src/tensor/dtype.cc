@@ -29,12 +29,24 @@ struct Alias {
   DType dtype;
 };
 constexpr Alias kAliases[] = {
-    {"float64", DType::kF64},      {"double", DType::kF64},         {"fp64", DType::kF64},
-    {"float32", DType::kF32},      {"float", DType::kF32},          {"fp32", DType::kF32},
-    {"float16", DType::kF16},      {"half", DType::kF16},           {"fp16", DType::kF16},
-    {"bfloat16", DType::kBF16},    {"float8_e4m3fn", DType::kF8E4M3}, {"fp8_e4m3", DType::kF8E4M3},
-    {"f8_e4m3fn", DType::kF8E4M3}, {"float8_e5m2", DType::kF8E5M2}, {"fp8_e5m2", DType::kF8E5M2},
-    {"int64", DType::kI64},        {"int32", DType::kI32},          {"int8", DType::kI8},
+    {"float64", DType::kF64},
+    {"double", DType::kF64},
+    {"fp64", DType::kF64},
+    {"float32", DType::kF32},
+    {"float", DType::kF32},
+    {"fp32", DType::kF32},
+    {"float16", DType::kF16},
+    {"half", DType::kF16},
+    {"fp16", DType::kF16},
+    {"bfloat16", DType::kBF16},
+    {"float8_e4m3fn", DType::kF8E4M3},
+    {"fp8_e4m3", DType::kF8E4M3},
+    {"f8_e4m3fn", DType::kF8E4M3},
+    {"float8_e5m2", DType::kF8E5M2},
+    {"fp8_e5m2", DType::kF8E5M2},
+    {"int64", DType::kI64},
+    {"int32", DType::kI32},
+    {"int8", DType::kI8},
     {"uint8", DType::kU8},
 };
 

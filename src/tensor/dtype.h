@@ -33,9 +33,9 @@ struct DTypeInfo {
   const char* safetensors_name;  // "F32", "BF16", "F8_E4M3", ...
   size_t size;                   // bytes per element
   bool is_float;
-  int mantissa_bits;             // explicit mantissa bits of float types; 0 otherwise
-  double epsilon;                // 2^-mantissa_bits for floats; 0 otherwise
-  int safetensors_rank;          // the safetensors crate's Dtype order; its files sort by it
+  int mantissa_bits;     // explicit mantissa bits of float types; 0 otherwise
+  double epsilon;        // 2^-mantissa_bits for floats; 0 otherwise
+  int safetensors_rank;  // the safetensors crate's Dtype order; its files sort by it
 };
 
 const DTypeInfo& info(DType dtype);

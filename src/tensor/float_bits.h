@@ -17,10 +17,18 @@
 namespace h0::tensor {
 
 // Storage types of the narrow formats: the bits, nothing else.
-struct f16_t { uint16_t bits; };
-struct bf16_t { uint16_t bits; };
-struct f8e4m3_t { uint8_t bits; };
-struct f8e5m2_t { uint8_t bits; };
+struct f16_t {
+  uint16_t bits;
+};
+struct bf16_t {
+  uint16_t bits;
+};
+struct f8e4m3_t {
+  uint8_t bits;
+};
+struct f8e5m2_t {
+  uint8_t bits;
+};
 
 namespace detail {
 

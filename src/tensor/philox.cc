@@ -86,10 +86,22 @@ void philox_cos_sin_turns(uint32_t w, double* cos_out, double* sin_out) {
   double sin_t = t * ps, cos_t = pc;
   if (flip) std::swap(sin_t, cos_t);
   switch (quadrant) {
-    case 0: *cos_out = cos_t; *sin_out = sin_t; break;
-    case 1: *cos_out = -sin_t; *sin_out = cos_t; break;
-    case 2: *cos_out = -cos_t; *sin_out = -sin_t; break;
-    default: *cos_out = sin_t; *sin_out = -cos_t; break;
+    case 0:
+      *cos_out = cos_t;
+      *sin_out = sin_t;
+      break;
+    case 1:
+      *cos_out = -sin_t;
+      *sin_out = cos_t;
+      break;
+    case 2:
+      *cos_out = -cos_t;
+      *sin_out = -sin_t;
+      break;
+    default:
+      *cos_out = sin_t;
+      *sin_out = -cos_t;
+      break;
   }
 }
 
@@ -115,9 +127,7 @@ PhiloxCounter Philox::block(uint64_t b) const {
 
 uint32_t Philox::word(uint64_t i) const { return block(i / 4)[i % 4]; }
 
-float Philox::uniform(uint64_t i) const {
-  return static_cast<float>(word(i) >> 8) * 0x1p-24f;
-}
+float Philox::uniform(uint64_t i) const { return static_cast<float>(word(i) >> 8) * 0x1p-24f; }
 
 double Philox::normal(uint64_t i) const {
   double out;

@@ -1,9 +1,9 @@
 #include "tensor/tensor.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
-
-#include <sys/mman.h>
 
 #include "tensor/convert.h"
 
@@ -14,7 +14,8 @@ constexpr size_t kAlignment = 64;
 constexpr size_t kHugePage = size_t(2) << 20;
 
 // Buffers of 4 MiB and more are aligned to 2 MiB and asked to use transparent huge pages: first
-// touch then faults once per 2 MiB instead of once per 4 KiB (a 1 GiB load: 512 faults, not 262,144).
+// touch then faults once per 2 MiB instead of once per 4 KiB (a 1 GiB load: 512 faults, not
+// 262,144).
 std::shared_ptr<void> allocate(size_t bytes) {
   const size_t align = bytes >= 2 * kHugePage ? kHugePage : kAlignment;
   size_t rounded = (bytes + align - 1) / align * align;
@@ -110,7 +111,8 @@ Tensor Tensor::slice(int axis, int64_t begin, int64_t end) const {
   const auto* src = static_cast<const std::byte*>(data_);
   auto* dst = static_cast<std::byte*>(out.mutable_data());
   for (int64_t o = 0; o < outer; ++o) {
-    std::memcpy(dst + size_t(o) * run, src + size_t((o * shape_[size_t(axis)] + begin) * inner) * e, run);
+    std::memcpy(dst + size_t(o) * run, src + size_t((o * shape_[size_t(axis)] + begin) * inner) * e,
+                run);
   }
   return out;
 }

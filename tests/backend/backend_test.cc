@@ -1,9 +1,10 @@
 // The plugin loader, the host API and the fallback routes.
+#include "backend/backend.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "backend/backend.h"
 #include "backend/executor.h"
 #include "backend/registry.h"
 #include "backends/reference/reference_backend.h"
@@ -32,18 +33,25 @@ TEST(Loader, LoadsThePluginBuiltOnlyAgainstTheAbiHeader) {
   EXPECT_EQ(b->name(), "faulty");
   EXPECT_EQ(b->origin(), H0_FAULTY_PLUGIN);
   const auto info = b->stack_info();
-  for (const char* key : {"device", "driver", "runtime", "op_library", "compiler"}) EXPECT_TRUE(info.contains(key)) << key;
+  for (const char* key : {"device", "driver", "runtime", "op_library", "compiler"})
+    EXPECT_TRUE(info.contains(key)) << key;
   EXPECT_TRUE(b->supports("rmsnorm", DType::kBF16));
   EXPECT_FALSE(b->supports("rmsnorm", DType::kI32));
 }
 
 TEST(Loader, ClearErrorsForBadPlugins) {
-  EXPECT_EQ(error_of({"", "/nonexistent/libx.so", {}}).rfind("/nonexistent/libx.so: cannot load plugin: ", 0), 0u);
+  EXPECT_EQ(error_of({"", "/nonexistent/libx.so", {}})
+                .rfind("/nonexistent/libx.so: cannot load plugin: ", 0),
+            0u);
   const std::string not_plugin = error_of({"", "libm.so.6", {}});
   EXPECT_EQ(not_plugin, "libm.so.6: not a harness plugin: no hb_backend_entry symbol");
-  EXPECT_EQ(error_of({"gpu9000", "", {}}), "backend 'gpu9000': no such built-in backend (expected one of reference, cpu, or {lib: path.so})");
+  EXPECT_EQ(error_of({"gpu9000", "", {}}),
+            "backend 'gpu9000': no such built-in backend (expected one of reference, cpu, or {lib: "
+            "path.so})");
   EXPECT_EQ(error_of({"", H0_FAULTY_PLUGIN, {{"fault", "melt"}}}),
-            "backend 'faulty': init failed: invalid argument: unknown fault 'melt' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr, drop_inputs, set_attr, conv_state_lag, decay_after, tie_high, score_jitter)");
+            "backend 'faulty': init failed: invalid argument: unknown fault 'melt' (none, scale, "
+            "nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr, drop_inputs, set_attr, "
+            "conv_state_lag, decay_after, tie_high, score_jitter)");
 }
 
 TEST(Loader, RefusesANewerAbi) {
@@ -53,7 +61,8 @@ TEST(Loader, RefusesANewerAbi) {
     Backend::from_entry(&future, {}, "future.so");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), "future.so: backend ABI version 2 is not supported by this harness (ABI 1)");
+    EXPECT_EQ(std::string(e.what()),
+              "future.so: backend ABI version 2 is not supported by this harness (ABI 1)");
   }
 }
 
@@ -96,14 +105,16 @@ std::unique_ptr<Backend> limited(const std::vector<std::string>& ops) {
 
 // Runs op through `b` with `mode` on synthesized inputs; returns the route and checks the
 // outputs against the host reference.
-Outcome run_and_check(Backend& b, const char* name, ops::Dims dims, FallbackMode mode, std::set<std::string> with = {}) {
+Outcome run_and_check(Backend& b, const char* name, ops::Dims dims, FallbackMode mode,
+                      std::set<std::string> with = {}) {
   const ops::OpDef& op = ops::require_op(name);
   const ops::Json attrs = ops::validate_attrs(op, ops::Json::object());
   const auto in_descs = op.operands(dims, attrs, DType::kF32, DType::kI64, with);
   const auto out_descs = ops::infer_outputs(op, in_descs, attrs);
   std::vector<Tensor> inputs;
   for (size_t i = 0; i < in_descs.size(); ++i) {
-    inputs.push_back(checks::synthesize({{"normal", {{"std", 1}}}}, in_descs[i].dtype, in_descs[i].shape, 3, i));
+    inputs.push_back(
+        checks::synthesize({{"normal", {{"std", 1}}}}, in_descs[i].dtype, in_descs[i].shape, 3, i));
   }
   std::vector<DeviceTensor> din, dout;
   for (const auto& t : inputs) din.push_back(b.upload(t));
@@ -130,13 +141,19 @@ Outcome run_and_check(Backend& b, const char* name, ops::Dims dims, FallbackMode
 
 TEST(Executor, DecomposesIntoSupportedOps) {
   auto b = limited({"silu", "mul", "matmul", "add"});
-  const Outcome swiglu = run_and_check(*b, "swiglu", {{"T", 5}, {"F", 24}}, FallbackMode::kDecompose);
+  const Outcome swiglu =
+      run_and_check(*b, "swiglu", {{"T", 5}, {"F", 24}}, FallbackMode::kDecompose);
   EXPECT_EQ(swiglu.route, Route::kDecomposed);
   EXPECT_EQ(swiglu.detail, "swiglu -> silu, mul");
-  EXPECT_EQ(run_and_check(*b, "linear", {{"T", 3}, {"K", 16}, {"N", 8}}, FallbackMode::kDecompose).route, Route::kDecomposed);
-  EXPECT_EQ(run_and_check(*b, "linear", {{"T", 3}, {"K", 16}, {"N", 8}}, FallbackMode::kDecompose, {"bias"}).route,
+  EXPECT_EQ(
+      run_and_check(*b, "linear", {{"T", 3}, {"K", 16}, {"N", 8}}, FallbackMode::kDecompose).route,
+      Route::kDecomposed);
+  EXPECT_EQ(run_and_check(*b, "linear", {{"T", 3}, {"K", 16}, {"N", 8}}, FallbackMode::kDecompose,
+                          {"bias"})
+                .route,
             Route::kDecomposed);
-  EXPECT_EQ(run_and_check(*b, "rmsnorm", {{"T", 4}, {"D", 32}}, FallbackMode::kDecompose).route, Route::kDecomposed);
+  EXPECT_EQ(run_and_check(*b, "rmsnorm", {{"T", 4}, {"D", 32}}, FallbackMode::kDecompose).route,
+            Route::kDecomposed);
 }
 
 TEST(Executor, HostFallbackOnlyWhenAllowed) {
@@ -144,10 +161,12 @@ TEST(Executor, HostFallbackOnlyWhenAllowed) {
   const Outcome none = run_and_check(*b, "softmax", {{"d0", 3}, {"d1", 10}}, FallbackMode::kNone);
   EXPECT_EQ(none.route, Route::kUnsupported);
   EXPECT_EQ(none.detail, "backend 'limited' does not support softmax in f32");
-  EXPECT_EQ(run_and_check(*b, "softmax", {{"d0", 3}, {"d1", 10}}, FallbackMode::kDecompose).route, Route::kUnsupported);
+  EXPECT_EQ(run_and_check(*b, "softmax", {{"d0", 3}, {"d1", 10}}, FallbackMode::kDecompose).route,
+            Route::kUnsupported);
   const Outcome host = run_and_check(*b, "softmax", {{"d0", 3}, {"d1", 10}}, FallbackMode::kHost);
   EXPECT_EQ(host.route, Route::kHost);
-  EXPECT_EQ(run_and_check(*b, "mul", {{"d0", 3}, {"d1", 10}}, FallbackMode::kNone).route, Route::kNative);
+  EXPECT_EQ(run_and_check(*b, "mul", {{"d0", 3}, {"d1", 10}}, FallbackMode::kNone).route,
+            Route::kNative);
 }
 
 }  // namespace

@@ -15,9 +15,11 @@ namespace {
 // Rows [b, e) of a [T, ...] tensor.
 Tensor rows(const Tensor& t, int64_t b, int64_t e) { return t.slice_rows(b, e).clone(); }
 
-void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what, double atol) {
+void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what,
+                  double atol) {
   const auto cmp = compare::compare_tensors(actual, expected, {"state", {1e-5, atol, true}, {}});
-  EXPECT_TRUE(cmp.pass) << what << ": max_abs_err " << cmp.metrics.max_abs_err << " at " << cmp.metrics.worst_index;
+  EXPECT_TRUE(cmp.pass) << what << ": max_abs_err " << cmp.metrics.max_abs_err << " at "
+                        << cmp.metrics.worst_index;
 }
 
 struct DeltaInputs {
@@ -35,11 +37,13 @@ DeltaInputs delta_inputs(int64_t t, int64_t hk, int64_t dk, int64_t hv, int64_t 
 
 // o and state_out of gated_delta_rule over rows [b, e) of `in`, from `state`.
 std::vector<Tensor> delta(const DeltaInputs& in, int64_t b, int64_t e, const Tensor& state) {
-  const Tensor q = rows(in.q, b, e), k = rows(in.k, b, e), v = rows(in.v, b, e), g = rows(in.g, b, e),
-               beta = rows(in.beta, b, e);
+  const Tensor q = rows(in.q, b, e), k = rows(in.k, b, e), v = rows(in.v, b, e),
+               g = rows(in.g, b, e), beta = rows(in.beta, b, e);
   std::vector<Tensor> out = {Tensor::zeros(DType::kF32, {e - b, in.v.dim(1), in.v.dim(2)}),
                              Tensor::zeros(DType::kF32, state.shape())};
-  EXPECT_EQ(run_on_backend("gated_delta_rule", {&q, &k, &v, &g, &beta, &state}, out, Json::object()), HB_OK)
+  EXPECT_EQ(
+      run_on_backend("gated_delta_rule", {&q, &k, &v, &g, &beta, &state}, out, Json::object()),
+      HB_OK)
       << backend()->last_error(backend()->self);
   return out;
 }
@@ -70,8 +74,10 @@ TEST(CpuLinearAttention, ConvSplitPrefillAndDecodeEqualOnePrefill) {
   const Tensor zero = Tensor::zeros(DType::kF32, {c, k - 1});
   auto conv = [&](int64_t b, int64_t e, const Tensor& state) {
     const Tensor xs = rows(x, b, e);
-    std::vector<Tensor> out = {Tensor::zeros(DType::kF32, {e - b, c}), Tensor::zeros(DType::kF32, {c, k - 1})};
-    EXPECT_EQ(run_on_backend("causal_conv1d", {&xs, &w, &state}, out, Json{{"activation", "silu"}}), HB_OK);
+    std::vector<Tensor> out = {Tensor::zeros(DType::kF32, {e - b, c}),
+                               Tensor::zeros(DType::kF32, {c, k - 1})};
+    EXPECT_EQ(run_on_backend("causal_conv1d", {&xs, &w, &state}, out, Json{{"activation", "silu"}}),
+              HB_OK);
     return out;
   };
   const auto whole = conv(0, t, zero);
@@ -90,7 +96,8 @@ TEST(CpuLinearAttention, ConvSplitPrefillAndDecodeEqualOnePrefill) {
   // The state is the last K - 1 inputs, channel-major: state[c][i] = x[T - (K - 1) + i][c].
   for (int64_t ch = 0; ch < c; ++ch) {
     for (int64_t i = 0; i < k - 1; ++i) {
-      EXPECT_EQ(whole[1].data_as<float>()[ch * (k - 1) + i], x.data_as<float>()[(t - (k - 1) + i) * c + ch]);
+      EXPECT_EQ(whole[1].data_as<float>()[ch * (k - 1) + i],
+                x.data_as<float>()[(t - (k - 1) + i) * c + ch]);
     }
   }
 }

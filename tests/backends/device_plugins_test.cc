@@ -27,7 +27,8 @@ using tensor::DType;
 }
 
 // A platform file for `lib` with `options` (JSON), in `dir`.
-[[maybe_unused]] std::string platform_file(const TempDir& dir, const std::string& lib, const std::string& options) {
+[[maybe_unused]] std::string platform_file(const TempDir& dir, const std::string& lib,
+                                           const std::string& options) {
   const std::string path = dir.file("platform.yaml");
   std::ofstream(path) << "platform: test\nbackend: {lib: " << lib << ", options: " << options
                       << "}\nfallback: host\nisolation: none\n";
@@ -44,23 +45,27 @@ TEST(OpenclPlugin, OpensPoclWithAFingerprintAndAnswersSupportHonestly) {
     EXPECT_FALSE(info[key].get<std::string>().empty()) << key;
   }
   EXPECT_NE(info["runtime"].get<std::string>().find("PoCL"), std::string::npos) << info.dump();
-  for (const char* op : {"matmul", "linear", "rmsnorm", "rope", "attention", "paged_attention", "moe_gate",
-                         "moe_experts", "embedding", "argmax", "patch_embed", "softmax", "swiglu"}) {
+  for (const char* op :
+       {"matmul", "linear", "rmsnorm", "rope", "attention", "paged_attention", "moe_gate",
+        "moe_experts", "embedding", "argmax", "patch_embed", "softmax", "swiglu"}) {
     EXPECT_TRUE(b->supports(op, DType::kF32)) << op;
     EXPECT_TRUE(b->supports(op, DType::kBF16)) << op;
     EXPECT_FALSE(b->supports(op, DType::kF16)) << op << ": PoCL has no cl_khr_fp16";
     EXPECT_FALSE(b->supports(op, DType::kF64)) << op;
   }
-  for (const char* op : {"sample", "quantize", "dequantize"}) EXPECT_FALSE(b->supports(op, DType::kF32)) << op;
+  for (const char* op : {"sample", "quantize", "dequantize"})
+    EXPECT_FALSE(b->supports(op, DType::kF32)) << op;
 }
 
 TEST(OpenclPlugin, BadSelectionsAndOptionsAreClearErrors) {
   const std::string none = open_error(H0_OPENCL_PLUGIN, {{"device", "no-such-gpu"}});
   EXPECT_NE(none.find("opencl: no device matches platform '', device 'no-such-gpu' (devices: 0: "),
-            std::string::npos) << none;
-  EXPECT_EQ(open_error(H0_OPENCL_PLUGIN, {{"threads", 4}}),
-            "backend 'opencl': init failed: invalid argument: opencl: bad option 'threads': 4 (expected "
-            "platform, device: an index or a name part; f16: a boolean)");
+            std::string::npos)
+      << none;
+  EXPECT_EQ(
+      open_error(H0_OPENCL_PLUGIN, {{"threads", 4}}),
+      "backend 'opencl': init failed: invalid argument: opencl: bad option 'threads': 4 (expected "
+      "platform, device: an index or a name part; f16: a boolean)");
 }
 
 // The ops suite's f16 cases with the storage-only f16 kernels forced on: every one passes
@@ -68,8 +73,9 @@ TEST(OpenclPlugin, BadSelectionsAndOptionsAreClearErrors) {
 TEST(OpenclPlugin, F16StorageKernelsPassTheOpsSuitesF16Cases) {
   TempDir dir;
   const std::string platform = platform_file(dir, H0_OPENCL_PLUGIN, "{f16: true}");
-  const Result r = run_harness("run suites/ops.yaml -q --db " + dir.file("r.db") + " --json " + dir.file("r.json") +
-                               " --platform " + platform + " --filter '*f16*-*large*:*prefill*:*decode*:*bf16*'");
+  const Result r = run_harness("run suites/ops.yaml -q --db " + dir.file("r.db") + " --json " +
+                               dir.file("r.json") + " --platform " + platform +
+                               " --filter '*f16*-*large*:*prefill*:*decode*:*bf16*'");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   const nlohmann::json run = nlohmann::json::parse(std::ifstream(dir.file("r.json")));
   int native = 0;
@@ -88,18 +94,24 @@ TEST(OpenclPlugin, F16StorageKernelsPassTheOpsSuitesF16Cases) {
 TEST(CudaPlugin, WithoutADeviceInitFailsWithAClearMessage) {
   const std::string error = open_error(H0_CUDA_PLUGIN, {{"device", 0}});
   if (error.empty()) GTEST_SKIP() << "a CUDA device is present";
-  EXPECT_EQ(error.rfind("backend 'cuda': init failed: device error: cuda: no CUDA device (cudaGetDeviceCount: ", 0),
-            0u) << error;
+  EXPECT_EQ(
+      error.rfind(
+          "backend 'cuda': init failed: device error: cuda: no CUDA device (cudaGetDeviceCount: ",
+          0),
+      0u)
+      << error;
 }
 
 TEST(CudaPlugin, WithoutADeviceTheRunSaysWhyAndExitsOne) {
-  if (open_error(H0_CUDA_PLUGIN, {{"device", 0}}).empty()) GTEST_SKIP() << "a CUDA device is present";
+  if (open_error(H0_CUDA_PLUGIN, {{"device", 0}}).empty())
+    GTEST_SKIP() << "a CUDA device is present";
   TempDir dir;
   const std::string platform = platform_file(dir, H0_CUDA_PLUGIN, "{device: 0}");
-  const Result r = run_harness("run suites/ops.yaml --db " + dir.file("r.db") + " --platform " + platform +
-                               " --filter 'rmsnorm[*'");
+  const Result r = run_harness("run suites/ops.yaml --db " + dir.file("r.db") + " --platform " +
+                               platform + " --filter 'rmsnorm[*'");
   EXPECT_EQ(r.code, 1) << r.out << r.err;
-  EXPECT_NE((r.out + r.err).find("cuda: no CUDA device (cudaGetDeviceCount: "), std::string::npos) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("cuda: no CUDA device (cudaGetDeviceCount: "), std::string::npos)
+      << r.out << r.err;
 }
 #endif
 

@@ -1,5 +1,7 @@
 // Users' files opened without waiting on them, and scratch directories that do not outlive the
 // process, even one ended by a signal.
+#include "base/input_file.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -11,7 +13,6 @@
 #include <fstream>
 
 #include "base/error.h"
-#include "base/input_file.h"
 #include "base/json_read.h"
 #include "base/scratch_dir.h"
 #include "test_util.h"
@@ -34,23 +35,32 @@ TEST(InputFile, AFifoOrADeviceIsRefusedWithoutWaiting) {
   test::TempDir dir;
   ASSERT_EQ(::mkfifo(dir.file("pipe").c_str(), 0600), 0);
   // No writer ever opens the FIFO: a blocking open would wait here forever.
-  EXPECT_NE(message_of([&] { (void)read_regular_file(dir.file("pipe")); }).find("not a regular file (a FIFO)"),
+  EXPECT_NE(message_of([&] {
+              (void)read_regular_file(dir.file("pipe"));
+            }).find("not a regular file (a FIFO)"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { (void)read_regular_file("/dev/null"); }).find("(a character device)"), std::string::npos);
-  EXPECT_NE(message_of([&] { (void)read_regular_file(dir.path()); }).find("(a directory)"), std::string::npos);
-  EXPECT_NE(message_of([&] { (void)read_regular_file(dir.file("absent")); }).find("cannot open"), std::string::npos);
+  EXPECT_NE(message_of([&] { (void)read_regular_file("/dev/null"); }).find("(a character device)"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { (void)read_regular_file(dir.path()); }).find("(a directory)"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { (void)read_regular_file(dir.file("absent")); }).find("cannot open"),
+            std::string::npos);
   std::ofstream(dir.file("small")) << "0123456789";
   EXPECT_EQ(read_regular_file(dir.file("small")), "0123456789");
-  EXPECT_NE(message_of([&] { (void)read_regular_file(dir.file("small"), 4); }).find("at most 4"), std::string::npos);
+  EXPECT_NE(message_of([&] { (void)read_regular_file(dir.file("small"), 4); }).find("at most 4"),
+            std::string::npos);
 }
 
 TEST(JsonRead, NestingPastTheLimitIsAnInputErrorNotACrash) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  EXPECT_NE(message_of([&] { (void)parse_json(deep, "x.json"); }).find("x.json: JSON nested deeper than 256"),
+  EXPECT_NE(message_of([&] {
+              (void)parse_json(deep, "x.json");
+            }).find("x.json: JSON nested deeper than 256"),
             std::string::npos);
   EXPECT_TRUE(parse_json_or_discarded(deep).is_discarded());
   EXPECT_EQ(parse_json(std::string(256, '[') + std::string(256, ']'), "ok.json").size(), 1u);
-  EXPECT_NE(message_of([&] { (void)parse_json("{", "y.json"); }).find("y.json: not JSON"), std::string::npos);
+  EXPECT_NE(message_of([&] { (void)parse_json("{", "y.json"); }).find("y.json: not JSON"),
+            std::string::npos);
 }
 
 // The child makes a scratch directory, fills it, and dies by `sig`; the directory must be gone
@@ -74,7 +84,8 @@ void expect_removed_when_killed_by(int sig) {
   }
   char c = 0;
   ASSERT_EQ(::read(ready[0], &c, 1), 1);
-  const std::string path = (fs::temp_directory_path() / ("h0-test-scratch-" + std::to_string(pid))).string();
+  const std::string path =
+      (fs::temp_directory_path() / ("h0-test-scratch-" + std::to_string(pid))).string();
   if (sig != SIGSEGV) {
     ASSERT_TRUE(fs::exists(path));
     ::kill(pid, sig);
@@ -106,7 +117,8 @@ TEST(ScratchDir, ALeftoverOfAGoneProcessIsRemoved) {
   ::waitpid(pid, nullptr, 0);
   const fs::path stale = fs::temp_directory_path() / ("h0-test-scratch-" + std::to_string(pid));
   fs::create_directories(stale / "x");
-  const fs::path alive = fs::temp_directory_path() / ("h0-test-scratch-" + std::to_string(::getppid()));
+  const fs::path alive =
+      fs::temp_directory_path() / ("h0-test-scratch-" + std::to_string(::getppid()));
   fs::create_directories(alive);
   {
     ScratchDir scratch("h0-test-scratch");

@@ -27,9 +27,8 @@ double seconds_of(const std::function<void()>& fn) {
 
 // STREAM copy on the same worker threads the compare uses.
 void stream_copy(const std::byte* src, std::byte* dst, size_t bytes) {
-  base::parallel_for(bytes, size_t{1} << 22, [&](size_t, size_t b, size_t e) {
-    std::memcpy(dst + b, src + b, e - b);
-  });
+  base::parallel_for(bytes, size_t{1} << 22,
+                     [&](size_t, size_t b, size_t e) { std::memcpy(dst + b, src + b, e - b); });
 }
 
 void BM_CompareVsCopy(benchmark::State& state, DType dtype, size_t bytes_per_input) {
@@ -37,7 +36,9 @@ void BM_CompareVsCopy(benchmark::State& state, DType dtype, size_t bytes_per_inp
   Tensor e32 = Tensor::zeros(DType::kF32, {n}), noise = Tensor::zeros(DType::kF32, {n});
   tensor::Philox(1, 0).fill_normal(e32.mutable_data_as<float>(), static_cast<size_t>(n));
   tensor::Philox(1, 1).fill_normal(noise.mutable_data_as<float>(), static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) noise.mutable_data_as<float>()[i] = e32.data_as<float>()[i] * (1 + 1e-3f * noise.data_as<float>()[i]);
+  for (int64_t i = 0; i < n; ++i)
+    noise.mutable_data_as<float>()[i] =
+        e32.data_as<float>()[i] * (1 + 1e-3f * noise.data_as<float>()[i]);
   const Tensor expected = e32.to(dtype), actual = noise.to(dtype);
   Tensor copy_src = Tensor::zeros(DType::kU8, {int64_t(bytes_per_input)});
   Tensor copy_dst = Tensor::zeros(DType::kU8, {int64_t(bytes_per_input)});
@@ -48,11 +49,13 @@ void BM_CompareVsCopy(benchmark::State& state, DType dtype, size_t bytes_per_inp
       stream_copy(static_cast<const std::byte*>(copy_src.data()),
                   static_cast<std::byte*>(copy_dst.mutable_data()), bytes_per_input);
     });
-    const double t = seconds_of([&] { benchmark::DoNotOptimize(compare::compute_metrics(actual, expected, tol)); });
+    const double t = seconds_of(
+        [&] { benchmark::DoNotOptimize(compare::compute_metrics(actual, expected, tol)); });
     compare_total += t;
     state.SetIterationTime(t);
   }
-  const double bytes = 2.0 * static_cast<double>(bytes_per_input) * static_cast<double>(state.iterations());
+  const double bytes =
+      2.0 * static_cast<double>(bytes_per_input) * static_cast<double>(state.iterations());
   state.counters["GB/s"] = bytes / compare_total / 1e9;
   state.counters["copy_GB/s"] = bytes / copy_total / 1e9;
   state.counters["ratio_vs_copy"] = copy_total / compare_total;
@@ -60,9 +63,15 @@ void BM_CompareVsCopy(benchmark::State& state, DType dtype, size_t bytes_per_inp
 }
 
 constexpr size_t kMiB = size_t{1} << 20;
-BENCHMARK_CAPTURE(BM_CompareVsCopy, f32_64MiB, DType::kF32, 64 * kMiB)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_CompareVsCopy, bf16_64MiB, DType::kBF16, 64 * kMiB)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_CompareVsCopy, f16_64MiB, DType::kF16, 64 * kMiB)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CompareVsCopy, f32_64MiB, DType::kF32, 64 * kMiB)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CompareVsCopy, bf16_64MiB, DType::kBF16, 64 * kMiB)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CompareVsCopy, f16_64MiB, DType::kF16, 64 * kMiB)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CompareVsCopy, Small_f32_1MiB, DType::kF32, 1 * kMiB)->UseManualTime();
 
 }  // namespace

@@ -64,8 +64,9 @@ void BM_DeltaRule(benchmark::State& state) {
              v = draw(size_t(t * hv * d), 2, 0, 0), g = draw(size_t(t * hv), 3, -3, 0),
              beta = draw(size_t(t * hv), 4, 0, 1);
   const std::vector<float> zeros(size_t(hv * d * d), 0.0f);
-  hb_tensor in[6] = {device(be, {t, hk, d}, q.data()), device(be, {t, hk, d}, k.data()), device(be, {t, hv, d}, v.data()),
-                     device(be, {t, hv}, g.data()),    device(be, {t, hv}, beta.data()),  device(be, {hv, d, d}, zeros.data())};
+  hb_tensor in[6] = {device(be, {t, hk, d}, q.data()), device(be, {t, hk, d}, k.data()),
+                     device(be, {t, hv, d}, v.data()), device(be, {t, hv}, g.data()),
+                     device(be, {t, hv}, beta.data()), device(be, {hv, d, d}, zeros.data())};
   hb_tensor out[2] = {device(be, {t, hv, d}, nullptr), device(be, {hv, d, d}, nullptr)};
   hb_tensor states[2] = {device(be, {hv, d, d}, nullptr), device(be, {hv, d, d}, nullptr)};
   const char* attrs = "{}";
@@ -75,12 +76,16 @@ void BM_DeltaRule(benchmark::State& state) {
     recurrent_total += seconds_of([&] {
       be->copy_to_device(be->self, states[0].data, zeros.data(), zeros.size() * sizeof(float));
       for (int64_t r = 0; r < t && status == HB_OK; ++r) {
-        hb_tensor step_in[6] = {row(in[0], r), row(in[1], r), row(in[2], r), row(in[3], r), row(in[4], r), states[r % 2]};
+        hb_tensor step_in[6] = {row(in[0], r), row(in[1], r), row(in[2], r),
+                                row(in[3], r), row(in[4], r), states[r % 2]};
         hb_tensor step_out[2] = {row(out[0], r), states[(r + 1) % 2]};
         status = be->run_op(be->self, "gated_delta_rule", step_in, 6, step_out, 2, attrs);
       }
     });
-    const double s = seconds_of([&] { status = status == HB_OK ? be->run_op(be->self, "gated_delta_rule", in, 6, out, 2, attrs) : status; });
+    const double s = seconds_of([&] {
+      status =
+          status == HB_OK ? be->run_op(be->self, "gated_delta_rule", in, 6, out, 2, attrs) : status;
+    });
     if (status != HB_OK) {
       state.SkipWithError(be->last_error(be->self));
       break;
@@ -97,8 +102,17 @@ void BM_DeltaRule(benchmark::State& state) {
   for (auto& x : states) be->free(be->self, x.data);
 }
 
-BENCHMARK(BM_DeltaRule)->Name("BM_DeltaRule")->Args({4096, 16, 16, 128})->Args({4096, 16, 32, 128})->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DeltaRule)->Name("BM_DeltaRuleSmall")->Args({130, 2, 4, 32})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DeltaRule)
+    ->Name("BM_DeltaRule")
+    ->Args({4096, 16, 16, 128})
+    ->Args({4096, 16, 32, 128})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DeltaRule)
+    ->Name("BM_DeltaRuleSmall")
+    ->Args({130, 2, 4, 32})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace h0

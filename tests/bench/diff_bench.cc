@@ -23,8 +23,9 @@ store::RunData synthetic_run(int cases, double scale) {
     r.check_id = "op";
     r.kind = "op";
     r.status = "pass";
-    for (const char* m : {"max_abs_err", "max_rel_err", "mean_abs_err", "rmse", "cosine", "ratio_rel_lt_1e-3",
-                          "ratio_rel_lt_5e-3", "max_ulp", "nan_mismatch", "mismatch_count"}) {
+    for (const char* m :
+         {"max_abs_err", "max_rel_err", "mean_abs_err", "rmse", "cosine", "ratio_rel_lt_1e-3",
+          "ratio_rel_lt_5e-3", "max_ulp", "nan_mismatch", "mismatch_count"}) {
       r.metrics.emplace_back(m, 1e-6 * scale);
     }
     store::ProfileData p;

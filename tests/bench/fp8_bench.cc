@@ -28,7 +28,8 @@ double seconds_of(const std::function<void()>& fn) {
 
 // A backend-allocated tensor holding `host`'s bytes.
 template <typename T>
-hb_tensor device(const hb_backend* be, hb_dtype dtype, std::initializer_list<int64_t> shape, const std::vector<T>& host) {
+hb_tensor device(const hb_backend* be, hb_dtype dtype, std::initializer_list<int64_t> shape,
+                 const std::vector<T>& host) {
   hb_tensor t{};
   t.dtype = dtype;
   for (int64_t d : shape) t.shape[t.ndim++] = d;
@@ -48,14 +49,17 @@ void BM_Fp8Linear(benchmark::State& state) {
   tensor::Philox(5, 0).fill_normal(x.data(), x.size());
   tensor::Philox(5, 1).fill_normal(w.data(), w.size());
   std::vector<uint8_t> q(w.size());
-  for (size_t i = 0; i < w.size(); ++i) q[i] = tensor::f32_to_f8e4m3_bits(w[i] * 100.0f);  // |q| < 448 mostly
+  for (size_t i = 0; i < w.size(); ++i)
+    q[i] = tensor::f32_to_f8e4m3_bits(w[i] * 100.0f);  // |q| < 448 mostly
   const int64_t nb = (n + block - 1) / block, kb = (k + block - 1) / block;
   std::vector<float> scale(static_cast<size_t>(nb * kb), 0.01f / std::sqrt(float(k)));
-  hb_tensor in[3] = {device(be, HB_F32, {t, k}, x), device(be, HB_F8_E4M3, {n, k}, q), device(be, HB_F32, {nb, kb}, scale)};
+  hb_tensor in[3] = {device(be, HB_F32, {t, k}, x), device(be, HB_F8_E4M3, {n, k}, q),
+                     device(be, HB_F32, {nb, kb}, scale)};
   hb_tensor y = device(be, HB_F32, {t, n}, std::vector<float>(static_cast<size_t>(t * n)));
   hb_tensor dense = device(be, HB_F32, {n, k}, std::vector<float>(w.size()));
   std::vector<float> c(static_cast<size_t>(t * n));
-  const char* linear_attrs = R"({"dtype": "f8_e4m3", "block_n": 128, "block_k": 128, "act_quant": "none"})";
+  const char* linear_attrs =
+      R"({"dtype": "f8_e4m3", "block_n": 128, "block_k": 128, "act_quant": "none"})";
   const char* dequant_attrs =
       R"({"dtype": "f8_e4m3", "granularity": "block2d", "block": 128, "block_rows": 128, "out_dtype": "f32"})";
   double fp8_total = 0, baseline_total = 0;
@@ -63,11 +67,16 @@ void BM_Fp8Linear(benchmark::State& state) {
     hb_status status = HB_OK;
     baseline_total += seconds_of([&] {
       status = be->run_op(be->self, "dequantize", &in[1], 2, &dense, 1, dequant_attrs);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(t), static_cast<blasint>(n),
-                  static_cast<blasint>(k), 1.0f, static_cast<const float*>(in[0].data), static_cast<blasint>(k),
-                  static_cast<const float*>(dense.data), static_cast<blasint>(k), 0.0f, c.data(), static_cast<blasint>(n));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(t),
+                  static_cast<blasint>(n), static_cast<blasint>(k), 1.0f,
+                  static_cast<const float*>(in[0].data), static_cast<blasint>(k),
+                  static_cast<const float*>(dense.data), static_cast<blasint>(k), 0.0f, c.data(),
+                  static_cast<blasint>(n));
     });
-    const double s = seconds_of([&] { status = status == HB_OK ? be->run_op(be->self, "scaled_linear", in, 3, &y, 1, linear_attrs) : status; });
+    const double s = seconds_of([&] {
+      status = status == HB_OK ? be->run_op(be->self, "scaled_linear", in, 3, &y, 1, linear_attrs)
+                               : status;
+    });
     if (status != HB_OK) {
       state.SkipWithError(be->last_error(be->self));
       break;
@@ -84,8 +93,17 @@ void BM_Fp8Linear(benchmark::State& state) {
   be->free(be->self, dense.data);
 }
 
-BENCHMARK(BM_Fp8Linear)->Name("BM_Fp8Linear")->Args({1, 4096, 4096})->Args({128, 4096, 4096})->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Fp8Linear)->Name("BM_Fp8LinearSmall")->Args({4, 256, 384})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Fp8Linear)
+    ->Name("BM_Fp8Linear")
+    ->Args({1, 4096, 4096})
+    ->Args({128, 4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Fp8Linear)
+    ->Name("BM_Fp8LinearSmall")
+    ->Args({4, 256, 384})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace h0

@@ -30,7 +30,8 @@ store::ProfileData profile_row(const std::string& phase, const std::string& name
   p.name = name;
   p.count = 12;
   for (int k = 0; k < 12; ++k) p.samples_ns.push_back(ns * (1 + 0.01 * k));
-  p.min_ns = ns, p.median_ns = ns * 1.06, p.p99_ns = ns * 1.11, p.mean_ns = ns * 1.05, p.stddev_ns = ns * 0.03;
+  p.min_ns = ns, p.median_ns = ns * 1.06, p.p99_ns = ns * 1.11, p.mean_ns = ns * 1.05,
+  p.stddev_ns = ns * 0.03;
   p.total_ns = 12 * p.mean_ns, p.bytes = 1 << 20, p.flops = 1 << 22;
   return p;
 }
@@ -44,19 +45,24 @@ store::ResultData bench_case(int run, int i) {
   // 1% of the cases regress at the 26th stack and stay failing; one in ~1,000 fails once (flaky).
   const bool fails = (i % 100 == 7 && run >= 25) || (i * 31 + run) % 997 == 0;
   r.status = fails ? "fail" : "pass";
-  r.message = fails ? "448 of 448 elements outside |a-e| <= atol + rtol*|e| (preset bf16); worst at index 17" : "";
+  r.message =
+      fails
+          ? "448 of 448 elements outside |a-e| <= atol + rtol*|e| (preset bf16); worst at index 17"
+          : "";
   r.duration_s = 0.002;
   const double err = (fails ? 0.05 : 1e-3) * (1 + 0.001 * run);
-  for (const char* m : {"max_abs_err", "max_rel_err", "mean_abs_err", "rmse", "cosine", "ratio_rel_lt_1e-3",
-                        "ratio_rel_lt_5e-3", "max_ulp", "gbps", "median_ms"}) {
+  for (const char* m : {"max_abs_err", "max_rel_err", "mean_abs_err", "rmse", "cosine",
+                        "ratio_rel_lt_1e-3", "ratio_rel_lt_5e-3", "max_ulp", "gbps", "median_ms"}) {
     r.metrics.emplace_back(m, err * (1 + r.metrics.size()));
   }
-  r.details_json = R"({"route":"native","outputs":[{"name":"y","dtype":"bf16","preset":"bf16","rtol":0.016,)"
-                   R"("atol":1e-05,"pass":)" + std::string(fails ? "false" : "true") +
-                   R"(,"failures":[],"worst_index":17,"worst_actual":1.25,"worst_expected":1.2}]})";
+  r.details_json =
+      R"({"route":"native","outputs":[{"name":"y","dtype":"bf16","preset":"bf16","rtol":0.016,)"
+      R"("atol":1e-05,"pass":)" +
+      std::string(fails ? "false" : "true") +
+      R"(,"failures":[],"worst_index":17,"worst_actual":1.25,"worst_expected":1.2}]})";
   const double ns = 5000 + 10 * i + 20 * run;
-  r.profiles = {profile_row("calibration", "host", 1000), profile_row("first_call", r.case_id, 3 * ns),
-                profile_row("steady", r.case_id, ns)};
+  r.profiles = {profile_row("calibration", "host", 1000),
+                profile_row("first_call", r.case_id, 3 * ns), profile_row("steady", r.case_id, ns)};
   return r;
 }
 
@@ -88,7 +94,8 @@ const std::string& bench_store(int runs, int cases) {
 }
 
 void BM_ReportSite(benchmark::State& state) {
-  const std::string& path = bench_store(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  const std::string& path =
+      bench_store(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
   const std::string out = fs::path(path).parent_path() / "site";
   const std::string chart_js = report::find_chart_js();
   report::SiteStats stats;
@@ -118,7 +125,11 @@ void BM_ReportSite(benchmark::State& state) {
 }
 
 BENCHMARK(BM_ReportSite)->Args({50, 5000})->Iterations(2)->UseRealTime()->Unit(benchmark::kSecond);
-BENCHMARK(BM_ReportSite)->Name("Small_ReportSite")->Args({3, 200})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReportSite)
+    ->Name("Small_ReportSite")
+    ->Args({3, 200})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace h0

@@ -17,8 +17,9 @@ std::string write_files(int cases) {
   const std::string dir = (std::filesystem::temp_directory_path() / "h0bench-runner").string();
   std::filesystem::create_directories(dir);
   std::ofstream suite(dir + "/suite.yaml");
-  suite << "suite: overhead\nchecks:\n  - id: add\n    kind: op\n    op: add\n    golden: reference\n"
-           "    warmup: 1\n    repeats: 1\n    matrix:\n      shape: [";
+  suite
+      << "suite: overhead\nchecks:\n  - id: add\n    kind: op\n    op: add\n    golden: reference\n"
+         "    warmup: 1\n    repeats: 1\n    matrix:\n      shape: [";
   for (int i = 1; i <= cases; ++i) suite << (i > 1 ? ", " : "") << "[1, " << i << "]";
   suite << "]\n";
   std::ofstream(dir + "/platform.yaml") << "platform: reference\nbackend: reference\n";
@@ -38,13 +39,18 @@ void BM_CaseOverhead(benchmark::State& state, bool isolate) {
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     ran += checks::run_suite(s, p, o, nullptr).cases.size();
-    total_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    total_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   state.counters["ms_per_case"] = total_ms / static_cast<double>(ran);
 }
 
-BENCHMARK_CAPTURE(BM_CaseOverhead, isolated_1000_cases, true)->Unit(benchmark::kMillisecond)->Iterations(2);
-BENCHMARK_CAPTURE(BM_CaseOverhead, in_process_1000_cases, false)->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_CaseOverhead, isolated_1000_cases, true)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
+BENCHMARK_CAPTURE(BM_CaseOverhead, in_process_1000_cases, false)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 
 }  // namespace
 }  // namespace h0

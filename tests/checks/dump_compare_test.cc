@@ -31,7 +31,8 @@ std::string error_of(const std::string& path) {
 
 TEST(NameMap, NamesAndPrefixes) {
   test::TempDir dir;
-  const NameMap m = load_name_map(write(dir, "names:\n  lm_head: output\nprefixes:\n  model.layers.: blk.\n"));
+  const NameMap m =
+      load_name_map(write(dir, "names:\n  lm_head: output\nprefixes:\n  model.layers.: blk.\n"));
   EXPECT_EQ(m.map("lm_head"), "output");
   EXPECT_EQ(m.map("model.layers.3.mlp"), "blk.3.mlp");
   EXPECT_EQ(m.map("other"), "other");

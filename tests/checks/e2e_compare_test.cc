@@ -57,8 +57,13 @@ TEST(E2eCompare, ExactNamesTheFirstDifference) {
 // Texts that part inside a multi-byte character: the message quotes whole characters only (a
 // cut UTF-8 sequence in a result once aborted the case's worker when it was written as JSON).
 TEST(E2eCompare, MessagesNeverSplitACharacter) {
-  nlohmann::json g = {{"token_ids", nlohmann::json::array()}, {"text", "ab\xE5\x8D\x81" "cd"}};  // ab十cd
-  const Verdict v = compare_exact(g, response({}, "ab\xE5\x8D\x82" "cd"));           // ab卂cd
+  nlohmann::json g = {{"token_ids", nlohmann::json::array()},
+                      {"text",
+                       "ab\xE5\x8D\x81"
+                       "cd"}};  // ab十cd
+  const Verdict v = compare_exact(g, response({},
+                                              "ab\xE5\x8D\x82"
+                                              "cd"));  // ab卂cd
   EXPECT_FALSE(v.pass);
   EXPECT_FALSE(model::find_invalid_utf8(v.message).has_value()) << v.message;
   EXPECT_NO_THROW((void)nlohmann::json(v.message).dump());

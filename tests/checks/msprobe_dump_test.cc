@@ -148,7 +148,8 @@ TEST(MsprobeDump, MalformedDumpsAreRefusedWithFileAndPlace) {
     (void)d.probes[0].load();
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("bad.pt: not a torch.save file"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad.pt: not a torch.save file"), std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(is_msprobe_dump(dir.file("nowhere")));
 }

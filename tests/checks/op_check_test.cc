@@ -44,29 +44,39 @@ std::string prepare_error(const std::string& suite_text) {
 TEST(OpCheck, MalformedFieldsNameTheirPlace) {
   const std::string head = "suite: t\nchecks:\n  - id: a\n    kind: op\n";
   EXPECT_EQ(prepare_error(head + "    op: rmsnrom\n    shape: [2, 8]\n"),
-            "s.yaml:5:9: op 'rmsnrom': unknown op (expected one of matmul, linear, embedding, add, mul, rmsnorm, "
-            "layernorm, rmsnorm_gated, rope, softmax, silu, sigmoid, gelu, swiglu, attention, paged_attention, lightning_indexer, "
+            "s.yaml:5:9: op 'rmsnrom': unknown op (expected one of matmul, linear, embedding, add, "
+            "mul, rmsnorm, "
+            "layernorm, rmsnorm_gated, rope, softmax, silu, sigmoid, gelu, swiglu, attention, "
+            "paged_attention, lightning_indexer, "
             "sparse_attention, causal_conv1d, gated_delta_rule, gdn_gating, moe_gate, moe_experts, "
             "patch_embed, quantize, dequantize, dequantize_mxfp4, scaled_linear, argmax, sample)");
   EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    attrs: {eps: tiny}\n"),
             "s.yaml:7:18: op 'rmsnorm': attr 'eps' must be a number, got \"tiny\"");
-  EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    attrs: {epsilon: 1.0e-6}\n"),
-            "s.yaml:7:13: op 'rmsnorm': unknown attr 'epsilon' (expected eps, offset)");
+  EXPECT_EQ(
+      prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    attrs: {epsilon: 1.0e-6}\n"),
+      "s.yaml:7:13: op 'rmsnorm': unknown attr 'epsilon' (expected eps, offset)");
   EXPECT_EQ(prepare_error(head + "    op: rope\n    shape: [2, 2, 8]\n    attrs: {style: llama}\n"),
             "s.yaml:7:20: op 'rope': attr 'style' must be one of neox|gptj, got \"llama\"");
   EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8, 3]\n"),
             "s.yaml:6:12: shape has 3 dims but rmsnorm takes at most 2 (T, D)");
-  EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2]\n"), "s.yaml:6:12: op 'rmsnorm': missing dim 'D'");
+  EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2]\n"),
+            "s.yaml:6:12: op 'rmsnorm': missing dim 'D'");
   EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    dtype: i32\n"),
             "s.yaml:7:12: dtype must be one of f64, f32, bf16, f16, got 'i32'");
-  EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    inputs: {y: {normal: {}}}\n"),
-            "s.yaml:7:14: op 'rmsnorm' has no input 'y'");
-  EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    inputs: {x: {gauss: {}}}\n"),
-            "s.yaml:7:17: unknown distribution 'gauss' (expected normal, uniform, ints, arange, permutation, topk_ids or constant)");
+  EXPECT_EQ(
+      prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    inputs: {y: {normal: {}}}\n"),
+      "s.yaml:7:14: op 'rmsnorm' has no input 'y'");
+  EXPECT_EQ(
+      prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    inputs: {x: {gauss: {}}}\n"),
+      "s.yaml:7:17: unknown distribution 'gauss' (expected normal, uniform, ints, arange, "
+      "permutation, topk_ids or constant)");
   EXPECT_EQ(prepare_error(head + "    op: linear\n    shape: [2, 8, 4]\n    with: [bias, scale]\n"),
             "s.yaml:7:18: op 'linear' has no optional operand 'scale'");
-  EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    tolerance: {cosine_minimum: 0.9}\n"),
-            "s.yaml:7:16: unknown key 'cosine_minimum' (expected preset, rtol, atol or " + compare::threshold_keys() + ")");
+  EXPECT_EQ(
+      prepare_error(head +
+                    "    op: rmsnorm\n    shape: [2, 8]\n    tolerance: {cosine_minimum: 0.9}\n"),
+      "s.yaml:7:16: unknown key 'cosine_minimum' (expected preset, rtol, atol or " +
+          compare::threshold_keys() + ")");
   EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    fallback: maybe\n"),
             "s.yaml:7:15: fallback must be none, decompose or host, got 'maybe'");
   EXPECT_EQ(prepare_error(head + "    op: rmsnorm\n    shape: [2, 8]\n    perf_threshold: -1\n"),
@@ -106,7 +116,8 @@ TEST(OpCheck, ReferencePassesAndRunsAreIdentical) {
   const RunReport a = run_small("backend: reference"), b = run_small("backend: reference");
   ASSERT_EQ(a.cases.size(), 6u);
   for (size_t i = 0; i < a.cases.size(); ++i) {
-    EXPECT_EQ(a.cases[i].result.status, Status::kPass) << a.cases[i].id << ": " << a.cases[i].result.message;
+    EXPECT_EQ(a.cases[i].result.status, Status::kPass)
+        << a.cases[i].id << ": " << a.cases[i].result.message;
     for (const auto& [name, value] : a.cases[i].result.metrics) {
       if (name.find("ms") != std::string::npos || name == "gbps" || name == "gflops") continue;
       bool found = false;
@@ -129,10 +140,12 @@ const char* kTargets[] = {"rmsnorm", "rope", "softmax", "attention", "linear"};
 TEST(OpCheck, FaultyPluginAccuracyFaultsFailTheRightCase) {
   for (const char* fault : {"scale", "nan", "bf16_truncate"}) {
     for (const char* op : kTargets) {
-      const RunReport r = run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN +
-                                    ", options: {op: " + op + ", fault: " + fault + ", magnitude: 0.01}}");
+      const RunReport r =
+          run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN + ", options: {op: " + op +
+                    ", fault: " + fault + ", magnitude: 0.01}}");
       for (const auto& [id, status] : statuses(r)) {
-        EXPECT_EQ(status, id == op ? Status::kFail : Status::kPass) << fault << " on " << op << ": case " << id;
+        EXPECT_EQ(status, id == op ? Status::kFail : Status::kPass)
+            << fault << " on " << op << ": case " << id;
       }
       EXPECT_TRUE(r.failed());
     }
@@ -142,21 +155,27 @@ TEST(OpCheck, FaultyPluginAccuracyFaultsFailTheRightCase) {
 // A crash or a hang costs the targeted case only; the run goes on in a new worker.
 TEST(OpCheck, FaultyPluginCrashAndHangAreIsolated) {
   for (const char* op : {"rope", "attention"}) {
-    const RunReport crash = run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN + ", options: {op: " + op + ", fault: crash}}");
-    for (const auto& [id, status] : statuses(crash)) EXPECT_EQ(status, id == op ? Status::kCrash : Status::kPass) << id;
+    const RunReport crash = run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN +
+                                      ", options: {op: " + op + ", fault: crash}}");
+    for (const auto& [id, status] : statuses(crash))
+      EXPECT_EQ(status, id == op ? Status::kCrash : Status::kPass) << id;
     for (const auto& c : crash.cases) {
       if (c.id == op) {
         EXPECT_EQ(c.result.message, "the platform's process killed by signal 6 (Aborted)");
       }
     }
-    const RunReport hang = run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN + ", options: {op: " + op + ", fault: hang}}", 2.0);
-    for (const auto& [id, status] : statuses(hang)) EXPECT_EQ(status, id == op ? Status::kTimeout : Status::kPass) << id;
+    const RunReport hang = run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN +
+                                         ", options: {op: " + op + ", fault: hang}}",
+                                     2.0);
+    for (const auto& [id, status] : statuses(hang))
+      EXPECT_EQ(status, id == op ? Status::kTimeout : Status::kPass) << id;
   }
 }
 
 // `slow` changes no number: accuracy passes; the slowdown is for the cross-run diff to find.
 TEST(OpCheck, FaultyPluginSlowKeepsResultsCorrect) {
-  const RunReport r = run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN + ", options: {op: softmax, fault: slow, factor: 1.3}}");
+  const RunReport r = run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN +
+                                ", options: {op: softmax, fault: slow, factor: 1.3}}");
   for (const auto& [id, status] : statuses(r)) EXPECT_EQ(status, Status::kPass) << id;
 }
 

@@ -4,14 +4,12 @@
 
 #include <gtest/gtest.h>
 
-#include "base/error.h"
-
 #include <cmath>
 #include <fstream>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "compare/metrics_kernel.h"
 #include "compare/tensor_compare.h"
 #include "compare/tolerance.h"
@@ -36,7 +34,8 @@ void expect_close(double got, double want, const std::string& what) {
 TEST(Metrics, MatchNumpyOnEveryGoldenCase) {
   std::ifstream in(test::golden_path("foundation/compare_metrics.json"));
   const auto cases = nlohmann::json::parse(in);
-  const auto pairs = io::SafetensorsFile::open(test::golden_path("foundation/compare_pairs.safetensors"));
+  const auto pairs =
+      io::SafetensorsFile::open(test::golden_path("foundation/compare_pairs.safetensors"));
   ASSERT_GE(cases.size(), 10u);
   for (const auto& [name, want] : cases.items()) {
     SCOPED_TRACE(name);
@@ -118,8 +117,9 @@ TEST(Metrics, EveryIsaVariantGivesTheSameBits) {
   const Tensor te = Tensor::view(DType::kF32, {int64_t(n)}, e.data(), nullptr);
   const Tensor ta = Tensor::view(DType::kF32, {int64_t(n)}, a.data(), nullptr);
   const int detected = detail::isa_level();
-  for (const auto& [actual, expected] : {std::pair{ta, te}, std::pair{ta.to(DType::kBF16), te.to(DType::kBF16)},
-                                          std::pair{ta.to(DType::kF16), te}}) {
+  for (const auto& [actual, expected] :
+       {std::pair{ta, te}, std::pair{ta.to(DType::kBF16), te.to(DType::kBF16)},
+        std::pair{ta.to(DType::kF16), te}}) {
     std::vector<std::vector<std::pair<std::string, double>>> per_level;
     for (int level = 0; level <= detected; ++level) {
       detail::force_isa_level(level);
@@ -128,14 +128,18 @@ TEST(Metrics, EveryIsaVariantGivesTheSameBits) {
     detail::force_isa_level(detected);
     for (size_t level = 1; level < per_level.size(); ++level) {
       for (size_t k = 0; k < per_level[0].size(); ++k) {
-        EXPECT_EQ(std::bit_cast<uint64_t>(per_level[level][k].second), std::bit_cast<uint64_t>(per_level[0][k].second))
-            << tensor::dtype_name(actual.dtype()) << " " << per_level[0][k].first << " at ISA level " << level;
+        EXPECT_EQ(std::bit_cast<uint64_t>(per_level[level][k].second),
+                  std::bit_cast<uint64_t>(per_level[0][k].second))
+            << tensor::dtype_name(actual.dtype()) << " " << per_level[0][k].first
+            << " at ISA level " << level;
       }
     }
   }
 }
 
-Tensor f32(std::vector<float> v) { return Tensor::copy_of(DType::kF32, {int64_t(v.size())}, v.data()); }
+Tensor f32(std::vector<float> v) {
+  return Tensor::copy_of(DType::kF32, {int64_t(v.size())}, v.data());
+}
 
 TEST(Metrics, ZerosInExpectedUseTheDtypeEpsilon) {
   const Metrics m = compute_metrics(f32({0.0f, 1e-6f, 2.0f}), f32({0.0f, 0.0f, 2.0f}), {});
@@ -144,9 +148,10 @@ TEST(Metrics, ZerosInExpectedUseTheDtypeEpsilon) {
 }
 
 TEST(Metrics, NanAndInfBookkeeping) {
-  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  const Metrics m = compute_metrics(f32({nan, nan, 1, inf, inf, -inf, 3}), f32({nan, 1, nan, inf, -inf, 5, 3}),
-                                    {0, 0, true});
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  const Metrics m = compute_metrics(f32({nan, nan, 1, inf, inf, -inf, 3}),
+                                    f32({nan, 1, nan, inf, -inf, 5, 3}), {0, 0, true});
   EXPECT_EQ(m.nan_actual, 2);
   EXPECT_EQ(m.nan_expected, 2);
   EXPECT_EQ(m.nan_mismatch, 2);  // positions 1 and 2; position 0 is NaN on both sides
@@ -164,12 +169,15 @@ TEST(Metrics, CosineOfZeroVectors) {
 }
 
 TEST(Metrics, RelativeL2OverFinitePositions) {
-  EXPECT_NEAR(compute_metrics(f32({1, 2, 2}), f32({0, 2, 4}), {}).rel_l2, std::sqrt(5.0 / 20.0), 1e-15);
+  EXPECT_NEAR(compute_metrics(f32({1, 2, 2}), f32({0, 2, 4}), {}).rel_l2, std::sqrt(5.0 / 20.0),
+              1e-15);
   EXPECT_EQ(compute_metrics(f32({3, 4}), f32({0, 0}), {}).rel_l2, 5.0);  // |e| = 0: |a - e|
   EXPECT_EQ(compute_metrics(f32({1, 2}), f32({1, 2}), {}).rel_l2, 0.0);
-  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
   // NaN and Inf positions are left out of both norms, as in the other error metrics.
-  EXPECT_NEAR(compute_metrics(f32({nan, 1, inf, 2}), f32({1, 0, 5, 4}), {}).rel_l2, std::sqrt(5.0 / 16.0), 1e-15);
+  EXPECT_NEAR(compute_metrics(f32({nan, 1, inf, 2}), f32({1, 0, 5, 4}), {}).rel_l2,
+              std::sqrt(5.0 / 16.0), 1e-15);
 }
 
 TEST(Metrics, UlpOnlyForTheSameFloatDtype) {

@@ -49,9 +49,10 @@ TEST(Tolerance, EvaluateExplainsEveryFailure) {
   const Verdict v = evaluate(m, tol);
   EXPECT_FALSE(v.pass);
   ASSERT_EQ(v.failures.size(), 2u);
-  EXPECT_EQ(v.failures[0],
-            "3 of 100 elements outside |a-e| <= atol + rtol*|e| (preset bf16: rtol 0.016, atol 1e-05); "
-            "worst at index 42");
+  EXPECT_EQ(
+      v.failures[0],
+      "3 of 100 elements outside |a-e| <= atol + rtol*|e| (preset bf16: rtol 0.016, atol 1e-05); "
+      "worst at index 42");
   EXPECT_EQ(v.failures[1], "cosine 0.99 < cosine_min 0.999");
 
   m.mismatch_count = 0;

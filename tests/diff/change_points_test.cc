@@ -2,7 +2,6 @@
 // where it climbs, pure noise and a single outlier give none; the statistic against a direct
 // evaluation of its definition; the same input gives the same answer.
 #include "diff/change_points.h"
-#include "diff/statistics.h"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +9,8 @@
 #include <cstdint>
 #include <random>
 #include <vector>
+
+#include "diff/statistics.h"
 
 namespace h0::diff {
 namespace {
@@ -62,7 +63,8 @@ TEST(ChangePoints, AStepIsFoundAtItsRun) {
 }
 
 TEST(ChangePoints, AStepDownAndBackAreTwo) {
-  const auto x = concat(concat(noise(12, 100, 0.02, 3), noise(12, 80, 0.02, 4)), noise(12, 100, 0.02, 5));
+  const auto x =
+      concat(concat(noise(12, 100, 0.02, 3), noise(12, 80, 0.02, 4)), noise(12, 100, 0.02, 5));
   const auto cps = find_change_points(x);
   ASSERT_EQ(cps.size(), 2u);
   EXPECT_EQ(cps[0].index, 12u);
@@ -87,7 +89,8 @@ TEST(ChangePoints, ARampIsReportedWhereItClimbs) {
 TEST(ChangePoints, PureNoiseHasNone) {
   for (uint32_t seed = 10; seed < 30; ++seed) {
     const auto cps = find_change_points(noise(40, 100, 0.03, seed));
-    EXPECT_TRUE(cps.empty()) << "seed " << seed << ": at " << cps[0].index << " p " << cps[0].p_value;
+    EXPECT_TRUE(cps.empty()) << "seed " << seed << ": at " << cps[0].index << " p "
+                             << cps[0].p_value;
   }
 }
 
@@ -117,7 +120,7 @@ TEST(ChangePoints, DeterministicAndShortSeriesHaveNone) {
     EXPECT_EQ(a[i].index, b[i].index);
     EXPECT_EQ(a[i].p_value, b[i].p_value);
   }
-  EXPECT_TRUE(find_change_points({100, 100, 200, 200, 200}).empty());  // < 2 * min_segment
+  EXPECT_TRUE(find_change_points({100, 100, 200, 200, 200}).empty());     // < 2 * min_segment
   EXPECT_TRUE(find_change_points(std::vector<double>(30, 5.0)).empty());  // constant
 }
 

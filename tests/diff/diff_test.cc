@@ -391,7 +391,8 @@ ResultData eval_result(int lost, int gained) {
     bool right = i < 100;
     if (i < lost) right = false;
     if (i >= 100 && i < 100 + gained) right = true;
-    r.eval_items.push_back({"q" + std::to_string(i), right == (i < 100) ? "a" : "b", right, "", -1, "{}"});
+    r.eval_items.push_back(
+        {"q" + std::to_string(i), right == (i < 100) ? "a" : "b", right, "", -1, "{}"});
   }
   return r;
 }
@@ -422,8 +423,9 @@ TEST(DiffAccuracy, FlipsBothWaysAreListedButNoRegression) {
   EXPECT_EQ(d.accuracy[0].flipped.size(), 8u);
   EXPECT_FALSE(d.has_regression());
   // Three items lost of 200: not significant (p = 0.25), not a regression.
-  EXPECT_EQ(diff_runs(run(1, {eval_result(0, 0)}), run(2, {eval_result(3, 0)}), {}).accuracy[0].verdict,
-            "unchanged");
+  EXPECT_EQ(
+      diff_runs(run(1, {eval_result(0, 0)}), run(2, {eval_result(3, 0)}), {}).accuracy[0].verdict,
+      "unchanged");
 }
 
 }  // namespace

@@ -216,9 +216,10 @@ TEST(HistoryChanges, AStepAtAStackChangeIsFoundWithBothStacks) {
   EXPECT_NEAR(c.change, 0.3, 0.02);
   EXPECT_FALSE(c.newest);  // detectable nights ago
   EXPECT_EQ(h.new_slowdowns(), 0);
-  EXPECT_NE(h.to_text(false).find("slower  cpu  ops/matmul[64]  steady matmul  at run 13 (after run 12, "
-                                  "stack aaaaaaaaaaaa -> bbbbbbbbbbbb)"),
-            std::string::npos)
+  EXPECT_NE(
+      h.to_text(false).find("slower  cpu  ops/matmul[64]  steady matmul  at run 13 (after run 12, "
+                            "stack aaaaaaaaaaaa -> bbbbbbbbbbbb)"),
+      std::string::npos)
       << h.to_text(false);
   EXPECT_EQ(h.to_json()["changes"][0]["run_id"], 13);
 }
@@ -260,7 +261,8 @@ namespace h0::diff {
 namespace {
 
 // The runs with a calibration row (the host loop) of 1 us, `factor` times that from run `from`.
-std::vector<store::RunData> with_calibration(std::vector<store::RunData> runs, int64_t from, double factor) {
+std::vector<store::RunData> with_calibration(std::vector<store::RunData> runs, int64_t from,
+                                             double factor) {
   for (auto& r : runs) {
     store::ProfileData cal;
     cal.phase = "calibration";
@@ -303,7 +305,8 @@ TEST(HistoryChanges, AChangeSmallerThanTheMachinesOwnMoveIsAnUnreliableMachine) 
   EXPECT_TRUE(h.changes[0].unreliable);
   EXPECT_TRUE(h.changes[0].newest);
   EXPECT_EQ(h.new_slowdowns(), 0);
-  EXPECT_NE(h.to_text(false).find("unreliable machine  cpu  ops/matmul[64]"), std::string::npos) << h.to_text(false);
+  EXPECT_NE(h.to_text(false).find("unreliable machine  cpu  ops/matmul[64]"), std::string::npos)
+      << h.to_text(false);
 }
 
 }  // namespace

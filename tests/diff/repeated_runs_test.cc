@@ -43,12 +43,14 @@ store::RunData run(int64_t id, double median_ns, double calibration_ns = 0,
 
 std::vector<store::RunData> runs(int64_t first_id, const std::vector<double>& medians_ns) {
   std::vector<store::RunData> out;
-  for (size_t i = 0; i < medians_ns.size(); ++i) out.push_back(run(first_id + int64_t(i), medians_ns[i]));
+  for (size_t i = 0; i < medians_ns.size(); ++i)
+    out.push_back(run(first_id + int64_t(i), medians_ns[i]));
   return out;
 }
 
 TEST(RepeatedRuns, SameStackIsUnchanged) {
-  const DiffReport r = diff_repeated_runs(runs(1, {100, 101, 99}), runs(4, {100.5, 99.5, 101}), {}, false);
+  const DiffReport r =
+      diff_repeated_runs(runs(1, {100, 101, 99}), runs(4, {100.5, 99.5, 101}), {}, false);
   ASSERT_EQ(r.perf.size(), 1u);
   EXPECT_EQ(r.perf[0].verdict, "unchanged");
   EXPECT_EQ(r.perf[0].test, "welch");
@@ -57,7 +59,8 @@ TEST(RepeatedRuns, SameStackIsUnchanged) {
 }
 
 TEST(RepeatedRuns, ASlowerStackIsARegression) {
-  const DiffReport r = diff_repeated_runs(runs(1, {100, 101, 99}), runs(4, {130, 131, 129.5}), {}, false);
+  const DiffReport r =
+      diff_repeated_runs(runs(1, {100, 101, 99}), runs(4, {130, 131, 129.5}), {}, false);
   ASSERT_EQ(r.perf.size(), 1u);
   const PerfChange& p = r.perf[0];
   EXPECT_EQ(p.verdict, "regression");
@@ -66,12 +69,14 @@ TEST(RepeatedRuns, ASlowerStackIsARegression) {
   EXPECT_NEAR(p.noise, 101.0 / 99 - 1, 1e-9);
   EXPECT_EQ(p.head_median_ns, 130);
   EXPECT_TRUE(r.has_regression());
-  EXPECT_NE(r.to_text(false).find("(3 vs 3 runs, welch, noise"), std::string::npos) << r.to_text(false);
+  EXPECT_NE(r.to_text(false).find("(3 vs 3 runs, welch, noise"), std::string::npos)
+      << r.to_text(false);
 }
 
 // The base side's own runs spread by 25%: a 15% change is within its noise, whatever the test.
 TEST(RepeatedRuns, AChangeWithinTheBaseSidesNoiseIsNoRegression) {
-  const DiffReport r = diff_repeated_runs(runs(1, {90, 112.5, 100}), runs(4, {115, 116, 114}), {}, false);
+  const DiffReport r =
+      diff_repeated_runs(runs(1, {90, 112.5, 100}), runs(4, {115, 116, 114}), {}, false);
   ASSERT_EQ(r.perf.size(), 1u);
   EXPECT_NEAR(r.perf[0].threshold, 0.25, 1e-9);
   EXPECT_EQ(r.perf[0].verdict, "unchanged");
@@ -112,7 +117,8 @@ TEST(RepeatedRuns, ACalibrationThatMovedMoreThanTheEffectIsAnUnreliableMachine) 
   EXPECT_EQ(r.perf[0].verdict, "unreliable machine");
   EXPECT_EQ(r.summary.perf_unreliable, 1);
   EXPECT_FALSE(r.has_regression());
-  EXPECT_NE(r.to_text(false).find("unreliable machine  matmul"), std::string::npos) << r.to_text(false);
+  EXPECT_NE(r.to_text(false).find("unreliable machine  matmul"), std::string::npos)
+      << r.to_text(false);
 }
 
 // Statuses stay exact: the newest run of each side decides them.

@@ -118,7 +118,6 @@ TEST(Statistics, MedianAbsoluteDeviation) {
   EXPECT_EQ(median_absolute_deviation({5, 5, 5}), 0);
 }
 
-
 // The accuracy gate's statistics against golden/eval/statistics.json (golden/tools/
 // gen_eval_stats.py: statsmodels 0.14.6, scipy 1.17.1, numpy 2.4.6).
 nlohmann::json eval_statistics() {
@@ -163,8 +162,7 @@ TEST(AccuracyStatistics, TwoProportionZMatchesStatsmodels) {
   const nlohmann::json g = eval_statistics();
   ASSERT_GE(g["ztest"].size(), 3u);
   for (const auto& r : g["ztest"]) {
-    EXPECT_NEAR(two_proportion_z_p(r["x1"], r["n1"], r["x2"], r["n2"]), r["p"].get<double>(),
-                1e-12)
+    EXPECT_NEAR(two_proportion_z_p(r["x1"], r["n1"], r["x2"], r["n2"]), r["p"].get<double>(), 1e-12)
         << r.dump();
   }
   EXPECT_EQ(two_proportion_z_p(0, 10, 0, 10), 1);  // no variance: nothing to test

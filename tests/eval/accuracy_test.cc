@@ -78,7 +78,8 @@ TEST(Gate, IdenticalAnswersPassOnlyWithEnoughItems) {
   EXPECT_NEAR(f.drop_bound, diff::wilson_interval(0, 20, 0.05).hi, 1e-12);
   const Verdict v = judge(f, g, true, 20, f.head_right);
   EXPECT_EQ(v.outcome, "inconclusive");
-  EXPECT_EQ(v.message.rfind("inconclusive: n too small: 20 items allow a drop of up to 0.161", 0), 0u)
+  EXPECT_EQ(v.message.rfind("inconclusive: n too small: 20 items allow a drop of up to 0.161", 0),
+            0u)
       << v.message;
 }
 

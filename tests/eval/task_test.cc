@@ -32,12 +32,14 @@ std::string load_error(const std::string& text) {
 
 TEST(Task, HeaderAndItemsOfEveryScorer) {
   test::TempDir dir;
-  const Task mc = load_task(write(dir, "mc.jsonl",
-                                  "# scorer: multiple_choice\n# template: \"Q: {question}\\nA:\"\n"
-                                  "# licence: CC0-1.0\n"
-                                  "{\"id\": \"a\", \"question\": \"2+2?\", \"choices\": [\"3\", \"4\"], \"answer\": 1}\n"
-                                  "{\"id\": \"b\", \"question\": \"sky?\", \"choices\": [\"red\", \"blue\", \"green\"], \"answer\": \"B\"}\n"
-                                  "{\"question\": \"sun?\", \"choices\": [\"hot\", \"cold\"], \"answer\": \"hot\"}\n"));
+  const Task mc = load_task(
+      write(dir, "mc.jsonl",
+            "# scorer: multiple_choice\n# template: \"Q: {question}\\nA:\"\n"
+            "# licence: CC0-1.0\n"
+            "{\"id\": \"a\", \"question\": \"2+2?\", \"choices\": [\"3\", \"4\"], \"answer\": 1}\n"
+            "{\"id\": \"b\", \"question\": \"sky?\", \"choices\": [\"red\", \"blue\", \"green\"], "
+            "\"answer\": \"B\"}\n"
+            "{\"question\": \"sun?\", \"choices\": [\"hot\", \"cold\"], \"answer\": \"hot\"}\n"));
   EXPECT_EQ(mc.spec.scorer, Scorer::kMultipleChoice);
   EXPECT_EQ(mc.spec.licence, "CC0-1.0");
   EXPECT_EQ(mc.spec.name, "mc");
@@ -69,21 +71,27 @@ TEST(Task, HeaderAndItemsOfEveryScorer) {
 }
 
 TEST(Task, MalformedFilesFailAtTheirLine) {
-  EXPECT_EQ(load_error("# scorer: generate\n{\"question\": \"a\", \"answer\": \"1\"}\n{\"question\": \n"),
-            "t.jsonl:3: not a JSON object: {\"question\": ");
+  EXPECT_EQ(
+      load_error("# scorer: generate\n{\"question\": \"a\", \"answer\": \"1\"}\n{\"question\": \n"),
+      "t.jsonl:3: not a JSON object: {\"question\": ");
   EXPECT_EQ(load_error("{\"question\": \"a\", \"answer\": \"1\"}\n{\"question\": \"b\"}\n"),
             "t.jsonl:2: the item has no \"answer\" (its answer)");
-  EXPECT_EQ(load_error("# template: \"{question} {context}\"\n{\"question\": \"a\", \"answer\": \"1\"}\n"),
+  EXPECT_EQ(load_error(
+                "# template: \"{question} {context}\"\n{\"question\": \"a\", \"answer\": \"1\"}\n"),
             "t.jsonl:2: the template names {context}, which this item does not have");
-  EXPECT_EQ(load_error("# scorer: ranking\n{\"question\": \"a\", \"answer\": \"1\"}\n"),
-            "t.jsonl:1: scorer must be one of: multiple_choice, generate, logprob_target; got 'ranking'");
-  EXPECT_EQ(load_error("# scorer: multiple_choice\n{\"question\": \"a\", \"choices\": [\"x\", \"y\"], \"answer\": 5}\n"),
+  EXPECT_EQ(
+      load_error("# scorer: ranking\n{\"question\": \"a\", \"answer\": \"1\"}\n"),
+      "t.jsonl:1: scorer must be one of: multiple_choice, generate, logprob_target; got 'ranking'");
+  EXPECT_EQ(load_error("# scorer: multiple_choice\n{\"question\": \"a\", \"choices\": [\"x\", "
+                       "\"y\"], \"answer\": 5}\n"),
             "t.jsonl:2: answer 5 is not a choice index in [0, 2)");
   EXPECT_EQ(load_error("# tempalte: x\n{\"question\": \"a\", \"answer\": \"1\"}\n").substr(0, 35),
             "t.jsonl:1: unknown task key 'tempal");
-  EXPECT_EQ(load_error("{\"id\": 1, \"question\": \"a\", \"answer\": \"1\"}\n{\"id\": 1, \"question\": \"b\", \"answer\": \"2\"}\n"),
+  EXPECT_EQ(load_error("{\"id\": 1, \"question\": \"a\", \"answer\": \"1\"}\n{\"id\": 1, "
+                       "\"question\": \"b\", \"answer\": \"2\"}\n"),
             "t.jsonl:2: duplicate item id \"1\"");
-  EXPECT_EQ(load_error("# extract: \"regex:([a-\"\n{\"question\": \"a\", \"answer\": \"1\"}\n").substr(0, 36),
+  EXPECT_EQ(load_error("# extract: \"regex:([a-\"\n{\"question\": \"a\", \"answer\": \"1\"}\n")
+                .substr(0, 36),
             "t.jsonl:1: extract: bad regex /([a-/");
   EXPECT_EQ(load_error("# fewshot: 1\n{\"question\": \"a\", \"answer\": \"1\"}\n"),
             "t.jsonl: no items to score (1 items, fewshot 1)");

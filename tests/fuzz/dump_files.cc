@@ -11,7 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     switch (data[0] % 3) {
       case 0: {
         h0::fuzz::write_scratch("dump/dump.json", bytes);
-        const h0::checks::MsprobeDump dump = h0::checks::read_msprobe_dump(h0::fuzz::scratch_dir() + "/dump");
+        const h0::checks::MsprobeDump dump =
+            h0::checks::read_msprobe_dump(h0::fuzz::scratch_dir() + "/dump");
         for (const auto& p : dump.probes) {
           if (!p.tensor_file.empty()) (void)p.load();
         }

@@ -23,8 +23,8 @@ inline const std::string& scratch_dir() {
   // Never destroyed: the exit handler below runs after static destructors would have.
   static const std::string* const dir = [] {
     const char* tmp = std::getenv("TMPDIR");
-    auto* d = new std::string(std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/h0-fuzz-" +
-                              std::to_string(::getpid()));
+    auto* d = new std::string(std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
+                              "/h0-fuzz-" + std::to_string(::getpid()));
     std::filesystem::create_directories(*d);
     std::atexit([] {
       std::error_code ec;
@@ -39,7 +39,8 @@ inline const std::string& scratch_dir() {
 inline std::string write_scratch(const std::string& name, std::string_view bytes) {
   const std::filesystem::path p = std::filesystem::path(scratch_dir()) / name;
   std::filesystem::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(p, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return p.string();
 }
 

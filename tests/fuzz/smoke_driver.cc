@@ -29,11 +29,42 @@ std::string read_all(const fs::path& p) {
 
 // Byte strings that take parsers to their edges: nesting, aliases, escapes, numbers at the
 // ends of their ranges, invalid UTF-8.
-const char* const kTokens[] = {"[", "]", "{", "}", "\"", "\\", ":", ",", "*a", "&a ", "<<: ", "- ", "\n  ",
-                               "null", "-1", "0", "1e999", "2147483647", "9223372036854775807", "-9223372036854775808",
-                               "\xff", "\xc3", "\xed\xa0\x80", "\r\n", "data: ", "[DONE]", "\n\n", "NaN", "Infinity",
-                               "\"dtype\"", "\"shape\"", "\"data_offsets\"", "\"F8_E4M3\"", "\"num_hidden_layers\"",
-                               "\x93NUMPY", "PK\x03\x04"};
+const char* const kTokens[] = {"[",
+                               "]",
+                               "{",
+                               "}",
+                               "\"",
+                               "\\",
+                               ":",
+                               ",",
+                               "*a",
+                               "&a ",
+                               "<<: ",
+                               "- ",
+                               "\n  ",
+                               "null",
+                               "-1",
+                               "0",
+                               "1e999",
+                               "2147483647",
+                               "9223372036854775807",
+                               "-9223372036854775808",
+                               "\xff",
+                               "\xc3",
+                               "\xed\xa0\x80",
+                               "\r\n",
+                               "data: ",
+                               "[DONE]",
+                               "\n\n",
+                               "NaN",
+                               "Infinity",
+                               "\"dtype\"",
+                               "\"shape\"",
+                               "\"data_offsets\"",
+                               "\"F8_E4M3\"",
+                               "\"num_hidden_layers\"",
+                               "\x93NUMPY",
+                               "PK\x03\x04"};
 
 std::string mutate(const std::vector<std::string>& seeds, std::mt19937_64& rng) {
   auto pick = [&](size_t n) { return n == 0 ? size_t{0} : static_cast<size_t>(rng() % n); };
@@ -109,12 +140,14 @@ int main(int argc, char** argv) {
     }
   }
   if (seeds.empty()) {
-    std::fprintf(stderr, "usage: %s [--smoke N] CORPUS_DIR_OR_FILE...  (no seed inputs given)\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--smoke N] CORPUS_DIR_OR_FILE...  (no seed inputs given)\n",
+                 argv[0]);
     return 2;
   }
   const std::string target = fs::path(argv[0]).filename().string();
   const char* tmp = std::getenv("TMPDIR");
-  const std::string failure = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/h0-fuzz-smoke-" + target + ".input";
+  const std::string failure = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
+                              "/h0-fuzz-smoke-" + target + ".input";
   const auto start = std::chrono::steady_clock::now();
   for (const auto& s : seeds) run_one(s);
   std::mt19937_64 rng(20261203);
@@ -125,13 +158,15 @@ int main(int argc, char** argv) {
     std::ofstream(failure, std::ios::binary | std::ios::trunc) << input;
     const auto t0 = std::chrono::steady_clock::now();
     run_one(input);
-    slowest_s = std::max(slowest_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    slowest_s = std::max(
+        slowest_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::error_code ec;
   fs::remove(failure, ec);
-  const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%s: %zu seeds and %ld mutations run in %.2f s (slowest mutation %.3f s), no crash\n", target.c_str(),
-              seeds.size(), mutations, total_s, slowest_s);
+  const double total_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%s: %zu seeds and %ld mutations run in %.2f s (slowest mutation %.3f s), no crash\n",
+              target.c_str(), seeds.size(), mutations, total_s, slowest_s);
   // An input that takes seconds is a hang-in-waiting (a quadratic parse, a huge allocation).
   if (slowest_s > 5.0) {
     std::fprintf(stderr, "%s: a mutation took %.1f s (over 5 s)\n", target.c_str(), slowest_s);

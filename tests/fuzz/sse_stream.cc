@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!parser.feed(stream.substr(at, step), &events)) break;
     for (const auto& e : events) {
       const nlohmann::json chunk = h0::base::parse_json_or_discarded(e.data);
-      if (!chunk.is_discarded()) (void)h0::service::read_response(chunk, chat, /*streamed=*/true, 0.0, &result);
+      if (!chunk.is_discarded())
+        (void)h0::service::read_response(chunk, chat, /*streamed=*/true, 0.0, &result);
     }
     events.clear();
   }

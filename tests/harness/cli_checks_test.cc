@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "checks/input_synth.h"
@@ -22,16 +21,18 @@ TEST(CliChecks, ListExpandsTheMatrixAndFilters) {
   EXPECT_NE(all.out.find("rmsnorm[dtype=bf16,shape=7x4096]\n"), std::string::npos);
   const auto some = run_harness("list suites/ops.yaml --filter 'rmsnorm[*-*bf16*' --json");
   const auto j = nlohmann::json::parse(some.out);
-  EXPECT_EQ(j["cases"], (std::vector<std::string>{"rmsnorm[dtype=f32,shape=1x64]", "rmsnorm[dtype=f32,shape=7x4096]",
-                                                   "rmsnorm[dtype=f16,shape=1x64]", "rmsnorm[dtype=f16,shape=7x4096]"}));
+  EXPECT_EQ(j["cases"], (std::vector<std::string>{
+                            "rmsnorm[dtype=f32,shape=1x64]", "rmsnorm[dtype=f32,shape=7x4096]",
+                            "rmsnorm[dtype=f16,shape=1x64]", "rmsnorm[dtype=f16,shape=7x4096]"}));
 }
 
 TEST(CliChecks, RunWritesJsonAndFailsOnAFault) {
   test::TempDir dir;
-  std::ofstream(dir.file("faulty.yaml")) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
-                                         << ", options: {op: softmax, fault: scale, magnitude: 0.01}}\n";
-  const auto r = run_harness("run suites/ops.yaml --filter 'softmax[*:add[*' --platform " + dir.file("faulty.yaml") +
-                             " --json " + dir.file("out.json"));
+  std::ofstream(dir.file("faulty.yaml"))
+      << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
+      << ", options: {op: softmax, fault: scale, magnitude: 0.01}}\n";
+  const auto r = run_harness("run suites/ops.yaml --filter 'softmax[*:add[*' --platform " +
+                             dir.file("faulty.yaml") + " --json " + dir.file("out.json"));
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.out.find("FAIL    softmax[dtype=f32,shape=4x32x64]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("PASS    add[dtype=f32,shape=7x4096]"), std::string::npos) << r.out;
@@ -49,10 +50,12 @@ TEST(CliChecks, RunWritesJsonAndFailsOnAFault) {
 
 TEST(CliChecks, RunRejectsAMalformedSuiteBeforeRunning) {
   test::TempDir dir;
-  std::ofstream(dir.file("s.yaml")) << "suite: s\nchecks:\n  - {id: a, kind: op, op: rmsnorm, shape: [2, 8], attrs: {eps: x}}\n";
+  std::ofstream(dir.file("s.yaml"))
+      << "suite: s\nchecks:\n  - {id: a, kind: op, op: rmsnorm, shape: [2, 8], attrs: {eps: x}}\n";
   const auto r = run_harness("run " + dir.file("s.yaml"));
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err, "harness: error: " + dir.file("s.yaml") + ":3:64: op 'rmsnorm': attr 'eps' must be a number, got \"x\"\n");
+  EXPECT_EQ(r.err, "harness: error: " + dir.file("s.yaml") +
+                       ":3:64: op 'rmsnorm': attr 'eps' must be a number, got \"x\"\n");
   EXPECT_EQ(r.out, "");
 }
 
@@ -60,25 +63,33 @@ TEST(CliChecks, RunRejectsAMalformedSuiteBeforeRunning) {
 TEST(CliChecks, OpReplaysInputsOnAnyPlatform) {
   test::TempDir dir;
   const auto x = checks::synthesize({{"normal", {{"std", 2}}}}, tensor::DType::kF32, {5, 64}, 1, 0);
-  const auto w = checks::synthesize({{"uniform", {{"low", 0.5}, {"high", 1.5}}}}, tensor::DType::kF32, {64}, 1, 1);
+  const auto w = checks::synthesize({{"uniform", {{"low", 0.5}, {"high", 1.5}}}},
+                                    tensor::DType::kF32, {64}, 1, 1);
   io::write_safetensors(dir.file("in.safetensors"), {{"in0", x}, {"in1", w}});
   const std::string in = " --inputs " + dir.file("in.safetensors") + " --attrs '{\"eps\": 1e-5}'";
-  const auto ref = run_harness("op rmsnorm" + in + " --platform configs/platforms/reference.yaml --out " + dir.file("ref.safetensors"));
+  const auto ref =
+      run_harness("op rmsnorm" + in + " --platform configs/platforms/reference.yaml --out " +
+                  dir.file("ref.safetensors"));
   ASSERT_EQ(ref.code, 0) << ref.err;
   EXPECT_NE(ref.out.find("rmsnorm on reference (native)"), std::string::npos) << ref.out;
-  const auto cpu = run_harness("op rmsnorm" + in + " --out " + dir.file("cpu.safetensors") + " --json");
+  const auto cpu =
+      run_harness("op rmsnorm" + in + " --out " + dir.file("cpu.safetensors") + " --json");
   ASSERT_EQ(cpu.code, 0) << cpu.err;
   EXPECT_EQ(nlohmann::json::parse(cpu.out)["backend"], "cpu");
-  const auto cmp = run_harness("compare " + dir.file("cpu.safetensors") + " " + dir.file("ref.safetensors"));
+  const auto cmp =
+      run_harness("compare " + dir.file("cpu.safetensors") + " " + dir.file("ref.safetensors"));
   EXPECT_EQ(cmp.code, 0) << cmp.out;
   const auto out = io::SafetensorsFile::open(dir.file("cpu.safetensors"));
   EXPECT_EQ(out.metadata().at("op"), "rmsnorm");
   EXPECT_EQ(out.get("out0").shape(), (tensor::Shape{5, 64}));
 
-  const auto missing = run_harness("op rmsnorm --inputs " + dir.file("ref.safetensors") + " --out " + dir.file("x.safetensors"));
+  const auto missing = run_harness("op rmsnorm --inputs " + dir.file("ref.safetensors") +
+                                   " --out " + dir.file("x.safetensors"));
   EXPECT_EQ(missing.code, 2);
-  EXPECT_NE(missing.err.find("no tensor 'in0' (input 'x' of rmsnorm)"), std::string::npos) << missing.err;
-  const auto f64 = run_harness("op rmsnorm" + in + " --out " + dir.file("y.safetensors") + " --fallback none");
+  EXPECT_NE(missing.err.find("no tensor 'in0' (input 'x' of rmsnorm)"), std::string::npos)
+      << missing.err;
+  const auto f64 =
+      run_harness("op rmsnorm" + in + " --out " + dir.file("y.safetensors") + " --fallback none");
   EXPECT_EQ(f64.code, 0);  // f32 is native on cpu
 }
 
@@ -97,12 +108,15 @@ TEST(CliChecks, CoverageShowsRoutesAndAModelsNeeds) {
     EXPECT_EQ(row["model"], "native") << row["op"];
     EXPECT_EQ(row["f64"], "host") << row["op"];  // cpu has no f64 kernels: the host reference
   }
-  EXPECT_EQ(ops, (std::set<std::string>{"add", "argmax", "embedding", "linear", "moe_experts", "moe_gate",
-                                        "paged_attention", "rmsnorm", "rope", "sample"}));
+  EXPECT_EQ(
+      ops, (std::set<std::string>{"add", "argmax", "embedding", "linear", "moe_experts", "moe_gate",
+                                  "paged_attention", "rmsnorm", "rope", "sample"}));
   const auto unmodelled = run_harness("coverage --json --model tests/data/models/tiny-olmo2");
   ASSERT_EQ(unmodelled.code, 0) << unmodelled.err;
-  EXPECT_NE(unmodelled.err.find("family olmo2 is not modelled by the executor"), std::string::npos) << unmodelled.err;
-  EXPECT_EQ(nlohmann::json::parse(unmodelled.out)["ops"].size(), ops::all_ops().size());  // every op of the catalogue;
+  EXPECT_NE(unmodelled.err.find("family olmo2 is not modelled by the executor"), std::string::npos)
+      << unmodelled.err;
+  EXPECT_EQ(nlohmann::json::parse(unmodelled.out)["ops"].size(),
+            ops::all_ops().size());  // every op of the catalogue;
   const auto table = run_harness("coverage --platform configs/platforms/reference.yaml");
   EXPECT_NE(table.out.find("backend reference (built-in)"), std::string::npos);
 }

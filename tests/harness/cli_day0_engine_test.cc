@@ -117,8 +117,8 @@ TEST(Day0Engine, AModelledFamilyOnAThirdPartyEnginePassesEveryStage) {
     SCOPED_TRACE(name);
     test::TempDir dir;
     const auto r = run_harness("day0 --json --no-db --no-report --model " +
-                               test::source_path(std::string("tests/data/models/") + name) + " --platform " +
-                               engine_platform(dir, name) + " --golden " +
+                               test::source_path(std::string("tests/data/models/") + name) +
+                               " --platform " + engine_platform(dir, name) + " --golden " +
                                test::source_path(std::string("golden/e2e/") + name));
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     const auto j = nlohmann::json::parse(r.out);
@@ -131,10 +131,10 @@ TEST(Day0Engine, AModelledFamilyOnAThirdPartyEnginePassesEveryStage) {
 // The dashboard of such a run says which readiness was established.
 TEST(Day0Engine, TheDashboardShowsTheServiceLevelVerdict) {
   test::TempDir dir;
-  const auto r = run_harness("day0 --model " + test::source_path("tests/data/models/tiny-olmo2") + " --platform " +
-                             engine_platform(dir, "tiny-olmo2") + " --golden " +
-                             test::source_path("golden/e2e/tiny-olmo2") + " --db " + dir.file("r.db") +
-                             " --out " + dir.file("out"));
+  const auto r = run_harness("day0 --model " + test::source_path("tests/data/models/tiny-olmo2") +
+                             " --platform " + engine_platform(dir, "tiny-olmo2") + " --golden " +
+                             test::source_path("golden/e2e/tiny-olmo2") + " --db " +
+                             dir.file("r.db") + " --out " + dir.file("out"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const std::string index = test::read_file(dir.file("out/site/index.html"));
   EXPECT_NE(index.find("verdict-service_level\">Day-0 readiness established at the service level"),

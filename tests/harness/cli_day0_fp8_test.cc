@@ -27,16 +27,20 @@ bool contains(const nlohmann::json& s, const std::string& text) {
 
 TEST(Day0Fp8, EveryStagePassesWithTheProjectionsRunQuantized) {
   test::TempDir dir;
-  const auto r = run_harness(std::string("day0 --json --no-db --model ") + kModel + " --out " + dir.file("out"));
+  const auto r = run_harness(std::string("day0 --json --no-db --model ") + kModel + " --out " +
+                             dir.file("out"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   auto stages = test::expect_every_stage_passes(r.out);
-  EXPECT_TRUE(contains(stages["memory_plan"]["summary"], "weights fp8 (quantization_config fp8 [16, 16])"))
+  EXPECT_TRUE(
+      contains(stages["memory_plan"]["summary"], "weights fp8 (quantization_config fp8 [16, 16])"))
       << stages["memory_plan"]["summary"];
   EXPECT_TRUE(contains(stages["load"]["summary"], "239 tensors")) << stages["load"]["summary"];
   // The op stage ran scaled_linear at the model's own projection shapes.
   const std::string record = test::read_file(dir.file("out/day0.json"));
   for (const char* kxn : {"64x32", "32x96", "64x40", "32x128", "64x64", "64x128", "128x64"}) {
-    EXPECT_NE(record.find(std::string("op_accuracy/tiny-deepseek-v3-fp8/shapes/scaled_linear/") + kxn), std::string::npos)
+    EXPECT_NE(
+        record.find(std::string("op_accuracy/tiny-deepseek-v3-fp8/shapes/scaled_linear/") + kxn),
+        std::string::npos)
         << kxn;
   }
 }
@@ -47,14 +51,15 @@ TEST(Day0Fp8, AWrongBlockScaleIsCaughtAtTheOpStageAndLocalizedAtTheLayers) {
   std::ofstream(dir.file("faulty.yaml")) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
                                          << ", options: {op: scaled_linear, fault: wrong_block}}\n"
                                          << "device_memory: 8GiB\n";
-  const std::string base =
-      std::string("day0 --json --no-db --no-report --model ") + kModel + " --platform " + dir.file("faulty.yaml");
+  const std::string base = std::string("day0 --json --no-db --no-report --model ") + kModel +
+                           " --platform " + dir.file("faulty.yaml");
   auto r = run_harness(base);
   EXPECT_EQ(r.code, 1) << r.err;
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages["load"]["status"], "pass");
   EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
-  EXPECT_TRUE(contains(stages["op_accuracy"]["summary"], "scaled_linear")) << stages["op_accuracy"]["summary"];
+  EXPECT_TRUE(contains(stages["op_accuracy"]["summary"], "scaled_linear"))
+      << stages["op_accuracy"]["summary"];
   EXPECT_EQ(stages["layer_accuracy"]["status"], "blocked");
 
   r = run_harness(base + " --keep-going");
@@ -62,7 +67,8 @@ TEST(Day0Fp8, AWrongBlockScaleIsCaughtAtTheOpStageAndLocalizedAtTheLayers) {
   stages = stages_of(r.out);
   EXPECT_EQ(stages["layer_accuracy"]["status"], "fail");
   // The first scaled_linear call of a layer is q_a_proj, inside self_attn.
-  EXPECT_TRUE(contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.self_attn"))
+  EXPECT_TRUE(
+      contains(stages["layer_accuracy"]["summary"], "first divergence at model.layers.0.self_attn"))
       << stages["layer_accuracy"]["summary"];
   EXPECT_EQ(stages["model"]["status"], "fail");
 }
@@ -71,22 +77,28 @@ TEST(Day0Fp8, AWrongBlockScaleIsCaughtAtTheOpStageAndLocalizedAtTheLayers) {
 // layer check of layer 1) are faulty: the layer stage names that sublayer.
 TEST(Day0Fp8, AWrongBlockInOneProjectionNamesItsSublayer) {
   test::TempDir dir;
-  std::ofstream(dir.file("faulty.yaml")) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
-                                         << ", options: {op: scaled_linear, fault: wrong_block, call: 5}}\n";
-  const auto r = run_harness("run suites/layers.yaml --no-db --filter 'tiny-deepseek-v3-fp8/layer[layer=1]' --platform " +
-                             dir.file("faulty.yaml") + " --json " + dir.file("out.json"));
+  std::ofstream(dir.file("faulty.yaml"))
+      << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
+      << ", options: {op: scaled_linear, fault: wrong_block, call: 5}}\n";
+  const auto r = run_harness(
+      "run suites/layers.yaml --no-db --filter 'tiny-deepseek-v3-fp8/layer[layer=1]' --platform " +
+      dir.file("faulty.yaml") + " --json " + dir.file("out.json"));
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   const auto c = nlohmann::json::parse(test::read_file(dir.file("out.json")))["cases"].at(0);
-  EXPECT_EQ(c["details"]["probes"]["first_divergence"].value("probe", "none"), "model.layers.1.mlp") << c.dump();
+  EXPECT_EQ(c["details"]["probes"]["first_divergence"].value("probe", "none"), "model.layers.1.mlp")
+      << c.dump();
 }
 
 // A checkpoint whose weight_scale_inv does not cover its weight in blocks (one block column
 // short: a K that is not block-aligned with no ragged last scale) is refused naming the tensor.
 TEST(Day0Fp8, AScaleThatDoesNotCoverItsWeightIsRefusedNamingTheTensor) {
   test::TempDir dir;
-  ASSERT_EQ(run_harness(std::string("model synth --model ") + kModel + " --out " + dir.file("ok")).code, 0);
+  ASSERT_EQ(
+      run_harness(std::string("model synth --model ") + kModel + " --out " + dir.file("ok")).code,
+      0);
   const io::ShardedCheckpoint ok = io::ShardedCheckpoint::open(dir.file("ok"));
-  const std::string victim = "model.layers.1.self_attn.kv_a_proj_with_mqa.weight_scale_inv";  // [3, 4]: 40 rows ragged
+  const std::string victim =
+      "model.layers.1.self_attn.kv_a_proj_with_mqa.weight_scale_inv";  // [3, 4]: 40 rows ragged
   std::vector<io::NamedTensor> tensors;
   for (const std::string& name : ok.names()) {
     tensor::Tensor t = ok.get(name);
@@ -104,7 +116,8 @@ TEST(Day0Fp8, AScaleThatDoesNotCoverItsWeightIsRefusedNamingTheTensor) {
   EXPECT_EQ(d.code, 1) << d.err;
   auto stages = stages_of(d.out);
   EXPECT_EQ(stages["load"]["status"], "fail");
-  EXPECT_TRUE(contains(stages["load"]["summary"], "wrong shape or dtype (1): " + victim + ": f32 3x3 (expected f32 3x4)"))
+  EXPECT_TRUE(contains(stages["load"]["summary"],
+                       "wrong shape or dtype (1): " + victim + ": f32 3x3 (expected f32 3x4)"))
       << stages["load"]["summary"];
   EXPECT_EQ(stages["model"]["status"], "blocked");
 }

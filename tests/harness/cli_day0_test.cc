@@ -32,7 +32,8 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   EXPECT_EQ(stages["config"]["summary"], "LlamaForCausalLM: 557,696 parameters");
   EXPECT_EQ(stages["coverage"]["summary"], "9 native, 0 fallback of the model's 9 ops in bf16");
   EXPECT_EQ(stages["image"]["summary"], "not applicable: a text-only model");
-  EXPECT_NE(stages["op_accuracy"]["summary"].get<std::string>().find(" at this model's shapes), 0 failed"),
+  EXPECT_NE(stages["op_accuracy"]["summary"].get<std::string>().find(
+                " at this model's shapes), 0 failed"),
             std::string::npos);
   EXPECT_NE(stages["service"]["summary"].get<std::string>().find("serves tiny-llama"),
             std::string::npos);
@@ -136,10 +137,12 @@ TEST(Day0, AFailedConfigBlocksEverything) {
   EXPECT_EQ(run_harness("day0 --model configs/models/tiny-llama --mesh tp=0").code, 2);
   // A malformed --eval task stops day0 before any stage: file:line, exit 2.
   std::ofstream(dir.file("bad.jsonl")) << "# scorer: generate\n{\"question\": \"q\"}\n";
-  const auto bad = run_harness("day0 --model configs/models/tiny-llama --eval " + dir.file("bad.jsonl"));
+  const auto bad =
+      run_harness("day0 --model configs/models/tiny-llama --eval " + dir.file("bad.jsonl"));
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find(dir.file("bad.jsonl") + ":2:"), std::string::npos) << bad.err;
-  EXPECT_EQ(run_harness("day0 --model configs/models/tiny-llama --eval-reference label:stack=x").code, 2);
+  EXPECT_EQ(
+      run_harness("day0 --model configs/models/tiny-llama --eval-reference label:stack=x").code, 2);
 }
 
 // A model without shipped goldens (tiny-llama under another name): the layer and model stages
@@ -150,12 +153,14 @@ TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
   test::TempDir dir;
   std::filesystem::copy(test::source_path("configs/models/tiny-llama"), dir.file("my-llama"));
   std::filesystem::copy(test::source_path("golden/models/tiny-llama"), dir.file("goldens"));
-  for (const auto& e : std::filesystem::directory_iterator(test::source_path("golden/e2e/tiny-llama")))
+  for (const auto& e :
+       std::filesystem::directory_iterator(test::source_path("golden/e2e/tiny-llama")))
     std::filesystem::copy_file(e.path(), dir.file("goldens/" + e.path().filename().string()));
   // --eval: the tasks' references are gen_eval.py's files in --golden (<task>.json).
   for (const char* task : {"facts", "format"})
-    std::filesystem::copy_file(test::source_path(std::string("golden/eval/tiny-llama/") + task + ".json"),
-                               dir.file(std::string("goldens/") + task + ".json"));
+    std::filesystem::copy_file(
+        test::source_path(std::string("golden/eval/tiny-llama/") + task + ".json"),
+        dir.file(std::string("goldens/") + task + ".json"));
   const std::string base = "day0 --json --no-db --no-report --model " + dir.file("my-llama");
   const std::string eval = " --eval suites/tasks/facts.jsonl --eval suites/tasks/format.jsonl";
   auto r = run_harness(base + " --golden " + dir.file("goldens") + eval);
@@ -171,10 +176,11 @@ TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
   // allows 0.06). Inconclusive, so the stage is not a pass: a real model needs a task of ~200+.
   const std::string accuracy = stages["accuracy"]["summary"];
   EXPECT_EQ(stages["accuracy"]["status"], "not_run") << accuracy;
-  EXPECT_EQ(accuracy.rfind("2 tasks, 0 failed, 2 skipped (my-llama/facts: inconclusive: n too small: "
-                           "60 items allow a drop of up to 0.060",
-                           0),
-            0u)
+  EXPECT_EQ(
+      accuracy.rfind("2 tasks, 0 failed, 2 skipped (my-llama/facts: inconclusive: n too small: "
+                     "60 items allow a drop of up to 0.060",
+                     0),
+      0u)
       << accuracy;
   EXPECT_NE(accuracy.find(": facts 0.083 [0.036, 0.181] vs 0.083, agreement 1.000; format "),
             std::string::npos)
@@ -208,9 +214,8 @@ TEST(Day0, DryRunOfAConfigOnlyLargeModel) {
       test::config_only_model(dir, "tests/data/configs/deepseek-v3.json", "deepseek-v3");
   std::ofstream(dir.file("h200.yaml"))
       << "platform: h200\nbackend: reference\ndevice_memory: 141GiB\n";
-  const auto r =
-      run_harness("day0 --json --no-db --no-report --dry-run --model " + model +
-                  " --mesh tp=8,pp=2,ep=16 --platform " + dir.file("h200.yaml"));
+  const auto r = run_harness("day0 --json --no-db --no-report --dry-run --model " + model +
+                             " --mesh tp=8,pp=2,ep=16 --platform " + dir.file("h200.yaml"));
   EXPECT_EQ(r.code, 1) << r.err;  // not every stage ran
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages["config"]["status"], "pass");
@@ -237,10 +242,12 @@ TEST(Day0, TheMemoryPlanFollowsTheCheckpointsFormat) {
   for (const char* name : {"kimi-k2-instruct", "deepseek-v3"}) {
     SCOPED_TRACE(name);
     test::TempDir dir;
-    std::ofstream(dir.file("h200.yaml")) << "platform: h200\nbackend: reference\ndevice_memory: 141GiB\n";
-    const auto r = run_harness("day0 --json --no-db --no-report --dry-run --mesh tp=8 --platform " +
-                               dir.file("h200.yaml") + " --model " +
-                               test::config_only_model(dir, std::string("tests/data/configs/") + name + ".json", name));
+    std::ofstream(dir.file("h200.yaml"))
+        << "platform: h200\nbackend: reference\ndevice_memory: 141GiB\n";
+    const auto r = run_harness(
+        "day0 --json --no-db --no-report --dry-run --mesh tp=8 --platform " +
+        dir.file("h200.yaml") + " --model " +
+        test::config_only_model(dir, std::string("tests/data/configs/") + name + ".json", name));
     auto stages = stages_of(r.out);
     EXPECT_EQ(stages["memory_plan"]["status"], "pass") << stages["memory_plan"]["summary"];
     EXPECT_NE(stages["memory_plan"]["summary"].get<std::string>().find(

@@ -37,8 +37,9 @@ class EvalCli : public ::testing::Test {
 
   std::string suite(const std::string& checks, const std::string& name = "suite") {
     const std::string path = dir_.file(name + ".yaml");
-    std::ofstream(path) << "suite: evalfake\ndefaults: {model: configs/models/tiny-llama}\nchecks:\n"
-                        << checks;
+    std::ofstream(path)
+        << "suite: evalfake\ndefaults: {model: configs/models/tiny-llama}\nchecks:\n"
+        << checks;
     return path;
   }
 
@@ -86,10 +87,13 @@ TEST_F(EvalCli, AFaultyPlatformIsCaughtAndTheFlippedItemsNamed) {
   std::ofstream(platform)
       << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
       << ", options: {op: rmsnorm, fault: scale, magnitude: 0.05}}\ndevice_memory: 8GiB\n"
-      << "service:\n  start: \"{harness} serve --model {model} --platform {platform} --port {port}\"\n"
+      << "service:\n  start: \"{harness} serve --model {model} --platform {platform} --port "
+         "{port}\"\n"
       << "  url: \"http://127.0.0.1:{port}\"\n  health: /health\n  startup_timeout: 120s\n";
   Result r;
-  const auto cases = run("suites/eval.yaml", "--filter 'tiny-llama/facts:tiny-llama/arithmetic' --no-db --platform " + platform, &r);
+  const auto cases =
+      run("suites/eval.yaml",
+          "--filter 'tiny-llama/facts:tiny-llama/arithmetic' --no-db --platform " + platform, &r);
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   ASSERT_EQ(cases.size(), 2u) << r.out;
   const auto& a = cases["tiny-llama/arithmetic"];
@@ -97,7 +101,8 @@ TEST_F(EvalCli, AFaultyPlatformIsCaughtAndTheFlippedItemsNamed) {
   EXPECT_LT(a["metrics"]["agreement"].get<double>(), 1.0);
   ASSERT_GT(a["details"]["flipped"].size(), 0u);
   const std::string first = a["details"]["flipped"][0];
-  EXPECT_NE(a["message"].get<std::string>().find("answered differently (" + first), std::string::npos)
+  EXPECT_NE(a["message"].get<std::string>().find("answered differently (" + first),
+            std::string::npos)
       << a["message"];
   for (const auto& item : a["items"]) {  // each flipped item's two answers are in the result
     if (item["id"] == first) EXPECT_NE(item["answer"], item["ref_answer"]);
@@ -111,13 +116,15 @@ TEST_F(EvalCli, AFaultyPlatformIsCaughtAndTheFlippedItemsNamed) {
 // judges nothing; a generate task still runs there.
 TEST_F(EvalCli, AStrictEngineCannotScoreMultipleChoice) {
   Result r;
-  const auto cases = run(suite("  - id: mc\n    kind: eval\n    task: suites/tasks/facts.jsonl\n"
-                               "  - id: gen\n    kind: eval\n    task: suites/tasks/arithmetic.jsonl\n"
-                               "    limit: 12\n    num_concurrent: 3\n    gate: {min_score: 0.0}\n"),
-                         "--no-db --platform " + fake_platform("--mode ok --strict"), &r);
+  const auto cases =
+      run(suite("  - id: mc\n    kind: eval\n    task: suites/tasks/facts.jsonl\n"
+                "  - id: gen\n    kind: eval\n    task: suites/tasks/arithmetic.jsonl\n"
+                "    limit: 12\n    num_concurrent: 3\n    gate: {min_score: 0.0}\n"),
+          "--no-db --platform " + fake_platform("--mode ok --strict"), &r);
   ASSERT_EQ(cases.size(), 2u) << r.out << r.err;
   EXPECT_EQ(cases["mc"]["status"], "skip");
-  EXPECT_EQ(cases["mc"]["message"].get<std::string>().rfind("cannot score multiple_choice here: ", 0), 0u)
+  EXPECT_EQ(
+      cases["mc"]["message"].get<std::string>().rfind("cannot score multiple_choice here: ", 0), 0u)
       << cases["mc"]["message"];
   EXPECT_EQ(cases["gen"]["status"], "pass") << cases["gen"]["message"];
   EXPECT_EQ(cases["gen"]["items"].size(), 12u);
@@ -128,16 +135,18 @@ TEST_F(EvalCli, AStrictEngineCannotScoreMultipleChoice) {
 // fail the check.
 TEST_F(EvalCli, RetriesAreBoundedAndCounted) {
   Result r;
-  const auto cases = run(suite("  - id: gen\n    kind: eval\n    task: suites/tasks/arithmetic.jsonl\n"
-                               "    limit: 3\n    retries: 2\n    gate: {min_score: 0.0}\n"),
-                         "--no-db --platform " + fake_platform("--mode http_500"), &r);
+  const auto cases =
+      run(suite("  - id: gen\n    kind: eval\n    task: suites/tasks/arithmetic.jsonl\n"
+                "    limit: 3\n    retries: 2\n    gate: {min_score: 0.0}\n"),
+          "--no-db --platform " + fake_platform("--mode http_500"), &r);
   ASSERT_EQ(cases.size(), 1u) << r.out << r.err;
   const auto& g = cases["gen"];
   EXPECT_EQ(g["status"], "fail");
   EXPECT_EQ(g["metrics"]["requests"], 9.0);
   EXPECT_EQ(g["metrics"]["retries"], 6.0);
   EXPECT_EQ(g["metrics"]["failed_items"], 3.0);
-  EXPECT_EQ(g["message"].get<std::string>().rfind("3 of 3 items got no answer after 2 retries", 0), 0u)
+  EXPECT_EQ(g["message"].get<std::string>().rfind("3 of 3 items got no answer after 2 retries", 0),
+            0u)
       << g["message"];
 }
 
@@ -174,12 +183,14 @@ TEST_F(EvalCli, AOneSidedLossIsCaughtByThePairedTestAgainstAStoredReferenceRun) 
   EXPECT_GT(ref_score, 0.45);
   EXPECT_LT(ref_score, 0.75);
 
-  const std::string checked = suite("  - id: markers\n    kind: eval\n    task: " + task +
-                                        "\n    num_concurrent: 4\n    reference: label:stack=gpu-ref\n"
-                                        "    gate: {max_drop: 0.02, alpha: 0.05}\n",
-                                    "checked");
-  cases = run(checked, "--db " + db + " --label stack=npu-1 --platform " +
-                           fake_platform("--mode answers --known 0.6 --lose 0.08", "npu"),
+  const std::string checked =
+      suite("  - id: markers\n    kind: eval\n    task: " + task +
+                "\n    num_concurrent: 4\n    reference: label:stack=gpu-ref\n"
+                "    gate: {max_drop: 0.02, alpha: 0.05}\n",
+            "checked");
+  cases = run(checked,
+              "--db " + db + " --label stack=npu-1 --platform " +
+                  fake_platform("--mode answers --known 0.6 --lose 0.08", "npu"),
               &r);
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   const auto& m = cases["markers"];
@@ -189,17 +200,20 @@ TEST_F(EvalCli, AOneSidedLossIsCaughtByThePairedTestAgainstAStoredReferenceRun) 
   EXPECT_EQ(metrics["items_gained"], 0.0);
   EXPECT_GE(metrics["items_lost"].get<double>(), 6.0);
   EXPECT_LT(metrics["mcnemar_p"].get<double>(), 0.05);
-  EXPECT_GT(metrics["unpaired_p"].get<double>(), 0.05) << "the unpaired test alone would have caught it";
+  EXPECT_GT(metrics["unpaired_p"].get<double>(), 0.05)
+      << "the unpaired test alone would have caught it";
   EXPECT_LT(metrics["agreement"].get<double>(), 1.0);
   ASSERT_EQ(m["details"]["flipped"].size(), metrics["items_lost"].get<size_t>());
-  EXPECT_NE(m["details"]["reference"].get<std::string>().find("(label:stack=gpu-ref, platform gpu-ref)"),
-            std::string::npos)
+  EXPECT_NE(
+      m["details"]["reference"].get<std::string>().find("(label:stack=gpu-ref, platform gpu-ref)"),
+      std::string::npos)
       << m["details"]["reference"];
   const std::string lost = m["details"]["flipped"][0];
 
   // The same platform as the reference: every item agrees and no drop.
-  cases = run(checked, "--no-db --db " + db + " --platform " +
-                           fake_platform("--mode answers --known 0.6", "gpu-again"),
+  cases = run(checked,
+              "--no-db --db " + db + " --platform " +
+                  fake_platform("--mode answers --known 0.6", "gpu-again"),
               &r);
   EXPECT_EQ(cases["markers"]["metrics"]["agreement"], 1.0) << r.out << r.err;
   EXPECT_EQ(cases["markers"]["metrics"]["items_lost"], 0.0);
@@ -211,7 +225,8 @@ TEST_F(EvalCli, AOneSidedLossIsCaughtByThePairedTestAgainstAStoredReferenceRun) 
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   std::string page;
   for (const auto& e : std::filesystem::directory_iterator(dir_.file("site/checks"))) {
-    if (e.path().filename().string().rfind("markers-", 0) == 0) page = test::read_file(e.path().string());
+    if (e.path().filename().string().rfind("markers-", 0) == 0)
+      page = test::read_file(e.path().string());
   }
   ASSERT_FALSE(page.empty());
   EXPECT_NE(page.find("Accuracy per stack version"), std::string::npos);
@@ -229,11 +244,11 @@ TEST_F(EvalCli, AOneSidedLossIsCaughtByThePairedTestAgainstAStoredReferenceRun) 
 // A reference run that is not in the store is the check's error, named; nothing is judged.
 TEST_F(EvalCli, AReferenceRunThatIsNotThereIsAnError) {
   Result r;
-  const auto cases = run(suite("  - id: markers\n    kind: eval\n    task: " + marker_task(dir_) +
-                               "\n    reference: label:stack=nowhere\n"),
-                         "--no-db --db " + dir_.file("missing.db") + " --platform " +
-                             fake_platform("--mode answers"),
-                         &r);
+  const auto cases = run(
+      suite("  - id: markers\n    kind: eval\n    task: " + marker_task(dir_) +
+            "\n    reference: label:stack=nowhere\n"),
+      "--no-db --db " + dir_.file("missing.db") + " --platform " + fake_platform("--mode answers"),
+      &r);
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_EQ(cases["markers"]["status"], "error");
   EXPECT_EQ(cases["markers"]["message"].get<std::string>().rfind(
@@ -253,11 +268,14 @@ TEST_F(EvalCli, AReferenceRunIsMatchedByTaskFileWhenTheIdsDiffer) {
   run(suite("  - id: accuracy/ref/markers\n" + scored, "ref"),
       "--db " + db + " --label stack=a --platform " + platform, &r);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  const std::string head = suite("  - id: markers\n" + one + "    reference: label:stack=a\n    gate: {min_agreement: 1.0}\n", "head");
+  const std::string head = suite(
+      "  - id: markers\n" + one + "    reference: label:stack=a\n    gate: {min_agreement: 1.0}\n",
+      "head");
   auto cases = run(head, "--no-db --db " + db + " --platform " + platform, &r);
   EXPECT_EQ(cases["markers"]["status"], "pass") << cases["markers"]["message"];
-  EXPECT_NE(cases["markers"]["details"]["reference"].get<std::string>().find("case accuracy/ref/markers"),
-            std::string::npos);
+  EXPECT_NE(
+      cases["markers"]["details"]["reference"].get<std::string>().find("case accuracy/ref/markers"),
+      std::string::npos);
 
   run(suite("  - id: one/markers\n" + scored + "  - id: two/markers\n" + scored, "twice"),
       "--db " + db + " --label stack=b --platform " + platform, &r);
@@ -274,15 +292,18 @@ TEST_F(EvalCli, AReferenceRunIsMatchedByTaskFileWhenTheIdsDiffer) {
 // A malformed task file stops the run before anything is sent: file:line, exit 2.
 TEST_F(EvalCli, AMalformedTaskFileFailsAtItsLine) {
   const std::string task = dir_.file("bad.jsonl");
-  std::ofstream(task) << "# scorer: generate\n{\"question\": \"a\", \"answer\": \"1\"}\n{\"question\": \"b\"\n";
+  std::ofstream(task)
+      << "# scorer: generate\n{\"question\": \"a\", \"answer\": \"1\"}\n{\"question\": \"b\"\n";
   Result r;
-  run(suite("  - id: bad\n    kind: eval\n    task: " + task + "\n"), "--no-db --platform configs/platforms/cpu.yaml", &r);
+  run(suite("  - id: bad\n    kind: eval\n    task: " + task + "\n"),
+      "--no-db --platform configs/platforms/cpu.yaml", &r);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find(task + ":3: not a JSON object"), std::string::npos) << r.err;
 
-  std::ofstream(dir_.file("gate.yaml")) << "suite: g\nchecks:\n  - id: g\n    kind: eval\n"
-                                           "    model: configs/models/tiny-llama\n"
-                                           "    task: suites/tasks/facts.jsonl\n    gate: {max_dorp: 0.02}\n";
+  std::ofstream(dir_.file("gate.yaml"))
+      << "suite: g\nchecks:\n  - id: g\n    kind: eval\n"
+         "    model: configs/models/tiny-llama\n"
+         "    task: suites/tasks/facts.jsonl\n    gate: {max_dorp: 0.02}\n";
   r = run_harness("run " + dir_.file("gate.yaml") + " --no-db");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("gate.yaml:7:"), std::string::npos) << r.err;

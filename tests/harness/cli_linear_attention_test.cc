@@ -25,11 +25,13 @@ struct Outcome {
 const char* kLinear = "causal_conv1d*:gated_delta_rule*-*large*";
 const char* kSparse = "lightning_indexer*:sparse_attention*";
 
-Outcome run_ops(const test::TempDir& dir, const std::string& options, const std::string& filter = kLinear) {
+Outcome run_ops(const test::TempDir& dir, const std::string& options,
+                const std::string& filter = kLinear) {
   std::ofstream(dir.file("faulty.yaml")) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
                                          << ", options: " << options << "}\ndevice_memory: 8GiB\n";
-  const auto r = run_harness("run suites/ops.yaml --no-db -q --filter '" + filter + "' --platform " +
-                             dir.file("faulty.yaml") + " --json " + dir.file("out.json"));
+  const auto r =
+      run_harness("run suites/ops.yaml --no-db -q --filter '" + filter + "' --platform " +
+                  dir.file("faulty.yaml") + " --json " + dir.file("out.json"));
   Outcome o;
   o.code = r.code;
   const auto run = nlohmann::json::parse(test::read_file(dir.file("out.json")));
@@ -73,7 +75,8 @@ TEST(LinearAttentionFaults, AnOffByOneConvStateIsCaughtOnStateOut) {
 // no_l2norm cases (which do not) pass.
 TEST(LinearAttentionFaults, AMissingL2NormIsCaught) {
   test::TempDir dir;
-  const Outcome o = run_ops(dir, "{op: gated_delta_rule, fault: set_attr, attr: l2norm_qk, value: false}");
+  const Outcome o =
+      run_ops(dir, "{op: gated_delta_rule, fault: set_attr, attr: l2norm_qk, value: false}");
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(count_prefix(o.failed, "gated_delta_rule"), 20);
   EXPECT_EQ(count_prefix(o.failed, "gated_delta_rule/no_l2norm"), 0);
@@ -108,7 +111,8 @@ TEST(SparseAttentionFaults, TiesToTheHigherKeyAreCaught) {
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(count_prefix(o.failed, "lightning_indexer/ties"), 2);
   EXPECT_EQ(count_prefix(o.failed, "lightning_indexer/prefill"), 2);
-  EXPECT_EQ(count_prefix(o.failed, "lightning_indexer/decode"), 0);  // 16 heads: no tie in its top 64
+  EXPECT_EQ(count_prefix(o.failed, "lightning_indexer/decode"),
+            0);  // 16 heads: no tie in its top 64
   EXPECT_EQ(count_prefix(o.failed, "sparse_attention"), 0);
   EXPECT_EQ(o.failed_outputs, std::set<std::string>{"indices"});
 }
@@ -120,7 +124,8 @@ TEST(SparseAttentionFaults, TiesToTheHigherKeyAreCaught) {
 TEST(SparseAttentionFaults, NearTiesPassAndAWrongSelectionDoesNot) {
   test::TempDir dir;
   const char* kLong = "lightning_indexer/long*";
-  const Outcome close = run_ops(dir, "{op: lightning_indexer, fault: score_jitter, magnitude: 1.0e-6}", kLong);
+  const Outcome close =
+      run_ops(dir, "{op: lightning_indexer, fault: score_jitter, magnitude: 1.0e-6}", kLong);
   EXPECT_EQ(close.code, 0);
   EXPECT_EQ(close.cases, 2);
   const auto run = nlohmann::json::parse(test::read_file(dir.file("out.json")));
@@ -128,11 +133,11 @@ TEST(SparseAttentionFaults, NearTiesPassAndAWrongSelectionDoesNot) {
   for (const auto& c : run["cases"]) {
     EXPECT_EQ(c["status"], "pass") << c["id"];
     near_ties += c["details"]["outputs"][0]["near_ties_accepted"].get<int64_t>();
-
   }
   EXPECT_GE(near_ties, 2);
-  for (const char* wrong : {"{op: lightning_indexer, fault: score_jitter, magnitude: 0.01}",
-                            "{op: lightning_indexer, fault: set_attr, attr: causal, value: false}"}) {
+  for (const char* wrong :
+       {"{op: lightning_indexer, fault: score_jitter, magnitude: 0.01}",
+        "{op: lightning_indexer, fault: set_attr, attr: causal, value: false}"}) {
     const Outcome o = run_ops(dir, wrong, kLong);
     EXPECT_EQ(o.failed.size(), 2u) << wrong;
     EXPECT_EQ(o.failed_outputs, std::set<std::string>{"indices"}) << wrong;

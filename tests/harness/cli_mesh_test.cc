@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "harness/cli_util.h"
@@ -18,7 +17,8 @@ using test::run_harness;
 
 // `harness ARGS` on `np` ranks; the result of rank 0's output.
 test::Result mpirun(int np, const std::string& args) {
-  return run_harness("run " + args, "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(np) + " ");
+  return run_harness("run " + args,
+                     "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(np) + " ");
 }
 
 nlohmann::json read_json(const std::string& path) {
@@ -44,14 +44,26 @@ TEST(CliMesh, ShardedModelsMatchTheSingleRankGoldensOnTwoAndFourRanks) {
     const nlohmann::json run = read_json(out);
     EXPECT_EQ(run["run"]["mesh"], "mpi x" + std::to_string(np));
     const std::vector<std::string> must_pass =
-        np == 2 ? std::vector<std::string>{"tiny-llama/tp2[prompt=p13]", "tiny-llama/pp2", "tiny-qwen3-moe/ep2[prompt=p13]",
-                                           "tiny-deepseek-v3/tp2-ep2", "tiny-llama/layer-tp2",
-                                           "tiny-gpt-oss/tp2[prompt=p13]", "tiny-gpt-oss/ep2",
-                                           "tiny-gpt-oss-mxfp4/tp2", "tiny-gpt-oss-mxfp4/ep2", "tiny-deepseek-v32/tp2",
-                                           "tiny-deepseek-v32/tp2-ep2", "tiny-qwen3-next/tp2", "tiny-qwen3-next/tp2-ep2",
-                                           "tiny-qwen3-next/layer-tp2[layer=0]", "tiny-qwen3-next/layer-tp2[layer=1]",
-                                           "tiny-qwen3-5/tp2", "tiny-qwen2-5-vl/image-tp2", "tiny-qwen2-5-vl/image-pp2"}
-                : std::vector<std::string>{"tiny-llama/tp4[prompt=p13]", "tiny-llama/tp2-pp2", "tiny-qwen3-moe/ep4"};
+        np == 2 ? std::vector<std::string>{"tiny-llama/tp2[prompt=p13]",
+                                           "tiny-llama/pp2",
+                                           "tiny-qwen3-moe/ep2[prompt=p13]",
+                                           "tiny-deepseek-v3/tp2-ep2",
+                                           "tiny-llama/layer-tp2",
+                                           "tiny-gpt-oss/tp2[prompt=p13]",
+                                           "tiny-gpt-oss/ep2",
+                                           "tiny-gpt-oss-mxfp4/tp2",
+                                           "tiny-gpt-oss-mxfp4/ep2",
+                                           "tiny-deepseek-v32/tp2",
+                                           "tiny-deepseek-v32/tp2-ep2",
+                                           "tiny-qwen3-next/tp2",
+                                           "tiny-qwen3-next/tp2-ep2",
+                                           "tiny-qwen3-next/layer-tp2[layer=0]",
+                                           "tiny-qwen3-next/layer-tp2[layer=1]",
+                                           "tiny-qwen3-5/tp2",
+                                           "tiny-qwen2-5-vl/image-tp2",
+                                           "tiny-qwen2-5-vl/image-pp2"}
+                : std::vector<std::string>{"tiny-llama/tp4[prompt=p13]", "tiny-llama/tp2-pp2",
+                                           "tiny-qwen3-moe/ep4"};
     for (const std::string& id : must_pass) EXPECT_EQ(find_case(run, id)["status"], "pass") << id;
   }
 }
@@ -60,19 +72,25 @@ TEST(CliMesh, ADroppedAllReduceNamesTheRankAndLayer) {
   test::TempDir dir;
   // tiny-llama on tp 2: all-reduces 1 (embedding), 2 and 3 (layer 0 attention, MLP), 4 (layer 1
   // attention): rank 1 keeps its own partial sum there.
-  const auto r = mpirun(2, "suites/mesh.yaml --no-db --filter 'tiny-llama/tp2[prompt=p13]' --json " + dir.file("o.json") +
-                               " --mesh-fault '{\"op\":\"all_reduce\",\"rank\":1,\"call\":4,\"fault\":\"drop\"}'");
+  const auto r = mpirun(
+      2, "suites/mesh.yaml --no-db --filter 'tiny-llama/tp2[prompt=p13]' --json " +
+             dir.file("o.json") +
+             " --mesh-fault '{\"op\":\"all_reduce\",\"rank\":1,\"call\":4,\"fault\":\"drop\"}'");
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   const nlohmann::json c = read_json(dir.file("o.json"))["cases"].at(0);
   EXPECT_EQ(c["status"], "fail");
-  EXPECT_NE(c["message"].get<std::string>().find("rank 1 diverged first in layer 1"), std::string::npos) << c["message"];
+  EXPECT_NE(c["message"].get<std::string>().find("rank 1 diverged first in layer 1"),
+            std::string::npos)
+      << c["message"];
   EXPECT_EQ(c["details"]["first_divergent_rank"], 1);
 }
 
 TEST(CliMesh, ARankThatLeavesStopsTheOthersAndTheRunStaysIncomplete) {
   test::TempDir dir;
-  const auto r = mpirun(2, "suites/mesh.yaml --db " + dir.file("r.db") + " --filter 'tiny-llama/tp2*' --mesh-timeout 5" +
-                               " --mesh-fault '{\"op\":\"all_reduce\",\"rank\":1,\"call\":2,\"fault\":\"exit\"}'");
+  const auto r = mpirun(
+      2, "suites/mesh.yaml --db " + dir.file("r.db") +
+             " --filter 'tiny-llama/tp2*' --mesh-timeout 5" +
+             " --mesh-fault '{\"op\":\"all_reduce\",\"rank\":1,\"call\":2,\"fault\":\"exit\"}'");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("mesh error"), std::string::npos) << r.err;
   const auto db = store::SqliteStore::open(dir.file("r.db"));
@@ -90,7 +108,8 @@ TEST(CliMesh, Day0OnTwoRanksRunsTheShardedStage) {
   for (const auto& s : j["stages"]) {
     if (s["id"] == "mesh") {
       EXPECT_EQ(s["status"], "pass");
-      EXPECT_NE(s["summary"].get<std::string>().find("sharded cases, 0 failed"), std::string::npos) << s["summary"];
+      EXPECT_NE(s["summary"].get<std::string>().find("sharded cases, 0 failed"), std::string::npos)
+          << s["summary"];
     }
   }
 }

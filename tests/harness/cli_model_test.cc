@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "harness/cli_util.h"
@@ -17,12 +16,13 @@ namespace {
 
 using test::run_harness;
 
-nlohmann::json run_faulty(const std::string& suite, const std::string& filter, const std::string& options) {
+nlohmann::json run_faulty(const std::string& suite, const std::string& filter,
+                          const std::string& options) {
   test::TempDir dir;
   std::ofstream(dir.file("faulty.yaml")) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
                                          << ", options: " << options << "}\n";
-  const auto r = run_harness("run " + suite + " --no-db --filter '" + filter + "' --platform " + dir.file("faulty.yaml") +
-                             " --json " + dir.file("out.json"));
+  const auto r = run_harness("run " + suite + " --no-db --filter '" + filter + "' --platform " +
+                             dir.file("faulty.yaml") + " --json " + dir.file("out.json"));
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   std::ifstream in(dir.file("out.json"));
   return nlohmann::json::parse(in)["cases"].at(0);
@@ -54,9 +54,11 @@ INSTANTIATE_TEST_SUITE_P(
         Fault{"suites/model.yaml", "tiny-llama/logits[prompt=p7,dtype=f32]",
               "{op: rope, fault: scale, magnitude: 0.05, call: 2}", "model.layers.1.self_attn"},
         Fault{"suites/model.yaml", "tiny-llama/logits[prompt=p7,dtype=f32]",
-              "{op: rmsnorm, fault: scale, magnitude: 0.01, call: 1}", "model.layers.0.post_attention_layernorm"},
+              "{op: rmsnorm, fault: scale, magnitude: 0.01, call: 1}",
+              "model.layers.0.post_attention_layernorm"},
         Fault{"suites/model.yaml", "tiny-llama/logits[prompt=p7,dtype=f32]",
-              "{op: paged_attention, fault: scale, magnitude: 0.01, call: 1}", "model.layers.1.self_attn"},
+              "{op: paged_attention, fault: scale, magnitude: 0.01, call: 1}",
+              "model.layers.1.self_attn"},
         Fault{"suites/model.yaml", "tiny-qwen3-moe/logits[prompt=p13]",
               "{op: moe_gate, fault: scale, magnitude: 0.01, call: 1}", "model.layers.1.mlp"},
         Fault{"suites/model.yaml", "tiny-deepseek-v3/logits[prompt=p13,dtype=f32]",
@@ -67,20 +69,25 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(CliModel, ModelLayerAndImageSuitesPassOnReference) {
   for (const char* suite : {"suites/model.yaml", "suites/layers.yaml", "suites/image.yaml"}) {
-    const auto r = run_harness(std::string("run ") + suite + " --no-db -q --platform configs/platforms/reference.yaml");
+    const auto r = run_harness(std::string("run ") + suite +
+                               " --no-db -q --platform configs/platforms/reference.yaml");
     EXPECT_EQ(r.code, 0) << suite << "\n" << r.out << r.err;
   }
 }
 
 TEST(CliModel, AFailingCheckReportsItsEvidence) {
-  const nlohmann::json c = run_faulty("suites/model.yaml", "tiny-llama/logits[prompt=p13,dtype=f32]",
-                                      "{op: linear, fault: scale, magnitude: 0.02, call: 0}");
-  EXPECT_NE(c["message"].get<std::string>().find("first divergence at model.layers.0.self_attn (layer model.layers.0, sublayer self_attn)"),
-            std::string::npos) << c["message"];
+  const nlohmann::json c =
+      run_faulty("suites/model.yaml", "tiny-llama/logits[prompt=p13,dtype=f32]",
+                 "{op: linear, fault: scale, magnitude: 0.02, call: 0}");
+  EXPECT_NE(c["message"].get<std::string>().find("first divergence at model.layers.0.self_attn "
+                                                 "(layer model.layers.0, sublayer self_attn)"),
+            std::string::npos)
+      << c["message"];
   EXPECT_EQ(c["details"]["probes"]["probes"][0]["name"], "model.embed_tokens");
   EXPECT_TRUE(c["details"]["probes"]["probes"][0]["ok"]);
   bool profiled = false;
-  for (const auto& p : c["profile"]) profiled = profiled || p["name"].get<std::string>().rfind("paged_attention[", 0) == 0;
+  for (const auto& p : c["profile"])
+    profiled = profiled || p["name"].get<std::string>().rfind("paged_attention[", 0) == 0;
   EXPECT_TRUE(profiled);
 }
 
@@ -94,23 +101,31 @@ namespace {
 // divergence named on a faulty one, and names reconciled by a map.
 TEST(CliCompareDumps, MatchDivergeAndMap) {
   test::TempDir dir;
-  const std::string golden = dir.file("golden"), ours = dir.file("ours"), bad = dir.file("bad"), renamed = dir.file("renamed");
+  const std::string golden = dir.file("golden"), ours = dir.file("ours"), bad = dir.file("bad"),
+                    renamed = dir.file("renamed");
   std::filesystem::create_directories(golden);
-  std::filesystem::copy_file(test::source_path("golden/models/tiny-llama/p7.safetensors"), golden + "/prompt.safetensors");
-  const std::string run = "model run --model configs/models/tiny-llama --prompt-ids 1000,17,263,951,4,588,120 --greedy 8 ";
-  ASSERT_EQ(run_harness(run + "--platform configs/platforms/reference.yaml --dump " + ours).code, 0);
+  std::filesystem::copy_file(test::source_path("golden/models/tiny-llama/p7.safetensors"),
+                             golden + "/prompt.safetensors");
+  const std::string run =
+      "model run --model configs/models/tiny-llama --prompt-ids 1000,17,263,951,4,588,120 --greedy "
+      "8 ";
+  ASSERT_EQ(run_harness(run + "--platform configs/platforms/reference.yaml --dump " + ours).code,
+            0);
   const auto same = run_harness("compare-dumps " + golden + " " + ours + " --json");
   EXPECT_EQ(same.code, 0) << same.out;
   EXPECT_EQ(nlohmann::json::parse(same.out)["files"][0]["probes"].size(), 13u);
 
-  std::ofstream(dir.file("faulty.yaml")) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
-                                         << ", options: {op: swiglu, fault: scale, magnitude: 0.02, call: 1}}\n";
+  std::ofstream(dir.file("faulty.yaml"))
+      << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
+      << ", options: {op: swiglu, fault: scale, magnitude: 0.02, call: 1}}\n";
   ASSERT_EQ(run_harness(run + "--platform " + dir.file("faulty.yaml") + " --dump " + bad).code, 0);
   const auto differ = run_harness("compare-dumps " + golden + " " + bad + " --json");
   EXPECT_EQ(differ.code, 1);
-  EXPECT_EQ(nlohmann::json::parse(differ.out)["files"][0]["first_divergence"]["probe"], "model.layers.1.mlp");
+  EXPECT_EQ(nlohmann::json::parse(differ.out)["files"][0]["first_divergence"]["probe"],
+            "model.layers.1.mlp");
 
-  // The platform's engine names its modules differently: "transformer.h.N..." for "model.layers.N...".
+  // The platform's engine names its modules differently: "transformer.h.N..." for
+  // "model.layers.N...".
   std::filesystem::create_directories(renamed);
   const io::SafetensorsFile src = io::SafetensorsFile::open(ours + "/prompt.safetensors");
   std::vector<io::NamedTensor> tensors;
@@ -124,13 +139,18 @@ TEST(CliCompareDumps, MatchDivergeAndMap) {
   EXPECT_EQ(unmapped.code, 1) << "unmatched probes must not pass";
   EXPECT_EQ(nlohmann::json::parse(unmapped.out)["files"][0]["unmatched"].size(), 10u);
   std::ofstream(dir.file("map.yaml")) << "prefixes: {model.layers.: transformer.h.}\n";
-  EXPECT_EQ(run_harness("compare-dumps " + golden + " " + renamed + " --map " + dir.file("map.yaml")).code, 0);
+  EXPECT_EQ(
+      run_harness("compare-dumps " + golden + " " + renamed + " --map " + dir.file("map.yaml"))
+          .code,
+      0);
 
-  std::ofstream(dir.file("dump.yaml")) << "suite: d\nchecks:\n  - {id: d, kind: dump, golden: " << golden << ", actual: " << bad
-                                       << "}\n";
+  std::ofstream(dir.file("dump.yaml"))
+      << "suite: d\nchecks:\n  - {id: d, kind: dump, golden: " << golden << ", actual: " << bad
+      << "}\n";
   const auto suite = run_harness("run " + dir.file("dump.yaml") + " --no-db");
   EXPECT_EQ(suite.code, 1);
-  EXPECT_NE(suite.out.find("first divergence at model.layers.1.mlp"), std::string::npos) << suite.out;
+  EXPECT_NE(suite.out.find("first divergence at model.layers.1.mlp"), std::string::npos)
+      << suite.out;
 }
 
 // An engine's msprobe dump (mindstudio-probe on a transformers model, tests/data/msprobe) against
@@ -138,24 +158,29 @@ TEST(CliCompareDumps, MatchDivergeAndMap) {
 // a malformed dump naming the file.
 TEST(CliModel, CompareDumpsReadsMsprobeDumps) {
   const std::string golden = "tests/data/msprobe/tiny-llama-hf";
-  const auto same = run_harness("compare-dumps " + golden + " tests/data/msprobe/tiny-llama-L0-tensor");
+  const auto same =
+      run_harness("compare-dumps " + golden + " tests/data/msprobe/tiny-llama-L0-tensor");
   EXPECT_EQ(same.code, 0) << same.out << same.err;
   EXPECT_NE(same.out.find("logits"), std::string::npos);
   EXPECT_NE(same.out.find("(not in the msprobe dump's scope)"), std::string::npos) << same.out;
-  const auto stats = run_harness("compare-dumps " + golden + " tests/data/msprobe/tiny-llama-L0-statistics --json");
+  const auto stats = run_harness("compare-dumps " + golden +
+                                 " tests/data/msprobe/tiny-llama-L0-statistics --json");
   EXPECT_EQ(stats.code, 0) << stats.out;
   EXPECT_NE(stats.out.find("\"compared\": \"statistics\""), std::string::npos);
-  const auto differ = run_harness("compare-dumps " + golden + " tests/data/msprobe/tiny-llama-L0-tensor-perturbed");
+  const auto differ =
+      run_harness("compare-dumps " + golden + " tests/data/msprobe/tiny-llama-L0-tensor-perturbed");
   EXPECT_EQ(differ.code, 1);
-  EXPECT_NE(differ.out.find("first divergence: model.layers.1.mlp (layer model.layers.1, sublayer mlp)"),
-            std::string::npos)
+  EXPECT_NE(
+      differ.out.find("first divergence: model.layers.1.mlp (layer model.layers.1, sublayer mlp)"),
+      std::string::npos)
       << differ.out;
   test::TempDir dir;
   std::filesystem::create_directories(dir.file("step0/rank0"));
   std::ofstream(dir.file("step0/rank0/dump.json")) << "{\"data\": [";
   const auto bad = run_harness("compare-dumps " + golden + " " + dir.path());
   EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.err.find(dir.file("step0/rank0/dump.json") + ": not JSON"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find(dir.file("step0/rank0/dump.json") + ": not JSON"), std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

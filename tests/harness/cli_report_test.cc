@@ -10,14 +10,13 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "harness/cli_util.h"
 #include "report/html_text.h"
@@ -31,12 +30,16 @@ using test::run_harness;
 
 constexpr const char* kChromium = "/usr/bin/chromium";
 constexpr const char* kFilter =
-    "matmul[dtype=f32,shape=1x64x32]:add[dtype=f32*:rmsnorm[dtype=f32,shape=1x64]:softmax[dtype=f32*";
+    "matmul[dtype=f32,shape=1x64x32]:add[dtype=f32*:rmsnorm[dtype=f32,shape=1x64]:softmax[dtype="
+    "f32*";
 constexpr const char* kMatmul = "matmul[dtype=f32,shape=1x64x32]";
 // Each payload, if it ever became markup, would mark <html data-pwned>.
-const std::string kScriptPayload = "<script>document.documentElement.setAttribute('data-pwned','1')</script>";
-const std::string kAttrPayload = "\"onmouseover=\"document.documentElement.setAttribute('data-pwned','2')";
-const std::string kImgPayload = "<img src=x onerror=\"document.documentElement.setAttribute('data-pwned','3')\">";
+const std::string kScriptPayload =
+    "<script>document.documentElement.setAttribute('data-pwned','1')</script>";
+const std::string kAttrPayload =
+    "\"onmouseover=\"document.documentElement.setAttribute('data-pwned','2')";
+const std::string kImgPayload =
+    "<img src=x onerror=\"document.documentElement.setAttribute('data-pwned','3')\">";
 
 struct Site {
   test::TempDir dir;
@@ -45,12 +48,15 @@ struct Site {
   std::string out() const { return dir.file("site"); }
 };
 
-std::string platform_file(const test::TempDir& dir, const std::string& name, const std::string& options) {
-  std::ofstream(dir.file(name)) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN << ", options: " << options << "}\n";
+std::string platform_file(const test::TempDir& dir, const std::string& name,
+                          const std::string& options) {
+  std::ofstream(dir.file(name)) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
+                                << ", options: " << options << "}\n";
   return dir.file(name);
 }
 
-store::ResultData result(const std::string& case_id, const std::string& status, const std::string& message) {
+store::ResultData result(const std::string& case_id, const std::string& status,
+                         const std::string& message) {
   store::ResultData r;
   r.case_id = r.check_id = case_id;
   r.kind = "op";
@@ -61,7 +67,8 @@ store::ResultData result(const std::string& case_id, const std::string& status, 
 }
 
 void write_run(store::SqliteStore& db, const std::string& suite, const std::string& platform,
-               const std::map<std::string, std::string>& labels, const std::vector<store::ResultData>& results) {
+               const std::map<std::string, std::string>& labels,
+               const std::vector<store::ResultData>& results) {
   store::RunStart start;
   start.suite = suite;
   start.platform = platform;
@@ -77,12 +84,16 @@ void write_run(store::SqliteStore& db, const std::string& suite, const std::stri
 void build_site(Site* site) {
   const std::string db = site->dir.file("results.db");
   const std::string good = platform_file(site->dir, "good.yaml", "{fault: none}");
-  const std::string bad = platform_file(site->dir, "bad.yaml", "{faults: [{op: matmul, fault: scale, magnitude: 0.01}]}");
-  const std::vector<std::pair<std::string, std::string>> stacks = {{"v1", good}, {"v2", bad}, {"v3", bad}};
+  const std::string bad = platform_file(site->dir, "bad.yaml",
+                                        "{faults: [{op: matmul, fault: scale, magnitude: 0.01}]}");
+  const std::vector<std::pair<std::string, std::string>> stacks = {
+      {"v1", good}, {"v2", bad}, {"v3", bad}};
   for (const auto& [label, platform] : stacks) {
-    const auto r = run_harness("run suites/ops.yaml -q --filter '" + std::string(kFilter) + "' --label stack=" + label +
-                               " --platform " + platform + " --db " + db);
-    if (r.code != (label == "v1" ? 0 : 1)) site->setup_error += "harness run " + label + ": " + r.out + r.err;
+    const auto r =
+        run_harness("run suites/ops.yaml -q --filter '" + std::string(kFilter) +
+                    "' --label stack=" + label + " --platform " + platform + " --db " + db);
+    if (r.code != (label == "v1" ? 0 : 1))
+      site->setup_error += "harness run " + label + ": " + r.out + r.err;
   }
   {
     auto store = store::SqliteStore::open(db);
@@ -111,9 +122,11 @@ Site& site() {
 // Each call has its own profile directory, so tests running at once do not share a browser.
 std::string dump_dom(const std::string& page) {
   const test::TempDir profile;
-  const std::string cmd = "timeout 120 " + std::string(kChromium) + " --headless --no-sandbox --disable-gpu --user-data-dir=" +
-                          profile.path() + " --virtual-time-budget=5000 --dump-dom 'file://" + site().out() + "/" + page +
-                          "' 2>/dev/null";
+  const std::string cmd =
+      "timeout 120 " + std::string(kChromium) +
+      " --headless --no-sandbox --disable-gpu --user-data-dir=" + profile.path() +
+      " --virtual-time-budget=5000 --dump-dom 'file://" + site().out() + "/" + page +
+      "' 2>/dev/null";
   std::string out;
   FILE* p = ::popen(cmd.c_str(), "r");
   char buf[65536];
@@ -124,13 +137,15 @@ std::string dump_dom(const std::string& page) {
 
 std::string attribute(const std::string& dom, const std::string& name) {
   std::smatch m;
-  return std::regex_search(dom, m, std::regex(" " + name + "=\"([^\"]*)\"")) ? m[1].str() : "(absent)";
+  return std::regex_search(dom, m, std::regex(" " + name + "=\"([^\"]*)\"")) ? m[1].str()
+                                                                             : "(absent)";
 }
 
 // A page that rendered completely, with no JavaScript error, no CSP violation, no injection.
 void expect_clean_render(const std::string& dom, const std::string& page) {
   ASSERT_FALSE(dom.empty()) << page << ": chromium printed nothing";
-  EXPECT_EQ(attribute(dom, "data-js-errors"), "0") << page << ": " << attribute(dom, "data-js-error-log");
+  EXPECT_EQ(attribute(dom, "data-js-errors"), "0")
+      << page << ": " << attribute(dom, "data-js-error-log");
   EXPECT_EQ(attribute(dom, "data-rendered"), "1") << page;
   EXPECT_EQ(dom.find("data-pwned=\""), std::string::npos) << page << ": a payload ran";
 }
@@ -138,7 +153,8 @@ void expect_clean_render(const std::string& dom, const std::string& page) {
 // `text` as Chromium serializes a text node: & < > escaped, quotes as they are.
 std::string as_text(const std::string& text) {
   std::string out;
-  for (const char c : text) out += c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : std::string(1, c);
+  for (const char c : text)
+    out += c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : std::string(1, c);
   return out;
 }
 
@@ -158,7 +174,8 @@ std::vector<std::string> matrix_row(const std::string& dom, const std::string& c
 class CliReport : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(fs::exists(kChromium)) << kChromium << " is missing: run harness/setup (Debian package chromium)";
+    ASSERT_TRUE(fs::exists(kChromium))
+        << kChromium << " is missing: run harness/setup (Debian package chromium)";
     ASSERT_EQ(site().setup_error, "");
   }
 };
@@ -183,9 +200,11 @@ TEST_F(CliReport, MatrixHasTheRegressionCell) {
   const std::vector<std::string> add = {"pass", "pass", "pass", "", ""};
   EXPECT_EQ(matrix_row(dom, "add[dtype=f32,shape=7x4096]"), add);
   size_t regressions = 0;
-  for (size_t at = 0; (at = dom.find("data-regression=\"1\"", at)) != std::string::npos; ++at) ++regressions;
+  for (size_t at = 0; (at = dom.find("data-regression=\"1\"", at)) != std::string::npos; ++at)
+    ++regressions;
   EXPECT_EQ(regressions, 1u);
-  EXPECT_NE(dom.find("max_abs_err = 0.04"), std::string::npos) << "a cell's hover text names the key metric";
+  EXPECT_NE(dom.find("max_abs_err = 0.04"), std::string::npos)
+      << "a cell's hover text names the key metric";
 }
 
 TEST_F(CliReport, IndexShowsTheDayZeroChecklist) {
@@ -200,7 +219,8 @@ TEST_F(CliReport, DayZeroChecklistLinksItsRunFromEveryPage) {
   for (const auto& e : fs::directory_iterator(site().out() + "/runs")) {
     std::ifstream in(e.path());
     const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (html.find("day0-platform") != std::string::npos) page = "runs/" + e.path().filename().string();
+    if (html.find("day0-platform") != std::string::npos)
+      page = "runs/" + e.path().filename().string();
   }
   ASSERT_FALSE(page.empty());
   // Under runs/ the site root is "../": the checklist links ../runs/run-N.html, not runs/runs/.
@@ -246,18 +266,23 @@ TEST_F(CliReport, PayloadsFromTheStoreAppearAsText) {
   for (const auto& e : fs::directory_iterator(site().out() + "/runs")) {
     std::ifstream in(e.path());
     const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (html.find("xss-platform") != std::string::npos) run_page = "runs/" + e.path().filename().string();
+    if (html.find("xss-platform") != std::string::npos)
+      run_page = "runs/" + e.path().filename().string();
   }
   for (const std::string& page : {std::string("index.html"), run_page, check}) {
     const std::string dom = dump_dom(page);
     expect_clean_render(dom, page);
-    EXPECT_NE(dom.find(as_text(kScriptPayload + kAttrPayload)), std::string::npos) << page << ": the check id as text";
+    EXPECT_NE(dom.find(as_text(kScriptPayload + kAttrPayload)), std::string::npos)
+        << page << ": the check id as text";
     if (page != "index.html") {
-      EXPECT_NE(dom.find(as_text(kImgPayload)), std::string::npos) << page << ": the message as text";
+      EXPECT_NE(dom.find(as_text(kImgPayload)), std::string::npos)
+          << page << ": the message as text";
     }
-    EXPECT_EQ(dom.find("<script>document"), std::string::npos) << page << ": a payload became an element";
+    EXPECT_EQ(dom.find("<script>document"), std::string::npos)
+        << page << ": a payload became an element";
     EXPECT_EQ(dom.find("<img src=x"), std::string::npos) << page << ": a payload became an element";
-    EXPECT_EQ(dom.find(" onmouseover="), std::string::npos) << page << ": a payload became an attribute";
+    EXPECT_EQ(dom.find(" onmouseover="), std::string::npos)
+        << page << ": a payload became an attribute";
   }
 }
 
@@ -267,7 +292,8 @@ TEST(CliReportErrors, MissingStoreAndBadSinceAreInputErrors) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("none.db: no results store here"), std::string::npos) << r.err;
   store::SqliteStore::open(dir.file("empty.db"));
-  r = run_harness("report --db " + dir.file("empty.db") + " --out " + dir.file("site") + " --since 3x");
+  r = run_harness("report --db " + dir.file("empty.db") + " --out " + dir.file("site") +
+                  " --since 3x");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--since: expected a duration"), std::string::npos) << r.err;
 }
@@ -299,10 +325,15 @@ TEST_F(CliReport, WhatIsWrongLeadsTheIndex) {
   const std::string dom = dump_dom("index.html");
   expect_clean_render(dom, "index.html");
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(dom, m, std::regex("<tr data-case=\"" + std::regex_replace(std::string(kMatmul), std::regex("[\\[\\]]"), "\\$&") +
-                                                   "\"[^>]*data-bad=\"(\\d)\"")));
+  ASSERT_TRUE(std::regex_search(
+      dom, m,
+      std::regex("<tr data-case=\"" +
+                 std::regex_replace(std::string(kMatmul), std::regex("[\\[\\]]"), "\\$&") +
+                 "\"[^>]*data-bad=\"(\\d)\"")));
   EXPECT_EQ(m[1].str(), "1");
-  ASSERT_TRUE(std::regex_search(dom, m, std::regex("<tr data-case=\"add\\[dtype=f32,shape=7x4096\\]\"[^>]*data-bad=\"(\\d)\"")));
+  ASSERT_TRUE(std::regex_search(
+      dom, m,
+      std::regex("<tr data-case=\"add\\[dtype=f32,shape=7x4096\\]\"[^>]*data-bad=\"(\\d)\"")));
   EXPECT_EQ(m[1].str(), "0");
 }
 
@@ -313,10 +344,13 @@ TEST(CliReportCompare, AnotherPlatformIsComparedWithTheReferencePlatform) {
   const std::string db = dir.file("r.db");
   {
     auto store = store::SqliteStore::open(db);
-    write_run(*store, "ops", "gpu-ref", {{"stack", "cuda-13"}}, {result("a", "pass", ""), result("b", "pass", "")});
-    write_run(*store, "ops", "npu", {{"stack", "cann-8"}}, {result("a", "pass", ""), result("b", "fail", "off by 0.5")});
+    write_run(*store, "ops", "gpu-ref", {{"stack", "cuda-13"}},
+              {result("a", "pass", ""), result("b", "pass", "")});
+    write_run(*store, "ops", "npu", {{"stack", "cann-8"}},
+              {result("a", "pass", ""), result("b", "fail", "off by 0.5")});
   }
-  auto r = run_harness("report --db " + db + " --out " + dir.file("site") + " --compare-platform gpu-ref");
+  auto r = run_harness("report --db " + db + " --out " + dir.file("site") +
+                       " --compare-platform gpu-ref");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const std::string index = test::read_file(dir.file("site/index.html"));
   EXPECT_NE(index.find("<th>regressions vs gpu-ref"), std::string::npos);

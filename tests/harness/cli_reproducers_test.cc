@@ -26,10 +26,10 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Outcome {
-  int code = -1;      // exit code; -1 when a signal ended it
-  int signal = 0;     // the signal that ended it, or 0
-  double cpu_s = 0;   // user + system
-  double peak_mb = 0; // ru_maxrss
+  int code = -1;        // exit code; -1 when a signal ended it
+  int signal = 0;       // the signal that ended it, or 0
+  double cpu_s = 0;     // user + system
+  double peak_mb = 0;   // ru_maxrss
   bool killed = false;  // still running after 20 s
   std::string err;
 };
@@ -69,14 +69,17 @@ Outcome run_measured(const std::vector<std::string>& args) {
   }
   o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   o.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  o.cpu_s = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+  o.cpu_s = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+            double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
   o.peak_mb = double(ru.ru_maxrss) / 1024.0;
   o.err = read_file(err_file);
   return o;
 }
 
 // The deep-JSON inputs, as the probe wrote them: a 1 inside 100,000 levels of [ ].
-std::string deep(size_t levels = 100000) { return std::string(levels, '[') + "1" + std::string(levels, ']'); }
+std::string deep(size_t levels = 100000) {
+  return std::string(levels, '[') + "1" + std::string(levels, ']');
+}
 
 std::string safetensors_of(const std::string& header) {
   std::string padded = header;
@@ -92,12 +95,15 @@ class Reproducers : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir;
     write(dir_->file("deep_shape.safetensors"),
-          safetensors_of("{\"t\":{\"dtype\":\"U8\",\"shape\":" + deep() + ",\"data_offsets\":[0,1]}}"));
+          safetensors_of("{\"t\":{\"dtype\":\"U8\",\"shape\":" + deep() +
+                         ",\"data_offsets\":[0,1]}}"));
     write(dir_->file("deep_metadata_100k.safetensors"),
-          safetensors_of("{\"__metadata__\":{\"x\":" + deep() + "},\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}"));
+          safetensors_of("{\"__metadata__\":{\"x\":" + deep() +
+                         "},\"t\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}"));
     // cfg_deep_bias: the llama config of cfg_layers_2e31 with a sane layer count and a 100k-deep
     // attention_bias (a field whose error message echoes the value).
-    std::string config = read_file(source_path("tests/data/reproducers/cfg_layers_2e31/config.json"));
+    std::string config =
+        read_file(source_path("tests/data/reproducers/cfg_layers_2e31/config.json"));
     replace(config, "2147483647", "2");
     replace(config, "\"attention_bias\": false", "\"attention_bias\": " + deep());
     fs::create_directories(dir_->file("cfg_deep_bias"));
@@ -116,7 +122,9 @@ class Reproducers : public ::testing::Test {
     s.replace(at, from.size(), to);
   }
   static std::string built(const std::string& name) { return dir_->file(name); }
-  static std::string copied(const std::string& name) { return source_path("tests/data/reproducers/" + name); }
+  static std::string copied(const std::string& name) {
+    return source_path("tests/data/reproducers/" + name);
+  }
 
   // Runs `args` and expects the clean refusal: exit 2, `named` in stderr, no "internal error",
   // bounded CPU and memory.
@@ -128,7 +136,8 @@ class Reproducers : public ::testing::Test {
     EXPECT_EQ(o.signal, 0) << line << ": ended by signal " << o.signal;
     EXPECT_EQ(o.code, 2) << line << "\n" << o.err.substr(0, 2000);
     EXPECT_NE(o.err.find(named), std::string::npos) << line << "\n" << o.err.substr(0, 2000);
-    EXPECT_EQ(o.err.find("internal error"), std::string::npos) << line << "\n" << o.err.substr(0, 2000);
+    EXPECT_EQ(o.err.find("internal error"), std::string::npos) << line << "\n"
+                                                               << o.err.substr(0, 2000);
     EXPECT_LT(o.cpu_s, 2.0) << line;
     EXPECT_LT(o.peak_mb, 200.0) << line;
   }
@@ -139,10 +148,13 @@ TempDir* Reproducers::dir_ = nullptr;
 
 TEST_F(Reproducers, TheRebuiltDeepInputsAreTheProbesOwn) {
   const fs::path shared = source_path("../shared/reproducers");
-  if (!fs::exists(shared / "deep_shape.safetensors")) GTEST_SKIP() << "no ../shared/reproducers here";
-  for (const char* f : {"deep_shape.safetensors", "deep_metadata_100k.safetensors", "cfg_deep_bias/config.json"}) {
+  if (!fs::exists(shared / "deep_shape.safetensors"))
+    GTEST_SKIP() << "no ../shared/reproducers here";
+  for (const char* f :
+       {"deep_shape.safetensors", "deep_metadata_100k.safetensors", "cfg_deep_bias/config.json"}) {
     // Compared as a flag: the 200 KB texts are not worth printing.
-    EXPECT_TRUE(read_file(built(f)) == read_file((shared / f).string())) << f << " differs from the probe's";
+    EXPECT_TRUE(read_file(built(f)) == read_file((shared / f).string()))
+        << f << " differs from the probe's";
   }
 }
 
@@ -154,13 +166,16 @@ TEST_F(Reproducers, DeepSafetensorsHeaders) {
 }
 
 TEST_F(Reproducers, DeepConfigValue) {
-  expect_clean_refusal({"model", "info", "--model", built("cfg_deep_bias")}, "nested deeper than 256");
-  expect_clean_refusal({"day0", "--model", built("cfg_deep_bias"), "--dry-run", "--no-db", "--no-report"},
+  expect_clean_refusal({"model", "info", "--model", built("cfg_deep_bias")},
                        "nested deeper than 256");
+  expect_clean_refusal(
+      {"day0", "--model", built("cfg_deep_bias"), "--dry-run", "--no-db", "--no-report"},
+      "nested deeper than 256");
 }
 
 TEST_F(Reproducers, BillionsOfLayers) {
-  expect_clean_refusal({"model", "info", "--model", copied("cfg_layers_2e31")}, "num_hidden_layers");
+  expect_clean_refusal({"model", "info", "--model", copied("cfg_layers_2e31")},
+                       "num_hidden_layers");
 }
 
 TEST_F(Reproducers, AliasBombInAMatrixAxis) {
@@ -184,7 +199,8 @@ TEST_F(Reproducers, InvalidUtf8InSuitesAndPlatforms) {
     expect_clean_refusal({"list", copied(f), "--json"}, "invalid UTF-8");
     expect_clean_refusal({"run", copied(f), "--no-db", "-q"}, "invalid UTF-8");
   }
-  expect_clean_refusal({"run", "suites/ops.yaml", "--no-db", "-q", "--platform", copied("platform_badutf8_backend_ff.yaml")},
+  expect_clean_refusal({"run", "suites/ops.yaml", "--no-db", "-q", "--platform",
+                        copied("platform_badutf8_backend_ff.yaml")},
                        "invalid UTF-8");
 }
 
@@ -199,7 +215,8 @@ TEST_F(Reproducers, SelfContainingAliasesAndFifos) {
   expect_clean_refusal({"inspect", "/dev/zero"}, "not a regular file (a character device)");
   fs::create_directories(built("fifo-model"));
   ASSERT_EQ(::mkfifo(built("fifo-model/config.json").c_str(), 0600), 0);
-  expect_clean_refusal({"model", "info", "--model", built("fifo-model")}, "not a regular file (a FIFO)");
+  expect_clean_refusal({"model", "info", "--model", built("fifo-model")},
+                       "not a regular file (a FIFO)");
 }
 
 }  // namespace

@@ -1,18 +1,16 @@
 // `harness run` into the store, end to end: a run killed with SIGKILL stays incomplete with its
 // finished cases intact; `harness diff` finds exactly the injected regressions (an accuracy
 // fault and a 30% slowdown) and nothing between two runs of the same stack.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <fstream>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "base/error.h"
 #include "harness/cli_util.h"
@@ -28,7 +26,9 @@ std::string integrity(const std::string& db_path) {
   sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, nullptr);
-  std::string out = sqlite3_step(st) == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(st, 0)) : "no row";
+  std::string out = sqlite3_step(st) == SQLITE_ROW
+                        ? reinterpret_cast<const char*>(sqlite3_column_text(st, 0))
+                        : "no row";
   sqlite3_finalize(st);
   sqlite3_close(db);
   return out;
@@ -40,7 +40,8 @@ int64_t count_results(const std::string& db_path) {
   sqlite3_busy_timeout(db, 1000);
   sqlite3_stmt* st = nullptr;
   int64_t n = 0;
-  if (sqlite3_prepare_v2(db, "SELECT count(*) FROM results", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+  if (sqlite3_prepare_v2(db, "SELECT count(*) FROM results", -1, &st, nullptr) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW) {
     n = sqlite3_column_int64(st, 0);
   }
   sqlite3_finalize(st);
@@ -52,7 +53,8 @@ TEST(CliStore, KilledRunStaysIncompleteWithItsFinishedCases) {
   test::TempDir dir;
   {
     std::ofstream suite(dir.file("slow.yaml"));
-    suite << "suite: slow\nchecks:\n  - id: linear\n    kind: op\n    op: linear\n    golden: reference\n"
+    suite << "suite: slow\nchecks:\n  - id: linear\n    kind: op\n    op: linear\n    golden: "
+             "reference\n"
              "    repeats: 2\n    matrix: {inputs: [";
     for (int i = 0; i < 40; ++i) suite << (i ? ", " : "") << "{seed: " << i << "}";
     suite << "], shape: [[32, 1024, 1024]]}\n";
@@ -61,8 +63,8 @@ TEST(CliStore, KilledRunStaysIncompleteWithItsFinishedCases) {
   const pid_t child = ::fork();
   if (child == 0) {
     const std::string platform = test::source_path("configs/platforms/reference.yaml");
-    ::execl(H0_HARNESS_BIN, "harness", "run", dir.file("slow.yaml").c_str(), "--platform", platform.c_str(), "--db",
-            db.c_str(), "-q", static_cast<char*>(nullptr));
+    ::execl(H0_HARNESS_BIN, "harness", "run", dir.file("slow.yaml").c_str(), "--platform",
+            platform.c_str(), "--db", db.c_str(), "-q", static_cast<char*>(nullptr));
     ::_exit(127);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -102,8 +104,10 @@ checks:
   - {id: patch_embed, kind: op, op: patch_embed, shape: [3, 56, 56, 64], attrs: {patch: 14}}
 )";
 
-std::string platform_file(const test::TempDir& dir, const std::string& name, const std::string& options) {
-  std::ofstream(dir.file(name)) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN << ", options: " << options << "}\n";
+std::string platform_file(const test::TempDir& dir, const std::string& name,
+                          const std::string& options) {
+  std::ofstream(dir.file(name)) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
+                                << ", options: " << options << "}\n";
   return dir.file(name);
 }
 
@@ -112,10 +116,17 @@ TEST(CliStore, DiffFindsExactlyTheInjectedRegressions) {
   std::ofstream(dir.file("timed.yaml")) << kDiffSuite;
   const std::string db = " --db " + dir.file("results.db");
   const std::string good = platform_file(dir, "good.yaml", "{fault: none}");
-  const std::string bad = platform_file(dir, "bad.yaml",
+  const std::string bad = platform_file(
+      dir, "bad.yaml",
       R"({faults: [{op: matmul, fault: scale, magnitude: 0.01}, {op: linear, fault: slow, factor: 1.3}]})");
-  ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v1 --platform " + good + db).code, 0);
-  EXPECT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v2 --platform " + bad + db).code, 1);
+  ASSERT_EQ(
+      run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v1 --platform " + good + db)
+          .code,
+      0);
+  EXPECT_EQ(
+      run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v2 --platform " + bad + db)
+          .code,
+      1);
   const auto r = run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v2 --json");
   EXPECT_EQ(r.code, 1) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -127,7 +138,8 @@ TEST(CliStore, DiffFindsExactlyTheInjectedRegressions) {
     if (p["verdict"] == "regression") {
       perf.push_back(p["case_id"]);
       EXPECT_LT(p["p_value"].get<double>(), 0.05);
-      EXPECT_GT(p["change"].get<double>(), 0.05);  // the kernel is 1.3x; harness overhead dilutes it
+      EXPECT_GT(p["change"].get<double>(),
+                0.05);  // the kernel is 1.3x; harness overhead dilutes it
     }
   }
   EXPECT_EQ(flips, std::vector<std::string>{"matmul"}) << r.out;
@@ -135,15 +147,23 @@ TEST(CliStore, DiffFindsExactlyTheInjectedRegressions) {
 
   // --no-timing-exit (the nightly job's diff): a slowdown alone is listed, not failed on; a status
   // flip still fails.
-  const std::string slow = platform_file(dir, "slow.yaml", "{op: linear, fault: slow, factor: 1.3}");
-  ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v3 --platform " + slow + db).code, 0);
+  const std::string slow =
+      platform_file(dir, "slow.yaml", "{op: linear, fault: slow, factor: 1.3}");
+  ASSERT_EQ(
+      run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v3 --platform " + slow + db)
+          .code,
+      0);
   const auto timing = run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v3");
-  const auto listed = run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v3 --no-timing-exit");
+  const auto listed =
+      run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v3 --no-timing-exit");
   EXPECT_EQ(listed.code, 0) << listed.out;
   EXPECT_EQ(listed.out, timing.out);  // the same report, only the exit code differs
   EXPECT_EQ(timing.code, 1) << timing.out;
   EXPECT_NE(listed.out.find("linear"), std::string::npos) << listed.out;
-  EXPECT_EQ(run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v2 --no-timing-exit").code, 1);
+  EXPECT_EQ(
+      run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v2 --no-timing-exit")
+          .code,
+      1);
 }
 
 // harness ab: 4 rounds in ABBA order (the run ids show the order), every run in the store with
@@ -152,7 +172,8 @@ TEST(CliStore, AbInterleavesTheRoundsAndFindsTheSlowdown) {
   test::TempDir dir;
   std::ofstream(dir.file("timed.yaml")) << kDiffSuite;
   const std::string good = platform_file(dir, "good.yaml", "{fault: none}");
-  const std::string slow = platform_file(dir, "slow.yaml", "{op: linear, fault: slow, factor: 1.3}");
+  const std::string slow =
+      platform_file(dir, "slow.yaml", "{op: linear, fault: slow, factor: 1.3}");
   const auto r = run_harness("ab --json --rounds 4 --db " + dir.file("r.db") + " --suite " +
                              dir.file("timed.yaml") + " --base " + good + " --head " + slow +
                              " --head-label stack=v2");
@@ -181,8 +202,14 @@ TEST(CliStore, AbInterleavesTheRoundsAndFindsTheSlowdown) {
   EXPECT_EQ(third->labels.at("stack"), "v2");
   EXPECT_EQ(third->labels.at("ab"), j["ab"]["tag"]);
   // Bad input is exit 2 before anything runs.
-  EXPECT_EQ(run_harness("ab --rounds 1 --suite " + dir.file("timed.yaml") + " --base " + good + " --head " + slow).code, 2);
-  EXPECT_EQ(run_harness("ab --suite " + dir.file("nope.yaml") + " --base " + good + " --head " + slow).code, 2);
+  EXPECT_EQ(run_harness("ab --rounds 1 --suite " + dir.file("timed.yaml") + " --base " + good +
+                        " --head " + slow)
+                .code,
+            2);
+  EXPECT_EQ(
+      run_harness("ab --suite " + dir.file("nope.yaml") + " --base " + good + " --head " + slow)
+          .code,
+      2);
 }
 
 // harness diff --runs 3: three runs a side, judged run by run; the JSON says how.
@@ -191,14 +218,23 @@ TEST(CliStore, DiffOverThreeRunsASideFindsTheSlowdownRunByRun) {
   std::ofstream(dir.file("timed.yaml")) << kDiffSuite;
   const std::string db = " --db " + dir.file("r.db");
   const std::string good = platform_file(dir, "good.yaml", "{fault: none}");
-  const std::string slow = platform_file(dir, "slow.yaml", "{op: linear, fault: slow, factor: 1.3}");
+  const std::string slow =
+      platform_file(dir, "slow.yaml", "{op: linear, fault: slow, factor: 1.3}");
   // A warm-up run first: a cold first run would widen the base side's noise.
-  ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --no-db --platform " + good).code, 0);
+  ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --no-db --platform " + good).code,
+            0);
   for (int i = 0; i < 3; ++i)
-    ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v1 --platform " + good + db).code, 0);
+    ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v1 --platform " +
+                          good + db)
+                  .code,
+              0);
   for (int i = 0; i < 3; ++i)
-    ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v2 --platform " + slow + db).code, 0);
-  const auto r = run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v2 --runs 3 --json");
+    ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v2 --platform " +
+                          slow + db)
+                  .code,
+              0);
+  const auto r =
+      run_harness("diff" + db + " --base label:stack=v1 --head label:stack=v2 --runs 3 --json");
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["base"]["id"], 3);
@@ -214,7 +250,8 @@ TEST(CliStore, DiffOverThreeRunsASideFindsTheSlowdownRunByRun) {
   // Runs on both sides is an input error; too few runs a side is a warning.
   EXPECT_EQ(run_harness("diff" + db + " --base 3 --head 4 --runs 3").code, 2);
   const auto few = run_harness("diff" + db + " --base 2 --head 6 --runs 3");
-  EXPECT_NE(few.err.find("only 2 complete runs of suite timed on faulty"), std::string::npos) << few.err;
+  EXPECT_NE(few.err.find("only 2 complete runs of suite timed on faulty"), std::string::npos)
+      << few.err;
 }
 
 // Two runs of the same stack: the diff says so (exit 0) when the timings agree. Whether they

@@ -5,14 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "harness/cli_util.h"
 #include "io/safetensors_reader.h"
 #include "io/safetensors_writer.h"
-#include "harness/cli_util.h"
 #include "test_util.h"
 
 namespace h0 {
@@ -42,7 +41,8 @@ TEST(Cli, UsageErrorsExitTwo) {
   const Result bad_preset = run("compare " + kAllDtypes + " " + kAllDtypes + " --preset fp99");
   EXPECT_EQ(bad_preset.code, 2);
   EXPECT_NE(bad_preset.err.find("unknown preset 'fp99'"), std::string::npos) << bad_preset.err;
-  const Result bad_threshold = run("compare " + kAllDtypes + " " + kAllDtypes + " --threshold cosine=1");
+  const Result bad_threshold =
+      run("compare " + kAllDtypes + " " + kAllDtypes + " --threshold cosine=1");
   EXPECT_EQ(bad_threshold.code, 2);
   EXPECT_NE(bad_threshold.err.find("unknown key"), std::string::npos) << bad_threshold.err;
 }
@@ -59,31 +59,46 @@ TEST(Cli, InputErrorsNameTheFileAndExitTwo) {
 }
 
 // shared/reproducers: a golden name longer than a file name can be, and invalid UTF-8 in a
-// platform's backend name, ended in "filesystem error: ... File name too long" (exit 3) and in every
-// case crashing. Both are the input's fault: its place named, exit 2.
+// platform's backend name, ended in "filesystem error: ... File name too long" (exit 3) and in
+// every case crashing. Both are the input's fault: its place named, exit 2.
 TEST(Cli, NamesNoFileSystemHoldsAndBadUtf8AreInputErrors) {
   test::TempDir dir;
-  std::ofstream(dir.file("long.yaml")) << "suite: s\nchecks:\n  - id: add\n    kind: op\n    op: add\n    golden: golden/ops/"
-                                       << std::string(300, 'e') << ".safetensors\n    shape: [7, 16]\n";
+  std::ofstream(dir.file("long.yaml"))
+      << "suite: s\nchecks:\n  - id: add\n    kind: op\n    op: add\n    golden: golden/ops/"
+      << std::string(300, 'e') << ".safetensors\n    shape: [7, 16]\n";
   const Result l = run("run " + dir.file("long.yaml") + " --no-db -q");
   EXPECT_EQ(l.code, 2) << l.err;
-  EXPECT_NE(l.err.find(dir.file("long.yaml") + ":3:5: case add: path 'golden/ops/eee"), std::string::npos) << l.err;
-  EXPECT_NE(l.err.find("has a name of 312 bytes (a file name holds at most 255)"), std::string::npos) << l.err;
+  EXPECT_NE(l.err.find(dir.file("long.yaml") + ":3:5: case add: path 'golden/ops/eee"),
+            std::string::npos)
+      << l.err;
+  EXPECT_NE(l.err.find("has a name of 312 bytes (a file name holds at most 255)"),
+            std::string::npos)
+      << l.err;
   std::ofstream(dir.file("p.yaml")) << "platform: p\nbackend: \"cpu\xff\"\n";
-  const Result p = run("run suites/ops.yaml --filter 'add*' --no-db -q --platform " + dir.file("p.yaml"));
+  const Result p =
+      run("run suites/ops.yaml --filter 'add*' --no-db -q --platform " + dir.file("p.yaml"));
   EXPECT_EQ(p.code, 2) << p.err;
-  EXPECT_NE(p.err.find(dir.file("p.yaml") + ":2:10: invalid UTF-8 (byte 0xFF at offset 3 of the value)"), std::string::npos) << p.err;
+  EXPECT_NE(
+      p.err.find(dir.file("p.yaml") + ":2:10: invalid UTF-8 (byte 0xFF at offset 3 of the value)"),
+      std::string::npos)
+      << p.err;
 }
 
 // `harness serve --api-key-env VAR` with VAR unset or empty used to start with no authentication
-// and no warning: now it is an input error (exit 2) before anything is loaded, never an open server.
+// and no warning: now it is an input error (exit 2) before anything is loaded, never an open
+// server.
 TEST(Cli, ServeRefusesAnApiKeyVariableThatIsUnsetOrEmpty) {
   for (const char* env : {"env -u H0_TEST_NO_SUCH_KEY ", "env H0_TEST_NO_SUCH_KEY= "}) {
-    const Result r = test::run_shell(std::string(env) + H0_HARNESS_BIN +
-                                     " serve --model configs/models/tiny-llama --port 0 --api-key-env H0_TEST_NO_SUCH_KEY");
+    const Result r = test::run_shell(
+        std::string(env) + H0_HARNESS_BIN +
+        " serve --model configs/models/tiny-llama --port 0 --api-key-env H0_TEST_NO_SUCH_KEY");
     EXPECT_EQ(r.code, 2) << env << r.err;
-    EXPECT_NE(r.err.find("--api-key-env: environment variable H0_TEST_NO_SUCH_KEY is "), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find(std::string(env).find('=') != std::string::npos ? "is empty" : "is unset"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--api-key-env: environment variable H0_TEST_NO_SUCH_KEY is "),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(std::string(env).find('=') != std::string::npos ? "is empty" : "is unset"),
+              std::string::npos)
+        << r.err;
   }
 }
 
@@ -105,7 +120,8 @@ TEST(Cli, InspectJsonListsEveryTensorWithItsHash) {
 
 // Writes case `name` of the compare goldens as actual.safetensors / expected.safetensors.
 void write_case(const test::TempDir& dir, const std::string& name) {
-  const auto pairs = io::SafetensorsFile::open(test::golden_path("foundation/compare_pairs.safetensors"));
+  const auto pairs =
+      io::SafetensorsFile::open(test::golden_path("foundation/compare_pairs.safetensors"));
   io::write_safetensors(dir.file("actual.safetensors"), {{"t", pairs.get(name + ".actual")}});
   io::write_safetensors(dir.file("expected.safetensors"), {{"t", pairs.get(name + ".expected")}});
 }
@@ -118,13 +134,14 @@ TEST(Cli, CompareMetricsEqualNumpys) {
     test::TempDir dir;
     write_case(dir, name);
     const auto& want = golden[name];
-    const Result r = run("compare --json " + dir.file("actual.safetensors") + " " +
-                         dir.file("expected.safetensors") + " --preset " + want["preset"].get<std::string>());
+    const Result r =
+        run("compare --json " + dir.file("actual.safetensors") + " " +
+            dir.file("expected.safetensors") + " --preset " + want["preset"].get<std::string>());
     const auto j = nlohmann::json::parse(r.out);
     const auto& t = j["tensors"][0];
-    for (const char* metric : {"max_abs_err", "max_rel_err", "mean_abs_err", "rmse", "cosine",
-                               "ratio_rel_lt_1e-3", "ratio_rel_lt_5e-3", "nan_mismatch", "inf_mismatch",
-                               "mismatch_count"}) {
+    for (const char* metric :
+         {"max_abs_err", "max_rel_err", "mean_abs_err", "rmse", "cosine", "ratio_rel_lt_1e-3",
+          "ratio_rel_lt_5e-3", "nan_mismatch", "inf_mismatch", "mismatch_count"}) {
       const double got = t["metrics"][metric], expected = want[metric];
       EXPECT_NEAR(got, expected, 1e-9 * std::fabs(expected)) << metric;
     }
@@ -140,15 +157,18 @@ TEST(Cli, CompareReportsMissingAndExtraTensors) {
   const tensor::Tensor t = tensor::Tensor::zeros(tensor::DType::kF32, {4});
   io::write_safetensors(dir.file("a.safetensors"), {{"x", t}, {"extra", t}});
   io::write_safetensors(dir.file("e.safetensors"), {{"x", t}, {"needed", t}});
-  const Result r = run("compare --json " + dir.file("a.safetensors") + " " + dir.file("e.safetensors"));
+  const Result r =
+      run("compare --json " + dir.file("a.safetensors") + " " + dir.file("e.safetensors"));
   EXPECT_EQ(r.code, 1);
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["only_in_expected"], std::vector<std::string>{"needed"});
   EXPECT_EQ(j["only_in_actual"], std::vector<std::string>{"extra"});
   EXPECT_EQ(j["tensors"][0]["status"], "pass");
-  const Result only_x = run("compare " + dir.file("a.safetensors") + " " + dir.file("e.safetensors") + " --tensor x");
+  const Result only_x =
+      run("compare " + dir.file("a.safetensors") + " " + dir.file("e.safetensors") + " --tensor x");
   EXPECT_EQ(only_x.code, 0) << only_x.out;
-  const Result absent = run("compare " + dir.file("a.safetensors") + " " + dir.file("e.safetensors") + " --tensor nope");
+  const Result absent = run("compare " + dir.file("a.safetensors") + " " +
+                            dir.file("e.safetensors") + " --tensor nope");
   EXPECT_EQ(absent.code, 2);
 }
 

@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <iterator>
 #include <string>
 
 #include "test_util.h"
@@ -61,7 +61,8 @@ inline std::map<std::string, nlohmann::json> expect_every_stage_passes(const std
 }
 
 // A model directory in `dir` holding only `config` (a path in the source tree) as config.json.
-inline std::string config_only_model(const TempDir& dir, const std::string& config, const std::string& name) {
+inline std::string config_only_model(const TempDir& dir, const std::string& config,
+                                     const std::string& name) {
   std::filesystem::create_directories(dir.file(name));
   std::filesystem::copy_file(source_path(config), dir.file(name + "/config.json"));
   return dir.file(name);

@@ -3,11 +3,10 @@
 
 #include <gtest/gtest.h>
 
-#include "base/error.h"
-
 #include <filesystem>
 #include <fstream>
 
+#include "base/error.h"
 #include "test_util.h"
 
 namespace h0::io {
@@ -31,7 +30,8 @@ TEST(GoldenManifest, TamperedMissingAndUnlistedFilesAreReported) {
   fs::copy(test::source_path("golden/manifest.json"), dir.file("manifest.json"));
   for (const auto& entry : fs::directory_iterator(test::source_path("golden"))) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_directory() && name != "tools") fs::copy(entry.path(), dir.file(name), fs::copy_options::recursive);
+    if (entry.is_directory() && name != "tools")
+      fs::copy(entry.path(), dir.file(name), fs::copy_options::recursive);
   }
   const auto clean = GoldenManifest::load(dir.path());
   EXPECT_TRUE(clean.verify().empty());

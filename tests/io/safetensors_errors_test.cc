@@ -22,7 +22,8 @@ std::string image(const std::string& header, size_t data_bytes, uint64_t length_
 // The message parsing `bytes` fails with ("" if it parses).
 std::string error_of(const std::string& bytes) {
   try {
-    SafetensorsFile::parse(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size(), "f.st", nullptr);
+    SafetensorsFile::parse(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size(), "f.st",
+                           nullptr);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -66,13 +67,15 @@ TEST(SafetensorsErrors, OffsetsReversed) {
 
 TEST(SafetensorsErrors, OverlappingTensors) {
   EXPECT_EQ(error_of(image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                           R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12)),
+                           R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                           12)),
             "f.st: tensor 'b' [4, 12) overlaps tensor 'a' [0, 8)");
 }
 
 TEST(SafetensorsErrors, HoleInTheDataSection) {
   EXPECT_EQ(error_of(image(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                           R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", 12)),
+                           R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                           12)),
             "f.st: bytes [4, 8) of the data section belong to no tensor (before tensor 'b')");
 }
 
@@ -87,13 +90,16 @@ TEST(SafetensorsErrors, ShapeTimesDtypeSizeMismatch) {
 }
 
 TEST(SafetensorsErrors, ShapeOverflow) {
-  EXPECT_EQ(error_of(image(R"({"a":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8)),
-            "f.st: tensor 'a': shape 4294967296x4294967296 overflows");
+  EXPECT_EQ(
+      error_of(image(
+          R"({"a":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8)),
+      "f.st: tensor 'a': shape 4294967296x4294967296 overflows");
 }
 
 TEST(SafetensorsErrors, DuplicateNames) {
   EXPECT_EQ(error_of(image(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                           R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8)),
+                           R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                           8)),
             "f.st: duplicate tensor name 'a'");
 }
 
@@ -116,7 +122,8 @@ TEST(SafetensorsErrors, MalformedEntries) {
             "f.st: tensor 'a': unknown field 'x' (expected dtype, shape, data_offsets)");
   EXPECT_EQ(error_of(image(R"({"__metadata__":{"k":1}})", 0)),
             "f.st: __metadata__ 'k' must be a string, found 1");
-  EXPECT_EQ(error_of(image(R"({"__metadata__":[]})", 0)), "f.st: __metadata__ must be an object of strings");
+  EXPECT_EQ(error_of(image(R"({"__metadata__":[]})", 0)),
+            "f.st: __metadata__ must be an object of strings");
 }
 
 TEST(SafetensorsErrors, OpenNamesTheFile) {
@@ -139,7 +146,8 @@ TEST(SafetensorsErrors, DeeplyNestedHeaderIsRefused) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_EQ(error_of(image("{\"__metadata__\": {\"x\": " + deep + "}}", 0)),
             "f.st: header JSON nested deeper than 256 levels");
-  EXPECT_EQ(error_of(image("{\"a\":{\"dtype\":\"F32\",\"shape\":" + deep + ",\"data_offsets\":[0,0]}}", 0)),
+  EXPECT_EQ(error_of(image(
+                "{\"a\":{\"dtype\":\"F32\",\"shape\":" + deep + ",\"data_offsets\":[0,0]}}", 0)),
             "f.st: header JSON nested deeper than 256 levels");
 }
 

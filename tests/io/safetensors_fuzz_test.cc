@@ -24,7 +24,9 @@ TEST(SafetensorsFuzz, TenThousandMutationsNeverCrash) {
   const std::string base = valid_file();
   const tensor::Philox rng(2024, 0);
   uint64_t draw = 0;
-  auto next = [&](uint32_t bound) { return static_cast<uint32_t>((uint64_t{rng.word(draw++)} * bound) >> 32); };
+  auto next = [&](uint32_t bound) {
+    return static_cast<uint32_t>((uint64_t{rng.word(draw++)} * bound) >> 32);
+  };
   const char kTokens[] = "{}[]\",:0123456789-.eE \\u\x00\xff";
   int accepted = 0, rejected = 0;
   for (int trial = 0; trial < 10000; ++trial) {
@@ -33,12 +35,24 @@ TEST(SafetensorsFuzz, TenThousandMutationsNeverCrash) {
     for (uint32_t k = 0; k < edits; ++k) {
       const uint32_t pos = next(static_cast<uint32_t>(s.size()));
       switch (next(6)) {
-        case 0: s[pos] = static_cast<char>(next(256)); break;                          // random byte
-        case 1: s[pos] = kTokens[next(sizeof kTokens - 1)]; break;                     // JSON token
-        case 2: s.erase(pos, 1 + next(8)); break;                                      // deletion
-        case 3: s.insert(pos, 1, kTokens[next(sizeof kTokens - 1)]); break;            // insertion
-        case 4: s.resize(next(static_cast<uint32_t>(s.size()) + 1)); break;            // truncation
-        default: s[next(8) % s.size()] = static_cast<char>(next(256)); break;          // length field
+        case 0:
+          s[pos] = static_cast<char>(next(256));
+          break;  // random byte
+        case 1:
+          s[pos] = kTokens[next(sizeof kTokens - 1)];
+          break;  // JSON token
+        case 2:
+          s.erase(pos, 1 + next(8));
+          break;  // deletion
+        case 3:
+          s.insert(pos, 1, kTokens[next(sizeof kTokens - 1)]);
+          break;  // insertion
+        case 4:
+          s.resize(next(static_cast<uint32_t>(s.size()) + 1));
+          break;  // truncation
+        default:
+          s[next(8) % s.size()] = static_cast<char>(next(256));
+          break;  // length field
       }
       if (s.empty()) s.push_back('x');
     }

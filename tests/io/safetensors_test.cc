@@ -1,7 +1,5 @@
 // Reading files the Python `safetensors` package wrote, writing the same bytes it writes, and
 // slice reads.
-#include "io/safetensors_reader.h"
-
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -9,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "io/safetensors_reader.h"
 #include "io/safetensors_writer.h"
 #include "test_util.h"
 
@@ -28,10 +27,16 @@ std::string read_bytes(const std::string& path) {
 // The values gen_foundation.py stored: element k of a [2,3,4] tensor.
 double fixture_value(DType dtype, int k) {
   switch (dtype) {
-    case DType::kI64: case DType::kI32: case DType::kI8: return k * 3 - 30;
-    case DType::kU8: return k * 10;
-    case DType::kBool: return k % 3 == 0;
-    default: return (k - 12) * 0.375;
+    case DType::kI64:
+    case DType::kI32:
+    case DType::kI8:
+      return k * 3 - 30;
+    case DType::kU8:
+      return k * 10;
+    case DType::kBool:
+      return k % 3 == 0;
+    default:
+      return (k - 12) * 0.375;
   }
 }
 
@@ -84,7 +89,9 @@ TEST(Safetensors, WrittenFilesReadBack) {
   const float values[] = {1, 2, 3, 4, 5, 6};
   const Tensor a = Tensor::copy_of(DType::kF32, {2, 3}, values);
   write_safetensors(dir.file("x.safetensors"),
-                    {{"b.weight", a.to(DType::kBF16)}, {"a \"quoted\"\n", a}, {"empty", Tensor::zeros(DType::kI64, {0})}},
+                    {{"b.weight", a.to(DType::kBF16)},
+                     {"a \"quoted\"\n", a},
+                     {"empty", Tensor::zeros(DType::kI64, {0})}},
                     {{"note", "ünïcode"}});
   const auto f = SafetensorsFile::open(dir.file("x.safetensors"));
   EXPECT_EQ(f.header_bytes() % 8, 0u);
@@ -104,15 +111,17 @@ TEST(Safetensors, WriterRefusesDuplicateAndReservedNames) {
 }
 
 TEST(Safetensors, WriteFailureLeavesNothingBehind) {
-  EXPECT_THROW(write_safetensors("/nonexistent-dir/x.safetensors", {{"x", Tensor::zeros(DType::kF32, {1})}}),
-               InputError);
+  EXPECT_THROW(
+      write_safetensors("/nonexistent-dir/x.safetensors", {{"x", Tensor::zeros(DType::kF32, {1})}}),
+      InputError);
 }
 
 // A 2-D weight [rows, cols] with value r * 1000 + c.
 Tensor grid(int64_t rows, int64_t cols) {
   Tensor t = Tensor::zeros(DType::kF32, {rows, cols});
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) t.mutable_data_as<float>()[r * cols + c] = float(r * 1000 + c);
+    for (int64_t c = 0; c < cols; ++c)
+      t.mutable_data_as<float>()[r * cols + c] = float(r * 1000 + c);
   }
   return t;
 }
@@ -146,8 +155,8 @@ TEST(Safetensors, SliceOfAMiddleAxis) {
   const auto f = SafetensorsFile::open(dir.file("w.safetensors"));
   const Tensor s = f.slice("w", 1, 1, 3);  // [6, 2, 5]
   ASSERT_EQ(s.shape(), (tensor::Shape{6, 2, 5}));
-  EXPECT_EQ(s.at(0), 5.0);               // row 0, middle 1, col 0 -> flat 5
-  EXPECT_EQ(s.at(10), 1005.0);           // row 1, middle 1, col 0
+  EXPECT_EQ(s.at(0), 5.0);      // row 0, middle 1, col 0 -> flat 5
+  EXPECT_EQ(s.at(10), 1005.0);  // row 1, middle 1, col 0
 }
 
 TEST(Safetensors, BadSlicesAreInputErrors) {

@@ -32,7 +32,7 @@ Tensor expected_tensor(int stream, DType dtype, tensor::Shape shape) {
 
 TEST(ShardedCheckpoint, OpensTheDirectoryTheIndexOrAShard) {
   for (const std::string& path : {test::golden_path(kSharded),
-                                 test::golden_path(kSharded + "/model.safetensors.index.json")}) {
+                                  test::golden_path(kSharded + "/model.safetensors.index.json")}) {
     const auto ckpt = ShardedCheckpoint::open(path);
     EXPECT_EQ(ckpt.num_shards(), 2u);
     EXPECT_EQ(ckpt.names(), (std::vector<std::string>{"lm_head.weight", "model.embed_tokens.weight",
@@ -40,7 +40,8 @@ TEST(ShardedCheckpoint, OpensTheDirectoryTheIndexOrAShard) {
                                                       "model.layers.1.mlp.up_proj.weight"}));
     EXPECT_NE(ckpt.index_metadata_json().find("\"total_size\":1408"), std::string::npos);
   }
-  const auto single = ShardedCheckpoint::open(test::golden_path(kSharded + "/model-00002-of-00002.safetensors"));
+  const auto single =
+      ShardedCheckpoint::open(test::golden_path(kSharded + "/model-00002-of-00002.safetensors"));
   EXPECT_EQ(single.names().size(), 2u);
 }
 
@@ -61,7 +62,8 @@ TEST(ShardedCheckpoint, ValuesMatchTheGenerator) {
     const Tensor want = expected_tensor(r.stream, r.dtype, r.shape);
     ASSERT_EQ(got.dtype(), r.dtype) << r.name;
     ASSERT_EQ(got.shape(), r.shape) << r.name;
-    for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(got.at(i), want.at(i)) << r.name << "[" << i << "]";
+    for (int64_t i = 0; i < got.numel(); ++i)
+      ASSERT_EQ(got.at(i), want.at(i)) << r.name << "[" << i << "]";
   }
   // Slices reach the right shard too.
   const Tensor cols = ckpt.slice("lm_head.weight", 1, 2, 5);
@@ -74,7 +76,8 @@ void write_checkpoint(const std::string& dir, const std::string& weight_map_json
   const Tensor t = Tensor::zeros(DType::kF32, {2});
   write_safetensors(dir + "/a.safetensors", {{"x", t}, {"y", t}});
   write_safetensors(dir + "/b.safetensors", {{"z", t}});
-  std::ofstream(dir + "/model.safetensors.index.json") << R"({"metadata":{},"weight_map":)" << weight_map_json << "}";
+  std::ofstream(dir + "/model.safetensors.index.json")
+      << R"({"metadata":{},"weight_map":)" << weight_map_json << "}";
 }
 
 std::string error_of(const std::string& path) {
@@ -96,7 +99,8 @@ TEST(ShardedCheckpoint, IndexAndShardsMustAgree) {
   EXPECT_EQ(error_of(dir.path()), index + ": shard 'c.safetensors' (of tensor 'z') does not exist");
 
   write_checkpoint(dir.path(), R"({"x":"a.safetensors","y":"a.safetensors","z":"a.safetensors"})");
-  EXPECT_EQ(error_of(dir.path()), index + ": the index puts 'z' in 'a.safetensors', which does not hold them");
+  EXPECT_EQ(error_of(dir.path()),
+            index + ": the index puts 'z' in 'a.safetensors', which does not hold them");
 
   write_checkpoint(dir.path(), R"({"x":"a.safetensors","z":"b.safetensors"})");
   EXPECT_EQ(error_of(dir.path()),
@@ -110,8 +114,9 @@ TEST(ShardedCheckpoint, IndexAndShardsMustAgree) {
   fs::remove(index);
   fs::remove(dir.file("a.safetensors"));
   fs::remove(dir.file("b.safetensors"));
-  EXPECT_EQ(error_of(dir.path()),
-            dir.path() + ": directory has neither model.safetensors.index.json nor model.safetensors");
+  EXPECT_EQ(
+      error_of(dir.path()),
+      dir.path() + ": directory has neither model.safetensors.index.json nor model.safetensors");
 }
 
 }  // namespace

@@ -83,13 +83,15 @@ TEST(TorchTensorFile, MutatedFilesNeverCrash) {
   int refused = 0, read = 0;
   for (const char* name : {"f32_2x3.pt", "bf16_3x2_t.pt", "f32_offset.pt", "f32_2x3.npy"}) {
     std::ifstream in(file(name), std::ios::binary);
-    const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string original((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
     const std::string ext = std::string(name).substr(std::string(name).rfind('.'));
     for (int i = 0; i < 600; ++i) {
       std::string bytes = original;
       const int kind = int(rng() % 3);
       if (kind == 0) {
-        for (int k = 0; k < 1 + int(rng() % 4); ++k) bytes[rng() % bytes.size()] ^= char(1 << (rng() % 8));
+        for (int k = 0; k < 1 + int(rng() % 4); ++k)
+          bytes[rng() % bytes.size()] ^= char(1 << (rng() % 8));
       } else if (kind == 1) {
         bytes.resize(rng() % bytes.size());
       } else {

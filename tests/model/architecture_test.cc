@@ -1,26 +1,31 @@
 // Architectures from real config.json files (tests/data/configs, see SOURCES.md there) and their
 // exact parameter counts against the published figures.
+#include "model/architecture.h"
+
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include "base/error.h"
 #include "io/safetensors_reader.h"
-#include "model/architecture.h"
 #include "model/inventory.h"
 #include "model/model_ops.h"
 
 namespace h0::model {
 namespace {
 
-std::string config(const std::string& name) { return std::string(H0_SOURCE_DIR) + "/tests/data/configs/" + name + ".json"; }
+std::string config(const std::string& name) {
+  return std::string(H0_SOURCE_DIR) + "/tests/data/configs/" + name + ".json";
+}
 
-ParamCounts counts_of(const std::string& name) { return build_inventory(load_architecture(config(name))).counts; }
+ParamCounts counts_of(const std::string& name) {
+  return build_inventory(load_architecture(config(name))).counts;
+}
 
 struct Published {
   const char* file;
@@ -33,7 +38,9 @@ struct Published {
   bool card_active_without_embedding = false;
 };
 
-double allowed(double published, double rounding) { return std::max(0.005 * published, rounding / 2); }
+double allowed(double published, double rounding) {
+  return std::max(0.005 * published, rounding / 2);
+}
 
 class PublishedCounts : public ::testing::TestWithParam<Published> {};
 
@@ -41,7 +48,8 @@ TEST_P(PublishedCounts, ExactAndWithinHalfPercentOfPublished) {
   const Published& p = GetParam();
   const ParamCounts c = counts_of(p.file);
   EXPECT_EQ(c.total + c.buffers, p.exact_total);
-  EXPECT_LE(std::abs(double(c.total) - p.published_total), allowed(p.published_total, p.rounding_total));
+  EXPECT_LE(std::abs(double(c.total) - p.published_total),
+            allowed(p.published_total, p.rounding_total));
   if (p.exact_active > 0) {
     EXPECT_EQ(c.active, p.exact_active);
   } else {
@@ -49,37 +57,43 @@ TEST_P(PublishedCounts, ExactAndWithinHalfPercentOfPublished) {
   }
   if (p.published_active > 0) {
     const Architecture a = load_architecture(config(p.file));
-    const double active = double(c.active) - (p.card_active_without_embedding ? double(a.text.vocab_size * a.text.hidden_size) : 0);
-    EXPECT_LE(std::abs(active - p.published_active), allowed(p.published_active, p.rounding_active));
+    const double active =
+        double(c.active) -
+        (p.card_active_without_embedding ? double(a.text.vocab_size * a.text.hidden_size) : 0);
+    EXPECT_LE(std::abs(active - p.published_active),
+              allowed(p.published_active, p.rounding_active));
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     RealConfigs, PublishedCounts,
-    ::testing::Values(Published{"llama-3.1-8b", 8030261248, 0, 8.03e9, 0},
-                      Published{"llama-3.1-70b", 70553706496, 0, 70.6e9, 0},
-                      Published{"llama-3.1-405b", 405853388800, 0, 405.9e9, 0},
-                      Published{"qwen2.5-72b", 72706203648, 0, 72.7e9, 0},
-                      Published{"qwen3-8b", 8190735360, 0, 8.2e9, 0},
-                      Published{"qwen3-32b", 32762123264, 0, 32.8e9, 0},
-                      Published{"qwen3-235b-a22b", 235093634560, 22190763520, 235e9, 22e9, 1e9, 1e9},
-                      Published{"mixtral-8x7b-v0.1", 46702792704, 12879925248, 46.7e9, 12.9e9},
-                      Published{"deepseek-v3", 671026419200, 37552282624, 671e9, 37e9, 1e9, 1e9, true},
-                      Published{"kimi-k2-instruct", 1026408232448, 32861477888, 1e12, 32e9, 0.1e12, 1e9, true},
-                      Published{"mistral-7b-v0.1", 7241732096, 0, 7.24e9, 0},
-                      Published{"mistral-7b-instruct-v0.3", 7248023552, 0, 7.25e9, 0},
-                      Published{"qwen1.5-moe-a2.7b", 14315784192, 2689173504, 14.3e9, 2.7e9},
-                      Published{"qwen2-57b-a14b", 57408658944, 14249270784, 57e9, 14e9, 1e9, 1e9},
-                      // GLM's cards: 355B / 32B and 106B / 12B, active without the embedding.
-                      Published{"glm-4.5", 352797829024, 33632251904, 355e9, 32e9, 10e9, 2e9, true},
-                      Published{"glm-4.5-air", 106852251264, 13424123904, 106e9, 12e9, 2e9, 2e9, true},
-                      // Gemma 3 1B: tied embeddings (Gemma3TextConfig's default; the config omits the key).
-                      Published{"gemma-3-1b-it", 999885952, 0, 1e9, 0, 0.1e9},
-                      // gpt-oss-120b's card: 116.83B total, 5.13B active (without the embedding).
-                      Published{"gpt-oss-120b", 116829156672, 5711982912, 116.83e9, 5.13e9, 0.01e9, 0.01e9, true}),
+    ::testing::Values(
+        Published{"llama-3.1-8b", 8030261248, 0, 8.03e9, 0},
+        Published{"llama-3.1-70b", 70553706496, 0, 70.6e9, 0},
+        Published{"llama-3.1-405b", 405853388800, 0, 405.9e9, 0},
+        Published{"qwen2.5-72b", 72706203648, 0, 72.7e9, 0},
+        Published{"qwen3-8b", 8190735360, 0, 8.2e9, 0},
+        Published{"qwen3-32b", 32762123264, 0, 32.8e9, 0},
+        Published{"qwen3-235b-a22b", 235093634560, 22190763520, 235e9, 22e9, 1e9, 1e9},
+        Published{"mixtral-8x7b-v0.1", 46702792704, 12879925248, 46.7e9, 12.9e9},
+        Published{"deepseek-v3", 671026419200, 37552282624, 671e9, 37e9, 1e9, 1e9, true},
+        Published{"kimi-k2-instruct", 1026408232448, 32861477888, 1e12, 32e9, 0.1e12, 1e9, true},
+        Published{"mistral-7b-v0.1", 7241732096, 0, 7.24e9, 0},
+        Published{"mistral-7b-instruct-v0.3", 7248023552, 0, 7.25e9, 0},
+        Published{"qwen1.5-moe-a2.7b", 14315784192, 2689173504, 14.3e9, 2.7e9},
+        Published{"qwen2-57b-a14b", 57408658944, 14249270784, 57e9, 14e9, 1e9, 1e9},
+        // GLM's cards: 355B / 32B and 106B / 12B, active without the embedding.
+        Published{"glm-4.5", 352797829024, 33632251904, 355e9, 32e9, 10e9, 2e9, true},
+        Published{"glm-4.5-air", 106852251264, 13424123904, 106e9, 12e9, 2e9, 2e9, true},
+        // Gemma 3 1B: tied embeddings (Gemma3TextConfig's default; the config omits the key).
+        Published{"gemma-3-1b-it", 999885952, 0, 1e9, 0, 0.1e9},
+        // gpt-oss-120b's card: 116.83B total, 5.13B active (without the embedding).
+        Published{"gpt-oss-120b", 116829156672, 5711982912, 116.83e9, 5.13e9, 0.01e9, 0.01e9,
+                  true}),
     [](const ::testing::TestParamInfo<Published>& param) {
       std::string n = param.param.file;
-      for (char& ch : n) if (ch == '-' || ch == '.') ch = '_';
+      for (char& ch : n)
+        if (ch == '-' || ch == '.') ch = '_';
       return n;
     });
 
@@ -95,7 +109,9 @@ TEST(Architecture, GptOssFields) {
   EXPECT_EQ(t.attn.sliding_window, 128);
   ASSERT_EQ(t.layer_kinds.size(), 36u);
   for (int64_t l = 0; l < 36; ++l) {
-    EXPECT_EQ(t.layer_kind(l), l % 2 == 0 ? TextModel::LayerKind::kSliding : TextModel::LayerKind::kFull) << l;
+    EXPECT_EQ(t.layer_kind(l),
+              l % 2 == 0 ? TextModel::LayerKind::kSliding : TextModel::LayerKind::kFull)
+        << l;
   }
   EXPECT_EQ(t.rope_theta, 150000);
   EXPECT_EQ(t.rope_scaling.type, "yarn");
@@ -107,7 +123,8 @@ TEST(Architecture, GptOssFields) {
   EXPECT_TRUE(m.norm_topk_prob && m.router_bias && m.fused_experts);
   EXPECT_DOUBLE_EQ(m.swiglu_alpha, 1.702);  // not in the config: GptOssConfig's
   EXPECT_DOUBLE_EQ(m.swiglu_limit, 7.0);
-  const Inventory inv = build_inventory(a, {.dtype = std::nullopt, .quantized = false, .include_mtp = false});
+  const Inventory inv =
+      build_inventory(a, {.dtype = std::nullopt, .quantized = false, .include_mtp = false});
   const auto shape = [&](const std::string& name) {
     const WeightInfo* w = inv.find(name);
     return w != nullptr ? w->shape : std::vector<int64_t>{};
@@ -115,13 +132,16 @@ TEST(Architecture, GptOssFields) {
   EXPECT_EQ(shape("model.layers.0.self_attn.sinks"), (std::vector<int64_t>{64}));
   EXPECT_EQ(shape("model.layers.0.mlp.router.weight"), (std::vector<int64_t>{128, 2880}));
   EXPECT_EQ(shape("model.layers.0.mlp.router.bias"), (std::vector<int64_t>{128}));
-  EXPECT_EQ(shape("model.layers.0.mlp.experts.gate_up_proj"), (std::vector<int64_t>{128, 2880, 5760}));
-  EXPECT_EQ(shape("model.layers.0.mlp.experts.gate_up_proj_bias"), (std::vector<int64_t>{128, 5760}));
+  EXPECT_EQ(shape("model.layers.0.mlp.experts.gate_up_proj"),
+            (std::vector<int64_t>{128, 2880, 5760}));
+  EXPECT_EQ(shape("model.layers.0.mlp.experts.gate_up_proj_bias"),
+            (std::vector<int64_t>{128, 5760}));
   EXPECT_EQ(shape("model.layers.0.mlp.experts.down_proj"), (std::vector<int64_t>{128, 2880, 2880}));
   EXPECT_EQ(shape("model.layers.0.mlp.experts.down_proj_bias"), (std::vector<int64_t>{128, 2880}));
   // As released (quantization_config mxfp4): the experts' weights as [E, out, in / 32, 16] bytes
   // of E2M1 pairs and [E, out, in / 32] E8M0 scales, the same parameters counted.
-  const Inventory released = build_inventory(a, {.dtype = std::nullopt, .quantized = true, .include_mtp = false});
+  const Inventory released =
+      build_inventory(a, {.dtype = std::nullopt, .quantized = true, .include_mtp = false});
   const WeightInfo* blocks = released.find("model.layers.0.mlp.experts.gate_up_proj_blocks");
   ASSERT_NE(blocks, nullptr);
   EXPECT_EQ(blocks->shape, (std::vector<int64_t>{128, 5760, 90, 16}));
@@ -146,7 +166,9 @@ TEST(Architecture, GptOssFields) {
   EXPECT_EQ(d.layer_kind(1), TextModel::LayerKind::kFull);
   // GptOssExperts gates by its clamped SwiGLU whatever hidden_act says.
   c["hidden_act"] = "gelu";
-  EXPECT_EQ(model_ops(parse_architecture(c, "config.json"), tensor::DType::kBF16).moe_experts.attrs["activation"], "clamped_swiglu");
+  EXPECT_EQ(model_ops(parse_architecture(c, "config.json"), tensor::DType::kBF16)
+                .moe_experts.attrs["activation"],
+            "clamped_swiglu");
   c["swiglu_limit"] = 0;
   EXPECT_THROW(parse_architecture(c, "config.json"), InputError);
 }
@@ -162,7 +184,9 @@ TEST(Architecture, Gemma3TextFields) {
   EXPECT_EQ(t.attn.sliding_window, 512);
   ASSERT_EQ(t.layer_kinds.size(), 26u);
   for (int64_t l = 0; l < 26; ++l) {
-    EXPECT_EQ(t.layer_kind(l), (l + 1) % 6 == 0 ? TextModel::LayerKind::kFull : TextModel::LayerKind::kSliding) << l;
+    EXPECT_EQ(t.layer_kind(l),
+              (l + 1) % 6 == 0 ? TextModel::LayerKind::kFull : TextModel::LayerKind::kSliding)
+        << l;
   }
   EXPECT_EQ(t.rope_theta, 1e6);
   EXPECT_EQ(t.local_rope_theta, 1e4);
@@ -174,15 +198,19 @@ TEST(Architecture, Gemma3TextFields) {
   EXPECT_EQ(t.hidden_act, "gelu_pytorch_tanh");
   const Inventory inv = build_inventory(a);
   int64_t norms = 0;
-  for (const WeightInfo& w : inv.weights) norms += w.layer == 0 && w.name.ends_with("layernorm.weight");
+  for (const WeightInfo& w : inv.weights)
+    norms += w.layer == 0 && w.name.ends_with("layernorm.weight");
   EXPECT_EQ(norms, 4);
 
   // transformers 5 nests the bases by layer type; a scaling there applies to its layers only.
   std::ifstream in(config("gemma-3-1b-it"));
   nlohmann::json c = nlohmann::json::parse(in);
-  for (const char* k : {"rope_theta", "rope_local_base_freq", "rope_scaling", "sliding_window_pattern"}) c.erase(k);
-  c["rope_parameters"] = {{"full_attention", {{"rope_type", "linear"}, {"factor", 8.0}, {"rope_theta", 5e5}}},
-                          {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 2e4}}}};
+  for (const char* k :
+       {"rope_theta", "rope_local_base_freq", "rope_scaling", "sliding_window_pattern"})
+    c.erase(k);
+  c["rope_parameters"] = {
+      {"full_attention", {{"rope_type", "linear"}, {"factor", 8.0}, {"rope_theta", 5e5}}},
+      {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 2e4}}}};
   const TextModel n = parse_architecture(c, "config.json").text;
   EXPECT_EQ(n.rope_theta, 5e5);
   EXPECT_EQ(n.rope_scaling.type, "linear");
@@ -201,7 +229,8 @@ TEST(Architecture, Gemma3TextFields) {
     parse_architecture(c, "config.json");
     FAIL() << "softcapping accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("config.json: final_logit_softcapping"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("config.json: final_logit_softcapping"), std::string::npos)
+        << e.what();
   }
   c.erase("final_logit_softcapping");
   c["hidden_activation"] = "relu2";
@@ -214,7 +243,8 @@ TEST(Architecture, MistralFields) {
   EXPECT_EQ(a.family, "mistral");
   EXPECT_EQ(a.text.attn.sliding_window, 4096);
   ASSERT_EQ(a.text.layer_kinds.size(), 32u);
-  for (int64_t l = 0; l < 32; ++l) EXPECT_EQ(a.text.layer_kind(l), TextModel::LayerKind::kSliding) << l;
+  for (int64_t l = 0; l < 32; ++l)
+    EXPECT_EQ(a.text.layer_kind(l), TextModel::LayerKind::kSliding) << l;
   const Architecture b = load_architecture(config("mistral-7b-instruct-v0.3"));
   EXPECT_EQ(b.text.attn.sliding_window, 0);
   EXPECT_TRUE(b.text.layer_kinds.empty());
@@ -222,7 +252,8 @@ TEST(Architecture, MistralFields) {
 }
 
 // Qwen1.5-MoE: one shared expert (5632 wide, not a multiple of the experts' count) behind a
-// sigmoid gate, softmax routing left unnormalized, q/k/v biases; its tensors under Qwen2-MoE's names.
+// sigmoid gate, softmax routing left unnormalized, q/k/v biases; its tensors under Qwen2-MoE's
+// names.
 TEST(Architecture, Qwen2MoeFields) {
   const Architecture a = load_architecture(config("qwen1.5-moe-a2.7b"));
   EXPECT_EQ(a.family, "qwen2_moe");
@@ -237,9 +268,12 @@ TEST(Architecture, Qwen2MoeFields) {
   ASSERT_NE(gate, nullptr);
   EXPECT_EQ(gate->name, "model.layers.3.mlp.shared_expert_gate.weight");
   EXPECT_EQ(gate->shape, (std::vector<int64_t>{1, 2048}));
-  EXPECT_EQ(inv.find(3, TensorRole::kSharedUp)->name, "model.layers.3.mlp.shared_expert.up_proj.weight");
-  EXPECT_EQ(inv.find(3, TensorRole::kExpertDown, TensorPiece::kWeight, 59)->name, "model.layers.3.mlp.experts.59.down_proj.weight");
-  EXPECT_EQ(inv.find(0, TensorRole::kAttnK, TensorPiece::kBias)->name, "model.layers.0.self_attn.k_proj.bias");
+  EXPECT_EQ(inv.find(3, TensorRole::kSharedUp)->name,
+            "model.layers.3.mlp.shared_expert.up_proj.weight");
+  EXPECT_EQ(inv.find(3, TensorRole::kExpertDown, TensorPiece::kWeight, 59)->name,
+            "model.layers.3.mlp.experts.59.down_proj.weight");
+  EXPECT_EQ(inv.find(0, TensorRole::kAttnK, TensorPiece::kBias)->name,
+            "model.layers.0.self_attn.k_proj.bias");
   // use_sliding_window (set by no released model): transformers 4's rule, layers from
   // max_window_layers (21) on slide; transformers 5's layer_types as written.
   std::ifstream in(config("qwen1.5-moe-a2.7b"));
@@ -250,7 +284,8 @@ TEST(Architecture, Qwen2MoeFields) {
   EXPECT_EQ(s.text.layer_kind(20), TextModel::LayerKind::kFull);
   EXPECT_EQ(s.text.layer_kind(21), TextModel::LayerKind::kSliding);
   c["layer_types"] = nlohmann::json::array();
-  for (int l = 0; l < 24; ++l) c["layer_types"].push_back(l == 0 ? "sliding_attention" : "full_attention");
+  for (int l = 0; l < 24; ++l)
+    c["layer_types"].push_back(l == 0 ? "sliding_attention" : "full_attention");
   s = parse_architecture(c, "config.json");
   EXPECT_EQ(s.text.layer_kind(0), TextModel::LayerKind::kSliding);
   EXPECT_EQ(s.text.layer_kind(21), TextModel::LayerKind::kFull);
@@ -279,7 +314,8 @@ TEST(Architecture, Glm4MoeFields) {
   std::ifstream in(config("glm-4.5"));
   nlohmann::json c = nlohmann::json::parse(in);
   c.erase("partial_rotary_factor");
-  c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e6}, {"partial_rotary_factor", 0.25}};
+  c["rope_parameters"] = {
+      {"rope_type", "default"}, {"rope_theta", 1e6}, {"partial_rotary_factor", 0.25}};
   EXPECT_EQ(parse_architecture(c, "config.json").text.attn.rotary_dim, 32);
 }
 
@@ -321,15 +357,18 @@ TEST(Architecture, Fp8BlockSize) {
       parse_architecture(c, "config.json");
       ADD_FAILURE() << bad;
     } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()), "config.json: quantization_config: weight_block_size: must be two positive "
-                                       "integers [rows, cols], e.g. [128, 128]") << bad;
+      EXPECT_EQ(std::string(e.what()),
+                "config.json: quantization_config: weight_block_size: must be two positive "
+                "integers [rows, cols], e.g. [128, 128]")
+          << bad;
     }
   }
 }
 
 TEST(Architecture, DeepseekV3MtpCountedSeparately) {
   const Inventory inv = build_inventory(load_architecture(config("deepseek-v3")));
-  // README_WEIGHTS: the MTP module is 11.5B unique parameters plus copies of the 0.9B embedding and head.
+  // README_WEIGHTS: the MTP module is 11.5B unique parameters plus copies of the 0.9B embedding and
+  // head.
   EXPECT_NEAR(double(inv.counts.mtp), 11.5e9, 0.05 * 11.5e9);
   EXPECT_EQ(inv.counts.mtp_shared, 2 * 129280LL * 7168);
   // README_WEIGHTS: 36.6B activated, which is ours less the embedding (a lookup, not compute).
@@ -391,23 +430,36 @@ TEST(ArchitectureErrors, NameTheField) {
   };
   EXPECT_EQ(message(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64})"),
             "config.json: intermediate_size: missing (an integer is required)");
-  EXPECT_EQ(message(R"({"architectures": ["LlavaForConditionalGeneration"], "vision_config": {}, "text_config": {"hidden_size": "x"}})"),
-            "config.json: text_config.hidden_size: must be an integer, got \"x\"");
-  EXPECT_NE(message(R"({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2"})").find("unknown architecture ([\"GPT2LMHeadModel\"], model_type \"gpt2\"); known: LlamaForCausalLM (llama)"),
+  EXPECT_EQ(
+      message(
+          R"({"architectures": ["LlavaForConditionalGeneration"], "vision_config": {}, "text_config": {"hidden_size": "x"}})"),
+      "config.json: text_config.hidden_size: must be an integer, got \"x\"");
+  EXPECT_NE(message(R"({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2"})")
+                .find("unknown architecture ([\"GPT2LMHeadModel\"], model_type \"gpt2\"); known: "
+                      "LlamaForCausalLM (llama)"),
             std::string::npos);
-  EXPECT_EQ(message(R"({"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 1, "vocab_size": 8, "num_attention_heads": 2, "qk_nope_head_dim": 2, "qk_rope_head_dim": 2, "v_head_dim": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 4})"),
-            "config.json: kv_lora_rank: missing (an integer is required)");
-  EXPECT_EQ(message(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 8, "num_hidden_layers": 1, "vocab_size": 8, "num_attention_heads": 4, "num_key_value_heads": 3})"),
-            "config.json: num_key_value_heads: must be positive and divide num_attention_heads (4)");
-  // Found by the config_json fuzz target (UBSan): zero divided the head width and the MoE layer rule.
-  EXPECT_EQ(message(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 8, "num_hidden_layers": 1, "vocab_size": 8, "num_attention_heads": 0})"),
-            "config.json: num_attention_heads: must be positive, got 0");
+  EXPECT_EQ(
+      message(
+          R"({"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 8, "intermediate_size": 8, "num_hidden_layers": 1, "vocab_size": 8, "num_attention_heads": 2, "qk_nope_head_dim": 2, "qk_rope_head_dim": 2, "v_head_dim": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 4})"),
+      "config.json: kv_lora_rank: missing (an integer is required)");
+  EXPECT_EQ(
+      message(
+          R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 8, "num_hidden_layers": 1, "vocab_size": 8, "num_attention_heads": 4, "num_key_value_heads": 3})"),
+      "config.json: num_key_value_heads: must be positive and divide num_attention_heads (4)");
+  // Found by the config_json fuzz target (UBSan): zero divided the head width and the MoE layer
+  // rule.
+  EXPECT_EQ(
+      message(
+          R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 8, "num_hidden_layers": 1, "vocab_size": 8, "num_attention_heads": 0})"),
+      "config.json: num_attention_heads: must be positive, got 0");
   for (const char* family : {"DeepseekV3ForCausalLM", "Qwen3MoeForCausalLM"}) {
-    nlohmann::json c = nlohmann::json::parse(std::ifstream(std::string(H0_SOURCE_DIR) + "/tests/fuzz/corpus/config_json/" +
-                                                           (family[0] == 'D' ? "deepseek-v3.json" : "qwen3-235b-a22b.json")));
+    nlohmann::json c = nlohmann::json::parse(
+        std::ifstream(std::string(H0_SOURCE_DIR) + "/tests/fuzz/corpus/config_json/" +
+                      (family[0] == 'D' ? "deepseek-v3.json" : "qwen3-235b-a22b.json")));
     const char* key = family[0] == 'D' ? "moe_layer_freq" : "decoder_sparse_step";
     c[key] = 0;
-    EXPECT_EQ(message(c.dump()), std::string("config.json: ") + key + ": 0 must be in 1 to 100000 (every n-th layer is MoE)");
+    EXPECT_EQ(message(c.dump()), std::string("config.json: ") + key +
+                                     ": 0 must be in 1 to 100000 (every n-th layer is MoE)");
   }
 }
 
@@ -419,7 +471,8 @@ TEST(Transformers5Configs, ParseAndCountAsTransformersDoes) {
   const nlohmann::json golden = nlohmann::json::parse(in);
   ASSERT_EQ(golden["models"].size(), 17u);
   for (const auto& [type, want] : golden["models"].items()) {
-    const Architecture a = load_architecture(std::string(H0_SOURCE_DIR) + "/" + want["config"].get<std::string>());
+    const Architecture a =
+        load_architecture(std::string(H0_SOURCE_DIR) + "/" + want["config"].get<std::string>());
     EXPECT_EQ(build_inventory(a).counts.total, want["num_parameters"].get<int64_t>()) << type;
     EXPECT_EQ(a.architecture, want["architectures"].get<std::string>()) << type;
   }
@@ -428,14 +481,19 @@ TEST(Transformers5Configs, ParseAndCountAsTransformersDoes) {
 // shared/reproducers/cfg_layers_2e31: a Llama config with 2^31 - 1 layers grew to GBs building
 // its inventory; refused at the field instead.
 TEST(Architecture, AnImplausibleLayerCountIsRefusedAtTheField) {
-  nlohmann::json c = {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", 128}, {"intermediate_size", 256},
-                      {"num_hidden_layers", 2147483647}, {"num_attention_heads", 4}, {"vocab_size", 1024}};
+  nlohmann::json c = {{"architectures", {"LlamaForCausalLM"}},
+                      {"hidden_size", 128},
+                      {"intermediate_size", 256},
+                      {"num_hidden_layers", 2147483647},
+                      {"num_attention_heads", 4},
+                      {"vocab_size", 1024}};
   try {
     parse_architecture(c, "config.json");
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "config.json: num_hidden_layers: 2147483647 is not a plausible layer count (1 to 100000)");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "config.json: num_hidden_layers: 2147483647 is not a plausible layer count (1 to 100000)");
   }
 }
 
@@ -449,10 +507,12 @@ namespace {
 // names exactly one tensor: what the executor and the loader look weights up by (the vision
 // tower's too, by vision layer: nothing is looked up by name).
 TEST(Inventory, EveryDecoderWeightHasOneRole) {
-  for (const char* name : {"llama-3.1-8b", "qwen2.5-72b", "qwen3-8b", "qwen3-235b-a22b", "mixtral-8x7b-v0.1", "deepseek-v3",
-                           "kimi-k2-instruct", "llava-1.5-7b-hf", "mistral-7b-v0.1", "qwen1.5-moe-a2.7b", "glm-4.5",
-                           "gemma-3-1b-it", "gpt-oss-120b", "transformers5/qwen3_next", "transformers5/qwen3_5_text",
-                           "transformers5/qwen3_5_moe_text", "transformers5/deepseek_v32", "qwen2.5-vl-7b-instruct"}) {
+  for (const char* name :
+       {"llama-3.1-8b", "qwen2.5-72b", "qwen3-8b", "qwen3-235b-a22b", "mixtral-8x7b-v0.1",
+        "deepseek-v3", "kimi-k2-instruct", "llava-1.5-7b-hf", "mistral-7b-v0.1",
+        "qwen1.5-moe-a2.7b", "glm-4.5", "gemma-3-1b-it", "gpt-oss-120b", "transformers5/qwen3_next",
+        "transformers5/qwen3_5_text", "transformers5/qwen3_5_moe_text",
+        "transformers5/deepseek_v32", "qwen2.5-vl-7b-instruct"}) {
     SCOPED_TRACE(name);
     const Inventory inv = build_inventory(load_architecture(config(name)));
     std::set<std::tuple<int64_t, TensorRole, TensorPiece, int64_t, int64_t>> keys;
@@ -460,11 +520,14 @@ TEST(Inventory, EveryDecoderWeightHasOneRole) {
       if (w.mtp) continue;
       EXPECT_NE(w.tensor, TensorRole::kOther) << w.name;
       // The vision tower's (LLaVA's CLIP) by vision layer, outside every decoder layer's keys.
-      const bool vision = w.name.find("vision_tower.") != std::string::npos || w.name.find("multi_modal_projector.") != std::string::npos ||
+      const bool vision = w.name.find("vision_tower.") != std::string::npos ||
+                          w.name.find("multi_modal_projector.") != std::string::npos ||
                           w.name.rfind("visual.", 0) == 0;
       EXPECT_EQ(is_vision_role(w.tensor), vision) << w.name;
-      EXPECT_TRUE(w.layer == -1 || !vision) << w.name;  // the pipeline's first stage holds the tower
-      EXPECT_TRUE(keys.insert({w.layer, w.tensor, w.piece, w.expert, w.vision_layer}).second) << w.name << " shares its role";
+      EXPECT_TRUE(w.layer == -1 || !vision)
+          << w.name;  // the pipeline's first stage holds the tower
+      EXPECT_TRUE(keys.insert({w.layer, w.tensor, w.piece, w.expert, w.vision_layer}).second)
+          << w.name << " shares its role";
       if (w.layer <= 1 && !vision) {  // find is O(n)
         EXPECT_EQ(inv.find(w.layer, w.tensor, w.piece, w.expert), &w) << w.name;
       }
@@ -497,8 +560,9 @@ TEST(Qwen25Vl, TheReleasedConfigCountsAsTransformersDoes) {
   EXPECT_EQ(inv.counts.vision, 676550144);
 }
 
-// The tiny Qwen2.5-VL transformers wrote (gen_tiny_hf_models.py; transformers 5 layout: text_config,
-// rope_parameters): the inventory names every checkpoint tensor with its shape, nothing more.
+// The tiny Qwen2.5-VL transformers wrote (gen_tiny_hf_models.py; transformers 5 layout:
+// text_config, rope_parameters): the inventory names every checkpoint tensor with its shape,
+// nothing more.
 TEST(Qwen25Vl, TheInventoryIsTheCheckpointTransformersWrote) {
   const std::string dir = std::string(H0_SOURCE_DIR) + "/tests/data/models/tiny-qwen2-5-vl";
   const Architecture a = load_architecture(dir);
@@ -508,7 +572,8 @@ TEST(Qwen25Vl, TheInventoryIsTheCheckpointTransformersWrote) {
   std::map<std::string, tensor::Shape> want;
   for (const io::TensorEntry& e : ckpt.entries()) want[e.name] = e.shape;
   std::map<std::string, tensor::Shape> got;
-  for (const WeightInfo& w : build_inventory(a).weights) got[w.name] = tensor::Shape(w.shape.begin(), w.shape.end());
+  for (const WeightInfo& w : build_inventory(a).weights)
+    got[w.name] = tensor::Shape(w.shape.begin(), w.shape.end());
   EXPECT_EQ(got, want);
   EXPECT_EQ(build_inventory(a).counts.total, 311200);  // transformers' num_parameters()
 }
@@ -523,7 +588,8 @@ TEST(Qwen25Vl, MalformedVisionFieldsAreNamed) {
     parse_architecture(c, "config.json");
     FAIL() << "a block index past the depth was accepted";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), "config.json: vision_config.fullatt_block_indexes: 32 is not a block (depth 32)");
+    EXPECT_EQ(std::string(e.what()),
+              "config.json: vision_config.fullatt_block_indexes: 32 is not a block (depth 32)");
   }
   c["vision_config"]["fullatt_block_indexes"] = {7};
   c["rope_scaling"]["mrope_section"] = {16, 24, 16};

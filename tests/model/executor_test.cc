@@ -1,5 +1,9 @@
 // The executor on the tiny synthetic models: prefill equals token-by-token decode over the
 // paged cache, probes are named as HF modules, and the profile covers every op.
+#include "model/executor.h"
+
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -7,14 +11,11 @@
 #include <random>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "backend/backend.h"
 #include "base/error.h"
 #include "compare/metrics.h"
-#include "io/sharded_checkpoint.h"
 #include "io/safetensors_reader.h"
-#include "model/executor.h"
+#include "io/sharded_checkpoint.h"
 #include "model/generation.h"
 #include "model/synth.h"
 #include "test_util.h"
@@ -37,7 +38,9 @@ struct Tiny {
   Architecture arch;
   io::ShardedCheckpoint ckpt;
   explicit Tiny(const std::string& name)
-      : path(checkpoint_of(name, dir.path())), arch(load_architecture(path)), ckpt(io::ShardedCheckpoint::open(path)) {}
+      : path(checkpoint_of(name, dir.path())),
+        arch(load_architecture(path)),
+        ckpt(io::ShardedCheckpoint::open(path)) {}
 };
 
 const std::vector<int64_t> kPrompt = {1000, 17, 256, 3, 999, 42, 511};
@@ -82,12 +85,15 @@ TEST_P(TinyText, PrefillEqualsTokenByTokenDecode) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, TinyText,
-                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava", "tiny-qwen3-next",
-                                                              "tiny-qwen3-5", "tiny-deepseek-v32"),
+                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen3-moe",
+                                                              "tiny-deepseek-v3", "tiny-llava",
+                                                              "tiny-qwen3-next", "tiny-qwen3-5",
+                                                              "tiny-deepseek-v32"),
                                             ::testing::Values("reference", "cpu")),
                          [](const auto& p) {
                            std::string n = std::get<0>(p.param) + "_" + std::get<1>(p.param);
-                           for (char& c : n) if (c == '-') c = '_';
+                           for (char& c : n)
+                             if (c == '-') c = '_';
                            return n;
                          });
 
@@ -138,11 +144,14 @@ TEST_P(BatchedText, ForwardBatchEqualsEachSequenceAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, BatchedText,
-                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-qwen3-next", "tiny-deepseek-v32"),
+                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen3-moe",
+                                                              "tiny-deepseek-v3", "tiny-qwen3-next",
+                                                              "tiny-deepseek-v32"),
                                             ::testing::Values("reference", "cpu")),
                          [](const auto& p) {
                            std::string n = std::get<0>(p.param) + "_" + std::get<1>(p.param);
-                           for (char& c : n) if (c == '-') c = '_';
+                           for (char& c : n)
+                             if (c == '-') c = '_';
                            return n;
                          });
 
@@ -171,7 +180,8 @@ TEST(BatchedImage, ImageFeaturesGoToTheirOwnSequence) {
   Executor batched(m.arch, m.ckpt, *be, {}), alone(m.arch, m.ckpt, *be, {});
   const int64_t image = m.arch.vision->image_token_index, D = m.arch.text.hidden_size;
   tensor::Tensor features = tensor::Tensor::zeros(tensor::DType::kF32, {2, D});
-  for (int64_t i = 0; i < features.numel(); ++i) features.mutable_data_as<float>()[i] = float(i % 7) * 0.25f - 0.5f;
+  for (int64_t i = 0; i < features.numel(); ++i)
+    features.mutable_data_as<float>()[i] = float(i % 7) * 0.25f - 0.5f;
   const std::vector<BatchItem> step = {{0, {3, 4, 5}}, {1, {1000, image, image, 17}, &features}};
   for (Executor* ex : {&batched, &alone}) {
     ex->new_sequence();
@@ -179,7 +189,9 @@ TEST(BatchedImage, ImageFeaturesGoToTheirOwnSequence) {
   }
   const std::vector<tensor::Tensor> got = batched.forward_batch(step);
   for (size_t i = 0; i < step.size(); ++i) {
-    EXPECT_EQ(max_abs_diff(got[i], alone.forward(step[i].seq, step[i].ids, nullptr, step[i].image_features)), 0.0);
+    EXPECT_EQ(max_abs_diff(
+                  got[i], alone.forward(step[i].seq, step[i].ids, nullptr, step[i].image_features)),
+              0.0);
   }
 }
 
@@ -192,8 +204,9 @@ TEST(Executor, ProbesAreHfModuleNamesInExecutionOrder) {
   std::vector<std::string> names;
   for (const auto& [n, t] : probes.probes()) names.push_back(n);
   const std::vector<std::string> want = {
-      "model.embed_tokens", "model.layers.0.input_layernorm", "model.layers.0.self_attn",
-      "model.layers.0.post_attention_layernorm", "model.layers.0.mlp", "model.layers.0"};
+      "model.embed_tokens",       "model.layers.0.input_layernorm",
+      "model.layers.0.self_attn", "model.layers.0.post_attention_layernorm",
+      "model.layers.0.mlp",       "model.layers.0"};
   ASSERT_GE(names.size(), want.size());
   EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 6), want);
   EXPECT_EQ(names.back(), "logits");
@@ -248,7 +261,8 @@ class Golden : public ::testing::TestWithParam<std::tuple<std::string, std::stri
 
 TEST_P(Golden, LogitsProbesAndGreedyMatchTransformers) {
   const auto& [name, prompt] = GetParam();
-  const io::SafetensorsFile g = io::SafetensorsFile::open(h0::test::golden_path("models/" + name + "/" + prompt + ".safetensors"));
+  const io::SafetensorsFile g = io::SafetensorsFile::open(
+      h0::test::golden_path("models/" + name + "/" + prompt + ".safetensors"));
   Tiny m(name);
   auto be = backend::Backend::open({"reference", "", nlohmann::json::object()});
   Executor ex(m.arch, m.ckpt, *be, {});
@@ -262,15 +276,18 @@ TEST_P(Golden, LogitsProbesAndGreedyMatchTransformers) {
     if (g.find(probe) == nullptr) continue;
     EXPECT_GE(cosine(value, g.get(probe)), 0.99999) << probe;
   }
-  for (int64_t i = 0; i < greedy_ids.numel(); ++i) EXPECT_EQ(gen.ids[size_t(i)], greedy_ids.data_as<int64_t>()[i]) << "step " << i;
+  for (int64_t i = 0; i < greedy_ids.numel(); ++i)
+    EXPECT_EQ(gen.ids[size_t(i)], greedy_ids.data_as<int64_t>()[i]) << "step " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, Golden,
-                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3"),
+                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-qwen3-moe",
+                                                              "tiny-deepseek-v3"),
                                             ::testing::Values("p7", "p13")),
                          [](const auto& p) {
                            std::string n = std::get<0>(p.param) + "_" + std::get<1>(p.param);
-                           for (char& c : n) if (c == '-') c = '_';
+                           for (char& c : n)
+                             if (c == '-') c = '_';
                            return n;
                          });
 

@@ -2,15 +2,14 @@
 // config.json files (tests/data/configs: OLMo-2-1124-13B, Qwen2.5-VL-7B) and hand-written ones.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "base/json_depth.h"
-#include "test_util.h"
 #include "model/architecture.h"
 #include "plan/memory_plan.h"
+#include "test_util.h"
 
 namespace h0::model {
 namespace {
@@ -129,16 +128,19 @@ TEST(GenericArchitecture, NestedTextConfigPatternsAndBadInput) {
 // of the recursive JSON parser: refused before parsing, naming the file.
 TEST(GenericArchitecture, ADeeplyNestedConfigIsRefusedNotACrash) {
   h0::test::TempDir dir;
-  std::ofstream(dir.file("config.json")) << "{\"model_type\": \"x\", \"bias\": " << std::string(100000, '[')
-                                         << std::string(100000, ']') << "}";
+  std::ofstream(dir.file("config.json"))
+      << "{\"model_type\": \"x\", \"bias\": " << std::string(100000, '[')
+      << std::string(100000, ']') << "}";
   try {
     load_any_architecture(dir.path());
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("config.json: JSON nested deeper than 256 levels"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("config.json: JSON nested deeper than 256 levels"),
+              std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(base::json_depth("{\"a\": [1, {\"b\": \"[[[\"}]}", 256), 3);  // brackets in strings do not count
+  EXPECT_EQ(base::json_depth("{\"a\": [1, {\"b\": \"[[[\"}]}", 256),
+            3);  // brackets in strings do not count
   EXPECT_EQ(base::json_depth(std::string(300, '['), 256), 257);
 }
 

@@ -98,7 +98,8 @@ TEST(Qwen3Next, LayersAreNamedAsTransformersNamesThem) {
   };
   EXPECT_EQ(layer_shapes(inv, 0), linear);
   const auto full = layer_shapes(inv, 3);
-  EXPECT_EQ(full.at("self_attn.q_proj.weight"), (std::vector<int64_t>{8192, 2048}));  // 16 heads x (query + gate) x 256
+  EXPECT_EQ(full.at("self_attn.q_proj.weight"),
+            (std::vector<int64_t>{8192, 2048}));  // 16 heads x (query + gate) x 256
   EXPECT_EQ(full.at("self_attn.k_proj.weight"), (std::vector<int64_t>{512, 2048}));
   EXPECT_EQ(full.at("self_attn.o_proj.weight"), (std::vector<int64_t>{2048, 4096}));
   EXPECT_EQ(full.at("self_attn.q_norm.weight"), (std::vector<int64_t>{256}));
@@ -133,7 +134,9 @@ TEST(Qwen3Next, BadLinearHeadsAreRefusedAtTheField) {
     parse_architecture(c, "config.json");
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), "config.json: linear_num_value_heads: must be a multiple of linear_num_key_heads (16)");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "config.json: linear_num_value_heads: must be a multiple of linear_num_key_heads (16)");
   }
   c = tf5_json("qwen3_next");
   c["layer_types"].erase(0);
@@ -166,7 +169,8 @@ TEST(DeepseekV32, IndexerInEveryLayerAndDenseLayersFromMlpLayerTypes) {
     parse_architecture(c, "config.json");
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), "config.json: mlp_layer_types[10]: must be \"dense\" or \"sparse\", got \"moe\"");
+    EXPECT_EQ(std::string(e.what()),
+              "config.json: mlp_layer_types[10]: must be \"dense\" or \"sparse\", got \"moe\"");
   }
 }
 

@@ -1,15 +1,16 @@
 // The LLaVA image path against transformers: stb_image decoding vs PIL, the CLIP processor's
 // PIL bicubic resize + crop + rescale, and the vision tower + projector + language model.
-#include <cmath>
+#include "model/image.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "backend/backend.h"
 #include "compare/metrics.h"
 #include "io/safetensors_reader.h"
 #include "model/executor.h"
 #include "model/generation.h"
-#include "model/image.h"
 #include "model/synth.h"
 #include "test_util.h"
 
@@ -17,15 +18,19 @@ namespace h0::model {
 namespace {
 
 io::SafetensorsFile pixels_golden(const std::string& stem) {
-  return io::SafetensorsFile::open(h0::test::golden_path("models/tiny-llava/pixels_" + stem + ".safetensors"));
+  return io::SafetensorsFile::open(
+      h0::test::golden_path("models/tiny-llava/pixels_" + stem + ".safetensors"));
 }
 
-Image image(const std::string& file) { return decode_image(h0::test::golden_path("models/images/" + file)); }
+Image image(const std::string& file) {
+  return decode_image(h0::test::golden_path("models/images/" + file));
+}
 
 int max_rgb_diff(const Image& ours, const tensor::Tensor& pil) {
   EXPECT_EQ(pil.shape(), (tensor::Shape{ours.height, ours.width, 3}));
   int m = 0;
-  for (int64_t i = 0; i < pil.numel(); ++i) m = std::max(m, std::abs(int(ours.rgb[size_t(i)]) - int(pil.data_as<uint8_t>()[i])));
+  for (int64_t i = 0; i < pil.numel(); ++i)
+    m = std::max(m, std::abs(int(ours.rgb[size_t(i)]) - int(pil.data_as<uint8_t>()[i])));
   return m;
 }
 
@@ -35,7 +40,8 @@ TEST(Image, PngDecodesExactlyAsPil) {
 }
 
 TEST(Image, JpegDecodesExactlyAsPil) {
-  // libjpeg-turbo with PIL's settings (stb_image's IDCT and chroma upsampling were a few levels off).
+  // libjpeg-turbo with PIL's settings (stb_image's IDCT and chroma upsampling were a few levels
+  // off).
   EXPECT_EQ(max_rgb_diff(image("noise.jpg"), pixels_golden("noise").get("image_rgb")), 0);
 }
 
@@ -46,14 +52,16 @@ TEST(Image, ClipResizeCropRescaleMatchesPil) {
   for (const char* stem : {"gradient", "checker", "noise"}) {
     const io::SafetensorsFile g = pixels_golden(stem);
     const tensor::Tensor rgb = g.get("image_rgb");
-    Image pil{rgb.dim(0), rgb.dim(1), std::vector<uint8_t>(rgb.data_as<uint8_t>(), rgb.data_as<uint8_t>() + rgb.numel())};
+    Image pil{rgb.dim(0), rgb.dim(1),
+              std::vector<uint8_t>(rgb.data_as<uint8_t>(), rgb.data_as<uint8_t>() + rgb.numel())};
     const tensor::Tensor ours = clip_rescaled_pixels(pil, p);
     const tensor::Tensor want = g.get("pixel_values");
     ASSERT_EQ(ours.shape(), want.shape());
     double worst = 0;
     for (int64_t i = 0; i < want.numel(); ++i) {
       const size_t c = size_t(i / (32 * 32));
-      worst = std::max(worst, std::abs(double(ours.data_as<float>()[i]) - (want.at(i) * p.std[c] + p.mean[c])));
+      worst = std::max(
+          worst, std::abs(double(ours.data_as<float>()[i]) - (want.at(i) * p.std[c] + p.mean[c])));
     }
     EXPECT_LT(worst, 1e-6) << stem;  // one 8-bit level is 3.9e-3
   }
@@ -71,12 +79,15 @@ TEST(Image, LlavaImagePromptMatchesTransformers) {
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(dir.path());
   auto be = backend::Backend::open({"reference", "", nlohmann::json::object()});
   Executor ex(arch, ckpt, *be, {});
-  const io::SafetensorsFile g = io::SafetensorsFile::open(h0::test::golden_path("models/tiny-llava/p13_image.safetensors"));
+  const io::SafetensorsFile g =
+      io::SafetensorsFile::open(h0::test::golden_path("models/tiny-llava/p13_image.safetensors"));
   const ClipProcessor p = load_clip_processor(dir.path());
   ProbeRecorder probes;
-  const tensor::Tensor features = ex.image_features(clip_rescaled_pixels(image("checker.png"), p), p.mean, p.std, &probes);
+  const tensor::Tensor features =
+      ex.image_features(clip_rescaled_pixels(image("checker.png"), p), p.mean, p.std, &probes);
   const tensor::Tensor ids_t = g.get("input_ids");
-  const std::vector<int64_t> ids(ids_t.data_as<int64_t>(), ids_t.data_as<int64_t>() + ids_t.numel());
+  const std::vector<int64_t> ids(ids_t.data_as<int64_t>(),
+                                 ids_t.data_as<int64_t>() + ids_t.numel());
   const Generation gen = generate_greedy(ex, ids, 8, &probes, &features);
   int compared = 0;
   for (const auto& [name, value] : probes.probes()) {
@@ -87,7 +98,8 @@ TEST(Image, LlavaImagePromptMatchesTransformers) {
   EXPECT_GE(compared, 20);
   EXPECT_GE(cosine(gen.prompt_logits, g.get("logits")), 0.99999);
   const tensor::Tensor greedy = g.get("greedy_ids");
-  for (int64_t i = 0; i < greedy.numel(); ++i) EXPECT_EQ(gen.ids[size_t(i)], greedy.data_as<int64_t>()[i]) << "step " << i;
+  for (int64_t i = 0; i < greedy.numel(); ++i)
+    EXPECT_EQ(gen.ids[size_t(i)], greedy.data_as<int64_t>()[i]) << "step " << i;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The ops a model "needs" (model::model_ops, what coverage and day0 list) are exactly the ops its
 // run takes: each tiny model runs a prompt (LLaVA with an image), greedy and a sampled step, and
 // the ops the executor actually ran equal ModelOps::names().
+#include "model/model_ops.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
@@ -11,7 +13,6 @@
 #include "io/sharded_checkpoint.h"
 #include "model/executor.h"
 #include "model/image.h"
-#include "model/model_ops.h"
 #include "model/synth.h"
 #include "test_util.h"
 
@@ -39,12 +40,15 @@ TEST_P(RanOps, AreTheDerivedSet) {
   tensor::Tensor features;
   if (arch.vision) {
     const ClipProcessor p = load_clip_processor(model);
-    features = ex.image_features(clip_rescaled_pixels(decode_image(h0::test::golden_path("models/images/checker.png")), p),
-                                 p.mean, p.std);
+    features = ex.image_features(
+        clip_rescaled_pixels(decode_image(h0::test::golden_path("models/images/checker.png")), p),
+        p.mean, p.std);
   }
   std::vector<int64_t> prompt = {1000, 17, 256, 3, 999, 42, 511};
-  if (arch.vision) prompt.insert(prompt.begin() + 2, features.dim(0), arch.vision->image_token_index);
-  const tensor::Tensor logits = ex.forward(ex.new_sequence(), prompt, nullptr, arch.vision ? &features : nullptr);
+  if (arch.vision)
+    prompt.insert(prompt.begin() + 2, features.dim(0), arch.vision->image_token_index);
+  const tensor::Tensor logits =
+      ex.forward(ex.new_sequence(), prompt, nullptr, arch.vision ? &features : nullptr);
   ex.greedy(logits);
   ex.sample(logits, 0.8, 5, 0.9, 1, 0);
 
@@ -53,19 +57,21 @@ TEST_P(RanOps, AreTheDerivedSet) {
   EXPECT_EQ(ran, model_ops(arch, tensor::DType::kF32).names());
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiny, RanOps,
-                         ::testing::Values("configs/models/tiny-llama", "configs/models/tiny-qwen3-moe",
-                                           "configs/models/tiny-deepseek-v3", "configs/models/tiny-deepseek-v3-fp8",
-                                           "configs/models/tiny-llava", "tests/data/models/tiny-mistral",
-                                           "tests/data/models/tiny-qwen2-moe", "tests/data/models/tiny-glm4-moe",
-                                           "tests/data/models/tiny-gemma3", "tests/data/models/tiny-gpt-oss",
-                                           "tests/data/models/tiny-gpt-oss-mxfp4", "tests/data/models/tiny-qwen3-next",
-                                           "tests/data/models/tiny-qwen3-5", "tests/data/models/tiny-deepseek-v32"),
-                         [](const ::testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param.substr(p.param.rfind('/') + 1);
-                           for (char& c : n) if (c == '-') c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Tiny, RanOps,
+    ::testing::Values("configs/models/tiny-llama", "configs/models/tiny-qwen3-moe",
+                      "configs/models/tiny-deepseek-v3", "configs/models/tiny-deepseek-v3-fp8",
+                      "configs/models/tiny-llava", "tests/data/models/tiny-mistral",
+                      "tests/data/models/tiny-qwen2-moe", "tests/data/models/tiny-glm4-moe",
+                      "tests/data/models/tiny-gemma3", "tests/data/models/tiny-gpt-oss",
+                      "tests/data/models/tiny-gpt-oss-mxfp4", "tests/data/models/tiny-qwen3-next",
+                      "tests/data/models/tiny-qwen3-5", "tests/data/models/tiny-deepseek-v32"),
+    [](const ::testing::TestParamInfo<std::string>& p) {
+      std::string n = p.param.substr(p.param.rfind('/') + 1);
+      for (char& c : n)
+        if (c == '-') c = '_';
+      return n;
+    });
 
 }  // namespace
 }  // namespace h0::model
@@ -76,7 +82,8 @@ namespace {
 // The probe order the sharded checks rank divergences by is the order the executor records: on
 // Llama's layers and on Gemma 3's (a norm after the attention and after the MLP too).
 TEST(ProbePlace, FollowsTheExecutionOrder) {
-  for (const char* model : {"configs/models/tiny-llama", "tests/data/models/tiny-gemma3", "tests/data/models/tiny-qwen3-next"}) {
+  for (const char* model : {"configs/models/tiny-llama", "tests/data/models/tiny-gemma3",
+                            "tests/data/models/tiny-qwen3-next"}) {
     SCOPED_TRACE(model);
     h0::test::TempDir dir;
     const std::string path = checkpoint_of(model, dir);
@@ -95,16 +102,22 @@ TEST(ProbePlace, FollowsTheExecutionOrder) {
     for (const auto& [name, t] : probes.probes()) {
       if (name.rfind("model.layers.0.", 0) == 0) layer0.push_back(name.substr(15));
     }
-    const std::vector<std::string> llama = {"input_layernorm", "self_attn", "post_attention_layernorm", "mlp"};
-    const std::vector<std::string> gemma = {"input_layernorm",           "self_attn", "post_attention_layernorm",
-                                            "pre_feedforward_layernorm", "mlp",       "post_feedforward_layernorm"};
-    const std::vector<std::string> hybrid = {"input_layernorm", "linear_attn", "post_attention_layernorm", "mlp"};
-    EXPECT_EQ(layer0, arch.text.sandwich_norms ? gemma : arch.text.linear.num_v_heads > 0 ? hybrid : llama);
+    const std::vector<std::string> llama = {"input_layernorm", "self_attn",
+                                            "post_attention_layernorm", "mlp"};
+    const std::vector<std::string> gemma = {
+        "input_layernorm",           "self_attn", "post_attention_layernorm",
+        "pre_feedforward_layernorm", "mlp",       "post_feedforward_layernorm"};
+    const std::vector<std::string> hybrid = {"input_layernorm", "linear_attn",
+                                             "post_attention_layernorm", "mlp"};
+    EXPECT_EQ(layer0, arch.text.sandwich_norms           ? gemma
+                      : arch.text.linear.num_v_heads > 0 ? hybrid
+                                                         : llama);
   }
   EXPECT_EQ(probe_place("model.layers.3.post_attention_layernorm").step, 3);
   EXPECT_EQ(probe_place("model.layers.3.post_feedforward_layernorm").step, 6);
   // A linear-attention layer's linear_attn sits where self_attn does, before the MLP's norm.
-  EXPECT_TRUE(probe_place("model.layers.3.linear_attn") < probe_place("model.layers.3.post_attention_layernorm"));
+  EXPECT_TRUE(probe_place("model.layers.3.linear_attn") <
+              probe_place("model.layers.3.post_attention_layernorm"));
   EXPECT_EQ(probe_place("model.layers.3").step, kLayerOutputStep);
   EXPECT_EQ(probe_place("model.embed_tokens").layer, -1);
   EXPECT_EQ(probe_place("logits").layer, ProbePlace::kAfterLayers);

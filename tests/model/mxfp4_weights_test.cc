@@ -5,8 +5,8 @@
 
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
@@ -58,7 +58,8 @@ TEST(DequantizeMxfp4, LowNibbleFirstTimesTheE8M0Scale) {
 
 // tiny-gpt-oss-mxfp4 with `edit` applied to its tensors (and its config's quantization_config
 // kept or dropped), in `dir`.
-void write_variant(const std::string& dir, const std::function<void(std::vector<io::NamedTensor>&)>& edit,
+void write_variant(const std::string& dir,
+                   const std::function<void(std::vector<io::NamedTensor>&)>& edit,
                    bool keep_quantization_config = true) {
   const std::string src = h0::test::source_path("tests/data/models/tiny-gpt-oss-mxfp4");
   for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
@@ -99,7 +100,8 @@ TEST(Mxfp4Checkpoint, BrokenOnesAreRefusedNamingTheTensor) {
       std::erase_if(t, [&](const io::NamedTensor& n) { return n.name == gate_up + "_scales"; });
     });
     const std::string e = load_error(dir.path());
-    EXPECT_NE(e.find("'" + gate_up + "_blocks' has no '" + gate_up + "_scales'"), std::string::npos) << e;
+    EXPECT_NE(e.find("'" + gate_up + "_blocks' has no '" + gate_up + "_scales'"), std::string::npos)
+        << e;
   }
   {
     h0::test::TempDir dir;  // blocks flattened to 3-D: not [E, out, G, 16]
@@ -114,7 +116,8 @@ TEST(Mxfp4Checkpoint, BrokenOnesAreRefusedNamingTheTensor) {
   }
   {
     h0::test::TempDir dir;  // the packed tensors without the config that says how to read them
-    write_variant(dir.path(), [](std::vector<io::NamedTensor>&) {}, false);
+    write_variant(
+        dir.path(), [](std::vector<io::NamedTensor>&) {}, false);
     const std::string e = load_error(dir.path());
     EXPECT_NE(e.find("config.json has no mxfp4 quantization_config"), std::string::npos) << e;
   }

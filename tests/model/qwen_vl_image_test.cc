@@ -2,10 +2,9 @@
 // bicubic resize, rescale, normalize, the temporal patch and the patch order, compared byte for
 // byte (sha256 of the f32 pixel_values) on odd sizes, a tiny and a large image, PNG, JPEG, RGBA
 // and grayscale (golden/models/tiny-qwen2-5-vl/preprocess.json, golden/tools/gen_qwen_vl.py).
-#include <fstream>
-
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -18,12 +17,14 @@ namespace h0::model {
 namespace {
 
 const nlohmann::json& golden() {
-  static const nlohmann::json j = base::read_json_file(h0::test::golden_path("models/tiny-qwen2-5-vl/preprocess.json"));
+  static const nlohmann::json j =
+      base::read_json_file(h0::test::golden_path("models/tiny-qwen2-5-vl/preprocess.json"));
   return j;
 }
 
 QwenVlProcessor processor(const std::string& setting) {
-  if (setting == "model") return load_qwen_vl_processor(h0::test::source_path("tests/data/models/tiny-qwen2-5-vl"));
+  if (setting == "model")
+    return load_qwen_vl_processor(h0::test::source_path("tests/data/models/tiny-qwen2-5-vl"));
   return QwenVlProcessor{};  // Qwen2-VL's class defaults
 }
 
@@ -36,7 +37,8 @@ TEST(QwenVlImage, PixelValuesEqualTheProcessorsByteForByte) {
       const QwenVlProcessor p = processor(setting);
       EXPECT_EQ(p.max_pixels, golden()["settings"][setting]["max_pixels"].get<int64_t>());
       const QwenVlPixels got = qwen_vl_pixels(img, p);
-      EXPECT_EQ((std::vector<int64_t>{got.grid_t, got.grid_h, got.grid_w}), want["grid_thw"].get<std::vector<int64_t>>());
+      EXPECT_EQ((std::vector<int64_t>{got.grid_t, got.grid_h, got.grid_w}),
+                want["grid_thw"].get<std::vector<int64_t>>());
       ASSERT_EQ(got.pixel_values.shape(), want["shape"].get<tensor::Shape>());
       const float* v = got.pixel_values.data_as<float>();
       for (size_t i = 0; i < 8; ++i) EXPECT_EQ(v[i], want["head"][i].get<float>()) << "value " << i;
@@ -52,11 +54,13 @@ TEST(QwenVlImage, PixelValuesEqualTheProcessorsByteForByte) {
 
 TEST(QwenVlImage, SmartResizeFollowsTransformers) {
   // Python's round is half to even: 42/28 = 1.5 -> 2, 70/28 = 2.5 -> 2.
-  EXPECT_EQ(smart_resize(42, 70, 28, 56 * 56, 28 * 28 * 1280), (std::pair<int64_t, int64_t>{56, 56}));
+  EXPECT_EQ(smart_resize(42, 70, 28, 56 * 56, 28 * 28 * 1280),
+            (std::pair<int64_t, int64_t>{56, 56}));
   // Below min_pixels: scaled up, ceil to the factor.
   EXPECT_EQ(smart_resize(3, 5, 28, 56 * 56, 28 * 28 * 1280), (std::pair<int64_t, int64_t>{56, 84}));
   // Above max_pixels: scaled down, floor to the factor.
-  EXPECT_EQ(smart_resize(900, 1200, 28, 56 * 56, 28 * 28 * 64), (std::pair<int64_t, int64_t>{168, 252}));
+  EXPECT_EQ(smart_resize(900, 1200, 28, 56 * 56, 28 * 28 * 64),
+            (std::pair<int64_t, int64_t>{168, 252}));
   EXPECT_THROW(smart_resize(1, 201, 28, 56 * 56, 28 * 28 * 1280), InputError);
 }
 
@@ -66,7 +70,8 @@ TEST(QwenVlImage, PatchRowsFollowMergeBlockOrder) {
   Image img{56, 56, std::vector<uint8_t>(56 * 56 * 3)};
   for (int64_t y = 0; y < 56; ++y) {
     for (int64_t x = 0; x < 56; ++x) {
-      for (int64_t c = 0; c < 3; ++c) img.rgb[size_t((y * 56 + x) * 3 + c)] = uint8_t((y / 14) * 16 + (x / 14) * 4 + c);
+      for (int64_t c = 0; c < 3; ++c)
+        img.rgb[size_t((y * 56 + x) * 3 + c)] = uint8_t((y / 14) * 16 + (x / 14) * 4 + c);
     }
   }
   QwenVlProcessor p;
@@ -78,7 +83,8 @@ TEST(QwenVlImage, PatchRowsFollowMergeBlockOrder) {
   for (int64_t r = 0; r < 16; ++r) {
     const float* row = px.pixel_values.data_as<float>() + r * 1176;
     EXPECT_EQ(row[0], float(order[r][0] * 16 + order[r][1] * 4)) << "patch " << r;
-    EXPECT_EQ(row[2 * 196], float(order[r][0] * 16 + order[r][1] * 4 + 1)) << "patch " << r << ": channel 1";
+    EXPECT_EQ(row[2 * 196], float(order[r][0] * 16 + order[r][1] * 4 + 1))
+        << "patch " << r << ": channel 1";
     EXPECT_EQ(row[196], row[0]) << "the temporal copy";
   }
 }
@@ -92,7 +98,8 @@ TEST(QwenVlImage, BadProcessorConfigIsNamed) {
     load_qwen_vl_processor(dir.path());
     FAIL() << "a zero std was accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("preprocessor_config.json: image_std"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("preprocessor_config.json: image_std"), std::string::npos)
+        << e.what();
   }
   write(dir.file("preprocessor_config.json"), R"({"size": {"longest_edge": "big"}})");
   EXPECT_THROW(load_qwen_vl_processor(dir.path()), InputError);

@@ -1,18 +1,19 @@
 // The tiny synthetic models against transformers (golden/models/<name>.json, written by
 // golden/tools/gen_models.py): parameter counts, tensor names and shapes, and the bytes of a
 // synthesized checkpoint as HF loads it.
-#include <fstream>
-#include <set>
+#include "model/synth.h"
 
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/error.h"
 #include "base/sha256.h"
 #include "io/safetensors_writer.h"
 #include "io/sharded_checkpoint.h"
 #include "model/inventory.h"
-#include "model/synth.h"
 #include "model/weight_loader.h"
 #include "test_util.h"
 
@@ -25,7 +26,9 @@ nlohmann::json golden(const std::string& name) {
   return nlohmann::json::parse(in);
 }
 
-std::string model_dir(const std::string& name) { return h0::test::source_path("configs/models/" + name); }
+std::string model_dir(const std::string& name) {
+  return h0::test::source_path("configs/models/" + name);
+}
 
 class TinyModel : public ::testing::TestWithParam<std::string> {};
 
@@ -48,9 +51,11 @@ TEST_P(TinyModel, InventoryNamesAreHfCheckpointNames) {
 TEST_P(TinyModel, SynthesizedBytesAreWhatHfLoads) {
   const nlohmann::json g = golden(GetParam());
   h0::test::TempDir dir;
-  synthesize_checkpoint(model_dir(GetParam()), dir.path(), {g["synth"]["seed"].get<uint64_t>(), g["synth"]["shards"].get<int>()});
+  synthesize_checkpoint(model_dir(GetParam()), dir.path(),
+                        {g["synth"]["seed"].get<uint64_t>(), g["synth"]["shards"].get<int>()});
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(dir.path());
-  const Inventory inv = build_inventory(load_architecture(dir.path()), {.dtype = std::nullopt, .quantized = false});
+  const Inventory inv =
+      build_inventory(load_architecture(dir.path()), {.dtype = std::nullopt, .quantized = false});
   verify_checkpoint(ckpt, inv);
   EXPECT_EQ(ckpt.num_shards(), 2u);
   int checked = 0;
@@ -63,10 +68,12 @@ TEST_P(TinyModel, SynthesizedBytesAreWhatHfLoads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, TinyModel,
-                         ::testing::Values("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava"),
+                         ::testing::Values("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3",
+                                           "tiny-llava"),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string n = p.param;
-                           for (char& c : n) if (c == '-') c = '_';
+                           for (char& c : n)
+                             if (c == '-') c = '_';
                            return n;
                          });
 
@@ -84,7 +91,8 @@ TEST(Synth, DeterministicToTheByteAndSeeded) {
                         "model.safetensors.index.json"}) {
     EXPECT_EQ(file_bytes(a.file(f)), file_bytes(b.file(f))) << f;
   }
-  EXPECT_NE(file_bytes(a.file("model-00001-of-00003.safetensors")), file_bytes(c.file("model-00001-of-00003.safetensors")));
+  EXPECT_NE(file_bytes(a.file("model-00001-of-00003.safetensors")),
+            file_bytes(c.file("model-00001-of-00003.safetensors")));
 }
 
 TEST(Synth, ShardsHaveAboutEqualBytes) {
@@ -110,7 +118,8 @@ TEST(VerifyCheckpoint, ListsMissingUnexpectedAndMisshapenTensors) {
     if (w.name == "lm_head.weight") shape[0] -= 1;  // misshapen
     tensors.push_back({w.name, tensor::Tensor::zeros(w.dtype, shape)});
   }
-  tensors.push_back({"model.layers.9.extra.weight", tensor::Tensor::zeros(tensor::DType::kBF16, {2})});
+  tensors.push_back(
+      {"model.layers.9.extra.weight", tensor::Tensor::zeros(tensor::DType::kBF16, {2})});
   io::write_safetensors(dir.file("model.safetensors"), tensors);
   try {
     verify_checkpoint(io::ShardedCheckpoint::open(dir.path()), inv);
@@ -119,8 +128,10 @@ TEST(VerifyCheckpoint, ListsMissingUnexpectedAndMisshapenTensors) {
     const std::string m = e.what();
     EXPECT_NE(m.find("missing (1): model.norm.weight"), std::string::npos) << m;
     EXPECT_NE(m.find("unexpected (1): model.layers.9.extra.weight"), std::string::npos) << m;
-    EXPECT_NE(m.find("wrong shape or dtype (1): lm_head.weight: bf16 1023x128 (expected bf16 1024x128)"),
-              std::string::npos) << m;
+    EXPECT_NE(
+        m.find("wrong shape or dtype (1): lm_head.weight: bf16 1023x128 (expected bf16 1024x128)"),
+        std::string::npos)
+        << m;
   }
 }
 
@@ -137,9 +148,11 @@ namespace {
 TEST(TinyFp8Model, SynthesizedBytesAreTorchsBlockQuantizationOfTheOriginal) {
   const nlohmann::json g = golden("tiny-deepseek-v3-fp8");
   h0::test::TempDir dir;
-  synthesize_checkpoint(model_dir("tiny-deepseek-v3-fp8"), dir.path(), {g["synth"]["seed"].get<uint64_t>(), g["synth"]["shards"].get<int>()});
+  synthesize_checkpoint(model_dir("tiny-deepseek-v3-fp8"), dir.path(),
+                        {g["synth"]["seed"].get<uint64_t>(), g["synth"]["shards"].get<int>()});
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(dir.path());
-  verify_checkpoint(ckpt, build_inventory(load_architecture(dir.path())));  // fp8 + scales, as the config says
+  verify_checkpoint(
+      ckpt, build_inventory(load_architecture(dir.path())));  // fp8 + scales, as the config says
   int scales = 0, fp8 = 0;
   for (const auto& [name, sha] : g["synth"]["tensor_sha256"].items()) {
     const tensor::Tensor t = ckpt.get(name);

@@ -53,13 +53,19 @@ const std::vector<Problem>& problems() {
        {{"context_len", 7}},
        {}},
       {"rmsnorm_gated", {{"T", 2}, {"D", 8}}, Json::object(), {}},
-      {"lightning_indexer", {{"T", 2}, {"S", 7}, {"H", 2}, {"D", 4}, {"B", 4}}, {{"topk", 3}, {"context_len", 7}}, {}},
+      {"lightning_indexer",
+       {{"T", 2}, {"S", 7}, {"H", 2}, {"D", 4}, {"B", 4}},
+       {{"topk", 3}, {"context_len", 7}},
+       {}},
       {"sparse_attention",
        {{"T", 2}, {"S", 7}, {"Hq", 2}, {"Hkv", 1}, {"Dh", 4}, {"Dv", 3}, {"B", 4}, {"K", 3}},
        {{"context_len", 7}},
        {}},
       {"causal_conv1d", {{"T", 3}, {"C", 5}, {"K", 4}}, {{"activation", "none"}}, {"bias"}},
-      {"gated_delta_rule", {{"T", 3}, {"Hk", 1}, {"Dk", 4}, {"Hv", 2}, {"Dv", 3}}, Json::object(), {}},
+      {"gated_delta_rule",
+       {{"T", 3}, {"Hk", 1}, {"Dk", 4}, {"Hv", 2}, {"Dv", 3}},
+       Json::object(),
+       {}},
       {"gdn_gating", {{"T", 3}, {"Hv", 4}}, Json::object(), {}},
       {"moe_gate", {{"T", 3}, {"E", 8}}, {{"n_group", 4}, {"topk_group", 2}}, {"bias"}},
       {"moe_experts", {{"T", 3}, {"D", 4}, {"F", 6}, {"E", 4}, {"k", 2}}, Json::object(), {}},
@@ -70,7 +76,10 @@ const std::vector<Problem>& problems() {
        {{"granularity", "block"}, {"block", 4}, {"dtype", "f8_e4m3"}, {"out_dtype", "bf16"}},
        {}},
       {"dequantize_mxfp4", {{"d0", 3}, {"d1", 2}}, {{"out_dtype", "bf16"}}, {}},
-      {"scaled_linear", {{"T", 3}, {"K", 40}, {"N", 20}}, {{"block_n", 16}, {"block_k", 16}}, {"bias"}},
+      {"scaled_linear",
+       {{"T", 3}, {"K", 40}, {"N", 20}},
+       {{"block_n", 16}, {"block_k", 16}},
+       {"bias"}},
       {"argmax", {{"T", 2}, {"V", 9}}, Json::object(), {}},
       {"sample", {{"T", 2}, {"V", 9}}, {{"top_k", 3}}, {}},
   };
@@ -167,20 +176,32 @@ TEST(Catalogue, EveryEntryIsComplete) {
 
 TEST(Catalogue, ToleranceClasses) {
   const std::map<std::string, ToleranceClass> want = {
-      {"matmul", ToleranceClass::kReduction},      {"linear", ToleranceClass::kReduction},
-      {"attention", ToleranceClass::kReduction},   {"paged_attention", ToleranceClass::kReduction},
-      {"moe_experts", ToleranceClass::kReduction}, {"patch_embed", ToleranceClass::kReduction},
-      {"softmax", ToleranceClass::kReduction},     {"rope", ToleranceClass::kTranscendental},
-      {"silu", ToleranceClass::kTranscendental},   {"sigmoid", ToleranceClass::kTranscendental},   {"gelu", ToleranceClass::kTranscendental},
-      {"swiglu", ToleranceClass::kTranscendental}, {"moe_gate", ToleranceClass::kTranscendental},
-      {"add", ToleranceClass::kElementwise},       {"mul", ToleranceClass::kElementwise},
-      {"embedding", ToleranceClass::kElementwise}, {"dequantize", ToleranceClass::kElementwise},
+      {"matmul", ToleranceClass::kReduction},
+      {"linear", ToleranceClass::kReduction},
+      {"attention", ToleranceClass::kReduction},
+      {"paged_attention", ToleranceClass::kReduction},
+      {"moe_experts", ToleranceClass::kReduction},
+      {"patch_embed", ToleranceClass::kReduction},
+      {"softmax", ToleranceClass::kReduction},
+      {"rope", ToleranceClass::kTranscendental},
+      {"silu", ToleranceClass::kTranscendental},
+      {"sigmoid", ToleranceClass::kTranscendental},
+      {"gelu", ToleranceClass::kTranscendental},
+      {"swiglu", ToleranceClass::kTranscendental},
+      {"moe_gate", ToleranceClass::kTranscendental},
+      {"add", ToleranceClass::kElementwise},
+      {"mul", ToleranceClass::kElementwise},
+      {"embedding", ToleranceClass::kElementwise},
+      {"dequantize", ToleranceClass::kElementwise},
       {"dequantize_mxfp4", ToleranceClass::kElementwise},
-      {"rmsnorm_gated", ToleranceClass::kReduction},  {"causal_conv1d", ToleranceClass::kReduction},
-      {"gated_delta_rule", ToleranceClass::kReduction}, {"lightning_indexer", ToleranceClass::kExact},
+      {"rmsnorm_gated", ToleranceClass::kReduction},
+      {"causal_conv1d", ToleranceClass::kReduction},
+      {"gated_delta_rule", ToleranceClass::kReduction},
+      {"lightning_indexer", ToleranceClass::kExact},
       {"gdn_gating", ToleranceClass::kTranscendental},
       {"sparse_attention", ToleranceClass::kReduction},
-      {"quantize", ToleranceClass::kElementwise},  {"argmax", ToleranceClass::kExact},
+      {"quantize", ToleranceClass::kElementwise},
+      {"argmax", ToleranceClass::kExact},
       {"sample", ToleranceClass::kExact},
   };
   for (const auto& [name, cls] : want) EXPECT_EQ(require_op(name).tolerance, cls) << name;
@@ -321,18 +342,27 @@ TEST(Catalogue, InferredOutputs) {
   EXPECT_EQ(dq[0].dtype, DType::kF16);
   EXPECT_EQ(dq[0].shape, (Shape{4, 6}));
   // block2d: a scale per block_rows x block tile, the last ones ragged; 2-D only.
-  EXPECT_EQ(infer("quantize", {d(kF32, {300, 200})}, {{"granularity", "block2d"}, {"dtype", "f8_e4m3"}})[1].shape,
+  EXPECT_EQ(infer("quantize", {d(kF32, {300, 200})},
+                  {{"granularity", "block2d"}, {"dtype", "f8_e4m3"}})[1]
+                .shape,
             (Shape{3, 2}));
-  EXPECT_EQ(error_of([&] { infer("quantize", {d(kF32, {2, 3, 4})}, {{"granularity", "block2d"}}); }),
+  EXPECT_EQ(error_of([&] {
+              infer("quantize", {d(kF32, {2, 3, 4})}, {{"granularity", "block2d"}});
+            }),
             "op 'quantize': x must be [M, N] (granularity block2d), got 2x3x4 f32");
   // scaled_linear: y[T, N] in x's dtype; w of the attr dtype; w_scale covering w in blocks.
   const TensorDesc x = d(DType::kBF16, {5, 300}), w = d(DType::kF8E4M3, {200, 300});
   const auto y = infer("scaled_linear", {x, w, d(kF32, {2, 3})});
   EXPECT_EQ(y[0].dtype, DType::kBF16);
   EXPECT_EQ(y[0].shape, (Shape{5, 200}));
-  EXPECT_EQ(error_of([&] { infer("scaled_linear", {x, w, d(kF32, {2, 2})}); }),
-            "op 'scaled_linear': w_scale must be [2, 3] (w 200x300 in 128x128 blocks), got 2x2 f32");
-  EXPECT_EQ(error_of([&] { infer("scaled_linear", {x, d(DType::kF8E5M2, {200, 300}), d(kF32, {2, 3})}); }),
+  EXPECT_EQ(
+      error_of([&] {
+        infer("scaled_linear", {x, w, d(kF32, {2, 2})});
+      }),
+      "op 'scaled_linear': w_scale must be [2, 3] (w 200x300 in 128x128 blocks), got 2x2 f32");
+  EXPECT_EQ(error_of([&] {
+              infer("scaled_linear", {x, d(DType::kF8E5M2, {200, 300}), d(kF32, {2, 3})});
+            }),
             "op 'scaled_linear': input 'w' must be f8_e4m3 (attr dtype), got f8_e5m2");
   const auto gate = infer("moe_gate", {d(DType::kBF16, {5, 16})}, {{"top_k", 3}});
   EXPECT_EQ(gate[0].dtype, DType::kF32);
@@ -344,7 +374,8 @@ TEST(Catalogue, InferredOutputs) {
   EXPECT_EQ(infer("argmax", {d(DType::kF16, {3, 7})})[0].dtype, DType::kI64);
   // rope with M-RoPE: positions [axes, T], the output x's shape.
   EXPECT_EQ(infer("rope", {d(kF32, {3, 2, 8}), d(DType::kI64, {3, 3})},
-                  {{"mrope", {{"section", {1, 1, 2}}, {"layout", "chunked"}}}})[0].shape,
+                  {{"mrope", {{"section", {1, 1, 2}}, {"layout", "chunked"}}}})[0]
+                .shape,
             (Shape{3, 2, 8}));
   EXPECT_EQ(
       infer("attention", {d(kF32, {2, 4, 8}), d(kF32, {5, 1, 8}), d(kF32, {5, 1, 3})})[0].shape,
@@ -368,8 +399,9 @@ TEST(Catalogue, AttrErrors) {
   EXPECT_EQ(attrs_error("patch_embed", Json::object()), "op 'patch_embed': missing attr 'patch'");
   EXPECT_EQ(attrs_error("quantize", {{"dtype", "i4"}}),
             "op 'quantize': attr 'dtype' must be one of i8|f8_e4m3|f8_e5m2, got \"i4\"");
-  EXPECT_EQ(attrs_error("quantize", {{"granularity", "row"}}),
-            "op 'quantize': attr 'granularity' must be one of tensor|channel|block|block2d, got \"row\"");
+  EXPECT_EQ(
+      attrs_error("quantize", {{"granularity", "row"}}),
+      "op 'quantize': attr 'granularity' must be one of tensor|channel|block|block2d, got \"row\"");
   EXPECT_EQ(attrs_error("scaled_linear", {{"act_quant", "static"}}),
             "op 'scaled_linear': attr 'act_quant' must be one of none|dynamic, got \"static\"");
   EXPECT_EQ(attrs_error("dequantize", {{"out_dtype", "f64"}}),
@@ -444,12 +476,15 @@ TEST(Catalogue, ShapeErrors) {
   const Json chunked = {{"section", {1, 1, 2}}, {"layout", "chunked"}};
   EXPECT_EQ(infer_error("rope", {x, d(DType::kI64, {3})}, {{"mrope", chunked}}),
             "op 'rope': positions must be [axes, T] = [3, 3], got 3 i64");
-  EXPECT_EQ(infer_error("rope", {x, d(DType::kI64, {3, 3})}, {{"mrope", {{"section", {1, 1, 1}}, {"layout", "chunked"}}}}),
+  EXPECT_EQ(infer_error("rope", {x, d(DType::kI64, {3, 3})},
+                        {{"mrope", {{"section", {1, 1, 1}}, {"layout", "chunked"}}}}),
             "op 'rope': attr 'mrope' sections sum to 3 pairs, not rd / 2 = 4");
-  EXPECT_EQ(infer_error("rope", {x, d(DType::kI64, {3, 3})}, {{"mrope", {{"section", {1, 1, 2}}, {"layout", "zigzag"}}}}),
+  EXPECT_EQ(infer_error("rope", {x, d(DType::kI64, {3, 3})},
+                        {{"mrope", {{"section", {1, 1, 2}}, {"layout", "zigzag"}}}}),
             "op 'rope': attr 'mrope' key 'layout' must be chunked, interleaved or per_axis");
   EXPECT_EQ(infer_error("rope", {x, d(DType::kI64, {2, 3})},
-                        {{"mrope", {{"section", {2, 2}}, {"layout", "per_axis"}}}, {"scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}}),
+                        {{"mrope", {{"section", {2, 2}}, {"layout", "per_axis"}}},
+                         {"scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}}),
             "op 'rope': attr 'mrope' layout per_axis takes no 'scaling'");
 
   const TensorDesc q = d(kF32, {1, 3, 8});

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -69,11 +68,12 @@ inline std::vector<double> run1(const std::string& name, const std::vector<Tenso
 }
 
 // Element-wise closeness, relative to max(1, |want|).
-inline void expect_near_all(const std::vector<double>& got, const std::vector<double>& want, double tol,
-                            const std::string& what = "") {
+inline void expect_near_all(const std::vector<double>& got, const std::vector<double>& want,
+                            double tol, const std::string& what = "") {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(want[i]))) << what << " [" << i << "]";
+    EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(want[i])))
+        << what << " [" << i << "]";
   }
 }
 

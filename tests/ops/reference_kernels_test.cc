@@ -19,18 +19,17 @@
 namespace h0::ops {
 namespace {
 
+using testing::expect_near_all;
 using testing::make;
 using testing::normal;
 using testing::run;
 using testing::run1;
-using testing::values;
-using testing::expect_near_all;
 using testing::sigmoid;
 using testing::silu;
+using testing::values;
 
 constexpr DType kF32 = DType::kF32;
 constexpr DType kF64 = DType::kF64;
-
 
 // ---- matmul, linear, embedding, patch_embed --------------------------------------------------
 

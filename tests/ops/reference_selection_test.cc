@@ -19,19 +19,17 @@
 namespace h0::ops {
 namespace {
 
+using testing::expect_near_all;
 using testing::make;
 using testing::normal;
 using testing::run;
 using testing::run1;
-using testing::values;
-using testing::expect_near_all;
 using testing::sigmoid;
 using testing::silu;
+using testing::values;
 
 constexpr DType kF32 = DType::kF32;
 constexpr DType kF64 = DType::kF64;
-
-
 
 // ---- MoE ---------------------------------------------------------------------------------------
 
@@ -338,7 +336,8 @@ Tensor indexer_keys(const std::vector<double>& keys) {
 TEST(ReferenceKernels, LightningIndexerByHand) {
   const Tensor k = indexer_keys({2, 1, 2, -1, 3}), table = make(DType::kI32, {2}, {1, 0});
   const Json all = {{"topk", 6}, {"context_len", 5}, {"scale", 1.0}, {"causal", false}};
-  // One head, weight 1: scores = relu(k) = 2 1 2 0 3; equal scores by lower key id; -1 past the keys.
+  // One head, weight 1: scores = relu(k) = 2 1 2 0 3; equal scores by lower key id; -1 past the
+  // keys.
   const Tensor q1 = make(kF32, {1, 1, 1}, {1});
   EXPECT_EQ(run1("lightning_indexer", {q1, k, make(kF32, {1, 1}, {1}), table}, all),
             (std::vector<double>{4, 0, 2, 1, 3, -1}));
@@ -356,7 +355,8 @@ TEST(ReferenceKernels, LightningIndexerByHand) {
   Json two = all;
   two.erase("scale");
   two["topk"] = 3;
-  EXPECT_EQ(run1("lightning_indexer", {make(kF32, {1, 2, 1}, {1, -1}), k, make(kF32, {1, 2}, {0.5, 2}), table}, two),
+  EXPECT_EQ(run1("lightning_indexer",
+                 {make(kF32, {1, 2, 1}, {1, -1}), k, make(kF32, {1, 2}, {0.5, 2}), table}, two),
             (std::vector<double>{3, 4, 0}));
 }
 
@@ -364,16 +364,20 @@ TEST(ReferenceKernels, LightningIndexerRefusesBadTopkAndContext) {
   const Tensor k = indexer_keys({2, 1, 2, -1, 3}), table = make(DType::kI32, {2}, {1, 0});
   const Tensor q = make(kF32, {1, 1, 1}, {1}), w = make(kF32, {1, 1}, {1});
   EXPECT_THROW(run("lightning_indexer", {q, k, w, table}, {{"topk", 0}}), InputError);
-  EXPECT_THROW(run("lightning_indexer", {q, k, w, table}, {{"topk", 2}, {"context_len", 9}}), InputError);
-  EXPECT_THROW(run("lightning_indexer", {q, k, w, table}, Json::object()), InputError);  // topk is required
+  EXPECT_THROW(run("lightning_indexer", {q, k, w, table}, {{"topk", 2}, {"context_len", 9}}),
+               InputError);
+  EXPECT_THROW(run("lightning_indexer", {q, k, w, table}, Json::object()),
+               InputError);  // topk is required
 }
 
 // sparse_attention over a selection is attention over the selected keys alone; listing every
 // key is paged attention; -1s and repeats change nothing; a query left with no key gets zeros.
 TEST(ReferenceKernels, SparseAttentionIsAttentionOverTheSelectedKeys) {
   const int64_t s = 8, hq = 4, hkv = 2, dh = 4, dv = 3, b = 4;
-  const Tensor q = normal(kF64, {1, hq, dh}, 40), k = normal(kF64, {s, hkv, dh}, 41), v = normal(kF64, {s, hkv, dv}, 42);
-  const Tensor k_cache = make(kF64, {2, b, hkv, dh}, values(k)), v_cache = make(kF64, {2, b, hkv, dv}, values(v));
+  const Tensor q = normal(kF64, {1, hq, dh}, 40), k = normal(kF64, {s, hkv, dh}, 41),
+               v = normal(kF64, {s, hkv, dv}, 42);
+  const Tensor k_cache = make(kF64, {2, b, hkv, dh}, values(k)),
+               v_cache = make(kF64, {2, b, hkv, dv}, values(v));
   const Tensor table = make(DType::kI32, {2}, {0, 1});
   const Json attrs = {{"context_len", s}, {"causal", false}};
   // Keys 1, 3 and 6.
@@ -384,18 +388,26 @@ TEST(ReferenceKernels, SparseAttentionIsAttentionOverTheSelectedKeys) {
     ks.insert(ks.end(), kv.begin() + j * hkv * dh, kv.begin() + (j + 1) * hkv * dh);
     vs.insert(vs.end(), vv.begin() + j * hkv * dv, vv.begin() + (j + 1) * hkv * dv);
   }
-  const auto want = run1("attention", {q, make(kF64, {3, hkv, dh}, ks), make(kF64, {3, hkv, dv}, vs)}, {{"causal", false}});
-  const auto got = run1("sparse_attention", {q, k_cache, v_cache, table, make(DType::kI32, {1, 5}, {6, -1, 1, 3, 1})}, attrs);
+  const auto want =
+      run1("attention", {q, make(kF64, {3, hkv, dh}, ks), make(kF64, {3, hkv, dv}, vs)},
+           {{"causal", false}});
+  const auto got =
+      run1("sparse_attention",
+           {q, k_cache, v_cache, table, make(DType::kI32, {1, 5}, {6, -1, 1, 3, 1})}, attrs);
   expect_near_all(got, want, 1e-14);
   std::vector<double> every(static_cast<size_t>(s));
   std::iota(every.begin(), every.end(), 0.0);
-  EXPECT_EQ(run1("sparse_attention", {q, k_cache, v_cache, table, make(DType::kI32, {1, s}, every)}, attrs),
+  EXPECT_EQ(run1("sparse_attention", {q, k_cache, v_cache, table, make(DType::kI32, {1, s}, every)},
+                 attrs),
             run1("paged_attention", {q, k_cache, v_cache, table}, attrs));
   // Causal at position 2 drops key 6 of the selection; nothing selected: zeros.
   Json causal = {{"context_len", s}, {"q_offset", 2}};
-  EXPECT_EQ(run1("sparse_attention", {q, k_cache, v_cache, table, make(DType::kI32, {1, 2}, {6, -1})}, causal),
+  EXPECT_EQ(run1("sparse_attention",
+                 {q, k_cache, v_cache, table, make(DType::kI32, {1, 2}, {6, -1})}, causal),
             std::vector<double>(static_cast<size_t>(hq * dv), 0.0));
-  EXPECT_THROW(run("sparse_attention", {q, k_cache, v_cache, table, make(DType::kI32, {1, 1}, {8})}, attrs), InputError);
+  EXPECT_THROW(
+      run("sparse_attention", {q, k_cache, v_cache, table, make(DType::kI32, {1, 1}, {8})}, attrs),
+      InputError);
 }
 
 }  // namespace

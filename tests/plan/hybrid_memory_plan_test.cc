@@ -12,7 +12,8 @@ namespace h0::plan {
 namespace {
 
 model::Architecture tf5(const std::string& type) {
-  return model::load_architecture(std::string(H0_SOURCE_DIR) + "/tests/data/configs/transformers5/" + type + ".json");
+  return model::load_architecture(std::string(H0_SOURCE_DIR) +
+                                  "/tests/data/configs/transformers5/" + type + ".json");
 }
 
 MemoryOptions on(double gib, int64_t concurrency = 1) {
@@ -24,7 +25,8 @@ MemoryOptions on(double gib, int64_t concurrency = 1) {
 
 void expect_parts_add_up(const MemoryPlan& p) {
   for (const RankMemory& r : p.ranks) {
-    EXPECT_EQ(r.free_for_kv, p.usable - r.weights - r.activations - r.comm - r.reserve - r.state) << r.coord.rank;
+    EXPECT_EQ(r.free_for_kv, p.usable - r.weights - r.activations - r.comm - r.reserve - r.state)
+        << r.coord.rank;
   }
 }
 
@@ -47,7 +49,8 @@ TEST(HybridPlan, Qwen3NextHoldsKvOnlyInItsFullLayersAndAStatePerSequence) {
   EXPECT_NE(table.find("state"), std::string::npos) << table;
   EXPECT_EQ(table.find("idx B/tok"), std::string::npos) << table;
   bool noted = false;
-  for (const std::string& n : p.notes) noted |= n.find("36 of 48 layers are linear attention") != std::string::npos;
+  for (const std::string& n : p.notes)
+    noted |= n.find("36 of 48 layers are linear attention") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 
@@ -62,8 +65,10 @@ TEST(HybridPlan, TensorParallelSplitsTheStateByHeadsAndRefusesAnUnevenSplit) {
   }
   ParallelPlan dp2;
   dp2.dp = 2;  // concurrency 3 over two replicas: each serves 2 at once
-  for (const RankMemory& r : plan_memory(a, dp2, on(1000, 3)).ranks) EXPECT_EQ(r.state, 2 * r.state_bytes_per_sequence);
-  model::Architecture six = a;  // 6 key heads: tp 4 fits the attention heads but cuts a key-head group
+  for (const RankMemory& r : plan_memory(a, dp2, on(1000, 3)).ranks)
+    EXPECT_EQ(r.state, 2 * r.state_bytes_per_sequence);
+  model::Architecture six =
+      a;  // 6 key heads: tp 4 fits the attention heads but cuts a key-head group
   six.text.linear.num_k_heads = 6;
   six.text.linear.num_v_heads = 12;
   ParallelPlan tp4;
@@ -71,7 +76,9 @@ TEST(HybridPlan, TensorParallelSplitsTheStateByHeadsAndRefusesAnUnevenSplit) {
   EXPECT_FALSE(check_plan(a, tp4).has_value());
   const auto issue = check_plan(six, tp4);
   ASSERT_TRUE(issue.has_value());
-  EXPECT_EQ(issue->message, "linear_num_key_heads 6 is not divisible by tp 4 (the linear-attention layers split by key-head group)");
+  EXPECT_EQ(issue->message,
+            "linear_num_key_heads 6 is not divisible by tp 4 (the linear-attention layers split by "
+            "key-head group)");
 }
 
 TEST(HybridPlan, TheStateCanBeWhatDoesNotFit) {

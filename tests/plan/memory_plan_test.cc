@@ -1,5 +1,7 @@
 // The memory planner on real configs: KV bytes per token against hand-computed figures, weight
 // bytes against the parameter counts and the released fp8 checkpoint, and the verdicts.
+#include "plan/memory_plan.h"
+
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -7,7 +9,6 @@
 #include "base/error.h"
 #include "model/architecture.h"
 #include "model/inventory.h"
-#include "plan/memory_plan.h"
 #include "plan/plan_report.h"
 
 namespace h0::plan {
@@ -17,7 +18,8 @@ using model::Architecture;
 using tensor::DType;
 
 Architecture arch_of(const std::string& name) {
-  return model::load_architecture(std::string(H0_SOURCE_DIR) + "/tests/data/configs/" + name + ".json");
+  return model::load_architecture(std::string(H0_SOURCE_DIR) + "/tests/data/configs/" + name +
+                                  ".json");
 }
 
 MemoryOptions on(double gib, WeightFormat format = WeightFormat::kBF16) {
@@ -47,7 +49,13 @@ TEST(KvBytesPerToken, Llama70BIs327680OverAllTpRanks) {
   EXPECT_EQ(p.kv_bytes_per_token, 327680);
   for (const RankMemory& r : p.ranks) EXPECT_EQ(r.kv_bytes_per_token, 40960);
   EXPECT_EQ(sum_kv(p), 327680);
-  EXPECT_EQ(plan_memory(a, {8, 1, 1, 1}, [] { auto o = on(80); o.kv_dtype = DType::kF8E4M3; return o; }()).kv_bytes_per_token,
+  EXPECT_EQ(plan_memory(a, {8, 1, 1, 1},
+                        [] {
+                          auto o = on(80);
+                          o.kv_dtype = DType::kF8E4M3;
+                          return o;
+                        }())
+                .kv_bytes_per_token,
             163840);
   // pp 2: each stage holds its 40 layers' KV.
   const MemoryPlan pp = plan_memory(a, {4, 2, 1, 1}, on(80));
@@ -85,12 +93,15 @@ TEST(Weights, TpRanksSumToTheModelPlusReplicas) {
   const Architecture a = arch_of("llama-3.1-70b");
   const model::Inventory inv = model::build_inventory(a);
   int64_t replicated = 0;
-  for (const auto& w : inv.weights) replicated += w.tp == model::TpSplit::kReplicated ? w.numel() : 0;
+  for (const auto& w : inv.weights)
+    replicated += w.tp == model::TpSplit::kReplicated ? w.numel() : 0;
   EXPECT_EQ(plan_memory(a, {1, 1, 1, 1}, on(1000)).total_weights, 2 * inv.counts.total);
-  EXPECT_EQ(plan_memory(a, {8, 1, 1, 1}, on(1000)).total_weights, 2 * (inv.counts.total + 7 * replicated));
+  EXPECT_EQ(plan_memory(a, {8, 1, 1, 1}, on(1000)).total_weights,
+            2 * (inv.counts.total + 7 * replicated));
   int64_t kv = 0;
   for (const auto& w : inv.weights) kv += w.kv_heads ? w.numel() : 0;
-  EXPECT_EQ(plan_memory(a, {16, 1, 1, 1}, on(1000)).total_weights, 2 * (inv.counts.total + 15 * replicated + kv));
+  EXPECT_EQ(plan_memory(a, {16, 1, 1, 1}, on(1000)).total_weights,
+            2 * (inv.counts.total + 15 * replicated + kv));
 }
 
 // DeepSeek-V3's released checkpoint is fp8 with 128x128 f32 block scales: at tp=1 with its MTP
@@ -143,12 +154,15 @@ TEST(Weights, Fp8CheckpointsOverTp8AreTheirBytesOverEight) {
     const Architecture a = arch_of(name);
     ASSERT_EQ(checkpoint_weight_format(a), WeightFormat::kFP8);
     int64_t expected = 0;
-    for (const auto& w : model::build_inventory(a, {.dtype = std::nullopt, .quantized = true, .include_mtp = false}).weights) {
+    for (const auto& w :
+         model::build_inventory(a, {.dtype = std::nullopt, .quantized = true, .include_mtp = false})
+             .weights) {
       expected += w.tp == model::TpSplit::kReplicated ? w.bytes() : w.bytes() / 8;
     }
     const MemoryPlan p = plan_memory(a, {8, 1, 1, 1}, on(141, checkpoint_weight_format(a)));
     for (const RankMemory& r : p.ranks) {
-      EXPECT_NEAR(double(r.weights), double(expected), 0.01 * double(expected)) << "rank " << r.coord.rank;
+      EXPECT_NEAR(double(r.weights), double(expected), 0.01 * double(expected))
+          << "rank " << r.coord.rank;
     }
   }
 }
@@ -165,9 +179,12 @@ TEST(Weights, QuantizedFormatsFollowTheirLayouts) {
     linear_groups += w.shape[0] * ((w.shape[1] + 127) / 128);
   }
   const int64_t other = inv.counts.total - linear;
-  EXPECT_EQ(plan_memory(a, {}, on(100, WeightFormat::kFP8)).total_weights, linear + 4 * linear_blocks + 2 * other);
-  EXPECT_EQ(plan_memory(a, {}, on(100, WeightFormat::kINT8)).total_weights, linear + 2 * linear_rows + 2 * other);
-  EXPECT_EQ(plan_memory(a, {}, on(100, WeightFormat::kINT4)).total_weights, linear / 2 + 4 * linear_groups + 2 * other);
+  EXPECT_EQ(plan_memory(a, {}, on(100, WeightFormat::kFP8)).total_weights,
+            linear + 4 * linear_blocks + 2 * other);
+  EXPECT_EQ(plan_memory(a, {}, on(100, WeightFormat::kINT8)).total_weights,
+            linear + 2 * linear_rows + 2 * other);
+  EXPECT_EQ(plan_memory(a, {}, on(100, WeightFormat::kINT4)).total_weights,
+            linear / 2 + 4 * linear_groups + 2 * other);
   EXPECT_EQ(plan_memory(a, {}, on(100, WeightFormat::kF32)).total_weights, 4 * inv.counts.total);
 }
 
@@ -185,7 +202,8 @@ TEST(Verdict, Llama70BOnEightH100sFits) {
 }
 
 TEST(Verdict, WeightsTooLargeNameTheRank) {
-  const MemoryPlan p = plan_memory(arch_of("llama-3.1-405b"), {8, 1, 1, 1}, on(80));  // ~94 GiB of bf16 per rank
+  const MemoryPlan p =
+      plan_memory(arch_of("llama-3.1-405b"), {8, 1, 1, 1}, on(80));  // ~94 GiB of bf16 per rank
   EXPECT_FALSE(p.fits);
   EXPECT_EQ(p.reason.rfind("rank 0 (stage 0): weights 94.", 0), 0u) << p.reason;
   EXPECT_NE(p.reason.find("exceed usable 72.0 GiB"), std::string::npos) << p.reason;
@@ -203,7 +221,8 @@ TEST(Verdict, TooLittleKvForTheConcurrency) {
 
 TEST(Report, UnevenSplitsShowEachDistinctRank) {
   // LLaVA's 32064-row vocabulary over tp 4 is even; 61 DeepSeek layers over pp 3 are not.
-  const MemoryPlan p = plan_memory(arch_of("deepseek-v3"), {8, 3, 8, 1}, on(141, WeightFormat::kFP8));
+  const MemoryPlan p =
+      plan_memory(arch_of("deepseek-v3"), {8, 3, 8, 1}, on(141, WeightFormat::kFP8));
   const auto groups = group_ranks(p);
   ASSERT_EQ(groups.size(), 3u);
   EXPECT_EQ(rank_list(p, groups[0]), "0-7");
@@ -243,8 +262,8 @@ namespace {
 //            merger 65536·1280·2 + 16384·(4·1280 + 3584)·2 = 452,984,832) = 1,344,798,720;
 //   1.25 · 1,988,624,384 = 2,485,780,480.
 TEST(VisionActivations, Qwen25Vl7BAtTheLargestImage) {
-  const model::Architecture a =
-      model::load_architecture(std::string(H0_SOURCE_DIR) + "/tests/data/configs/qwen2.5-vl-7b-instruct.json");
+  const model::Architecture a = model::load_architecture(
+      std::string(H0_SOURCE_DIR) + "/tests/data/configs/qwen2.5-vl-7b-instruct.json");
   MemoryOptions o;
   o.device_memory = 80 * kGiB;
   o.max_image_pixels = 12845056;
@@ -253,14 +272,18 @@ TEST(VisionActivations, Qwen25Vl7BAtTheLargestImage) {
   EXPECT_GE(p.ranks[0].activations, 2485780480);  // stage 0 runs the tower before its prefill
   EXPECT_EQ(p.ranks[1].vision_activations, 0);
   EXPECT_LT(p.ranks[1].activations, p.ranks[0].activations);
-  EXPECT_TRUE(has_note(p, "vision tower on stage 0 sized for an image of 12845056 pixels (65536 patches, the processor's max_pixels)"));
-  // Without the processor's value: the class default (28·28·1280 = 1003520 pixels, 5120 patches), noted.
+  EXPECT_TRUE(has_note(p,
+                       "vision tower on stage 0 sized for an image of 12845056 pixels (65536 "
+                       "patches, the processor's max_pixels)"));
+  // Without the processor's value: the class default (28·28·1280 = 1003520 pixels, 5120 patches),
+  // noted.
   o.max_image_pixels = 0;
   const MemoryPlan d = plan_memory(a, {1, 1, 1, 1}, o);
   EXPECT_LT(d.ranks[0].vision_activations, 2485780480 / 10);
   EXPECT_TRUE(has_note(d, "5120 patches: the processor class default"));
   // A text-only model has none.
-  EXPECT_EQ(plan_memory(arch_of("llama-3.1-70b"), {8, 1, 1, 1}, on(80)).ranks[0].vision_activations, 0);
+  EXPECT_EQ(plan_memory(arch_of("llama-3.1-70b"), {8, 1, 1, 1}, on(80)).ranks[0].vision_activations,
+            0);
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // The parallel plan on real configs (tests/data/configs): rank coordinates, uneven splits,
 // plan errors, and shard_of — every tensor-split byte held exactly once per tp group.
+#include "plan/parallel_plan.h"
+
 #include <gtest/gtest.h>
 
 #include "base/error.h"
 #include "model/architecture.h"
 #include "model/inventory.h"
-#include "plan/parallel_plan.h"
 
 namespace h0::plan {
 namespace {
@@ -15,7 +16,8 @@ using model::TpSplit;
 using model::WeightInfo;
 
 Architecture arch_of(const std::string& name) {
-  return model::load_architecture(std::string(H0_SOURCE_DIR) + "/tests/data/configs/" + name + ".json");
+  return model::load_architecture(std::string(H0_SOURCE_DIR) + "/tests/data/configs/" + name +
+                                  ".json");
 }
 
 const WeightInfo& weight(const model::Inventory& inv, const std::string& name) {
@@ -36,7 +38,8 @@ TEST(Split, GivesRemaindersToTheFirstParts) {
   EXPECT_EQ(split(256, 3, 1), std::make_pair(int64_t{86}, int64_t{171}));
   EXPECT_EQ(split(256, 3, 2), std::make_pair(int64_t{171}, int64_t{256}));
   EXPECT_EQ(split(32064, 3, 2), std::make_pair(int64_t{21376}, int64_t{32064}));  // 10688 each
-  EXPECT_EQ(split(32064, 5, 3), std::make_pair(int64_t{19239}, int64_t{25652}));  // 6413 x4, then 6412
+  EXPECT_EQ(split(32064, 5, 3),
+            std::make_pair(int64_t{19239}, int64_t{25652}));  // 6413 x4, then 6412
   EXPECT_EQ(split(32064, 5, 4), std::make_pair(int64_t{25652}, int64_t{32064}));
 }
 
@@ -85,7 +88,8 @@ TEST(CheckPlan, NamesTheDimensionAtFault) {
   EXPECT_EQ(issue(odd_kv, {8, 1, 1, 1}), "tp: num_key_value_heads 12 is not divisible by tp 8");
   odd_kv.text.attn.num_kv_heads = 6;
   EXPECT_EQ(issue(odd_kv, {16, 1, 1, 1}),
-            "tp: tp 16 is not a multiple of num_key_value_heads 6 (each kv head must be replicated over the same "
+            "tp: tp 16 is not a multiple of num_key_value_heads 6 (each kv head must be replicated "
+            "over the same "
             "number of ranks)");
   const Architecture ds = arch_of("deepseek-v3");
   EXPECT_EQ(issue(ds, {8, 2, 16, 2}), "");
@@ -143,13 +147,15 @@ TEST(ShardOf, KvHeadsReplicatedWhenFewerThanTp) {
 TEST(ShardOf, LinearAttentionQkvPartsAreCutEachByHeads) {
   for (const char* family : {"qwen3_next", "qwen3_5_text"}) {
     SCOPED_TRACE(family);
-    const Architecture a = model::load_architecture(std::string(H0_SOURCE_DIR) + "/tests/data/configs/transformers5/" + family + ".json");
+    const Architecture a = model::load_architecture(
+        std::string(H0_SOURCE_DIR) + "/tests/data/configs/transformers5/" + family + ".json");
     const model::LinearAttention& la = a.text.linear;
     const int64_t key = la.num_k_heads * la.k_head_dim, value = la.num_v_heads * la.v_head_dim;
     const model::Inventory inv = model::build_inventory(a);
     const ParallelPlan p{4, 1, 1, 1};
     std::vector<const WeightInfo*> cut = {&weight(inv, "model.layers.0.linear_attn.conv1d.weight")};
-    if (!la.fused_projections) cut.push_back(&weight(inv, "model.layers.0.linear_attn.in_proj_qkv.weight"));
+    if (!la.fused_projections)
+      cut.push_back(&weight(inv, "model.layers.0.linear_attn.in_proj_qkv.weight"));
     for (const WeightInfo* w : cut) {
       int64_t rows = 0;
       for (int64_t r = 0; r < 4; ++r) {
@@ -157,7 +163,9 @@ TEST(ShardOf, LinearAttentionQkvPartsAreCutEachByHeads) {
         ASSERT_TRUE(s.has_value());
         const int64_t kq = key / 4, v = value / 4;
         EXPECT_EQ(s->pieces, (std::vector<std::pair<int64_t, int64_t>>{
-                                 {r * kq, (r + 1) * kq}, {key + r * kq, key + (r + 1) * kq}, {2 * key + r * v, 2 * key + (r + 1) * v}}))
+                                 {r * kq, (r + 1) * kq},
+                                 {key + r * kq, key + (r + 1) * kq},
+                                 {2 * key + r * v, 2 * key + (r + 1) * v}}))
             << w->name << " rank " << r;
         EXPECT_EQ(s->shape[0], 2 * kq + v);
         rows += s->shape[0];
@@ -174,8 +182,10 @@ TEST(ShardOf, UnevenVocab) {
   const model::Inventory inv = model::build_inventory(a);
   const WeightInfo& embed = weight(inv, "language_model.model.embed_tokens.weight");
   const ParallelPlan p{5, 1, 1, 1};
-  EXPECT_EQ(range_of(shard_of(embed, a, p, coord_of(p, 0))), std::make_pair(int64_t{0}, int64_t{6413}));
-  EXPECT_EQ(range_of(shard_of(embed, a, p, coord_of(p, 4))), std::make_pair(int64_t{25652}, int64_t{32064}));
+  EXPECT_EQ(range_of(shard_of(embed, a, p, coord_of(p, 0))),
+            std::make_pair(int64_t{0}, int64_t{6413}));
+  EXPECT_EQ(range_of(shard_of(embed, a, p, coord_of(p, 4))),
+            std::make_pair(int64_t{25652}, int64_t{32064}));
   EXPECT_EQ(rank_vocab(a, p, 4), std::make_pair(int64_t{25652}, int64_t{32064}));
   // The vision tower and projector are on stage 0 only, whole.
   const ParallelPlan pp2{1, 2, 1, 1};
@@ -187,9 +197,11 @@ TEST(ShardOf, UnevenVocab) {
 TEST(ShardOf, ExpertsOverUnevenEpGroups) {
   const Architecture a = arch_of("deepseek-v3");
   const ParallelPlan p{1, 1, 3, 3};  // 3 dp ranks, one ep group each
-  const model::Inventory inv = model::build_inventory(a, {.dtype = {}, .quantized = false, .include_mtp = false});
+  const model::Inventory inv =
+      model::build_inventory(a, {.dtype = {}, .quantized = false, .include_mtp = false});
   auto holder = [&](int64_t expert) {
-    const WeightInfo& w = weight(inv, "model.layers.3.mlp.experts." + std::to_string(expert) + ".up_proj.weight");
+    const WeightInfo& w =
+        weight(inv, "model.layers.3.mlp.experts." + std::to_string(expert) + ".up_proj.weight");
     int64_t found = -1, count = 0;
     for (int64_t r = 0; r < 3; ++r) {
       if (shard_of(w, a, p, coord_of(p, r))) found = r, ++count;
@@ -207,7 +219,8 @@ TEST(ShardOf, ExpertsOverUnevenEpGroups) {
 // Over the tp·dp ranks of each stage: tensor-split weights held once per tp group (and experts
 // once per stage under ep), replicated ones tp times, replicated kv heads `replication` times.
 void expect_conserved(const Architecture& a, const ParallelPlan& p, bool quantized) {
-  const model::Inventory inv = model::build_inventory(a, {.dtype = {}, .quantized = quantized, .include_mtp = true});
+  const model::Inventory inv =
+      model::build_inventory(a, {.dtype = {}, .quantized = quantized, .include_mtp = true});
   for (const WeightInfo& w : inv.weights) {
     int64_t held = 0;
     for (int64_t r = 0; r < p.world(); ++r) {
@@ -234,7 +247,7 @@ TEST(ShardOf, NoBytesLostOrDoubleCounted) {
   expect_conserved(arch_of("deepseek-v3"), {4, 3, 3, 3}, true);    // 61 layers / 3, 256 experts / 3
   expect_conserved(arch_of("gpt-oss-120b"), {8, 1, 1, 1}, false);  // fused experts cut along F
   expect_conserved(arch_of("gpt-oss-120b"), {4, 2, 8, 2}, false);  // fused experts cut along E
-  expect_conserved(arch_of("gpt-oss-120b"), {8, 1, 1, 1}, true);   // MXFP4 blocks and scales along F
+  expect_conserved(arch_of("gpt-oss-120b"), {8, 1, 1, 1}, true);  // MXFP4 blocks and scales along F
   expect_conserved(arch_of("gpt-oss-120b"), {4, 2, 8, 2}, true);
 }
 
@@ -242,7 +255,8 @@ TEST(ShardOf, NoBytesLostOrDoubleCounted) {
 // (gate_up's interleaved columns in whole gate/up pairs); both at once cannot be one slice.
 TEST(ShardOf, FusedExpertsAreCutByEpOrByTp) {
   const Architecture a = arch_of("gpt-oss-120b");
-  const model::Inventory inv = model::build_inventory(a, {.dtype = {}, .quantized = false, .include_mtp = false});
+  const model::Inventory inv =
+      model::build_inventory(a, {.dtype = {}, .quantized = false, .include_mtp = false});
   const WeightInfo& gate_up = weight(inv, "model.layers.0.mlp.experts.gate_up_proj");
   const WeightInfo& down = weight(inv, "model.layers.0.mlp.experts.down_proj");
   const WeightInfo& down_bias = weight(inv, "model.layers.0.mlp.experts.down_proj_bias");
@@ -256,7 +270,8 @@ TEST(ShardOf, FusedExpertsAreCutByEpOrByTp) {
   const auto e5 = shard_of(gate_up, a, ep, coord_of(ep, 5));
   EXPECT_EQ(e5->axis, 0);
   EXPECT_EQ(range_of(e5), std::make_pair(int64_t{80}, int64_t{96}));  // 128 experts over 8
-  EXPECT_EQ(range_of(shard_of(down_bias, a, ep, coord_of(ep, 5))), std::make_pair(int64_t{80}, int64_t{96}));
+  EXPECT_EQ(range_of(shard_of(down_bias, a, ep, coord_of(ep, 5))),
+            std::make_pair(int64_t{80}, int64_t{96}));
   const ParallelPlan both{4, 1, 2, 1};  // etp 2
   EXPECT_THROW(shard_of(gate_up, a, both, coord_of(both, 1)), InputError);
 }
@@ -265,7 +280,8 @@ TEST(ShardOf, FusedExpertsAreCutByEpOrByTp) {
 TEST(ShardOf, QuantScalesFollowTheirWeights) {
   const Architecture a = arch_of("deepseek-v3");
   const model::Inventory inv = model::build_inventory(a);
-  for (const ParallelPlan& p : {ParallelPlan{8, 1, 1, 1}, ParallelPlan{16, 1, 4, 1}, ParallelPlan{16, 1, 1, 1}}) {
+  for (const ParallelPlan& p :
+       {ParallelPlan{8, 1, 1, 1}, ParallelPlan{16, 1, 4, 1}, ParallelPlan{16, 1, 1, 1}}) {
     for (const WeightInfo& w : inv.weights) {
       if (!w.quantized || w.layer != 3) continue;
       const WeightInfo& s = weight(inv, w.name + "_scale_inv");
@@ -292,9 +308,12 @@ TEST(ShardOf, RefusesToCutQuantizationBlocks) {
     shard_of(up, a, p, coord_of(p, 1));
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("cut through its 128-wide quantization blocks"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cut through its 128-wide quantization blocks"),
+              std::string::npos)
+        << e.what();
   }
-  EXPECT_TRUE(shard_of(up, a, ParallelPlan{1, 1, 1, 1}, coord_of(ParallelPlan{1, 1, 1, 1}, 0))->whole());
+  EXPECT_TRUE(
+      shard_of(up, a, ParallelPlan{1, 1, 1, 1}, coord_of(ParallelPlan{1, 1, 1, 1}, 0))->whole());
 }
 
 }  // namespace

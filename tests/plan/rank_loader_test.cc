@@ -1,6 +1,8 @@
 // Sharded loading: with tp = 2 and 4, each rank reads at most 1/tp + 5% of the checkpoint
 // (measured: the bytes its pread calls returned), and the slices put together are the full
 // tensors; a wrong slice or a missing tensor is caught.
+#include "plan/rank_loader.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,7 +10,6 @@
 #include "base/error.h"
 #include "io/safetensors_writer.h"
 #include "model/synth.h"
-#include "plan/rank_loader.h"
 #include "test_util.h"
 
 namespace h0::plan {
@@ -58,15 +59,19 @@ TEST_P(TpLoad, EachRankReadsItsShareAndTheSlicesMakeTheTensors) {
 
 std::string tp_load_name(const ::testing::TestParamInfo<std::tuple<std::string, int>>& p) {
   std::string n = std::get<0>(p.param) + "_tp" + std::to_string(std::get<1>(p.param));
-  for (char& ch : n) if (ch == '-') ch = '_';
+  for (char& ch : n)
+    if (ch == '-') ch = '_';
   return n;
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, TpLoad,
-                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-deepseek-v3"), ::testing::Values(2, 4)),
+                         ::testing::Combine(::testing::Values("tiny-llama", "tiny-deepseek-v3"),
+                                            ::testing::Values(2, 4)),
                          tp_load_name);
 // Its conv1d is cut in three parts (q | k | v, each by heads); 2 key heads: tp 2 at most.
-INSTANTIATE_TEST_SUITE_P(Hybrid, TpLoad, ::testing::Combine(::testing::Values("tiny-qwen3-next"), ::testing::Values(2)),
+INSTANTIATE_TEST_SUITE_P(Hybrid, TpLoad,
+                         ::testing::Combine(::testing::Values("tiny-qwen3-next"),
+                                            ::testing::Values(2)),
                          tp_load_name);
 
 TEST(RankLoader, AWrongSliceIsCaught) {
@@ -76,11 +81,13 @@ TEST(RankLoader, AWrongSliceIsCaught) {
   std::vector<RankLoad> ranks = {load_rank(c.arch, c.inv, c.ckpt, plan, 0, {false}),
                                  load_rank(c.arch, c.inv, c.ckpt, plan, 1, {false})};
   for (auto& w : ranks[1].report.weights) {
-    if (w.name == "model.layers.1.mlp.down_proj.weight") static_cast<uint8_t*>(w.tensor.mutable_data())[3] ^= 0x40;
+    if (w.name == "model.layers.1.mlp.down_proj.weight")
+      static_cast<uint8_t*>(w.tensor.mutable_data())[3] ^= 0x40;
   }
   const ShardVerification v = verify_rank_shards(c.inv, c.ckpt, ranks);
   ASSERT_EQ(v.problems.size(), 1u);
-  EXPECT_EQ(v.problems[0], "model.layers.1.mlp.down_proj.weight: rank 1 slice differs from the full tensor");
+  EXPECT_EQ(v.problems[0],
+            "model.layers.1.mlp.down_proj.weight: rank 1 slice differs from the full tensor");
   ranks.pop_back();  // rank 1 never loaded: half of every split tensor is held by no one
   EXPECT_FALSE(verify_rank_shards(c.inv, c.ckpt, ranks).problems.empty());
 }
@@ -111,11 +118,14 @@ TEST(RankLoader, ACheckpointThatDoesNotMatchIsAnInputError) {
   h0::test::TempDir broken;
   std::vector<io::NamedTensor> tensors;
   for (const auto& w : c.inv.weights) {
-    if (w.name != "model.layers.1.self_attn.k_proj.weight") tensors.push_back({w.name, c.ckpt.get(w.name)});
+    if (w.name != "model.layers.1.self_attn.k_proj.weight")
+      tensors.push_back({w.name, c.ckpt.get(w.name)});
   }
   io::write_safetensors(broken.file("model.safetensors"), tensors);
   ParallelPlan plan;
-  EXPECT_THROW(load_rank(c.arch, c.inv, io::ShardedCheckpoint::open(broken.path()), plan, 0, {false}), InputError);
+  EXPECT_THROW(
+      load_rank(c.arch, c.inv, io::ShardedCheckpoint::open(broken.path()), plan, 0, {false}),
+      InputError);
   plan.tp = 3;  // 4 heads over 3 ranks
   EXPECT_THROW(load_rank(c.arch, c.inv, c.ckpt, plan, 0, {false}), InputError);
 }
@@ -143,11 +153,14 @@ TEST(RankLoader, AFloatTensorInAnotherFloatDtypeIsNotedNotRefused) {
   tensors.clear();
   for (const auto& w : c.inv.weights) {
     const tensor::Tensor t = c.ckpt.get(w.name);
-    tensors.push_back({w.name, w.name == bias ? tensor::Tensor::copy_of(t.dtype(), {t.shape()[0] - 1}, t.data()) : t});
+    tensors.push_back(
+        {w.name,
+         w.name == bias ? tensor::Tensor::copy_of(t.dtype(), {t.shape()[0] - 1}, t.data()) : t});
   }
   h0::test::TempDir shorter;
   io::write_safetensors(shorter.file("model.safetensors"), tensors);
-  EXPECT_THROW(load_rank(c.arch, c.inv, io::ShardedCheckpoint::open(shorter.path()), ParallelPlan{}, 0, {false}),
+  EXPECT_THROW(load_rank(c.arch, c.inv, io::ShardedCheckpoint::open(shorter.path()), ParallelPlan{},
+                         0, {false}),
                InputError);
 }
 

@@ -13,13 +13,18 @@ TEST(HtmlEscape, EscapesMarkupAndQuotes) {
 }
 
 TEST(HtmlEscape, ReplacesInvalidUtf8) {
-  EXPECT_EQ(html_escape(std::string("a\xff" "b")), "a\xEF\xBF\xBD" "b");
-  EXPECT_EQ(html_escape(std::string("\xED\xA0\x80")), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
-  EXPECT_EQ(html_escape(std::string("\xC3")), "\xEF\xBF\xBD");                                 // cut short
+  EXPECT_EQ(html_escape(std::string("a\xff"
+                                    "b")),
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(html_escape(std::string("\xED\xA0\x80")),
+            "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");            // a surrogate
+  EXPECT_EQ(html_escape(std::string("\xC3")), "\xEF\xBF\xBD");  // cut short
 }
 
 TEST(ScriptJson, NothingCanCloseTheScriptElement) {
-  const nlohmann::json v = {{"id", "</script><script>alert(1)</script><!--"}, {"amp", "a&b"},
+  const nlohmann::json v = {{"id", "</script><script>alert(1)</script><!--"},
+                            {"amp", "a&b"},
                             {"ls", "x\xE2\x80\xA8y\xE2\x80\xA9z"}};
   const std::string s = script_json(v);
   EXPECT_EQ(s.find('<'), std::string::npos) << s;
@@ -46,9 +51,11 @@ TEST(Utf8Sequence, LengthsCodePointsAndRejects) {
   EXPECT_EQ(utf8_sequence("\xF0\x9F\x98\x80", 0, &cp), 4u);
   EXPECT_EQ(cp, U'\U0001F600');
   EXPECT_EQ(utf8_sequence("x\xC3\xA9", 1), 2u);
-  for (const std::string bad : {"\x80", "\xC0\xAF", "\xC1\xBF", "\xE0\x80\xAF", "\xED\xA0\x80",
-                                "\xF0\x80\x80\xAF", "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xFF",
-                                "\xE2\x82", "\xC3" "A"}) {
+  for (const std::string bad :
+       {"\x80", "\xC0\xAF", "\xC1\xBF", "\xE0\x80\xAF", "\xED\xA0\x80", "\xF0\x80\x80\xAF",
+        "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xFF", "\xE2\x82",
+        "\xC3"
+        "A"}) {
     EXPECT_EQ(utf8_sequence(bad, 0), 0u) << bad.size();
   }
 }
@@ -59,8 +66,10 @@ TEST(FileStem, SafeAndDistinct) {
   EXPECT_NE(file_stem("a/b"), file_stem("a:b"));
   for (const std::string id : {"../../etc/passwd", "<script>\"x\"", "", "...."}) {
     const std::string stem = file_stem(id);
-    EXPECT_EQ(stem.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"),
-              std::string::npos) << stem;
+    EXPECT_EQ(
+        stem.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"),
+        std::string::npos)
+        << stem;
     EXPECT_NE(stem[0], '.') << stem;
   }
 }

@@ -1,7 +1,6 @@
 // JUnit XML: validated with xmllint against the Jenkins xunit plugin's schema
 // (tests/data/junit/junit-10.xsd), and matched as text.
 #include "report/junit_writer.h"
-#include "report/terminal.h"
 
 #include <gtest/gtest.h>
 
@@ -14,6 +13,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "report/terminal.h"
 #include "test_util.h"
 
 namespace h0::report {
@@ -117,7 +117,8 @@ TEST(JunitWriterTest, EachStatusMapsToItsElement) {
                  R"(details:\n\{\n  &quot;outputs&quot;: \[)")))
       << xml;
   // xpass is not failing (base/status.h): a passed testcase whose output says so.
-  EXPECT_NE(xml.find("<system-out>xpass: passed unexpectedly</system-out>"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<system-out>xpass: passed unexpectedly</system-out>"), std::string::npos)
+      << xml;
   EXPECT_EQ(xml.find("type=\"xpass\""), std::string::npos);
   EXPECT_NE(xml.find("<error type=\"error\" message=\"golden file missing\">"), std::string::npos);
   EXPECT_NE(xml.find("<error type=\"crash\" message=\"worker died: SIGSEGV\">"), std::string::npos);
@@ -234,7 +235,9 @@ namespace {
 // an unexpected pass passes in both, and both name it.
 TEST(JunitWriterTest, JunitAndTheTerminalAgreeOnXpass) {
   store::RunData run = every_status_run();
-  std::erase_if(run.results, [](const store::ResultData& r) { return r.status != "pass" && r.status != "xpass"; });
+  std::erase_if(run.results, [](const store::ResultData& r) {
+    return r.status != "pass" && r.status != "xpass";
+  });
   ASSERT_EQ(run.results.size(), 2u);
   run.status = "pass";
   const std::string xml = junit_xml(run);

@@ -3,10 +3,9 @@
 #include "report/terminal.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <optional>
 #include <string>

@@ -60,7 +60,8 @@ TEST(ChatTemplate, ChatMlKeepsContentAsIsWithoutBos) {
 // transformers 5 saves the template as chat_template.jinja, tokenizer_config.json holding none
 // (tiny-qwen2-5-vl, written by save_pretrained); the expected text is its apply_chat_template's.
 TEST(ChatTemplate, ReadsChatTemplateJinjaBesideTheTokenizerConfig) {
-  const ChatTemplate t = ChatTemplate::load(h0::test::source_path("tests/data/models/tiny-qwen2-5-vl"));
+  const ChatTemplate t =
+      ChatTemplate::load(h0::test::source_path("tests/data/models/tiny-qwen2-5-vl"));
   EXPECT_EQ(t.family(), "chatml");
   EXPECT_EQ(t.render(kSystemUser),
             "<|im_start|>system\n  You are terse. <|im_end|>\n<|im_start|>user\nHi "
@@ -103,14 +104,16 @@ TEST(ChatTemplate, ImagePartBecomesTheModelsImageTokens) {
 TEST(ChatTemplate, QwenVlImagePartsTakeTheirGridsTokenCount) {
   const std::string dir = h0::test::source_path("tests/data/models/tiny-qwen2-5-vl");
   const std::vector<ChatMessage> m = {
-      {"user", {{"text", "Describe this picture.", ""}, {"image_url", "", "data:image/jpeg;base64,"}}}};
+      {"user",
+       {{"text", "Describe this picture.", ""}, {"image_url", "", "data:image/jpeg;base64,"}}}};
   const ChatTemplate t = ChatTemplate::load(dir);
-  EXPECT_EQ(t.render(m),
-            "<|im_start|>user\nDescribe this picture.<|vision_start|><image><|vision_end|><|im_end|>\n"
-            "<|im_start|>assistant\n");
+  EXPECT_EQ(
+      t.render(m),
+      "<|im_start|>user\nDescribe this picture.<|vision_start|><image><|vision_end|><|im_end|>\n"
+      "<|im_start|>assistant\n");
   const model::QwenVlProcessor p = model::load_qwen_vl_processor(dir);
-  const model::QwenVlPixels px =
-      model::qwen_vl_pixels(model::decode_image(h0::test::golden_path("models/images/qvl_tall.jpg")), p);
+  const model::QwenVlPixels px = model::qwen_vl_pixels(
+      model::decode_image(h0::test::golden_path("models/images/qvl_tall.jpg")), p);
   const ImageTokens image = image_tokens_of(dir);
   EXPECT_EQ(image.token, 1026);  // <|image_pad|>
   const model::Tokenizer tok = model::Tokenizer::from_file(dir);
@@ -118,7 +121,8 @@ TEST(ChatTemplate, QwenVlImagePartsTakeTheirGridsTokenCount) {
       base::read_json_file(h0::test::golden_path("e2e/tiny-qwen2-5-vl/chat_image_tall.json"));
   EXPECT_EQ(chat_prompt_ids(tok, t.render(m), image, {px.tokens(p.merge_size)}),
             golden["prompt_token_ids"].get<std::vector<int64_t>>());
-  EXPECT_THROW(chat_prompt_ids(tok, t.render(m), image, {4, 4}), InputError);  // no: a count per part
+  EXPECT_THROW(chat_prompt_ids(tok, t.render(m), image, {4, 4}),
+               InputError);  // no: a count per part
 }
 
 TEST(ChatTemplate, TrimIsPythonStripOverUnicodeWhitespace) {

@@ -445,7 +445,8 @@ TEST(Dialect, StrictServerIsProbedAsOpenAi) {
   const Result refused = client.complete(r);  // the default dialect: vLLM's fields
   EXPECT_EQ(refused.outcome, Outcome::kHttpError);
   EXPECT_EQ(refused.http_status, 422);
-  EXPECT_NE(refused.error.find("Unexpected fields in the request"), std::string::npos) << refused.error;
+  EXPECT_NE(refused.error.find("Unexpected fields in the request"), std::string::npos)
+      << refused.error;
 
   const Dialect d = probe_dialect(client, "fake-model");
   EXPECT_EQ(d.name, "openai");
@@ -463,7 +464,8 @@ TEST(Dialect, StrictServerIsProbedAsOpenAi) {
   EXPECT_TRUE(ok.token_ids.empty());
   EXPECT_FALSE(ok.text.empty());
   const nlohmann::json body = Client::body(r);
-  for (const char* field : {"return_token_ids", "ignore_eos", "top_k", "return_tokens_as_token_ids"})
+  for (const char* field :
+       {"return_token_ids", "ignore_eos", "top_k", "return_tokens_as_token_ids"})
     EXPECT_FALSE(body.contains(field)) << field;
 }
 

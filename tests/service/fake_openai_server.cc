@@ -34,10 +34,11 @@
 // --strict: as `transformers serve` (FastAPI, extra fields forbidden): a request field outside
 // the documented OpenAI set is answered 422 {"detail": "Unexpected fields in the request:
 // {...}"}; /v1/completions takes only a string prompt (400 otherwise); no logprobs and no token
-// ids in any answer; a stream carries its usage in the last chunk and ends without [DONE]. --golden-dir D [--tokenizer F] [--corrupt-at N]: a request equal to a
-// golden's (golden/e2e format: chat messages, or a completion whose prompt is the golden's text
-// or tokenizes to its prompt_token_ids with F) gets the golden's answer (its token ids, its text;
-// streamed token by token when F is given), with token N replaced (id + 1, text re-decoded) under
+// ids in any answer; a stream carries its usage in the last chunk and ends without [DONE].
+// --golden-dir D [--tokenizer F] [--corrupt-at N]: a request equal to a golden's (golden/e2e
+// format: chat messages, or a completion whose prompt is the golden's text or tokenizes to its
+// prompt_token_ids with F) gets the golden's answer (its token ids, its text; streamed token by
+// token when F is given), with token N replaced (id + 1, text re-decoded) under
 // --corrupt-at; other requests get the ok mode's tokens. --model-name: the id /v1/models lists.
 // --ready-after S: health answers 503 for S seconds. --exit-after-start: exits with status 3
 // after 0.3 s. --port 0 binds a free port; it is printed and written to --port-file.
@@ -56,9 +57,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -87,7 +88,7 @@ struct Flags {
 };
 Flags g_flags;
 const Clock::time_point g_start = Clock::now();
-std::mutex g_mutex;  // guards stdout, the auth file, g_last_auth and g_in_flight
+std::mutex g_mutex;       // guards stdout, the auth file, g_last_auth and g_in_flight
 std::string g_last_auth;  // the Authorization header of the last /v1/ request
 // Requests being held by nondeterministic mode: each one's "overlapped another" flag.
 std::set<bool*> g_in_flight;
@@ -273,7 +274,8 @@ void replay(const json& golden, Generation* g) {
       const std::string cur = decode(std::vector<int64_t>(ids.begin(), ids.begin() + long(i) + 1));
       std::string piece;
       if (cur.compare(0, emitted.size(), emitted) == 0) piece = cur.substr(emitted.size());
-      if (i + 1 < ids.size() && piece.size() >= 3 && piece.compare(piece.size() - 3, 3, "\xEF\xBF\xBD") == 0)
+      if (i + 1 < ids.size() && piece.size() >= 3 &&
+          piece.compare(piece.size() - 3, 3, "\xEF\xBF\xBD") == 0)
         piece.resize(piece.size() - 3);
       emitted += piece;
       const double lp = i < steps.size() ? steps[i].value("logprob", -1.0) : -1.0;
@@ -296,14 +298,32 @@ void replay(const json& golden, Generation* g) {
 
 // --strict: the fields a strict server refuses, as transformers serve names them; "" if none.
 std::string unexpected_fields(const json& request, bool chat) {
-  static const std::set<std::string> kChat = {
-      "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n",
-      "stream", "stream_options", "stop", "seed", "logprobs", "top_logprobs", "presence_penalty",
-      "frequency_penalty", "logit_bias", "user", "response_format", "tools", "tool_choice"};
+  static const std::set<std::string> kChat = {"model",
+                                              "messages",
+                                              "max_tokens",
+                                              "max_completion_tokens",
+                                              "temperature",
+                                              "top_p",
+                                              "n",
+                                              "stream",
+                                              "stream_options",
+                                              "stop",
+                                              "seed",
+                                              "logprobs",
+                                              "top_logprobs",
+                                              "presence_penalty",
+                                              "frequency_penalty",
+                                              "logit_bias",
+                                              "user",
+                                              "response_format",
+                                              "tools",
+                                              "tool_choice"};
   static const std::set<std::string> kCompletion = {
-      "model", "prompt", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options",
-      "stop", "seed", "logprobs", "echo", "suffix", "best_of", "presence_penalty",
-      "frequency_penalty", "logit_bias", "user"};
+      "model",      "prompt",  "max_tokens",       "temperature",
+      "top_p",      "n",       "stream",           "stream_options",
+      "stop",       "seed",    "logprobs",         "echo",
+      "suffix",     "best_of", "presence_penalty", "frequency_penalty",
+      "logit_bias", "user"};
   std::string out;
   for (const auto& [key, value] : request.items()) {
     if (!(chat ? kChat : kCompletion).contains(key)) out += (out.empty() ? "'" : ", '") + key + "'";
@@ -366,7 +386,8 @@ Generation generate(const json& request, bool chat, bool overlapped) {
     g.tokens[3].text = " w" + std::to_string(g.tokens[3].id);
   }
   g.finish = n < max_tokens ? "stop" : "length";
-  if (g_flags.mode == "answers" && !chat && prompt.is_string()) answer_marker(prompt.get<std::string>(), hash, &g);
+  if (g_flags.mode == "answers" && !chat && prompt.is_string())
+    answer_marker(prompt.get<std::string>(), hash, &g);
   if (const json* golden = golden_for(request, chat)) replay(*golden, &g);
   if (g_flags.strict) g.top = 0, g.token_ids = g.as_ids = false;
   return g;
@@ -488,7 +509,8 @@ void stream_response(int fd, const Generation& g) {
     }
     json next = chunk;
     next["choices"] = {choice_json(g, i, i + 1, true, i + 1 == g.tokens.size())};
-    if (g_flags.strict && i + 1 == g.tokens.size()) next["usage"] = usage_json(g);  // in the last chunk
+    if (g_flags.strict && i + 1 == g.tokens.size())
+      next["usage"] = usage_json(g);  // in the last chunk
     if (!send_event(fd, next)) return;
   }
   if (g_flags.strict) {  // as transformers serve: no usage chunk, no [DONE]; the stream just closes
@@ -559,7 +581,8 @@ void serve(int fd) {
   if (request.path.rfind("/v1/", 0) == 0) {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_last_auth = request.headers["authorization"];
-    if (!g_flags.auth_file.empty()) std::ofstream(g_flags.auth_file, std::ios::trunc) << g_last_auth;
+    if (!g_flags.auth_file.empty())
+      std::ofstream(g_flags.auth_file, std::ios::trunc) << g_last_auth;
   }
   double up_s = std::chrono::duration<double>(Clock::now() - g_start).count();
   bool healthy = g_flags.mode != "never_healthy" && up_s >= g_flags.ready_after_s;
@@ -619,10 +642,9 @@ bool parse_flags(int argc, char** argv) {
     }
   }
   static const std::set<std::string> kModes = {
-      "ok",        "never_healthy",    "die_mid_stream", "malformed_sse",
-      "bogus_sse", "http_500",         "http_429",       "slow_tokens",
-      "no_done",   "nondeterministic", "stream_error",   "invalid_utf8",   "echo_auth",
-      "answers"};
+      "ok",           "never_healthy", "die_mid_stream", "malformed_sse", "bogus_sse",
+      "http_500",     "http_429",      "slow_tokens",    "no_done",       "nondeterministic",
+      "stream_error", "invalid_utf8",  "echo_auth",      "answers"};
   if (!kModes.contains(g_flags.mode)) {
     std::fprintf(stderr, "fake_openai_server: unknown mode %s\n", g_flags.mode.c_str());
     return false;
@@ -634,14 +656,16 @@ bool parse_flags(int argc, char** argv) {
 
 bool load_goldens() {
   if (!g_flags.tokenizer.empty()) {
-    g_tokenizer = std::make_unique<h0::model::Tokenizer>(h0::model::Tokenizer::from_file(g_flags.tokenizer));
+    g_tokenizer =
+        std::make_unique<h0::model::Tokenizer>(h0::model::Tokenizer::from_file(g_flags.tokenizer));
   }
   if (g_flags.golden_dir.empty()) return true;
   for (const auto& e : std::filesystem::directory_iterator(g_flags.golden_dir)) {
     if (e.path().extension() != ".json") continue;
     std::ifstream in(e.path());
     json j = json::parse(in, nullptr, false);
-    if (j.is_object() && j.contains("request") && j.contains("token_ids")) g_goldens.push_back(std::move(j));
+    if (j.is_object() && j.contains("request") && j.contains("token_ids"))
+      g_goldens.push_back(std::move(j));
   }
   log(std::to_string(g_goldens.size()) + " goldens from " + g_flags.golden_dir);
   return !g_goldens.empty();

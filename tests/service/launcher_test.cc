@@ -103,10 +103,12 @@ TEST(Launcher, ProcessExitingEarlyIsReportedWithItsLog) {
   Clock::time_point t0 = Clock::now();
   EXPECT_FALSE(service.start(spec));
   EXPECT_LT(since(t0), 1.5);
-  EXPECT_NE(service.error().find("the service exited with status 3 before it became healthy; its log ends: "),
+  EXPECT_NE(service.error().find(
+                "the service exited with status 3 before it became healthy; its log ends: "),
             std::string::npos)
       << service.error();
-  EXPECT_NE(service.error().find("exiting with status 3"), std::string::npos) << service.error();  // why, from its log
+  EXPECT_NE(service.error().find("exiting with status 3"), std::string::npos)
+      << service.error();  // why, from its log
   EXPECT_NE(service.log_tail(1).find("exiting with status 3"), std::string::npos)
       << service.log_tail();
   EXPECT_EQ(service.log_tail(1).find("listening"), std::string::npos) << service.log_tail(1);

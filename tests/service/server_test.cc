@@ -249,8 +249,9 @@ TEST_F(Serve, EchoScoresThePromptWithTheExecutorsLogits) {
   EXPECT_GT(last, 0);
   EXPECT_LT(size_t(last), text.size() + 1);
 
-  const Reply streamed = post(port(), "/v1/completions",
-                              {{"model", "tiny-llama"}, {"prompt", "hi"}, {"echo", true}, {"stream", true}});
+  const Reply streamed =
+      post(port(), "/v1/completions",
+           {{"model", "tiny-llama"}, {"prompt", "hi"}, {"echo", true}, {"stream", true}});
   EXPECT_EQ(streamed.status, 400);
   EXPECT_NE(streamed.body.dump().find("echo"), std::string::npos);
 }
@@ -419,7 +420,8 @@ TEST_F(Serve, BadRequestsNameTheField) {
             std::string::npos);
   EXPECT_EQ(post(port(), "/v1/completions", json("{not json")).status, 400);
   // A body nested 100k deep (nlohmann's parser recurses per level): 400, and the server lives.
-  const Reply deep = post(port(), "/v1/completions", json(std::string(100000, '[') + std::string(100000, ']')));
+  const Reply deep =
+      post(port(), "/v1/completions", json(std::string(100000, '[') + std::string(100000, ']')));
   EXPECT_EQ(deep.status, 400);
   EXPECT_EQ(post(port(), "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 1}}).status, 200);
   const Reply wrong = post(port(), "/v1/completions", {{"model", "gpt-4"}, {"prompt", kPrompt}});
@@ -430,7 +432,8 @@ TEST_F(Serve, BadRequestsNameTheField) {
 // The kernel's accept queue as `ss` reports it for a listening socket (its Send-Q column), or
 // -1 without ss.
 int listen_backlog_of(int port) {
-  std::FILE* p = popen(("ss -Hltn 'sport = :" + std::to_string(port) + "' 2>/dev/null").c_str(), "r");
+  std::FILE* p =
+      popen(("ss -Hltn 'sport = :" + std::to_string(port) + "' 2>/dev/null").c_str(), "r");
   if (p == nullptr) return -1;
   char line[512] = {0};
   const bool got = std::fgets(line, sizeof line, p) != nullptr;

@@ -72,7 +72,8 @@ TEST_F(StoreTest, AVersionOneStoreGainsEvalItemsAndKeepsItsRuns) {
     Database db(path);
     EXPECT_EQ(migrate(db, std::vector<Migration>{migrations()[0]}), 1);
   }
-  raw_sql(path, "INSERT INTO stacks (fingerprint, backend, versions_json) VALUES ('f', 'cpu', '{}')");
+  raw_sql(path,
+          "INSERT INTO stacks (fingerprint, backend, versions_json) VALUES ('f', 'cpu', '{}')");
   auto store = SqliteStore::open(path);
   EXPECT_EQ(store->schema_version(), 2);
   EXPECT_EQ(raw_sql(path, "SELECT count(*) FROM stacks"), "1");
@@ -102,8 +103,8 @@ TEST_F(StoreTest, AVersionOneStoreGainsEvalItemsAndKeepsItsRuns) {
 TEST_F(StoreTest, MigrateRunsOnlyMissingStepsAndIsIdempotent) {
   const std::string path = store_path();
   SqliteStore::open(path);
-  const std::vector<Migration> steps = {migrations()[0], migrations()[1],
-                                        {3, "CREATE TABLE extra (x INTEGER)"}};
+  const std::vector<Migration> steps = {
+      migrations()[0], migrations()[1], {3, "CREATE TABLE extra (x INTEGER)"}};
   {
     Database db(path);
     EXPECT_EQ(migrate(db, steps), 3);  // would fail if version 1 ran again (tables exist)
@@ -116,8 +117,8 @@ TEST_F(StoreTest, MigrateRunsOnlyMissingStepsAndIsIdempotent) {
 TEST_F(StoreTest, FailedMigrationLeavesTheStoreAsItWas) {
   const std::string path = store_path();
   SqliteStore::open(path);
-  const std::vector<Migration> steps = {migrations()[0], migrations()[1],
-                                        {3, "CREATE TABLE extra (x INTEGER); CREATE TABLE ("}};
+  const std::vector<Migration> steps = {
+      migrations()[0], migrations()[1], {3, "CREATE TABLE extra (x INTEGER); CREATE TABLE ("}};
   EXPECT_DEATH(
       {
         Database db(path);

@@ -31,7 +31,6 @@ class MatrixTest : public SuiteFixture {
     }
     return "";
   }
-
 };
 
 std::vector<std::string> ids(const std::vector<Case>& cases) {

@@ -28,7 +28,6 @@ class PlatformTest : public SuiteFixture {
     }
     return "";
   }
-
 };
 
 // The message parsing the YAML scalar `text` with `parse` fails with ("" if it parses).
@@ -300,7 +299,8 @@ TEST_F(PlatformTest, PeaksErrors) {
 TEST_F(PlatformTest, ReadsTheServiceSection) {
   write("p.yaml",
         "platform: x\nbackend: cpu\nservice:\n  start: \"vllm serve {model} --port {port}\"\n"
-        "  url: http://127.0.0.1:{port}/\n  health: /health\n  startup_timeout: 10m\n  stop_grace: 5s\n"
+        "  url: http://127.0.0.1:{port}/\n  health: /health\n  startup_timeout: 10m\n  stop_grace: "
+        "5s\n"
         "  env: {CUDA_VISIBLE_DEVICES: \"0\"}\n  api_key_env: MY_KEY\n  model: served\n");
   const Platform p = load_platform(dir_.file("p.yaml"));
   EXPECT_TRUE(p.service.present);
@@ -312,23 +312,29 @@ TEST_F(PlatformTest, ReadsTheServiceSection) {
   EXPECT_EQ(p.service.env.at("CUDA_VISIBLE_DEVICES"), "0");
   EXPECT_EQ(p.service.api_key_env, "MY_KEY");
   EXPECT_EQ(p.service.model, "served");
-  EXPECT_FALSE(load_platform(H0_SOURCE_DIR "/configs/platforms/reference.yaml").service.start.empty());
+  EXPECT_FALSE(
+      load_platform(H0_SOURCE_DIR "/configs/platforms/reference.yaml").service.start.empty());
 }
 
 TEST_F(PlatformTest, ServiceErrorsNameThePlace) {
   const std::string head = "platform: x\nbackend: cpu\n";
   EXPECT_EQ(error_in(head + "service: vllm\n"),
-            "p.yaml:3:10: bad service: expected a mapping, e.g. {start: \"vllm serve {model} --port {port}\", url: "
+            "p.yaml:3:10: bad service: expected a mapping, e.g. {start: \"vllm serve {model} "
+            "--port {port}\", url: "
             "\"http://127.0.0.1:{port}\"}");
   EXPECT_EQ(error_in(head + "service: {health: /h}\n"),
-            "p.yaml:3:10: service needs `start` (a command that serves the model) or `url` (a running service)");
+            "p.yaml:3:10: service needs `start` (a command that serves the model) or `url` (a "
+            "running service)");
   EXPECT_EQ(error_in(head + "service: {url: \"http://h:{port}\"}\n"),
-            "p.yaml:3:10: service has no `start`, so its `url` cannot use {port}: name the running service's port");
-  EXPECT_EQ(error_in(head + "service: {url: ftp://h}\n"), "p.yaml:3:16: bad url: expected http://host:port or https://...");
+            "p.yaml:3:10: service has no `start`, so its `url` cannot use {port}: name the running "
+            "service's port");
+  EXPECT_EQ(error_in(head + "service: {url: ftp://h}\n"),
+            "p.yaml:3:16: bad url: expected http://host:port or https://...");
   EXPECT_EQ(error_in(head + "service: {start: s, startup_timeout: 0s}\n"),
             "p.yaml:3:38: bad startup_timeout: expected a duration > 0, e.g. 600s");
   EXPECT_EQ(error_in(head + "service: {start: s, port: 1}\n"),
-            "p.yaml:3:21: unknown field 'port' in service (expected one of: start, url, health, startup_timeout, "
+            "p.yaml:3:21: unknown field 'port' in service (expected one of: start, url, health, "
+            "startup_timeout, "
             "stop_grace, request_timeout, env, api_key_env, model, dialect)");
 }
 

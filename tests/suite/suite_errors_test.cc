@@ -31,7 +31,6 @@ class SuiteErrors : public SuiteFixture {
     write("s.yaml", text);
     return relative(error_of("s.yaml"));
   }
-
 };
 
 constexpr const char* kOpFields =
@@ -73,19 +72,23 @@ TEST_F(SuiteErrors, AnAliasBombIsRefusedAtItsNode) {
 TEST_F(SuiteErrors, InvalidUtf8IsRefusedWhereItIs) {
   EXPECT_EQ(error_in("suite: s\nchecks:\n  - id: \"ab\xff\"\n    kind: op\n"),
             "s.yaml:3:9: invalid UTF-8 (byte 0xFF at offset 2 of the value)");
-  EXPECT_EQ(error_in("suite: s\nchecks: [{id: a, kind: op, matrix: {dtype: [f32, \"\xc0\xaf\"]}}]\n"),
-            "s.yaml:2:50: invalid UTF-8 (byte 0xC0 at offset 0 of the value)");  // an overlong '/'
+  EXPECT_EQ(
+      error_in("suite: s\nchecks: [{id: a, kind: op, matrix: {dtype: [f32, \"\xc0\xaf\"]}}]\n"),
+      "s.yaml:2:50: invalid UTF-8 (byte 0xC0 at offset 0 of the value)");  // an overlong '/'
   EXPECT_EQ(error_in("suite: s\nchecks: [{id: \"\xed\xa0\x80\", kind: op}]\n"),
             "s.yaml:2:15: invalid UTF-8 (byte 0xED at offset 0 of the value)");  // a surrogate
-  EXPECT_EQ(error_in("suite: s\nchecks: [{id: \"caf\xc3\xa9\xe4\xb8\xad\", kind: op}]\n"), "");  // valid
+  EXPECT_EQ(error_in("suite: s\nchecks: [{id: \"caf\xc3\xa9\xe4\xb8\xad\", kind: op}]\n"),
+            "");  // valid
 }
 
 // `preset: null` or a mapping passed `list` and ended `run` in a JSON type error (exit 3).
 TEST_F(SuiteErrors, ATolerancePresetMustBeAName) {
   EXPECT_EQ(error_in("suite: s\nchecks: [{id: a, kind: op, tolerance: {preset: null}}]\n"),
-            "s.yaml:2:48: bad tolerance preset: expected a preset name (f32, bf16, f16, exact, ...), got null");
+            "s.yaml:2:48: bad tolerance preset: expected a preset name (f32, bf16, f16, exact, "
+            "...), got null");
   EXPECT_EQ(error_in("suite: s\nchecks: [{id: a, kind: op, tolerance: {preset: {a: 1}}}]\n"),
-            "s.yaml:2:48: bad tolerance preset: expected a preset name (f32, bf16, f16, exact, ...), got a mapping");
+            "s.yaml:2:48: bad tolerance preset: expected a preset name (f32, bf16, f16, exact, "
+            "...), got a mapping");
 }
 
 TEST_F(SuiteErrors, EmptyFile) {

@@ -21,7 +21,6 @@ class SuiteTest : public SuiteFixture {
     for (const auto& c : s.checks) out.push_back(c.id);
     return out;
   }
-
 };
 
 TEST_F(SuiteTest, ReadsTheFields) {

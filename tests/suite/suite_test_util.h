@@ -35,7 +35,8 @@ class SuiteFixture : public ::testing::Test {
   // `message` with the temporary directory's path cut out ("/tmp/x/s.yaml:1:2" -> "s.yaml:1:2").
   std::string relative(std::string message) const {
     const std::string prefix = dir_.path() + "/";
-    for (size_t at; (at = message.find(prefix)) != std::string::npos;) message.erase(at, prefix.size());
+    for (size_t at; (at = message.find(prefix)) != std::string::npos;)
+      message.erase(at, prefix.size());
     return message;
   }
 

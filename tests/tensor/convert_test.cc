@@ -96,7 +96,9 @@ void expect_f32_to(DType dtype, const char* golden, bool nan_keeps_sign) {
 }
 
 TEST(Convert, F32ToF16MatchesTorch) { expect_f32_to<uint16_t>(DType::kF16, "f32_to_f16", false); }
-TEST(Convert, F32ToBf16MatchesTorch) { expect_f32_to<uint16_t>(DType::kBF16, "f32_to_bf16", false); }
+TEST(Convert, F32ToBf16MatchesTorch) {
+  expect_f32_to<uint16_t>(DType::kBF16, "f32_to_bf16", false);
+}
 TEST(Convert, F32ToF8E4M3MatchesTorch) {
   expect_f32_to<uint8_t>(DType::kF8E4M3, "f32_to_f8_e4m3", true);
 }
@@ -121,24 +123,24 @@ TEST(Convert, F64ToF32MatchesTorch) {
 // The edges spelled out, so a failure reads as the rule that broke.
 TEST(Convert, NamedEdges) {
   const float inf = std::numeric_limits<float>::infinity();
-  EXPECT_EQ(f32_to_f16_bits(65504.0f), 0x7BFF);       // f16 max
-  EXPECT_EQ(f32_to_f16_bits(65519.996f), 0x7BFF);     // below the overflow midpoint
-  EXPECT_EQ(f32_to_f16_bits(65520.0f), 0x7C00);       // the midpoint ties to even: infinity
-  EXPECT_EQ(f32_to_f16_bits(0x1p-25f), 0x0000);       // half the smallest subnormal: ties to 0
+  EXPECT_EQ(f32_to_f16_bits(65504.0f), 0x7BFF);    // f16 max
+  EXPECT_EQ(f32_to_f16_bits(65519.996f), 0x7BFF);  // below the overflow midpoint
+  EXPECT_EQ(f32_to_f16_bits(65520.0f), 0x7C00);    // the midpoint ties to even: infinity
+  EXPECT_EQ(f32_to_f16_bits(0x1p-25f), 0x0000);    // half the smallest subnormal: ties to 0
   EXPECT_EQ(f32_to_f16_bits(0x1.000002p-25f), 0x0001);
   EXPECT_EQ(f32_to_f16_bits(-0.0f), 0x8000);
-  EXPECT_EQ(f32_to_bf16_bits(1.00390625f), 0x3F80);   // 1 + 2^-8: tie to even (down)
-  EXPECT_EQ(f32_to_bf16_bits(1.01171875f), 0x3F82);   // 1 + 3*2^-8: tie to even (up)
-  EXPECT_EQ(f32_to_bf16_bits(3.4e38f), 0x7F80);       // rounds past bf16 max: infinity
+  EXPECT_EQ(f32_to_bf16_bits(1.00390625f), 0x3F80);  // 1 + 2^-8: tie to even (down)
+  EXPECT_EQ(f32_to_bf16_bits(1.01171875f), 0x3F82);  // 1 + 3*2^-8: tie to even (up)
+  EXPECT_EQ(f32_to_bf16_bits(3.4e38f), 0x7F80);      // rounds past bf16 max: infinity
   EXPECT_EQ(f32_to_f8e4m3_bits(448.0f), 0x7E);
-  EXPECT_EQ(f32_to_f8e4m3_bits(470.0f), 0x7E);        // torch saturates, never NaN
+  EXPECT_EQ(f32_to_f8e4m3_bits(470.0f), 0x7E);  // torch saturates, never NaN
   EXPECT_EQ(f32_to_f8e4m3_bits(1e30f), 0x7E);
   EXPECT_EQ(f32_to_f8e4m3_bits(inf), 0x7E);
   EXPECT_EQ(f32_to_f8e4m3_bits(-inf), 0xFE);
-  EXPECT_EQ(f32_to_f8e4m3_bits(0x1p-9f), 0x01);       // smallest subnormal
-  EXPECT_EQ(f32_to_f8e4m3_bits(0x1p-10f), 0x00);      // half of it ties to 0
-  EXPECT_EQ(f32_to_f8e5m2_bits(57344.0f), 0x7B);      // e5m2 max
-  EXPECT_EQ(f32_to_f8e5m2_bits(61440.0f), 0x7C);      // midpoint to infinity ties to even: inf
+  EXPECT_EQ(f32_to_f8e4m3_bits(0x1p-9f), 0x01);   // smallest subnormal
+  EXPECT_EQ(f32_to_f8e4m3_bits(0x1p-10f), 0x00);  // half of it ties to 0
+  EXPECT_EQ(f32_to_f8e5m2_bits(57344.0f), 0x7B);  // e5m2 max
+  EXPECT_EQ(f32_to_f8e5m2_bits(61440.0f), 0x7C);  // midpoint to infinity ties to even: inf
   EXPECT_EQ(f32_to_f8e5m2_bits(inf), 0x7C);
   EXPECT_EQ(f32_to_f8e5m2_bits(std::nanf("")), 0x7F);
   EXPECT_EQ(f32_to_f8e4m3_bits(-std::nanf("")), 0xFF);

@@ -53,7 +53,8 @@ TEST(Philox, WordsMatchNumpyReference) {
     const Tensor words = golden().get(key(c, "words"));
     const Philox rng(c.seed, c.stream);
     for (int64_t i = 0; i < words.numel(); ++i) {
-      ASSERT_EQ(rng.word(static_cast<uint64_t>(i)), static_cast<uint32_t>(words.data_as<int64_t>()[i]))
+      ASSERT_EQ(rng.word(static_cast<uint64_t>(i)),
+                static_cast<uint32_t>(words.data_as<int64_t>()[i]))
           << key(c, "words") << "[" << i << "]";
     }
   }
@@ -81,8 +82,10 @@ TEST(Philox, NormalMatchesNumpyReferenceBitForBit) {
     rng.fill_normal(got64.data(), got64.size());
     rng.fill_normal(got32.data(), got32.size());
     for (size_t i = 0; i < got64.size(); ++i) {
-      ASSERT_EQ(std::bit_cast<uint64_t>(got64[i]), std::bit_cast<uint64_t>(e64.data_as<double>()[i]))
-          << key(c, "normal_f64") << "[" << i << "]: " << got64[i] << " vs " << e64.data_as<double>()[i];
+      ASSERT_EQ(std::bit_cast<uint64_t>(got64[i]),
+                std::bit_cast<uint64_t>(e64.data_as<double>()[i]))
+          << key(c, "normal_f64") << "[" << i << "]: " << got64[i] << " vs "
+          << e64.data_as<double>()[i];
       ASSERT_EQ(got32[i], e32.data_as<float>()[i]) << key(c, "normal_f32") << "[" << i << "]";
     }
   }

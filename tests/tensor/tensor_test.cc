@@ -79,7 +79,8 @@ TEST(Tensor, SliceCopiesAnyAxis) {
   ASSERT_EQ(a.shape(), (Shape{2, 2, 4}));
   for (int x = 0; x < 2; ++x)
     for (int y = 0; y < 2; ++y)
-      for (int z = 0; z < 4; ++z) EXPECT_EQ(a.data_as<int32_t>()[(x * 2 + y) * 4 + z], x * 12 + (y + 1) * 4 + z);
+      for (int z = 0; z < 4; ++z)
+        EXPECT_EQ(a.data_as<int32_t>()[(x * 2 + y) * 4 + z], x * 12 + (y + 1) * 4 + z);
   const Tensor b = t.slice(2, 3, 4);
   ASSERT_EQ(b.shape(), (Shape{2, 3, 1}));
   for (int r = 0; r < 6; ++r) EXPECT_EQ(b.data_as<int32_t>()[r], r * 4 + 3);

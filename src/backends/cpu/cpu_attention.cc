@@ -37,7 +37,8 @@ std::pair<int64_t, int64_t> visible(const AttentionShape& a, int64_t t) {
 
 // Many queries (prefill): per query head, scores = Q·Kᵀ and O = P·V as two GEMMs, the masked
 // softmax in between row by row. Same math as the row path; f32 GEMM accumulation order.
-void attend_gemm(const AttentionShape& a, const float* q, const float* k, const float* v, const hb_tensor& out) {
+void attend_gemm(const AttentionShape& a, const float* q, const float* k, const float* v,
+                 const hb_tensor& out) {
   const int64_t group = a.hq / a.hkv;
   std::vector<float> qh(size_t(a.t * a.dh)), kg(size_t(a.s * a.dh)), vg(size_t(a.s * a.dv));
   std::vector<float> scores(size_t(a.t * a.s)), oh(size_t(a.t * a.dv));
@@ -47,7 +48,8 @@ void attend_gemm(const AttentionShape& a, const float* q, const float* k, const 
       std::copy_n(v + (j * a.hkv + g) * a.dv, a.dv, vg.data() + j * a.dv);
     }
     for (int64_t h = g * group; h < (g + 1) * group; ++h) {
-      for (int64_t t = 0; t < a.t; ++t) std::copy_n(q + (t * a.hq + h) * a.dh, a.dh, qh.data() + t * a.dh);
+      for (int64_t t = 0; t < a.t; ++t)
+        std::copy_n(q + (t * a.hq + h) * a.dh, a.dh, qh.data() + t * a.dh);
       sgemm(a.t, a.s, a.dh, qh.data(), kg.data(), true, scores.data(), false);
       for (int64_t t = 0; t < a.t; ++t) {
         float* sr = scores.data() + t * a.s;
@@ -186,7 +188,8 @@ void paged_attention_kernel(const OpCall& call) {
                   " is outside the cache's " + std::to_string(nb) + " blocks");
   }
   // Key j from block_table[j / B], slot j % B, gathered into contiguous [len, Hkv, D] f32.
-  const std::vector<float> k = gather_paged(kc, table, len, hkv * dh), v = gather_paged(vc, table, len, hkv * dv);
+  const std::vector<float> k = gather_paged(kc, table, len, hkv * dh),
+                           v = gather_paged(vc, table, len, hkv * dv);
   const F32View qf(q);
   attend(a, qf.data(), k.data(), v.data(), call.out[0]);
 }

@@ -82,7 +82,8 @@ void require_tensor(const OpCall& call, const hb_tensor& t, const char* name,
 void require_like(const OpCall& call, const hb_tensor& t, const char* name, const hb_tensor& like) {
   bool same = t.ndim == like.ndim && t.dtype == like.dtype;
   for (int i = 0; same && i < t.ndim; ++i) same = t.shape[i] == like.shape[i];
-  if (!same) require(call, false, std::string(name) + " must be " + describe(like) + ", got " + describe(t));
+  if (!same)
+    require(call, false, std::string(name) + " must be " + describe(like) + ", got " + describe(t));
 }
 
 void require_index(const OpCall& call, const hb_tensor& t, const char* name,
@@ -146,7 +147,8 @@ std::string attr_s(const Json& a, const char* name, const std::string& fallback)
 
 bool attr_null(const Json& a, const char* name) { return attr_value(a, name) == nullptr; }
 
-std::vector<float> gather_paged(const hb_tensor& cache, const hb_tensor& table, int64_t len, int64_t width) {
+std::vector<float> gather_paged(const hb_tensor& cache, const hb_tensor& table, int64_t len,
+                                int64_t width) {
   const int64_t bsz = cache.shape[1];
   const auto* blocks = static_cast<const int32_t*>(table.data);
   std::vector<float> dst(size_t(len * width));

@@ -1,9 +1,10 @@
 // Element-wise ops and the embedding lookup.
 //   add(a, b) = a + b          mul(a, b) = a · b          (same shapes, any rank)
-//   silu(x) = x · sigmoid(x)    sigmoid(x) = 1 / (1 + e^−x)    gelu(x) = 0.5x(1 + erf(x/√2)), or with approximate = "tanh"
-//   0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))    swiglu(gate[T,F], up[T,F]) = silu(gate) · up
-//   embedding(ids[T], table[V,D]) = table[ids[t]] (a row copy: exact in every dtype), times the
-//   f32 value of attr scale when it is not 1 (rounded once into the table's dtype)
+//   silu(x) = x · sigmoid(x)    sigmoid(x) = 1 / (1 + e^−x)    gelu(x) = 0.5x(1 + erf(x/√2)), or
+//   with approximate = "tanh" 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))    swiglu(gate[T,F], up[T,F])
+//   = silu(gate) · up embedding(ids[T], table[V,D]) = table[ids[t]] (a row copy: exact in every
+//   dtype), times the f32 value of attr scale when it is not 1 (rounded once into the table's
+//   dtype)
 // Elements are processed in blocks: narrow inputs are widened into a stack buffer, the block
 // is computed in f32 and rounded into the output.
 #include <algorithm>
@@ -131,14 +132,16 @@ void embedding_kernel(const OpCall& call) {
     const int64_t id = index_at(ids, i);
     if (id < 0 || id >= v)
       require(call, false,
-              "ids[" + std::to_string(i) + "] = " + std::to_string(id) + " is outside the table's " +
-                  std::to_string(v) + " rows");
+              "ids[" + std::to_string(i) + "] = " + std::to_string(id) +
+                  " is outside the table's " + std::to_string(v) + " rows");
   }
   const size_t row_bytes = static_cast<size_t>(d) * elem_size(table.dtype);
   const auto* src = static_cast<const std::byte*>(table.data);
   auto* dst = static_cast<std::byte*>(call.out[0].data);
   const float scale = static_cast<float>(attr_f(call.attrs, "scale", 1.0));
-  if (scale != 1.0f) require(call, is_float(table.dtype), "a scaled table must be f32, bf16 or f16, got " + describe(table));
+  if (scale != 1.0f)
+    require(call, is_float(table.dtype),
+            "a scaled table must be f32, bf16 or f16, got " + describe(table));
   base::parallel_for(static_cast<size_t>(t), row_grain(d), [&](size_t, size_t b, size_t e) {
     std::vector<float> row(scale != 1.0f ? static_cast<size_t>(d) : 0);
     for (size_t i = b; i < e; ++i) {

@@ -106,7 +106,8 @@ bool attr_null(const Json& a, const char* name);  // absent or null
 
 // Keys 0..len-1 of a paged cache [NB, B, ...] (`width` values each, key j at block
 // table[j / B], slot j % B) as contiguous f32 [len, width]; the caller has checked the table.
-std::vector<float> gather_paged(const hb_tensor& cache, const hb_tensor& table, int64_t len, int64_t width);
+std::vector<float> gather_paged(const hb_tensor& cache, const hb_tensor& table, int64_t len,
+                                int64_t width);
 
 // Rows per parallel_for chunk so that a chunk holds about 64K elements of work.
 size_t row_grain(int64_t row_elements);
@@ -117,35 +118,35 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool
            float* c, bool accumulate);
 
 // The kernels, one per catalogue op, in their family files.
-void matmul_kernel(const OpCall& call);           // cpu_gemm.cc
-void linear_kernel(const OpCall& call);           // cpu_gemm.cc
-void embedding_kernel(const OpCall& call);        // cpu_elementwise.cc
-void add_kernel(const OpCall& call);              // cpu_elementwise.cc
-void mul_kernel(const OpCall& call);              // cpu_elementwise.cc
-void silu_kernel(const OpCall& call);             // cpu_elementwise.cc
-void sigmoid_kernel(const OpCall& call);          // cpu_elementwise.cc
-void gelu_kernel(const OpCall& call);             // cpu_elementwise.cc
-void swiglu_kernel(const OpCall& call);           // cpu_elementwise.cc
-void rmsnorm_kernel(const OpCall& call);          // cpu_norm.cc
-void layernorm_kernel(const OpCall& call);        // cpu_norm.cc
-void rmsnorm_gated_kernel(const OpCall& call);    // cpu_norm.cc
-void softmax_kernel(const OpCall& call);          // cpu_norm.cc
-void rope_kernel(const OpCall& call);             // cpu_rope.cc
-void attention_kernel(const OpCall& call);        // cpu_attention.cc
-void paged_attention_kernel(const OpCall& call);  // cpu_attention.cc
-void lightning_indexer_kernel(const OpCall& call); // cpu_sparse_attention.cc
-void sparse_attention_kernel(const OpCall& call);  // cpu_sparse_attention.cc
-void causal_conv1d_kernel(const OpCall& call);    // cpu_linear_attention.cc
-void gated_delta_rule_kernel(const OpCall& call); // cpu_linear_attention.cc
-void gdn_gating_kernel(const OpCall& call);       // cpu_linear_attention.cc
-void moe_gate_kernel(const OpCall& call);         // cpu_moe.cc
-void moe_experts_kernel(const OpCall& call);      // cpu_moe.cc
-void patch_embed_kernel(const OpCall& call);      // cpu_gemm.cc
-void quantize_kernel(const OpCall& call);         // cpu_quant.cc
-void dequantize_kernel(const OpCall& call);       // cpu_quant.cc
-void dequantize_mxfp4_kernel(const OpCall& call); // cpu_quant.cc
-void scaled_linear_kernel(const OpCall& call);    // cpu_quant.cc
-void argmax_kernel(const OpCall& call);           // cpu_sampling.cc
-void sample_kernel(const OpCall& call);           // cpu_sampling.cc
+void matmul_kernel(const OpCall& call);             // cpu_gemm.cc
+void linear_kernel(const OpCall& call);             // cpu_gemm.cc
+void embedding_kernel(const OpCall& call);          // cpu_elementwise.cc
+void add_kernel(const OpCall& call);                // cpu_elementwise.cc
+void mul_kernel(const OpCall& call);                // cpu_elementwise.cc
+void silu_kernel(const OpCall& call);               // cpu_elementwise.cc
+void sigmoid_kernel(const OpCall& call);            // cpu_elementwise.cc
+void gelu_kernel(const OpCall& call);               // cpu_elementwise.cc
+void swiglu_kernel(const OpCall& call);             // cpu_elementwise.cc
+void rmsnorm_kernel(const OpCall& call);            // cpu_norm.cc
+void layernorm_kernel(const OpCall& call);          // cpu_norm.cc
+void rmsnorm_gated_kernel(const OpCall& call);      // cpu_norm.cc
+void softmax_kernel(const OpCall& call);            // cpu_norm.cc
+void rope_kernel(const OpCall& call);               // cpu_rope.cc
+void attention_kernel(const OpCall& call);          // cpu_attention.cc
+void paged_attention_kernel(const OpCall& call);    // cpu_attention.cc
+void lightning_indexer_kernel(const OpCall& call);  // cpu_sparse_attention.cc
+void sparse_attention_kernel(const OpCall& call);   // cpu_sparse_attention.cc
+void causal_conv1d_kernel(const OpCall& call);      // cpu_linear_attention.cc
+void gated_delta_rule_kernel(const OpCall& call);   // cpu_linear_attention.cc
+void gdn_gating_kernel(const OpCall& call);         // cpu_linear_attention.cc
+void moe_gate_kernel(const OpCall& call);           // cpu_moe.cc
+void moe_experts_kernel(const OpCall& call);        // cpu_moe.cc
+void patch_embed_kernel(const OpCall& call);        // cpu_gemm.cc
+void quantize_kernel(const OpCall& call);           // cpu_quant.cc
+void dequantize_kernel(const OpCall& call);         // cpu_quant.cc
+void dequantize_mxfp4_kernel(const OpCall& call);   // cpu_quant.cc
+void scaled_linear_kernel(const OpCall& call);      // cpu_quant.cc
+void argmax_kernel(const OpCall& call);             // cpu_sampling.cc
+void sample_kernel(const OpCall& call);             // cpu_sampling.cc
 
 }  // namespace h0::backends::cpu

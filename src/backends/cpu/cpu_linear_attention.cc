@@ -89,7 +89,8 @@ void causal_conv1d_kernel(const OpCall& call) {
   const hb_dtype dt = x.dtype;
   require_tensor(call, x, "x", {-1, -1}, dt);
   const int64_t t = x.shape[0], c = x.shape[1];
-  require(call, w_t.ndim == 2 && w_t.shape[0] == c && w_t.shape[1] >= 2, "w must be [C, K >= 2], got " + describe(w_t));
+  require(call, w_t.ndim == 2 && w_t.shape[0] == c && w_t.shape[1] >= 2,
+          "w must be [C, K >= 2], got " + describe(w_t));
   const int64_t k = w_t.shape[1];
   require_tensor(call, w_t, "w", {c, k}, dt);
   require_tensor(call, state_t, "state", {c, k - 1}, dt);
@@ -104,7 +105,9 @@ void causal_conv1d_kernel(const OpCall& call) {
   if (has_bias) bv.emplace(call.in[3]);
   const float *xs = xv.data(), *ws = wv.data(), *ss = sv.data();
   // xp(i, ch): column i of state ++ x along time.
-  auto xp = [&](int64_t i, int64_t ch) { return i < k - 1 ? ss[ch * (k - 1) + i] : xs[(i - (k - 1)) * c + ch]; };
+  auto xp = [&](int64_t i, int64_t ch) {
+    return i < k - 1 ? ss[ch * (k - 1) + i] : xs[(i - (k - 1)) * c + ch];
+  };
   std::vector<float> y(size_t(t * c));
   base::parallel_for(size_t(t), row_grain(c * k), [&](size_t, size_t b, size_t e) {
     for (size_t r = b; r < e; ++r) {
@@ -130,8 +133,11 @@ void gated_delta_rule_kernel(const OpCall& call) {
   require_tensor(call, q_t, "q", {-1, -1, -1}, dt);
   const int64_t t = q_t.shape[0], hk = q_t.shape[1], dk = q_t.shape[2];
   require_tensor(call, k_t, "k", {t, hk, dk}, dt);
-  require(call, v_t.ndim == 3 && v_t.shape[0] == t && hk > 0 && v_t.shape[1] % hk == 0 && v_t.shape[1] > 0,
-          "v must be [T, Hv, Dv] with Hv a multiple of Hk = " + std::to_string(hk) + ", got " + describe(v_t));
+  require(
+      call,
+      v_t.ndim == 3 && v_t.shape[0] == t && hk > 0 && v_t.shape[1] % hk == 0 && v_t.shape[1] > 0,
+      "v must be [T, Hv, Dv] with Hv a multiple of Hk = " + std::to_string(hk) + ", got " +
+          describe(v_t));
   const int64_t hv = v_t.shape[1], dv = v_t.shape[2];
   require_tensor(call, v_t, "v", {t, hv, dv}, dt);
   require_tensor(call, g_t, "g", {t, hv}, HB_F32);
@@ -139,7 +145,8 @@ void gated_delta_rule_kernel(const OpCall& call) {
   require_tensor(call, state_t, "state", {hv, dk, dv}, HB_F32);
   require_tensor(call, call.out[0], "o", {t, hv, dv}, dt);
   require_tensor(call, call.out[1], "state_out", {hv, dk, dv}, HB_F32);
-  const float scale = float(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(double(dk)) : attr_f(call.attrs, "scale", 1.0));
+  const float scale = float(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(double(dk))
+                                                           : attr_f(call.attrs, "scale", 1.0));
   const bool l2 = attr_b(call.attrs, "l2norm_qk", true);
   const float eps = float(attr_f(call.attrs, "l2norm_eps", 1e-6));
 
@@ -157,7 +164,9 @@ void gated_delta_rule_kernel(const OpCall& call) {
     }
   });
   const F32View v(v_t), beta(beta_t);
-  const Delta d{t, hk, dk, hv, dv, q.data(), k.data(), v.data(), static_cast<const float*>(g_t.data), beta.data()};
+  const Delta d{
+      t,          hk, dk, hv, dv, q.data(), k.data(), v.data(), static_cast<const float*>(g_t.data),
+      beta.data()};
   // The state is updated in place in state_out.
   float* s = static_cast<float*>(call.out[1].data);
   if (s != state_t.data) std::copy_n(static_cast<const float*>(state_t.data), hv * dk * dv, s);
@@ -171,7 +180,8 @@ void gated_delta_rule_kernel(const OpCall& call) {
   });
   std::vector<float> out(size_t(t * hv * dv));
   for (int64_t h = 0; h < hv; ++h) {
-    for (int64_t r = 0; r < t; ++r) std::copy_n(o.data() + (h * t + r) * dv, dv, out.data() + (r * hv + h) * dv);
+    for (int64_t r = 0; r < t; ++r)
+      std::copy_n(o.data() + (h * t + r) * dv, dv, out.data() + (r * hv + h) * dv);
   }
   store_all(out, call.out[0]);
 }

@@ -7,7 +7,8 @@
 //   moe_experts(x[T,D], weights[T,k], ids[T,k], w_gate[E,F,D], w_up[E,F,D], w_down[E,D,F])
 //     y[t] = Σ_j weights[t,j] · down_e(silu(gate_e x_t) · up_e x_t), e = ids[t,j]
 //     optional b_gate[E,F], b_up[E,F], b_down[E,D] (all three) add to the projections; attr
-//     activation clamped_swiglu (GPT-OSS): (clamp(u, ±limit) + 1) · g'·sigmoid(alpha·g'), g' = min(g, limit)
+//     activation clamped_swiglu (GPT-OSS): (clamp(u, ±limit) + 1) · g'·sigmoid(alpha·g'), g' =
+//     min(g, limit)
 // moe_experts groups the tokens routed to each expert and runs the three projections as
 // sgemms over that group, experts in id order, so y accumulates in a fixed order.
 #include <algorithm>
@@ -142,7 +143,9 @@ void moe_experts_kernel(const OpCall& call) {
   require_tensor(call, call.out[0], "y", {t, d}, dt);
   const bool biased = call.n_in > 6;
   if (biased) {
-    require(call, call.n_in == 9, "b_gate, b_up and b_down come together (got " + std::to_string(call.n_in - 6) + " of 3)");
+    require(
+        call, call.n_in == 9,
+        "b_gate, b_up and b_down come together (got " + std::to_string(call.n_in - 6) + " of 3)");
     require_tensor(call, call.in[6], "b_gate", {e, f}, dt);
     require_tensor(call, call.in[7], "b_up", {e, f}, dt);
     require_tensor(call, call.in[8], "b_down", {e, d}, dt);
@@ -217,7 +220,8 @@ void moe_experts_kernel(const OpCall& call) {
         gate[i] = (u + 1.0f) * g / (1.0f + std::exp(-alpha * g));
       }
     } else {
-      for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+      for (size_t i = 0; i < gate.size(); ++i)
+        gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
     }
     sgemm(n, d, f, gate.data(), dn, true, out.data(), false);
     if (biased) {

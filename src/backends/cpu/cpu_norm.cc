@@ -56,7 +56,8 @@ void norm(const OpCall& call, bool center) {
   std::vector<float> shifted;  // offset + w (Gemma's 1 + w), in f32
   if (const double offset = center ? 0.0 : attr_f(call.attrs, "offset", 0.0); offset != 0) {
     shifted.resize(static_cast<size_t>(d));
-    for (int64_t j = 0; j < d; ++j) shifted[static_cast<size_t>(j)] = static_cast<float>(offset) + wp[j];
+    for (int64_t j = 0; j < d; ++j)
+      shifted[static_cast<size_t>(j)] = static_cast<float>(offset) + wp[j];
     wp = shifted.data();
   }
   const float inv_d = 1.0f / static_cast<float>(d);
@@ -110,7 +111,8 @@ void rmsnorm_gated_kernel(const OpCall& call) {
 #pragma omp simd reduction(+ : sq)
       for (int64_t j = 0; j < d; ++j) sq += row[j] * row[j];
       const float inv = 1.0f / std::sqrt(sq * inv_d + eps);
-      for (int64_t j = 0; j < d; ++j) out[j] = row[j] * inv * w[j] * (z[j] / (1.0f + std::exp(-z[j])));
+      for (int64_t j = 0; j < d; ++j)
+        out[j] = row[j] * inv * w[j] * (z[j] / (1.0f + std::exp(-z[j])));
     }
   });
   store_all(y, call.out[0]);

@@ -5,7 +5,8 @@
 //     x.shape[:-1] + [ceil(N / block)]). scale = f32(amax / qmax), 1 where amax == 0;
 //     q = round-to-nearest-even(x / scale) with the quotient in f64, saturated to ±qmax
 //     (qmax = 127, 448, 57344); f8 results are rounded through f32 like tensor::convert.
-//     `block2d` (a block_rows × block tile of a 2-D x; scale [ceil(M / block_rows), ceil(N / block)]).
+//     `block2d` (a block_rows × block tile of a 2-D x; scale [ceil(M / block_rows), ceil(N /
+//     block)]).
 //   dequantize(q, scale) -> x = q · scale in f32, rounded once to attr out_dtype.
 //   scaled_linear(x[T,K], w[N,K], w_scale, bias[N]?) -> y = x'·(w ⊙ w_scale)ᵀ + bias: the weight
 //     widened to f32 on the fly (a 256-entry table per byte, one scale per block run), never
@@ -43,7 +44,8 @@ struct QuantLayout {
 
   size_t scale_index(size_t row, size_t col) const {
     if (whole_tensor) return 0;
-    return (row / static_cast<size_t>(block_rows)) * static_cast<size_t>(blocks) + col / static_cast<size_t>(group);
+    return (row / static_cast<size_t>(block_rows)) * static_cast<size_t>(blocks) +
+           col / static_cast<size_t>(group);
   }
 };
 
@@ -83,7 +85,8 @@ QuantLayout quant_layout(const OpCall& call, const hb_tensor& x, const hb_tensor
     want.shape[0] = (l.rows + l.block_rows - 1) / l.block_rows;
     want.shape[want.ndim++] = l.blocks;
   } else {
-    require(call, false, "attr granularity must be tensor, channel, block or block2d, got '" + gran + "'");
+    require(call, false,
+            "attr granularity must be tensor, channel, block or block2d, got '" + gran + "'");
   }
   bool same = scale.dtype == HB_F32 && scale.ndim == want.ndim;
   for (int i = 0; same && i < want.ndim; ++i) same = scale.shape[i] == want.shape[i];
@@ -168,11 +171,13 @@ void quantize_kernel(const OpCall& call) {
     const size_t tiles_down = static_cast<size_t>((l.rows + l.block_rows - 1) / l.block_rows);
     base::parallel_for(tiles_down, 1, [&](size_t, size_t b, size_t e) {
       for (size_t tr = b; tr < e; ++tr) {
-        const int64_t r0 = static_cast<int64_t>(tr) * l.block_rows, r1 = std::min(l.rows, r0 + l.block_rows);
+        const int64_t r0 = static_cast<int64_t>(tr) * l.block_rows,
+                      r1 = std::min(l.rows, r0 + l.block_rows);
         for (int64_t blk = 0; blk < l.blocks; ++blk) {
           const int64_t start = blk * l.group, len = std::min(l.group, l.n - start);
           float amax = 0;
-          for (int64_t r = r0; r < r1; ++r) amax = std::max(amax, amax_of(xf.data() + r * l.n + start, len));
+          for (int64_t r = r0; r < r1; ++r)
+            amax = std::max(amax, amax_of(xf.data() + r * l.n + start, len));
           const float s = scale_for(amax, l.format.qmax);
           scales[tr * static_cast<size_t>(l.blocks) + static_cast<size_t>(blk)] = s;
           for (int64_t r = r0; r < r1; ++r) {
@@ -211,7 +216,8 @@ void dequantize_kernel(const OpCall& call) {
   const size_t grain = static_cast<size_t>(std::max<int64_t>(1, l.n)) * row_grain(l.n);
   const float* table = table_of(q.dtype).value;  // i8 and f8 widen exactly
   const auto* bytes = static_cast<const uint8_t*>(q.data);
-  const size_t n = static_cast<size_t>(l.n), group = l.whole_tensor ? n : static_cast<size_t>(l.group);
+  const size_t n = static_cast<size_t>(l.n),
+               group = l.whole_tensor ? n : static_cast<size_t>(l.group);
   base::parallel_for(total, grain, [&](size_t, size_t b, size_t e) {  // whole rows
     std::vector<float> v(e - b);
     for (size_t row = b / std::max<size_t>(n, 1); row * n < e; ++row) {
@@ -241,8 +247,10 @@ void fake_quantize_activations(std::vector<float>* x, int64_t t, int64_t k, int6
         const int64_t len = std::min(block, k - start);
         const float s = scale_for(amax_of(row + start, len), f8.qmax);
         for (int64_t j = start; j < start + len; ++j) {
-          const double v = std::clamp(static_cast<double>(row[j]) / static_cast<double>(s), -f8.qmax, f8.qmax);
-          row[j] = tensor::f8e4m3_bits_to_f32(tensor::f32_to_f8e4m3_bits(static_cast<float>(v))) * s;
+          const double v =
+              std::clamp(static_cast<double>(row[j]) / static_cast<double>(s), -f8.qmax, f8.qmax);
+          row[j] =
+              tensor::f8e4m3_bits_to_f32(tensor::f32_to_f8e4m3_bits(static_cast<float>(v))) * s;
         }
       }
     }
@@ -251,8 +259,8 @@ void fake_quantize_activations(std::vector<float>* x, int64_t t, int64_t k, int6
 
 // Rows [r0, r1) of w[N,K] as f32 into dst (row-major, K wide): w · w_scale, a block of bk
 // columns at a time under one scale. The product is f32, as dequantize's.
-void widen_rows(const hb_tensor& w, const float* scales, int64_t k, int64_t bn, int64_t bk, int64_t r0, int64_t r1,
-                float* dst) {
+void widen_rows(const hb_tensor& w, const float* scales, int64_t k, int64_t bn, int64_t bk,
+                int64_t r0, int64_t r1, float* dst) {
   const int64_t kb = (k + bk - 1) / bk;
   const float* table = table_of(w.dtype).value;
   const auto* q = static_cast<const uint8_t*>(w.data);
@@ -262,7 +270,8 @@ void widen_rows(const hb_tensor& w, const float* scales, int64_t k, int64_t bn, 
     const float* s = scales + (r / bn) * kb;
     for (int64_t c = 0; c < kb; ++c) {
       const float scale = s[c];
-      for (int64_t j = c * bk, end = std::min(k, j + bk); j < end; ++j) row[j] = table[src[j]] * scale;
+      for (int64_t j = c * bk, end = std::min(k, j + bk); j < end; ++j)
+        row[j] = table[src[j]] * scale;
     }
   }
 }
@@ -287,7 +296,8 @@ void scaled_linear_kernel(const OpCall& call) {
   const int64_t t = x.shape[0], k = x.shape[1];
   const std::string wname = attr_s(call.attrs, "dtype", "f8_e4m3");
   const QuantFormat* format = find_format(wname);
-  require(call, format != nullptr, "attr dtype must be f8_e4m3, f8_e5m2 or i8, got '" + wname + "'");
+  require(call, format != nullptr,
+          "attr dtype must be f8_e4m3, f8_e5m2 or i8, got '" + wname + "'");
   require_tensor(call, w, "w", {-1, k}, format->dtype);
   const int64_t n = w.shape[0];
   const int64_t bn = attr_i(call.attrs, "block_n", 128), bk = attr_i(call.attrs, "block_k", 128);
@@ -298,7 +308,8 @@ void scaled_linear_kernel(const OpCall& call) {
   const hb_tensor& out = call.out[0];
   require_tensor(call, out, "y", {t, n}, dt);
   const std::string act = attr_s(call.attrs, "act_quant", "none");
-  require(call, act == "none" || act == "dynamic", "attr act_quant must be none or dynamic, got '" + act + "'");
+  require(call, act == "none" || act == "dynamic",
+          "attr act_quant must be none or dynamic, got '" + act + "'");
 
   std::vector<float> xs(static_cast<size_t>(t * k));
   load_f32(x, 0, xs.size(), xs.data());
@@ -317,16 +328,19 @@ void scaled_linear_kernel(const OpCall& call) {
     base::parallel_for(static_cast<size_t>(n), row_grain(k * t), [&](size_t, size_t b, size_t e) {
       std::vector<float> row(static_cast<size_t>(k));
       for (size_t r = b; r < e; ++r) {
-        widen_rows(w, scales, k, bn, bk, static_cast<int64_t>(r), static_cast<int64_t>(r) + 1, row.data());
+        widen_rows(w, scales, k, bn, bk, static_cast<int64_t>(r), static_cast<int64_t>(r) + 1,
+                   row.data());
         for (int64_t i = 0; i < t; ++i) {
-          y[i * n + static_cast<int64_t>(r)] = dot(xs.data() + i * k, row.data(), k) + (bias ? bias_f[r] : 0.0f);
+          y[i * n + static_cast<int64_t>(r)] =
+              dot(xs.data() + i * k, row.data(), k) + (bias ? bias_f[r] : 0.0f);
         }
       }
     });
   } else {
     // Block rows in groups of about 4M widened elements (16 MB), each group one sgemm into a
     // [T, rows] buffer that is then placed into y's columns.
-    const int64_t group = std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, k * bn)) * bn;
+    const int64_t group =
+        std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, k * bn)) * bn;
     std::vector<float> wide, part;
     for (int64_t r0 = 0; r0 < n; r0 += group) {
       const int64_t rows = std::min(group, n - r0);
@@ -339,7 +353,8 @@ void scaled_linear_kernel(const OpCall& call) {
       sgemm(t, rows, k, xs.data(), wide.data(), true, part.data(), false);
       for (int64_t i = 0; i < t; ++i) {
         for (int64_t c = 0; c < rows; ++c) {
-          y[i * n + r0 + c] = part[static_cast<size_t>(i * rows + c)] + (bias ? bias_f[static_cast<size_t>(r0 + c)] : 0.0f);
+          y[i * n + r0 + c] = part[static_cast<size_t>(i * rows + c)] +
+                              (bias ? bias_f[static_cast<size_t>(r0 + c)] : 0.0f);
         }
       }
     }
@@ -354,19 +369,23 @@ namespace h0::backends::cpu {
 // dequantize_mxfp4(blocks[..., G, 16] u8, scales[..., G] u8) -> x[..., G·32]: two E2M1 values per
 // byte (low nibble first), times 2^(scale − 127) per 32; exact in f32 before the one store.
 void dequantize_mxfp4_kernel(const OpCall& call) {
-  static constexpr float kE2M1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+  static constexpr float kE2M1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                                       -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
   const hb_tensor &blocks = call.in[0], &scales = call.in[1], &out = call.out[0];
-  require(call, blocks.dtype == HB_U8 && scales.dtype == HB_U8, "blocks and scales must be u8, got " +
-                                                                    describe(blocks) + " and " + describe(scales));
-  require(call, scales.ndim >= 1 && blocks.ndim == scales.ndim + 1 && blocks.shape[blocks.ndim - 1] == 16,
-          "blocks must be [..., G, 16] over scales [..., G], got " + describe(blocks) + " and " + describe(scales));
+  require(call, blocks.dtype == HB_U8 && scales.dtype == HB_U8,
+          "blocks and scales must be u8, got " + describe(blocks) + " and " + describe(scales));
+  require(call,
+          scales.ndim >= 1 && blocks.ndim == scales.ndim + 1 && blocks.shape[blocks.ndim - 1] == 16,
+          "blocks must be [..., G, 16] over scales [..., G], got " + describe(blocks) + " and " +
+              describe(scales));
   for (int i = 0; i < scales.ndim; ++i) {
-    require(call, blocks.shape[i] == scales.shape[i], "blocks " + describe(blocks) + " do not match scales " + describe(scales));
+    require(call, blocks.shape[i] == scales.shape[i],
+            "blocks " + describe(blocks) + " do not match scales " + describe(scales));
   }
   const size_t groups = static_cast<size_t>(numel(scales));
   bool same = out.ndim == scales.ndim && is_float(out.dtype);
-  for (int i = 0; same && i < scales.ndim; ++i) same = out.shape[i] == scales.shape[i] * (i == scales.ndim - 1 ? 32 : 1);
+  for (int i = 0; same && i < scales.ndim; ++i)
+    same = out.shape[i] == scales.shape[i] * (i == scales.ndim - 1 ? 32 : 1);
   require(call, same, "x must be f32, bf16 or f16 of [..., G·32], got " + describe(out));
   const auto* b = static_cast<const uint8_t*>(blocks.data);
   const auto* s = static_cast<const uint8_t*>(scales.data);

@@ -42,8 +42,9 @@ void rope_kernel(const OpCall& call) {
   }
   std::vector<int64_t> axis;  // per pair, its row of positions (mrope); empty: positions [T]
   int64_t axes = 1;
-  if (const std::string e = h0p::rope_mrope(call.attrs.is_object() && call.attrs.contains("mrope") ? call.attrs["mrope"] : Json(),
-                                            theta, rd, !scaling.is_null(), &freqs, &axis, &axes);
+  if (const std::string e = h0p::rope_mrope(
+          call.attrs.is_object() && call.attrs.contains("mrope") ? call.attrs["mrope"] : Json(),
+          theta, rd, !scaling.is_null(), &freqs, &axis, &axes);
       !e.empty()) {
     require(call, false, e);
   }
@@ -60,7 +61,8 @@ void rope_kernel(const OpCall& call) {
     for (size_t tok = b; tok < e; ++tok) {
       for (int64_t i = 0; i < half; ++i) {
         const int64_t a = axis.empty() ? 0 : axis[static_cast<size_t>(i)];
-        const double pos = static_cast<double>(index_at(positions, a * t + static_cast<int64_t>(tok)));
+        const double pos =
+            static_cast<double>(index_at(positions, a * t + static_cast<int64_t>(tok)));
         const double angle = pos * freqs.inv_freq[static_cast<size_t>(i)];
         cs[static_cast<size_t>(i)] = static_cast<float>(std::cos(angle) * freqs.attention_factor);
         sn[static_cast<size_t>(i)] = static_cast<float>(std::sin(angle) * freqs.attention_factor);

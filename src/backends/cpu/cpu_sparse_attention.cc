@@ -40,8 +40,8 @@ Paged paged_context(const OpCall& call, const hb_tensor& cache, const hb_tensor&
   const auto* blocks = static_cast<const int32_t*>(table.data);
   for (int64_t i = 0; i * bsz < p.len; ++i) {
     require(call, blocks[i] >= 0 && blocks[i] < nb,
-            "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) + " is outside the cache's " +
-                std::to_string(nb) + " blocks");
+            "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) +
+                " is outside the cache's " + std::to_string(nb) + " blocks");
   }
   return p;
 }
@@ -67,14 +67,16 @@ void lightning_indexer_kernel(const OpCall& call) {
   require_tensor(call, call.out[0], "indices", {t, topk}, HB_I32);
   const Paged p = paged_context(call, kc, table, t);
   const std::vector<float> k = gather_paged(kc, table, p.len, d);
-  const float scale = float(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(double(d)) : attr_f(call.attrs, "scale", 1.0));
+  const float scale = float(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(double(d))
+                                                           : attr_f(call.attrs, "scale", 1.0));
   const F32View q(q_t), w(w_t);
   auto* out = static_cast<int32_t*>(call.out[0].data);
   base::parallel_for(size_t(t), row_grain(p.len * h * d), [&](size_t, size_t b, size_t e) {
     std::vector<float> score;
     std::vector<int32_t> keys;
     for (size_t r = b; r < e; ++r) {
-      const int64_t visible = p.causal ? std::clamp<int64_t>(p.q_offset + int64_t(r) + 1, 0, p.len) : p.len;
+      const int64_t visible =
+          p.causal ? std::clamp<int64_t>(p.q_offset + int64_t(r) + 1, 0, p.len) : p.len;
       score.assign(size_t(visible), 0.0f);
       for (int64_t j = 0; j < visible; ++j) {
         float s = 0;
@@ -88,7 +90,8 @@ void lightning_indexer_kernel(const OpCall& call) {
       std::iota(keys.begin(), keys.end(), 0);
       const int64_t kept = std::min(topk, visible);
       std::partial_sort(keys.begin(), keys.begin() + kept, keys.end(), [&](int32_t x, int32_t y) {
-        return score[size_t(x)] > score[size_t(y)] || (score[size_t(x)] == score[size_t(y)] && x < y);
+        return score[size_t(x)] > score[size_t(y)] ||
+               (score[size_t(x)] == score[size_t(y)] && x < y);
       });
       int32_t* row = out + r * size_t(topk);
       std::copy_n(keys.begin(), kept, row);
@@ -98,7 +101,8 @@ void lightning_indexer_kernel(const OpCall& call) {
 }
 
 void sparse_attention_kernel(const OpCall& call) {
-  const hb_tensor &q_t = call.in[0], &kc = call.in[1], &vc = call.in[2], &table = call.in[3], &idx_t = call.in[4];
+  const hb_tensor &q_t = call.in[0], &kc = call.in[1], &vc = call.in[2], &table = call.in[3],
+                  &idx_t = call.in[4];
   const hb_dtype dt = q_t.dtype;
   require_tensor(call, q_t, "q", {-1, -1, -1}, dt);
   const int64_t t = q_t.shape[0], hq = q_t.shape[1], dh = q_t.shape[2];
@@ -107,19 +111,23 @@ void sparse_attention_kernel(const OpCall& call) {
   require_tensor(call, vc, "v_cache", {nb, bsz, hkv, -1}, dt);
   const int64_t dv = vc.shape[3];
   require(call, hkv > 0 && hq % hkv == 0,
-          "q heads (" + std::to_string(hq) + ") must be a multiple of kv heads (" + std::to_string(hkv) + ")");
+          "q heads (" + std::to_string(hq) + ") must be a multiple of kv heads (" +
+              std::to_string(hkv) + ")");
   require_tensor(call, idx_t, "indices", {t, -1}, HB_I32);
   const int64_t n_idx = idx_t.shape[1];
   require_tensor(call, call.out[0], "o", {t, hq, dv}, dt);
   const Paged p = paged_context(call, kc, table, t);
-  const std::vector<float> k = gather_paged(kc, table, p.len, hkv * dh), v = gather_paged(vc, table, p.len, hkv * dv);
+  const std::vector<float> k = gather_paged(kc, table, p.len, hkv * dh),
+                           v = gather_paged(vc, table, p.len, hkv * dv);
   const auto* idx = static_cast<const int32_t*>(idx_t.data);
   for (int64_t i = 0; i < t * n_idx; ++i) {
     require(call, idx[i] >= -1 && idx[i] < p.len,
-            "indices[" + std::to_string(i / n_idx) + ", " + std::to_string(i % n_idx) + "] = " + std::to_string(idx[i]) +
+            "indices[" + std::to_string(i / n_idx) + ", " + std::to_string(i % n_idx) +
+                "] = " + std::to_string(idx[i]) +
                 " is outside [-1, context_len = " + std::to_string(p.len) + ")");
   }
-  const float scale = float(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(double(dh)) : attr_f(call.attrs, "scale", 1.0));
+  const float scale = float(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(double(dh))
+                                                           : attr_f(call.attrs, "scale", 1.0));
   const F32View q(q_t);
   const int64_t group = hq / hkv;
   std::vector<float> o(size_t(t * hq * dv), 0.0f);

@@ -15,7 +15,8 @@
 
 namespace {
 
-std::unique_ptr<h0cuda::CudaDevice> open_device(const nlohmann::json& options, const hb_host_api* host) {
+std::unique_ptr<h0cuda::CudaDevice> open_device(const nlohmann::json& options,
+                                                const hb_host_api* host) {
   int device = 0;
   for (const auto& [key, value] : options.items()) {
     if (key != "device" || !value.is_number_unsigned())

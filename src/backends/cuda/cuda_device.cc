@@ -12,18 +12,22 @@ using h0p::OpError;
 
 void check(cudaError_t rc, const char* what) {
   if (rc != cudaSuccess)
-    throw OpError(rc == cudaErrorMemoryAllocation ? HB_OUT_OF_MEMORY : HB_DEVICE_ERROR,
-                  std::string("cuda: ") + what + ": " + cudaGetErrorName(rc) + ": " + cudaGetErrorString(rc));
+    throw OpError(
+        rc == cudaErrorMemoryAllocation ? HB_OUT_OF_MEMORY : HB_DEVICE_ERROR,
+        std::string("cuda: ") + what + ": " + cudaGetErrorName(rc) + ": " + cudaGetErrorString(rc));
 }
 
 void check_blas(cublasStatus_t rc, const char* what) {
   if (rc != CUBLAS_STATUS_SUCCESS)
     throw OpError(rc == CUBLAS_STATUS_NOT_SUPPORTED ? HB_UNSUPPORTED : HB_DEVICE_ERROR,
-                  std::string("cuda: ") + what + ": " + cublasGetStatusName(rc) + ": " + cublasGetStatusString(rc));
+                  std::string("cuda: ") + what + ": " + cublasGetStatusName(rc) + ": " +
+                      cublasGetStatusString(rc));
 }
 
 // 12040 -> "12.4".
-std::string cuda_version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+std::string cuda_version(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
 
 std::string cublas_version() {
   int major = 0, minor = 0, patch = 0;
@@ -44,29 +48,34 @@ CudaDevice::CudaDevice(int index) : index_(index) {
   const cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess || count == 0) {
     throw OpError(HB_DEVICE_ERROR, std::string("cuda: no CUDA device (cudaGetDeviceCount: ") +
-                                       (rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices") + ")");
+                                       (rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices") +
+                                       ")");
   }
   if (index < 0 || index >= count)
-    throw OpError(HB_INVALID_ARGUMENT, "cuda: option device " + std::to_string(index) + " is out of range (" +
-                                           std::to_string(count) + " devices)");
+    throw OpError(HB_INVALID_ARGUMENT, "cuda: option device " + std::to_string(index) +
+                                           " is out of range (" + std::to_string(count) +
+                                           " devices)");
   check(cudaSetDevice(index), "cudaSetDevice");
   check_blas(cublasCreate(&blas_), "cublasCreate");
   // No reduced-precision split-K reductions: a bf16/f16 GEMM is rounded once, from f32, as the
   // reference does (on an H200 the default mode failed linear+bias 7×1024×64 in bf16 and f16).
-  check_blas(cublasSetMathMode(blas_, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
-             "cublasSetMathMode");
+  check_blas(
+      cublasSetMathMode(blas_, cublasMath_t(CUBLAS_DEFAULT_MATH |
+                                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+      "cublasSetMathMode");
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
   int driver = 0, runtime = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
-  stack_info_ = nlohmann::json{
-      {"device", std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")"},
-      {"driver", "CUDA driver " + cuda_version(driver)},
-      {"runtime", "CUDA runtime " + cuda_version(runtime)},
-      {"op_library", "cuBLAS " + cublas_version() + " + h0 portable kernels (CUDA)"},
-      {"compiler", h0_cuda_compiler()}}
-                    .dump();
+  stack_info_ =
+      nlohmann::json{{"device", std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+                                    std::to_string(prop.minor) + ")"},
+                     {"driver", "CUDA driver " + cuda_version(driver)},
+                     {"runtime", "CUDA runtime " + cuda_version(runtime)},
+                     {"op_library", "cuBLAS " + cublas_version() + " + h0 portable kernels (CUDA)"},
+                     {"compiler", h0_cuda_compiler()}}
+          .dump();
 }
 
 CudaDevice::~CudaDevice() {
@@ -82,9 +91,11 @@ void CudaDevice::launch(const char* name, hb_dtype dtype, const h0p::Grid& grid,
                         std::initializer_list<h0p::Arg> args) {
   if (grid.groups[0] == 0 || grid.groups[1] == 0) return;
   const void* fn = h0_cuda_kernel(name, dtype);
-  if (fn == nullptr) throw OpError(HB_UNSUPPORTED, std::string("cuda: no kernel ") + name + " for this dtype");
+  if (fn == nullptr)
+    throw OpError(HB_UNSUPPORTED, std::string("cuda: no kernel ") + name + " for this dtype");
   void* values[16];  // the most any kernel takes (attention: 16); no allocation per launch
-  if (args.size() > 16) throw OpError(HB_DEVICE_ERROR, std::string("cuda: ") + name + " takes more than 16 arguments");
+  if (args.size() > 16)
+    throw OpError(HB_DEVICE_ERROR, std::string("cuda: ") + name + " takes more than 16 arguments");
   size_t n = 0;
   for (const h0p::Arg& a : args) values[n++] = const_cast<void*>(a.value);
   const dim3 groups(static_cast<unsigned>(grid.groups[0]), static_cast<unsigned>(grid.groups[1]));
@@ -105,15 +116,17 @@ void CudaDevice::release(void* handle) {
 }
 
 void CudaDevice::write(void* handle, const void* src, size_t bytes) {
-  if (bytes > 0) check(cudaMemcpy(handle, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to device");
+  if (bytes > 0)
+    check(cudaMemcpy(handle, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to device");
 }
 
 void CudaDevice::read(void* dst, const void* handle, size_t bytes) {
-  if (bytes > 0) check(cudaMemcpy(dst, handle, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+  if (bytes > 0)
+    check(cudaMemcpy(dst, handle, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
 }
 
-void CudaDevice::gemm(hb_dtype dtype, const void* a, const void* b, const void* bias, void* c, int m, int n, int k,
-                      bool b_trans) {
+void CudaDevice::gemm(hb_dtype dtype, const void* a, const void* b, const void* bias, void* c,
+                      int m, int n, int k, bool b_trans) {
   // Row-major c = a·B is column-major cᵀ = Bᵀ·aᵀ: cuBLAS sees b (or w[n, k], transposed) first.
   const float alpha = 1.0f, zero = 0.0f;
   const cudaDataType t = data_type(dtype);
@@ -129,8 +142,8 @@ void CudaDevice::gemm(hb_dtype dtype, const void* a, const void* b, const void* 
       scratch_ = alloc(bytes);
       scratch_bytes_ = bytes;
     }
-    check_blas(cublasGemmEx(blas_, op_b, CUBLAS_OP_N, n, m, k, &alpha, b, t, ldb, a, t, k, &zero, scratch_, CUDA_R_32F, n,
-                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    check_blas(cublasGemmEx(blas_, op_b, CUBLAS_OP_N, n, m, k, &alpha, b, t, ldb, a, t, k, &zero,
+                            scratch_, CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx");
     const void* acc = scratch_;
     launch("add_bias_f32", dtype, h0p::grid_1d(static_cast<int64_t>(m) * n),
@@ -142,8 +155,8 @@ void CudaDevice::gemm(hb_dtype dtype, const void* a, const void* b, const void* 
            {h0p::buffer(bias), h0p::buffer(c), h0p::i32(m), h0p::i32(n)});
   }
   const float beta = bias != nullptr ? 1.0f : 0.0f;
-  check_blas(cublasGemmEx(blas_, op_b, CUBLAS_OP_N, n, m, k, &alpha, b, t, ldb, a, t, k, &beta, c, t, n,
-                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  check_blas(cublasGemmEx(blas_, op_b, CUBLAS_OP_N, n, m, k, &alpha, b, t, ldb, a, t, k, &beta, c,
+                          t, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
              "cublasGemmEx");
 }
 

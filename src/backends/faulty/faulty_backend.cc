@@ -5,7 +5,8 @@
 //
 //   {"op": "rmsnorm", "fault": "scale", "magnitude": 0.01}   outputs * (1 + magnitude)
 //   {"op": "softmax", "fault": "nan"}                          output element `index` (0) = NaN
-//   {"op": "linear", "fault": "bf16_truncate"}                 f32 outputs truncated to bf16 precision
+//   {"op": "linear", "fault": "bf16_truncate"}                 f32 outputs truncated to bf16
+//   precision
 //   {"op": "rope", "fault": "slow", "factor": 1.3}             takes factor x as long
 //   {"op": "attention", "fault": "crash"}                      abort()
 //   {"op": "attention", "fault": "hang"}                       never returns
@@ -24,7 +25,8 @@
 //       delta update instead of before it: S <- e^g (S + k (x) beta (v - S^T k)), o = S^T q
 //   {"op": "lightning_indexer", "fault": "tie_high"}   equal scores go to the higher key id (a
 //       top-k that does not keep its sort stable): the same scores, another selection at a tie
-//   {"op": "lightning_indexer", "fault": "score_jitter", "magnitude": 1e-6}   each score is off by a
+//   {"op": "lightning_indexer", "fault": "score_jitter", "magnitude": 1e-6}   each score is off by
+//   a
 //       relative error of up to `magnitude` (fixed per query and key): a kernel that rounds
 //       otherwise (tiny magnitudes: near-ties picked the other way) or computes otherwise (large)
 // "op" may be "*" (every op); "call": N faults only the Nth call (0-based) of that op;
@@ -51,12 +53,12 @@ struct Fault {
   std::string fault = "none";
   double magnitude = 1e-2;
   double factor = 1.3;
-  long call = -1;   // -1: every call
-  long index = 0;   // element set to NaN
-  long calls = 0;   // calls of the targeted op so far
-  std::string attr; // drop_attr: the attr left out
-  long keep = -1;   // drop_inputs: the inputs kept
-  std::string value; // set_attr: the attr's value, JSON text
+  long call = -1;     // -1: every call
+  long index = 0;     // element set to NaN
+  long calls = 0;     // calls of the targeted op so far
+  std::string attr;   // drop_attr: the attr left out
+  long keep = -1;     // drop_inputs: the inputs kept
+  std::string value;  // set_attr: the attr's value, JSON text
 };
 
 struct Faulty {
@@ -75,8 +77,10 @@ Faulty g_faulty;
 const char* value_end(const char* p) {
   if (*p == '"') {
     for (const char* e = p + 1; *e != '\0'; ++e) {
-      if (*e == '\\' && e[1] != '\0') ++e;
-      else if (*e == '"') return e + 1;
+      if (*e == '\\' && e[1] != '\0')
+        ++e;
+      else if (*e == '"')
+        return e + 1;
     }
     return nullptr;
   }
@@ -85,8 +89,10 @@ const char* value_end(const char* p) {
     bool in_string = false;
     for (const char* e = p; *e != '\0'; ++e) {
       if (in_string) {
-        if (*e == '\\' && e[1] != '\0') ++e;
-        else if (*e == '"') in_string = false;
+        if (*e == '\\' && e[1] != '\0')
+          ++e;
+        else if (*e == '"')
+          in_string = false;
       } else if (*e == '"') {
         in_string = true;
       } else if (*e == '{' || *e == '[') {
@@ -144,7 +150,8 @@ uint16_t f32_to_f16(float f) {
   const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
   float a = std::fabs(f);
   if (a >= 65520.0f) return sign | 0x7C00;
-  if (a < std::ldexp(1.0f, -14)) return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
+  if (a < std::ldexp(1.0f, -14))
+    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
   int e;
   const float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
   const uint32_t q = static_cast<uint32_t>(std::nearbyint(std::ldexp(m, 11)));  // 11 bits
@@ -164,8 +171,16 @@ void map_floats(hb_tensor& t, Fn fn) {
   const int64_t n = numel(t);
   for (int64_t i = 0; i < n; ++i) {
     switch (t.dtype) {
-      case HB_F64: { double* p = static_cast<double*>(t.data) + i; *p = fn(*p, i); break; }
-      case HB_F32: { float* p = static_cast<float*>(t.data) + i; *p = static_cast<float>(fn(*p, i)); break; }
+      case HB_F64: {
+        double* p = static_cast<double*>(t.data) + i;
+        *p = fn(*p, i);
+        break;
+      }
+      case HB_F32: {
+        float* p = static_cast<float*>(t.data) + i;
+        *p = static_cast<float>(fn(*p, i));
+        break;
+      }
       case HB_BF16: {
         uint16_t* p = static_cast<uint16_t*>(t.data) + i;
         *p = f32_to_bf16(static_cast<float>(fn(bf16_to_f32(*p), i)));
@@ -176,7 +191,8 @@ void map_floats(hb_tensor& t, Fn fn) {
         *p = f32_to_f16(static_cast<float>(fn(f16_to_f32(*p), i)));
         break;
       }
-      default: return;  // integer outputs (ids) are left alone
+      default:
+        return;  // integer outputs (ids) are left alone
     }
   }
 }
@@ -212,7 +228,8 @@ void shift_scale_blocks(hb_tensor* scale, std::vector<float>* storage) {
   storage->assign(src, src + rows * cols);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
-      (*storage)[r * cols + c] = rows > 1 ? src[((r + 1) % rows) * cols + c] : src[r * cols + (c + 1) % cols];
+      (*storage)[r * cols + c] =
+          rows > 1 ? src[((r + 1) % rows) * cols + c] : src[r * cols + (c + 1) % cols];
     }
   }
   scale->data = storage->data();
@@ -235,11 +252,16 @@ std::string without_attr(const std::string& attrs, const std::string& key) {
 // Element i of a float tensor as f64 (0 for other dtypes).
 double float_at(const hb_tensor& t, int64_t i) {
   switch (t.dtype) {
-    case HB_F64: return static_cast<const double*>(t.data)[i];
-    case HB_F32: return static_cast<const float*>(t.data)[i];
-    case HB_BF16: return bf16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
-    case HB_F16: return f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
-    default: return 0;
+    case HB_F64:
+      return static_cast<const double*>(t.data)[i];
+    case HB_F32:
+      return static_cast<const float*>(t.data)[i];
+    case HB_BF16:
+      return bf16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+    case HB_F16:
+      return f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+    default:
+      return 0;
   }
 }
 
@@ -275,7 +297,8 @@ void delta_decay_after(const hb_tensor* in, hb_tensor* out, const std::string& a
   if (json_value(attrs.c_str(), "scale", &val) && val != "null") scale = atof(val.c_str());
   std::vector<double> s(static_cast<size_t>(hv * dk * dv)), o(static_cast<size_t>(t * hv * dv));
   for (size_t i = 0; i < s.size(); ++i) s[i] = float_at(state, int64_t(i));
-  std::vector<double> qr(static_cast<size_t>(dk)), kr(static_cast<size_t>(dk)), delta(static_cast<size_t>(dv));
+  std::vector<double> qr(static_cast<size_t>(dk)), kr(static_cast<size_t>(dk)),
+      delta(static_cast<size_t>(dv));
   for (int64_t h = 0; h < hv; ++h) {
     double* sh = &s[static_cast<size_t>(h * dk * dv)];
     const int64_t kh = h / (hv / hk);
@@ -296,7 +319,8 @@ void delta_decay_after(const hb_tensor* in, hb_tensor* out, const std::string& a
         delta[j] = b * (float_at(v, (r * hv + h) * dv + j) - kv);
       }
       for (int64_t i = 0; i < dk; ++i) {
-        for (int64_t j = 0; j < dv; ++j) sh[i * dv + j] = decay * (sh[i * dv + j] + kr[i] * delta[j]);
+        for (int64_t j = 0; j < dv; ++j)
+          sh[i * dv + j] = decay * (sh[i * dv + j] + kr[i] * delta[j]);
       }
       for (int64_t j = 0; j < dv; ++j) {
         double acc = 0;
@@ -319,10 +343,13 @@ double attr_number(const std::string& attrs, const char* key, double fallback) {
 // lightning_indexer's selection (the op's scores, see src/ops/sparse_attention_ops.cc), over the
 // reference's indices (outputs[0], [T, topk] i32): with ties to the higher key id (`ties_high`)
 // and each score times 1 + jitter·u, u in [-1, 1) fixed by the query and the key.
-void indexer_reselect(const hb_tensor* in, hb_tensor* out, const std::string& attrs, bool ties_high, double jitter) {
+void indexer_reselect(const hb_tensor* in, hb_tensor* out, const std::string& attrs, bool ties_high,
+                      double jitter) {
   const hb_tensor &q = in[0], &k = in[1], &w = in[2], &table = in[3];
-  const int64_t t = q.shape[0], h = q.shape[1], d = q.shape[2], b = k.shape[1], topk = out[0].shape[1];
-  const int64_t len = static_cast<int64_t>(attr_number(attrs, "context_len", double(table.shape[0] * b)));
+  const int64_t t = q.shape[0], h = q.shape[1], d = q.shape[2], b = k.shape[1],
+                topk = out[0].shape[1];
+  const int64_t len =
+      static_cast<int64_t>(attr_number(attrs, "context_len", double(table.shape[0] * b)));
   const int64_t q_offset = static_cast<int64_t>(attr_number(attrs, "q_offset", double(len - t)));
   const double scale = attr_number(attrs, "scale", 1.0 / std::sqrt(double(d)));
   std::string val;
@@ -338,11 +365,13 @@ void indexer_reselect(const hb_tensor* in, hb_tensor* out, const std::string& at
       const int64_t slot = blocks[j / b] * b + j % b;
       for (int64_t head = 0; head < h; ++head) {
         double dot = 0;
-        for (int64_t i = 0; i < d; ++i) dot += float_at(q, (r * h + head) * d + i) * float_at(k, slot * d + i);
+        for (int64_t i = 0; i < d; ++i)
+          dot += float_at(q, (r * h + head) * d + i) * float_at(k, slot * d + i);
         score[j] += float_at(w, r * h + head) * std::max(0.0, scale * dot);
       }
       if (jitter != 0) {
-        const uint64_t u = (static_cast<uint64_t>(r) * 0x9E3779B97F4A7C15ull) ^ (static_cast<uint64_t>(j) * 0xC2B2AE3D27D4EB4Full);
+        const uint64_t u = (static_cast<uint64_t>(r) * 0x9E3779B97F4A7C15ull) ^
+                           (static_cast<uint64_t>(j) * 0xC2B2AE3D27D4EB4Full);
         score[j] *= 1.0 + jitter * (double((u ^ (u >> 29)) % 2000001) / 1000000.0 - 1.0);
       }
       keys[j] = static_cast<int32_t>(j);
@@ -350,7 +379,8 @@ void indexer_reselect(const hb_tensor* in, hb_tensor* out, const std::string& at
     std::stable_sort(keys.begin(), keys.end(), [&](int32_t x, int32_t y) {
       return score[x] > score[y] || (ties_high && score[x] == score[y] && x > y);
     });
-    for (int64_t i = 0; i < topk; ++i) idx[r * topk + i] = i < visible ? keys[static_cast<size_t>(i)] : -1;
+    for (int64_t i = 0; i < topk; ++i)
+      idx[r * topk + i] = i < visible ? keys[static_cast<size_t>(i)] : -1;
   }
 }
 
@@ -380,22 +410,25 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
     f.faults.push_back(parse_fault(json));
   } else {
     // Each {...} inside the list is one fault (no nesting in a fault's keys).
-    for (size_t open = json.find('{', list); open != std::string::npos; open = json.find('{', open + 1)) {
+    for (size_t open = json.find('{', list); open != std::string::npos;
+         open = json.find('{', open + 1)) {
       const size_t close = json.find('}', open);
       if (close == std::string::npos) break;
       f.faults.push_back(parse_fault(json.substr(open, close - open + 1)));
       open = close;
     }
   }
-  static const char* kFaults[] = {"none", "scale", "nan", "bf16_truncate", "slow", "crash", "hang", "wrong_block",
-                                  "drop_attr", "drop_inputs", "set_attr", "conv_state_lag", "decay_after", "tie_high",
-                                  "score_jitter"};
+  static const char* kFaults[] = {"none",        "scale",       "nan",         "bf16_truncate",
+                                  "slow",        "crash",       "hang",        "wrong_block",
+                                  "drop_attr",   "drop_inputs", "set_attr",    "conv_state_lag",
+                                  "decay_after", "tie_high",    "score_jitter"};
   for (const Fault& fault : f.faults) {
     bool known = false;
     for (const char* k : kFaults) known = known || fault.fault == k;
     if (!known) {
       f.last_error = "unknown fault '" + fault.fault +
-                     "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr, drop_inputs, "
+                     "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, "
+                     "drop_attr, drop_inputs, "
                      "set_attr, conv_state_lag, decay_after, tie_high, score_jitter)";
       return HB_INVALID_ARGUMENT;
     }
@@ -404,7 +437,8 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
       return HB_INVALID_ARGUMENT;
     }
     if (fault.fault == "set_attr" && (fault.attr.empty() || fault.value.empty())) {
-      f.last_error = "fault set_attr needs \"attr\" and \"value\": the attr and the value the kernel sees";
+      f.last_error =
+          "fault set_attr needs \"attr\" and \"value\": the attr and the value the kernel sees";
       return HB_INVALID_ARGUMENT;
     }
     if (fault.fault == "drop_inputs" && fault.keep < 0) {
@@ -418,7 +452,8 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
 }
 
 const char* stack_info_json(void*) {
-  return R"({"device":"host","driver":"none","runtime":"faulty plugin","op_library":"h0 host reference + fault injection","compiler":")" __VERSION__ R"("})";
+  return R"({"device":"host","driver":"none","runtime":"faulty plugin","op_library":"h0 host reference + fault injection","compiler":")" __VERSION__
+         R"("})";
 }
 
 int32_t supports(void*, const char*, hb_dtype dtype) {
@@ -444,7 +479,8 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
   std::vector<const Fault*> active;
   for (Fault& fault : f.faults) {
     if (fault.op != "*" && fault.op != op) continue;
-    if (fault.fault != "none" && (fault.call < 0 || fault.calls == fault.call)) active.push_back(&fault);
+    if (fault.fault != "none" && (fault.call < 0 || fault.calls == fault.call))
+      active.push_back(&fault);
     ++fault.calls;
   }
   for (const Fault* fault : active) {
@@ -471,15 +507,19 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
   const auto took = std::chrono::steady_clock::now() - start;
   for (const Fault* fault : active) {
     if (fault->fault == "slow") {
-      const auto until = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(took * fault->factor);
+      const auto until = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                     took * fault->factor);
       while (std::chrono::steady_clock::now() < until) {
       }
     } else if (fault->fault == "conv_state_lag") {
-      if (strcmp(op, "causal_conv1d") == 0 && n_in >= 3 && n_out == 2) lag_conv_state(inputs.data(), out);
+      if (strcmp(op, "causal_conv1d") == 0 && n_in >= 3 && n_out == 2)
+        lag_conv_state(inputs.data(), out);
     } else if (fault->fault == "decay_after") {
-      if (strcmp(op, "gated_delta_rule") == 0 && n_in == 6 && n_out == 2) delta_decay_after(inputs.data(), out, call_attrs);
+      if (strcmp(op, "gated_delta_rule") == 0 && n_in == 6 && n_out == 2)
+        delta_decay_after(inputs.data(), out, call_attrs);
     } else if (fault->fault == "tie_high") {
-      if (strcmp(op, "lightning_indexer") == 0 && n_in == 4 && n_out == 1) indexer_reselect(inputs.data(), out, call_attrs, true, 0);
+      if (strcmp(op, "lightning_indexer") == 0 && n_in == 4 && n_out == 1)
+        indexer_reselect(inputs.data(), out, call_attrs, true, 0);
     } else if (fault->fault == "score_jitter") {
       if (strcmp(op, "lightning_indexer") == 0 && n_in == 4 && n_out == 1) {
         indexer_reselect(inputs.data(), out, call_attrs, false, fault->magnitude);
@@ -497,8 +537,9 @@ const char* last_error(void* self) { return static_cast<Faulty*>(self)->last_err
 void shutdown(void*) {}
 
 const hb_backend kBackend = {
-    HB_ABI_VERSION, "faulty", &g_faulty, &init, &stack_info_json, &supports, &alloc, &release,
-    &copy,          &copy,    &run_op,   &synchronize, &memory_info, &last_error, &shutdown,
+    HB_ABI_VERSION, "faulty",     &g_faulty,    &init,       &stack_info_json,
+    &supports,      &alloc,       &release,     &copy,       &copy,
+    &run_op,        &synchronize, &memory_info, &last_error, &shutdown,
 };
 
 }  // namespace

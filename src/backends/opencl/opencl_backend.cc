@@ -27,7 +27,8 @@ std::string selector(const Json& v, const char* key) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
   throw h0p::OpError(HB_INVALID_ARGUMENT, std::string("opencl: option ") + key +
-                                              " must be an index or a name substring, got " + v.dump());
+                                              " must be an index or a name substring, got " +
+                                              v.dump());
 }
 
 std::unique_ptr<h0cl::ClContext> open_device(const Json& options, const hb_host_api* host) {
@@ -40,8 +41,10 @@ std::unique_ptr<h0cl::ClContext> open_device(const Json& options, const hb_host_
     } else if (key == "f16" && value.is_boolean()) {
       sel.force_f16 = value.get<bool>();
     } else {
-      throw h0p::OpError(HB_INVALID_ARGUMENT, "opencl: bad option '" + key + "': " + value.dump() +
-                                                  " (expected platform, device: an index or a name part; f16: a boolean)");
+      throw h0p::OpError(
+          HB_INVALID_ARGUMENT,
+          "opencl: bad option '" + key + "': " + value.dump() +
+              " (expected platform, device: an index or a name part; f16: a boolean)");
     }
   }
   return std::make_unique<h0cl::ClContext>(sel, [host](int level, const std::string& m) {

@@ -15,7 +15,8 @@ namespace {
 using h0p::OpError;
 
 void check(cl_int code, const char* what) {
-  if (code != CL_SUCCESS) throw OpError(HB_DEVICE_ERROR, std::string("opencl: ") + what + ": " + cl_error_name(code));
+  if (code != CL_SUCCESS)
+    throw OpError(HB_DEVICE_ERROR, std::string("opencl: ") + what + ": " + cl_error_name(code));
 }
 
 std::string platform_string(cl_platform_id p, cl_platform_info what) {
@@ -43,7 +44,8 @@ std::string lower(std::string s) {
 // case-insensitive name substring.
 bool selected(const std::string& selector, size_t index, const std::string& name) {
   if (selector.empty()) return true;
-  if (std::all_of(selector.begin(), selector.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+  if (std::all_of(selector.begin(), selector.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
     return std::stoul(selector) == index;
   return lower(name).find(lower(selector)) != std::string::npos;
 }
@@ -59,23 +61,26 @@ std::vector<Candidate> candidates(const std::string& platform_selector) {
   cl_uint n_platforms = 0;
   const cl_int rc = clGetPlatformIDs(0, nullptr, &n_platforms);
   if (rc != CL_SUCCESS || n_platforms == 0)
-    throw OpError(HB_DEVICE_ERROR, "opencl: no OpenCL platform (clGetPlatformIDs: " +
-                                       (rc != CL_SUCCESS ? cl_error_name(rc) : std::string("0 platforms")) +
-                                       "); is an ICD installed (e.g. pocl-opencl-icd)?");
+    throw OpError(HB_DEVICE_ERROR,
+                  "opencl: no OpenCL platform (clGetPlatformIDs: " +
+                      (rc != CL_SUCCESS ? cl_error_name(rc) : std::string("0 platforms")) +
+                      "); is an ICD installed (e.g. pocl-opencl-icd)?");
   std::vector<cl_platform_id> platforms(n_platforms);
   check(clGetPlatformIDs(n_platforms, platforms.data(), nullptr), "clGetPlatformIDs");
   std::vector<Candidate> out;
   for (size_t p = 0; p < platforms.size(); ++p) {
     const std::string pname = platform_string(platforms[p], CL_PLATFORM_NAME);
     // A name part may come from the name, the vendor or the version ("PoCL" is only there).
-    const std::string words = pname + " " + platform_string(platforms[p], CL_PLATFORM_VENDOR) + " " +
-                              platform_string(platforms[p], CL_PLATFORM_VERSION);
+    const std::string words = pname + " " + platform_string(platforms[p], CL_PLATFORM_VENDOR) +
+                              " " + platform_string(platforms[p], CL_PLATFORM_VERSION);
     if (!selected(platform_selector, p, words)) continue;
     cl_uint n_devices = 0;
-    if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, nullptr, &n_devices) != CL_SUCCESS) continue;
+    if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, nullptr, &n_devices) != CL_SUCCESS)
+      continue;
     std::vector<cl_device_id> devices(n_devices);
     clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, n_devices, devices.data(), nullptr);
-    for (cl_device_id d : devices) out.push_back({platforms[p], d, pname, device_string(d, CL_DEVICE_NAME)});
+    for (cl_device_id d : devices)
+      out.push_back({platforms[p], d, pname, device_string(d, CL_DEVICE_NAME)});
   }
   return out;
 }
@@ -100,9 +105,11 @@ ClContext::ClContext(const Selection& sel, Logger log) : log_(std::move(log)) {
   if (chosen == nullptr) {
     std::string known;
     for (size_t i = 0; i < all.size(); ++i)
-      known += (i ? ", " : "") + std::to_string(i) + ": " + all[i].device_name + " (" + all[i].platform_name + ")";
-    throw OpError(HB_INVALID_ARGUMENT, "opencl: no device matches platform '" + sel.platform + "', device '" +
-                                           sel.device + "' (devices: " + (known.empty() ? "none" : known) + ")");
+      known += (i ? ", " : "") + std::to_string(i) + ": " + all[i].device_name + " (" +
+               all[i].platform_name + ")";
+    throw OpError(HB_INVALID_ARGUMENT, "opencl: no device matches platform '" + sel.platform +
+                                           "', device '" + sel.device +
+                                           "' (devices: " + (known.empty() ? "none" : known) + ")");
   }
   platform_ = chosen->platform;
   device_ = chosen->device;
@@ -122,9 +129,11 @@ ClContext::ClContext(const Selection& sel, Logger log) : log_(std::move(log)) {
       {"driver", device_string(device_, CL_DRIVER_VERSION)},
       {"runtime", platform_string(platform_, CL_PLATFORM_VERSION)},
       {"op_library", "h0 portable kernels (OpenCL C) " + source_hash(h0_opencl_kernel_source())},
-      {"compiler", device_string(device_, CL_DEVICE_OPENCL_C_VERSION) + " (" + chosen->platform_name + ")"}}
-                    .dump();
-  log_(1, "opencl: " + chosen->device_name + " on " + chosen->platform_name + (fp16_ ? ", f16 kernels" : ", no f16 (cl_khr_fp16 absent)"));
+      {"compiler",
+       device_string(device_, CL_DEVICE_OPENCL_C_VERSION) + " (" + chosen->platform_name +
+           ")"}}.dump();
+  log_(1, "opencl: " + chosen->device_name + " on " + chosen->platform_name +
+              (fp16_ ? ", f16 kernels" : ", no f16 (cl_khr_fp16 absent)"));
 }
 
 ClContext::~ClContext() {
@@ -150,7 +159,8 @@ const BuiltProgram& ClContext::program(const std::string& source, const std::str
   }
   const auto t0 = std::chrono::steady_clock::now();
   rc = clBuildProgram(p, 1, &device_, options.c_str(), nullptr, nullptr);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (rc != CL_SUCCESS) {
     size_t n = 0;
     clGetProgramBuildInfo(p, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
@@ -159,18 +169,22 @@ const BuiltProgram& ClContext::program(const std::string& source, const std::str
     clReleaseProgram(p);
     programs_.erase(it);
     log_(3, "opencl: program build failed (" + options + "):\n" + build_log);
-    throw OpError(HB_DEVICE_ERROR, "opencl: program build failed (" + options + "): " + cl_error_name(rc) +
+    throw OpError(HB_DEVICE_ERROR, "opencl: program build failed (" + options +
+                                       "): " + cl_error_name(rc) +
                                        "; build log: " + build_log.substr(0, 4000));
   }
   it->second = {p, ms};
-  log_(1, "opencl: built the kernels with '" + options + "' in " + std::to_string(static_cast<int>(ms)) + " ms");
+  log_(1, "opencl: built the kernels with '" + options + "' in " +
+              std::to_string(static_cast<int>(ms)) + " ms");
   return it->second;
 }
 
 cl_kernel ClContext::kernel(hb_dtype dtype, const char* name) {
-  cl_program& p = program_of_dtype_[static_cast<size_t>(dtype)];  // the launch path skips the source-keyed cache
+  cl_program& p = program_of_dtype_[static_cast<size_t>(
+      dtype)];  // the launch path skips the source-keyed cache
   if (p == nullptr) {
-    const std::string options = "-cl-std=CL1.2 -DH0_DTYPE=" + std::to_string(static_cast<int>(dtype));
+    const std::string options =
+        "-cl-std=CL1.2 -DH0_DTYPE=" + std::to_string(static_cast<int>(dtype));
     p = program(h0_opencl_kernel_source(), options).program;
   }
   auto [it, fresh] = kernels_.try_emplace({p, name}, nullptr);
@@ -190,25 +204,30 @@ void ClContext::launch(const char* name, hb_dtype dtype, const h0p::Grid& grid,
   if (grid.groups[0] == 0 || grid.groups[1] == 0) return;
   if (grid.local[0] * grid.local[1] > max_group_)
     throw OpError(HB_UNSUPPORTED, "opencl: " + std::string(name) + " needs work-groups of " +
-                                      std::to_string(grid.local[0] * grid.local[1]) + " items; the device allows " +
-                                      std::to_string(max_group_));
+                                      std::to_string(grid.local[0] * grid.local[1]) +
+                                      " items; the device allows " + std::to_string(max_group_));
   const cl_kernel k = kernel(dtype, name);
   cl_uint i = 0;
-  for (const h0p::Arg& a : args) {  // error messages are built only on failure (this is every launch)
+  for (const h0p::Arg& a :
+       args) {  // error messages are built only on failure (this is every launch)
     const cl_int rc = clSetKernelArg(k, i, a.size, a.value);
-    if (rc != CL_SUCCESS) check(rc, (std::string("clSetKernelArg ") + name + " #" + std::to_string(i)).c_str());
+    if (rc != CL_SUCCESS)
+      check(rc, (std::string("clSetKernelArg ") + name + " #" + std::to_string(i)).c_str());
     ++i;
   }
   const size_t global[2] = {grid.groups[0] * grid.local[0], grid.groups[1] * grid.local[1]};
-  const cl_int rc = clEnqueueNDRangeKernel(queue_, k, 2, nullptr, global, grid.local, 0, nullptr, nullptr);
+  const cl_int rc =
+      clEnqueueNDRangeKernel(queue_, k, 2, nullptr, global, grid.local, 0, nullptr, nullptr);
   if (rc != CL_SUCCESS) check(rc, (std::string("clEnqueueNDRangeKernel ") + name).c_str());
 }
 
 void* ClContext::alloc(size_t bytes) {
   cl_int rc = CL_SUCCESS;
   cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes == 0 ? 4 : bytes, nullptr, &rc);
-  if (rc == CL_MEM_OBJECT_ALLOCATION_FAILURE || rc == CL_OUT_OF_HOST_MEMORY || rc == CL_INVALID_BUFFER_SIZE)
-    throw OpError(HB_OUT_OF_MEMORY, "opencl: cannot allocate " + std::to_string(bytes) + " bytes: " + cl_error_name(rc));
+  if (rc == CL_MEM_OBJECT_ALLOCATION_FAILURE || rc == CL_OUT_OF_HOST_MEMORY ||
+      rc == CL_INVALID_BUFFER_SIZE)
+    throw OpError(HB_OUT_OF_MEMORY, "opencl: cannot allocate " + std::to_string(bytes) +
+                                        " bytes: " + cl_error_name(rc));
   check(rc, "clCreateBuffer");
   return m;
 }
@@ -219,22 +238,24 @@ void ClContext::release(void* handle) {
 
 void ClContext::write(void* handle, const void* src, size_t bytes) {
   if (bytes == 0) return;
-  check(clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(handle), CL_TRUE, 0, bytes, src, 0, nullptr, nullptr),
+  check(clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(handle), CL_TRUE, 0, bytes, src, 0,
+                             nullptr, nullptr),
         "clEnqueueWriteBuffer");
 }
 
 void ClContext::read(void* dst, const void* handle, size_t bytes) {
   if (bytes == 0) return;
-  check(clEnqueueReadBuffer(queue_, static_cast<cl_mem>(const_cast<void*>(handle)), CL_TRUE, 0, bytes, dst, 0,
-                            nullptr, nullptr),
+  check(clEnqueueReadBuffer(queue_, static_cast<cl_mem>(const_cast<void*>(handle)), CL_TRUE, 0,
+                            bytes, dst, 0, nullptr, nullptr),
         "clEnqueueReadBuffer");
 }
 
 void ClContext::synchronize() { check(clFinish(queue_), "clFinish"); }
 
 void ClContext::memory_info(size_t*, size_t*) {
-  throw h0p::OpError(HB_UNSUPPORTED, "opencl: free device memory is not reported by OpenCL (total " +
-                                         std::to_string(total_memory_) + " bytes)");
+  throw h0p::OpError(HB_UNSUPPORTED,
+                     "opencl: free device memory is not reported by OpenCL (total " +
+                         std::to_string(total_memory_) + " bytes)");
 }
 
 std::string cl_error_name(cl_int code) {
@@ -262,7 +283,8 @@ std::string cl_error_name(cl_int code) {
       {-1001, "CL_PLATFORM_NOT_FOUND_KHR"},
   };
   const auto it = kNames.find(code);
-  return std::string(it != kNames.end() ? it->second : "OpenCL error") + " (" + std::to_string(code) + ")";
+  return std::string(it != kNames.end() ? it->second : "OpenCL error") + " (" +
+         std::to_string(code) + ")";
 }
 
 }  // namespace h0cl

@@ -70,7 +70,7 @@ class ClContext : public h0p::Device {
   size_t total_memory_ = 0, max_group_ = 0;
   std::string stack_info_;
   std::map<std::pair<std::string, std::string>, BuiltProgram> programs_;  // (options, source)
-  cl_program program_of_dtype_[HB_BOOL + 1] = {};                         // kernel()'s shortcut into programs_
+  cl_program program_of_dtype_[HB_BOOL + 1] = {};  // kernel()'s shortcut into programs_
   std::map<std::pair<cl_program, std::string>, cl_kernel> kernels_;
 };
 

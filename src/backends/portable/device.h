@@ -46,8 +46,9 @@ struct Grid {
 };
 // `n` items in groups of `local` (1-D).
 inline Grid grid_1d(int64_t n, size_t local = 256) {
-  return {{static_cast<size_t>((n + static_cast<int64_t>(local) - 1) / static_cast<int64_t>(local)), 1},
-          {local, 1}};
+  return {
+      {static_cast<size_t>((n + static_cast<int64_t>(local) - 1) / static_cast<int64_t>(local)), 1},
+      {local, 1}};
 }
 
 class Device {
@@ -68,14 +69,15 @@ class Device {
   // c[m, n] = a[m, k]·B (+ bias[n] if bias), B = b[k, n], or b[n, k]ᵀ when b_trans; all in
   // `dtype`, accumulated in f32. The default launches the portable tiled kernel; a plugin may
   // call its vendor BLAS instead.
-  virtual void gemm(hb_dtype dtype, const void* a, const void* b, const void* bias, void* c,
-                    int m, int n, int k, bool b_trans);
+  virtual void gemm(hb_dtype dtype, const void* a, const void* b, const void* bias, void* c, int m,
+                    int n, int k, bool b_trans);
 };
 
 // A device buffer owned for the length of an op call.
 class Scratch {
  public:
-  Scratch(Device& device, size_t bytes) : device_(device), handle_(device.alloc(bytes ? bytes : 4)) {}
+  Scratch(Device& device, size_t bytes)
+      : device_(device), handle_(device.alloc(bytes ? bytes : 4)) {}
   ~Scratch() { device_.release(handle_); }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;

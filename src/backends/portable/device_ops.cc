@@ -62,10 +62,21 @@ const char* dtype_name(hb_dtype d) {
 
 size_t elem_size(hb_dtype d) {
   switch (d) {
-    case HB_F64: case HB_I64: return 8;
-    case HB_F32: case HB_I32: return 4;
-    case HB_F16: case HB_BF16: return 2;
-    case HB_F8_E4M3: case HB_F8_E5M2: case HB_I8: case HB_U8: case HB_BOOL: return 1;
+    case HB_F64:
+    case HB_I64:
+      return 8;
+    case HB_F32:
+    case HB_I32:
+      return 4;
+    case HB_F16:
+    case HB_BF16:
+      return 2;
+    case HB_F8_E4M3:
+    case HB_F8_E5M2:
+    case HB_I8:
+    case HB_U8:
+    case HB_BOOL:
+      return 1;
   }
   return 0;
 }
@@ -131,8 +142,9 @@ void run_device_op(Device& device, const char* op, const hb_tensor* inputs, int3
 void Device::gemm(hb_dtype dtype, const void* a, const void* b, const void* bias, void* c, int m,
                   int n, int k, bool b_trans) {
   constexpr size_t kTile = 16;  // TS in kernels/gemm.inc
-  const Grid grid{{(static_cast<size_t>(n) + kTile - 1) / kTile, (static_cast<size_t>(m) + kTile - 1) / kTile},
-                  {kTile, kTile}};
+  const Grid grid{
+      {(static_cast<size_t>(n) + kTile - 1) / kTile, (static_cast<size_t>(m) + kTile - 1) / kTile},
+      {kTile, kTile}};
   const int trans = b_trans ? 1 : 0, has_bias = bias != nullptr ? 1 : 0;
   launch("gemm_tiled", dtype, grid,
          {buffer(a), buffer(b), buffer(bias), buffer(c), i32(m), i32(n), i32(k), i32(trans),
@@ -147,7 +159,8 @@ void require(const Call& call, bool ok, const std::string& message) {
 
 std::string describe(const hb_tensor& t) {
   std::string s = "[";
-  for (int i = 0; i < t.ndim && i < HB_MAX_DIMS; ++i) s += (i ? ", " : "") + std::to_string(t.shape[i]);
+  for (int i = 0; i < t.ndim && i < HB_MAX_DIMS; ++i)
+    s += (i ? ", " : "") + std::to_string(t.shape[i]);
   return s + "] " + dtype_name(t.dtype);
 }
 
@@ -168,8 +181,11 @@ void require_tensor(const Call& call, const hb_tensor& t, const char* name,
   if (!ok) {
     std::string want = "[";
     i = 0;
-    for (int64_t d : dims) want += (i++ ? ", " : "") + (d < 0 ? std::string("*") : std::to_string(d));
-    require(call, false, std::string(name) + " must be " + want + "] " + dtype_name(dtype) + ", got " + describe(t));
+    for (int64_t d : dims)
+      want += (i++ ? ", " : "") + (d < 0 ? std::string("*") : std::to_string(d));
+    require(
+        call, false,
+        std::string(name) + " must be " + want + "] " + dtype_name(dtype) + ", got " + describe(t));
   }
   as_int(call, numel(t));
 }
@@ -177,7 +193,8 @@ void require_tensor(const Call& call, const hb_tensor& t, const char* name,
 void require_like(const Call& call, const hb_tensor& t, const char* name, const hb_tensor& like) {
   bool ok = t.ndim == like.ndim && t.dtype == like.dtype;
   for (int i = 0; ok && i < t.ndim; ++i) ok = t.shape[i] == like.shape[i];
-  if (!ok) require(call, false, std::string(name) + " must be " + describe(like) + ", got " + describe(t));
+  if (!ok)
+    require(call, false, std::string(name) + " must be " + describe(like) + ", got " + describe(t));
   as_int(call, numel(t));
 }
 
@@ -195,7 +212,8 @@ int as_int(const Call& call, int64_t v) {
   return static_cast<int>(v);
 }
 
-PagedContext paged_context(const Call& call, const hb_tensor& cache, const hb_tensor& table, int64_t t) {
+PagedContext paged_context(const Call& call, const hb_tensor& cache, const hb_tensor& table,
+                           int64_t t) {
   const int64_t nb = cache.shape[0], bsz = cache.shape[1];
   require(call, bsz > 0, "k_cache must have a positive block size, got " + describe(cache));
   require_tensor(call, table, "block_table", {-1}, HB_I32);
@@ -211,8 +229,8 @@ PagedContext paged_context(const Call& call, const hb_tensor& cache, const hb_te
   const std::vector<int64_t> blocks = read_indices(call, table);
   for (int64_t i = 0; i * bsz < p.len; ++i) {
     require(call, blocks[i] >= 0 && blocks[i] < nb,
-            "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) + " is outside the cache's " +
-                std::to_string(nb) + " blocks");
+            "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) +
+                " is outside the cache's " + std::to_string(nb) + " blocks");
   }
   return p;
 }

@@ -26,9 +26,10 @@ class DevicePlugin {
   static const hb_backend* entry(const char* name, Open open) {
     state().name = name;
     state().open = open;
-    static const hb_backend table = {HB_ABI_VERSION, name,       &state(),    &init,     &stack_info_json,
-                                     &supports,      &alloc,     &free,       &to_device, &to_host,
-                                     &run_op,        &synchronize, &memory_info, &last_error, &shutdown};
+    static const hb_backend table = {HB_ABI_VERSION,   name,        &state(), &init,
+                                     &stack_info_json, &supports,   &alloc,   &free,
+                                     &to_device,       &to_host,    &run_op,  &synchronize,
+                                     &memory_info,     &last_error, &shutdown};
     return &table;
   }
 
@@ -69,18 +70,23 @@ class DevicePlugin {
   }
 
   // Every call after init needs init to have succeeded.
-  static hb_status not_ready() { return fail(HB_DEVICE_ERROR, prefix() + "the backend is not initialized"); }
+  static hb_status not_ready() {
+    return fail(HB_DEVICE_ERROR, prefix() + "the backend is not initialized");
+  }
 
   static nlohmann::json options_object(const char* options_json) {
     nlohmann::json options;
     try {
-      options = options_json == nullptr || *options_json == '\0' ? nlohmann::json::object()
-                                                                 : nlohmann::json::parse(options_json);
+      options = options_json == nullptr || *options_json == '\0'
+                    ? nlohmann::json::object()
+                    : nlohmann::json::parse(options_json);
     } catch (const nlohmann::json::exception& e) {
       throw OpError(HB_INVALID_ARGUMENT, prefix() + "options are not JSON: " + e.what());
     }
     if (options.is_null()) options = nlohmann::json::object();
-    if (!options.is_object()) throw OpError(HB_INVALID_ARGUMENT, prefix() + "options must be an object, got " + options.dump());
+    if (!options.is_object())
+      throw OpError(HB_INVALID_ARGUMENT,
+                    prefix() + "options must be an object, got " + options.dump());
     return options;
   }
 
@@ -120,10 +126,11 @@ class DevicePlugin {
     return guarded([&] { state().dev->read(dst, src, bytes); });
   }
 
-  static hb_status run_op(void*, const char* op, const hb_tensor* inputs, int32_t n_inputs, hb_tensor* outputs,
-                          int32_t n_outputs, const char* attrs_json) {
+  static hb_status run_op(void*, const char* op, const hb_tensor* inputs, int32_t n_inputs,
+                          hb_tensor* outputs, int32_t n_outputs, const char* attrs_json) {
     if (!state().dev) return not_ready();
-    return guarded([&] { run_device_op(*state().dev, op, inputs, n_inputs, outputs, n_outputs, attrs_json); });
+    return guarded(
+        [&] { run_device_op(*state().dev, op, inputs, n_inputs, outputs, n_outputs, attrs_json); });
   }
 
   static hb_status synchronize(void*) {

@@ -62,33 +62,34 @@ struct PagedContext {
   bool causal;
   int bsz;
 };
-PagedContext paged_context(const Call& call, const hb_tensor& cache, const hb_tensor& table, int64_t t);
+PagedContext paged_context(const Call& call, const hb_tensor& cache, const hb_tensor& table,
+                           int64_t t);
 
 // The ops, by family.
-void matmul_op(const Call& call);           // ops_dense.cc
-void linear_op(const Call& call);           // ops_dense.cc
-void patch_embed_op(const Call& call);      // ops_dense.cc
-void embedding_op(const Call& call);        // ops_dense.cc
-void add_op(const Call& call);              // ops_dense.cc
-void mul_op(const Call& call);              // ops_dense.cc
-void silu_op(const Call& call);             // ops_dense.cc
-void sigmoid_op(const Call& call);          // ops_dense.cc
-void gelu_op(const Call& call);             // ops_dense.cc
-void swiglu_op(const Call& call);           // ops_dense.cc
-void rmsnorm_op(const Call& call);          // ops_dense.cc
-void layernorm_op(const Call& call);        // ops_dense.cc
-void softmax_op(const Call& call);          // ops_dense.cc
-void argmax_op(const Call& call);           // ops_dense.cc
+void matmul_op(const Call& call);             // ops_dense.cc
+void linear_op(const Call& call);             // ops_dense.cc
+void patch_embed_op(const Call& call);        // ops_dense.cc
+void embedding_op(const Call& call);          // ops_dense.cc
+void add_op(const Call& call);                // ops_dense.cc
+void mul_op(const Call& call);                // ops_dense.cc
+void silu_op(const Call& call);               // ops_dense.cc
+void sigmoid_op(const Call& call);            // ops_dense.cc
+void gelu_op(const Call& call);               // ops_dense.cc
+void swiglu_op(const Call& call);             // ops_dense.cc
+void rmsnorm_op(const Call& call);            // ops_dense.cc
+void layernorm_op(const Call& call);          // ops_dense.cc
+void softmax_op(const Call& call);            // ops_dense.cc
+void argmax_op(const Call& call);             // ops_dense.cc
 void rmsnorm_gated_op(const Call& call);      // ops_linear_attention.cc
 void gdn_gating_op(const Call& call);         // ops_linear_attention.cc
 void causal_conv1d_op(const Call& call);      // ops_linear_attention.cc
 void gated_delta_rule_op(const Call& call);   // ops_linear_attention.cc
 void lightning_indexer_op(const Call& call);  // ops_linear_attention.cc
 void sparse_attention_op(const Call& call);   // ops_linear_attention.cc
-void rope_op(const Call& call);             // ops_attention.cc
-void attention_op(const Call& call);        // ops_attention.cc
-void paged_attention_op(const Call& call);  // ops_attention.cc
-void moe_gate_op(const Call& call);         // ops_moe.cc
-void moe_experts_op(const Call& call);      // ops_moe.cc
+void rope_op(const Call& call);               // ops_attention.cc
+void attention_op(const Call& call);          // ops_attention.cc
+void paged_attention_op(const Call& call);    // ops_attention.cc
+void moe_gate_op(const Call& call);           // ops_moe.cc
+void moe_experts_op(const Call& call);        // ops_moe.cc
 
 }  // namespace h0p

@@ -100,9 +100,10 @@ void patch_embed_op(const Call& call) {
   const int has_bias = bias != nullptr ? 1 : 0;
   const int ci = as_int(call, c), hii = as_int(call, hi), wii = as_int(call, wi),
             pi = as_int(call, p), npi = as_int(call, np), di = as_int(call, d);
-  call.dev.launch("patch_embed", px.dtype, grid_1d(np * d),
-                  {buffer(px.data), buffer(w.data), buffer(bias), i32(has_bias),
-                   buffer(call.out[0].data), i32(ci), i32(hii), i32(wii), i32(pi), i32(npi), i32(di)});
+  call.dev.launch(
+      "patch_embed", px.dtype, grid_1d(np * d),
+      {buffer(px.data), buffer(w.data), buffer(bias), i32(has_bias), buffer(call.out[0].data),
+       i32(ci), i32(hii), i32(wii), i32(pi), i32(npi), i32(di)});
 }
 
 void embedding_op(const Call& call) {
@@ -120,7 +121,8 @@ void embedding_op(const Call& call) {
   }
   if (t * d == 0) return;
   const int is64 = ids.dtype == HB_I64 ? 1 : 0, rows = as_int(call, t), dd = as_int(call, d);
-  const float scale = static_cast<float>(attr_f(call.attrs, "scale", 1.0));  // 1: LD·1 then ST is exact
+  const float scale =
+      static_cast<float>(attr_f(call.attrs, "scale", 1.0));  // 1: LD·1 then ST is exact
   call.dev.launch("gather_rows", table.dtype, grid_1d(t * d),
                   {buffer(ids.data), i32(is64), buffer(table.data), buffer(call.out[0].data),
                    i32(rows), i32(dd), f32(scale)});

@@ -1,10 +1,11 @@
 // Hybrid and sparse attention (kernels/linear_attention.inc, sparse_attention.inc). Shapes and
 // attrs as in the catalogue (docs/operators.md), checks as the cpu backend makes them:
-//   rmsnorm_gated(x[T,D], w[D], z[T,D]) -> y        gdn_gating(a, b[T,Hv], A_log, dt_bias[Hv]) -> g f32, beta
-//   causal_conv1d(x[T,C], w[C,K], state[C,K-1], bias[C]?) -> y[T,C], state_out[C,K-1]
-//   gated_delta_rule(q, k[T,Hk,Dk], v[T,Hv,Dv], g[T,Hv] f32, beta[T,Hv], state[Hv,Dk,Dv] f32) -> o, state_out
-//   lightning_indexer(q[T,H,D], k_cache[NB,B,D], weights[T,H], block_table[n]) -> indices[T,topk] i32
-//   sparse_attention(q[T,Hq,Dh], k_cache, v_cache[NB,B,Hkv,D], block_table, indices[T,K]) -> o[T,Hq,Dv]
+//   rmsnorm_gated(x[T,D], w[D], z[T,D]) -> y        gdn_gating(a, b[T,Hv], A_log, dt_bias[Hv]) -> g
+//   f32, beta causal_conv1d(x[T,C], w[C,K], state[C,K-1], bias[C]?) -> y[T,C], state_out[C,K-1]
+//   gated_delta_rule(q, k[T,Hk,Dk], v[T,Hv,Dv], g[T,Hv] f32, beta[T,Hv], state[Hv,Dk,Dv] f32) -> o,
+//   state_out lightning_indexer(q[T,H,D], k_cache[NB,B,D], weights[T,H], block_table[n]) ->
+//   indices[T,topk] i32 sparse_attention(q[T,Hq,Dh], k_cache, v_cache[NB,B,Hkv,D], block_table,
+//   indices[T,K]) -> o[T,Hq,Dv]
 // The indexer scores on the device; its top-k selection (score descending, lower key id first on
 // equal scores) runs on the host over the scores read back, as does sparse_attention's cleaning
 // of the selection (range check, repeats, the causal mask) before the device attends.
@@ -37,8 +38,8 @@ void rmsnorm_gated_op(const Call& call) {
   const float eps = static_cast<float>(attr_f(call.attrs, "eps", 1e-6));
   const int dd = as_int(call, d);
   call.dev.launch("norm_gated_rows", x.dtype, per_row(t),
-                  {buffer(x.data), buffer(call.in[1].data), buffer(call.in[2].data), buffer(call.out[0].data),
-                   i32(dd), f32(eps)});
+                  {buffer(x.data), buffer(call.in[1].data), buffer(call.in[2].data),
+                   buffer(call.out[0].data), i32(dd), f32(eps)});
 }
 
 void gdn_gating_op(const Call& call) {
@@ -52,16 +53,18 @@ void gdn_gating_op(const Call& call) {
   require_tensor(call, call.out[1], "beta", {t, hv}, a.dtype);
   const int n = as_int(call, t * hv), h = as_int(call, hv);
   if (n == 0) return;
-  call.dev.launch("gdn_gating", a.dtype, grid_1d(n),
-                  {buffer(a.data), buffer(call.in[1].data), buffer(call.in[2].data), buffer(call.in[3].data),
-                   buffer(call.out[0].data), buffer(call.out[1].data), i32(n), i32(h)});
+  call.dev.launch(
+      "gdn_gating", a.dtype, grid_1d(n),
+      {buffer(a.data), buffer(call.in[1].data), buffer(call.in[2].data), buffer(call.in[3].data),
+       buffer(call.out[0].data), buffer(call.out[1].data), i32(n), i32(h)});
 }
 
 void causal_conv1d_op(const Call& call) {
   const hb_tensor &x = call.in[0], &w = call.in[1];
   require_tensor(call, x, "x", {-1, -1}, x.dtype);
   const int64_t t = x.shape[0], c = x.shape[1];
-  require(call, w.ndim == 2 && w.shape[0] == c && w.shape[1] >= 2, "w must be [C, K >= 2], got " + describe(w));
+  require(call, w.ndim == 2 && w.shape[0] == c && w.shape[1] >= 2,
+          "w must be [C, K >= 2], got " + describe(w));
   const int64_t k = w.shape[1];
   require_tensor(call, w, "w", {c, k}, x.dtype);
   require_tensor(call, call.in[2], "state", {c, k - 1}, x.dtype);
@@ -71,19 +74,22 @@ void causal_conv1d_op(const Call& call) {
   require_tensor(call, call.out[1], "state_out", {c, k - 1}, x.dtype);
   const std::string act = attr_s(call.attrs, "activation", "silu");
   if (act != "silu" && act != "none")
-    throw OpError(HB_UNSUPPORTED, std::string(call.op) + ": activation '" + act + "' (silu or none)");
+    throw OpError(HB_UNSUPPORTED,
+                  std::string(call.op) + ": activation '" + act + "' (silu or none)");
   const int ti = as_int(call, t), ci = as_int(call, c), ki = as_int(call, k);
   const int bias_flag = has_bias ? 1 : 0, silu = act == "silu" ? 1 : 0;
   const void* bias = has_bias ? call.in[3].data : nullptr;
   if (c == 0) return;
   // y first: it reads the state that state_out (possibly the same buffer) then replaces.
   if (t > 0) {
-    call.dev.launch("causal_conv1d", x.dtype, grid_1d(t * c),
-                    {buffer(x.data), buffer(w.data), buffer(call.in[2].data), buffer(bias), buffer(call.out[0].data),
-                     i32(ti), i32(ci), i32(ki), i32(bias_flag), i32(silu)});
+    call.dev.launch(
+        "causal_conv1d", x.dtype, grid_1d(t * c),
+        {buffer(x.data), buffer(w.data), buffer(call.in[2].data), buffer(bias),
+         buffer(call.out[0].data), i32(ti), i32(ci), i32(ki), i32(bias_flag), i32(silu)});
   }
   call.dev.launch("causal_conv1d_state", x.dtype, grid_1d(c),
-                  {buffer(x.data), buffer(call.in[2].data), buffer(call.out[1].data), i32(ti), i32(ci), i32(ki)});
+                  {buffer(x.data), buffer(call.in[2].data), buffer(call.out[1].data), i32(ti),
+                   i32(ci), i32(ki)});
 }
 
 void gated_delta_rule_op(const Call& call) {
@@ -93,7 +99,8 @@ void gated_delta_rule_op(const Call& call) {
   const int64_t t = q.shape[0], hk = q.shape[1], dk = q.shape[2];
   require_tensor(call, k, "k", {t, hk, dk}, dt);
   require(call, v.ndim == 3 && v.shape[0] == t && hk > 0 && v.shape[1] > 0 && v.shape[1] % hk == 0,
-          "v must be [T, Hv, Dv] with Hv a multiple of Hk = " + std::to_string(hk) + ", got " + describe(v));
+          "v must be [T, Hv, Dv] with Hv a multiple of Hk = " + std::to_string(hk) + ", got " +
+              describe(v));
   const int64_t hv = v.shape[1], dv = v.shape[2];
   require_tensor(call, v, "v", {t, hv, dv}, dt);
   require_tensor(call, call.in[3], "g", {t, hv}, HB_F32);
@@ -105,8 +112,8 @@ void gated_delta_rule_op(const Call& call) {
   const int l2 = attr_b(call.attrs, "l2norm_qk", true) ? 1 : 0;
   const float eps = static_cast<float>(attr_f(call.attrs, "l2norm_eps", 1e-6));
   if (hv * dk * dv == 0) return;
-  const int ti = as_int(call, t), hki = as_int(call, hk), dki = as_int(call, dk), hvi = as_int(call, hv),
-            dvi = as_int(call, dv);
+  const int ti = as_int(call, t), hki = as_int(call, hk), dki = as_int(call, dk),
+            hvi = as_int(call, hv), dvi = as_int(call, dv);
   const size_t qk_bytes = static_cast<size_t>(t * hk * dk) * sizeof(float);
   Scratch qn(call.dev, qk_bytes), kn(call.dev, qk_bytes);
   if (t > 0) {
@@ -116,10 +123,11 @@ void gated_delta_rule_op(const Call& call) {
     call.dev.launch("l2norm_rows", dt, per_row(t * hk),
                     {buffer(k.data), buffer(kn.handle()), i32(dki), f32(one), f32(eps), i32(l2)});
   }
-  call.dev.launch("delta_rule", dt, grid_1d(hv * dv),
-                  {buffer(qn.handle()), buffer(kn.handle()), buffer(v.data), buffer(call.in[3].data),
-                   buffer(call.in[4].data), buffer(call.in[5].data), buffer(call.out[1].data), buffer(call.out[0].data),
-                   i32(ti), i32(hki), i32(dki), i32(hvi), i32(dvi)});
+  call.dev.launch(
+      "delta_rule", dt, grid_1d(hv * dv),
+      {buffer(qn.handle()), buffer(kn.handle()), buffer(v.data), buffer(call.in[3].data),
+       buffer(call.in[4].data), buffer(call.in[5].data), buffer(call.out[1].data),
+       buffer(call.out[0].data), i32(ti), i32(hki), i32(dki), i32(hvi), i32(dvi)});
 }
 
 void lightning_indexer_op(const Call& call) {
@@ -138,12 +146,13 @@ void lightning_indexer_op(const Call& call) {
   std::vector<float> scores(static_cast<size_t>(t * std::max<int64_t>(s, 1)), 0.0f);
   if (s > 0) {
     Scratch dev_scores(call.dev, scores.size() * sizeof(float));
-    const int ti = as_int(call, t), hi = as_int(call, h), di = as_int(call, d), si = as_int(call, s),
-              qo = as_int(call, p.q_offset), causal = p.causal ? 1 : 0;
+    const int ti = as_int(call, t), hi = as_int(call, h), di = as_int(call, d),
+              si = as_int(call, s), qo = as_int(call, p.q_offset), causal = p.causal ? 1 : 0;
     (void)as_int(call, t * s);
     call.dev.launch("indexer_scores", q.dtype, grid_1d(t * s),
-                    {buffer(q.data), buffer(kc.data), buffer(w.data), buffer(table.data), buffer(dev_scores.handle()),
-                     i32(ti), i32(hi), i32(di), i32(si), i32(p.bsz), f32(scale), i32(qo), i32(causal)});
+                    {buffer(q.data), buffer(kc.data), buffer(w.data), buffer(table.data),
+                     buffer(dev_scores.handle()), i32(ti), i32(hi), i32(di), i32(si), i32(p.bsz),
+                     f32(scale), i32(qo), i32(causal)});
     call.dev.read(scores.data(), dev_scores.handle(), scores.size() * sizeof(float));
   }
   std::vector<int32_t> out(static_cast<size_t>(t * topk), -1), keys;
@@ -162,7 +171,8 @@ void lightning_indexer_op(const Call& call) {
 }
 
 void sparse_attention_op(const Call& call) {
-  const hb_tensor &q = call.in[0], &kc = call.in[1], &vc = call.in[2], &table = call.in[3], &idx = call.in[4];
+  const hb_tensor &q = call.in[0], &kc = call.in[1], &vc = call.in[2], &table = call.in[3],
+                  &idx = call.in[4];
   require_tensor(call, q, "q", {-1, -1, -1}, q.dtype);
   const int64_t t = q.shape[0], hq = q.shape[1], dh = q.shape[2];
   require_tensor(call, kc, "k_cache", {-1, -1, -1, dh}, q.dtype);
@@ -170,7 +180,8 @@ void sparse_attention_op(const Call& call) {
   require_tensor(call, vc, "v_cache", {nb, bsz, hkv, -1}, q.dtype);
   const int64_t dv = vc.shape[3];
   require(call, hkv > 0 && hq % hkv == 0,
-          "q heads (" + std::to_string(hq) + ") must be a multiple of kv heads (" + std::to_string(hkv) + ")");
+          "q heads (" + std::to_string(hq) + ") must be a multiple of kv heads (" +
+              std::to_string(hkv) + ")");
   require_tensor(call, idx, "indices", {t, -1}, HB_I32);
   const int64_t n_idx = idx.shape[1];
   require_tensor(call, call.out[0], "o", {t, hq, dv}, q.dtype);
@@ -178,8 +189,9 @@ void sparse_attention_op(const Call& call) {
   const std::vector<int64_t> ids = read_indices(call, idx);
   for (size_t i = 0; i < ids.size(); ++i) {
     require(call, ids[i] >= -1 && ids[i] < p.len,
-            "indices[" + std::to_string(i / size_t(n_idx)) + ", " + std::to_string(i % size_t(n_idx)) + "] = " +
-                std::to_string(ids[i]) + " is outside [-1, context_len = " + std::to_string(p.len) + ")");
+            "indices[" + std::to_string(i / size_t(n_idx)) + ", " +
+                std::to_string(i % size_t(n_idx)) + "] = " + std::to_string(ids[i]) +
+                " is outside [-1, context_len = " + std::to_string(p.len) + ")");
   }
   if (t * hq == 0 || dv == 0) return;
   // Per query: its visible selected keys, once each, ascending (the cpu backend's order).
@@ -197,18 +209,20 @@ void sparse_attention_op(const Call& call) {
     std::copy(row.begin(), row.end(), keys.begin() + r * kmax);
     count[static_cast<size_t>(r)] = static_cast<int32_t>(row.size());
   }
-  Scratch keys_dev(call.dev, keys.size() * sizeof(int32_t)), count_dev(call.dev, count.size() * sizeof(int32_t));
+  Scratch keys_dev(call.dev, keys.size() * sizeof(int32_t)),
+      count_dev(call.dev, count.size() * sizeof(int32_t));
   call.dev.write(keys_dev.handle(), keys.data(), keys.size() * sizeof(int32_t));
   call.dev.write(count_dev.handle(), count.data(), count.size() * sizeof(int32_t));
   Scratch scores(call.dev, static_cast<size_t>(t * hq * kmax) * sizeof(float));
-  const int kmi = as_int(call, kmax), hqi = as_int(call, hq), hkvi = as_int(call, hkv), dhi = as_int(call, dh),
-            dvi = as_int(call, dv);
+  const int kmi = as_int(call, kmax), hqi = as_int(call, hq), hkvi = as_int(call, hkv),
+            dhi = as_int(call, dh), dvi = as_int(call, dv);
   (void)as_int(call, t * hq * kmax);
   const float scale = scale_attr(call, dh);
   call.dev.launch("sparse_attention", q.dtype, per_row(t * hq),
-                  {buffer(q.data), buffer(kc.data), buffer(vc.data), buffer(table.data), buffer(keys_dev.handle()),
-                   buffer(count_dev.handle()), buffer(call.out[0].data), buffer(scores.handle()), i32(kmi), i32(hqi),
-                   i32(hkvi), i32(dhi), i32(dvi), f32(scale), i32(p.bsz)});
+                  {buffer(q.data), buffer(kc.data), buffer(vc.data), buffer(table.data),
+                   buffer(keys_dev.handle()), buffer(count_dev.handle()), buffer(call.out[0].data),
+                   buffer(scores.handle()), i32(kmi), i32(hqi), i32(hkvi), i32(dhi), i32(dvi),
+                   f32(scale), i32(p.bsz)});
 }
 
 }  // namespace h0p

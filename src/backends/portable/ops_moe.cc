@@ -24,23 +24,25 @@ void moe_gate_op(const Call& call) {
   const std::string scoring = attr_s(call.attrs, "scoring", "softmax");
   require(call, scoring == "softmax" || scoring == "sigmoid",
           "attr scoring must be softmax or sigmoid, got '" + scoring + "'");
-  const int64_t n_group = attr_i(call.attrs, "n_group", 1), topk_group = attr_i(call.attrs, "topk_group", 1);
+  const int64_t n_group = attr_i(call.attrs, "n_group", 1),
+                topk_group = attr_i(call.attrs, "topk_group", 1);
   require(call, n_group >= 1 && e % n_group == 0,
-          "attr n_group (" + std::to_string(n_group) + ") must divide the " + std::to_string(e) + " experts");
+          "attr n_group (" + std::to_string(n_group) + ") must divide the " + std::to_string(e) +
+              " experts");
   const bool grouped = n_group > 1;
   require(call, !grouped || (topk_group >= 1 && topk_group <= n_group),
           "attr topk_group must be in [1, n_group = " + std::to_string(n_group) + "], got " +
               std::to_string(topk_group));
   const int64_t eligible = grouped ? topk_group * (e / n_group) : e;
   require(call, k >= 1 && k <= eligible,
-          "attr top_k must be in [1, " + std::to_string(eligible) + "] (the experts eligible), got " +
-              std::to_string(k));
+          "attr top_k must be in [1, " + std::to_string(eligible) +
+              "] (the experts eligible), got " + std::to_string(k));
   if (t == 0) return;
   Scratch scratch(call.dev, static_cast<size_t>(t * (3 * e + n_group)) * sizeof(float));
   const int has_bias = bias != nullptr ? 1 : 0, sigmoid = scoring == "sigmoid" ? 1 : 0;
   const int normalize = attr_b(call.attrs, "normalize", false) ? 1 : 0;
-  const int ti = as_int(call, t), ei = as_int(call, e), ki = as_int(call, k), gi = as_int(call, n_group),
-            tgi = as_int(call, topk_group);
+  const int ti = as_int(call, t), ei = as_int(call, e), ki = as_int(call, k),
+            gi = as_int(call, n_group), tgi = as_int(call, topk_group);
   const float scale = static_cast<float>(attr_f(call.attrs, "routed_scaling_factor", 1.0));
   call.dev.launch("moe_gate", logits.dtype, grid_1d(t, 64),
                   {buffer(logits.data), buffer(bias), i32(has_bias), buffer(call.out[0].data),
@@ -64,7 +66,9 @@ void moe_experts_op(const Call& call) {
   require_tensor(call, call.out[0], "y", {t, d}, dt);
   const bool biased = call.n_in > 6;
   if (biased) {
-    require(call, call.n_in == 9, "b_gate, b_up and b_down come together (got " + std::to_string(call.n_in - 6) + " of 3)");
+    require(
+        call, call.n_in == 9,
+        "b_gate, b_up and b_down come together (got " + std::to_string(call.n_in - 6) + " of 3)");
     require_tensor(call, call.in[6], "b_gate", {e, f}, dt);
     require_tensor(call, call.in[7], "b_up", {e, f}, dt);
     require_tensor(call, call.in[8], "b_down", {e, d}, dt);
@@ -82,12 +86,13 @@ void moe_experts_op(const Call& call) {
   for (size_t i = 0; i < host_ids.size(); ++i) {
     if (host_ids[i] < 0 || host_ids[i] >= e)
       require(call, false,
-              "ids[" + std::to_string(i / k) + ", " + std::to_string(i % k) + "] = " +
-                  std::to_string(host_ids[i]) + " is outside the " + std::to_string(e) + " experts");
+              "ids[" + std::to_string(i / k) + ", " + std::to_string(i % k) +
+                  "] = " + std::to_string(host_ids[i]) + " is outside the " + std::to_string(e) +
+                  " experts");
   }
   if (t * d == 0) return;
-  const int tk = as_int(call, t * k), ki = as_int(call, k), di = as_int(call, d), fi = as_int(call, f),
-            ti = as_int(call, t);
+  const int tk = as_int(call, t * k), ki = as_int(call, k), di = as_int(call, d),
+            fi = as_int(call, f), ti = as_int(call, t);
   as_int(call, t * k * f);
   Scratch h(call.dev, static_cast<size_t>(t * k * f) * sizeof(float));
   call.dev.launch("moe_up", dt, grid_1d(t * k * f),

@@ -23,17 +23,21 @@ hb_status init(void* self, const hb_host_api* host, const char*) {
   b->stack_info = nlohmann::json{{"device", "host"},
                                  {"driver", "none"},
                                  {"runtime", "reference"},
-                                 {"op_library", std::string("h0 reference kernels ") + h0::base::kHarnessVersion},
+                                 {"op_library",
+                                  std::string("h0 reference kernels ") + h0::base::kHarnessVersion},
                                  {"compiler", h0::base::kCompiler}}
                       .dump();
   return HB_OK;
 }
 
-const char* stack_info_json(void* self) { return static_cast<ReferenceBackend*>(self)->stack_info.c_str(); }
+const char* stack_info_json(void* self) {
+  return static_cast<ReferenceBackend*>(self)->stack_info.c_str();
+}
 
 int32_t supports(void*, const char* op, hb_dtype dtype) {
   const h0::ops::OpDef* def = h0::ops::find_op(op);
-  const bool float_dtype = dtype == HB_F64 || dtype == HB_F32 || dtype == HB_BF16 || dtype == HB_F16;
+  const bool float_dtype =
+      dtype == HB_F64 || dtype == HB_F32 || dtype == HB_BF16 || dtype == HB_F16;
   return def != nullptr && def->reference != nullptr && float_dtype ? 1 : 0;
 }
 
@@ -59,13 +63,16 @@ hb_status synchronize(void*) { return HB_OK; }
 
 hb_status memory_info(void*, size_t*, size_t*) { return HB_UNSUPPORTED; }
 
-const char* last_error(void* self) { return static_cast<ReferenceBackend*>(self)->last_error.c_str(); }
+const char* last_error(void* self) {
+  return static_cast<ReferenceBackend*>(self)->last_error.c_str();
+}
 
 void shutdown(void*) {}
 
 const hb_backend kBackend = {
-    HB_ABI_VERSION, "reference", &g_state, &init, &stack_info_json, &supports, &alloc, &release,
-    &copy,          &copy,       &run_op,  &synchronize, &memory_info, &last_error, &shutdown,
+    HB_ABI_VERSION, "reference",  &g_state,     &init,       &stack_info_json,
+    &supports,      &alloc,       &release,     &copy,       &copy,
+    &run_op,        &synchronize, &memory_info, &last_error, &shutdown,
 };
 
 }  // namespace

@@ -13,24 +13,29 @@ void read_rope(const ConfigFields& f, TextModel* t, double default_theta) {
   t->rope_theta = f.opt_double("rope_theta", default_theta);
   std::optional<ConfigFields> s = f.opt_object("rope_parameters");
   if (!s) s = f.opt_object("rope_scaling");
-  if (s) read_rope_object(*s, t->max_position_embeddings, &t->rope_theta, &t->rope_scaling, &t->rope_scaling_json);
+  if (s)
+    read_rope_object(*s, t->max_position_embeddings, &t->rope_theta, &t->rope_scaling,
+                     &t->rope_scaling_json);
 }
 
 }  // namespace
 
-void read_rope_object(const ConfigFields& s, int64_t max_positions, double* theta, RopeScaling* scaling,
-                      nlohmann::json* json) {
+void read_rope_object(const ConfigFields& s, int64_t max_positions, double* theta,
+                      RopeScaling* scaling, nlohmann::json* json) {
   *theta = s.opt_double("rope_theta", *theta);
   *json = s.json();
   RopeScaling& r = *scaling;
   r.type = s.opt_string("rope_type", s.opt_string("type", "default"));
-  if (r.type == "mrope") r.type = "default";  // Qwen2-VL's 4.x spelling; transformers reads it as default + mrope_section
+  if (r.type == "mrope")
+    r.type =
+        "default";  // Qwen2-VL's 4.x spelling; transformers reads it as default + mrope_section
   if (r.type == "default") {
     *json = nullptr;
     return;
   }
   if (r.type != "linear" && r.type != "llama3" && r.type != "yarn") {
-    throw InputError(s.where("rope_type"), "unsupported '" + r.type + "' (default, linear, llama3, yarn)");
+    throw InputError(s.where("rope_type"),
+                     "unsupported '" + r.type + "' (default, linear, llama3, yarn)");
   }
   r.factor = s.req_double("factor");
   r.original_max_position_embeddings = s.opt_int("original_max_position_embeddings", max_positions);
@@ -51,26 +56,34 @@ std::string read_activation(const ConfigFields& f, const char* key, const std::s
   const std::string act = f.opt_string(key, def);
   if (act == "silu" || act == "swish") return "silu";
   if (act == "gelu") return "gelu";
-  if (act == "gelu_pytorch_tanh" || act == "gelu_new" || act == "gelu_tanh") return "gelu_pytorch_tanh";
-  throw InputError(f.where(key), "unsupported activation '" + act + "' (silu, gelu, gelu_pytorch_tanh, gelu_new)");
+  if (act == "gelu_pytorch_tanh" || act == "gelu_new" || act == "gelu_tanh")
+    return "gelu_pytorch_tanh";
+  throw InputError(f.where(key), "unsupported activation '" + act +
+                                     "' (silu, gelu, gelu_pytorch_tanh, gelu_new)");
 }
 
 int64_t read_layer_freq(const ConfigFields& f, const char* key) {
   const int64_t n = f.opt_int(key, 1);
   if (n < 1 || n > kMaxDecoderLayers) {
-    throw InputError(f.where(key), std::to_string(n) + " must be in 1 to " + std::to_string(kMaxDecoderLayers) +
+    throw InputError(f.where(key), std::to_string(n) + " must be in 1 to " +
+                                       std::to_string(kMaxDecoderLayers) +
                                        " (every n-th layer is MoE)");
   }
   return n;
 }
 
-void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double default_rope_theta, bool dense_mlp) {
-  auto size = [&](const char* key, int64_t def) { return defaults ? f.opt_int(key, def) : f.req_int(key); };
+void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double default_rope_theta,
+                  bool dense_mlp) {
+  auto size = [&](const char* key, int64_t def) {
+    return defaults ? f.opt_int(key, def) : f.req_int(key);
+  };
   t->model_type = f.opt_string("model_type", "llama");
   t->hidden_size = size("hidden_size", 4096);
-  t->intermediate_size = dense_mlp ? size("intermediate_size", 11008) : f.opt_int("intermediate_size", 0);
+  t->intermediate_size =
+      dense_mlp ? size("intermediate_size", 11008) : f.opt_int("intermediate_size", 0);
   t->num_layers = size("num_hidden_layers", 32);
-  if (t->num_layers < 1 || t->num_layers > kMaxDecoderLayers) {  // a layer table of that size is a malformed config
+  if (t->num_layers < 1 ||
+      t->num_layers > kMaxDecoderLayers) {  // a layer table of that size is a malformed config
     throw InputError(f.where("num_hidden_layers"), std::to_string(t->num_layers) +
                                                        " is not a plausible layer count (1 to " +
                                                        std::to_string(kMaxDecoderLayers) + ")");
@@ -78,7 +91,8 @@ void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double def
   t->vocab_size = size("vocab_size", 32000);
   t->attn.num_heads = size("num_attention_heads", 32);
   if (t->attn.num_heads <= 0) {  // head_dim's default divides by it
-    throw InputError(f.where("num_attention_heads"), "must be positive, got " + std::to_string(t->attn.num_heads));
+    throw InputError(f.where("num_attention_heads"),
+                     "must be positive, got " + std::to_string(t->attn.num_heads));
   }
   t->attn.num_kv_heads = f.opt_int("num_key_value_heads", t->attn.num_heads);
   t->attn.head_dim = f.opt_int("head_dim", t->hidden_size / t->attn.num_heads);
@@ -90,14 +104,16 @@ void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double def
   const std::string dtype = f.opt_string("torch_dtype", f.opt_string("dtype", ""));
   if (!dtype.empty()) t->dtype = tensor::parse_dtype(dtype);
   read_rope(f, t, default_rope_theta);
-  if (t->attn.num_heads <= 0 || t->attn.num_kv_heads <= 0 || t->attn.num_heads % t->attn.num_kv_heads != 0) {
-    throw InputError(f.where("num_key_value_heads"), "must be positive and divide num_attention_heads (" +
-                                                         std::to_string(t->attn.num_heads) + ")");
+  if (t->attn.num_heads <= 0 || t->attn.num_kv_heads <= 0 ||
+      t->attn.num_heads % t->attn.num_kv_heads != 0) {
+    throw InputError(f.where("num_key_value_heads"),
+                     "must be positive and divide num_attention_heads (" +
+                         std::to_string(t->attn.num_heads) + ")");
   }
 }
 
-std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers, int64_t window,
-                                                   int64_t default_pattern) {
+std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers,
+                                                   int64_t window, int64_t default_pattern) {
   std::vector<TextModel::LayerKind> kinds;
   const nlohmann::json& j = f.json();
   if (j.contains("layer_types") && j["layer_types"].is_array()) {
@@ -123,20 +139,25 @@ std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_
   return kinds;
 }
 
-void require_positive(const ConfigFields& f, std::initializer_list<std::pair<const char*, int64_t>> fields) {
+void require_positive(const ConfigFields& f,
+                      std::initializer_list<std::pair<const char*, int64_t>> fields) {
   for (const auto& [key, v] : fields) {
-    if (v < 1) throw InputError(f.where(key), "must be a positive integer, got " + std::to_string(v));
+    if (v < 1)
+      throw InputError(f.where(key), "must be a positive integer, got " + std::to_string(v));
   }
 }
 
 int64_t read_rotary_dim(const ConfigFields& f, int64_t head_dim, double def) {
   double factor = def;
-  if (const std::optional<ConfigFields> rope = f.opt_object("rope_parameters")) factor = rope->opt_double("partial_rotary_factor", factor);
+  if (const std::optional<ConfigFields> rope = f.opt_object("rope_parameters"))
+    factor = rope->opt_double("partial_rotary_factor", factor);
   factor = f.opt_double("partial_rotary_factor", factor);
-  // HF: dim = int(head_dim * factor), inv_freq over arange(0, dim, 2) / dim, cos/sin 2·ceil(dim/2) wide.
+  // HF: dim = int(head_dim * factor), inv_freq over arange(0, dim, 2) / dim, cos/sin 2·ceil(dim/2)
+  // wide.
   const int64_t dim = int64_t(double(head_dim) * factor);
   if (factor <= 0 || factor > 1 || dim < 2) {
-    throw InputError(f.where("partial_rotary_factor"), "must leave a rotary dim in [2, head_dim = " + std::to_string(head_dim) + "]");
+    throw InputError(f.where("partial_rotary_factor"),
+                     "must leave a rotary dim in [2, head_dim = " + std::to_string(head_dim) + "]");
   }
   return dim;
 }
@@ -149,7 +170,8 @@ void read_grouped_routing(const ConfigFields& f, Moe* m) {
   m->topk_group = f.opt_int("topk_group", 1);
   m->routed_scaling_factor = f.opt_double("routed_scaling_factor", 1);
   if (m->num_experts > 0 && (m->n_group <= 0 || m->num_experts % m->n_group != 0)) {
-    throw InputError(f.where("n_group"), "must divide n_routed_experts (" + std::to_string(m->num_experts) + ")");
+    throw InputError(f.where("n_group"),
+                     "must divide n_routed_experts (" + std::to_string(m->num_experts) + ")");
   }
 }
 
@@ -187,8 +209,11 @@ Vision read_clip_vision(const ConfigFields& f) {
   v.layer_norm_eps = f.opt_double("layer_norm_eps", 1e-5);
   v.hidden_act = f.opt_string("hidden_act", "quick_gelu");
   const std::string type = f.opt_string("model_type", "clip_vision_model");
-  if (type != "clip_vision_model") throw InputError(f.where("model_type"), "unsupported vision tower '" + type + "' (clip_vision_model)");
-  if (v.image_size % v.patch_size != 0) throw InputError(f.where("patch_size"), "must divide image_size");
+  if (type != "clip_vision_model")
+    throw InputError(f.where("model_type"),
+                     "unsupported vision tower '" + type + "' (clip_vision_model)");
+  if (v.image_size % v.patch_size != 0)
+    throw InputError(f.where("patch_size"), "must divide image_size");
   return v;
 }
 

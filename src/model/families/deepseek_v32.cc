@@ -14,13 +14,17 @@ Architecture arch_deepseek_v32(const ConfigFields& f) {
   x.n_heads = f.opt_int("index_n_heads", 64);  // DeepseekV32Config's defaults
   x.head_dim = f.opt_int("index_head_dim", 128);
   x.topk = f.opt_int("index_topk", 2048);
-  require_positive(f, {{"index_n_heads", x.n_heads}, {"index_head_dim", x.head_dim}, {"index_topk", x.topk}});
-  if (t.attn.q_lora_rank <= 0) throw InputError(f.where("q_lora_rank"), "the indexer's queries come from the q latent: must be set");
+  require_positive(
+      f, {{"index_n_heads", x.n_heads}, {"index_head_dim", x.head_dim}, {"index_topk", x.topk}});
+  if (t.attn.q_lora_rank <= 0)
+    throw InputError(f.where("q_lora_rank"),
+                     "the indexer's queries come from the q latent: must be set");
   if (f.find("mlp_layer_types") != nullptr) {
     const nlohmann::json& types = f.json()["mlp_layer_types"];
     if (!types.is_array() || static_cast<int64_t>(types.size()) != t.num_layers) {
-      throw InputError(f.where("mlp_layer_types"), "must list \"dense\" or \"sparse\" for each of the " +
-                                                       std::to_string(t.num_layers) + " num_hidden_layers");
+      throw InputError(f.where("mlp_layer_types"),
+                       "must list \"dense\" or \"sparse\" for each of the " +
+                           std::to_string(t.num_layers) + " num_hidden_layers");
     }
     Moe& m = t.moe;
     m.first_k_dense = 0;  // the list is the rule
@@ -29,7 +33,8 @@ Architecture arch_deepseek_v32(const ConfigFields& f) {
     for (int64_t i = 0; i < t.num_layers; ++i) {
       const nlohmann::json& v = types[static_cast<size_t>(i)];
       if (v != "dense" && v != "sparse") {
-        throw InputError(f.where("mlp_layer_types") + "[" + std::to_string(i) + "]", "must be \"dense\" or \"sparse\", got " + v.dump());
+        throw InputError(f.where("mlp_layer_types") + "[" + std::to_string(i) + "]",
+                         "must be \"dense\" or \"sparse\", got " + v.dump());
       }
       if (v == "dense") m.dense_layers.push_back(i);
     }

@@ -16,23 +16,24 @@ namespace h0::model {
 // are required. Throws InputError naming the field.
 // `default_rope_theta`: the family's base when the config writes none (Gemma 3: 1e6).
 // `dense_mlp` false: no layer has a dense MLP (Qwen3.5-MoE), intermediate_size is optional.
-void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double default_rope_theta = 10000,
-                  bool dense_mlp = true);
+void read_decoder(const ConfigFields& f, TextModel* t, bool defaults,
+                  double default_rope_theta = 10000, bool dense_mlp = true);
 // A RoPE object (rope_parameters, rope_scaling, or one layer type's entry of Gemma 3's nested
 // rope_parameters): its rope_theta (when present) and scaling (json: the object, null for
 // "default"). Throws InputError naming the field.
-void read_rope_object(const ConfigFields& s, int64_t max_positions, double* theta, RopeScaling* scaling,
-                      nlohmann::json* json);
+void read_rope_object(const ConfigFields& s, int64_t max_positions, double* theta,
+                      RopeScaling* scaling, nlohmann::json* json);
 // The MLP's activation under `key` (hidden_act; Gemma's hidden_activation), normalized: silu
 // (also "swish"), gelu (erf), gelu_pytorch_tanh (also gelu_new, gelu_tanh: the same tanh
 // approximation). Another is refused at the field: a model run with the wrong one matches nothing.
-std::string read_activation(const ConfigFields& f, const char* key, const std::string& def = "silu");
+std::string read_activation(const ConfigFields& f, const char* key,
+                            const std::string& def = "silu");
 // Per layer: full, sliding or linear attention. layer_types (transformers' current spelling),
 // else Gemma 3's sliding_window_pattern (every n-th layer full; `default_pattern` when absent,
 // Gemma3TextConfig's 6), else every layer sliding when a window is set and use_sliding_window is
 // not false (Mistral); empty: every layer full.
-std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers, int64_t window,
-                                                   int64_t default_pattern = 0);
+std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers,
+                                                   int64_t window, int64_t default_pattern = 0);
 // Every n-th layer is MoE (DeepSeek's moe_layer_freq, Qwen's decoder_sparse_step), default 1.
 // n < 1 is refused at the field (the layer rule divides by it).
 int64_t read_layer_freq(const ConfigFields& f, const char* key);
@@ -45,7 +46,8 @@ void read_grouped_routing(const ConfigFields& f, Moe* m);
 // InputError unless it leaves at least 2.
 int64_t read_rotary_dim(const ConfigFields& f, int64_t head_dim, double def);
 // Throws InputError at the first field of `fields` (config key, value read) below 1.
-void require_positive(const ConfigFields& f, std::initializer_list<std::pair<const char*, int64_t>> fields);
+void require_positive(const ConfigFields& f,
+                      std::initializer_list<std::pair<const char*, int64_t>> fields);
 // Qwen2-MoE's names (Llama's with mlp.shared_expert.* and mlp.shared_expert_gate), which Qwen3-Next
 // and Qwen3.5 share.
 const TensorNames& qwen2_moe_names();
@@ -54,22 +56,22 @@ Vision read_clip_vision(const ConfigFields& f);
 // HF's CLIP tower and LLaVA's projector, by vision role.
 const TensorNames& clip_vision_names();
 
-Architecture arch_llama(const ConfigFields& f);  // families/llama.cc
-Architecture arch_qwen2(const ConfigFields& f);  // families/qwen2.cc
-Architecture arch_qwen3(const ConfigFields& f);  // families/qwen3.cc
-Architecture arch_qwen3_moe(const ConfigFields& f);  // families/qwen3_moe.cc
-Architecture arch_mixtral(const ConfigFields& f);  // families/mixtral.cc
-Architecture arch_deepseek_v3(const ConfigFields& f);  // families/deepseek_v3.cc
-Architecture arch_llava(const ConfigFields& f);  // families/llava.cc
-Architecture arch_mistral(const ConfigFields& f);  // families/mistral.cc
-Architecture arch_qwen2_moe(const ConfigFields& f);  // families/qwen2_moe.cc
-Architecture arch_glm4_moe(const ConfigFields& f);  // families/glm4_moe.cc
-Architecture arch_gemma3_text(const ConfigFields& f);  // families/gemma3_text.cc
-Architecture arch_gpt_oss(const ConfigFields& f);  // families/gpt_oss.cc
-Architecture arch_qwen3_next(const ConfigFields& f);  // families/qwen3_next.cc
-Architecture arch_qwen3_5_text(const ConfigFields& f);  // families/qwen3_next.cc
+Architecture arch_llama(const ConfigFields& f);             // families/llama.cc
+Architecture arch_qwen2(const ConfigFields& f);             // families/qwen2.cc
+Architecture arch_qwen3(const ConfigFields& f);             // families/qwen3.cc
+Architecture arch_qwen3_moe(const ConfigFields& f);         // families/qwen3_moe.cc
+Architecture arch_mixtral(const ConfigFields& f);           // families/mixtral.cc
+Architecture arch_deepseek_v3(const ConfigFields& f);       // families/deepseek_v3.cc
+Architecture arch_llava(const ConfigFields& f);             // families/llava.cc
+Architecture arch_mistral(const ConfigFields& f);           // families/mistral.cc
+Architecture arch_qwen2_moe(const ConfigFields& f);         // families/qwen2_moe.cc
+Architecture arch_glm4_moe(const ConfigFields& f);          // families/glm4_moe.cc
+Architecture arch_gemma3_text(const ConfigFields& f);       // families/gemma3_text.cc
+Architecture arch_gpt_oss(const ConfigFields& f);           // families/gpt_oss.cc
+Architecture arch_qwen3_next(const ConfigFields& f);        // families/qwen3_next.cc
+Architecture arch_qwen3_5_text(const ConfigFields& f);      // families/qwen3_next.cc
 Architecture arch_qwen3_5_moe_text(const ConfigFields& f);  // families/qwen3_next.cc
-Architecture arch_deepseek_v32(const ConfigFields& f);  // families/deepseek_v32.cc
-Architecture arch_qwen2_5_vl(const ConfigFields& f);  // families/qwen2_5_vl.cc
+Architecture arch_deepseek_v32(const ConfigFields& f);      // families/deepseek_v32.cc
+Architecture arch_qwen2_5_vl(const ConfigFields& f);        // families/qwen2_5_vl.cc
 
 }  // namespace h0::model

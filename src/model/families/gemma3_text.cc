@@ -34,7 +34,8 @@ Architecture arch_gemma3_text(const ConfigFields& f) {
   TextModel& t = a.text;
   read_decoder(f, &t, false, 1e6);  // Gemma3TextConfig.default_theta's global base
   t.names = &gemma3_tensor_names();
-  t.attn.head_dim = f.opt_int("head_dim", 256);  // Gemma3TextConfig's defaults where configs omit them
+  t.attn.head_dim =
+      f.opt_int("head_dim", 256);  // Gemma3TextConfig's defaults where configs omit them
   t.tie_word_embeddings = f.opt_bool("tie_word_embeddings", true);
   t.hidden_act = read_activation(f, "hidden_activation", "gelu_pytorch_tanh");
   t.attn.qkv_bias = t.attn.o_bias = f.opt_bool("attention_bias", false);
@@ -42,10 +43,13 @@ Architecture arch_gemma3_text(const ConfigFields& f) {
   t.attn.scale = 1.0 / std::sqrt(f.opt_double("query_pre_attn_scalar", 256));
   t.embed_scaled = t.sandwich_norms = true;
   t.norm_offset = 1;
-  refuse_set(f, "attn_logit_softcapping", "attention logit soft-capping is not modelled (Gemma 2's; Gemma 3 has none)");
-  refuse_set(f, "final_logit_softcapping", "final logit soft-capping is not modelled (Gemma 2's; Gemma 3 has none)");
+  refuse_set(f, "attn_logit_softcapping",
+             "attention logit soft-capping is not modelled (Gemma 2's; Gemma 3 has none)");
+  refuse_set(f, "final_logit_softcapping",
+             "final logit soft-capping is not modelled (Gemma 2's; Gemma 3 has none)");
   if (f.opt_bool("use_bidirectional_attention", false)) {
-    throw InputError(f.where("use_bidirectional_attention"), "bidirectional attention is not modelled (causal only)");
+    throw InputError(f.where("use_bidirectional_attention"),
+                     "bidirectional attention is not modelled (causal only)");
   }
 
   // Sliding layers: layer_types, else every sliding_window_pattern-th layer full (6 when the
@@ -59,12 +63,12 @@ Architecture arch_gemma3_text(const ConfigFields& f) {
   t.local_rope_scaling_json = nullptr;
   const std::optional<ConfigFields> rope = f.opt_object("rope_parameters");
   if (rope && rope->find("full_attention") != nullptr) {
-    read_rope_object(rope->req_object("full_attention"), t.max_position_embeddings, &t.rope_theta, &t.rope_scaling,
-                     &t.rope_scaling_json);
+    read_rope_object(rope->req_object("full_attention"), t.max_position_embeddings, &t.rope_theta,
+                     &t.rope_scaling, &t.rope_scaling_json);
     if (rope->find("sliding_attention") != nullptr) {
       RopeScaling local;
-      read_rope_object(rope->req_object("sliding_attention"), t.max_position_embeddings, &t.local_rope_theta, &local,
-                       &t.local_rope_scaling_json);
+      read_rope_object(rope->req_object("sliding_attention"), t.max_position_embeddings,
+                       &t.local_rope_theta, &local, &t.local_rope_scaling_json);
     }
   }
   return a;

@@ -25,11 +25,13 @@ Architecture arch_gpt_oss(const ConfigFields& f) {
   Architecture a;
   TextModel& t = a.text;
   read_decoder(f, &t, false, 150000);
-  if (!f.json().contains("rope_parameters") && !f.json().contains("rope_scaling")) {  // GptOssConfig's default
-    const nlohmann::json yarn = {{"rope_type", "yarn"}, {"factor", 32.0}, {"beta_fast", 32.0}, {"beta_slow", 1.0},
-                                 {"truncate", false}, {"original_max_position_embeddings", 4096}};
-    read_rope_object(ConfigFields(yarn, f.where("rope_parameters")), t.max_position_embeddings, &t.rope_theta,
-                     &t.rope_scaling, &t.rope_scaling_json);
+  if (!f.json().contains("rope_parameters") &&
+      !f.json().contains("rope_scaling")) {  // GptOssConfig's default
+    const nlohmann::json yarn = {{"rope_type", "yarn"}, {"factor", 32.0},
+                                 {"beta_fast", 32.0},   {"beta_slow", 1.0},
+                                 {"truncate", false},   {"original_max_position_embeddings", 4096}};
+    read_rope_object(ConfigFields(yarn, f.where("rope_parameters")), t.max_position_embeddings,
+                     &t.rope_theta, &t.rope_scaling, &t.rope_scaling_json);
   }
   t.names = &gpt_oss_names();
   t.attn.qkv_bias = t.attn.o_bias = f.opt_bool("attention_bias", true);
@@ -41,7 +43,8 @@ Architecture arch_gpt_oss(const ConfigFields& f) {
   m.num_experts = f.req_int_any({"num_local_experts", "num_experts"});
   m.experts_per_token = f.req_int_any({"num_experts_per_tok", "experts_per_token"});
   m.expert_intermediate_size = t.intermediate_size;
-  m.norm_topk_prob = true;  // softmax over the top-k logits = the full softmax's top k, renormalized
+  m.norm_topk_prob =
+      true;  // softmax over the top-k logits = the full softmax's top k, renormalized
   m.router_bias = true;
   m.fused_experts = true;
   m.swiglu_alpha = f.opt_double("swiglu_alpha", 1.702);

@@ -8,7 +8,9 @@ Architecture arch_llava(const ConfigFields& f) {
   Architecture a;
   const ConfigFields text = f.req_object("text_config");
   const std::string text_type = text.opt_string("model_type", "llama");
-  if (text_type != "llama") throw InputError(text.where("model_type"), "unsupported language model '" + text_type + "' (llama)");
+  if (text_type != "llama")
+    throw InputError(text.where("model_type"),
+                     "unsupported language model '" + text_type + "' (llama)");
   read_decoder(text, &a.text, true);
   a.text.attn.qkv_bias = a.text.attn.o_bias = text.opt_bool("attention_bias", false);
   a.text.tie_word_embeddings = f.opt_bool("tie_word_embeddings", a.text.tie_word_embeddings);
@@ -25,7 +27,8 @@ Architecture arch_llava(const ConfigFields& f) {
   v.feature_select_strategy = f.opt_string("vision_feature_select_strategy", "default");
   v.image_token_index = f.opt_int("image_token_index", f.opt_int("image_token_id", 32000));
   if (v.feature_layer >= v.num_layers || v.feature_layer < -v.num_layers - 1) {
-    throw InputError(f.where("vision_feature_layer"), "out of range for " + std::to_string(v.num_layers) + " layers");
+    throw InputError(f.where("vision_feature_layer"),
+                     "out of range for " + std::to_string(v.num_layers) + " layers");
   }
   a.vision = v;
   a.has_vision = true;

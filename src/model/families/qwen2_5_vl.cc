@@ -50,22 +50,32 @@ Vision read_qwen_vision(const ConfigFields& f, int64_t text_hidden) {
   if (const std::optional<ConfigFields> rope = f.opt_object("rope_parameters")) {
     v.rope_theta = rope->opt_double("rope_theta", v.rope_theta);
   }
-  require_positive(f, {{"depth", v.num_layers}, {"hidden_size", v.hidden_size}, {"intermediate_size", v.intermediate_size},
-                       {"num_heads", v.num_heads}, {"patch_size", v.patch_size}, {"spatial_merge_size", v.spatial_merge_size},
-                       {"temporal_patch_size", v.temporal_patch_size}, {"window_size", v.window_size},
+  require_positive(f, {{"depth", v.num_layers},
+                       {"hidden_size", v.hidden_size},
+                       {"intermediate_size", v.intermediate_size},
+                       {"num_heads", v.num_heads},
+                       {"patch_size", v.patch_size},
+                       {"spatial_merge_size", v.spatial_merge_size},
+                       {"temporal_patch_size", v.temporal_patch_size},
+                       {"window_size", v.window_size},
                        {"out_hidden_size", v.out_hidden_size}});
-  if (v.num_layers > kMaxDecoderLayers) throw InputError(f.where("depth"), "is not a plausible block count");
+  if (v.num_layers > kMaxDecoderLayers)
+    throw InputError(f.where("depth"), "is not a plausible block count");
   if (v.hidden_size % v.num_heads != 0 || (v.hidden_size / v.num_heads) % 4 != 0) {
-    throw InputError(f.where("num_heads"), "hidden_size / num_heads must be a multiple of 4 (the 2D rotary embedding "
-                                           "turns a quarter of each head per axis)");
+    throw InputError(f.where("num_heads"),
+                     "hidden_size / num_heads must be a multiple of 4 (the 2D rotary embedding "
+                     "turns a quarter of each head per axis)");
   }
   if (v.out_hidden_size != text_hidden) {
-    throw InputError(f.where("out_hidden_size"), std::to_string(v.out_hidden_size) + " is not the language model's hidden_size " +
+    throw InputError(f.where("out_hidden_size"), std::to_string(v.out_hidden_size) +
+                                                     " is not the language model's hidden_size " +
                                                      std::to_string(text_hidden));
   }
   for (int64_t b : f.opt_int_list("fullatt_block_indexes")) {
     if (b < 0 || b >= v.num_layers) {
-      throw InputError(f.where("fullatt_block_indexes"), std::to_string(b) + " is not a block (depth " + std::to_string(v.num_layers) + ")");
+      throw InputError(
+          f.where("fullatt_block_indexes"),
+          std::to_string(b) + " is not a block (depth " + std::to_string(v.num_layers) + ")");
     }
     v.fullatt_blocks.push_back(b);
   }
@@ -91,9 +101,11 @@ Architecture arch_qwen2_5_vl(const ConfigFields& f) {
     if (s < 0) throw InputError(text.where("mrope_section"), "holds a negative section");
     pairs += s;
   }
-  if (!a.text.mrope_section.empty() && (a.text.mrope_section.size() != 3 || pairs != a.text.attn.head_dim / 2)) {
-    throw InputError(text.where("mrope_section"), "must be 3 sections (t, h, w) summing to head_dim / 2 = " +
-                                                      std::to_string(a.text.attn.head_dim / 2));
+  if (!a.text.mrope_section.empty() &&
+      (a.text.mrope_section.size() != 3 || pairs != a.text.attn.head_dim / 2)) {
+    throw InputError(text.where("mrope_section"),
+                     "must be 3 sections (t, h, w) summing to head_dim / 2 = " +
+                         std::to_string(a.text.attn.head_dim / 2));
   }
   // The checkpoint's dtype is the top level's (transformers 5 writes text_config.dtype float32).
   const std::string dtype = f.opt_string("torch_dtype", f.opt_string("dtype", ""));

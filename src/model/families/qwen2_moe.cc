@@ -19,8 +19,10 @@ Architecture arch_qwen2_moe(const ConfigFields& f) {
   Architecture a;
   read_decoder(f, &a.text, false);
   a.text.names = &qwen2_moe_names();
-  a.text.attn.qkv_bias = f.opt_bool("qkv_bias", true);  // transformers 5 writes it; 4 always had them
-  if (f.opt_bool("use_sliding_window", false)) {  // no released Qwen2-MoE sets it; HF's rule if one does
+  a.text.attn.qkv_bias =
+      f.opt_bool("qkv_bias", true);  // transformers 5 writes it; 4 always had them
+  if (f.opt_bool("use_sliding_window",
+                 false)) {  // no released Qwen2-MoE sets it; HF's rule if one does
     const int64_t layers = a.text.num_layers;
     a.text.attn.sliding_window = f.opt_int("sliding_window", 0);
     if (f.json().contains("layer_types")) {  // transformers 5 writes the rule's result
@@ -28,7 +30,8 @@ Architecture arch_qwen2_moe(const ConfigFields& f) {
     } else {  // transformers 4: layers from max_window_layers on slide
       const int64_t from = f.opt_int("max_window_layers", layers);
       for (int64_t l = 0; l < layers; ++l)
-        a.text.layer_kinds.push_back(l >= from ? TextModel::LayerKind::kSliding : TextModel::LayerKind::kFull);
+        a.text.layer_kinds.push_back(l >= from ? TextModel::LayerKind::kSliding
+                                               : TextModel::LayerKind::kFull);
     }
   }
   Moe& m = a.text.moe;
@@ -38,7 +41,8 @@ Architecture arch_qwen2_moe(const ConfigFields& f) {
   m.norm_topk_prob = f.opt_bool("norm_topk_prob", false);
   m.layer_freq = read_layer_freq(f, "decoder_sparse_step");
   m.dense_layers = f.opt_int_list("mlp_only_layers");
-  m.shared_intermediate_size = f.req_int("shared_expert_intermediate_size");  // every layer's MoE block has one
+  m.shared_intermediate_size =
+      f.req_int("shared_expert_intermediate_size");  // every layer's MoE block has one
   m.num_shared_experts = 1;
   m.shared_expert_gate = true;
   return a;

@@ -19,7 +19,8 @@ Architecture hybrid_decoder(const ConfigFields& f, bool fused_projections, bool 
   Architecture a;
   TextModel& t = a.text;
   read_decoder(f, &t, false, 10000, dense_mlp);
-  t.names = &qwen2_moe_names();  // the shared expert as Qwen2-MoE names it; linear_attn.* is Llama's table
+  t.names = &qwen2_moe_names();  // the shared expert as Qwen2-MoE names it; linear_attn.* is
+                                 // Llama's table
   t.norm_offset = 1;
   Attention& at = t.attn;
   at.head_dim = f.opt_int("head_dim", 256);  // the configs' default; not hidden_size / heads
@@ -41,8 +42,9 @@ Architecture hybrid_decoder(const ConfigFields& f, bool fused_projections, bool 
                        {"linear_value_head_dim", l.v_head_dim},
                        {"linear_conv_kernel_dim", l.conv_kernel}});
   if (l.num_v_heads % l.num_k_heads != 0) {
-    throw InputError(f.where("linear_num_value_heads"),
-                     "must be a multiple of linear_num_key_heads (" + std::to_string(l.num_k_heads) + ")");
+    throw InputError(
+        f.where("linear_num_value_heads"),
+        "must be a multiple of linear_num_key_heads (" + std::to_string(l.num_k_heads) + ")");
   }
 
   // transformers 5 writes layer_types; 4's configs say full_attention_interval (default 4): layer
@@ -51,8 +53,10 @@ Architecture hybrid_decoder(const ConfigFields& f, bool fused_projections, bool 
     t.layer_kinds = read_layer_kinds(f, t.num_layers, 0);
   } else {
     const int64_t every = f.opt_int("full_attention_interval", 4);
-    if (every < 1) throw InputError(f.where("full_attention_interval"), "must be a positive integer");
-    for (int64_t i = 0; i < t.num_layers; ++i) t.layer_kinds.push_back((i + 1) % every == 0 ? LayerKind::kFull : LayerKind::kLinear);
+    if (every < 1)
+      throw InputError(f.where("full_attention_interval"), "must be a positive integer");
+    for (int64_t i = 0; i < t.num_layers; ++i)
+      t.layer_kinds.push_back((i + 1) % every == 0 ? LayerKind::kFull : LayerKind::kLinear);
   }
   return a;
 }
