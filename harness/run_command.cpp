@@ -46,6 +46,14 @@ int run_run(RunOptions opt) {
   checks::register_kinds_with_suite_parser();
   const suite::Suite s = suite::load_suite(opt.suite);
   const suite::Platform platform = suite::load_platform(default_platform(opt.platform));
+  // Nothing to run is the input's fault, never "0 cases: PASS".
+  if (checks::list_cases(s, opt.filter).empty()) {
+    if (!opt.filter.empty())
+      throw InputError("--filter " + opt.filter, "matches none of the cases of " + opt.suite +
+                                                     " (harness list " + opt.suite +
+                                                     " shows their ids)");
+    throw InputError(opt.suite, "has no cases to run");
+  }
   checks::RunOptions ro;
   ro.filter = opt.filter;
   ro.isolate = !opt.no_isolation && platform.isolation != "none" &&

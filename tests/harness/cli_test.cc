@@ -84,6 +84,17 @@ TEST(Cli, NamesNoFileSystemHoldsAndBadUtf8AreInputErrors) {
       << p.err;
 }
 
+// A filter that matches no case used to run nothing and report "0 cases: PASS" (exit 0): a silent
+// pass. Now it is an input error naming the filter.
+TEST(Cli, AFilterThatMatchesNothingIsAnInputError) {
+  const Result r = run("run suites/ops.yaml --filter 'no_such_op*' --no-db -q");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--filter no_such_op*: matches none of the cases of suites/ops.yaml"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find("PASS"), std::string::npos) << r.out;
+}
+
 // `harness serve --api-key-env VAR` with VAR unset or empty used to start with no authentication
 // and no warning: now it is an input error (exit 2) before anything is loaded, never an open
 // server.
