@@ -59,7 +59,8 @@ std::string find_in(const std::vector<std::string>& dirs, const std::string& fil
 // End-of-sequence ids: the tokenizer's eos_token and generation_config.json's eos_token_id (a
 // real checkpoint's extra end tokens, as vLLM reads them). config.json's eos_token_id is not
 // one: golden/tools/gen_e2e.py stops at the tokenizer's eos_token alone.
-std::vector<int64_t> eos_ids(const model::Tokenizer& tok, const std::vector<std::string>& dirs) {
+std::vector<int64_t> eos_ids(const tokenizer::Tokenizer& tok,
+                             const std::vector<std::string>& dirs) {
   std::vector<int64_t> ids;
   if (tok.eos_id()) ids.push_back(*tok.eos_id());
   const std::string dir = find_in(dirs, "generation_config.json");
@@ -106,7 +107,7 @@ int run_serve(const ServeOptions& opt) {
   const std::string tok_dir = find_in(dirs, "tokenizer.json");
   if (tok_dir.empty())
     throw InputError(opt.model, "has no tokenizer.json (the server tokenizes prompts)");
-  const model::Tokenizer tokenizer = model::Tokenizer::from_file(tok_dir);
+  const tokenizer::Tokenizer tokenizer = tokenizer::Tokenizer::from_file(tok_dir);
 
   service::ServedModel served;
   served.name = opt.served_name.empty()

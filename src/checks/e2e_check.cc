@@ -80,7 +80,7 @@ class E2eCase final : public PreparedCase {
     }
     out.details["responses"] = responses;
     out.status = Status::kPass;
-    const model::Tokenizer* tok = tokenizer_of(spec_.req.model_dir);
+    const tokenizer::Tokenizer* tok = tokenizer_of(spec_.req.model_dir);
     const bool ids = std::all_of(results.begin(), results.end(), has_token_ids);
     // What the verdict rests on, recorded with it.
     const bool logprobs = !results[0].tokens.empty() && results[0].tokens[0].logprob.has_value();

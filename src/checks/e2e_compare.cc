@@ -64,8 +64,9 @@ std::string without_replacement_tail(std::string text) {
 
 // The golden's token that holds byte `at` of its text (decoding growing prefixes of its ids as
 // the golden's text was decoded: special tokens skipped); -1 when unknown.
-int64_t golden_token_at(const std::vector<int64_t>& ids, size_t at, const model::Tokenizer& tok) {
-  model::DecodeStream stream(tok, true);  // decode of the ids so far, one id at a time
+int64_t golden_token_at(const std::vector<int64_t>& ids, size_t at,
+                        const tokenizer::Tokenizer& tok) {
+  tokenizer::DecodeStream stream(tok, true);  // decode of the ids so far, one id at a time
   std::string text;
   for (size_t k = 0; k < ids.size(); ++k) {
     stream.push(int32_t(ids[k]), &text);
@@ -75,7 +76,7 @@ int64_t golden_token_at(const std::vector<int64_t>& ids, size_t at, const model:
 }
 
 Verdict compare_exact(const nlohmann::json& golden, const service::Result& r,
-                      const model::Tokenizer* tok, bool streamed) {
+                      const tokenizer::Tokenizer* tok, bool streamed) {
   Verdict v;
   const std::vector<int64_t> want = golden_ids(golden), got = response_ids(r);
   if (!got.empty() || !want.empty()) {

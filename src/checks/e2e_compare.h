@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "model/tokenizer.h"
 #include "service/client.h"
+#include "tokenizer/tokenizer.h"
 
 namespace h0::checks {
 
@@ -26,7 +26,7 @@ struct Verdict {
 // names the golden token where the texts part; for a `streamed` answer a trailing U+FFFD that
 // one side lacks (an incomplete character the stream held back) is no difference.
 Verdict compare_exact(const nlohmann::json& golden, const service::Result& r,
-                      const model::Tokenizer* tok = nullptr, bool streamed = false);
+                      const tokenizer::Tokenizer* tok = nullptr, bool streamed = false);
 // `text` without its trailing U+FFFD characters.
 std::string without_replacement_tail(std::string text);
 // check_logprobs_close, plus |logprob - golden logprob| <= atol at every matched position.

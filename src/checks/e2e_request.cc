@@ -257,17 +257,17 @@ ServiceHandle connect_service(RunContext& ctx) {
   return h;
 }
 
-const model::Tokenizer* tokenizer_of(const std::string& model_dir) {
+const tokenizer::Tokenizer* tokenizer_of(const std::string& model_dir) {
   static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<model::Tokenizer>> cache;
+  static std::map<std::string, std::unique_ptr<tokenizer::Tokenizer>> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(model_dir);
   if (it == cache.end()) {
-    std::unique_ptr<model::Tokenizer> t;
+    std::unique_ptr<tokenizer::Tokenizer> t;
     const fs::path file = fs::path(model_dir) / "tokenizer.json";
     try {
       if (fs::exists(file))
-        t = std::make_unique<model::Tokenizer>(model::Tokenizer::from_file(file.string()));
+        t = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::from_file(file.string()));
     } catch (const std::exception&) {
       t.reset();  // a tokenizer we cannot read: the checks say they could not use it
     }
@@ -296,7 +296,7 @@ AdaptedRequest adapt_request(const ServiceHandle& h, const std::string& model_di
   if (s.top_k && !r->dialect.top_k)
     out.notes.push_back("top_k not sent (the engine does not take it)");
   if (r->prompt_ids.empty() || r->dialect.id_prompts) return out;
-  const model::Tokenizer* tok = tokenizer_of(model_dir);
+  const tokenizer::Tokenizer* tok = tokenizer_of(model_dir);
   if (tok == nullptr) {
     out.cannot = "the engine takes only text prompts, and " + model_dir +
                  " has no tokenizer.json to turn the token-id prompt into text";

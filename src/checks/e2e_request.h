@@ -12,8 +12,8 @@
 
 #include "checks/check.h"
 #include "checks/service_registry.h"
-#include "model/tokenizer.h"
 #include "service/client.h"
+#include "tokenizer/tokenizer.h"
 
 namespace h0::checks {
 
@@ -70,7 +70,7 @@ AdaptedRequest adapt_request(const ServiceHandle& h, const std::string& model_di
 
 // The tokenizer of a model directory (tokenizer.json), loaded once per process; nullptr when
 // the directory has none or it does not load.
-const model::Tokenizer* tokenizer_of(const std::string& model_dir);
+const tokenizer::Tokenizer* tokenizer_of(const std::string& model_dir);
 
 // Whether the response carries token ids (token_ids, or "token_id:N" logprob tokens).
 bool has_token_ids(const service::Result& r);

@@ -181,7 +181,7 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages) const
   return out;
 }
 
-std::vector<int64_t> chat_prompt_ids(const model::Tokenizer& tokenizer, const std::string& text,
+std::vector<int64_t> chat_prompt_ids(const tokenizer::Tokenizer& tokenizer, const std::string& text,
                                      const ImageTokens& image, const std::vector<int64_t>& counts) {
   std::vector<int64_t> ids;
   auto encode = [&](std::string_view piece) {

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "model/tokenizer.h"
 #include "service/client.h"
+#include "tokenizer/tokenizer.h"
 
 namespace h0::service {
 
@@ -64,7 +64,7 @@ struct ImageTokens {
 // tokens written in the text match as such), except that each kImagePlaceholder becomes
 // `image.count` copies of `image.token` (each piece between placeholders is encoded alone), or with
 // `counts` (Qwen2.5-VL: each image's grid tokens) counts[i] copies for the i-th placeholder.
-std::vector<int64_t> chat_prompt_ids(const model::Tokenizer& tokenizer, const std::string& text,
+std::vector<int64_t> chat_prompt_ids(const tokenizer::Tokenizer& tokenizer, const std::string& text,
                                      const ImageTokens& image,
                                      const std::vector<int64_t>& counts = {});
 

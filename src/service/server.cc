@@ -14,9 +14,9 @@
 
 #include "base/error.h"
 #include "base/utf8.h"
-#include "model/byte_level.h"
 #include "service/json_util.h"
 #include "service/server_request.h"
+#include "tokenizer/byte_level.h"
 
 namespace h0::service {
 namespace {
@@ -50,7 +50,7 @@ struct Output {
   std::vector<TokenEvent> tokens;
   std::vector<TokenEvent> prompt;  // echo with logprobs: prompt tokens 1..T-1 (StreamEvent::prompt)
   std::string text;                // decode(token ids, true), less a stop string
-  std::optional<model::DecodeStream> decoder;  // makes `text`, one token at a time
+  std::optional<tokenizer::DecodeStream> decoder;  // makes `text`, one token at a time
   size_t stable = 0;  // text[0, stable) will not change: no trailing U+FFFD unless finished
   size_t sent_bytes = 0, sent_tokens = 0;
   int64_t text_offset = 0;  // completions logprobs: code points before the next unsent token
@@ -171,7 +171,7 @@ class Server::Impl {
     std::string raw;
     const std::optional<std::string> tok = model_.tokenizer->id_to_token(int32_t(id));
     if (!tok ||
-        (model_.tokenizer->is_special(int32_t(id)) || !model::byte_level_decode(*tok, &raw)))
+        (model_.tokenizer->is_special(int32_t(id)) || !tokenizer::byte_level_decode(*tok, &raw)))
       raw = token_text(id, false);
     json out = json::array();
     for (char c : raw) out.push_back(int(static_cast<unsigned char>(c)));

@@ -15,16 +15,16 @@
 #include <vector>
 
 #include "model/image.h"
-#include "model/tokenizer.h"
 #include "service/batch_engine.h"
 #include "service/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace h0::service {
 
 // What the server knows of the model it serves.
 struct ServedModel {
   std::string name;  // the id clients send as "model"
-  const model::Tokenizer* tokenizer = nullptr;
+  const tokenizer::Tokenizer* tokenizer = nullptr;
   std::optional<ChatTemplate> chat;  // absent: chat requests are 400 with chat_error
   std::string chat_error;
   ImageTokens

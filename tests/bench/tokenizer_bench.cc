@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace h0 {
 namespace {
@@ -21,13 +21,13 @@ std::string mixed_text(size_t bytes) {
   return text;
 }
 
-model::Tokenizer load(const std::string& name) {
-  return model::Tokenizer::from_file(std::string(H0_SOURCE_DIR) + "/configs/models/" + name +
-                                     "/tokenizer.json");
+tokenizer::Tokenizer load(const std::string& name) {
+  return tokenizer::Tokenizer::from_file(std::string(H0_SOURCE_DIR) + "/configs/models/" + name +
+                                         "/tokenizer.json");
 }
 
 void BM_TokenizerEncode(benchmark::State& state, const char* name, size_t bytes) {
-  const model::Tokenizer tok = load(name);
+  const tokenizer::Tokenizer tok = load(name);
   const std::string text = mixed_text(bytes);
   size_t ids = 0;
   for (auto _ : state) ids = tok.encode(text).size();
@@ -36,7 +36,7 @@ void BM_TokenizerEncode(benchmark::State& state, const char* name, size_t bytes)
 }
 
 void BM_TokenizerDecodeBaseline(benchmark::State& state, const char* name, size_t bytes) {
-  const model::Tokenizer tok = load(name);
+  const tokenizer::Tokenizer tok = load(name);
   const std::string text = mixed_text(bytes);
   const auto ids = tok.encode(text);
   for (auto _ : state) benchmark::DoNotOptimize(tok.decode(ids));

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "model/unicode_text.h"
+#include "tokenizer/unicode_text.h"
 
 namespace h0::checks {
 namespace {
@@ -65,17 +65,17 @@ TEST(E2eCompare, MessagesNeverSplitACharacter) {
                                               "ab\xE5\x8D\x82"
                                               "cd"));  // ab卂cd
   EXPECT_FALSE(v.pass);
-  EXPECT_FALSE(model::find_invalid_utf8(v.message).has_value()) << v.message;
+  EXPECT_FALSE(tokenizer::find_invalid_utf8(v.message).has_value()) << v.message;
   EXPECT_NO_THROW((void)nlohmann::json(v.message).dump());
   const Verdict r = compare_responses(response({}, "x\xE5\x8D\x81"), response({}, "x\xE5\x8D\x82"));
   EXPECT_FALSE(r.pass);
-  EXPECT_FALSE(model::find_invalid_utf8(r.message).has_value()) << r.message;
+  EXPECT_FALSE(tokenizer::find_invalid_utf8(r.message).has_value()) << r.message;
 }
 
 // Without ids in the response, the model's tokenizer names the golden token where the texts part.
 TEST(E2eCompare, TextOnlyNamesTheGoldenTokenWhereTheTextsPart) {
-  const auto tok = model::Tokenizer::from_file(std::string(H0_SOURCE_DIR) +
-                                               "/configs/models/tiny-llama/tokenizer.json");
+  const auto tok = tokenizer::Tokenizer::from_file(std::string(H0_SOURCE_DIR) +
+                                                   "/configs/models/tiny-llama/tokenizer.json");
   const std::vector<int32_t> ids = tok.encode("The capital of France is Paris", false);
   ASSERT_GE(ids.size(), 5u);
   nlohmann::json g = {{"token_ids", std::vector<int64_t>(ids.begin(), ids.end())},

@@ -25,7 +25,7 @@ const std::vector<ChatMessage> kSystemUser = {text("system", "  You are terse. "
                                               text("user", "Hi there!\n")};
 
 std::vector<int64_t> ids_of(const std::string& name, const std::vector<ChatMessage>& messages) {
-  const model::Tokenizer tok = model::Tokenizer::from_file(model_dir(name));
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_file(model_dir(name));
   return chat_prompt_ids(tok, ChatTemplate::load(model_dir(name)).render(messages),
                          image_tokens_of(model_dir(name)));
 }
@@ -116,7 +116,7 @@ TEST(ChatTemplate, QwenVlImagePartsTakeTheirGridsTokenCount) {
       model::decode_image(h0::test::golden_path("models/images/qvl_tall.jpg")), p);
   const ImageTokens image = image_tokens_of(dir);
   EXPECT_EQ(image.token, 1026);  // <|image_pad|>
-  const model::Tokenizer tok = model::Tokenizer::from_file(dir);
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_file(dir);
   const nlohmann::json golden =
       base::read_json_file(h0::test::golden_path("e2e/tiny-qwen2-5-vl/chat_image_tall.json"));
   EXPECT_EQ(chat_prompt_ids(tok, t.render(m), image, {px.tokens(p.merge_size)}),

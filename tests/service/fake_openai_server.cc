@@ -67,7 +67,7 @@
 #include <thread>
 #include <vector>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -227,7 +227,7 @@ struct Generation {
 
 // --golden-dir: the golden files, read once; --tokenizer: the model's tokenizer.
 std::vector<json> g_goldens;
-std::unique_ptr<h0::model::Tokenizer> g_tokenizer;
+std::unique_ptr<h0::tokenizer::Tokenizer> g_tokenizer;
 
 std::string decode(const std::vector<int64_t>& ids) {
   std::vector<int32_t> v(ids.begin(), ids.end());
@@ -656,8 +656,8 @@ bool parse_flags(int argc, char** argv) {
 
 bool load_goldens() {
   if (!g_flags.tokenizer.empty()) {
-    g_tokenizer =
-        std::make_unique<h0::model::Tokenizer>(h0::model::Tokenizer::from_file(g_flags.tokenizer));
+    g_tokenizer = std::make_unique<h0::tokenizer::Tokenizer>(
+        h0::tokenizer::Tokenizer::from_file(g_flags.tokenizer));
   }
   if (g_flags.golden_dir.empty()) return true;
   for (const auto& e : std::filesystem::directory_iterator(g_flags.golden_dir)) {

@@ -16,12 +16,12 @@
 #include <string_view>
 #include <vector>
 
-#include "model/added_vocabulary.h"
-#include "model/bpe.h"
-#include "model/pre_tokenizer.h"
-#include "model/unicode_text.h"
+#include "tokenizer/added_vocabulary.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/unicode_text.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 
 // Immutable once loaded: encode and decode may run on many threads at once.
 class Tokenizer {
@@ -97,4 +97,4 @@ class DecodeStream {
   std::string pending_;  // kByteLevel: the bytes of a trailing incomplete UTF-8 sequence
 };
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

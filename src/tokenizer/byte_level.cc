@@ -1,11 +1,11 @@
-#include "model/byte_level.h"
+#include "tokenizer/byte_level.h"
 
 #include <array>
 #include <cstdint>
 
-#include "model/unicode_text.h"
+#include "tokenizer/unicode_text.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 namespace {
 
 constexpr char32_t kMaxChar = 0x100 + 68;  // the highest code point of the alphabet, plus one
@@ -57,4 +57,4 @@ bool byte_level_decode(std::string_view token, std::string* bytes) {
   return true;
 }
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

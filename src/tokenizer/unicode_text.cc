@@ -1,4 +1,4 @@
-#include "model/unicode_text.h"
+#include "tokenizer/unicode_text.h"
 
 #include <unicode/bytestream.h>
 #include <unicode/normalizer2.h>
@@ -6,7 +6,7 @@
 
 #include "base/check.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 namespace {
 
 bool is_continuation(unsigned char b) { return (b & 0xC0) == 0x80; }
@@ -164,4 +164,4 @@ std::string normalize(std::string_view text, NormalForm form) {
   return out;
 }
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "model/tokenizer.h"
 #include "test_util.h"
+#include "tokenizer/tokenizer.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 namespace {
 
 using nlohmann::json;
@@ -134,4 +134,4 @@ TEST(TokenizerErrors, NotJsonMissingFileAndInvalidUtf8Text) {
 }
 
 }  // namespace
-}  // namespace h0::model
+}  // namespace h0::tokenizer

@@ -1,10 +1,10 @@
-#include "model/added_vocabulary.h"
+#include "tokenizer/added_vocabulary.h"
 
 #include <algorithm>
 
-#include "model/unicode_text.h"
+#include "tokenizer/unicode_text.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 namespace {
 
 // The code point that ends just before byte `pos` (pos > 0, valid UTF-8).
@@ -147,4 +147,4 @@ const AddedToken* AddedVocabulary::find(std::string_view content) const {
   return nullptr;
 }
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

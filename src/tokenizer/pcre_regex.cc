@@ -1,12 +1,12 @@
-#include "model/pcre_regex.h"
+#include "tokenizer/pcre_regex.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
 #include "base/error.h"
-#include "model/unicode_text.h"
+#include "tokenizer/unicode_text.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 namespace {
 
 std::string pcre2_message(int code) {
@@ -79,4 +79,4 @@ std::vector<Span> Regex::find_all(std::string_view text) const {
   return spans;
 }
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

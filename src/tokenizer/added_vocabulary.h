@@ -12,9 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "model/json_at.h"
+#include "tokenizer/json_at.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 
 struct AddedToken {
   int32_t id = 0;
@@ -70,4 +70,4 @@ class AddedVocabulary {
   Trie normalized_{1};
 };
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

@@ -1,10 +1,10 @@
-#include "model/pre_tokenizer.h"
+#include "tokenizer/pre_tokenizer.h"
 
 #include <algorithm>
 
-#include "model/byte_level.h"
+#include "tokenizer/byte_level.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 namespace {
 
 // GPT-2's pattern, which HF's ByteLevel pre-tokenizer applies when use_regex is true.
@@ -183,4 +183,4 @@ std::vector<std::string> PreTokenizer::split(std::string_view text) const {
   return pieces;
 }
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "model/json_at.h"
+#include "tokenizer/json_at.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 
 // std::string keys looked up by std::string_view without a copy.
 struct StringHash {
@@ -59,4 +59,4 @@ class Bpe {
   bool fuse_unk_ = false;
 };
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

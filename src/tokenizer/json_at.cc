@@ -1,8 +1,8 @@
-#include "model/json_at.h"
+#include "tokenizer/json_at.h"
 
 #include "base/error.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 
 JsonAt JsonAt::at(const std::string& key) const {
   expect(value_->is_object(), "an object");
@@ -59,4 +59,4 @@ void JsonAt::expect(bool ok, const char* what) const {
   if (!ok) fail(std::string("expected ") + what + ", got " + value_->type_name());
 }
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

@@ -1,10 +1,10 @@
-#include "model/bpe.h"
+#include "tokenizer/bpe.h"
 
 #include <queue>
 
-#include "model/unicode_text.h"
+#include "tokenizer/unicode_text.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 namespace {
 
 // One symbol of a word being merged: a doubly linked list over the initial characters.
@@ -158,4 +158,4 @@ void Bpe::encode(std::string_view word, std::vector<int32_t>* ids) const {
   }
 }
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

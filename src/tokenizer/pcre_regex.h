@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace h0::model {
+namespace h0::tokenizer {
 
 struct Span {
   size_t begin = 0;
@@ -36,4 +36,4 @@ class Regex {
   std::string pattern_;
 };
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

@@ -1,6 +1,6 @@
 // The tokenizer against HF `tokenizers` on golden/tokenizer/corpus.json: every tiny model's
 // tokenizer and every pipeline variant, encode and decode, id for id and byte for byte.
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -11,10 +11,10 @@
 #include <random>
 
 #include "base/sha256.h"
-#include "model/byte_level.h"
 #include "test_util.h"
+#include "tokenizer/byte_level.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 namespace {
 
 using nlohmann::json;
@@ -241,4 +241,4 @@ TEST(Tokenizer, DecodeStreamEqualsDecodeOfEveryPrefix) {
 }
 
 }  // namespace
-}  // namespace h0::model
+}  // namespace h0::tokenizer

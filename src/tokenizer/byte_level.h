@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace h0::model {
+namespace h0::tokenizer {
 
 // `bytes` written in the byte-level alphabet (UTF-8), one character per byte.
 std::string byte_level_encode(std::string_view bytes);
@@ -15,4 +15,4 @@ std::string byte_level_encode(std::string_view bytes);
 // stand for to `*bytes` and returns true; otherwise appends nothing and returns false.
 bool byte_level_decode(std::string_view token, std::string* bytes);
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

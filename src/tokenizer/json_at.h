@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-namespace h0::model {
+namespace h0::tokenizer {
 
 class JsonAt {
  public:
@@ -50,4 +50,4 @@ class JsonAt {
   std::string path_;
 };
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

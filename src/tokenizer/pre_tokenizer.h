@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
-#include "model/json_at.h"
-#include "model/pcre_regex.h"
+#include "tokenizer/json_at.h"
+#include "tokenizer/pcre_regex.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 
 // What a Split does with the matches of its pattern (HF's SplitDelimiterBehavior).
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
@@ -46,4 +46,4 @@ class PreTokenizer {
 std::vector<std::string> split_by_matches(std::string_view text, const std::vector<Span>& matches,
                                           SplitBehavior behavior, bool invert);
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

@@ -1,4 +1,4 @@
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -8,9 +8,9 @@
 #include "base/error.h"
 #include "base/input_file.h"
 #include "base/json_read.h"
-#include "model/byte_level.h"
+#include "tokenizer/byte_level.h"
 
-namespace h0::model {
+namespace h0::tokenizer {
 namespace fs = std::filesystem;
 namespace {
 
@@ -134,7 +134,7 @@ void Tokenizer::read_roles(const std::string& config_path) {
 
 std::string Tokenizer::normalize(std::string_view text) const {
   std::string out(text);
-  for (NormalForm form : normalizer_) out = model::normalize(out, form);
+  for (NormalForm form : normalizer_) out = tokenizer::normalize(out, form);
   return out;
 }
 
@@ -248,4 +248,4 @@ bool Tokenizer::is_special(int32_t id) const {
   return added != nullptr && added->special;
 }
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer

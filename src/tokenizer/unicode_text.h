@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace h0::model {
+namespace h0::tokenizer {
 
 // The byte offset of the first invalid UTF-8 sequence in `s`, or nullopt if `s` is valid.
 std::optional<size_t> find_invalid_utf8(std::string_view s);
@@ -36,4 +36,4 @@ enum class NormalForm { kNfc, kNfd, kNfkc, kNfkd };
 // `text` (valid UTF-8) in the given Unicode normalization form.
 std::string normalize(std::string_view text, NormalForm form);
 
-}  // namespace h0::model
+}  // namespace h0::tokenizer
