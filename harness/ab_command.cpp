@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "checks/service_registry.h"
 #include "cli_output.h"
 #include "commands.h"
 #include "diff/diff.h"
@@ -46,12 +47,6 @@ struct AbOptions {
   bool json = false;
   diff::DiffOptions diff;
 };
-
-std::string self_executable() {
-  std::error_code ec;
-  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "harness" : p.string();
-}
 
 // Runs `argv` with its stdout into *out (stderr passes through); returns its exit status, or -1
 // when it could not start or did not exit normally.
@@ -98,55 +93,48 @@ int run_ab(const AbOptions& opt) {
   (void)parse_labels(opt.labels);  // KEY=VALUE, or exit 2 before anything runs
   (void)parse_labels(opt.base_labels);
   (void)parse_labels(opt.head_labels);
-  const std::string tag = ab_tag(), exe = self_executable();
-  std::vector<int64_t> base_ids(size_t(opt.rounds)), head_ids(size_t(opt.rounds));
-  const std::regex stored("stored as run ([0-9]+) in ");
+  const std::string tag = ab_tag(), exe = checks::self_executable();
+  // One `harness run` of the suite on `platform` with `extra` arguments; its stdout into *out.
+  // False (and what it printed, on stderr) when it did not complete.
+  const auto run_on = [&](const std::string& platform, std::vector<std::string> extra,
+                          std::string* out) {
+    std::vector<std::string> argv = {exe, "run", opt.suite, "--platform", platform, "-q"};
+    if (!opt.filter.empty()) argv.insert(argv.end(), {"--filter", opt.filter});
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const int rc = run_child(argv, out);
+    if (rc >= 0 && rc < 2) return true;
+    std::fputs(out->c_str(), stderr);
+    std::fprintf(stderr, "harness ab: the run on %s did not complete (exit %d)\n", platform.c_str(),
+                 rc);
+    return false;
+  };
   for (int w = 0; w < opt.warmup; ++w) {
     for (const std::string* platform : {&opt.base, &opt.head}) {
-      std::vector<std::string> argv = {exe,       "run",     opt.suite, "--platform",
-                                       *platform, "--no-db", "-q"};
-      if (!opt.filter.empty()) argv.insert(argv.end(), {"--filter", opt.filter});
       std::string out;
-      const int rc = run_child(argv, &out);
-      if (rc < 0 || rc >= 2) {
-        std::fputs(out.c_str(), stderr);
-        std::fprintf(stderr, "harness ab: the warm-up run on %s did not complete (exit %d)\n",
-                     platform->c_str(), rc);
-        return kExitInput;
-      }
+      if (!run_on(*platform, {"--no-db"}, &out)) return kExitInput;
     }
   }
+  std::vector<int64_t> base_ids(size_t(opt.rounds)), head_ids(size_t(opt.rounds));
+  const std::regex stored("stored as run ([0-9]+) in ");
   for (int round = 0; round < opt.rounds; ++round) {
     const bool base_first = round % 2 == 0;  // A B, then B A: ABBA ABBA ...
     for (int k = 0; k < 2; ++k) {
       const bool is_base = (k == 0) == base_first;
-      std::vector<std::string> argv = {exe,
-                                       "run",
-                                       opt.suite,
-                                       "--platform",
-                                       is_base ? opt.base : opt.head,
-                                       "--db",
-                                       opt.db,
-                                       "-q",
-                                       "--label",
-                                       "ab=" + tag,
-                                       "--label",
-                                       std::string("ab_side=") + (is_base ? "base" : "head"),
-                                       "--label",
-                                       "ab_round=" + std::to_string(round + 1)};
-      if (!opt.filter.empty()) argv.insert(argv.end(), {"--filter", opt.filter});
-      for (const auto& l : opt.labels) argv.insert(argv.end(), {"--label", l});
+      std::vector<std::string> extra = {
+          "--db",    opt.db,
+          "--label", "ab=" + tag,
+          "--label", std::string("ab_side=") + (is_base ? "base" : "head"),
+          "--label", "ab_round=" + std::to_string(round + 1)};
+      for (const auto& l : opt.labels) extra.insert(extra.end(), {"--label", l});
       for (const auto& l : is_base ? opt.base_labels : opt.head_labels)
-        argv.insert(argv.end(), {"--label", l});
+        extra.insert(extra.end(), {"--label", l});
       const auto t0 = std::chrono::steady_clock::now();
       std::string out;
-      const int rc = run_child(argv, &out);
       std::smatch m;
-      if (rc < 0 || rc >= 2 || !std::regex_search(out, m, stored)) {
-        std::fputs(out.c_str(), stderr);
-        std::fprintf(
-            stderr, "harness ab: round %d, %s side (%s): the run did not complete (exit %d)\n",
-            round + 1, is_base ? "base" : "head", (is_base ? opt.base : opt.head).c_str(), rc);
+      if (!run_on(is_base ? opt.base : opt.head, extra, &out)) return kExitInput;
+      if (!std::regex_search(out, m, stored)) {
+        std::fprintf(stderr, "harness ab: round %d, %s side: the run stored nothing\n", round + 1,
+                     is_base ? "base" : "head");
         return kExitInput;
       }
       const int64_t id = std::stoll(m[1].str());

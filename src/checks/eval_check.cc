@@ -93,15 +93,6 @@ Scored score_echo(const service::Result& r, const std::string& context,
   return s;
 }
 
-// Whether a `reference:` value names a run of the results store rather than a file: the
-// selectors of `harness diff` (label:k=v, platform:NAME, stack:PREFIX, latest, latest~N, an id).
-bool is_run_selector(const std::string& s) {
-  if (s == "latest") return true;
-  for (const char* prefix : {"label:", "platform:", "stack:", "latest~"})
-    if (s.rfind(prefix, 0) == 0) return true;
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 std::string task_sha256_of(const store::ResultData& r) {
   const nlohmann::json d = base::parse_json_or_discarded(r.details_json);
   if (!d.is_object() || !d.contains("task") || !d["task"].is_object()) return "";
@@ -538,7 +529,7 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
            "results store (label:key=value, platform:NAME, stack:PREFIX, latest, an id)");
     const std::string path = resolve_case_path(c, ref.Scalar());
     std::error_code ec;
-    if (is_run_selector(ref.Scalar()) && !fs::exists(path, ec)) {
+    if (store::SqliteStore::is_selector(ref.Scalar()) && !fs::exists(path, ec)) {
       s.reference_run = ref.Scalar();
     } else {
       s.reference_path = path;

@@ -60,13 +60,13 @@ std::string fill_placeholders(std::string text, const std::map<std::string, std:
   return text;
 }
 
-namespace {
-
 std::string self_executable() {
   std::error_code ec;
   const fs::path p = fs::read_symlink("/proc/self/exe", ec);
   return ec ? "harness" : p.string();
 }
+
+namespace {
 
 std::string shell_quoted(const std::string& s) {
   std::string out = "'";

@@ -60,4 +60,8 @@ class ServiceRegistry {
 // `text` with every "{name}" of `values` replaced.
 std::string fill_placeholders(std::string text, const std::map<std::string, std::string>& values);
 
+// The running harness binary's path (/proc/self/exe), "harness" when it cannot be read: what a
+// platform's `{harness}` expands to, and what `harness ab` runs each round with.
+std::string self_executable();
+
 }  // namespace h0::checks

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_read.h"
+#include "base/text_format.h"
 #include "report/html_page.h"
 #include "report/html_pages.h"
 #include "report/html_text.h"
@@ -116,12 +117,6 @@ std::string latest_tables(const SiteModel& model, const SiteCase& c) {
   return html + "</section>\n";
 }
 
-std::string fixed3(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3f", v);
-  return buf;
-}
-
 // An eval check's score per stack version: "0.612 [0.543, 0.677]" with its Wilson interval, the
 // reference's score, the paired delta with its interval, agreement and the discordant items.
 std::string accuracy_table(const SiteModel& model, const SiteCase& c) {
@@ -131,7 +126,9 @@ std::string accuracy_table(const SiteModel& model, const SiteCase& c) {
       const auto it = a.metrics.find(name);
       return it == a.metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
     };
-    const auto text = [](double v) { return std::isnan(v) ? std::string("–") : fixed3(v); };
+    const auto text = [](double v) {
+      return std::isnan(v) ? std::string("–") : printf_string("%.3f", v);
+    };
     const auto interval = [&](double v, double lo, double hi) {
       return std::isnan(v) ? std::string("–") : text(v) + " [" + text(lo) + ", " + text(hi) + "]";
     };
@@ -147,10 +144,9 @@ std::string accuracy_table(const SiteModel& model, const SiteCase& c) {
          paired ? number_text(m("mcnemar_p")) : "–", number_text(m("items"))});
   }
   return "<section id=\"accuracy\"><h2>Accuracy per stack version</h2>\n"
-         "<p class=\"muted\">Score with its Wilson interval; the delta against the reference on "
-         "the "
-         "same items with its paired bootstrap interval; items lost / gained against the reference "
-         "and the exact McNemar p-value of that split.</p>\n"
+         "<p class=\"muted\">Score with its Wilson interval; the delta against the reference "
+         "on the same items with its paired bootstrap interval; items lost / gained against the "
+         "reference and the exact McNemar p-value of that split.</p>\n"
          "<table class=\"grid accuracy\">\n" +
          html_row({"stack", "platform", "run", "status", "score", "reference", "delta", "agreement",
                    "lost / gained", "McNemar p", "items"},

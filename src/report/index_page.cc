@@ -1,8 +1,9 @@
 // index.html: overview and matrix.
 #include <algorithm>
-#include <cstdio>
 #include <map>
 
+#include "base/status.h"
+#include "base/text_format.h"
 #include "report/html_page.h"
 #include "report/html_pages.h"
 #include "report/html_text.h"
@@ -56,6 +57,39 @@ std::vector<int> latest_runs(const SiteModel& model) {
   return latest;
 }
 
+// Why each check of `r` counts as regressed, by case id: its diff against the platform's previous
+// run of the suite, against the reference platform's, and (for the platform's newest run) the
+// timing history's slowdowns.
+std::map<std::string, std::string> regression_reasons(const SiteModel& model, const SiteRun& r,
+                                                      bool newest_of_platform) {
+  std::map<std::string, std::string> why;
+  if (newest_of_platform) {
+    for (const auto& s : model.slowdowns) {
+      if (s.platform != r.run.platform) continue;
+      const diff::ChangeReport& c = s.change;
+      why[model.cases[static_cast<size_t>(s.case_index)].case_id] =
+          "timing change point at run #" + std::to_string(c.run_id) + ": " +
+          printf_string("%+.1f%%", 100 * c.change) + " (" + std::to_string(c.runs_before) +
+          " runs before, " + std::to_string(c.runs_after) +
+          " after, p=" + printf_string("%.2g", c.p_value) + ")";
+    }
+  }
+  if (r.diff) {
+    const std::string prev =
+        "vs run " + run_ref(model.runs[static_cast<size_t>(r.previous)].run.id);
+    for (const auto& [id, reason] : regressed_cases(*r.diff)) why[id] = reason + " " + prev;
+  }
+  if (r.reference_diff) {
+    const std::string ref = "vs " + model.compare_platform + " run " +
+                            run_ref(model.runs[static_cast<size_t>(r.reference)].run.id);
+    for (const auto& [id, reason] : regressed_cases(*r.reference_diff)) {
+      std::string& w = why[id];
+      w += (w.empty() ? "" : "; ") + reason + " " + ref;
+    }
+  }
+  return why;
+}
+
 // What is wrong in the latest run of each stack and platform, worst first: the checks that
 // regressed (against the platform's previous run of the suite, and against the reference
 // platform's), each with what flagged it, then the checks that fail as they failed before.
@@ -74,41 +108,12 @@ std::string whats_wrong(const SiteModel& model) {
     const SiteColumn& col = model.columns[static_cast<size_t>(r.column)];
     std::map<int, const CaseDigest*> digest;
     for (const auto& d : r.cases) digest.emplace(d.case_index, &d);
-    std::map<std::string, std::string> why;
-    if (newest_of_platform[r.run.platform] == i) {  // the timing history's slowdowns
-      char buf[200];
-      for (const auto& s : model.slowdowns) {
-        if (s.platform != r.run.platform) continue;
-        const diff::ChangeReport& c = s.change;
-        std::snprintf(
-            buf, sizeof buf,
-            "timing change point at run #%lld: %+.1f%% (%d runs before, %d after, p=%.2g)",
-            static_cast<long long>(c.run_id), 100 * c.change, c.runs_before, c.runs_after,
-            c.p_value);
-        why[model.cases[static_cast<size_t>(s.case_index)].case_id] = buf;
-      }
-    }
-    if (r.diff) {
-      const std::string prev =
-          "vs run " + run_ref(model.runs[static_cast<size_t>(r.previous)].run.id);
-      for (const auto& [id, reason] : regressed_cases(*r.diff)) why[id] = reason + " " + prev;
-    }
-    if (r.reference_diff) {
-      const std::string ref = "vs " + model.compare_platform + " run " +
-                              run_ref(model.runs[static_cast<size_t>(r.reference)].run.id);
-      for (const auto& [id, reason] : regressed_cases(*r.reference_diff)) {
-        std::string& w = why[id];
-        w += (w.empty() ? "" : "; ") + reason + " " + ref;
-      }
-    }
+    const std::map<std::string, std::string> why =
+        regression_reasons(model, r, newest_of_platform[r.run.platform] == i);
     const auto add = [&](int case_index, const std::string& flagged, bool regression) {
       const SiteCase& c = model.cases[static_cast<size_t>(case_index)];
       const auto d = digest.find(case_index);
-      const std::string status = d == digest.end() ? "" : std::string(1, d->second->status);
-      std::string status_name = "other";
-      for (const auto& s : kStatusCodes) {
-        if (status == std::string(1, s.code)) status_name = s.status;
-      }
+      const std::string status_name = status_of_code(d == digest.end() ? '?' : d->second->status);
       const std::string message = d == digest.end() ? "" : d->second->message.substr(0, 300);
       rows.push_back(
           {regression, html_row({html_escape(col.platform), html_escape(col.label),
@@ -122,8 +127,8 @@ std::string whats_wrong(const SiteModel& model) {
     }
     for (const auto& d : r.cases) {
       const SiteCase& c = model.cases[static_cast<size_t>(d.case_index)];
-      const bool failing = d.status == 'F' || d.status == 'E' || d.status == 'C' || d.status == 'T';
-      if (failing && !why.contains(c.case_id) && c.kind != "day0_stage")
+      if (is_failing(status_of_code(d.status)) && !why.contains(c.case_id) &&
+          c.kind != "day0_stage")
         add(d.case_index, "failing", false);
     }
   }

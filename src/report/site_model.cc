@@ -411,6 +411,13 @@ std::string layer_of(const std::string& kind) {
   return "other";
 }
 
+const char* status_of_code(char code) {
+  for (const auto& s : kStatusCodes) {
+    if (s.code == code) return s.status;
+  }
+  return "other";
+}
+
 char status_code(const std::string& status) {
   for (const auto& s : kStatusCodes) {
     if (status == s.status) return s.code;

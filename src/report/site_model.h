@@ -139,6 +139,8 @@ inline constexpr StatusCode kStatusCodes[] = {{"pass", 'P'},  {"fail", 'F'},  {"
                                               {"skip", 'S'},  {"crash", 'C'}, {"timeout", 'T'},
                                               {"xfail", 'x'}, {"xpass", 'X'}};
 char status_code(const std::string& status);
+// The reverse: the status a code stands for; "other" for '?' and unknown codes.
+const char* status_of_code(char code);
 // The statuses that count as failing: diff::is_failing.
 
 }  // namespace h0::report

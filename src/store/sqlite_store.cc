@@ -220,6 +220,13 @@ std::optional<RunData> SqliteStore::load_run(int64_t run_id) const {
   return select_run(impl_->db, run_id, /*with_results=*/true);
 }
 
+bool SqliteStore::is_selector(const std::string& text) {
+  if (text == "latest" || all_digits(text)) return true;
+  for (const char* prefix : {"latest~", "label:", "stack:", "platform:"})
+    if (text.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
 int64_t SqliteStore::resolve(const std::string& selector) const {
   const std::string where = "selector '" + selector + "'";
   const auto no_match = [&] {

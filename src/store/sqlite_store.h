@@ -60,6 +60,8 @@ class SqliteStore {
   // "label:key=value" (the latest run with that label), "stack:<fingerprint prefix>",
   // "platform:<name>" (the latest run of that platform). Throws InputError if none matches.
   int64_t resolve(const std::string& selector) const;
+  // Whether `text` has the form of a selector resolve() takes (it may still match no run).
+  static bool is_selector(const std::string& text);
 
   // Copies every run of `other` not already here (same uuid) into this store, with its stack,
   // results, metrics and profiles, in one transaction. Returns the number of runs copied;
