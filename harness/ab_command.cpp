@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "base/error.h"
-#include "checks/service_registry.h"
 #include "cli_output.h"
 #include "commands.h"
 #include "diff/diff.h"
 #include "mesh_run.h"
+#include "run/service_registry.h"
 #include "store/sqlite_store.h"
 
 extern char** environ;
@@ -93,7 +93,7 @@ int run_ab(const AbOptions& opt) {
   (void)parse_labels(opt.labels);  // KEY=VALUE, or exit 2 before anything runs
   (void)parse_labels(opt.base_labels);
   (void)parse_labels(opt.head_labels);
-  const std::string tag = ab_tag(), exe = checks::self_executable();
+  const std::string tag = ab_tag(), exe = run::self_executable();
   // One `harness run` of the suite on `platform` with `extra` arguments; its stdout into *out.
   // False (and what it printed, on stderr) when it did not complete.
   const auto run_on = [&](const std::string& platform, std::vector<std::string> extra,

@@ -9,9 +9,9 @@
 #include <cstdio>
 
 #include "base/error.h"
-#include "checks/dump_compare.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "compare/dump_compare.h"
 
 namespace h0::cli {
 namespace {
@@ -23,9 +23,10 @@ struct DumpOptions {
 };
 
 int run_compare_dumps(const DumpOptions& opt) {
-  const checks::NameMap map = opt.map.empty() ? checks::NameMap{} : checks::load_name_map(opt.map);
-  const checks::DumpComparison c =
-      checks::compare_dump_dirs(opt.golden, opt.actual, map, opt.cosine_min, opt.rel_l2_max);
+  const compare::NameMap map =
+      opt.map.empty() ? compare::NameMap{} : compare::load_name_map(opt.map);
+  const compare::DumpComparison c =
+      compare::compare_dump_dirs(opt.golden, opt.actual, map, opt.cosine_min, opt.rel_l2_max);
   if (opt.json) {
     std::printf("%s\n", c.to_json().dump(2).c_str());
     return c.ok() ? kExitOk : kExitMismatch;

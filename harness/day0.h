@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "checks/runner.h"
 #include "model/architecture.h"
 #include "model/inventory.h"
 #include "plan/parallel_plan.h"
+#include "run/runner.h"
 #include "suite/platform.h"
 
 namespace h0::cli {
@@ -45,8 +45,8 @@ const char* stage_status_name(StageStatus s);
 
 struct StageResult {
   StageStatus status = StageStatus::kNotRun;
-  std::string summary;                     // the key number, or why
-  std::vector<checks::CaseOutcome> cases;  // the checks it ran (into the run record)
+  std::string summary;                  // the key number, or why
+  std::vector<run::CaseOutcome> cases;  // the checks it ran (into the run record)
   nlohmann::json details = nlohmann::json::object();
 };
 
@@ -65,7 +65,7 @@ struct Day0Context {
   std::string model_dtype;
   std::string suite_dir;  // a scratch folder for generated suites
   // The e2e suite's cases for this model, run once for the service stages.
-  std::optional<std::vector<checks::CaseOutcome>> e2e;
+  std::optional<std::vector<run::CaseOutcome>> e2e;
 };
 
 using StageFn = StageResult (*)(Day0Context&);

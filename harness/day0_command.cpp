@@ -25,7 +25,6 @@
 #include "base/error.h"
 #include "base/json_read.h"
 #include "base/scratch_dir.h"
-#include "checks/run_record.h"
 #include "cli_output.h"
 #include "commands.h"
 #include "day0.h"
@@ -35,6 +34,7 @@
 #include "report/html_site.h"
 #include "report/json_writer.h"
 #include "report/junit_writer.h"
+#include "run/run_record.h"
 #include "store/sqlite_store.h"
 
 namespace h0::cli {
@@ -144,11 +144,11 @@ checks::Status record_status(StageStatus s) {
 
 // One record of the whole run: every stage's checks ("<stage>/<case>") and the stage itself
 // ("stage/<NN>-<id>", kind day0_stage: its title and summary).
-checks::RunReport run_record(const Day0Options& opt, const suite::Platform& platform,
-                             const std::vector<const Stage*>& ran,
-                             const std::vector<StageResult>& results, double seconds,
-                             const std::string& verdict) {
-  checks::RunReport report;
+run::RunReport run_record(const Day0Options& opt, const suite::Platform& platform,
+                          const std::vector<const Stage*>& ran,
+                          const std::vector<StageResult>& results, double seconds,
+                          const std::string& verdict) {
+  run::RunReport report;
   report.suite_name = "day0";
   report.suite_file = "day0:" + opt.model;
   report.platform_name = platform.name;
@@ -164,13 +164,13 @@ checks::RunReport run_record(const Day0Options& opt, const suite::Platform& plat
   for (size_t i = 0; i < results.size(); ++i) {
     const Stage& s = *ran[i];
     for (const auto& c : results[i].cases) {
-      checks::CaseOutcome o = c;
+      run::CaseOutcome o = c;
       o.id = std::string(s.id) + "/" + c.id;
       report.cases.push_back(std::move(o));
     }
     char id[64];
     std::snprintf(id, sizeof id, "stage/%02zu-%s", i + 1, s.id);
-    checks::CaseOutcome stage{id, s.id, "day0_stage", {"day0"}, {}};
+    run::CaseOutcome stage{id, s.id, "day0_stage", {"day0"}, {}};
     stage.result.status = record_status(results[i].status);
     stage.result.message = results[i].summary;
     stage.result.details = results[i].details;
@@ -314,16 +314,16 @@ int run_day0(const Day0Options& opt) {
   // One run record: the store, then JSON, JUnit and the dashboard from it.
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const checks::RunReport report = run_record(opt, platform, ran, results, seconds, verdict);
-  store::RunData run = checks::run_data(report, platform, labels, mesh_run.name);
+  const run::RunReport report = run_record(opt, platform, ran, results, seconds, verdict);
+  store::RunData run = run::run_data(report, platform, labels, mesh_run.name);
   run.started_at = store::utc_now();
   run.finished_at = run.started_at;
   std::unique_ptr<store::SqliteStore> db;
   int64_t run_id = 0;
   if (!opt.no_db) {
     db = store::SqliteStore::open(opt.db);
-    run_id = db->begin_run(checks::run_start(report, platform, labels, mesh_run.name));
-    for (const auto& c : report.cases) db->add_result(run_id, checks::result_data(c));
+    run_id = db->begin_run(run::run_start(report, platform, labels, mesh_run.name));
+    for (const auto& c : report.cases) db->add_result(run_id, run::result_data(c));
     db->finish_run(run_id, run.status);
     run = *db->load_run(run_id);
   }

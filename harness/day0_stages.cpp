@@ -12,7 +12,6 @@
 #include "base/error.h"
 #include "base/json_read.h"
 #include "checks/coverage.h"
-#include "checks/isolation.h"
 #include "cli_output.h"
 #include "day0.h"
 #include "io/sharded_checkpoint.h"
@@ -27,6 +26,7 @@
 #include "plan/memory_plan.h"
 #include "plan/plan_report.h"
 #include "plan/rank_loader.h"
+#include "run/isolation.h"
 #include "suite/location.h"
 #include "suite/suite.h"
 
@@ -40,23 +40,23 @@ std::string suite_path(const std::string& name) {
   return fs::exists(local) ? local : std::string(HARNESS_SOURCE_DIR) + "/" + local;
 }
 
-std::vector<checks::CaseOutcome> run_cases(Day0Context& ctx, const std::string& suite_file,
-                                           const std::string& filter) {
+std::vector<run::CaseOutcome> run_cases(Day0Context& ctx, const std::string& suite_file,
+                                        const std::string& filter) {
   checks::register_kinds_with_suite_parser();
   const suite::Suite s = suite::load_suite(suite_file);
-  checks::RunOptions o;
+  run::RunOptions o;
   o.filter = filter;
   o.world = ctx.world;
   o.isolate =
       ctx.platform.isolation != "none" && ctx.world == nullptr;  // MPI does not survive fork
   o.service_log_dir = (fs::path(ctx.options.out) / "service-logs").string();
   o.store_path = ctx.options.db;  // an eval reference may be a run there
-  return checks::run_suite(s, ctx.platform, o, nullptr).cases;
+  return run::run_suite(s, ctx.platform, o, nullptr).cases;
 }
 
 // Pass when every case passed (skips aside, counted), with "N what, M failed (first: id:
 // message)"; not run when every case was skipped (nothing was compared).
-StageResult judge(std::vector<checks::CaseOutcome> cases, const std::string& what) {
+StageResult judge(std::vector<run::CaseOutcome> cases, const std::string& what) {
   StageResult r;
   if (cases.empty()) {
     r.status = StageStatus::kNotRun;
@@ -83,7 +83,7 @@ StageResult judge(std::vector<checks::CaseOutcome> cases, const std::string& wha
 
 bool shipped(const Day0Context& ctx, const std::string& suite) {
   checks::register_kinds_with_suite_parser();
-  return !checks::list_cases(suite::load_suite(suite_path(suite)), ctx.model_name + "/*").empty();
+  return !run::list_cases(suite::load_suite(suite_path(suite)), ctx.model_name + "/*").empty();
 }
 
 std::string absolute(const std::string& path) {
@@ -169,7 +169,7 @@ const char* kNoE2eGoldens =
 // determinism on the first
 // golden's request, a small load. Without goldens a chat request still runs, as evidence that
 // the service answers, but the text stage reports "not compared". Run once.
-const std::vector<checks::CaseOutcome>& e2e_cases(Day0Context& ctx) {
+const std::vector<run::CaseOutcome>& e2e_cases(Day0Context& ctx) {
   if (ctx.e2e) return *ctx.e2e;
   if (shipped(ctx, "e2e.yaml")) {
     ctx.e2e = run_cases(ctx, suite_path("e2e.yaml"), ctx.model_name + "/*");
@@ -206,16 +206,16 @@ const std::vector<checks::CaseOutcome>& e2e_cases(Day0Context& ctx) {
   return *ctx.e2e;
 }
 
-std::vector<checks::CaseOutcome> of_kind(const std::vector<checks::CaseOutcome>& cases,
-                                         const std::string& kind) {
-  std::vector<checks::CaseOutcome> out;
+std::vector<run::CaseOutcome> of_kind(const std::vector<run::CaseOutcome>& cases,
+                                      const std::string& kind) {
+  std::vector<run::CaseOutcome> out;
   for (const auto& c : cases) {
     if (c.kind == kind) out.push_back(c);
   }
   return out;
 }
 
-double metric(const checks::CaseOutcome& c, const std::string& name, double fallback = -1) {
+double metric(const run::CaseOutcome& c, const std::string& name, double fallback = -1) {
   for (const auto& [n, v] : c.result.metrics) {
     if (n == name) return v;
   }
@@ -452,7 +452,7 @@ StageResult run_coverage_stage(Day0Context& ctx) {
   };
   nlohmann::json routes;
   if (ctx.platform.isolation != "none" && ctx.world == nullptr) {
-    checks::Worker worker([&](const std::string& request) {
+    run::Worker worker([&](const std::string& request) {
       try {
         return ask(request);
       } catch (const std::exception& e) {
@@ -461,7 +461,7 @@ StageResult run_coverage_stage(Day0Context& ctx) {
     });
     std::string reply, why;
     if (worker.call("coverage", ctx.platform.case_timeout_s, &reply, &why) !=
-        checks::Worker::Reply::kOk)
+        run::Worker::Reply::kOk)
       return {StageStatus::kFail, "opening the backend: the platform's process " + why, {}, {}};
     routes = nlohmann::json::parse(reply);
     if (routes.contains("error"))
@@ -580,7 +580,7 @@ StageResult run_op_accuracy_stage(Day0Context& ctx) {
     filter +=
         (filter.empty() ? "" : ":") + op + "[*:" + op + "/*:*[op=" + op + ",*:dynamic/" + op + "*";
   }
-  std::vector<checks::CaseOutcome> cases = run_cases(ctx, suite_path("ops.yaml"), filter);
+  std::vector<run::CaseOutcome> cases = run_cases(ctx, suite_path("ops.yaml"), filter);
   const size_t generic = cases.size();
   if (const std::string shaped = model_shape_cases(ctx); !shaped.empty()) {
     for (auto& c : run_cases(ctx, generated_suite(ctx, "op-shapes", shaped), ""))
@@ -721,7 +721,7 @@ const char* kNoEvalReference =
 
 // "facts 0.283 [0.184, 0.408] vs 0.283, agreement 1.000": a task's score with its Wilson
 // interval, and the reference's score and the agreement when there is a reference.
-std::string accuracy_line(const checks::CaseOutcome& c) {
+std::string accuracy_line(const run::CaseOutcome& c) {
   const std::string task = c.id.substr(c.id.rfind('/') + 1);
   if (metric(c, "items", -1) < 0) return task + ": " + c.result.message;
   std::string line = task + " " + fixed(metric(c, "score"), 3) + " [" +
@@ -733,7 +733,7 @@ std::string accuracy_line(const checks::CaseOutcome& c) {
 }
 
 StageResult run_accuracy_stage(Day0Context& ctx) {
-  std::vector<checks::CaseOutcome> cases;
+  std::vector<run::CaseOutcome> cases;
   if (!ctx.options.eval_tasks.empty()) {
     // The default gate (max_drop 0.02 by the paired test, alpha 0.05): a real model on another
     // platform agrees with its reference on most items, not on every one.
@@ -777,8 +777,8 @@ StageResult run_determinism_stage(Day0Context& ctx) {
 // The served numbers alone, for a family the executor does not model.
 StageResult served_performance(Day0Context& ctx) {
   StageResult r;
-  const std::vector<checks::CaseOutcome> loads =
-      ctx.e2e ? of_kind(*ctx.e2e, "e2e_load") : std::vector<checks::CaseOutcome>{};
+  const std::vector<run::CaseOutcome> loads =
+      ctx.e2e ? of_kind(*ctx.e2e, "e2e_load") : std::vector<run::CaseOutcome>{};
   for (const auto& c : loads) {
     if (c.result.status != checks::Status::kPass) continue;
     const double ttft = metric(c, "ttft_p50_ms"), tpot = metric(c, "tpot_p50_ms"),
@@ -817,7 +817,7 @@ StageResult run_performance_stage(Day0Context& ctx) {
   }
   const double prefill_tps = double(prompt.size()) / prefill_s,
                decode_tps = double(steps - 1) / decode_s;
-  checks::CaseOutcome perf{ctx.model_name + "/performance", "performance", "performance", {}, {}};
+  run::CaseOutcome perf{ctx.model_name + "/performance", "performance", "performance", {}, {}};
   perf.result.status = checks::Status::kPass;
   perf.result.metrics = {{"prefill_tokens_per_s", prefill_tps},
                          {"decode_tokens_per_s", decode_tps}};
@@ -851,8 +851,8 @@ StageResult run_performance_stage(Day0Context& ctx) {
   }
   perf.result.details = {{"top_ops", top}};
   std::string served;
-  const std::vector<checks::CaseOutcome> loads =
-      ctx.e2e ? of_kind(*ctx.e2e, "e2e_load") : std::vector<checks::CaseOutcome>{};
+  const std::vector<run::CaseOutcome> loads =
+      ctx.e2e ? of_kind(*ctx.e2e, "e2e_load") : std::vector<run::CaseOutcome>{};
   for (const auto& c : loads) {
     if (c.result.status == checks::Status::kPass) {
       const double ttft = metric(c, "ttft_p50_ms"), tpot = metric(c, "tpot_p50_ms");

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "checks/runner.h"
 #include "commands.h"
+#include "run/runner.h"
 #include "suite/suite.h"
 
 namespace h0::cli {
@@ -19,7 +19,7 @@ struct ListOptions {
 int run_list(const ListOptions& opt) {
   checks::register_kinds_with_suite_parser();
   const suite::Suite s = suite::load_suite(opt.suite);
-  const auto ids = checks::list_cases(s, opt.filter);
+  const auto ids = run::list_cases(s, opt.filter);
   if (opt.json) {
     std::printf("%s\n", nlohmann::json{{"suite", s.name}, {"cases", ids}}.dump(2).c_str());
   } else {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
-#include "backend/executor.h"
+#include "backend/fallback.h"
 #include "base/error.h"
 #include "checks/check.h"
 #include "cli_output.h"

@@ -8,14 +8,14 @@
 #include <string>
 
 #include "base/error.h"
-#include "checks/run_record.h"
-#include "checks/runner.h"
 #include "cli_output.h"
 #include "commands.h"
 #include "mesh_run.h"
 #include "report/json_writer.h"
 #include "report/junit_writer.h"
 #include "report/terminal.h"
+#include "run/run_record.h"
+#include "run/runner.h"
 #include "store/sqlite_store.h"
 #include "suite/platform.h"
 #include "suite/suite.h"
@@ -47,14 +47,14 @@ int run_run(RunOptions opt) {
   const suite::Suite s = suite::load_suite(opt.suite);
   const suite::Platform platform = suite::load_platform(default_platform(opt.platform));
   // Nothing to run is the input's fault, never "0 cases: PASS".
-  if (checks::list_cases(s, opt.filter).empty()) {
+  if (run::list_cases(s, opt.filter).empty()) {
     if (!opt.filter.empty())
       throw InputError("--filter " + opt.filter, "matches none of the cases of " + opt.suite +
                                                      " (harness list " + opt.suite +
                                                      " shows their ids)");
     throw InputError(opt.suite, "has no cases to run");
   }
-  checks::RunOptions ro;
+  run::RunOptions ro;
   ro.filter = opt.filter;
   ro.isolate = !opt.no_isolation && platform.isolation != "none" &&
                !mesh_run.world;  // MPI does not survive fork
@@ -85,26 +85,26 @@ int run_run(RunOptions opt) {
   report::ProgressLine progress(stdout);
   const std::string started_at = store::utc_now();
   int64_t run_id = 0;
-  auto on_start = [&](const checks::RunReport& report, size_t) {
+  auto on_start = [&](const run::RunReport& report, size_t) {
     open_db();
-    if (db) run_id = db->begin_run(checks::run_start(report, platform, labels, mesh_run.name));
+    if (db) run_id = db->begin_run(run::run_start(report, platform, labels, mesh_run.name));
   };
-  auto on_case = [&](size_t done, size_t total, const checks::CaseOutcome& c) {
-    const store::ResultData r = checks::result_data(c);
+  auto on_case = [&](size_t done, size_t total, const run::CaseOutcome& c) {
+    const store::ResultData r = run::result_data(c);
     if (db) db->add_result(run_id, r);
     if (!mesh_run.root) return;
     if (!opt.quiet || checks::is_failing(c.result.status))
       progress.print(report::case_line(r, done, total, color));
     if (done < total) progress.update(done + 1, total, "");
   };
-  const checks::RunReport report = checks::run_suite(s, platform, ro, on_case, on_start);
+  const run::RunReport report = run::run_suite(s, platform, ro, on_case, on_start);
   progress.clear();
   if (!opt.dump_dir.empty())
     std::fprintf(stderr, "dumped %s cases to %s\n", s.name.c_str(), opt.dump_dir.c_str());
   if (opt.no_run) return kExitOk;
 
   if (!mesh_run.root) return report.failed() ? kExitMismatch : kExitOk;
-  store::RunData run = checks::run_data(report, platform, labels, mesh_run.name);
+  store::RunData run = run::run_data(report, platform, labels, mesh_run.name);
   run.started_at = started_at;
   run.finished_at = store::utc_now();
   if (db) {

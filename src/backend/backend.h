@@ -84,7 +84,7 @@ class Backend {
   void download(const DeviceTensor& device, tensor::Tensor* host);
   tensor::Tensor download(const DeviceTensor& device);
 
-  // Runs one op natively (no fallback here; see executor.h). `attrs_json` must already be
+  // Runs one op natively (no fallback here; see fallback.h). `attrs_json` must already be
   // validated. Throws BackendError with last_error() on failure.
   void run_op(std::string_view op, const std::vector<const DeviceTensor*>& inputs,
               const std::vector<DeviceTensor*>& outputs, const std::string& attrs_json);

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "backend/executor.h"
+#include "backend/fallback.h"
 #include "ops/op_list.h"
 #include "tensor/tensor.h"
 

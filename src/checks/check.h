@@ -66,7 +66,7 @@ class RunContext {
   // mpirun), else a process-wide single-rank one.
   mesh::Communicator& world();
   void set_world(mesh::Communicator* c) { world_ = c; }
-  // The service this case talks to (a ServiceInfo as JSON, checks/service_registry.h), set by
+  // The service this case talks to (a ServiceInfo as JSON, checks/service_info.h), set by
   // the runner for cases whose service_model() is not empty; null otherwise.
   const nlohmann::json& service() const { return service_; }
   void set_service(nlohmann::json s) { service_ = std::move(s); }

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/executor.h"
+#include "backend/fallback.h"
 #include "model/architecture.h"
 
 namespace h0::checks {

@@ -5,9 +5,9 @@
 #include <latch>
 #include <thread>
 
-#include "checks/e2e_compare.h"
 #include "checks/e2e_request.h"
 #include "checks/service_checks.h"
+#include "compare/e2e_compare.h"
 
 namespace h0::checks {
 namespace {
@@ -49,7 +49,7 @@ class DeterminismCase final : public PreparedCase {
         if (first_problem.empty()) first_problem = run + ": " + failure_message(r);
         return;
       }
-      const Verdict v = compare_responses(baseline, r);
+      const compare::ResponseVerdict v = compare::compare_responses(baseline, r);
       if (v.pass) {
         ++identical;
       } else if (first_problem.empty()) {

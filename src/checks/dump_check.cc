@@ -10,7 +10,7 @@
 //     tolerance: {cosine_min: 0.9999, rel_l2_max: 0.01}
 #include "checks/dump_check.h"
 
-#include "checks/dump_compare.h"
+#include "compare/dump_compare.h"
 #include "suite/location.h"
 
 namespace h0::checks {
@@ -35,9 +35,10 @@ class DumpCase : public PreparedCase {
 
   CheckResult run(RunContext&) override {
     CheckResult r;
-    const NameMap map = s_.map.empty() ? NameMap{} : load_name_map(s_.map);
-    const DumpComparison c =
-        compare_dump_dirs(s_.golden, s_.actual, map, s_.cosine_min, s_.rel_l2_max);
+    const compare::NameMap map =
+        s_.map.empty() ? compare::NameMap{} : compare::load_name_map(s_.map);
+    const compare::DumpComparison c =
+        compare::compare_dump_dirs(s_.golden, s_.actual, map, s_.cosine_min, s_.rel_l2_max);
     r.details = c.to_json();
     double worst = 1;
     size_t probes = 0;

@@ -7,9 +7,9 @@
 #include <optional>
 #include <regex>
 
-#include "checks/e2e_compare.h"
 #include "checks/e2e_request.h"
 #include "checks/service_checks.h"
+#include "compare/e2e_compare.h"
 
 namespace h0::checks {
 namespace {
@@ -109,7 +109,7 @@ class E2eCase final : public PreparedCase {
             "tokens counted by the harness's tokenizer (equal to HF's): the engine "
             "reported neither ids nor usage");
     }
-    auto judge = [&](const Verdict& v, const std::string& what) {
+    auto judge = [&](const compare::ResponseVerdict& v, const std::string& what) {
       if (!v.pass && out.status == Status::kPass) {
         out.status = Status::kFail;
         out.message = what + ": " + v.message;
@@ -129,15 +129,17 @@ class E2eCase final : public PreparedCase {
     }
     double max_logprob_diff = 0;
     if (results.size() == 2)
-      judge(compare_responses(results[0], results[1]), "streamed vs not streamed");
+      judge(compare::compare_responses(results[0], results[1]), "streamed vs not streamed");
     for (size_t i = 0; i < results.size(); ++i) {
       const std::string mode = spec_.streams[i] ? "streamed" : "not streamed";
-      if (compare != "none") judge(compare_prompt(spec_.req.golden, results[i]), mode + " prompt");
+      if (compare != "none")
+        judge(compare::compare_prompt(spec_.req.golden, results[i]), mode + " prompt");
       if (compare == "exact")
-        judge(compare_exact(spec_.req.golden, results[i], tok, spec_.streams[i]),
+        judge(compare::compare_exact(spec_.req.golden, results[i], tok, spec_.streams[i]),
               mode + " vs golden");
       if (compare == "logprobs") {
-        const Verdict v = compare_logprobs(spec_.req.golden, results[i], spec_.logprob_atol);
+        const compare::ResponseVerdict v =
+            compare::compare_logprobs(spec_.req.golden, results[i], spec_.logprob_atol);
         max_logprob_diff = std::max(max_logprob_diff, v.max_logprob_diff);
         judge(v, mode + " vs golden");
       }

@@ -12,7 +12,7 @@
 #include "base/base64.h"
 #include "base/error.h"
 #include "base/json_read.h"
-#include "checks/service_registry.h"
+#include "checks/service_info.h"
 #include "suite/location.h"
 
 namespace h0::checks {

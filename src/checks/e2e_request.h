@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "checks/check.h"
-#include "checks/service_registry.h"
+#include "checks/service_info.h"
 #include "service/client.h"
 #include "tokenizer/tokenizer.h"
 

@@ -13,9 +13,9 @@
 
 #include "backend/backend.h"
 #include "base/error.h"
-#include "checks/model_compare.h"
 #include "checks/plan_check.h"
 #include "compare/metrics.h"
+#include "compare/model_compare.h"
 #include "io/sharded_checkpoint.h"
 #include "mesh/communicator.h"
 #include "model/executor.h"
@@ -189,8 +189,9 @@ std::vector<std::vector<int64_t>> rows_of(const tensor::Tensor& t) {
 
 // Every rank judged its own probes; rank 0 says which rank diverged first (the earliest probe
 // in execution order, then the lowest rank) and every rank fails when any did.
-void gather_ranks(mesh::Communicator& world, const model::Sharding& sh, const ProbeReport& report,
-                  std::vector<std::string>* failures, CheckResult* r) {
+void gather_ranks(mesh::Communicator& world, const model::Sharding& sh,
+                  const compare::ProbeReport& report, std::vector<std::string>* failures,
+                  CheckResult* r) {
   // Each rank: [failed, the layer and step of its first divergence (model::probe_place)].
   int32_t mine[3] = {failures->empty() ? 0 : 1, INT32_MAX, INT32_MAX};
   if (report.first_divergent >= 0) {
@@ -259,11 +260,11 @@ class ModelCase : public PreparedCase {
     } else {
       run_model(ex, golden, &probes, &r, &failures);
     }
-    const ProbeReport report =
-        compare_probes(probes.probes(), golden, s_.tol.probe_cosine_min, s_.tol.probe_rel_l2_max);
+    const compare::ProbeReport report = compare::compare_probes(
+        probes.probes(), golden, s_.tol.probe_cosine_min, s_.tol.probe_rel_l2_max);
     r.details["probes"] = report.to_json();
     double worst = 1;
-    for (const ProbeRow& row : report.rows) worst = std::min(worst, row.cosine);
+    for (const compare::ProbeRow& row : report.rows) worst = std::min(worst, row.cosine);
     r.metrics.emplace_back("probe_cosine_min", worst);
     r.metrics.emplace_back("probes_compared", double(report.rows.size()));
     if (report.first_divergent >= 0)
@@ -306,7 +307,8 @@ class ModelCase : public PreparedCase {
                                      : 0;
     const model::Generation gen = model::generate_greedy(
         ex, prompt, steps, probes, s_.kind == "image" ? &features : nullptr, grids);
-    const LogitsMetrics m = compare_logits(gen.prompt_logits, golden.get("logits"));
+    const compare::LogitsMetrics m =
+        compare::compare_logits(gen.prompt_logits, golden.get("logits"));
     r->metrics.insert(r->metrics.end(), {{"cosine", m.cosine},
                                          {"max_abs_err", m.max_abs_err},
                                          {"kl_mean", m.kl_mean},
@@ -338,7 +340,8 @@ class ModelCase : public PreparedCase {
                     std::vector<std::string>* failures) {
     const QuantBudget& b = *s_.budget;
     const io::SafetensorsFile original = io::SafetensorsFile::open(b.original_file);
-    const LogitsMetrics m = compare_logits(gen.prompt_logits, original.get("logits"));
+    const compare::LogitsMetrics m =
+        compare::compare_logits(gen.prompt_logits, original.get("logits"));
     const std::vector<int64_t> want = model::glue::ids_of(original.get("greedy_ids"));
     int64_t diverge = int64_t(std::min(want.size(), gen.ids.size()));
     for (size_t i = 0; i < want.size() && i < gen.ids.size(); ++i) {
@@ -378,7 +381,7 @@ class ModelCase : public PreparedCase {
     std::vector<std::vector<int64_t>> ours_top5;
     for (const auto& t : gen.top5) ours_top5.push_back(t.ids);
     const std::vector<int64_t> want = model::glue::ids_of(golden.get("greedy_ids"));
-    const GreedyResult g = compare_greedy(
+    const compare::GreedyResult g = compare::compare_greedy(
         gen.ids, ours_top5,
         std::vector<int64_t>(want.begin(),
                              want.begin() + long(std::min(want.size(), gen.ids.size()))),
@@ -424,8 +427,8 @@ class ModelCase : public PreparedCase {
                       {{"decode_cosine", ms.cosine}, {"decode_max_abs_err", ms.max_abs_err}});
     const std::string how = "decode steps (a prefill of " + std::to_string(T - steps) +
                             " rows, then " + std::to_string(steps) + " one at a time): ";
-    const ProbeReport report =
-        compare_probes(stepped.probes(), golden, s_.tol.probe_cosine_min, s_.tol.probe_rel_l2_max);
+    const compare::ProbeReport report = compare::compare_probes(
+        stepped.probes(), golden, s_.tol.probe_cosine_min, s_.tol.probe_rel_l2_max);
     r->details["decode_steps"] = {
         {"prefill", T - steps}, {"steps", steps}, {"probes", report.to_json()}};
     if (report.first_divergent >= 0)

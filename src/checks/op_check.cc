@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "backend/backend.h"
-#include "backend/executor.h"
+#include "backend/fallback.h"
 #include "base/error.h"
 #include "base/sha256.h"
 #include "checks/input_synth.h"

@@ -6,7 +6,7 @@
 
 #include "checks/e2e_request.h"
 #include "checks/service_checks.h"
-#include "checks/service_registry.h"
+#include "checks/service_info.h"
 
 namespace h0::checks {
 namespace {

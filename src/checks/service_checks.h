@@ -1,5 +1,5 @@
 // The check kinds that talk to a model service over the OpenAI-compatible API (the runner
-// starts the service from the platform's `service:` section first; checks/service_registry.h):
+// starts the service from the platform's `service:` section first; run/service_registry.h):
 //   service      the service started (startup time) and lists the model
 //   e2e_text     one text request against its golden / expectation, streamed and not
 //   e2e_image    the same with image content parts

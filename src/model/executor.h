@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/executor.h"
+#include "backend/fallback.h"
 #include "io/sharded_checkpoint.h"
 #include "model/architecture.h"
 #include "model/kv_cache.h"

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "backend/executor.h"
+#include "backend/fallback.h"
 #include "backend/registry.h"
 #include "backends/reference/reference_backend.h"
 #include "base/error.h"

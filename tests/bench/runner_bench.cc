@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "checks/runner.h"
+#include "run/runner.h"
 
 namespace h0 {
 namespace {
@@ -32,13 +32,13 @@ void BM_CaseOverhead(benchmark::State& state, bool isolate) {
   checks::register_kinds_with_suite_parser();
   const suite::Suite s = suite::load_suite(dir + "/suite.yaml");
   const suite::Platform p = suite::load_platform(dir + "/platform.yaml");
-  checks::RunOptions o;
+  run::RunOptions o;
   o.isolate = isolate;
   size_t ran = 0;
   double total_ms = 0;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
-    ran += checks::run_suite(s, p, o, nullptr).cases.size();
+    ran += run::run_suite(s, p, o, nullptr).cases.size();
     total_ms +=
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "base/error.h"
-#include "checks/runner.h"
 #include "compare/tolerance.h"
+#include "run/runner.h"
 #include "test_util.h"
 
 namespace h0::checks {
@@ -30,10 +30,10 @@ std::string prepare_error(const std::string& suite_text) {
   try {
     register_kinds_with_suite_parser();
     const auto s = suite::load_suite(suite_path);
-    RunOptions o;
+    run::RunOptions o;
     o.run = false;
     o.dump_dir = dir.file("dump");
-    run_suite(s, suite::load_platform(platform_path), o, nullptr);
+    run::run_suite(s, suite::load_platform(platform_path), o, nullptr);
   } catch (const InputError& e) {
     std::string m = e.what();
     return m.substr(m.find("s.yaml"));
@@ -96,24 +96,24 @@ checks:
   - {id: add, kind: op, op: add, shape: [4, 16]}
 )";
 
-RunReport run_small(const std::string& backend_line, double timeout_s = 0) {
+run::RunReport run_small(const std::string& backend_line, double timeout_s = 0) {
   test::TempDir dir;
   register_kinds_with_suite_parser();
   const auto s = suite::load_suite(write(dir, "s.yaml", kSmallSuite));
   const auto p = suite::load_platform(write(dir, "p.yaml", platform_yaml(backend_line)));
-  RunOptions o;
+  run::RunOptions o;
   o.timeout_s = timeout_s;
-  return run_suite(s, p, o, nullptr);
+  return run::run_suite(s, p, o, nullptr);
 }
 
-std::map<std::string, Status> statuses(const RunReport& r) {
+std::map<std::string, Status> statuses(const run::RunReport& r) {
   std::map<std::string, Status> out;
   for (const auto& c : r.cases) out[c.id] = c.result.status;
   return out;
 }
 
 TEST(OpCheck, ReferencePassesAndRunsAreIdentical) {
-  const RunReport a = run_small("backend: reference"), b = run_small("backend: reference");
+  const run::RunReport a = run_small("backend: reference"), b = run_small("backend: reference");
   ASSERT_EQ(a.cases.size(), 6u);
   for (size_t i = 0; i < a.cases.size(); ++i) {
     EXPECT_EQ(a.cases[i].result.status, Status::kPass)
@@ -140,7 +140,7 @@ const char* kTargets[] = {"rmsnorm", "rope", "softmax", "attention", "linear"};
 TEST(OpCheck, FaultyPluginAccuracyFaultsFailTheRightCase) {
   for (const char* fault : {"scale", "nan", "bf16_truncate"}) {
     for (const char* op : kTargets) {
-      const RunReport r =
+      const run::RunReport r =
           run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN + ", options: {op: " + op +
                     ", fault: " + fault + ", magnitude: 0.01}}");
       for (const auto& [id, status] : statuses(r)) {
@@ -155,8 +155,8 @@ TEST(OpCheck, FaultyPluginAccuracyFaultsFailTheRightCase) {
 // A crash or a hang costs the targeted case only; the run goes on in a new worker.
 TEST(OpCheck, FaultyPluginCrashAndHangAreIsolated) {
   for (const char* op : {"rope", "attention"}) {
-    const RunReport crash = run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN +
-                                      ", options: {op: " + op + ", fault: crash}}");
+    const run::RunReport crash = run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN +
+                                           ", options: {op: " + op + ", fault: crash}}");
     for (const auto& [id, status] : statuses(crash))
       EXPECT_EQ(status, id == op ? Status::kCrash : Status::kPass) << id;
     for (const auto& c : crash.cases) {
@@ -164,9 +164,9 @@ TEST(OpCheck, FaultyPluginCrashAndHangAreIsolated) {
         EXPECT_EQ(c.result.message, "the platform's process killed by signal 6 (Aborted)");
       }
     }
-    const RunReport hang = run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN +
-                                         ", options: {op: " + op + ", fault: hang}}",
-                                     2.0);
+    const run::RunReport hang = run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN +
+                                              ", options: {op: " + op + ", fault: hang}}",
+                                          2.0);
     for (const auto& [id, status] : statuses(hang))
       EXPECT_EQ(status, id == op ? Status::kTimeout : Status::kPass) << id;
   }
@@ -174,8 +174,8 @@ TEST(OpCheck, FaultyPluginCrashAndHangAreIsolated) {
 
 // `slow` changes no number: accuracy passes; the slowdown is for the cross-run diff to find.
 TEST(OpCheck, FaultyPluginSlowKeepsResultsCorrect) {
-  const RunReport r = run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN +
-                                ", options: {op: softmax, fault: slow, factor: 1.3}}");
+  const run::RunReport r = run_small(std::string("backend: {lib: ") + H0_FAULTY_PLUGIN +
+                                     ", options: {op: softmax, fault: slow, factor: 1.3}}");
   for (const auto& [id, status] : statuses(r)) EXPECT_EQ(status, Status::kPass) << id;
 }
 

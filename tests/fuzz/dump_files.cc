@@ -1,7 +1,7 @@
 // An engine's dump as `harness compare-dumps` reads it, the first byte choosing the file: an
 // msprobe dump.json (then every probe's tensor file it names), a .npy or a torch .pt tensor.
-#include "checks/msprobe_dump.h"
 #include "fuzz_util.h"
+#include "io/msprobe_dump.h"
 #include "io/torch_tensor_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -11,8 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     switch (data[0] % 3) {
       case 0: {
         h0::fuzz::write_scratch("dump/dump.json", bytes);
-        const h0::checks::MsprobeDump dump =
-            h0::checks::read_msprobe_dump(h0::fuzz::scratch_dir() + "/dump");
+        const h0::io::MsprobeDump dump =
+            h0::io::read_msprobe_dump(h0::fuzz::scratch_dir() + "/dump");
         for (const auto& p : dump.probes) {
           if (!p.tensor_file.empty()) (void)p.load();
         }

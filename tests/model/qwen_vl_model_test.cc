@@ -7,8 +7,8 @@
 
 #include "backend/backend.h"
 #include "base/error.h"
-#include "checks/model_compare.h"
 #include "compare/metrics.h"
+#include "compare/model_compare.h"
 #include "io/safetensors_reader.h"
 #include "io/sharded_checkpoint.h"
 #include "model/executor.h"
@@ -89,10 +89,10 @@ ImageRun run_image(const std::string& stem, const std::string& file, const QwenV
   return r;
 }
 
-checks::ProbeReport report(const ImageRun& r, const std::string& stem) {
+compare::ProbeReport report(const ImageRun& r, const std::string& stem) {
   const io::SafetensorsFile g = io::SafetensorsFile::open(
       h0::test::golden_path("models/tiny-qwen2-5-vl/" + stem + ".safetensors"));
-  return checks::compare_probes(r.probes, g, 0.99999, 1e-3);
+  return compare::compare_probes(r.probes, g, 0.99999, 1e-3);
 }
 
 QwenVlProcessor model_processor() { return load_qwen_vl_processor(h0::test::source_path(kModel)); }
@@ -120,7 +120,7 @@ TEST(QwenVlModel, ThreeAspectRatiosMatchTransformers) {
                                                         {"qvl_square_rgba", "qvl_square_rgba.png"}};
   for (const auto& [stem, file] : images) {
     const ImageRun r = run_image(stem, file, model_processor());
-    const checks::ProbeReport rep = report(r, stem);
+    const compare::ProbeReport rep = report(r, stem);
     EXPECT_EQ(rep.first_divergent, -1) << stem << ": " << rep.first_divergence();
     EXPECT_GE(rep.rows.size(), 30u)
         << stem;  // pixels, 4 blocks, merger, features, embeddings, 2 layers
@@ -143,7 +143,7 @@ TEST(QwenVlModel, SwappedMeanAndStdDivergeAtThePixels) {
 TEST(QwenVlModel, WindowOrderNotInvertedDivergesAtTheFeatures) {
   // The blocks and the merger run in window order, so they still match; the tokens handed to the
   // language model do not.
-  const checks::ProbeReport r =
+  const compare::ProbeReport r =
       report(run_image("qvl_wide", "qvl_wide.png", model_processor(), "qwen_window_not_inverted"),
              "qvl_wide");
   EXPECT_EQ(r.first_divergence(), "model.visual");
@@ -155,7 +155,7 @@ TEST(QwenVlModel, MropeOnTheWrongAxesDivergesAtTheFirstAttention) {
   // calls 0-7). Text tokens have equal t, h, w ids; the image tokens do not.
   const char* fault = R"({"op": "rope", "fault": "set_attr", "attr": "mrope",
                          "value": {"section": [2, 3, 3], "layout": "interleaved"}, "call": 8})";
-  const checks::ProbeReport r =
+  const compare::ProbeReport r =
       report(run_image("qvl_wide", "qvl_wide.png", model_processor(), "", fault), "qvl_wide");
   EXPECT_EQ(r.first_divergence().rfind("model.language_model.layers.0.self_attn", 0), 0u)
       << r.first_divergence();

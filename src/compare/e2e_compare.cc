@@ -1,4 +1,4 @@
-#include "checks/e2e_compare.h"
+#include "compare/e2e_compare.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "service/openai_protocol.h"
 
-namespace h0::checks {
+namespace h0::compare {
 namespace {
 
 std::string ids_around(const std::vector<int64_t>& ids, size_t at) {
@@ -75,9 +75,9 @@ int64_t golden_token_at(const std::vector<int64_t>& ids, size_t at,
   return ids.empty() ? -1 : int64_t(ids.size());
 }
 
-Verdict compare_exact(const nlohmann::json& golden, const service::Result& r,
-                      const tokenizer::Tokenizer* tok, bool streamed) {
-  Verdict v;
+ResponseVerdict compare_exact(const nlohmann::json& golden, const service::Result& r,
+                              const tokenizer::Tokenizer* tok, bool streamed) {
+  ResponseVerdict v;
   const std::vector<int64_t> want = golden_ids(golden), got = response_ids(r);
   if (!got.empty() || !want.empty()) {
     if (got.empty()) {
@@ -117,8 +117,9 @@ Verdict compare_exact(const nlohmann::json& golden, const service::Result& r,
   return v;
 }
 
-Verdict compare_logprobs(const nlohmann::json& golden, const service::Result& r, double atol) {
-  Verdict v;
+ResponseVerdict compare_logprobs(const nlohmann::json& golden, const service::Result& r,
+                                 double atol) {
+  ResponseVerdict v;
   const nlohmann::json steps = golden.value("logprobs", nlohmann::json::array());
   if (steps.empty()) {
     v.pass = false;
@@ -184,8 +185,8 @@ Verdict compare_logprobs(const nlohmann::json& golden, const service::Result& r,
   return v;
 }
 
-Verdict compare_prompt(const nlohmann::json& golden, const service::Result& r) {
-  Verdict v;
+ResponseVerdict compare_prompt(const nlohmann::json& golden, const service::Result& r) {
+  ResponseVerdict v;
   const std::vector<int64_t> want = golden.value("prompt_token_ids", std::vector<int64_t>{});
   if (want.empty() || r.prompt_token_ids.empty()) return v;
   if (const int64_t d = first_difference(r.prompt_token_ids, want); d >= 0) {
@@ -198,8 +199,8 @@ Verdict compare_prompt(const nlohmann::json& golden, const service::Result& r) {
   return v;
 }
 
-Verdict compare_responses(const service::Result& a, const service::Result& b) {
-  Verdict v;
+ResponseVerdict compare_responses(const service::Result& a, const service::Result& b) {
+  ResponseVerdict v;
   const std::vector<int64_t> ia = response_ids(a), ib = response_ids(b);
   if (!ia.empty() && !ib.empty()) {
     if (const int64_t d = first_difference(ia, ib); d >= 0) {
@@ -224,4 +225,4 @@ Verdict compare_responses(const service::Result& a, const service::Result& b) {
   return v;
 }
 
-}  // namespace h0::checks
+}  // namespace h0::compare

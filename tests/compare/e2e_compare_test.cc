@@ -1,12 +1,12 @@
 // Judging e2e responses against goldens: exact ids and text, vLLM's check_logprobs_close
 // (parting at a near tie is allowed once), and two responses of one request.
-#include "checks/e2e_compare.h"
+#include "compare/e2e_compare.h"
 
 #include <gtest/gtest.h>
 
 #include "tokenizer/unicode_text.h"
 
-namespace h0::checks {
+namespace h0::compare {
 namespace {
 
 service::Result response(std::vector<int64_t> ids, std::string text,
@@ -42,13 +42,13 @@ nlohmann::json golden() {
 
 TEST(E2eCompare, ExactNamesTheFirstDifference) {
   EXPECT_TRUE(compare_exact(golden(), response({5, 6, 7, 8}, "abcd")).pass);
-  const Verdict v = compare_exact(golden(), response({5, 6, 9, 8}, "abxd"));
+  const ResponseVerdict v = compare_exact(golden(), response({5, 6, 9, 8}, "abxd"));
   EXPECT_FALSE(v.pass);
   EXPECT_EQ(v.first_difference, 2);
   EXPECT_NE(v.message.find("position 2"), std::string::npos) << v.message;
   EXPECT_FALSE(compare_exact(golden(), response({5, 6, 7}, "abc")).pass);  // shorter
   EXPECT_FALSE(compare_exact(golden(), response({5, 6, 7, 8}, "abcd", "stop")).pass);
-  const Verdict text_only = compare_exact(golden(), response({}, "abcd"));
+  const ResponseVerdict text_only = compare_exact(golden(), response({}, "abcd"));
   EXPECT_TRUE(text_only.pass);
   EXPECT_NE(text_only.message.find("compared the text"), std::string::npos) << text_only.message;
   EXPECT_FALSE(compare_exact(golden(), response({}, "abce")).pass);
@@ -61,13 +61,14 @@ TEST(E2eCompare, MessagesNeverSplitACharacter) {
                       {"text",
                        "ab\xE5\x8D\x81"
                        "cd"}};  // ab十cd
-  const Verdict v = compare_exact(g, response({},
-                                              "ab\xE5\x8D\x82"
-                                              "cd"));  // ab卂cd
+  const ResponseVerdict v = compare_exact(g, response({},
+                                                      "ab\xE5\x8D\x82"
+                                                      "cd"));  // ab卂cd
   EXPECT_FALSE(v.pass);
   EXPECT_FALSE(tokenizer::find_invalid_utf8(v.message).has_value()) << v.message;
   EXPECT_NO_THROW((void)nlohmann::json(v.message).dump());
-  const Verdict r = compare_responses(response({}, "x\xE5\x8D\x81"), response({}, "x\xE5\x8D\x82"));
+  const ResponseVerdict r =
+      compare_responses(response({}, "x\xE5\x8D\x81"), response({}, "x\xE5\x8D\x82"));
   EXPECT_FALSE(r.pass);
   EXPECT_FALSE(tokenizer::find_invalid_utf8(r.message).has_value()) << r.message;
 }
@@ -83,7 +84,7 @@ TEST(E2eCompare, TextOnlyNamesTheGoldenTokenWhereTheTextsPart) {
                       {"finish_reason", "length"}};
   std::vector<int32_t> changed = ids;
   changed[4] = ids[4] == 100 ? 101 : 100;
-  const Verdict v = compare_exact(g, response({}, tok.decode(changed, true)), &tok);
+  const ResponseVerdict v = compare_exact(g, response({}, tok.decode(changed, true)), &tok);
   EXPECT_FALSE(v.pass);
   EXPECT_EQ(v.first_difference, 4) << v.message;
   EXPECT_NE(v.message.find("at token 4 (byte"), std::string::npos) << v.message;
@@ -96,7 +97,7 @@ TEST(E2eCompare, LogprobsAllowOnePartingAtANearTie) {
   add_token(&same, 6, -0.5001, {{6, -0.5}});
   add_token(&same, 7, -0.2, {{7, -0.2}});
   add_token(&same, 8, -0.3, {{8, -0.3}});
-  Verdict v = compare_logprobs(golden(), same, 0.01);
+  ResponseVerdict v = compare_logprobs(golden(), same, 0.01);
   EXPECT_TRUE(v.pass) << v.message;
   EXPECT_NEAR(v.max_logprob_diff, 1e-4, 1e-9);
   EXPECT_FALSE(compare_logprobs(golden(), same, 1e-5).pass);  // the logprob itself off by 1e-4
@@ -128,11 +129,12 @@ TEST(E2eCompare, LogprobsAllowOnePartingAtANearTie) {
 
 TEST(E2eCompare, ResponsesOfOneRequest) {
   EXPECT_TRUE(compare_responses(response({1, 2, 3}, "xyz"), response({1, 2, 3}, "xyz")).pass);
-  const Verdict v = compare_responses(response({1, 2, 3}, "xyz"), response({1, 2, 4}, "xyw"));
+  const ResponseVerdict v =
+      compare_responses(response({1, 2, 3}, "xyz"), response({1, 2, 4}, "xyw"));
   EXPECT_FALSE(v.pass);
   EXPECT_EQ(v.first_difference, 2);
   EXPECT_FALSE(compare_responses(response({}, "xyz"), response({}, "xy")).pass);
 }
 
 }  // namespace
-}  // namespace h0::checks
+}  // namespace h0::compare

@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "checks/runner.h"
+#include "run/runner.h"
 #include "store/sqlite_store.h"
 
-namespace h0::checks {
+namespace h0::run {
 
 // {"backend": {...stack_info...}, "harness": {version, git_sha, compiler, build_type},
 //  "labels": {...}} — its sha256 is the stack fingerprint, so a new driver, a new op library,
@@ -28,4 +28,4 @@ store::ResultData result_data(const CaseOutcome& outcome);
 store::RunData run_data(const RunReport& report, const suite::Platform& platform,
                         const std::map<std::string, std::string>& labels, const std::string& mesh);
 
-}  // namespace h0::checks
+}  // namespace h0::run

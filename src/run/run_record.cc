@@ -1,8 +1,8 @@
-#include "checks/run_record.h"
+#include "run/run_record.h"
 
 #include "base/version.h"
 
-namespace h0::checks {
+namespace h0::run {
 
 nlohmann::json stack_versions(const nlohmann::json& stack_info,
                               const std::map<std::string, std::string>& labels) {
@@ -40,7 +40,7 @@ store::ResultData result_data(const CaseOutcome& outcome) {
   r.case_id = outcome.id;
   r.check_id = outcome.check;
   r.kind = outcome.kind;
-  r.status = status_name(outcome.result.status);
+  r.status = checks::status_name(outcome.result.status);
   r.duration_s = outcome.result.duration_s;
   r.message = outcome.result.message;
   // An eval check's per-item results go to their own rows (eval_items), not into details.
@@ -81,4 +81,4 @@ store::RunData run_data(const RunReport& report, const suite::Platform& platform
   return d;
 }
 
-}  // namespace h0::checks
+}  // namespace h0::run

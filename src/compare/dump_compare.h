@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "checks/model_compare.h"
+#include "compare/model_compare.h"
 
-namespace h0::checks {
+namespace h0::compare {
 
 struct NameMap {
   std::map<std::string, std::string> names;                   // golden name -> actual name
@@ -40,11 +40,11 @@ struct DumpComparison {
   nlohmann::json to_json() const;
 };
 
-// `actual_dir` may also be an msprobe dump (checks/msprobe_dump.h): its module entries are the
+// `actual_dir` may also be an msprobe dump (io/msprobe_dump.h): its module entries are the
 // probes, named as HF's modules, compared with the golden file of the same prompt by tensor, or
 // by statistics (max, min, mean, norm within rel_l2_max) when the dump holds statistics only.
 // Throws InputError when a directory does not exist or holds no .safetensors file.
 DumpComparison compare_dump_dirs(const std::string& golden_dir, const std::string& actual_dir,
                                  const NameMap& map, double cosine_min, double rel_l2_max);
 
-}  // namespace h0::checks
+}  // namespace h0::compare

@@ -16,7 +16,7 @@ namespace h0::mesh {
 class Communicator;
 }
 
-namespace h0::checks {
+namespace h0::run {
 
 struct RunOptions {
   std::string filter;    // gtest-style: "pos1:pos2-neg1:neg2"; empty = everything
@@ -26,15 +26,15 @@ struct RunOptions {
   bool run = true;       // false with dump_dir: only dump
   mesh::Communicator* world = nullptr;  // the mesh of a multi-rank run (every rank runs the suite)
   std::string service_log_dir;  // where started services' logs go; empty: a fresh temporary folder
-  // The results store checks may read references from (RunContext::store_path); never written
-  // by the runner, and read only when it exists.
+  // The results store checks may read references from (checks::RunContext::store_path); never
+  // written by the runner, and read only when it exists.
   std::string store_path;
 };
 
 struct CaseOutcome {
   std::string id, check, kind;
   std::vector<std::string> tags;
-  CheckResult result;
+  checks::CheckResult result;
 };
 
 struct RunReport {
@@ -61,4 +61,4 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform,
                     const RunOptions& options, const CaseListener& listener,
                     const StartListener& on_start = {});
 
-}  // namespace h0::checks
+}  // namespace h0::run

@@ -16,7 +16,7 @@
 
 #include "tensor/tensor.h"
 
-namespace h0::checks {
+namespace h0::io {
 
 struct TensorStats {
   double max = 0, min = 0, mean = 0, norm = 0;
@@ -52,4 +52,4 @@ MsprobeDump read_msprobe_dump(const std::string& dir);
 // Max, min, mean and L2 norm of a float tensor, accumulated in f64 (msprobe's statistics).
 TensorStats stats_of(const tensor::Tensor& t);
 
-}  // namespace h0::checks
+}  // namespace h0::io

@@ -1,4 +1,4 @@
-#include "backend/executor.h"
+#include "backend/fallback.h"
 
 #include "base/error.h"
 

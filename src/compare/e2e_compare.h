@@ -12,9 +12,9 @@
 #include "service/client.h"
 #include "tokenizer/tokenizer.h"
 
-namespace h0::checks {
+namespace h0::compare {
 
-struct Verdict {
+struct ResponseVerdict {
   bool pass = true;
   std::string message;  // why it failed, or a note on a pass (e.g. "parted at a near tie at 7")
   int64_t first_difference = -1;  // token position where output and golden first differ; -1 none
@@ -25,16 +25,17 @@ struct Verdict {
 // Without ids in the response the text decides, and `tok` (the model's tokenizer, optional)
 // names the golden token where the texts part; for a `streamed` answer a trailing U+FFFD that
 // one side lacks (an incomplete character the stream held back) is no difference.
-Verdict compare_exact(const nlohmann::json& golden, const service::Result& r,
-                      const tokenizer::Tokenizer* tok = nullptr, bool streamed = false);
+ResponseVerdict compare_exact(const nlohmann::json& golden, const service::Result& r,
+                              const tokenizer::Tokenizer* tok = nullptr, bool streamed = false);
 // `text` without its trailing U+FFFD characters.
 std::string without_replacement_tail(std::string text);
 // check_logprobs_close, plus |logprob - golden logprob| <= atol at every matched position.
-Verdict compare_logprobs(const nlohmann::json& golden, const service::Result& r, double atol);
+ResponseVerdict compare_logprobs(const nlohmann::json& golden, const service::Result& r,
+                                 double atol);
 // The prompt as the service tokenized it (vLLM's prompt_token_ids, when returned) against the
 // golden's: a difference is the chat template's or the tokenizer's.
-Verdict compare_prompt(const nlohmann::json& golden, const service::Result& r);
+ResponseVerdict compare_prompt(const nlohmann::json& golden, const service::Result& r);
 // Two responses of one request (streamed vs not, alone vs batched): same ids and text.
-Verdict compare_responses(const service::Result& a, const service::Result& b);
+ResponseVerdict compare_responses(const service::Result& a, const service::Result& b);
 
-}  // namespace h0::checks
+}  // namespace h0::compare

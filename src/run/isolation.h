@@ -9,7 +9,7 @@
 #include <functional>
 #include <string>
 
-namespace h0::checks {
+namespace h0::run {
 
 class Worker {
  public:
@@ -35,4 +35,4 @@ class Worker {
   int from_child_ = -1;
 };
 
-}  // namespace h0::checks
+}  // namespace h0::run

@@ -1,4 +1,4 @@
-#include "checks/model_compare.h"
+#include "compare/model_compare.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include "compare/metrics.h"
 #include "tensor/convert.h"
 
-namespace h0::checks {
+namespace h0::compare {
 namespace {
 
 std::vector<double> row_f64(const tensor::Tensor& t, int64_t row, int64_t width) {
@@ -171,4 +171,4 @@ nlohmann::json ProbeReport::to_json() const {
   return j;
 }
 
-}  // namespace h0::checks
+}  // namespace h0::compare

@@ -14,7 +14,7 @@
 #include "io/safetensors_reader.h"
 #include "tensor/tensor.h"
 
-namespace h0::checks {
+namespace h0::compare {
 
 struct LogitsMetrics {
   double cosine = 0, max_abs_err = 0, kl_mean = 0, kl_max = 0, top1_agreement = 0, top5_overlap = 0;
@@ -41,7 +41,7 @@ struct ProbeRow {
   double cosine = 0, max_abs_err = 0, rel_l2 = 0;
   bool ok = true;
   // Compared by statistics only (a dump without tensors): cosine is NaN, max_abs_err the largest
-  // difference of max/min/mean/norm, rel_l2 the largest relative one (checks/msprobe_dump.h).
+  // difference of max/min/mean/norm, rel_l2 the largest relative one (io/msprobe_dump.h).
   bool statistics = false;
 };
 struct ProbeReport {
@@ -62,4 +62,4 @@ ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tens
 ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tensor>>& actual,
                            const io::SafetensorsFile& golden, double cosine_min, double rel_l2_max);
 
-}  // namespace h0::checks
+}  // namespace h0::compare

@@ -1,6 +1,6 @@
 // The name map of dump comparisons: golden names and prefixes to actual names, read through the
 // suite module's YAML helpers (errors at file:line:col, repeated keys refused).
-#include "checks/dump_compare.h"
+#include "compare/dump_compare.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include "base/error.h"
 #include "test_util.h"
 
-namespace h0::checks {
+namespace h0::compare {
 namespace {
 
 std::string write(const test::TempDir& dir, const std::string& text) {
@@ -52,4 +52,4 @@ TEST(NameMap, ErrorsNameTheirPlace) {
 }
 
 }  // namespace
-}  // namespace h0::checks
+}  // namespace h0::compare

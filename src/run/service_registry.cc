@@ -1,53 +1,12 @@
-#include "checks/service_registry.h"
+#include "run/service_registry.h"
 
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 
-namespace h0::checks {
+namespace h0::run {
 namespace fs = std::filesystem;
-
-nlohmann::json ServiceInfo::to_json() const {
-  return {{"ok", ok},
-          {"error", error},
-          {"url", url},
-          {"model", model},
-          {"api_key_env", api_key_env},
-          {"command", command},
-          {"log_path", log_path},
-          {"log_tail", log_tail},
-          {"startup_s", startup_s},
-          {"request_timeout_s", request_timeout_s},
-          {"dialect", dialect.to_json()}};
-}
-
-ServiceInfo ServiceInfo::from_json(const nlohmann::json& j) {
-  ServiceInfo s;
-  s.ok = j.value("ok", false);
-  s.error = j.value("error", "");
-  s.url = j.value("url", "");
-  s.model = j.value("model", "");
-  s.api_key_env = j.value("api_key_env", "");
-  s.command = j.value("command", "");
-  s.log_path = j.value("log_path", "");
-  s.log_tail = j.value("log_tail", "");
-  s.startup_s = j.value("startup_s", 0.0);
-  s.request_timeout_s = j.value("request_timeout_s", 300.0);
-  if (j.contains("dialect")) s.dialect = service::Dialect::from_json(j["dialect"]);
-  return s;
-}
-
-service::ClientOptions ServiceInfo::client_options() const {
-  service::ClientOptions o;
-  o.base_url = url;
-  o.request_timeout_s = request_timeout_s;
-  o.idle_timeout_s = request_timeout_s;
-  if (!api_key_env.empty()) {
-    if (const char* key = std::getenv(api_key_env.c_str())) o.api_key = key;
-  }
-  return o;
-}
 
 std::string fill_placeholders(std::string text, const std::map<std::string, std::string>& values) {
   for (const auto& [name, value] : values) {
@@ -77,7 +36,7 @@ std::string shell_quoted(const std::string& s) {
 // The dialect of a healthy service: the platform's (then only whether token-id prompts are
 // taken is probed), else found by a few one-token requests for the model the platform names,
 // else the first /v1/models lists.
-service::Dialect probe(const ServiceInfo& info, const std::string& stated) {
+service::Dialect probe(const checks::ServiceInfo& info, const std::string& stated) {
   service::ClientOptions o = info.client_options();
   o.retries = 1;
   service::Client client(o);
@@ -105,9 +64,9 @@ void ServiceRegistry::stop_all() {
   }
 }
 
-ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
+checks::ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
   const suite::ServiceConfig& cfg = platform_.service;
-  ServiceInfo info;
+  checks::ServiceInfo info;
   if (!cfg.present) {
     info.error = "the platform file " + platform_.file +
                  " has no `service:` section (how to start or reach the service)";
@@ -121,7 +80,7 @@ ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
   const std::string key =
       fill_placeholders(cfg.start, fixed) + "\n" + fill_placeholders(cfg.url, fixed);
   if (auto it = services_.find(key); it != services_.end()) {
-    ServiceInfo known = it->second.info;
+    checks::ServiceInfo known = it->second.info;
     if (known.ok && it->second.process && !it->second.process->running()) {
       known.ok = false;
       known.error = "the service exited during the run";
@@ -164,4 +123,4 @@ ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
   return info;
 }
 
-}  // namespace h0::checks
+}  // namespace h0::run

@@ -1,4 +1,4 @@
-#include "checks/runner.h"
+#include "run/runner.h"
 
 #include <unistd.h>
 
@@ -10,14 +10,14 @@
 
 #include "backend/backend.h"
 #include "base/error.h"
-#include "checks/isolation.h"
-#include "checks/service_registry.h"
 #include "io/safetensors_writer.h"
 #include "mesh/communicator.h"
+#include "run/isolation.h"
+#include "run/service_registry.h"
 #include "suite/filter.h"
 #include "suite/matrix.h"
 
-namespace h0::checks {
+namespace h0::run {
 namespace {
 
 namespace fs = std::filesystem;
@@ -25,12 +25,12 @@ using Clock = std::chrono::steady_clock;
 
 struct Prepared {
   suite::Case c;
-  std::unique_ptr<PreparedCase> prepared;
+  std::unique_ptr<checks::PreparedCase> prepared;
 };
 
 // The suite's cases that pass the filter, in order.
 std::vector<suite::Case> filtered_cases(const suite::Suite& suite, const std::string& filter) {
-  register_kinds_with_suite_parser();
+  checks::register_kinds_with_suite_parser();
   const suite::Filter f(filter);
   std::vector<suite::Case> out;
   for (suite::Case& c : suite::expand(suite)) {
@@ -43,12 +43,12 @@ std::vector<Prepared> prepare_all(const suite::Suite& suite, const suite::Platfo
                                   const std::string& filter) {
   std::vector<Prepared> out;
   for (const suite::Case& c : filtered_cases(suite, filter)) {
-    const CheckKind* kind = find_kind(c.check->kind);
+    const checks::CheckKind* kind = checks::find_kind(c.check->kind);
     if (kind == nullptr) suite::fail_at(c.check->where, "unknown kind '" + c.check->kind + "'");
-    std::unique_ptr<PreparedCase> prepared = kind->prepare(c, platform);
+    std::unique_ptr<checks::PreparedCase> prepared = kind->prepare(c, platform);
     // `timeout`, for the kinds that take one: read here, once, after the kind's own fields.
     if (std::find(kind->fields.begin(), kind->fields.end(), "timeout") != kind->fields.end()) {
-      if (const YAML::Node t = case_field(c, "timeout"); t.IsDefined())
+      if (const YAML::Node t = checks::case_field(c, "timeout"); t.IsDefined())
         prepared->timeout_s = suite::parse_duration_s(c.check->file, t);
     }
     out.push_back({c, std::move(prepared)});
@@ -57,22 +57,22 @@ std::vector<Prepared> prepare_all(const suite::Suite& suite, const suite::Platfo
 }
 
 // Runs one case in this process; every failure becomes the result.
-CheckResult run_here(PreparedCase& p, RunContext& ctx) {
+checks::CheckResult run_here(checks::PreparedCase& p, checks::RunContext& ctx) {
   const auto t0 = Clock::now();
-  CheckResult r;
+  checks::CheckResult r;
   try {
     r = p.run(ctx);
   } catch (const backend::BackendError& e) {
-    r.status = Status::kError;
+    r.status = checks::Status::kError;
     r.message = e.what();
   } catch (const InputError& e) {
-    r.status = Status::kError;
+    r.status = checks::Status::kError;
     r.message = e.what();
   } catch (const mesh::MeshError&) {
     throw;  // the mesh is broken (a peer died or hangs): no later case can run; the run stays
             // incomplete
   } catch (const std::exception& e) {
-    r.status = Status::kError;
+    r.status = checks::Status::kError;
     r.message = std::string("internal error: ") + e.what();
   }
   r.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -112,7 +112,7 @@ std::string service_log_dir(const RunOptions& options) {
 
 bool RunReport::failed() const {
   for (const auto& c : cases) {
-    if (is_failing(c.result.status)) return true;
+    if (checks::is_failing(c.result.status)) return true;
   }
   return false;
 }
@@ -139,7 +139,7 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform,
   if (!options.run) return report;
 
   // The worker's side: request "stack" -> stack info; request "<index>" -> that case's result.
-  RunContext ctx(platform);
+  checks::RunContext ctx(platform);
   ctx.set_world(options.world);
   ctx.set_store_path(options.store_path);
   auto serve = [&](const std::string& request) -> std::string {
@@ -165,7 +165,8 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform,
   std::unique_ptr<ServiceRegistry> services;  // started on the first case that needs one
 
   std::unique_ptr<Worker> worker;
-  auto ask = [&](const std::string& request, double timeout_s, CheckResult* result) -> std::string {
+  auto ask = [&](const std::string& request, double timeout_s,
+                 checks::CheckResult* result) -> std::string {
     if (!options.isolate) return serve(request);
     if (!worker || !worker->alive()) worker = std::make_unique<Worker>(serve);
     std::string response, why;
@@ -174,10 +175,10 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform,
       case Worker::Reply::kOk:
         return response;
       case Worker::Reply::kCrashed:
-        result->status = Status::kCrash;
+        result->status = checks::Status::kCrash;
         break;
       case Worker::Reply::kTimedOut:
-        result->status = Status::kTimeout;
+        result->status = checks::Status::kTimeout;
         break;
     }
     result->message = "the platform's process " + why;
@@ -185,7 +186,7 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform,
     return "";
   };
 
-  CheckResult stack_failure;
+  checks::CheckResult stack_failure;
   const std::string stack_reply = ask("stack", platform.case_timeout_s, &stack_failure);
   if (!stack_reply.empty()) {
     const auto j = nlohmann::json::parse(stack_reply);
@@ -202,7 +203,7 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform,
     const suite::Case& c = cases[i].c;
     CaseOutcome outcome{c.id, c.check->id, c.check->kind, c.check->tags, {}};
     if (!c.check->skip_reason.empty()) {
-      outcome.result.status = Status::kSkip;
+      outcome.result.status = checks::Status::kSkip;
       outcome.result.message = c.check->skip_reason;
     } else {
       const double timeout = options.timeout_s > 0              ? options.timeout_s
@@ -215,15 +216,16 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform,
         request += "\n" + services->ensure(model).to_json().dump();
       }
       const std::string reply = ask(request, timeout, &outcome.result);
-      if (!reply.empty()) outcome.result = CheckResult::from_json(nlohmann::json::parse(reply));
+      if (!reply.empty())
+        outcome.result = checks::CheckResult::from_json(nlohmann::json::parse(reply));
       if (!c.check->xfail_reason.empty()) {
-        if (outcome.result.status == Status::kPass) {
-          outcome.result.status = Status::kXpass;
+        if (outcome.result.status == checks::Status::kPass) {
+          outcome.result.status = checks::Status::kXpass;
           outcome.result.message = "expected to fail (" + c.check->xfail_reason + ") but passed";
-        } else if (is_failing(outcome.result.status)) {
+        } else if (checks::is_failing(outcome.result.status)) {
           outcome.result.message =
               "expected failure (" + c.check->xfail_reason + "): " + outcome.result.message;
-          outcome.result.status = Status::kXfail;
+          outcome.result.status = checks::Status::kXfail;
         }
       }
     }
@@ -234,4 +236,4 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform,
   return report;
 }
 
-}  // namespace h0::checks
+}  // namespace h0::run

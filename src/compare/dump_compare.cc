@@ -1,4 +1,4 @@
-#include "checks/dump_compare.h"
+#include "compare/dump_compare.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -11,11 +11,11 @@
 
 #include "base/error.h"
 #include "base/json_read.h"
-#include "checks/msprobe_dump.h"
+#include "io/msprobe_dump.h"
 #include "io/safetensors_reader.h"
 #include "suite/location.h"
 
-namespace h0::checks {
+namespace h0::compare {
 namespace {
 
 namespace fs = std::filesystem;
@@ -58,7 +58,7 @@ bool is_probe(const io::SafetensorsFile& f, const std::string& name) {
 }
 
 // Max, min and mean relative to the golden's range, the norm relative to its norm.
-ProbeRow stats_row(const std::string& name, const TensorStats& a, const TensorStats& g,
+ProbeRow stats_row(const std::string& name, const io::TensorStats& a, const io::TensorStats& g,
                    double tol) {
   const double range = std::max({std::fabs(g.max), std::fabs(g.min), 1e-30});
   const double diffs[] = {std::fabs(a.max - g.max), std::fabs(a.min - g.min),
@@ -77,7 +77,7 @@ ProbeRow stats_row(const std::string& name, const TensorStats& a, const TensorSt
 
 // The golden file an msprobe dump (one forward pass) is compared with: the only one, else the
 // one whose prompt has as many tokens as the dump's embedding output.
-std::string golden_for_msprobe(const std::string& golden_dir, const MsprobeDump& a) {
+std::string golden_for_msprobe(const std::string& golden_dir, const io::MsprobeDump& a) {
   const std::vector<std::string> files = dump_files(golden_dir);
   if (files.size() == 1) return files[0];
   int64_t tokens = -1;
@@ -103,14 +103,14 @@ std::string golden_for_msprobe(const std::string& golden_dir, const MsprobeDump&
 // order, by tensor where the dump holds tensors, else by statistics.
 DumpComparison compare_msprobe(const std::string& golden_dir, const std::string& actual_dir,
                                const NameMap& map, double cosine_min, double rel_l2_max) {
-  const MsprobeDump a = read_msprobe_dump(actual_dir);
+  const io::MsprobeDump a = io::read_msprobe_dump(actual_dir);
   DumpComparison out;
   DumpFileResult r;
   r.file = golden_for_msprobe(golden_dir, a);
   const io::SafetensorsFile g = io::SafetensorsFile::open((fs::path(golden_dir) / r.file).string());
   for (const std::string& probe : execution_order(g)) {
     if (!is_probe(g, probe)) continue;
-    const MsprobeProbe* p = a.find(map.map(probe));
+    const io::MsprobeProbe* p = a.find(map.map(probe));
     if (p == nullptr) {
       r.not_dumped.push_back(probe);
       continue;
@@ -124,7 +124,7 @@ DumpComparison compare_msprobe(const std::string& golden_dir, const std::string&
       ProbeReport one = compare_probes({{probe, p->load()}}, g, cosine_min, rel_l2_max);
       r.report.rows.push_back(one.rows.at(0));
     } else {
-      r.report.rows.push_back(stats_row(probe, *p->stats, stats_of(g.get(probe)), rel_l2_max));
+      r.report.rows.push_back(stats_row(probe, *p->stats, io::stats_of(g.get(probe)), rel_l2_max));
     }
     if (!r.report.rows.back().ok && r.report.first_divergent < 0)
       r.report.first_divergent = int(r.report.rows.size() - 1);
@@ -196,7 +196,7 @@ nlohmann::json DumpComparison::to_json() const {
 
 DumpComparison compare_dump_dirs(const std::string& golden_dir, const std::string& actual_dir,
                                  const NameMap& map, double cosine_min, double rel_l2_max) {
-  if (is_msprobe_dump(actual_dir))
+  if (io::is_msprobe_dump(actual_dir))
     return compare_msprobe(golden_dir, actual_dir, map, cosine_min, rel_l2_max);
   DumpComparison out;
   const std::vector<std::string> actual_files = dump_files(actual_dir);
@@ -226,4 +226,4 @@ DumpComparison compare_dump_dirs(const std::string& golden_dir, const std::strin
   return out;
 }
 
-}  // namespace h0::checks
+}  // namespace h0::compare

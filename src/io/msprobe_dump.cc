@@ -1,4 +1,4 @@
-#include "checks/msprobe_dump.h"
+#include "io/msprobe_dump.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 #include "base/json_read.h"
 #include "io/torch_tensor_file.h"
 
-namespace h0::checks {
+namespace h0::io {
 namespace {
 
 namespace fs = std::filesystem;
@@ -223,4 +223,4 @@ MsprobeDump read_msprobe_dump(const std::string& dir) {
   return d;
 }
 
-}  // namespace h0::checks
+}  // namespace h0::io

@@ -1,4 +1,4 @@
-#include "checks/isolation.h"
+#include "run/isolation.h"
 
 #include <malloc.h>
 #include <poll.h>
@@ -13,7 +13,7 @@
 
 #include "base/check.h"
 
-namespace h0::checks {
+namespace h0::run {
 namespace {
 
 bool write_all(int fd, const void* data, size_t n) {
@@ -162,4 +162,4 @@ Worker::Reply Worker::call(const std::string& request, double timeout_s, std::st
   return Reply::kOk;
 }
 
-}  // namespace h0::checks
+}  // namespace h0::run

@@ -3,7 +3,7 @@
 // matched by HF module name with no map, by tensor or by statistics; a perturbed weight names its
 // module as the first divergence; malformed dumps are refused naming the file and the place.
 // Also every form of torch.save file in pt-forms/ against the values torch wrote (index.json).
-#include "checks/msprobe_dump.h"
+#include "io/msprobe_dump.h"
 
 #include <gtest/gtest.h>
 
@@ -13,11 +13,11 @@
 #include <regex>
 
 #include "base/error.h"
-#include "checks/dump_compare.h"
+#include "compare/dump_compare.h"
 #include "io/torch_tensor_file.h"
 #include "test_util.h"
 
-namespace h0::checks {
+namespace h0::compare {
 namespace {
 
 namespace fs = std::filesystem;
@@ -109,7 +109,7 @@ TEST(MsprobeDump, AStatisticOffNamesItsModule) {
 
 void expect_refused(const std::string& dir, const std::string& reason) {
   try {
-    read_msprobe_dump(dir);
+    io::read_msprobe_dump(dir);
     ADD_FAILURE() << "no error for " << reason;
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
@@ -142,7 +142,7 @@ TEST(MsprobeDump, MalformedDumpsAreRefusedWithFileAndPlace) {
   write(R"({"data": {"Module.m.L.forward.0": {"output": [{"type": "torch.Tensor", "shape": [2],
         "data_name": "bad.pt"}]}}})");
   std::ofstream(dir.file("step0/rank0/dump_tensor_data/bad.pt")) << "not a zip";
-  const MsprobeDump d = read_msprobe_dump(dir.path());  // tensors are read when compared
+  const io::MsprobeDump d = io::read_msprobe_dump(dir.path());  // tensors are read when compared
   ASSERT_EQ(d.probes.size(), 1u);
   try {
     (void)d.probes[0].load();
@@ -151,7 +151,7 @@ TEST(MsprobeDump, MalformedDumpsAreRefusedWithFileAndPlace) {
     EXPECT_NE(std::string(e.what()).find("bad.pt: not a torch.save file"), std::string::npos)
         << e.what();
   }
-  EXPECT_FALSE(is_msprobe_dump(dir.file("nowhere")));
+  EXPECT_FALSE(io::is_msprobe_dump(dir.file("nowhere")));
 }
 
 // Every sample torch.save file: dtype, shape and values as torch wrote them (index.json).
@@ -178,4 +178,4 @@ TEST(TorchPtForms, EverySampleReadsAsTorchWroteIt) {
 }
 
 }  // namespace
-}  // namespace h0::checks
+}  // namespace h0::compare
