@@ -20,19 +20,6 @@ std::string colored(const std::string& text, const char* code) {
   return std::string("\033[") + code + "m" + text + "\033[0m";
 }
 
-std::string human_bytes(uint64_t bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int unit = 0;
-  while (v >= 1024 && unit < 4) v /= 1024, ++unit;
-  char buf[32];
-  if (unit == 0)
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else
-    std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[unit]);
-  return buf;
-}
-
 std::string short_number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);

@@ -4,14 +4,14 @@
 #include <cstdint>
 #include <string>
 
+#include "base/text_format.h"
+
 namespace h0::cli {
 
 // True when stdout is a terminal and NO_COLOR is unset.
 bool use_color();
 // Wraps `text` in an ANSI color when use_color(); `code` is e.g. "32" (green), "31" (red).
 std::string colored(const std::string& text, const char* code);
-// 1536 -> "1.5 KiB".
-std::string human_bytes(uint64_t bytes);
 // A number in %.6g form.
 std::string short_number(double v);
 // The golden/ directory: `flag` if given, else ./golden, else the source tree's.

@@ -33,17 +33,6 @@ struct RunOptions {
   bool json = false;
 };
 
-}  // namespace
-
-std::vector<int64_t> synthetic_prompt(const model::Architecture& a, int64_t n) {
-  std::vector<int64_t> ids;
-  for (int64_t i = 0; i < n; ++i)
-    ids.push_back((i * 37 + 11) % std::min<int64_t>(a.text.vocab_size, 1000));
-  return ids;
-}
-
-namespace {
-
 int run_model(RunOptions opt) {
   const suite::Platform platform = suite::load_platform(default_platform(opt.platform));
   const auto dtype = tensor::parse_dtype(opt.dtype);
@@ -52,7 +41,7 @@ int run_model(RunOptions opt) {
   const model::ModelSource src = model::resolve_model(opt.model);
   const model::Architecture arch = model::load_architecture(src.dir);
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
-  if (opt.prompt.empty()) opt.prompt = synthetic_prompt(arch, 16);
+  if (opt.prompt.empty()) opt.prompt = model::synthetic_prompt(arch, 16);
   auto be = backend::Backend::open({platform.backend, platform.lib, platform.options});
   const int64_t tokens = int64_t(opt.prompt.size()) + opt.greedy + 16;
   model::Executor ex(arch, ckpt, *be, {*dtype, backend::FallbackMode::kHost, 16, tokens, true});

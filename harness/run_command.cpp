@@ -5,6 +5,7 @@
 // store as it finishes (one run record, `running` until the end); exit 1 on any failure.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "base/error.h"
@@ -14,9 +15,8 @@
 #include "report/json_writer.h"
 #include "report/junit_writer.h"
 #include "report/terminal.h"
-#include "run/run_record.h"
+#include "run/listener.h"
 #include "run/runner.h"
-#include "store/sqlite_store.h"
 #include "suite/platform.h"
 #include "suite/suite.h"
 
@@ -67,54 +67,27 @@ int run_run(RunOptions opt) {
   if (opt.no_run && opt.dump_dir.empty())
     throw InputError("--no-run", "only makes sense with --dump-cases DIR");
 
-  // The store opens once the worker process exists (on_start): the worker's memory then never
-  // depends on whether the store file was new, which keeps timings comparable across runs.
-  std::unique_ptr<store::SqliteStore> db;
-  auto open_db = [&] {
-    if (opt.no_db || opt.no_run) return;
-    db = store::SqliteStore::open(opt.db);
-    for (const auto& r : db->interrupted_runs()) {
-      std::fprintf(
-          stderr,
-          "warning: %s: run %lld (%s on %s, started %s) was interrupted; it is marked incomplete\n",
-          opt.db.c_str(), static_cast<long long>(r.id), r.suite.c_str(), r.platform.c_str(),
-          r.started_at.c_str());
-    }
-  };
-  const bool color = report::color_enabled(1);
-  report::ProgressLine progress(stdout);
-  const std::string started_at = store::utc_now();
-  int64_t run_id = 0;
-  auto on_start = [&](const run::RunReport& report, size_t) {
-    open_db();
-    if (db) run_id = db->begin_run(run::run_start(report, platform, labels, mesh_run.name));
-  };
-  auto on_case = [&](size_t done, size_t total, const run::CaseOutcome& c) {
-    const store::ResultData r = run::result_data(c);
-    if (db) db->add_result(run_id, r);
-    if (!mesh_run.root) return;
-    if (!opt.quiet || checks::is_failing(c.result.status))
-      progress.print(report::case_line(r, done, total, color));
-    if (done < total) progress.update(done + 1, total, "");
-  };
-  const run::RunReport report = run::run_suite(s, platform, ro, on_case, on_start);
-  progress.clear();
+  // The run's listeners, in the order they hear it: the store first (it gives the run its id and
+  // uuid, which the others then write), the files, the terminal's summary last.
+  std::vector<run::RunListener*> listeners;
+  std::optional<run::StoreListener> db;
+  std::optional<run::FileListener> json;
+  std::optional<run::FileListener> junit;
+  std::optional<run::TerminalListener> terminal;
+  if (!opt.no_db && !opt.no_run) listeners.push_back(&db.emplace(opt.db));
+  if (!opt.json_out.empty()) listeners.push_back(&json.emplace(opt.json_out, &report::write_json));
+  if (!opt.junit_out.empty())
+    listeners.push_back(&junit.emplace(opt.junit_out, &report::write_junit));
+  if (mesh_run.root)
+    listeners.push_back(&terminal.emplace(stdout, opt.quiet, report::color_enabled(1)));
+  run::RunRecorder recorder(opt.no_run ? std::vector<run::RunListener*>{} : listeners);
+  const run::RunReport report =
+      run::run_suite_recorded(s, platform, ro, labels, mesh_run.name, &recorder);
   if (!opt.dump_dir.empty())
     std::fprintf(stderr, "dumped %s cases to %s\n", s.name.c_str(), opt.dump_dir.c_str());
   if (opt.no_run) return kExitOk;
-
-  if (!mesh_run.root) return report.failed() ? kExitMismatch : kExitOk;
-  store::RunData run = run::run_data(report, platform, labels, mesh_run.name);
-  run.started_at = started_at;
-  run.finished_at = store::utc_now();
-  if (db) {
-    db->finish_run(run_id, run.status);
-    run = *db->load_run(run_id);  // ids, uuid and times as stored
-  }
-  if (!opt.json_out.empty()) report::write_json(opt.json_out, run);
-  if (!opt.junit_out.empty()) report::write_junit(opt.junit_out, run);
-  std::printf("%s", report::summary_line(run, color).c_str());
-  if (db) std::printf("stored as run %lld in %s\n", static_cast<long long>(run_id), opt.db.c_str());
+  if (db)
+    std::printf("stored as run %lld in %s\n", static_cast<long long>(db->run_id()), opt.db.c_str());
   return report.failed() ? kExitMismatch : kExitOk;
 }
 

@@ -1,6 +1,7 @@
 // Small text helpers the reports share (terminal lines, harness diff / history text and JSON).
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -15,5 +16,8 @@ std::string printf_string(const char* format, double v);
 
 // `v` as a JSON number, or null when it is not finite (JSON has no NaN or infinity).
 nlohmann::json number_or_null(double v);
+
+// 1536 -> "1.5 KiB".
+std::string human_bytes(uint64_t bytes);
 
 }  // namespace h0

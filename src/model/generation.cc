@@ -65,4 +65,11 @@ Generation generate_greedy(Executor& ex, const std::vector<int64_t>& prompt, int
   return g;
 }
 
+std::vector<int64_t> synthetic_prompt(const Architecture& a, int64_t n) {
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < n; ++i)
+    ids.push_back((i * 37 + 11) % std::min<int64_t>(a.text.vocab_size, 1000));
+  return ids;
+}
+
 }  // namespace h0::model

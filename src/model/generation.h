@@ -38,4 +38,8 @@ Generation generate_greedy(Executor& ex, const std::vector<int64_t>& prompt, int
                            const tensor::Tensor* image_features = nullptr,
                            const std::vector<ImageGrid>& image_grids = {});
 
+// A prompt of `n` token ids below min(vocabulary, 1000) (spread, deterministic): what `model run`
+// and the Day-0 performance snapshot time.
+std::vector<int64_t> synthetic_prompt(const model::Architecture& arch, int64_t n);
+
 }  // namespace h0::model

@@ -73,12 +73,4 @@ store::ResultData result_data(const CaseOutcome& outcome) {
   return r;
 }
 
-store::RunData run_data(const RunReport& report, const suite::Platform& platform,
-                        const std::map<std::string, std::string>& labels, const std::string& mesh) {
-  store::RunData d = store::run_record_of(run_start(report, platform, labels, mesh));
-  d.status = report.failed() ? "fail" : "pass";
-  for (const auto& c : report.cases) d.results.push_back(result_data(c));
-  return d;
-}
-
 }  // namespace h0::run

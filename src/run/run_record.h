@@ -24,8 +24,4 @@ store::RunStart run_start(const RunReport& report, const suite::Platform& platfo
 
 store::ResultData result_data(const CaseOutcome& outcome);
 
-// The whole run as the store would hold it (for writers that need no database: JUnit, JSON).
-store::RunData run_data(const RunReport& report, const suite::Platform& platform,
-                        const std::map<std::string, std::string>& labels, const std::string& mesh);
-
 }  // namespace h0::run

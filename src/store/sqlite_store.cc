@@ -189,13 +189,20 @@ RunData run_record_of(const RunStart& start) {
   return run;
 }
 
+int64_t SqliteStore::begin_run(RunData* run) {
+  if (run->uuid.empty()) run->uuid = random_uuid();
+  if (run->started_at.empty()) run->started_at = utc_now();
+  run->status = "running";
+  run->finished_at.clear();
+  WriteTransaction tx(impl_->db);
+  run->id = insert_run(impl_->db, *run, getpid());
+  tx.commit();
+  return run->id;
+}
+
 int64_t SqliteStore::begin_run(const RunStart& start) {
   RunData run = run_record_of(start);
-  run.uuid = random_uuid();
-  WriteTransaction tx(impl_->db);
-  const int64_t id = insert_run(impl_->db, run, getpid());
-  tx.commit();
-  return id;
+  return begin_run(&run);
 }
 
 int64_t SqliteStore::add_result(int64_t run_id, const ResultData& result) {
@@ -206,8 +213,19 @@ int64_t SqliteStore::add_result(int64_t run_id, const ResultData& result) {
 }
 
 void SqliteStore::finish_run(int64_t run_id, const std::string& status) {
+  RunData run;
+  run.id = run_id;
+  run.status = status;
+  run.finished_at = utc_now();
+  finish_run(run);
+}
+
+void SqliteStore::finish_run(const RunData& run) {
+  const int64_t run_id = run.id;
+  const std::string& status = run.status;
+  const std::string& finished_at = run.finished_at;
   H0_CHECK(status == "pass" || status == "fail") << "finish_run status '" << status << "'";
-  const std::string finished_at = utc_now();
+  H0_CHECK(!finished_at.empty()) << "finish_run: run " << run_id << " has no finished_at";
   WriteTransaction tx(impl_->db);
   impl_->db.prepare(kFinishRun).bind(1, run_id).bind(2, finished_at).bind(3, status).run();
   H0_CHECK(impl_->db.changes() == 1) << "finish_run: no run " << run_id;

@@ -45,12 +45,19 @@ class SqliteStore {
   // Runs found `running` by this open whose process is gone; they are now `incomplete`.
   const std::vector<RunData>& interrupted_runs() const;
 
-  // Returns the new run's id.
+  // Records `run` (its header; results come by add_result) as it is, `running`: a uuid and
+  // started_at are given to it here when it has none. Sets run->id, and returns it. What the
+  // store then holds is this record, field for field, so a writer that has it need not read the
+  // run back.
+  int64_t begin_run(RunData* run);
+  // begin_run of run_record_of(start).
   int64_t begin_run(const RunStart& start);
   // Writes one result (with its metrics and profiles) in one transaction; returns its id.
   int64_t add_result(int64_t run_id, const ResultData& result);
-  // status: "pass" or "fail".
+  // status: "pass" or "fail"; finished now.
   void finish_run(int64_t run_id, const std::string& status);
+  // The run's status ("pass" or "fail") and finished_at as `run` holds them.
+  void finish_run(const RunData& run);
 
   // Runs, newest first, without their results.
   std::vector<RunData> list_runs() const;

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/sha256.h"
+#include "suite/platform.h"
 
 namespace h0::suite {
 namespace fs = std::filesystem;
@@ -241,6 +242,12 @@ class Loader {
     stack_.pop_back();
   }
 
+  // A check a program built (a mapping as a suite file's `checks:` entry), validated as one read
+  // from a file; `origin` stands for the file in messages.
+  void add_built_check(const std::string& origin, const YAML::Node& node) {
+    add_check(origin, node, YAML::Node());
+  }
+
  private:
   // The identity of a file for include cycles and repeats.
   static std::string identity(const std::string& path) {
@@ -382,6 +389,56 @@ const std::vector<std::string>& common_fields() {
   static const std::vector<std::string> kFields = {"id",   "kind", "matrix", "tolerance",
                                                    "tags", "skip", "xfail"};
   return kFields;
+}
+
+Suite suite_of_checks(const std::string& name, const std::string& origin,
+                      const std::vector<YAML::Node>& checks) {
+  Suite suite;
+  suite.name = name;
+  suite.file = origin;
+  Loader loader(suite);
+  std::string text;  // the checks as YAML, for the suite's fingerprint
+  for (const YAML::Node& check : checks) {
+    loader.add_built_check(origin, check);
+    text += YAML::Dump(check) + "\n";
+  }
+  suite.sha256 = base::sha256_hex(text.data(), text.size());
+  return suite;
+}
+
+YAML::Node yaml_of(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::object: {
+      YAML::Node map(YAML::NodeType::Map);
+      for (const auto& [key, v] : value.items()) map[key] = yaml_of(v);
+      return map;
+    }
+    case nlohmann::json::value_t::array: {
+      YAML::Node seq(YAML::NodeType::Sequence);
+      for (const auto& v : value) seq.push_back(yaml_of(v));
+      return seq;
+    }
+    case nlohmann::json::value_t::null:
+      return YAML::Node(YAML::NodeType::Null);
+    case nlohmann::json::value_t::string: {
+      // Plain, as a file would write it, unless plain it would read as another type ("true",
+      // "1.5", "null"): then quoted.
+      YAML::Node scalar(value.get<std::string>());
+      scalar.SetTag("?");
+      bool is_text = false;
+      try {
+        is_text = yaml_to_json("", scalar).is_string();
+      } catch (const InputError&) {  // ".nan": no JSON number either way
+      }
+      scalar.SetTag(is_text ? "?" : "!");
+      return scalar;
+    }
+    default: {  // a number or a boolean, as JSON writes it (the shortest exact form)
+      YAML::Node scalar(value.dump());
+      scalar.SetTag("?");
+      return scalar;
+    }
+  }
 }
 
 Suite load_suite(const std::string& path) {

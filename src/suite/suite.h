@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,5 +55,17 @@ const std::vector<std::string>& common_fields();
 // the including file; a file included twice (a diamond) is read once, at its first include.
 // Throws InputError naming file:line:col on any mistake.
 Suite load_suite(const std::string& path);
+
+// A suite a program builds instead of reading it from a file (day0's cases for a model): each
+// of `checks` is a mapping as a suite file's `checks:` entry (build them with yaml_of), and is
+// validated as one read from a file; `origin` stands for the file in messages and in the cases'
+// relative paths. Throws InputError as load_suite does.
+Suite suite_of_checks(const std::string& name, const std::string& origin,
+                      const std::vector<YAML::Node>& checks);
+
+// A JSON value as the YAML node a suite file would hold for it: scalars plain (tag "?") as a file
+// writes them, but a string that plain would read as another type (a number, a boolean, null)
+// quoted.
+YAML::Node yaml_of(const nlohmann::json& value);
 
 }  // namespace h0::suite

@@ -29,7 +29,7 @@ const std::vector<std::vector<std::string>> kLayers = {
     {"store"},     {"io"},      {"mesh"},  {"model"},
     {"tokenizer"}, {"service"}, {"suite"}, {"compare"},
     {"diff"},      {"eval"},    {"plan"},  {"checks"},
-    {"report"},    {"run"},
+    {"report"},    {"run"},     {"day0"},
 };
 
 std::map<std::string, int> layer_of() {

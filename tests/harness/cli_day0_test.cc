@@ -151,11 +151,7 @@ TEST(Day0, AFailedConfigBlocksEverything) {
 // whose answers nothing was compared with, is not a pass.
 TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
   test::TempDir dir;
-  std::filesystem::copy(test::source_path("configs/models/tiny-llama"), dir.file("my-llama"));
-  std::filesystem::copy(test::source_path("golden/models/tiny-llama"), dir.file("goldens"));
-  for (const auto& e :
-       std::filesystem::directory_iterator(test::source_path("golden/e2e/tiny-llama")))
-    std::filesystem::copy_file(e.path(), dir.file("goldens/" + e.path().filename().string()));
+  test::copy_tiny_llama_without_shipped_goldens(dir);
   // --eval: the tasks' references are gen_eval.py's files in --golden (<task>.json).
   for (const char* task : {"facts", "format"})
     std::filesystem::copy_file(

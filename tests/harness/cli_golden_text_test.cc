@@ -198,11 +198,7 @@ TEST(GoldenText, RunWritesTheSameJsonAndJunit) {
 // the accuracy stage.
 TEST(GoldenText, Day0WritesTheSameJsonAndJunit) {
   test::TempDir dir;
-  std::filesystem::copy(test::source_path("configs/models/tiny-llama"), dir.file("my-llama"));
-  std::filesystem::copy(test::source_path("golden/models/tiny-llama"), dir.file("goldens"));
-  for (const auto& e :
-       std::filesystem::directory_iterator(test::source_path("golden/e2e/tiny-llama")))
-    std::filesystem::copy_file(e.path(), dir.file("goldens/" + e.path().filename().string()));
+  test::copy_tiny_llama_without_shipped_goldens(dir);
   std::filesystem::copy_file(test::source_path("golden/eval/tiny-llama/format.json"),
                              dir.file("goldens/format.json"));
   const auto r = run_harness("day0 --model " + dir.file("my-llama") + " --golden " +

@@ -68,4 +68,13 @@ inline std::string config_only_model(const TempDir& dir, const std::string& conf
   return dir.file(name);
 }
 
+// tiny-llama under another name, so no shipped golden is its: the model in dir/my-llama, and
+// its dump_hf.py (probes, logits) and gen_e2e.py (served answers) goldens in dir/goldens.
+inline void copy_tiny_llama_without_shipped_goldens(const TempDir& dir) {
+  std::filesystem::copy(source_path("configs/models/tiny-llama"), dir.file("my-llama"));
+  std::filesystem::copy(source_path("golden/models/tiny-llama"), dir.file("goldens"));
+  for (const auto& e : std::filesystem::directory_iterator(source_path("golden/e2e/tiny-llama")))
+    std::filesystem::copy_file(e.path(), dir.file("goldens/" + e.path().filename().string()));
+}
+
 }  // namespace h0::test

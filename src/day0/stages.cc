@@ -1,19 +1,19 @@
-// The Day-0 stages, one function each (the order and the gating are day0_command.cpp's).
+// The Day-0 stages, one function each (the order and the gating are checklist.cc's).
 // Accuracy stages run the shipped suites' cases for the model (suites/*.yaml, ids
-// "<model name>/..."); a model without shipped goldens gets generated cases against --golden
-// (golden/tools/dump_hf.py output). The service stages share one run of the e2e cases.
+// "<model name>/..."); a model without shipped goldens gets cases built here against --golden
+// (golden/tools/dump_hf.py output), as nodes a suite file would hold (suite::suite_of_checks),
+// never as YAML text. The service stages share one run of the e2e cases.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "backend/backend.h"
 #include "base/error.h"
 #include "base/json_read.h"
+#include "base/text_format.h"
 #include "checks/coverage.h"
-#include "cli_output.h"
-#include "day0.h"
+#include "day0/day0.h"
 #include "io/sharded_checkpoint.h"
 #include "model/checkpoint_inventory.h"
 #include "model/executor.h"
@@ -22,7 +22,6 @@
 #include "model/inventory.h"
 #include "model/model_ops.h"
 #include "model/model_source.h"
-#include "model_run.h"
 #include "plan/memory_plan.h"
 #include "plan/plan_report.h"
 #include "plan/rank_loader.h"
@@ -30,20 +29,17 @@
 #include "suite/location.h"
 #include "suite/suite.h"
 
-namespace h0::cli {
+namespace h0::day0 {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string suite_path(const std::string& name) {
-  const std::string local = "suites/" + name;
-  return fs::exists(local) ? local : std::string(HARNESS_SOURCE_DIR) + "/" + local;
+std::string suite_path(const Context& ctx, const std::string& name) {
+  return (fs::path(ctx.suites_dir) / name).string();
 }
 
-std::vector<run::CaseOutcome> run_cases(Day0Context& ctx, const std::string& suite_file,
+std::vector<run::CaseOutcome> run_suite(Context& ctx, const suite::Suite& s,
                                         const std::string& filter) {
-  checks::register_kinds_with_suite_parser();
-  const suite::Suite s = suite::load_suite(suite_file);
   run::RunOptions o;
   o.filter = filter;
   o.world = ctx.world;
@@ -54,8 +50,32 @@ std::vector<run::CaseOutcome> run_cases(Day0Context& ctx, const std::string& sui
   return run::run_suite(s, ctx.platform, o, nullptr).cases;
 }
 
-// Pass when every case passed (skips aside, counted), with "N what, M failed (first: id:
-// message)"; not run when every case was skipped (nothing was compared).
+// The cases of a shipped suite (suites/<name>) that `filter` selects.
+std::vector<run::CaseOutcome> run_cases(Context& ctx, const std::string& name,
+                                        const std::string& filter) {
+  checks::register_kinds_with_suite_parser();
+  return run_suite(ctx, suite::load_suite(suite_path(ctx, name)), filter);
+}
+
+// Cases built here for this model (`checks` as a suite file's entries), all of them.
+std::vector<run::CaseOutcome> run_built(Context& ctx, const std::string& name,
+                                        const std::vector<YAML::Node>& checks) {
+  checks::register_kinds_with_suite_parser();
+  return run_suite(ctx, suite::suite_of_checks("day0-" + name, "day0 " + name + " cases", checks),
+                   "");
+}
+
+// A check as a suite file's entry: id and kind, then `fields`.
+YAML::Node check_node(const std::string& id, const std::string& kind,
+                      const nlohmann::json& fields = nlohmann::json::object()) {
+  nlohmann::json check = fields;
+  check["id"] = id;
+  check["kind"] = kind;
+  return suite::yaml_of(check);
+}
+
+}  // namespace
+
 StageResult judge(std::vector<run::CaseOutcome> cases, const std::string& what) {
   StageResult r;
   if (cases.empty()) {
@@ -81,20 +101,19 @@ StageResult judge(std::vector<run::CaseOutcome> cases, const std::string& what) 
   return r;
 }
 
-bool shipped(const Day0Context& ctx, const std::string& suite) {
+namespace {
+
+bool shipped(const Context& ctx, const std::string& suite) {
   checks::register_kinds_with_suite_parser();
-  return !run::list_cases(suite::load_suite(suite_path(suite)), ctx.model_name + "/*").empty();
+  return !run::list_cases(suite::load_suite(suite_path(ctx, suite)), ctx.model_name + "/*").empty();
 }
 
 std::string absolute(const std::string& path) {
   return fs::absolute(path).lexically_normal().string();
 }
 
-// A string as a YAML (JSON) double-quoted scalar: any path is safe in a generated suite.
-std::string yaml_quoted(const std::string& text) { return nlohmann::json(text).dump(); }
-
 // The golden files of --golden (dump_hf.py writes <prompt>.safetensors), sorted.
-std::vector<std::string> golden_files(const Day0Context& ctx) {
+std::vector<std::string> golden_files(const Context& ctx) {
   std::vector<std::string> files;
   if (ctx.options.golden.empty() || !fs::is_directory(ctx.options.golden)) return files;
   for (const auto& e : fs::directory_iterator(ctx.options.golden)) {
@@ -104,47 +123,35 @@ std::vector<std::string> golden_files(const Day0Context& ctx) {
   return files;
 }
 
-// A suite written for this model: `checks` is the YAML of its checks list.
-std::string generated_suite(Day0Context& ctx, const std::string& name, const std::string& checks) {
-  const std::string path = (fs::path(ctx.suite_dir) / (name + ".yaml")).string();
-  std::ofstream(path) << "suite: day0-" << name << "\nchecks:\n" << checks;
-  return path;
-}
-
 const char* kNoGoldens =
     "no goldens for this model: make them on the reference machine with golden/tools/dump_hf.py "
     "and pass --golden DIR";
 
 // Layer (`layer` true) or full-model cases against --golden's files.
-StageResult golden_stage(Day0Context& ctx, bool layer) {
+StageResult golden_stage(Context& ctx, bool layer) {
   const std::vector<std::string> files = golden_files(ctx);
   if (files.empty()) return {StageStatus::kNotRun, kNoGoldens, {}, {}};
-  std::string yaml;
+  std::vector<YAML::Node> checks;
   for (const auto& f : files) {
-    const std::string stem = fs::path(f).stem().string();
-    yaml += "  - id: " + ctx.model_name + "/" + stem + (layer ? "-layers" : "") +
-            "\n    kind: " + (layer ? "layer" : "model") +
-            "\n    model: " + yaml_quoted(absolute(ctx.options.model)) +
-            "\n    golden: " + yaml_quoted(f) + "\n";
-    if (!layer &&
-        !ctx.options.original_golden.empty()) {  // reported; thresholds are a suite's to set
-      yaml += "    quant_budget: {original: " + yaml_quoted(absolute(ctx.options.original_golden)) +
-              "}\n";
-    }
+    nlohmann::json fields = {{"model", absolute(ctx.options.model)}, {"golden", f}};
+    if (!layer && !ctx.options.original_golden.empty())  // reported; thresholds are a suite's
+      fields["quant_budget"] = {{"original", absolute(ctx.options.original_golden)}};
     if (layer) {
-      yaml += "    matrix: {layer: [";
-      for (int64_t l = 0; l < ctx.arch->text.num_layers; ++l)
-        yaml += (l ? ", " : "") + std::to_string(l);
-      yaml += "]}\n";
+      nlohmann::json layers = nlohmann::json::array();
+      for (int64_t l = 0; l < ctx.arch->text.num_layers; ++l) layers.push_back(l);
+      fields["matrix"] = {{"layer", layers}};
     }
+    const std::string stem = fs::path(f).stem().string();
+    checks.push_back(check_node(ctx.model_name + "/" + stem + (layer ? "-layers" : ""),
+                                layer ? "layer" : "model", fields));
   }
-  const std::string suite = generated_suite(ctx, layer ? "layers" : "model", yaml);
-  return judge(run_cases(ctx, suite, ""), layer ? "layer cases" : "model cases");
+  return judge(run_built(ctx, layer ? "layers" : "model", checks),
+               layer ? "layer cases" : "model cases");
 }
 
 // The e2e goldens of --golden: the gen_e2e.py files (<case>.json with a request and the
 // reference's token ids), sorted; each with whether its request holds an image.
-std::vector<std::pair<std::string, bool>> e2e_golden_files(const Day0Context& ctx) {
+std::vector<std::pair<std::string, bool>> e2e_golden_files(const Context& ctx) {
   std::vector<std::pair<std::string, bool>> files;
   if (ctx.options.golden.empty() || !fs::is_directory(ctx.options.golden)) return files;
   for (const auto& e : fs::directory_iterator(ctx.options.golden)) {
@@ -169,40 +176,46 @@ const char* kNoE2eGoldens =
 // determinism on the first
 // golden's request, a small load. Without goldens a chat request still runs, as evidence that
 // the service answers, but the text stage reports "not compared". Run once.
-const std::vector<run::CaseOutcome>& e2e_cases(Day0Context& ctx) {
+const std::vector<run::CaseOutcome>& e2e_cases(Context& ctx) {
   if (ctx.e2e) return *ctx.e2e;
   if (shipped(ctx, "e2e.yaml")) {
-    ctx.e2e = run_cases(ctx, suite_path("e2e.yaml"), ctx.model_name + "/*");
+    ctx.e2e = run_cases(ctx, "e2e.yaml", ctx.model_name + "/*");
     return *ctx.e2e;
   }
-  const std::string model = "\n    model: " + yaml_quoted(absolute(ctx.options.model)) + "\n";
+  const nlohmann::json model = {{"model", absolute(ctx.options.model)}};
   const std::string& name = ctx.model_name;
   const auto goldens = e2e_golden_files(ctx);
-  std::string yaml = "  - id: " + name + "/service\n    kind: service" + model;
+  std::vector<YAML::Node> checks = {check_node(name + "/service", "service", model)};
   std::string determinism_golden;
   for (const auto& [file, image] : goldens) {
-    yaml += "  - id: " + name + "/" + fs::path(file).stem().string() +
-            "\n    kind: " + (image ? "e2e_image" : "e2e_text") + model +
-            "    golden: " + yaml_quoted(file) + "\n    compare: auto\n";
+    nlohmann::json fields = model;
+    fields["golden"] = file;
+    fields["compare"] = "auto";
+    checks.push_back(check_node(name + "/" + fs::path(file).stem().string(),
+                                image ? "e2e_image" : "e2e_text", fields));
     if (determinism_golden.empty() && !image) determinism_golden = file;
   }
-  const std::string chat = R"(    messages: [{role: user, content: "Hello! Who are you?"}]
-    max_tokens: 16
-)";
+  nlohmann::json chat = model;
+  chat["messages"] = {{{"role", "user"}, {"content", "Hello! Who are you?"}}};
+  chat["max_tokens"] = 16;
   if (goldens.empty()) {
-    yaml += "  - id: " + name + "/chat_uncompared\n    kind: e2e_text" + model + chat +
-            "    expect: {min_tokens: 1}\n";
+    nlohmann::json fields = chat;
+    fields["expect"] = {{"min_tokens", 1}};
+    checks.push_back(check_node(name + "/chat_uncompared", "e2e_text", fields));
   }
-  yaml +=
-      "  - id: " + name + "/determinism\n    kind: determinism" + model +
-      (determinism_golden.empty() ? chat : "    golden: " + yaml_quoted(determinism_golden) + "\n");
-  yaml += "  - id: " + name + "/load\n    kind: e2e_load" + model +
-          R"(    prompt: "The quick brown fox jumps over the lazy dog."
-    max_tokens: 32
-    requests: 8
-    concurrency: 4
-)";
-  ctx.e2e = run_cases(ctx, generated_suite(ctx, "e2e", yaml), "");
+  nlohmann::json determinism = chat;
+  if (!determinism_golden.empty()) {
+    determinism = model;
+    determinism["golden"] = determinism_golden;
+  }
+  checks.push_back(check_node(name + "/determinism", "determinism", determinism));
+  nlohmann::json load = model;
+  load["prompt"] = "The quick brown fox jumps over the lazy dog.";
+  load["max_tokens"] = 32;
+  load["requests"] = 8;
+  load["concurrency"] = 4;
+  checks.push_back(check_node(name + "/load", "e2e_load", load));
+  ctx.e2e = run_built(ctx, "e2e", checks);
   return *ctx.e2e;
 }
 
@@ -228,36 +241,32 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-// Op cases at the shapes this model runs them (16 tokens; the vocabulary capped at 32,768
-// rows), in the model's dtype, against the reference kernels: what the shipped op suite's
-// generic shapes cannot promise about this model's dimensions. YAML of a checks list.
-std::string model_shape_cases(const Day0Context& ctx) {
+}  // namespace
+
+std::vector<YAML::Node> model_shape_checks(const Context& ctx) {
+  using Json = nlohmann::json;
   const model::TextModel& t = ctx.arch->text;
   const model::Attention& a = t.attn;
   const std::string dtype = ctx.model_dtype.empty() ? "bf16" : ctx.model_dtype;
   const int64_t T = 16, heads = a.num_heads;
-  std::string yaml;
-  // One case of `op` at `shape` ("[16, 64]"); `id` defaults to the op's name.
-  auto add = [&](const std::string& op, const std::string& shape, const std::string& extra,
+  std::vector<YAML::Node> checks;
+  // One case of `op` at `shape`, with `fields` (attrs, inputs, with); `id` defaults to the op.
+  auto add = [&](const std::string& op, const Json& shape, Json fields = Json::object(),
                  const std::string& id = "") {
-    yaml += "  - id: " + ctx.model_name + "/shapes/" + (id.empty() ? op : id) +
-            "\n    kind: op\n    op: " + op + "\n    golden: reference\n    dtype: " + dtype +
-            "\n    shape: " + shape + "\n" + extra;
-  };
-  auto dims = [](std::initializer_list<int64_t> d) {
-    std::string out = "[";
-    for (int64_t v : d) out += (out.size() > 1 ? ", " : "") + std::to_string(v);
-    return out + "]";
+    fields["op"] = op;
+    fields["golden"] = "reference";
+    fields["dtype"] = dtype;
+    fields["shape"] = shape;
+    checks.push_back(
+        check_node(ctx.model_name + "/shapes/" + (id.empty() ? op : id), "op", fields));
   };
   const model::ModelOps bound = model::model_ops(
       *ctx.arch, *tensor::parse_dtype(dtype));  // the attrs the executor runs them with
-  const auto attrs_of = [](const model::BoundOp& op) {
-    return "    attrs: " + op.attrs.dump() + "\n";
-  };
-  if (ctx.model_ops.count("rmsnorm"))
-    add("rmsnorm", dims({T, t.hidden_size}), attrs_of(bound.rmsnorm));
+  const auto attrs_of = [](const model::BoundOp& op) { return Json{{"attrs", op.attrs}}; };
+  const Json positions = {{"positions", {{"arange", {{"start", 0}, {"step", 1}}}}}};
+  if (ctx.model_ops.count("rmsnorm")) add("rmsnorm", {T, t.hidden_size}, attrs_of(bound.rmsnorm));
   if (ctx.model_ops.count("embedding")) {
-    add("embedding", dims({T, std::min<int64_t>(t.vocab_size, 32768), t.hidden_size}),
+    add("embedding", {T, std::min<int64_t>(t.vocab_size, 32768), t.hidden_size},
         attrs_of(bound.embedding));
   }
   const model::Inventory inventory = model::build_inventory(*ctx.arch);
@@ -272,9 +281,9 @@ std::string model_shape_cases(const Day0Context& ctx) {
           !w.quantized && w.expert < 0 && !w.mtp)
         shapes.insert({w.shape[1], w.shape[0]});
     }
-    for (const auto& [k, n] : shapes) {
-      add("linear", dims({T, k, n}), "", "linear/" + std::to_string(k) + "x" + std::to_string(n));
-    }
+    for (const auto& [k, n] : shapes)
+      add("linear", {T, k, n}, Json::object(),
+          "linear/" + std::to_string(k) + "x" + std::to_string(n));
   }
   if (ctx.model_ops.count("scaled_linear")) {  // the fp8 block-quantized projections, as stored
     std::set<std::pair<int64_t, int64_t>> shapes;
@@ -282,89 +291,91 @@ std::string model_shape_cases(const Day0Context& ctx) {
       if (w.quantized && w.expert < 0 && !w.mtp) shapes.insert({w.shape[1], w.shape[0]});
     }
     for (const auto& [k, n] : shapes) {
-      add("scaled_linear", dims({T, k, n}), attrs_of(bound.scaled_linear),
+      add("scaled_linear", {T, k, n}, attrs_of(bound.scaled_linear),
           "scaled_linear/" + std::to_string(k) + "x" + std::to_string(n));
     }
   }
   if (ctx.model_ops.count("sigmoid"))
-    add("sigmoid", dims({T, 1}), "");  // the shared-expert gate, a value per token
+    add("sigmoid", {T, 1});  // the shared-expert gate, a value per token
   if (ctx.model_ops.count("swiglu") && t.intermediate_size > 0)
-    add("swiglu", dims({T, t.intermediate_size}), "");
+    add("swiglu", {T, t.intermediate_size});
   if (bound.mlp_act.def != nullptr && t.intermediate_size > 0) {  // a gelu MLP: act(gate) · up
-    add("gelu", dims({T, t.intermediate_size}), attrs_of(bound.mlp_act));
-    add("mul", dims({T, t.intermediate_size}), "");
+    add("gelu", {T, t.intermediate_size}, attrs_of(bound.mlp_act));
+    add("mul", {T, t.intermediate_size});
   }
+  const auto with_positions = [&](const model::BoundOp& op) {
+    Json fields = attrs_of(op);
+    fields["inputs"] = positions;
+    return fields;
+  };
   if (ctx.model_ops.count("rope")) {
     const int64_t rot = a.mla ? a.qk_rope_head_dim : a.head_dim;
-    add("rope", dims({T, heads, rot}),
-        attrs_of(bound.rope) + "    inputs: {positions: {arange: {start: 0, step: 1}}}\n");
-    if (bound.local_rope.def != nullptr) {  // the sliding layers' own base
-      add("rope", dims({T, heads, rot}),
-          attrs_of(bound.local_rope) + "    inputs: {positions: {arange: {start: 0, step: 1}}}\n",
-          "rope/local");
-    }
+    add("rope", {T, heads, rot}, with_positions(bound.rope));
+    if (bound.local_rope.def != nullptr)  // the sliding layers' own base
+      add("rope", {T, heads, rot}, with_positions(bound.local_rope), "rope/local");
   }
+  // The config's softmax scale (Gemma 3's query_pre_attn_scalar), else the op's default.
+  const auto with_scale = [&](Json attrs) {
+    if (a.scale > 0) attrs["scale"] = a.scale;
+    return attrs;
+  };
   if (ctx.model_ops.count("paged_attention")) {
     const int64_t kv_heads = a.mla ? heads : a.num_kv_heads;
-    // The config's softmax scale (Gemma 3's query_pre_attn_scalar), else the op's default.
-    const std::string scale = a.scale > 0 ? ", scale: " + nlohmann::json(a.scale).dump() : "";
-    const std::string sinks = a.sinks ? "    with: [sinks]\n" : "";  // GPT-OSS's attention sinks
-    add("paged_attention", dims({T, T, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16}),
-        "    attrs: {context_len: " + std::to_string(T) + scale + "}\n" + sinks);
+    Json fields = {{"attrs", with_scale({{"context_len", T}})}};
+    if (a.sinks) fields["with"] = {"sinks"};  // GPT-OSS's attention sinks
+    add("paged_attention", {T, T, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16},
+        fields);
     if (a.sliding_window > 0) {  // the sliding layers': a context past the window, so the mask cuts
       const int64_t S = T + a.sliding_window;
-      add("paged_attention", dims({T, S, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16}),
-          "    attrs: {context_len: " + std::to_string(S) +
-              ", sliding_window: " + std::to_string(a.sliding_window) + scale + "}\n" + sinks,
-          "paged_attention/sliding");
+      fields["attrs"] = with_scale({{"context_len", S}, {"sliding_window", a.sliding_window}});
+      add("paged_attention", {T, S, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16},
+          fields, "paged_attention/sliding");
     }
   }
   if (bound.index_select.def !=
       nullptr) {  // DeepSeek-V3.2: T queries after topk keys, so the selection cuts
     const model::Indexer& x = t.indexer;
     const int64_t S = T + x.topk;
-    add("layernorm", dims({T, x.head_dim}), attrs_of(bound.index_norm), "layernorm/indexer_keys");
-    add("rope", dims({T, x.n_heads, x.head_dim}),
-        attrs_of(bound.index_rope) + "    inputs: {positions: {arange: {start: 0, step: 1}}}\n",
-        "rope/indexer");
-    const nlohmann::json& select = bound.index_select.attrs;
-    add("lightning_indexer", dims({T, S, x.n_heads, x.head_dim, 16}),
-        "    attrs: {topk: " + select.at("topk").dump() + ", scale: " + select.at("scale").dump() +
-            ", context_len: " + std::to_string(S) + "}\n");
-    const std::string scale = a.scale > 0 ? ", scale: " + nlohmann::json(a.scale).dump() : "";
-    add("sparse_attention",
-        dims({T, S, heads, heads, a.qk_head_dim(), a.value_head_dim(), 16, x.topk}),
-        "    attrs: {context_len: " + std::to_string(S) + scale + "}\n");
+    add("layernorm", {T, x.head_dim}, attrs_of(bound.index_norm), "layernorm/indexer_keys");
+    add("rope", {T, x.n_heads, x.head_dim}, with_positions(bound.index_rope), "rope/indexer");
+    const Json& select = bound.index_select.attrs;
+    add("lightning_indexer", {T, S, x.n_heads, x.head_dim, 16},
+        {{"attrs",
+          {{"topk", select.at("topk")}, {"scale", select.at("scale")}, {"context_len", S}}}});
+    add("sparse_attention", {T, S, heads, heads, a.qk_head_dim(), a.value_head_dim(), 16, x.topk},
+        {{"attrs", with_scale({{"context_len", S}})}});
   }
   if (bound.delta_rule.def !=
       nullptr) {  // Gated DeltaNet: the conv over q|k|v, the gating, the rule, the gated norm
     const model::LinearAttention& la = t.linear;
-    add("causal_conv1d", dims({T, la.conv_dim(), la.conv_kernel}), attrs_of(bound.conv1d));
-    add("gdn_gating", dims({T, la.num_v_heads}), "");
-    add("gated_delta_rule", dims({T, la.num_k_heads, la.k_head_dim, la.num_v_heads, la.v_head_dim}),
+    add("causal_conv1d", {T, la.conv_dim(), la.conv_kernel}, attrs_of(bound.conv1d));
+    add("gdn_gating", {T, la.num_v_heads});
+    add("gated_delta_rule", {T, la.num_k_heads, la.k_head_dim, la.num_v_heads, la.v_head_dim},
         attrs_of(bound.delta_rule));
-    add("rmsnorm_gated", dims({T * la.num_v_heads, la.v_head_dim}), attrs_of(bound.norm_gated));
+    add("rmsnorm_gated", {T * la.num_v_heads, la.v_head_dim}, attrs_of(bound.norm_gated));
   }
   if (ctx.model_ops.count(
           "dequantize_mxfp4")) {  // one expert's gate_up as stored: [2F, D / 32] scales
-    add("dequantize_mxfp4", dims({2 * t.moe.expert_intermediate_size, t.hidden_size / 32}),
-        "    attrs: {out_dtype: " + dtype + "}\n");
+    add("dequantize_mxfp4", {2 * t.moe.expert_intermediate_size, t.hidden_size / 32},
+        {{"attrs", {{"out_dtype", dtype}}}});
   }
   if (ctx.arch->is_moe()) {
     const model::Moe& m = t.moe;
-    add("moe_gate", dims({T, m.num_experts}), attrs_of(bound.moe_gate));
+    add("moe_gate", {T, m.num_experts}, attrs_of(bound.moe_gate));
+    Json fields = {
+        {"inputs", {{"ids", {{"arange", {{"start", 0}, {"step", 1}, {"mod", m.num_experts}}}}}}}};
+    if (!bound.moe_experts.attrs.empty()) fields["attrs"] = bound.moe_experts.attrs;
+    if (m.fused_experts) fields["with"] = {"b_gate", "b_up", "b_down"};  // GPT-OSS's biased experts
     add("moe_experts",
-        dims({T, t.hidden_size, m.expert_intermediate_size, m.num_experts, m.experts_per_token}),
-        "    inputs: {ids: {arange: {start: 0, step: 1, mod: " + std::to_string(m.num_experts) +
-            "}}}\n" + (bound.moe_experts.attrs.empty() ? "" : attrs_of(bound.moe_experts)) +
-            (m.fused_experts ? "    with: [b_gate, b_up, b_down]\n"
-                             : ""));  // GPT-OSS's biased, clamped experts
+        {T, t.hidden_size, m.expert_intermediate_size, m.num_experts, m.experts_per_token}, fields);
   }
-  return yaml;
+  return checks;
 }
 
+namespace {
+
 // A stage that needs the executor, for a family it does not model.
-StageResult not_modelled(const Day0Context& ctx, const std::string& what) {
+StageResult not_modelled(const Context& ctx, const std::string& what) {
   const model::Architecture& a = *ctx.arch;
   return {StageStatus::kNotModelled,
           "not run: family " + a.family + " is not modelled by the executor (" + what + ")",
@@ -376,7 +387,7 @@ std::string mib(int64_t bytes) { return fixed(double(bytes) / (1024.0 * 1024.0),
 
 // Stage 1 for a family the executor does not model: what the config says, and the exact
 // counts from the checkpoint's headers.
-StageResult unmodelled_config_stage(Day0Context& ctx) {
+StageResult unmodelled_config_stage(Context& ctx) {
   const model::Architecture& a = *ctx.arch;
   std::string summary = a.family + (a.architecture.empty() ? "" : " (" + a.architecture + ")") +
                         ": not modelled by the executor, its stages will not run; ";
@@ -424,7 +435,7 @@ const char* stage_status_name(StageStatus s) {
   }
 }
 
-StageResult run_config_stage(Day0Context& ctx) {
+StageResult run_config_stage(Context& ctx) {
   ctx.arch = model::load_any_architecture(ctx.options.model);
   if (!ctx.arch->modelled) return unmodelled_config_stage(ctx);
   ctx.model_ops = checks::ops_of_model(*ctx.arch);
@@ -436,7 +447,7 @@ StageResult run_config_stage(Day0Context& ctx) {
       StageStatus::kPass, summary, {}, {{"parameters", c.total}, {"active_parameters", c.active}}};
 }
 
-StageResult run_coverage_stage(Day0Context& ctx) {
+StageResult run_coverage_stage(Context& ctx) {
   if (!ctx.arch->modelled) return not_modelled(ctx, "the ops a model runs come from its family");
   const auto dtype = tensor::parse_dtype(ctx.model_dtype.empty() ? "bf16" : ctx.model_dtype);
   // op -> native / decomposed / host / missing. Asked of the backend in a child process when the
@@ -489,7 +500,7 @@ StageResult run_coverage_stage(Day0Context& ctx) {
           {{"routes", routes}}};
 }
 
-StageResult run_memory_plan_stage(Day0Context& ctx) {
+StageResult run_memory_plan_stage(Context& ctx) {
   if (!(ctx.platform.device_memory_bytes > 0))
     return {StageStatus::kFail, "the platform file states no device_memory", {}, {}};
   if (const auto issue = plan::check_plan(*ctx.arch, ctx.parallel)) {
@@ -547,7 +558,7 @@ StageResult run_memory_plan_stage(Day0Context& ctx) {
           details};
 }
 
-StageResult run_load_stage(Day0Context& ctx) {
+StageResult run_load_stage(Context& ctx) {
   const model::ModelSource src = model::resolve_model(ctx.options.model);
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
   if (!ctx.arch->modelled && !ctx.stored)
@@ -572,7 +583,7 @@ StageResult run_load_stage(Day0Context& ctx) {
           {{"tensors", v.tensors}, {"bytes", ranks[0].report.bytes_read}, {"dtype_notes", notes}}};
 }
 
-StageResult run_op_accuracy_stage(Day0Context& ctx) {
+StageResult run_op_accuracy_stage(Context& ctx) {
   if (!ctx.arch->modelled)
     return not_modelled(ctx, "the ops and shapes a model runs come from its family");
   std::string filter;
@@ -580,11 +591,11 @@ StageResult run_op_accuracy_stage(Day0Context& ctx) {
     filter +=
         (filter.empty() ? "" : ":") + op + "[*:" + op + "/*:*[op=" + op + ",*:dynamic/" + op + "*";
   }
-  std::vector<run::CaseOutcome> cases = run_cases(ctx, suite_path("ops.yaml"), filter);
+  std::vector<run::CaseOutcome> cases = run_cases(ctx, "ops.yaml", filter);
   const size_t generic = cases.size();
-  if (const std::string shaped = model_shape_cases(ctx); !shaped.empty()) {
-    for (auto& c : run_cases(ctx, generated_suite(ctx, "op-shapes", shaped), ""))
-      cases.push_back(std::move(c));
+  const std::vector<YAML::Node> shaped = model_shape_checks(ctx);
+  if (!shaped.empty()) {
+    for (auto& c : run_built(ctx, "op-shapes", shaped)) cases.push_back(std::move(c));
   }
   const size_t at_model = cases.size() - generic;
   const std::string what =
@@ -593,12 +604,12 @@ StageResult run_op_accuracy_stage(Day0Context& ctx) {
   return judge(std::move(cases), what);
 }
 
-StageResult run_layer_stage(Day0Context& ctx) {
+StageResult run_layer_stage(Context& ctx) {
   if (!ctx.arch->modelled)
     return not_modelled(ctx,
                         "an engine's dump compared with harness compare-dumps localizes a layer");
   if (!shipped(ctx, "layers.yaml")) return golden_stage(ctx, true);
-  return judge(run_cases(ctx, suite_path("layers.yaml"), ctx.model_name + "/*"), "layer cases");
+  return judge(run_cases(ctx, "layers.yaml", ctx.model_name + "/*"), "layer cases");
 }
 
 // A quantized checkpoint's cases with a quant_budget: the worst budget numbers over them, in
@@ -635,32 +646,30 @@ void add_quant_budget(StageResult* r) {
   }
 }
 
-StageResult run_model_stage(Day0Context& ctx) {
+StageResult run_model_stage(Context& ctx) {
   if (!ctx.arch->modelled)
     return not_modelled(ctx, "the service stages compare the served answers instead");
-  StageResult r =
-      shipped(ctx, "model.yaml")
-          ? judge(run_cases(ctx, suite_path("model.yaml"), ctx.model_name + "/*"), "model cases")
-          : golden_stage(ctx, false);
+  StageResult r = shipped(ctx, "model.yaml")
+                      ? judge(run_cases(ctx, "model.yaml", ctx.model_name + "/*"), "model cases")
+                      : golden_stage(ctx, false);
   add_quant_budget(&r);
   return r;
 }
 
-StageResult run_image_stage(Day0Context& ctx) {
+StageResult run_image_stage(Context& ctx) {
   if (!ctx.arch->has_vision)
     return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
   if (!ctx.arch->modelled) return not_modelled(ctx, "its vision tower");
   if (!shipped(ctx, "image.yaml"))
     return {StageStatus::kNotRun, "no image goldens for this model", {}, {}};
-  return judge(run_cases(ctx, suite_path("image.yaml"), ctx.model_name + "/*"), "image cases");
+  return judge(run_cases(ctx, "image.yaml", ctx.model_name + "/*"), "image cases");
 }
 
-StageResult run_mesh_stage(Day0Context& ctx) {
+StageResult run_mesh_stage(Context& ctx) {
   if (ctx.world == nullptr)
     return {StageStatus::kPass, "not applicable: one rank (run under mpirun for the mesh)", {}, {}};
   if (!ctx.arch->modelled) return not_modelled(ctx, "sharded execution runs the executor");
-  StageResult r =
-      judge(run_cases(ctx, suite_path("mesh.yaml"), ctx.model_name + "/*"), "sharded cases");
+  StageResult r = judge(run_cases(ctx, "mesh.yaml", ctx.model_name + "/*"), "sharded cases");
   size_t ran = 0;
   for (const auto& c : r.cases) ran += c.result.status != checks::Status::kSkip;
   if (ran == 0) {
@@ -673,14 +682,14 @@ StageResult run_mesh_stage(Day0Context& ctx) {
   return r;
 }
 
-StageResult run_service_stage(Day0Context& ctx) {
+StageResult run_service_stage(Context& ctx) {
   StageResult r = judge(of_kind(e2e_cases(ctx), "service"), "service checks");
   if (r.status == StageStatus::kPass)
     r.summary = r.cases.front().result.message;  // "started in 0.15 s, serves ..."
   return r;
 }
 
-StageResult run_e2e_text_stage(Day0Context& ctx) {
+StageResult run_e2e_text_stage(Context& ctx) {
   StageResult r = judge(of_kind(e2e_cases(ctx), "e2e_text"), "text requests");
   const bool uncompared =
       r.cases.size() == 1 && r.cases[0].id == ctx.model_name + "/chat_uncompared";
@@ -692,7 +701,7 @@ StageResult run_e2e_text_stage(Day0Context& ctx) {
   return r;
 }
 
-StageResult run_e2e_image_stage(Day0Context& ctx) {
+StageResult run_e2e_image_stage(Context& ctx) {
   if (!ctx.arch->has_vision)
     return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
   StageResult r = judge(of_kind(e2e_cases(ctx), "e2e_image"), "image requests");
@@ -700,13 +709,13 @@ StageResult run_e2e_image_stage(Day0Context& ctx) {
   return r;
 }
 
-bool accuracy_stage_applies(const Day0Context& ctx) {
+bool accuracy_stage_applies(const Context& ctx) {
   return !ctx.options.eval_tasks.empty() || shipped(ctx, "eval.yaml");
 }
 
 // The reference of an --eval task: --eval-reference (a store selector for every task; a file for
 // the only one), else <task stem>.json in --golden (gen_eval.py --out); "" when there is none.
-std::string eval_reference(const Day0Context& ctx, const std::string& task) {
+std::string eval_reference(const Context& ctx, const std::string& task) {
   const std::string& ref = ctx.options.eval_reference;
   if (!ref.empty()) return fs::exists(ref) ? absolute(ref) : ref;
   if (ctx.options.golden.empty()) return "";
@@ -732,22 +741,23 @@ std::string accuracy_line(const run::CaseOutcome& c) {
   return line;
 }
 
-StageResult run_accuracy_stage(Day0Context& ctx) {
+StageResult run_accuracy_stage(Context& ctx) {
   std::vector<run::CaseOutcome> cases;
   if (!ctx.options.eval_tasks.empty()) {
     // The default gate (max_drop 0.02 by the paired test, alpha 0.05): a real model on another
     // platform agrees with its reference on most items, not on every one.
-    std::string yaml;
+    std::vector<YAML::Node> checks;
     for (const std::string& task : ctx.options.eval_tasks) {
-      yaml += "  - id: " + ctx.model_name + "/" + fs::path(task).stem().string() +
-              "\n    kind: eval\n    model: " + yaml_quoted(absolute(ctx.options.model)) +
-              "\n    task: " + yaml_quoted(absolute(task)) + "\n    num_concurrent: 4\n";
+      nlohmann::json fields = {
+          {"model", absolute(ctx.options.model)}, {"task", absolute(task)}, {"num_concurrent", 4}};
       if (const std::string ref = eval_reference(ctx, task); !ref.empty())
-        yaml += "    reference: " + yaml_quoted(ref) + "\n";
+        fields["reference"] = ref;
+      checks.push_back(
+          check_node(ctx.model_name + "/" + fs::path(task).stem().string(), "eval", fields));
     }
-    cases = run_cases(ctx, generated_suite(ctx, "accuracy", yaml), "");
+    cases = run_built(ctx, "accuracy", checks);
   } else {
-    cases = run_cases(ctx, suite_path("eval.yaml"), ctx.model_name + "/*");
+    cases = run_cases(ctx, "eval.yaml", ctx.model_name + "/*");
   }
   std::string lines;
   nlohmann::json tasks = nlohmann::json::object();
@@ -767,7 +777,7 @@ StageResult run_accuracy_stage(Day0Context& ctx) {
   return r;
 }
 
-StageResult run_determinism_stage(Day0Context& ctx) {
+StageResult run_determinism_stage(Context& ctx) {
   return judge(of_kind(e2e_cases(ctx), "determinism"), "determinism checks");
 }
 
@@ -775,7 +785,7 @@ StageResult run_determinism_stage(Day0Context& ctx) {
 // steps, best of 3), TTFT/TPOT of the served load, and the costliest ops with the bandwidth
 // they achieved against the platform's peak.
 // The served numbers alone, for a family the executor does not model.
-StageResult served_performance(Day0Context& ctx) {
+StageResult served_performance(Context& ctx) {
   StageResult r;
   const std::vector<run::CaseOutcome> loads =
       ctx.e2e ? of_kind(*ctx.e2e, "e2e_load") : std::vector<run::CaseOutcome>{};
@@ -798,13 +808,13 @@ StageResult served_performance(Day0Context& ctx) {
   return r;
 }
 
-StageResult run_performance_stage(Day0Context& ctx) {
+StageResult run_performance_stage(Context& ctx) {
   if (!ctx.arch->modelled) return served_performance(ctx);
   StageResult r;
   const model::ModelSource src = model::resolve_model(ctx.options.model);
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
   auto be = backend::Backend::open({ctx.platform.backend, ctx.platform.lib, ctx.platform.options});
-  const std::vector<int64_t> prompt = synthetic_prompt(*ctx.arch, 64);
+  const std::vector<int64_t> prompt = model::synthetic_prompt(*ctx.arch, 64);
   const int steps = 32;
   model::Executor ex(
       *ctx.arch, ckpt, *be,
@@ -874,4 +884,4 @@ StageResult run_performance_stage(Day0Context& ctx) {
   return r;
 }
 
-}  // namespace h0::cli
+}  // namespace h0::day0

@@ -1,7 +1,8 @@
 // The Day-0 readiness run (`harness day0`): the stages a platform team clears on release day,
-// in order, each gating the ones that need it. day0_stages.cpp runs one stage each;
-// day0_command.cpp orders them, prints the checklist and writes one run record (store, JSON,
-// JUnit, dashboard).
+// in order, each gating the ones that need it. stages.cc runs one stage each, building the
+// cases it runs for the model directly; checklist.h orders them and makes the run record;
+// harness/day0_command.cpp prints the checklist and hands the record to the store, JSON, JUnit
+// and the dashboard.
 #pragma once
 
 #include <map>
@@ -16,10 +17,11 @@
 #include "plan/parallel_plan.h"
 #include "run/runner.h"
 #include "suite/platform.h"
+#include "suite/suite.h"
 
-namespace h0::cli {
+namespace h0::day0 {
 
-struct Day0Options {
+struct Options {
   std::string model = "configs/models/tiny-llava";
   std::string platform;
   std::string golden;  // dump_hf.py output for a model without shipped goldens
@@ -51,8 +53,10 @@ struct StageResult {
 };
 
 // What every stage sees.
-struct Day0Context {
-  const Day0Options& options;
+struct Context {
+  Context(const Options& opt, const suite::Platform& on) : options(opt), platform(on) {}
+
+  const Options& options;
   const suite::Platform& platform;
   plan::ParallelPlan parallel;              // --mesh, else one device
   mesh::Communicator* world = nullptr;      // under a launcher
@@ -63,29 +67,44 @@ struct Day0Context {
   std::optional<model::Inventory> stored;
   std::set<std::string> model_ops;  // the catalogue ops the model's config needs
   std::string model_dtype;
-  std::string suite_dir;  // a scratch folder for generated suites
+  std::string suites_dir;  // the shipped suites (suites/ here, else the source tree's)
+  bool root = true;        // rank 0 (or a run without a mesh): it runs the service stages
   // The e2e suite's cases for this model, run once for the service stages.
   std::optional<std::vector<run::CaseOutcome>> e2e;
 };
 
-using StageFn = StageResult (*)(Day0Context&);
-StageResult run_config_stage(Day0Context& ctx);
-StageResult run_coverage_stage(Day0Context& ctx);
-StageResult run_memory_plan_stage(Day0Context& ctx);
-StageResult run_load_stage(Day0Context& ctx);
-StageResult run_op_accuracy_stage(Day0Context& ctx);
-StageResult run_layer_stage(Day0Context& ctx);
-StageResult run_model_stage(Day0Context& ctx);
-StageResult run_image_stage(Day0Context& ctx);
-StageResult run_mesh_stage(Day0Context& ctx);
-StageResult run_service_stage(Day0Context& ctx);
-StageResult run_e2e_text_stage(Day0Context& ctx);
-StageResult run_e2e_image_stage(Day0Context& ctx);
+// "--mesh tp=8,pp=2,ep=16" as a plan (dp defaults as `harness plan` does); "" is one device.
+// Throws InputError for anything else.
+plan::ParallelPlan parse_mesh(const std::string& text);
+
+// A stage's result from the cases it ran: pass when every case passed (skips aside, counted),
+// with "N what, M failed (first: id: message)"; not run when there were none or every case was
+// skipped (nothing was compared).
+StageResult judge(std::vector<run::CaseOutcome> cases, const std::string& what);
+
+// The op cases at the shapes this model runs them (16 tokens; the vocabulary capped at 32,768
+// rows), in its dtype, against the reference kernels: checks as a suite's `checks:` entries
+// (suite::suite_of_checks). Needs the config stage's ctx.arch and ctx.model_ops.
+std::vector<YAML::Node> model_shape_checks(const Context& ctx);
+
+using StageFn = StageResult (*)(Context&);
+StageResult run_config_stage(Context& ctx);
+StageResult run_coverage_stage(Context& ctx);
+StageResult run_memory_plan_stage(Context& ctx);
+StageResult run_load_stage(Context& ctx);
+StageResult run_op_accuracy_stage(Context& ctx);
+StageResult run_layer_stage(Context& ctx);
+StageResult run_model_stage(Context& ctx);
+StageResult run_image_stage(Context& ctx);
+StageResult run_mesh_stage(Context& ctx);
+StageResult run_service_stage(Context& ctx);
+StageResult run_e2e_text_stage(Context& ctx);
+StageResult run_e2e_image_stage(Context& ctx);
 // The accuracy stage is in the checklist when --eval names a task or suites/eval.yaml ships
 // tasks for the model.
-bool accuracy_stage_applies(const Day0Context& ctx);
-StageResult run_accuracy_stage(Day0Context& ctx);
-StageResult run_determinism_stage(Day0Context& ctx);
-StageResult run_performance_stage(Day0Context& ctx);
+bool accuracy_stage_applies(const Context& ctx);
+StageResult run_accuracy_stage(Context& ctx);
+StageResult run_determinism_stage(Context& ctx);
+StageResult run_performance_stage(Context& ctx);
 
-}  // namespace h0::cli
+}  // namespace h0::day0
