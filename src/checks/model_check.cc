@@ -187,6 +187,19 @@ std::vector<std::vector<int64_t>> rows_of(const tensor::Tensor& t) {
   return out;
 }
 
+// Of the ranks' all-gathered [flagged, layer, step] triples: the first flagged one in execution
+// order (the earliest layer, then step, then the lowest rank); -1 when none is flagged.
+int earliest_rank(const std::vector<int32_t>& all) {
+  int first = -1;
+  for (size_t k = 0; k < all.size() / 3; ++k) {
+    const int32_t* x = &all[k * 3];
+    if (x[0] == 0) continue;
+    const int32_t* f = first < 0 ? nullptr : &all[size_t(first) * 3];
+    if (f == nullptr || x[1] < f[1] || (x[1] == f[1] && x[2] < f[2])) first = int(k);
+  }
+  return first;
+}
+
 // Every rank judged its own probes; rank 0 says which rank diverged first (the earliest probe
 // in execution order, then the lowest rank) and every rank fails when any did.
 void gather_ranks(mesh::Communicator& world, const model::Sharding& sh,
@@ -202,13 +215,7 @@ void gather_ranks(mesh::Communicator& world, const model::Sharding& sh,
   }
   std::vector<int32_t> all(size_t(world.size()) * 3);
   world.all_gather(mine, all.data(), 3, tensor::DType::kI32);
-  int first = -1;
-  for (int k = 0; k < world.size(); ++k) {
-    const int32_t* x = &all[size_t(k) * 3];
-    if (x[0] == 0) continue;
-    const int32_t* f = first < 0 ? nullptr : &all[size_t(first) * 3];
-    if (f == nullptr || x[1] < f[1] || (x[1] == f[1] && x[2] < f[2])) first = k;
-  }
+  const int first = earliest_rank(all);
   if (first < 0) return;
   r->details["first_divergent_rank"] = first;
   const int32_t layer = all[size_t(first) * 3 + 1];
@@ -217,6 +224,49 @@ void gather_ranks(mesh::Communicator& world, const model::Sharding& sh,
                           : "";
   if (first == world.rank()) where += " (" + sh.label + ")";
   failures->insert(failures->begin(), "rank " + std::to_string(first) + " diverged first" + where);
+}
+
+// The first NaN or infinity over the ranks: each rank found its own first (compare::
+// first_non_finite); the earliest in execution order (layer, then step, then the lowest rank)
+// made it. Named in the details (nan_origin_rank) and before the failures.
+void gather_nan_origin(mesh::Communicator& world, const model::Sharding& sh,
+                       const std::optional<compare::NonFiniteOrigin>& origin,
+                       std::vector<std::string>* failures, CheckResult* r) {
+  int32_t mine[3] = {0, INT32_MAX, INT32_MAX};
+  if (origin) {
+    const model::ProbePlace at = model::probe_place(origin->name);
+    mine[0] = 1, mine[1] = at.layer, mine[2] = at.step;
+  }
+  std::vector<int32_t> all(size_t(world.size()) * 3);
+  world.all_gather(mine, all.data(), 3, tensor::DType::kI32);
+  const int first = earliest_rank(all);
+  if (first < 0) return;
+  // Every rank that holds it at that same place: after a tensor-parallel all-reduce all of them.
+  std::vector<int> at_once;
+  for (int k = 0; k < world.size(); ++k) {
+    const int32_t* x = &all[size_t(k) * 3];
+    if (x[0] == 1 && x[1] == all[size_t(first) * 3 + 1] && x[2] == all[size_t(first) * 3 + 2])
+      at_once.push_back(k);
+  }
+  r->details["nan_origin_rank"] = first;
+  r->details["nan_origin_ranks"] = at_once;
+  if (failures->empty()) return;  // a NaN the golden has too explains no failure
+  const int32_t layer = all[size_t(first) * 3 + 1];
+  std::string where = layer >= 0 && layer < model::ProbePlace::kAfterLayers
+                          ? " in layer " + std::to_string(layer)
+                          : "";
+  if (at_once.size() > 1) {
+    std::string ranks;
+    for (int k : at_once) ranks += (ranks.empty() ? "" : ", ") + std::to_string(k);
+    failures->insert(failures->begin(),
+                     "NaN/Inf reached ranks " + ranks + " at once" + where +
+                         " (a module whose outputs a collective joins: its per-rank dumps, "
+                         "harness compare-dumps, tell which rank made it)");
+    return;
+  }
+  if (first == world.rank()) where += " (" + sh.label + ")";
+  failures->insert(failures->begin(),
+                   "NaN/Inf made first on rank " + std::to_string(first) + where);
 }
 
 class ModelCase : public PreparedCase {
@@ -269,6 +319,16 @@ class ModelCase : public PreparedCase {
     r.metrics.emplace_back("probes_compared", double(report.rows.size()));
     if (report.first_divergent >= 0)
       failures.insert(failures.begin(), "first divergence at " + report.first_divergence());
+    // Golden-free: the module that made the first NaN/Inf (its inputs, captured before, hold
+    // none). In the details always; named first among the failures when it explains some.
+    const std::optional<compare::NonFiniteOrigin> origin =
+        compare::first_non_finite(probes.probes());
+    if (origin) {
+      r.details["nan_origin"] = origin->to_json();
+      const tensor::Tensor& t = probes.probes()[size_t(origin->probe)].second;
+      if (!failures.empty())
+        failures.insert(failures.begin(), "first NaN/Inf made by " + origin->describe(t.numel()));
+    }
     for (const model::OpStats& s : ex.ops().profile()) {
       ProfileRow row = summarize("model", s.op + "[" + s.shapes + "]", s.samples_ns);
       row.bytes = s.bytes * double(s.calls);
@@ -276,7 +336,10 @@ class ModelCase : public PreparedCase {
       r.profile.push_back(std::move(row));
     }
     r.details["routes"] = ex.ops().routes();
-    if (sharding) gather_ranks(ctx.world(), *sharding, report, &failures, &r);
+    if (sharding) {
+      gather_ranks(ctx.world(), *sharding, report, &failures, &r);
+      gather_nan_origin(ctx.world(), *sharding, origin, &failures, &r);
+    }
     r.status = failures.empty() ? Status::kPass : Status::kFail;
     for (const std::string& f : failures) {
       if (!r.message.empty()) r.message.append("; ");
@@ -431,6 +494,11 @@ class ModelCase : public PreparedCase {
         stepped.probes(), golden, s_.tol.probe_cosine_min, s_.tol.probe_rel_l2_max);
     r->details["decode_steps"] = {
         {"prefill", T - steps}, {"steps", steps}, {"probes", report.to_json()}};
+    if (const auto origin = compare::first_non_finite(stepped.probes())) {
+      r->details["decode_steps"]["nan_origin"] = origin->to_json();
+      failures->push_back(how + "first NaN/Inf made by " +
+                          origin->describe(stepped.probes()[size_t(origin->probe)].second.numel()));
+    }
     if (report.first_divergent >= 0)
       failures->push_back(how + "first divergence at " + report.first_divergence());
     judge_layer_output(ms, out, how, failures);

@@ -11,6 +11,7 @@
 #include "backend/fallback.h"
 #include "base/error.h"
 #include "base/sha256.h"
+#include "base/text_format.h"
 #include "checks/input_synth.h"
 #include "checks/op_tolerance.h"
 #include "compare/tensor_compare.h"
@@ -195,7 +196,7 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
 
   if (const YAML::Node g = case_field(c, "golden"); g.IsDefined()) {
     s.golden = as_string(c, g, "golden");
-    if (s.golden != "reference") {
+    if (s.golden != "reference" && s.golden != "perturbation") {
       s.golden_path = resolve_case_path(c, s.golden);
     }
   }
@@ -237,7 +238,7 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
       fail(c, f, "fallback must be none, decompose or host, got '" + f.Scalar() + "'");
     }
   }
-  if (s.problems.size() > 1 && s.golden != "reference") {
+  if (s.problems.size() > 1 && s.golden != "reference" && s.golden != "perturbation") {
     fail(c, case_field(c, "dynamic_shapes"),
          "dynamic_shapes needs `golden: reference` (golden files hold one shape per case)");
   }
@@ -380,8 +381,13 @@ class OpCase : public PreparedCase {
         r.message = failure;
       }
     }
-    r.details[s_.problems.size() > 1 ? "shapes" : "outputs"] =
-        s_.problems.size() > 1 ? problems : problems[0]["outputs"];
+    if (s_.problems.size() > 1) {
+      r.details["shapes"] = problems;
+    } else if (s_.golden == "perturbation") {
+      r.details["perturbation"] = problems[0]["perturbation"];
+    } else {
+      r.details["outputs"] = problems[0]["outputs"];
+    }
     return r;
   }
 
@@ -498,6 +504,12 @@ class OpCase : public PreparedCase {
 
     std::vector<Tensor> actual;
     for (const auto& t : dev_out[0]) actual.push_back(be.download(t));
+    (*detail)["shape"] = p.label;
+    if (s_.golden == "perturbation") {
+      std::string failure = perturbation_failure(be, p, inputs, actual, r, detail, metric_suffix);
+      if (!failure.empty() && label_rows) failure = "shape " + p.label + ": " + failure;
+      return failure;
+    }
     std::vector<Tensor> golden;
     if (const std::string why = golden_outputs(p, inputs, &golden); !why.empty()) {
       throw InputError(s_.id, why);
@@ -509,7 +521,6 @@ class OpCase : public PreparedCase {
           accept_near_ties(*s_.op, inputs, s_.attrs, cost, s_.tolerance, golden[0], &actual[0]);
     }
     std::string failure;
-    (*detail)["shape"] = p.label;
     (*detail)["outputs"] = nlohmann::json::array();
     for (size_t i = 0; i < actual.size(); ++i) {
       const char* out_name = s_.op->outputs[i].name;
@@ -541,6 +552,142 @@ class OpCase : public PreparedCase {
       }
     }
     return failure;
+  }
+
+  // The op once on the platform: `inputs` uploaded, outputs as `descs` say, downloaded. Empty
+  // when the route is unsupported.
+  std::vector<Tensor> run_once(backend::Backend& be, const std::vector<Tensor>& inputs,
+                               const std::vector<ops::TensorDesc>& descs) const {
+    std::vector<backend::DeviceTensor> in, out;
+    std::vector<const backend::DeviceTensor*> in_ptrs;
+    std::vector<backend::DeviceTensor*> out_ptrs;
+    for (const auto& t : inputs) in.push_back(be.upload(t));
+    for (const auto& d : descs) out.push_back(be.allocate(d.dtype, d.shape));
+    for (auto& t : in) in_ptrs.push_back(&t);
+    for (auto& t : out) out_ptrs.push_back(&t);
+    const backend::Outcome o =
+        backend::execute(be, *s_.op, in_ptrs, out_ptrs, s_.attrs, s_.fallback);
+    be.synchronize();
+    std::vector<Tensor> result;
+    if (o.route == backend::Route::kUnsupported) return result;
+    for (const auto& t : out) result.push_back(be.download(t));
+    return result;
+  }
+
+  // golden: perturbation — no golden, the platform against itself (msprobe's free benchmark):
+  //   raised     the bf16/f16 inputs in f32: the outputs, in f32, against the case's;
+  //   perturbed  every float input of the precision the op ran at (f32 when raised) one ULP off
+  //              at a random sign: against the unperturbed outputs at that precision;
+  //   permuted   add and mul with their operands swapped: against the case's outputs.
+  // Each compares by the relative L2 error over the finite elements (and NaN/Inf that appear),
+  // with msprobe's bounds for the precision compared: 0.004 bf16, 0.002 f16, 0.0002 f32. A
+  // stable kernel stays far inside them; one that amplifies small input changes does not.
+  std::string perturbation_failure(backend::Backend& be, const Problem& p,
+                                   const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>& actual, CheckResult* r,
+                                   nlohmann::json* detail, const std::string& metric_suffix) const {
+    const auto bound = [](DType d) {
+      return d == DType::kBF16                            ? 0.004
+             : d == DType::kF16                           ? 0.002
+             : d == DType::kF8E4M3 || d == DType::kF8E5M2 ? 0.1
+                                                          : 0.0002;
+    };
+    nlohmann::json variants = nlohmann::json::object();
+    std::string failure;
+    // Compares `moved` with `base` output by output; records the worst relative L2.
+    const auto judge = [&](const std::string& name, const std::vector<Tensor>& moved,
+                           const std::vector<Tensor>& base, DType precision) {
+      double worst = 0;
+      int64_t new_non_finite = 0;
+      for (size_t i = 0; i < base.size() && i < moved.size(); ++i) {
+        if (!tensor::is_float(base[i].dtype())) continue;
+        const compare::Metrics m = compare::compute_metrics(moved[i], base[i], {0, 0, false});
+        worst = std::max(worst, m.rel_l2);
+        new_non_finite += m.nan_mismatch + m.inf_mismatch;
+      }
+      const double b = bound(precision);
+      variants[name] = {{"rel_l2", worst},
+                        {"bound", b},
+                        {"precision", tensor::dtype_name(precision)},
+                        {"non_finite_mismatch", new_non_finite}};
+      r->metrics.emplace_back("perturbation_" + name + "_rel_l2" + metric_suffix, worst);
+      if ((worst > b || new_non_finite > 0) && failure.empty()) {
+        failure =
+            "unstable under a small input change (" + name +
+            "): outputs moved by a relative "
+            "L2 of " +
+            printf_string("%.3g", worst) + " > " + printf_string("%.3g", b) + " (" +
+            tensor::dtype_name(precision) + ")" +
+            (new_non_finite > 0 ? ", " + std::to_string(new_non_finite) + " NaN/Inf appeared" : "");
+      }
+    };
+    const bool narrow = s_.dtype == DType::kBF16 || s_.dtype == DType::kF16;
+    std::vector<Tensor> wide_inputs = inputs;  // the case's inputs at the precision perturbed
+    std::vector<ops::TensorDesc> wide_descs = p.outputs;
+    std::vector<Tensor> wide = actual;
+    DType precision = s_.dtype;
+    if (narrow) {
+      std::vector<ops::TensorDesc> in_descs;
+      for (Tensor& t : wide_inputs) {
+        if (t.dtype() == s_.dtype) t = t.to(DType::kF32);
+        in_descs.push_back({t.dtype(), t.shape(), true});
+      }
+      try {
+        wide_descs = ops::infer_outputs(*s_.op, in_descs, s_.attrs);
+        wide = run_once(be, wide_inputs, wide_descs);
+        if (!wide.empty()) {
+          precision = DType::kF32;
+          judge("raised", wide, actual, s_.dtype);
+        }
+      } catch (const std::exception& e) {  // an op whose output dtype an attr fixes
+        variants["raised"] = {{"skipped", e.what()}};
+      }
+      if (precision != DType::kF32) wide_inputs = inputs, wide_descs = p.outputs, wide = actual;
+    }
+    // A quantizing op is a step function: one ULP may cross a step, by design.
+    bool quantizes = s_.attrs.is_object() && s_.attrs.value("act_quant", "") == "dynamic";
+    for (const auto& d : p.outputs)
+      quantizes = quantizes || d.dtype == DType::kF8E4M3 || d.dtype == DType::kF8E5M2;
+    if (quantizes) {
+      variants["perturbed"] = {{"skipped",
+                                "the op quantizes: a step function, which one ULP "
+                                "may cross"}};
+      wide_inputs.clear();
+    }
+    std::vector<Tensor> nudged = wide_inputs;
+    const tensor::Philox signs(s_.seed, 0x0b17);
+    for (size_t k = 0; k < nudged.size(); ++k) {
+      Tensor& t = nudged[k];
+      if (!tensor::is_float(t.dtype()) || t.dtype() != precision) continue;
+      Tensor f64 = t.to(DType::kF64);
+      double* v = f64.mutable_data_as<double>();
+      for (int64_t i = 0; i < f64.numel(); ++i) {
+        if (!std::isfinite(v[i])) continue;
+        const double up = signs.word(uint64_t(k) << 40 | uint64_t(i)) & 1 ? 1.0 : -1.0;
+        v[i] = next_in(v[i], up, precision);
+      }
+      t = f64.to(precision);
+    }
+    if (!quantizes) {
+      const std::vector<Tensor> moved = run_once(be, nudged, wide_descs);
+      if (!moved.empty()) judge("perturbed", moved, wide, precision);
+    }
+    if ((std::string(s_.op->name) == "add" || std::string(s_.op->name) == "mul") &&
+        inputs.size() == 2 && inputs[0].shape() == inputs[1].shape()) {
+      const std::vector<Tensor> swapped = run_once(be, {inputs[1], inputs[0]}, p.outputs);
+      if (!swapped.empty()) judge("permuted", swapped, actual, s_.dtype);
+    }
+    (*detail)["perturbation"] = variants;
+    return failure;
+  }
+
+  // The neighbour of `v` in `dtype` one ULP toward `direction` (+1 or -1).
+  static double next_in(double v, double direction, DType dtype) {
+    const int p = tensor::info(dtype).mantissa_bits, emin = tensor::min_normal_exponent(dtype);
+    int e = 0;
+    std::frexp(v, &e);
+    const double ulp = std::ldexp(1.0, std::max(e - 1, emin) - p);
+    return v + direction * ulp;
   }
 
   OpCaseSpec s_;

@@ -31,7 +31,45 @@ struct Partial {
   double max_d = -1, max_rel = 0, max_excess = -kInf;
   int64_t max_d_index = -1, max_excess_index = -1;
   uint64_t max_ulp = 0;
+  double bias_n = 0, bias_sum = 0, bias_sum2 = 0, mag_sum = 0, mag_sum2 = 0, rel_sum = 0;
 };
+
+// Adds one block's rounding bias (metrics.h) to `p`: `a` and `e` upcast, the ULP of the actual
+// dtype (`mantissa` bits, smallest normal exponent `emin`).
+void accumulate_bias(const double* a, const double* e, size_t n, int mantissa, int emin,
+                     Partial& p) {
+  double count = 0, sum = 0, sum2 = 0, mag = 0, mag2 = 0, rel = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double av = a[i], ev = e[i];
+    if (!(std::fabs(av) <= kMaxFinite && std::fabs(ev) <= kMaxFinite) || ev == 0.0) continue;
+    uint64_t bits;
+    std::memcpy(&bits, &ev, sizeof bits);
+    const int biased = static_cast<int>((bits >> 52) & 0x7ff);  // 0 only for f64 subnormals
+    const int exponent = std::max(biased == 0 ? -1023 : biased - 1023, emin);
+    // 2^(mantissa - exponent) built from its bits (ldexp is the slow part of this loop); outside
+    // f64's normal exponents (an f64 output's subnormal range) by ldexp.
+    const int scale = mantissa - exponent;
+    double inv_ulp;
+    if (scale > -1023 && scale < 1024) {
+      const uint64_t pow2 = static_cast<uint64_t>(scale + 1023) << 52;
+      std::memcpy(&inv_ulp, &pow2, sizeof inv_ulp);
+    } else {
+      inv_ulp = std::ldexp(1.0, scale);
+    }
+    const double u = std::clamp((av - ev) * inv_ulp, -2.0, 2.0);
+    const double m = ev > 0 ? u : -u;
+    count += 1, sum += u, sum2 += u * u, mag += m, mag2 += m * m;
+    rel += (av - ev) / std::fabs(ev);
+  }
+  p.bias_n += count, p.bias_sum += sum, p.bias_sum2 += sum2;
+  p.mag_sum += mag, p.mag_sum2 += mag2, p.rel_sum += rel;
+}
+
+// The sample standard deviation from a count, a sum and a sum of squares.
+double sample_sd(double n, double sum, double sum2) {
+  if (n < 2) return 0;
+  return std::sqrt(std::max(0.0, (sum2 - sum * sum / n) / (n - 1)));
+}
 
 // The general path, for blocks holding a NaN or an infinity (and for the rare f64 squares that
 // overflow): n upcast elements, every case handled. Returns the block's max |a-e| and max
@@ -134,6 +172,8 @@ Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expe
   const double rtol = tolerance.enabled ? tolerance.rtol : 0.0;
   const double atol = tolerance.enabled ? tolerance.atol : kInf;
   const detail::KernelParams params{eps_e, rtol, atol};
+  const bool bias = tensor::is_float(da) && tensor::is_float(de);
+  const int mantissa = tensor::info(da).mantissa_bits, emin = tensor::min_normal_exponent(da);
 
   std::vector<Partial> partials((n + kChunk - 1) / kChunk);
   base::parallel_for(n, kChunk, [&](size_t chunk, size_t begin, size_t end) {
@@ -174,6 +214,10 @@ Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expe
         upcast_block();
         locate_maxima(a_buf, e_buf, m, base, block_max_d, block_max_excess, rtol, atol, p);
       }
+      if (bias) {
+        upcast_block();
+        accumulate_bias(a_buf, e_buf, m, mantissa, emin, p);
+      }
       if (ulp != nullptr) {
         if (nan_count != p.nan_a + p.nan_e) {
           p.max_ulp =
@@ -194,6 +238,8 @@ Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expe
     t.sum_aa += p.sum_aa, t.sum_ee += p.sum_ee, t.sum_ae += p.sum_ae;
     t.max_rel = std::max(t.max_rel, p.max_rel);
     t.max_ulp = std::max(t.max_ulp, p.max_ulp);
+    t.bias_n += p.bias_n, t.bias_sum += p.bias_sum, t.bias_sum2 += p.bias_sum2;
+    t.mag_sum += p.mag_sum, t.mag_sum2 += p.mag_sum2, t.rel_sum += p.rel_sum;
     if (p.max_d > t.max_d) t.max_d = p.max_d, t.max_d_index = p.max_d_index;
     if (p.max_excess > t.max_excess)
       t.max_excess = p.max_excess, t.max_excess_index = p.max_excess_index;
@@ -228,6 +274,14 @@ Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expe
   m.inf_expected = static_cast<int64_t>(t.inf_e);
   m.nan_mismatch = static_cast<int64_t>(t.nan_mismatch);
   m.inf_mismatch = static_cast<int64_t>(t.inf_mismatch);
+  m.bias_count = static_cast<int64_t>(t.bias_n);
+  if (t.bias_n > 0) {
+    m.bias_ulp = t.bias_sum / t.bias_n;
+    m.magnitude_bias_ulp = t.mag_sum / t.bias_n;
+    m.bias_rel = t.rel_sum / t.bias_n;
+    m.bias_sd_ulp = sample_sd(t.bias_n, t.bias_sum, t.bias_sum2);
+    m.magnitude_bias_sd_ulp = sample_sd(t.bias_n, t.mag_sum, t.mag_sum2);
+  }
   if (tolerance.enabled) {
     m.mismatch_count = static_cast<int64_t>(t.violations) + m.nan_mismatch + m.inf_mismatch;
     if (t.max_excess > 0) {
@@ -254,6 +308,11 @@ std::vector<std::pair<std::string, double>> metric_values(const Metrics& m) {
   out.emplace_back("nan_mismatch", static_cast<double>(m.nan_mismatch));
   out.emplace_back("inf_mismatch", static_cast<double>(m.inf_mismatch));
   out.emplace_back("mismatch_count", static_cast<double>(m.mismatch_count));
+  if (m.bias_count > 0) {
+    out.emplace_back("bias_ulp", m.bias_ulp);
+    out.emplace_back("magnitude_bias_ulp", m.magnitude_bias_ulp);
+    out.emplace_back("bias_rel", m.bias_rel);
+  }
   return out;
 }
 

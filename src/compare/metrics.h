@@ -13,7 +13,16 @@
 //   max_ulp                           largest distance in units in the last place, same float dtype
 //   only nan_mismatch                      positions where exactly one side is NaN inf_mismatch
 //   positions, neither NaN, with an infinity and a != e
-// The element-wise tolerance |a - e| <= atol + rtol |e| is evaluated in the same pass.
+// The element-wise tolerance |a - e| <= atol + rtol |e| is evaluated in the same pass, and so is
+// the rounding bias of a float output, in units of the actual (output) dtype's ULP at each
+// expected value, u = (a - e) / ulp(e), over the positions where both are finite and e != 0, each
+// u clipped to [-2, 2] so that an outlier is not a bias:
+//   bias_ulp             mean of u: > 0 upward, < 0 downward (round toward +/-inf)
+//   magnitude_bias_ulp   mean of sign(e) u: < 0 toward zero (truncation), > 0 away from zero
+//   bias_rel             mean of (a - e) / |e|, unclipped
+// Round-to-nearest leaves both means near 0 (its error is symmetric, |u| <= 1/2 against an exact
+// golden); truncation moves magnitude_bias_ulp to about -1/2 although every element may be well
+// inside tolerance. ulp(e) = 2^(max(floor(log2 |e|), emin) - mantissa bits) of the actual dtype.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +62,10 @@ struct Metrics {
   int64_t mismatch_count = 0;
   int64_t worst_excess_index = -1;
   double worst_excess = 0;  // |a - e| - (atol + rtol |e|) there
+  // Rounding bias (above); bias_count 0 when the actual dtype is not a float or nothing counted.
+  int64_t bias_count = 0;
+  double bias_ulp = 0, magnitude_bias_ulp = 0, bias_rel = 0;
+  double bias_sd_ulp = 0, magnitude_bias_sd_ulp = 0;  // sample standard deviations of the two
 };
 
 // Computes every metric above. Throws InputError if the element counts differ. Runs on worker
@@ -62,7 +75,8 @@ Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expe
 
 // The metrics under their stable names (max_abs_err, max_rel_err, mean_abs_err, rmse, cosine,
 // ratio_rel_lt_1e-3, ratio_rel_lt_5e-3, max_ulp (if defined), nan_mismatch, inf_mismatch,
-// mismatch_count). These names reach the store and never change.
+// mismatch_count, and bias_ulp, magnitude_bias_ulp, bias_rel when bias_count > 0). These names
+// reach the store and never change.
 std::vector<std::pair<std::string, double>> metric_values(const Metrics& m);
 
 }  // namespace h0::compare

@@ -171,4 +171,49 @@ nlohmann::json ProbeReport::to_json() const {
   return j;
 }
 
+nlohmann::json NonFiniteOrigin::to_json() const {
+  return {{"probe", name},
+          {"index", index},
+          {"position", position},
+          {"value", std::isnan(value) ? "nan"
+                    : value > 0       ? "inf"
+                                      : "-inf"},
+          {"count", count}};
+}
+
+std::string NonFiniteOrigin::describe(int64_t numel) const {
+  std::string at;
+  for (int64_t p : position) at += (at.empty() ? "" : ", ") + std::to_string(p);
+  return name + " at [" + at + "] (" +
+         (std::isnan(value) ? "nan"
+          : value > 0       ? "inf"
+                            : "-inf") +
+         "; " + std::to_string(count) + " of " + std::to_string(numel) + " elements not finite)";
+}
+
+std::optional<NonFiniteOrigin> first_non_finite(
+    const std::vector<std::pair<std::string, tensor::Tensor>>& probes) {
+  for (size_t k = 0; k < probes.size(); ++k) {
+    const tensor::Tensor& t = probes[k].second;
+    if (!tensor::is_float(t.dtype())) continue;
+    NonFiniteOrigin o;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double v = t.at(i);
+      if (std::isfinite(v)) continue;
+      if (o.count++ == 0) o.index = i, o.value = v;
+    }
+    if (o.count == 0) continue;
+    o.probe = static_cast<int>(k);
+    o.name = probes[k].first;
+    int64_t rest = o.index;
+    o.position.assign(t.shape().size(), 0);
+    for (size_t d = t.shape().size(); d-- > 0;) {
+      o.position[d] = rest % t.shape()[d];
+      rest /= t.shape()[d];
+    }
+    return o;
+  }
+  return std::nullopt;
+}
+
 }  // namespace h0::compare

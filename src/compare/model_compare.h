@@ -62,4 +62,22 @@ ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tens
 ProbeReport compare_probes(const std::vector<std::pair<std::string, tensor::Tensor>>& actual,
                            const io::SafetensorsFile& golden, double cosine_min, double rel_l2_max);
 
+// Where the first NaN or infinity came from, golden-free: the first probe in execution order
+// that holds one. Every probe captured before it holds none — its inputs among them — so the
+// module of that probe made it.
+struct NonFiniteOrigin {
+  int probe = -1;                 // index in the probes
+  std::string name;               // the probe (an HF module name)
+  int64_t index = -1;             // the flat index of its first non-finite element
+  std::vector<int64_t> position;  // that index in the probe's shape
+  double value = 0;               // NaN, +inf or -inf
+  int64_t count = 0;              // the non-finite elements of that probe
+  nlohmann::json to_json() const;
+  // "model.layers.1.mlp at [0, 3, 17] (nan; 1 of 1024 elements not finite)"
+  std::string describe(int64_t numel) const;
+};
+// nullopt when every probe is finite.
+std::optional<NonFiniteOrigin> first_non_finite(
+    const std::vector<std::pair<std::string, tensor::Tensor>>& probes);
+
 }  // namespace h0::compare

@@ -10,6 +10,8 @@ Comparison compare_tensors(const tensor::Tensor& actual, const tensor::Tensor& e
     c.tolerance = auto_preset(actual.dtype(), expected.dtype());
     c.tolerance.thresholds = tolerance.thresholds;
   }
+  c.tolerance.rounding_bias = tolerance.rounding_bias && tensor::is_float(actual.dtype()) &&
+                              tensor::info(actual.dtype()).mantissa_bits <= 10;
   if (actual.shape() != expected.shape()) {
     c.failures.push_back("shape " + tensor::shape_string(actual.shape()) +
                          " differs from expected " + tensor::shape_string(expected.shape()));

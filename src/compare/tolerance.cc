@@ -1,5 +1,7 @@
 #include "compare/tolerance.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace h0::compare {
@@ -97,6 +99,31 @@ std::string threshold_keys() {
   return out;
 }
 
+std::optional<std::string> rounding_bias_failure(const Metrics& m) {
+  if (m.bias_count < 2) return std::nullopt;
+  const double n = static_cast<double>(m.bias_count);
+  const auto bound = [&](double sd) {
+    return std::max(kMinRoundingBias,
+                    kBiasSigmas * std::max(sd, 1 / std::sqrt(12.0)) / std::sqrt(n));
+  };
+  const auto say = [&](double mean, double b, const char* way, const char* like) {
+    return "rounding bias: the outputs lean " + format_number(std::fabs(mean)) + " ULP " + way +
+           " on average over " + std::to_string(m.bias_count) + " elements (bound " +
+           format_number(b) + " at this count), as " + like + " does";
+  };
+  // Toward or away from zero first: truncation cancels in the plain mean over mixed signs.
+  if (const double b = bound(m.magnitude_bias_sd_ulp); std::fabs(m.magnitude_bias_ulp) > b) {
+    return m.magnitude_bias_ulp < 0 ? say(m.magnitude_bias_ulp, b, "toward zero", "truncation")
+                                    : say(m.magnitude_bias_ulp, b, "away from zero",
+                                          "rounding half away or up in magnitude");
+  }
+  if (const double b = bound(m.bias_sd_ulp); std::fabs(m.bias_ulp) > b) {
+    return m.bias_ulp < 0 ? say(m.bias_ulp, b, "downward", "rounding toward -inf")
+                          : say(m.bias_ulp, b, "upward", "rounding toward +inf");
+  }
+  return std::nullopt;
+}
+
 Verdict evaluate(const Metrics& m, const Tolerance& tolerance) {
   Verdict v;
   if (tolerance.element.enabled && m.mismatch_count > 0) {
@@ -129,6 +156,9 @@ Verdict evaluate(const Metrics& m, const Tolerance& tolerance) {
       v.failures.push_back(t.metric + " " + format_number(found->second) +
                            (t.is_min ? " < " : " > ") + t.key + " " + format_number(t.value));
     }
+  }
+  if (tolerance.rounding_bias) {
+    if (auto why = rounding_bias_failure(m)) v.failures.push_back(*why);
   }
   v.pass = v.failures.empty();
   return v;

@@ -26,6 +26,10 @@ struct Tolerance {
   std::string preset;  // "auto", "f64", "f32", "f16", "bf16", "f8_e4m3", "f8_e5m2", "exact", "none"
   ElementTolerance element;
   std::vector<Threshold> thresholds;
+  // Fail on a systematic rounding bias (rounding_bias_failure). compare_tensors keeps it on only
+  // for an output dtype of 10 mantissa bits or fewer (f16, bf16, f8), where the rounding mode is
+  // the kernel's choice and one ULP is large.
+  bool rounding_bias = true;
 };
 
 // A named preset; nullopt if unknown. "exact": rtol = atol = 0; "none": no element-wise check;
@@ -47,7 +51,18 @@ struct Verdict {
   std::vector<std::string> failures;  // e.g. "cosine 0.99120 < cosine_min 0.9999"
 };
 
-// Applies the element-wise bound (no position outside it) and every threshold.
+// Applies the element-wise bound (no position outside it), every threshold, and with
+// tolerance.rounding_bias the bias rule.
 Verdict evaluate(const Metrics& m, const Tolerance& tolerance);
+
+// The bias rule: a mean signed error (bias_ulp or magnitude_bias_ulp, metrics.h) is a
+// systematic bias when |mean| >= kMinRoundingBias ULP and it exceeds kBiasSigmas standard errors,
+// the standard deviation taken as the sample's but never below round-to-nearest's own, 1/sqrt(12)
+// ULP: so the bound falls with the element count (0.25 ULP from ~130 elements) and a few elements
+// cannot flag anything. Truncation's bias is about 1/2 ULP. The failure says which way the
+// outputs lean; nullopt when they do not.
+constexpr double kMinRoundingBias = 0.25;
+constexpr double kBiasSigmas = 5;
+std::optional<std::string> rounding_bias_failure(const Metrics& m);
 
 }  // namespace h0::compare

@@ -87,6 +87,10 @@ StageResult judge(std::vector<run::CaseOutcome> cases, const std::string& what);
 // (suite::suite_of_checks). Needs the config stage's ctx.arch and ctx.model_ops.
 std::vector<YAML::Node> model_shape_checks(const Context& ctx);
 
+// The rounding probes (kind: rounding) of add and mul in the model's dtype (f32, bf16 or f16):
+// whether the platform rounds to nearest even, and if not, which rounding it uses.
+std::vector<YAML::Node> rounding_checks(const Context& ctx);
+
 using StageFn = StageResult (*)(Context&);
 StageResult run_config_stage(Context& ctx);
 StageResult run_coverage_stage(Context& ctx);

@@ -372,6 +372,19 @@ std::vector<YAML::Node> model_shape_checks(const Context& ctx) {
   return checks;
 }
 
+std::vector<YAML::Node> rounding_checks(const Context& ctx) {
+  const std::string dtype = ctx.model_dtype.empty() ? "bf16" : ctx.model_dtype;
+  const auto d = tensor::parse_dtype(dtype);
+  std::vector<YAML::Node> checks;
+  if (!d || (*d != tensor::DType::kBF16 && *d != tensor::DType::kF16 && *d != tensor::DType::kF32))
+    return checks;
+  for (const char* op : {"add", "mul"}) {
+    checks.push_back(
+        check_node(ctx.model_name + "/rounding/" + op, "rounding", {{"op", op}, {"dtype", dtype}}));
+  }
+  return checks;
+}
+
 namespace {
 
 // A stage that needs the executor, for a family it does not model.
@@ -593,7 +606,8 @@ StageResult run_op_accuracy_stage(Context& ctx) {
   }
   std::vector<run::CaseOutcome> cases = run_cases(ctx, "ops.yaml", filter);
   const size_t generic = cases.size();
-  const std::vector<YAML::Node> shaped = model_shape_checks(ctx);
+  std::vector<YAML::Node> shaped = model_shape_checks(ctx);
+  for (YAML::Node& c : rounding_checks(ctx)) shaped.push_back(std::move(c));
   if (!shaped.empty()) {
     for (auto& c : run_built(ctx, "op-shapes", shaped)) cases.push_back(std::move(c));
   }

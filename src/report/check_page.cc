@@ -61,6 +61,70 @@ std::string outputs_table(const json& details) {
          rows + "</table>\n";
 }
 
+// What the tolerance checks alone would not say (issue 24): a rounding bias among the metrics,
+// the module that made the first NaN/Inf (and on which rank), the rounding the probes found, and
+// how the outputs moved under perturbation.
+std::string findings(const store::ResultData& r, const json& details) {
+  std::string html;
+  std::string bias_rows;
+  for (const auto& [name, value] : r.metrics) {
+    const bool magnitude = name.find("magnitude_bias_ulp") != std::string::npos;
+    const bool signed_bias = !magnitude && name.find("bias_ulp") != std::string::npos;
+    if (!(magnitude || signed_bias) || !(std::fabs(value) >= 0.1)) continue;
+    const char* way = magnitude ? (value < 0 ? "toward zero" : "away from zero")
+                                : (value < 0 ? "downward" : "upward");
+    bias_rows += html_row({html_escape(name), number_text(value), way});
+  }
+  if (!bias_rows.empty()) {
+    html +=
+        "<h3>Rounding bias</h3>\n<p>Mean signed error in ULPs of the output dtype (each "
+        "error clipped to 2 ULP); round to nearest leaves it near 0, truncation near "
+        "&minus;0.5 toward zero.</p>\n<table class=\"grid bias\">\n" +
+        html_row({"metric", "ULP", "leaning"}, "th") + bias_rows + "</table>\n";
+  }
+  const auto origin = [&](const json& o, const std::string& when) {
+    if (!o.is_object()) return;
+    html += "<p>First NaN/Inf" + when + " made by <b>" + value_text(o.value("probe", json(""))) +
+            "</b> at <code>" + value_text(o.value("position", json::array())) + "</code> (" +
+            value_text(o.value("value", json(""))) + "; " + value_text(o.value("count", json(0))) +
+            " elements not finite)";
+    if (details.contains("nan_origin_rank"))
+      html += ", first on rank <b>" + value_text(details["nan_origin_rank"]) + "</b>";
+    html += "</p>\n";
+  };
+  if (details.contains("nan_origin")) origin(details["nan_origin"], "");
+  if (details.contains("decode_steps") && details["decode_steps"].is_object() &&
+      details["decode_steps"].contains("nan_origin"))
+    origin(details["decode_steps"]["nan_origin"], " (decode steps)");
+  if (details.contains("nan_origin_rank") && !details.contains("nan_origin"))
+    html +=
+        "<p>First NaN/Inf made on rank <b>" + value_text(details["nan_origin_rank"]) + "</b></p>\n";
+  if (details.contains("rounding")) {
+    html +=
+        "<p>Rounding found by the probes: <b>" + value_text(details["rounding"]) + "</b>" +
+        (details.value("flushes_subnormals", false) ? ", flushing subnormal results to zero" : "") +
+        "</p>\n";
+  }
+  if (details.contains("perturbation") && details["perturbation"].is_object()) {
+    std::string rows;
+    for (const auto& [name, v] : details["perturbation"].items()) {
+      if (!v.is_object()) continue;
+      rows += v.contains("skipped")
+                  ? html_row({html_escape(name), "–", "–", "–", value_text(v["skipped"])})
+                  : html_row({html_escape(name), value_text(v.value("precision", json(""))),
+                              value_text(v.value("rel_l2", json(0))),
+                              value_text(v.value("bound", json(0))),
+                              v.value("rel_l2", 0.0) > v.value("bound", 0.0) ? "moved" : "stable"});
+    }
+    if (!rows.empty()) {
+      html += "<h3>Perturbation (the platform against itself)</h3>\n<table class=\"grid\">\n" +
+              html_row({"variant", "precision", "relative L2", "bound", ""}, "th") + rows +
+              "</table>\n";
+    }
+  }
+  return html;
+}
+
 std::string evidence(const SiteModel& model, const SiteCase& c) {
   std::string html = "<section id=\"evidence\"><h2>Last failure</h2>\n";
   if (c.failure_run < 0)
@@ -85,6 +149,7 @@ std::string evidence(const SiteModel& model, const SiteCase& c) {
     html += "<p>First divergence: <b>" + value_text(d.value("where", json(""))) + "</b> (cosine " +
             value_text(d.value("cosine", json(0))) + ")</p>\n";
   }
+  html += findings(r, details);
   const std::string table = outputs_table(details);
   if (!table.empty()) return html + table + "</section>\n";
   std::string raw = details.dump(1, ' ', false, json::error_handler_t::replace);

@@ -84,4 +84,21 @@ std::string dtype_names() {
   return out;
 }
 
+int min_normal_exponent(DType dtype) {
+  switch (dtype) {
+    case DType::kF64:
+      return -1022;
+    case DType::kF32:
+    case DType::kBF16:
+      return -126;
+    case DType::kF16:
+    case DType::kF8E5M2:
+      return -14;
+    case DType::kF8E4M3:
+      return -6;
+    default:
+      return 0;
+  }
+}
+
 }  // namespace h0::tensor

@@ -85,6 +85,22 @@ TEST(CliMesh, ADroppedAllReduceNamesTheRankAndLayer) {
   EXPECT_EQ(c["details"]["first_divergent_rank"], 1);
 }
 
+// One NaN written once by one rank's swiglu (the faulty plugin's rank option): over a pipeline
+// split, the NaN's origin is named by rank and layer, from that rank's own probes.
+TEST(CliMesh, ANanMadeOnOneRankIsLocalizedToThatRankAndLayer) {
+  test::TempDir dir;
+  std::ofstream(dir.file("nan.yaml"))
+      << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
+      << ", options: {op: swiglu, fault: nan, call: 0, rank: 1, index: 5}}\n";
+  const auto r = mpirun(2, "suites/mesh.yaml --no-db --filter 'tiny-llama/pp2' --platform " +
+                               dir.file("nan.yaml") + " --json " + dir.file("run.json"));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const nlohmann::json c = find_case(read_json(dir.file("run.json")), "tiny-llama/pp2");
+  EXPECT_EQ(c["details"]["nan_origin_rank"], 1) << c["details"].dump();
+  const std::string message = c["message"];
+  EXPECT_EQ(message.rfind("NaN/Inf made first on rank 1 in layer 1", 0), 0u) << message;
+}
+
 TEST(CliMesh, ARankThatLeavesStopsTheOthersAndTheRunStaysIncomplete) {
   test::TempDir dir;
   const auto r = mpirun(

@@ -7,6 +7,12 @@
 //   {"op": "softmax", "fault": "nan"}                          output element `index` (0) = NaN
 //   {"op": "linear", "fault": "bf16_truncate"}                 f32 outputs truncated to bf16
 //   precision
+//   {"op": "rmsnorm", "fault": "amplify", "magnitude": 0.01}   outputs * (1 + magnitude * s), s
+//       in [-1, 1] a hash of every input byte: the same inputs give the same outputs, inputs one
+//       ULP apart outputs a percent apart (a kernel unstable under small input changes)
+//   {"op": "*", "fault": "truncate"}   bf16 and f16 outputs computed in f32 and stored rounded
+//       toward zero instead of to nearest even (a cast kernel that truncates): every element
+//       within an ULP, all of them leaning toward zero
 //   {"op": "rope", "fault": "slow", "factor": 1.3}             takes factor x as long
 //   {"op": "attention", "fault": "crash"}                      abort()
 //   {"op": "attention", "fault": "hang"}                       never returns
@@ -29,7 +35,8 @@
 //   a
 //       relative error of up to `magnitude` (fixed per query and key): a kernel that rounds
 //       otherwise (tiny magnitudes: near-ties picked the other way) or computes otherwise (large)
-// "op" may be "*" (every op); "call": N faults only the Nth call (0-based) of that op;
+// "op" may be "*" (every op); "call": N faults only the Nth call (0-based) of that op; "rank": R
+// faults only the process a launcher started as rank R (OMPI_COMM_WORLD_RANK, PMI_RANK, RANK);
 // {"fault": "none"} (the default) is a faithful backend. Several faults at once:
 //   {"faults": [{"op": "rmsnorm", "fault": "scale"}, {"op": "softmax", "fault": "slow"}]}
 #include <stdint.h>
@@ -218,6 +225,64 @@ void inject(const Fault& o, hb_tensor* outputs, int32_t n_outputs) {
   }
 }
 
+// The f32 value `f` as bf16 or f16 rounded toward zero.
+uint16_t truncated(float f, hb_dtype dtype) {
+  if (dtype == HB_BF16) {
+    if (std::isnan(f)) return f32_to_bf16(f);
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return static_cast<uint16_t>(u >> 16);
+  }
+  uint16_t h = f32_to_f16(f);  // nearest; one step back where that went up in magnitude
+  if (std::isnan(f)) return h;
+  if ((h & 0x7FFF) == 0x7C00 && std::isfinite(f)) return (h & 0x8000) | 0x7BFF;
+  if ((h & 0x7FFF) != 0 && std::fabs(f16_to_f32(h)) > std::fabs(f)) --h;
+  return h;
+}
+
+size_t elements(const hb_tensor& t) {
+  size_t n = 1;
+  for (int32_t d = 0; d < t.ndim; ++d) n *= static_cast<size_t>(t.shape[d]);
+  return n;
+}
+
+// The op on f32 copies of its bf16/f16 inputs, its bf16/f16 outputs stored truncated. False
+// (and nothing written) when the op has no such output or will not run so (an out_dtype attr).
+bool run_truncated(const hb_host_api* host, const char* op, const hb_tensor* in, int32_t n_in,
+                   hb_tensor* out, int32_t n_out, const char* attrs) {
+  const auto narrow = [](hb_dtype d) { return d == HB_BF16 || d == HB_F16; };
+  if (attrs != nullptr && strstr(attrs, "\"out_dtype\"") != nullptr) return false;  // dequantize
+  bool any = false;
+  for (int32_t k = 0; k < n_out; ++k) any = any || narrow(out[k].dtype);
+  if (!any) return false;
+  std::vector<std::vector<float>> buffers;
+  buffers.reserve(static_cast<size_t>(n_in + n_out));
+  std::vector<hb_tensor> wide_in(in, in + n_in), wide_out(out, out + n_out);
+  for (hb_tensor& t : wide_in) {
+    if (!narrow(t.dtype)) continue;
+    std::vector<float>& b = buffers.emplace_back(elements(t));
+    const uint16_t* src = static_cast<const uint16_t*>(t.data);
+    for (size_t i = 0; i < b.size(); ++i)
+      b[i] = t.dtype == HB_BF16 ? bf16_to_f32(src[i]) : f16_to_f32(src[i]);
+    t.data = b.data();
+    t.dtype = HB_F32;
+  }
+  for (hb_tensor& t : wide_out) {
+    if (!narrow(t.dtype)) continue;
+    t.data = buffers.emplace_back(elements(t)).data();
+    t.dtype = HB_F32;
+  }
+  if (host->reference_op(op, wide_in.data(), n_in, wide_out.data(), n_out, attrs) != HB_OK)
+    return false;
+  for (int32_t k = 0; k < n_out; ++k) {
+    if (!narrow(out[k].dtype)) continue;  // written in place
+    const float* src = static_cast<const float*>(wide_out[k].data);
+    uint16_t* dst = static_cast<uint16_t*>(out[k].data);
+    for (size_t i = 0; i < elements(out[k]); ++i) dst[i] = truncated(src[i], out[k].dtype);
+  }
+  return true;
+}
+
 // scaled_linear's w_scale (input 2, f32 [rows, cols]) with every block row replaced by the next
 // one, cyclically (a single block row: every block column by the next). `storage` keeps the
 // shifted copy alive for the call.
@@ -397,6 +462,16 @@ Fault parse_fault(const std::string& json) {
   if (json_value(json.c_str(), "attr", &v)) f.attr = v;
   if (json_value(json.c_str(), "keep", &v)) f.keep = atol(v.c_str());
   if (json_value(json.c_str(), "value", &v)) f.value = v;
+  if (json_value(json.c_str(), "rank", &v)) {
+    long mine = 0;  // this process's rank as its launcher numbered it; 0 when none did
+    for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK"}) {
+      if (const char* r = getenv(name)) {
+        mine = atol(r);
+        break;
+      }
+    }
+    if (atol(v.c_str()) != mine) f.fault = "none";  // another rank's fault
+  }
   return f;
 }
 
@@ -418,18 +493,19 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
       open = close;
     }
   }
-  static const char* kFaults[] = {"none",        "scale",       "nan",         "bf16_truncate",
-                                  "slow",        "crash",       "hang",        "wrong_block",
-                                  "drop_attr",   "drop_inputs", "set_attr",    "conv_state_lag",
-                                  "decay_after", "tie_high",    "score_jitter"};
+  static const char* kFaults[] = {
+      "none",        "scale",       "nan",          "bf16_truncate", "slow",     "crash",
+      "hang",        "wrong_block", "drop_attr",    "drop_inputs",   "set_attr", "conv_state_lag",
+      "decay_after", "tie_high",    "score_jitter", "truncate",      "amplify"};
   for (const Fault& fault : f.faults) {
     bool known = false;
     for (const char* k : kFaults) known = known || fault.fault == k;
     if (!known) {
-      f.last_error = "unknown fault '" + fault.fault +
-                     "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, "
-                     "drop_attr, drop_inputs, "
-                     "set_attr, conv_state_lag, decay_after, tie_high, score_jitter)";
+      f.last_error =
+          "unknown fault '" + fault.fault +
+          "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, "
+          "drop_attr, drop_inputs, "
+          "set_attr, conv_state_lag, decay_after, tie_high, score_jitter, truncate, amplify)";
       return HB_INVALID_ARGUMENT;
     }
     if (fault.fault == "drop_attr" && fault.attr.empty()) {
@@ -499,7 +575,12 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
     if (fault->fault == "drop_inputs" && fault->keep < n_in) n_in = int32_t(fault->keep);
   }
   const auto start = std::chrono::steady_clock::now();
-  const hb_status s = f.host->reference_op(op, inputs.data(), n_in, out, n_out, call_attrs.c_str());
+  bool truncate = false;
+  for (const Fault* fault : active) truncate = truncate || fault->fault == "truncate";
+  const hb_status s =
+      truncate && run_truncated(f.host, op, inputs.data(), n_in, out, n_out, call_attrs.c_str())
+          ? HB_OK
+          : f.host->reference_op(op, inputs.data(), n_in, out, n_out, call_attrs.c_str());
   if (s != HB_OK) {
     f.last_error = std::string("reference_op failed for ") + op;
     return s;
@@ -517,6 +598,23 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
     } else if (fault->fault == "decay_after") {
       if (strcmp(op, "gated_delta_rule") == 0 && n_in == 6 && n_out == 2)
         delta_decay_after(inputs.data(), out, call_attrs);
+    } else if (fault->fault == "amplify") {
+      uint64_t h = 1469598103934665603ull;  // FNV-1a over the inputs' bytes
+      for (int32_t k = 0; k < n_in; ++k) {
+        size_t bytes = 1;
+        for (int32_t d = 0; d < inputs[k].ndim; ++d) bytes *= size_t(inputs[k].shape[d]);
+        bytes *= inputs[k].dtype == HB_F64 || inputs[k].dtype == HB_I64    ? 8
+                 : inputs[k].dtype == HB_F32 || inputs[k].dtype == HB_I32  ? 4
+                 : inputs[k].dtype == HB_BF16 || inputs[k].dtype == HB_F16 ? 2
+                                                                           : 1;
+        const unsigned char* b = static_cast<const unsigned char*>(inputs[k].data);
+        for (size_t i = 0; i < bytes; ++i) h = (h ^ b[i]) * 1099511628211ull;
+      }
+      const double s = double(h % 2001) / 1000.0 - 1.0;
+      Fault scaled = *fault;
+      scaled.fault = "scale";
+      scaled.magnitude = fault->magnitude * s;
+      inject(scaled, out, n_out);
     } else if (fault->fault == "tie_high") {
       if (strcmp(op, "lightning_indexer") == 0 && n_in == 4 && n_out == 1)
         indexer_reselect(inputs.data(), out, call_attrs, true, 0);
