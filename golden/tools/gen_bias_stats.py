@@ -29,7 +29,7 @@ import numpy as np
 from manifest import write_rows_json
 
 PRODUCER = "golden/tools/gen_bias_stats.py"
-FORMATS = {"bf16": (7, -126), "f16": (10, -14), "f32": (23, -126), "f8_e4m3": (3, -6)}
+FORMATS = {"bf16": (7, -126), "f16": (10, -14), "f8_e4m3": (3, -6)}  # outputs of 16 bits or fewer
 
 
 def bf16_round(x: np.ndarray, mode: str) -> np.ndarray:
@@ -120,9 +120,6 @@ def main() -> int:
     # Subnormal range of f8_e4m3 (below 2^-6 the ULP stays 2^-9): one ULP high everywhere.
     small = np.array([3, 5, 7, 9, 11, 13, 2, 6], dtype=np.float64) * 2.0 ** -9
     rows.append(row("f8_e4m3 subnormals one ULP up", "f8_e4m3", small + 2.0 ** -9, small))
-    # f32 outputs against float64: a rounding bias far below an ULP.
-    w = rs.normal(0, 1, 200)
-    rows.append(row("f32 nearest vs exact", "f32", w.astype(np.float32).astype(np.float64), w))
     path = write_rows_json(golden, "compare/bias_statistics.json", {"cases": rows}, PRODUCER)
     print(f"wrote {path}")
     return 0

@@ -14,7 +14,8 @@
 //   only nan_mismatch                      positions where exactly one side is NaN inf_mismatch
 //   positions, neither NaN, with an infinity and a != e
 // The element-wise tolerance |a - e| <= atol + rtol |e| is evaluated in the same pass, and so is
-// the rounding bias of a float output, in units of the actual (output) dtype's ULP at each
+// the rounding bias of a float output of 16 bits or fewer (f16, bf16, f8: where the rounding is a
+// kernel's choice and one ULP is large), in units of the actual (output) dtype's ULP at each
 // expected value, u = (a - e) / ulp(e), over the positions where both are finite and e != 0, each
 // u clipped to [-2, 2] so that an outlier is not a bias:
 //   bias_ulp             mean of u: > 0 upward, < 0 downward (round toward +/-inf)
@@ -62,16 +63,18 @@ struct Metrics {
   int64_t mismatch_count = 0;
   int64_t worst_excess_index = -1;
   double worst_excess = 0;  // |a - e| - (atol + rtol |e|) there
-  // Rounding bias (above); bias_count 0 when the actual dtype is not a float or nothing counted.
+  // Rounding bias (above); bias_count 0 for other dtypes, or when nothing counted.
   int64_t bias_count = 0;
   double bias_ulp = 0, magnitude_bias_ulp = 0, bias_rel = 0;
   double bias_sd_ulp = 0, magnitude_bias_sd_ulp = 0;  // sample standard deviations of the two
 };
 
-// Computes every metric above. Throws InputError if the element counts differ. Runs on worker
-// threads for large inputs; the result does not depend on the thread count.
+// Computes every metric above; the rounding bias only `with_bias` (it costs a scalar pass over
+// the upcast block: op cases ask for it, the large comparisons of logits and dumps do not).
+// Throws InputError if the element counts differ. Runs on worker threads for large inputs; the
+// result does not depend on the thread count.
 Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expected,
-                        const ElementTolerance& tolerance);
+                        const ElementTolerance& tolerance, bool with_bias = false);
 
 // The metrics under their stable names (max_abs_err, max_rel_err, mean_abs_err, rmse, cosine,
 // ratio_rel_lt_1e-3, ratio_rel_lt_5e-3, max_ulp (if defined), nan_mismatch, inf_mismatch,

@@ -17,7 +17,7 @@ Comparison compare_tensors(const tensor::Tensor& actual, const tensor::Tensor& e
                          " differs from expected " + tensor::shape_string(expected.shape()));
   }
   if (actual.numel() == expected.numel()) {
-    c.metrics = compute_metrics(actual, expected, c.tolerance.element);
+    c.metrics = compute_metrics(actual, expected, c.tolerance.element, c.tolerance.rounding_bias);
     c.metrics_valid = true;
     Verdict v = evaluate(c.metrics, c.tolerance);
     c.failures.insert(c.failures.end(), v.failures.begin(), v.failures.end());

@@ -31,7 +31,8 @@ void stream_copy(const std::byte* src, std::byte* dst, size_t bytes) {
                      [&](size_t, size_t b, size_t e) { std::memcpy(dst + b, src + b, e - b); });
 }
 
-void BM_CompareVsCopy(benchmark::State& state, DType dtype, size_t bytes_per_input) {
+void BM_CompareVsCopy(benchmark::State& state, DType dtype, size_t bytes_per_input,
+                      bool with_bias = false) {
   const int64_t n = static_cast<int64_t>(bytes_per_input / tensor::dtype_size(dtype));
   Tensor e32 = Tensor::zeros(DType::kF32, {n}), noise = Tensor::zeros(DType::kF32, {n});
   tensor::Philox(1, 0).fill_normal(e32.mutable_data_as<float>(), static_cast<size_t>(n));
@@ -49,8 +50,9 @@ void BM_CompareVsCopy(benchmark::State& state, DType dtype, size_t bytes_per_inp
       stream_copy(static_cast<const std::byte*>(copy_src.data()),
                   static_cast<std::byte*>(copy_dst.mutable_data()), bytes_per_input);
     });
-    const double t = seconds_of(
-        [&] { benchmark::DoNotOptimize(compare::compute_metrics(actual, expected, tol)); });
+    const double t = seconds_of([&] {
+      benchmark::DoNotOptimize(compare::compute_metrics(actual, expected, tol, with_bias));
+    });
     compare_total += t;
     state.SetIterationTime(t);
   }
@@ -70,6 +72,10 @@ BENCHMARK_CAPTURE(BM_CompareVsCopy, bf16_64MiB, DType::kBF16, 64 * kMiB)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CompareVsCopy, f16_64MiB, DType::kF16, 64 * kMiB)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+// The same with the rounding bias (what an op case of a 16-bit output pays).
+BENCHMARK_CAPTURE(BM_CompareVsCopy, bf16_64MiB_bias, DType::kBF16, 64 * kMiB, true)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CompareVsCopy, Small_f32_1MiB, DType::kF32, 1 * kMiB)->UseManualTime();
