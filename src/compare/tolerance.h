@@ -58,9 +58,9 @@ Verdict evaluate(const Metrics& m, const Tolerance& tolerance);
 // The bias rule: a mean signed error (bias_ulp or magnitude_bias_ulp, metrics.h) is a
 // systematic bias when |mean| >= kMinRoundingBias ULP and it exceeds kBiasSigmas standard errors,
 // the standard deviation taken as the sample's but never below round-to-nearest's own, 1/sqrt(12)
-// ULP: so the bound falls with the element count (0.25 ULP from ~130 elements) and a few elements
-// cannot flag anything. Truncation's bias is about 1/2 ULP. The failure says which way the
-// outputs lean; nullopt when they do not.
+// ULP: so the bound falls with the element count (to 0.25 ULP from 34 elements at that SD), and
+// a few elements cannot flag anything. Truncation's bias is about 1/2 ULP. The failure says which
+// way the outputs lean; nullopt when they do not.
 constexpr double kMinRoundingBias = 0.25;
 constexpr double kBiasSigmas = 5;
 std::optional<std::string> rounding_bias_failure(const Metrics& m);
