@@ -33,8 +33,6 @@
 #include "io/golden_manifest.h"
 #include "mesh_run.h"
 #include "report/html_site.h"
-#include "report/json_writer.h"
-#include "report/junit_writer.h"
 #include "run/listener.h"
 #include "run/run_record.h"
 #include "store/sqlite_store.h"
@@ -127,18 +125,11 @@ int run_day0(const day0::Options& opt) {
     stack = {{"error", e.what()}};
   }
   const run::RunReport report = day0::run_record(ctx, checklist, stack, seconds);
-  std::vector<run::RunListener*> listeners;
-  std::optional<run::StoreListener> db;
-  std::optional<run::FileListener> json;
-  std::optional<run::FileListener> junit;
-  if (!opt.no_db) listeners.push_back(&db.emplace(opt.db));
-  if (!opt.no_report) {
-    listeners.push_back(
-        &json.emplace((fs::path(opt.out) / "day0.json").string(), &report::write_json));
-    listeners.push_back(
-        &junit.emplace((fs::path(opt.out) / "day0.xml").string(), &report::write_junit));
-  }
-  run::RunRecorder recorder(listeners);
+  run::RunSinks sinks(opt.no_db ? "" : opt.db,
+                      opt.no_report ? "" : (fs::path(opt.out) / "day0.json").string(),
+                      opt.no_report ? "" : (fs::path(opt.out) / "day0.xml").string());
+  run::StoreListener* const db = sinks.store();
+  run::RunRecorder recorder(sinks.listeners());
   recorder.start(run::run_start(report, platform, labels, mesh_run.name), report.cases.size(),
                  started_at);
   for (const auto& c : report.cases) recorder.add(c);

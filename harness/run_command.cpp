@@ -12,8 +12,6 @@
 #include "cli_output.h"
 #include "commands.h"
 #include "mesh_run.h"
-#include "report/json_writer.h"
-#include "report/junit_writer.h"
 #include "report/terminal.h"
 #include "run/listener.h"
 #include "run/runner.h"
@@ -67,26 +65,17 @@ int run_run(RunOptions opt) {
   if (opt.no_run && opt.dump_dir.empty())
     throw InputError("--no-run", "only makes sense with --dump-cases DIR");
 
-  // The run's listeners, in the order they hear it: the store first (it gives the run its id and
-  // uuid, which the others then write), the files, the terminal's summary last.
-  std::vector<run::RunListener*> listeners;
-  std::optional<run::StoreListener> db;
-  std::optional<run::FileListener> json;
-  std::optional<run::FileListener> junit;
-  std::optional<run::TerminalListener> terminal;
-  if (!opt.no_db && !opt.no_run) listeners.push_back(&db.emplace(opt.db));
-  if (!opt.json_out.empty()) listeners.push_back(&json.emplace(opt.json_out, &report::write_json));
-  if (!opt.junit_out.empty())
-    listeners.push_back(&junit.emplace(opt.junit_out, &report::write_junit));
-  if (mesh_run.root)
-    listeners.push_back(&terminal.emplace(stdout, opt.quiet, report::color_enabled(1)));
-  run::RunRecorder recorder(opt.no_run ? std::vector<run::RunListener*>{} : listeners);
+  // Dumping only: nothing is recorded.
+  run::RunSinks sinks(opt.no_db || opt.no_run ? "" : opt.db, opt.no_run ? "" : opt.json_out,
+                      opt.no_run ? "" : opt.junit_out);
+  if (mesh_run.root && !opt.no_run) sinks.add_terminal(stdout, opt.quiet, report::color_enabled(1));
+  run::RunRecorder recorder(sinks.listeners());
   const run::RunReport report =
       run::run_suite_recorded(s, platform, ro, labels, mesh_run.name, &recorder);
   if (!opt.dump_dir.empty())
     std::fprintf(stderr, "dumped %s cases to %s\n", s.name.c_str(), opt.dump_dir.c_str());
   if (opt.no_run) return kExitOk;
-  if (db)
+  if (const run::StoreListener* db = sinks.store())
     std::printf("stored as run %lld in %s\n", static_cast<long long>(db->run_id()), opt.db.c_str());
   return report.failed() ? kExitMismatch : kExitOk;
 }

@@ -14,6 +14,7 @@
 #include "base/text_format.h"
 #include "checks/input_synth.h"
 #include "checks/op_tolerance.h"
+#include "compare/rounding.h"
 #include "compare/tensor_compare.h"
 #include "io/safetensors_reader.h"
 #include "suite/location.h"
@@ -664,7 +665,7 @@ class OpCase : public PreparedCase {
       for (int64_t i = 0; i < f64.numel(); ++i) {
         if (!std::isfinite(v[i])) continue;
         const double up = signs.word(uint64_t(k) << 40 | uint64_t(i)) & 1 ? 1.0 : -1.0;
-        v[i] = next_in(v[i], up, precision);
+        v[i] += up * compare::ulp_of(v[i], precision);  // one ULP off
       }
       t = f64.to(precision);
     }
@@ -679,15 +680,6 @@ class OpCase : public PreparedCase {
     }
     (*detail)["perturbation"] = variants;
     return failure;
-  }
-
-  // The neighbour of `v` in `dtype` one ULP toward `direction` (+1 or -1).
-  static double next_in(double v, double direction, DType dtype) {
-    const int p = tensor::info(dtype).mantissa_bits, emin = tensor::min_normal_exponent(dtype);
-    int e = 0;
-    std::frexp(v, &e);
-    const double ulp = std::ldexp(1.0, std::max(e - 1, emin) - p);
-    return v + direction * ulp;
   }
 
   OpCaseSpec s_;

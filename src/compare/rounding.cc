@@ -46,14 +46,19 @@ std::string rounding_description(Rounding r, bool flushes_subnormals) {
   return flushes_subnormals ? out + ", flushing subnormal results to zero" : out;
 }
 
+double ulp_of(double v, tensor::DType dtype) {
+  int e = 0;
+  std::frexp(v, &e);  // |v| = m 2^e, 1/2 <= m < 1
+  return std::ldexp(
+      1.0, std::max(e - 1, tensor::min_normal_exponent(dtype)) - tensor::info(dtype).mantissa_bits);
+}
+
 double round_as(double v, tensor::DType dtype, Rounding r, bool flush) {
   if (v == 0 || !std::isfinite(v)) return v;
   const int p = tensor::info(dtype).mantissa_bits, emin = tensor::min_normal_exponent(dtype);
   H0_CHECK(p > 0 && p <= 23) << "round_as: " << tensor::dtype_name(dtype);
   const double a = std::fabs(v);
-  int e = 0;
-  std::frexp(a, &e);  // a = m 2^e, 1/2 <= m < 1
-  const double ulp = std::ldexp(1.0, std::max(e - 1, emin) - p);
+  const double ulp = ulp_of(a, dtype);
   const double q = a / ulp, lo = std::floor(q), frac = q - lo;
   const bool odd = std::fmod(lo, 2.0) == 1.0;
   double k = lo;  // the magnitude in ULPs

@@ -22,6 +22,10 @@ const char* rounding_name(Rounding r);
 // "rounds to nearest, ties to even", "rounds toward zero (truncation)", ...
 std::string rounding_description(Rounding r, bool flushes_subnormals);
 
+// The ULP of `dtype` at |v|: 2^(max(floor(log2 |v|), emin) - mantissa bits) (at 0, the ULP at
+// 2^-1, as frexp gives it).
+double ulp_of(double v, tensor::DType dtype);
+
 // `v` rounded to `dtype` (a float dtype of at most 24 significant bits: f32, bf16, f16, f8) by
 // `r`; with `flush`, a result below the smallest normal becomes a zero of its sign. Overflow
 // is not modelled (the probes stay far from it).

@@ -1,6 +1,8 @@
 #include "run/listener.h"
 
 #include "base/status.h"
+#include "report/json_writer.h"
+#include "report/junit_writer.h"
 #include "run/run_record.h"
 
 namespace h0::run {
@@ -76,6 +78,26 @@ void TerminalListener::case_finished(const store::RunData& run, const store::Res
 void TerminalListener::run_finished(const store::RunData& run) {
   progress_.clear();
   std::fprintf(out_, "%s", report::summary_line(run, color_).c_str());
+}
+
+RunSinks::RunSinks(const std::string& store_path, const std::string& json_path,
+                   const std::string& junit_path) {
+  if (!store_path.empty()) store_.emplace(store_path);
+  if (!json_path.empty()) json_.emplace(json_path, &report::write_json);
+  if (!junit_path.empty()) junit_.emplace(junit_path, &report::write_junit);
+}
+
+void RunSinks::add_terminal(std::FILE* out, bool quiet, bool color) {
+  terminal_.emplace(out, quiet, color);
+}
+
+std::vector<RunListener*> RunSinks::listeners() {
+  std::vector<RunListener*> out;
+  if (store_) out.push_back(&*store_);
+  if (json_) out.push_back(&*json_);
+  if (junit_) out.push_back(&*junit_);
+  if (terminal_) out.push_back(&*terminal_);
+  return out;
 }
 
 }  // namespace h0::run

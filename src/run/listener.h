@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,25 @@ class FileListener : public RunListener {
  private:
   std::string path_;
   Writer write_;
+};
+
+// The listeners a command composes, in the order they hear a run: the store first (it gives the
+// run its id and uuid, which the others then write), the JSON and JUnit files, the terminal last.
+// An empty path leaves that one out.
+class RunSinks {
+ public:
+  RunSinks(const std::string& store_path, const std::string& json_path,
+           const std::string& junit_path);
+  // The terminal checklist on `out`, after the others.
+  void add_terminal(std::FILE* out, bool quiet, bool color);
+  std::vector<RunListener*> listeners();
+  // The store's listener; null without a store.
+  StoreListener* store() { return store_ ? &*store_ : nullptr; }
+
+ private:
+  std::optional<StoreListener> store_;
+  std::optional<FileListener> json_, junit_;
+  std::optional<TerminalListener> terminal_;
 };
 
 }  // namespace h0::run
