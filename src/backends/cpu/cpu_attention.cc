@@ -17,12 +17,8 @@
 namespace h0::backends::cpu {
 namespace {
 
-struct AttentionShape {
-  int64_t t, s, hq, hkv, dh, dv;
-  float scale;
-  int64_t q_offset;
-  bool causal;
-  int64_t window;
+// The shapes and attrs op_operands checked, and the sinks as f32.
+struct AttentionShape : h0p::Attention {
   const float* sinks = nullptr;  // [hq] f32, or none
 };
 
@@ -117,80 +113,28 @@ void attend(const AttentionShape& a, const float* q, const float* k, const float
   });
 }
 
-// Checks q, the head counts and the output; fills the shape fields of q and the attrs.
-AttentionShape check_query(const OpCall& call, int64_t s, int64_t hkv, int64_t dv,
-                           int64_t default_len) {
-  const hb_tensor& q = call.in[0];
-  require_tensor(call, q, "q", {-1, -1, -1}, q.dtype);
-  AttentionShape a{};
-  a.t = q.shape[0];
-  a.hq = q.shape[1];
-  a.dh = q.shape[2];
-  a.s = s;
-  a.hkv = hkv;
-  a.dv = dv;
-  require(call, a.hkv > 0 && a.hq % a.hkv == 0,
-          "q heads (" + std::to_string(a.hq) + ") must be a multiple of kv heads (" +
-              std::to_string(a.hkv) + ")");
-  require_tensor(call, call.out[0], "o", {a.t, a.hq, a.dv}, q.dtype);
-  a.scale =
-      static_cast<float>(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(static_cast<double>(a.dh))
-                                                        : attr_f(call.attrs, "scale", 0));
-  a.q_offset =
-      attr_null(call.attrs, "q_offset") ? default_len - a.t : attr_i(call.attrs, "q_offset", 0);
-  a.causal = attr_b(call.attrs, "causal", true);
-  a.window = attr_i(call.attrs, "sliding_window", 0);
-  require(call, a.window >= 0, "attr sliding_window must be >= 0, got " + std::to_string(a.window));
-  return a;
-}
-
 }  // namespace
 
-void attention_kernel(const OpCall& call) {
-  const hb_tensor &q = call.in[0], &k = call.in[1], &v = call.in[2];
-  require_tensor(call, q, "q", {-1, -1, -1}, q.dtype);
-  require_tensor(call, k, "k", {-1, -1, q.shape[2]}, q.dtype);
-  require_tensor(call, v, "v", {k.shape[0], k.shape[1], -1}, q.dtype);
-  const AttentionShape a = check_query(call, k.shape[0], k.shape[1], v.shape[2], k.shape[0]);
-  const F32View qf(q), kf(k), vf(v);
+void attention_kernel(const Operands& call) {
+  const AttentionShape a{h0p::attention_operands(call)};
+  const F32View qf(call.in[0]), kf(call.in[1]), vf(call.in[2]);
   attend(a, qf.data(), kf.data(), vf.data(), call.out[0]);
 }
 
-void paged_attention_kernel(const OpCall& call) {
-  const hb_tensor &q = call.in[0], &kc = call.in[1], &vc = call.in[2], &table = call.in[3];
-  require_tensor(call, q, "q", {-1, -1, -1}, q.dtype);
-  require_tensor(call, kc, "k_cache", {-1, -1, -1, q.shape[2]}, q.dtype);
-  const int64_t nb = kc.shape[0], bsz = kc.shape[1], hkv = kc.shape[2], dh = q.shape[2];
-  require_tensor(call, vc, "v_cache", {nb, bsz, hkv, -1}, q.dtype);
-  const int64_t dv = vc.shape[3];
-  require(call, bsz > 0, "k_cache must have a positive block size, got " + describe(kc));
-  require_tensor(call, table, "block_table", {-1}, HB_I32);
-  const int64_t capacity = table.shape[0] * bsz;
-  const int64_t len =
-      attr_null(call.attrs, "context_len") ? capacity : attr_i(call.attrs, "context_len", 0);
-  require(call, len >= 0 && len <= capacity,
-          "attr context_len must be in [0, " + std::to_string(capacity) +
-              "] (block_table entries x block size), got " + std::to_string(len));
-  AttentionShape a = check_query(call, len, hkv, dv, len);
+void paged_attention_kernel(const Operands& call) {
+  const h0p::PagedAttention p = h0p::paged_attention_operands(call);
+  AttentionShape a{p.a};
   std::vector<float> sinks;
-  if (call.n_in > 4) {  // GPT-OSS's attention sinks
-    require_tensor(call, call.in[4], "sinks", {a.hq}, q.dtype);
+  if (p.sinks != nullptr) {  // GPT-OSS's attention sinks
     sinks.resize(static_cast<size_t>(a.hq));
-    load_f32(call.in[4], 0, sinks.size(), sinks.data());
+    load_f32(*p.sinks, 0, sinks.size(), sinks.data());
     a.sinks = sinks.data();
   }
-
-  const auto* blocks = static_cast<const int32_t*>(table.data);
-  for (int64_t i = 0; i * bsz < len; ++i) {
-    if (blocks[i] < 0 || blocks[i] >= nb)
-      require(call, false,
-              "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) +
-                  " is outside the cache's " + std::to_string(nb) + " blocks");
-  }
   // Key j from block_table[j / B], slot j % B, gathered into contiguous [len, Hkv, D] f32.
-  const std::vector<float> k = gather_paged(kc, table, len, hkv * dh),
-                           v = gather_paged(vc, table, len, hkv * dv);
-  const F32View qf(q);
+  const hb_tensor &kc = call.in[1], &vc = call.in[2], &table = call.in[3];
+  const std::vector<float> k = gather_paged(kc, table, a.s, a.hkv * a.dh),
+                           v = gather_paged(vc, table, a.s, a.hkv * a.dv);
+  const F32View qf(call.in[0]);
   attend(a, qf.data(), k.data(), v.data(), call.out[0]);
 }
 

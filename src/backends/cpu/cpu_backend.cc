@@ -249,8 +249,9 @@ hb_status cpu_run_op(void*, const char* op, const hb_tensor* inputs, int32_t n_i
     if (attrs.is_null()) attrs = Json::object();
     if (!attrs.is_object())
       return fail(HB_INVALID_ARGUMENT, std::string(op) + ": attrs must be a JSON object");
-    k->fn(cpu::OpCall{k->op, inputs, n_inputs, outputs, n_outputs, attrs});
-  } catch (const cpu::KernelError& e) {
+    k->fn(cpu::Operands{k->op, inputs, n_inputs, outputs, n_outputs, attrs, cpu::host_memory(),
+                        false});
+  } catch (const cpu::OpError& e) {
     return fail(e.status(), e.what());
   } catch (const Json::exception& e) {
     return fail(HB_INVALID_ARGUMENT, std::string(op) + ": bad attrs: " + e.what());

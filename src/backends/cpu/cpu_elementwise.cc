@@ -53,7 +53,7 @@ inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // y = fn(x) element by element (silu, sigmoid).
 template <float (*kFn)(float)>
-void unary(const OpCall& call) {
+void unary(const Operands& call) {
   const hb_tensor& x = call.in[0];
   require(call, is_float(x.dtype), "x must be f32, bf16 or f16, got " + describe(x));
   require_like(call, call.out[0], "y", x);
@@ -62,7 +62,7 @@ void unary(const OpCall& call) {
   });
 }
 
-void binary(const OpCall& call, bool multiply) {
+void binary(const Operands& call, bool multiply) {
   const hb_tensor &a = call.in[0], &b = call.in[1];
   require(call, is_float(a.dtype), "a must be f32, bf16 or f16, got " + describe(a));
   require_like(call, b, "b", a);
@@ -81,24 +81,23 @@ void binary(const OpCall& call, bool multiply) {
 
 }  // namespace
 
-void add_kernel(const OpCall& call) { binary(call, false); }
-void mul_kernel(const OpCall& call) { binary(call, true); }
+void add_kernel(const Operands& call) { binary(call, false); }
+void mul_kernel(const Operands& call) { binary(call, true); }
 
-void silu_kernel(const OpCall& call) { unary<&silu>(call); }
-void sigmoid_kernel(const OpCall& call) { unary<&sigmoid>(call); }
+void silu_kernel(const Operands& call) { unary<&silu>(call); }
+void sigmoid_kernel(const Operands& call) { unary<&sigmoid>(call); }
 
-void gelu_kernel(const OpCall& call) {
+void gelu_kernel(const Operands& call) {
   const hb_tensor& x = call.in[0];
   require(call, is_float(x.dtype), "x must be f32, bf16 or f16, got " + describe(x));
   require_like(call, call.out[0], "y", x);
-  const std::string approximate = attr_s(call.attrs, "approximate", "none");
-  if (approximate == "none") {
+  if (h0p::attr_either(call, "approximate", "none", "none", "tanh") == "none") {
     map_blocks<1>({&x}, call.out[0], [](float* y, const float* const* in, size_t n) {
       constexpr float kInvSqrt2 = 0.70710678118654752f;
       for (size_t i = 0; i < n; ++i)
         y[i] = 0.5f * in[0][i] * (1.0f + std::erf(in[0][i] * kInvSqrt2));
     });
-  } else if (approximate == "tanh") {
+  } else {  // tanh
     map_blocks<1>({&x}, call.out[0], [](float* y, const float* const* in, size_t n) {
       constexpr float kSqrt2OverPi = 0.79788456080286536f;
       for (size_t i = 0; i < n; ++i) {
@@ -106,12 +105,10 @@ void gelu_kernel(const OpCall& call) {
         y[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
       }
     });
-  } else {
-    require(call, false, "attr approximate must be none or tanh, got '" + approximate + "'");
   }
 }
 
-void swiglu_kernel(const OpCall& call) {
+void swiglu_kernel(const Operands& call) {
   const hb_tensor &gate = call.in[0], &up = call.in[1];
   require_tensor(call, gate, "gate", {-1, -1}, gate.dtype);
   require(call, is_float(gate.dtype), "gate must be f32, bf16 or f16, got " + describe(gate));
@@ -122,19 +119,10 @@ void swiglu_kernel(const OpCall& call) {
   });
 }
 
-void embedding_kernel(const OpCall& call) {
+void embedding_kernel(const Operands& call) {
   const hb_tensor &ids = call.in[0], &table = call.in[1];
-  require_index(call, ids, "ids", {-1});
-  require_tensor(call, table, "table", {-1, -1}, table.dtype);
-  const int64_t t = ids.shape[0], v = table.shape[0], d = table.shape[1];
-  require_tensor(call, call.out[0], "out", {t, d}, table.dtype);
-  for (int64_t i = 0; i < t; ++i) {
-    const int64_t id = index_at(ids, i);
-    if (id < 0 || id >= v)
-      require(call, false,
-              "ids[" + std::to_string(i) + "] = " + std::to_string(id) +
-                  " is outside the table's " + std::to_string(v) + " rows");
-  }
+  const h0p::Embedding emb = h0p::embedding_operands(call);
+  const int64_t t = emb.t, d = emb.d;
   const size_t row_bytes = static_cast<size_t>(d) * elem_size(table.dtype);
   const auto* src = static_cast<const std::byte*>(table.data);
   auto* dst = static_cast<std::byte*>(call.out[0].data);

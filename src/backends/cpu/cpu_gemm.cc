@@ -40,7 +40,7 @@ void gemm_into(const hb_tensor& a_t, const hb_tensor& b_t, const hb_tensor* bias
 
 }  // namespace
 
-void matmul_kernel(const OpCall& call) {
+void matmul_kernel(const Operands& call) {
   const hb_tensor &a = call.in[0], &b = call.in[1];
   const hb_dtype dt = a.dtype;
   require_tensor(call, a, "a", {-1, -1}, dt);
@@ -51,7 +51,7 @@ void matmul_kernel(const OpCall& call) {
   gemm_into(a, b, nullptr, false, m, n, k, call.out[0]);
 }
 
-void linear_kernel(const OpCall& call) {
+void linear_kernel(const Operands& call) {
   const hb_tensor &x = call.in[0], &w = call.in[1];
   const hb_dtype dt = x.dtype;
   require_tensor(call, x, "x", {-1, -1}, dt);
@@ -64,7 +64,7 @@ void linear_kernel(const OpCall& call) {
   gemm_into(x, w, bias, true, t, n, k, call.out[0]);
 }
 
-void patch_embed_kernel(const OpCall& call) {
+void patch_embed_kernel(const Operands& call) {
   const hb_tensor &pixels = call.in[0], &w = call.in[1];
   const hb_dtype dt = pixels.dtype;
   const int64_t p = attr_i(call.attrs, "patch", 0);

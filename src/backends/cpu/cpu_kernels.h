@@ -2,10 +2,10 @@
 // this folder includes it.
 //
 // A kernel gets the call's hb_tensors (contiguous, row-major, host memory) and the validated,
-// defaulted attrs. It checks the shapes it relies on and throws KernelError for anything it
-// cannot compute: HB_INVALID_ARGUMENT for a bad shape or bad data (an id out of range),
-// HB_UNSUPPORTED for a dtype or attr value it does not implement. cpu_backend.cc turns the
-// error into the status and last_error.
+// defaulted attrs. It checks the shapes it relies on and throws OpError for anything it cannot
+// compute: HB_INVALID_ARGUMENT for a bad shape or bad data (an id out of range), HB_UNSUPPORTED
+// for a dtype or attr value it does not implement. cpu_backend.cc turns the error into the
+// status and last_error.
 //
 // Numerics: f32, bf16 and f16 operands are widened to f32, everything is computed and
 // accumulated in f32 and every result is rounded once to its dtype (round to nearest even,
@@ -16,60 +16,39 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
-#include <nlohmann/json.hpp>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "backend/harness_backend.h"
+#include "backends/portable/op_operands.h"
 
 namespace h0::backends::cpu {
 
-using Json = nlohmann::json;
+// The call, its error and its operand checks are the ones the device plugins use
+// (backends/portable/operands.h, op_operands.h); the kernels call them unqualified.
+using h0p::attr_b;
+using h0p::attr_f;
+using h0p::attr_i;
+using h0p::attr_null;
+using h0p::attr_s;
+using h0p::describe;
+using h0p::elem_size;
+using h0p::Json;
+using h0p::numel;
+using h0p::Operands;
+using h0p::OpError;
+using h0p::require;
+using h0p::require_index;
+using h0p::require_like;
+using h0p::require_tensor;
+using h0p::unsupported;
 
-class KernelError : public std::runtime_error {
- public:
-  KernelError(hb_status status, const std::string& message)
-      : std::runtime_error(message), status_(status) {}
-  hb_status status() const { return status_; }
+using KernelFn = void (*)(const Operands& call);
 
- private:
-  hb_status status_;
-};
+// The memory of the cpu backend's operands: the host's.
+h0p::OperandMemory& host_memory();
 
-// The operands of one run_op call. in[i] for i >= n_in is an absent optional operand.
-struct OpCall {
-  const char* op;
-  const hb_tensor* in;
-  int n_in;
-  hb_tensor* out;
-  int n_out;
-  const Json& attrs;
-};
-
-using KernelFn = void (*)(const OpCall& call);
-
-// Throws KernelError(HB_INVALID_ARGUMENT, "<op>: <message>") unless `ok`.
-void require(const OpCall& call, bool ok, const std::string& message);
-// Throws KernelError(HB_UNSUPPORTED, "<op>: <message>").
-[[noreturn]] void unsupported(const OpCall& call, const std::string& message);
-
-// "[2, 3, 4] bf16"
-std::string describe(const hb_tensor& t);
-int64_t numel(const hb_tensor& t);
-size_t elem_size(hb_dtype dtype);
 bool is_float(hb_dtype dtype);  // f32, bf16 or f16: the float dtypes this backend computes in
 
-// Checks that operand `t` (named `name` in messages) has exactly `dims` and dtype `dtype`.
-// A dim of -1 matches anything.
-void require_tensor(const OpCall& call, const hb_tensor& t, const char* name,
-                    std::initializer_list<int64_t> dims, hb_dtype dtype);
-// Checks that `t` has the dtype and the same shape as `like`.
-void require_like(const OpCall& call, const hb_tensor& t, const char* name, const hb_tensor& like);
-// Checks that index operand `t` (i32 or i64) has exactly `dims`.
-void require_index(const OpCall& call, const hb_tensor& t, const char* name,
-                   std::initializer_list<int64_t> dims);
 // Element i of an i32 or i64 tensor.
 inline int64_t index_at(const hb_tensor& t, int64_t i) {
   return t.dtype == HB_I64 ? static_cast<const int64_t*>(t.data)[i]
@@ -96,14 +75,6 @@ class F32View {
 // Writes a whole f32 buffer into a float tensor, rounding on worker threads.
 void store_all(const std::vector<float>& src, const hb_tensor& t);
 
-// Attr helpers: attrs arrive validated and defaulted; `fallback` only covers a caller that
-// passed them partially. A null value reads as absent.
-double attr_f(const Json& a, const char* name, double fallback);
-int64_t attr_i(const Json& a, const char* name, int64_t fallback);
-bool attr_b(const Json& a, const char* name, bool fallback);
-std::string attr_s(const Json& a, const char* name, const std::string& fallback);
-bool attr_null(const Json& a, const char* name);  // absent or null
-
 // Keys 0..len-1 of a paged cache [NB, B, ...] (`width` values each, key j at block
 // table[j / B], slot j % B) as contiguous f32 [len, width]; the caller has checked the table.
 std::vector<float> gather_paged(const hb_tensor& cache, const hb_tensor& table, int64_t len,
@@ -118,35 +89,35 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool
            float* c, bool accumulate);
 
 // The kernels, one per catalogue op, in their family files.
-void matmul_kernel(const OpCall& call);             // cpu_gemm.cc
-void linear_kernel(const OpCall& call);             // cpu_gemm.cc
-void embedding_kernel(const OpCall& call);          // cpu_elementwise.cc
-void add_kernel(const OpCall& call);                // cpu_elementwise.cc
-void mul_kernel(const OpCall& call);                // cpu_elementwise.cc
-void silu_kernel(const OpCall& call);               // cpu_elementwise.cc
-void sigmoid_kernel(const OpCall& call);            // cpu_elementwise.cc
-void gelu_kernel(const OpCall& call);               // cpu_elementwise.cc
-void swiglu_kernel(const OpCall& call);             // cpu_elementwise.cc
-void rmsnorm_kernel(const OpCall& call);            // cpu_norm.cc
-void layernorm_kernel(const OpCall& call);          // cpu_norm.cc
-void rmsnorm_gated_kernel(const OpCall& call);      // cpu_norm.cc
-void softmax_kernel(const OpCall& call);            // cpu_norm.cc
-void rope_kernel(const OpCall& call);               // cpu_rope.cc
-void attention_kernel(const OpCall& call);          // cpu_attention.cc
-void paged_attention_kernel(const OpCall& call);    // cpu_attention.cc
-void lightning_indexer_kernel(const OpCall& call);  // cpu_sparse_attention.cc
-void sparse_attention_kernel(const OpCall& call);   // cpu_sparse_attention.cc
-void causal_conv1d_kernel(const OpCall& call);      // cpu_linear_attention.cc
-void gated_delta_rule_kernel(const OpCall& call);   // cpu_linear_attention.cc
-void gdn_gating_kernel(const OpCall& call);         // cpu_linear_attention.cc
-void moe_gate_kernel(const OpCall& call);           // cpu_moe.cc
-void moe_experts_kernel(const OpCall& call);        // cpu_moe.cc
-void patch_embed_kernel(const OpCall& call);        // cpu_gemm.cc
-void quantize_kernel(const OpCall& call);           // cpu_quant.cc
-void dequantize_kernel(const OpCall& call);         // cpu_quant.cc
-void dequantize_mxfp4_kernel(const OpCall& call);   // cpu_quant.cc
-void scaled_linear_kernel(const OpCall& call);      // cpu_quant.cc
-void argmax_kernel(const OpCall& call);             // cpu_sampling.cc
-void sample_kernel(const OpCall& call);             // cpu_sampling.cc
+void matmul_kernel(const Operands& call);             // cpu_gemm.cc
+void linear_kernel(const Operands& call);             // cpu_gemm.cc
+void embedding_kernel(const Operands& call);          // cpu_elementwise.cc
+void add_kernel(const Operands& call);                // cpu_elementwise.cc
+void mul_kernel(const Operands& call);                // cpu_elementwise.cc
+void silu_kernel(const Operands& call);               // cpu_elementwise.cc
+void sigmoid_kernel(const Operands& call);            // cpu_elementwise.cc
+void gelu_kernel(const Operands& call);               // cpu_elementwise.cc
+void swiglu_kernel(const Operands& call);             // cpu_elementwise.cc
+void rmsnorm_kernel(const Operands& call);            // cpu_norm.cc
+void layernorm_kernel(const Operands& call);          // cpu_norm.cc
+void rmsnorm_gated_kernel(const Operands& call);      // cpu_norm.cc
+void softmax_kernel(const Operands& call);            // cpu_norm.cc
+void rope_kernel(const Operands& call);               // cpu_rope.cc
+void attention_kernel(const Operands& call);          // cpu_attention.cc
+void paged_attention_kernel(const Operands& call);    // cpu_attention.cc
+void lightning_indexer_kernel(const Operands& call);  // cpu_sparse_attention.cc
+void sparse_attention_kernel(const Operands& call);   // cpu_sparse_attention.cc
+void causal_conv1d_kernel(const Operands& call);      // cpu_linear_attention.cc
+void gated_delta_rule_kernel(const Operands& call);   // cpu_linear_attention.cc
+void gdn_gating_kernel(const Operands& call);         // cpu_linear_attention.cc
+void moe_gate_kernel(const Operands& call);           // cpu_moe.cc
+void moe_experts_kernel(const Operands& call);        // cpu_moe.cc
+void patch_embed_kernel(const Operands& call);        // cpu_gemm.cc
+void quantize_kernel(const Operands& call);           // cpu_quant.cc
+void dequantize_kernel(const Operands& call);         // cpu_quant.cc
+void dequantize_mxfp4_kernel(const Operands& call);   // cpu_quant.cc
+void scaled_linear_kernel(const Operands& call);      // cpu_quant.cc
+void argmax_kernel(const Operands& call);             // cpu_sampling.cc
+void sample_kernel(const Operands& call);             // cpu_sampling.cc
 
 }  // namespace h0::backends::cpu

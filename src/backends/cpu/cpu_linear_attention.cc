@@ -84,22 +84,11 @@ H0_MULTIVERSION void delta_recurrent(const Delta& d, int64_t h, float* s, float*
 
 }  // namespace
 
-void causal_conv1d_kernel(const OpCall& call) {
+void causal_conv1d_kernel(const Operands& call) {
+  const h0p::CausalConv1d cv = h0p::causal_conv1d_operands(call);
   const hb_tensor &x = call.in[0], &w_t = call.in[1], &state_t = call.in[2];
-  const hb_dtype dt = x.dtype;
-  require_tensor(call, x, "x", {-1, -1}, dt);
-  const int64_t t = x.shape[0], c = x.shape[1];
-  require(call, w_t.ndim == 2 && w_t.shape[0] == c && w_t.shape[1] >= 2,
-          "w must be [C, K >= 2], got " + describe(w_t));
-  const int64_t k = w_t.shape[1];
-  require_tensor(call, w_t, "w", {c, k}, dt);
-  require_tensor(call, state_t, "state", {c, k - 1}, dt);
-  const bool has_bias = call.n_in > 3;
-  if (has_bias) require_tensor(call, call.in[3], "bias", {c}, dt);
-  require_tensor(call, call.out[0], "y", {t, c}, dt);
-  require_tensor(call, call.out[1], "state_out", {c, k - 1}, dt);
-  const std::string act = attr_s(call.attrs, "activation", "silu");
-  if (act != "silu" && act != "none") unsupported(call, "activation '" + act + "' (silu or none)");
+  const int64_t t = cv.t, c = cv.c, k = cv.k;
+  const bool has_bias = cv.has_bias;
   const F32View xv(x), wv(w_t), sv(state_t);
   std::optional<F32View> bv;
   if (has_bias) bv.emplace(call.in[3]);
@@ -114,7 +103,7 @@ void causal_conv1d_kernel(const OpCall& call) {
       for (int64_t ch = 0; ch < c; ++ch) {
         float acc = has_bias ? bv->data()[ch] : 0.0f;
         for (int64_t j = 0; j < k; ++j) acc += ws[ch * k + j] * xp(int64_t(r) + j, ch);
-        y[r * size_t(c) + size_t(ch)] = act == "silu" ? silu(acc) : acc;
+        y[r * size_t(c) + size_t(ch)] = cv.silu ? silu(acc) : acc;
       }
     }
   });
@@ -126,29 +115,13 @@ void causal_conv1d_kernel(const OpCall& call) {
   store_all(next, call.out[1]);
 }
 
-void gated_delta_rule_kernel(const OpCall& call) {
+void gated_delta_rule_kernel(const Operands& call) {
+  const h0p::GatedDeltaRule rule = h0p::gated_delta_rule_operands(call);
   const hb_tensor &q_t = call.in[0], &k_t = call.in[1], &v_t = call.in[2], &g_t = call.in[3],
                   &beta_t = call.in[4], &state_t = call.in[5];
-  const hb_dtype dt = q_t.dtype;
-  require_tensor(call, q_t, "q", {-1, -1, -1}, dt);
-  const int64_t t = q_t.shape[0], hk = q_t.shape[1], dk = q_t.shape[2];
-  require_tensor(call, k_t, "k", {t, hk, dk}, dt);
-  require(
-      call,
-      v_t.ndim == 3 && v_t.shape[0] == t && hk > 0 && v_t.shape[1] % hk == 0 && v_t.shape[1] > 0,
-      "v must be [T, Hv, Dv] with Hv a multiple of Hk = " + std::to_string(hk) + ", got " +
-          describe(v_t));
-  const int64_t hv = v_t.shape[1], dv = v_t.shape[2];
-  require_tensor(call, v_t, "v", {t, hv, dv}, dt);
-  require_tensor(call, g_t, "g", {t, hv}, HB_F32);
-  require_tensor(call, beta_t, "beta", {t, hv}, dt);
-  require_tensor(call, state_t, "state", {hv, dk, dv}, HB_F32);
-  require_tensor(call, call.out[0], "o", {t, hv, dv}, dt);
-  require_tensor(call, call.out[1], "state_out", {hv, dk, dv}, HB_F32);
-  const float scale = float(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(double(dk))
-                                                           : attr_f(call.attrs, "scale", 1.0));
-  const bool l2 = attr_b(call.attrs, "l2norm_qk", true);
-  const float eps = float(attr_f(call.attrs, "l2norm_eps", 1e-6));
+  const int64_t t = rule.t, hk = rule.hk, dk = rule.dk, hv = rule.hv, dv = rule.dv;
+  const float scale = rule.scale, eps = rule.eps;
+  const bool l2 = rule.l2norm;
 
   // q and k as f32, normalized (and q scaled) once per key head.
   std::vector<float> q(size_t(t * hk * dk)), k(size_t(t * hk * dk));
@@ -187,7 +160,7 @@ void gated_delta_rule_kernel(const OpCall& call) {
 }
 
 // g = -e^A_log · softplus(a + dt_bias) (torch's threshold 20), beta = sigmoid(b), in f32.
-void gdn_gating_kernel(const OpCall& call) {
+void gdn_gating_kernel(const Operands& call) {
   const hb_tensor &a_t = call.in[0], &b_t = call.in[1], &alog_t = call.in[2], &dt_t = call.in[3];
   const hb_dtype dt = a_t.dtype;
   require_tensor(call, a_t, "a", {-1, -1}, dt);

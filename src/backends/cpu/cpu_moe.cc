@@ -38,36 +38,16 @@ struct Descending {
 
 }  // namespace
 
-void moe_gate_kernel(const OpCall& call) {
+void moe_gate_kernel(const Operands& call) {
+  const h0p::MoeGate gate = h0p::moe_gate_operands(call);
   const hb_tensor& logits = call.in[0];
-  require_tensor(call, logits, "logits", {-1, -1}, logits.dtype);
-  const int64_t t = logits.shape[0], e = logits.shape[1];
-  const hb_tensor* bias_t = call.n_in > 1 ? &call.in[1] : nullptr;
-  if (bias_t != nullptr) require_tensor(call, *bias_t, "bias", {e}, logits.dtype);
-  const int64_t k = attr_i(call.attrs, "top_k", 2);
-  require_tensor(call, call.out[0], "weights", {t, k}, HB_F32);
-  require_tensor(call, call.out[1], "ids", {t, k}, HB_I32);
-  const std::string scoring = attr_s(call.attrs, "scoring", "softmax");
-  require(call, scoring == "softmax" || scoring == "sigmoid",
-          "attr scoring must be softmax or sigmoid, got '" + scoring + "'");
-  const bool normalize = attr_b(call.attrs, "normalize", false);
-  const int64_t n_group = attr_i(call.attrs, "n_group", 1),
-                topk_group = attr_i(call.attrs, "topk_group", 1);
-  const float routed_scale = static_cast<float>(attr_f(call.attrs, "routed_scaling_factor", 1.0));
-  require(call, n_group >= 1 && e % n_group == 0,
-          "attr n_group (" + std::to_string(n_group) + ") must divide the " + std::to_string(e) +
-              " experts");
-  const bool grouped = n_group > 1;
-  require(call, !grouped || (topk_group >= 1 && topk_group <= n_group),
-          "attr topk_group must be in [1, n_group = " + std::to_string(n_group) + "], got " +
-              std::to_string(topk_group));
-  const int64_t group_size = e / n_group, eligible = grouped ? topk_group * group_size : e;
-  require(call, k >= 1 && k <= eligible,
-          "attr top_k must be in [1, " + std::to_string(eligible) +
-              "] (the experts eligible), got " + std::to_string(k));
+  const int64_t t = gate.t, e = gate.e, k = gate.k, n_group = gate.n_group,
+                topk_group = gate.topk_group, group_size = e / n_group;
+  const bool grouped = n_group > 1, normalize = gate.normalize, sigmoid = gate.sigmoid;
+  const float routed_scale = gate.routed_scale;
 
   std::vector<float> bias(static_cast<size_t>(e), 0.0f);
-  if (bias_t != nullptr) load_f32(*bias_t, 0, static_cast<size_t>(e), bias.data());
+  if (gate.bias != nullptr) load_f32(*gate.bias, 0, static_cast<size_t>(e), bias.data());
   auto* weights = static_cast<float*>(call.out[0].data);
   auto* ids = static_cast<int32_t*>(call.out[1].data);
   base::parallel_for(static_cast<size_t>(t), row_grain(e * 4), [&](size_t, size_t b, size_t end) {
@@ -76,7 +56,7 @@ void moe_gate_kernel(const OpCall& call) {
     std::vector<int64_t> order(static_cast<size_t>(e)), gorder(static_cast<size_t>(n_group));
     for (size_t r = b; r < end; ++r) {
       load_f32(logits, r * static_cast<size_t>(e), static_cast<size_t>(e), score.data());
-      if (scoring == "softmax") {
+      if (!sigmoid) {
         const float mx = *std::max_element(score.begin(), score.end());
         float sum = 0;
         for (float& s : score) sum += (s = std::exp(s - mx));
@@ -127,35 +107,13 @@ void moe_gate_kernel(const OpCall& call) {
   });
 }
 
-void moe_experts_kernel(const OpCall& call) {
+void moe_experts_kernel(const Operands& call) {
+  const h0p::MoeExperts m = h0p::moe_experts_operands(call);
   const hb_tensor &x = call.in[0], &wts = call.in[1], &ids_t = call.in[2];
   const hb_tensor &wg_t = call.in[3], &wu_t = call.in[4], &wd_t = call.in[5];
-  const hb_dtype dt = x.dtype;
-  require_tensor(call, x, "x", {-1, -1}, dt);
-  const int64_t t = x.shape[0], d = x.shape[1];
-  require_tensor(call, wts, "weights", {t, -1}, HB_F32);
-  const int64_t k = wts.shape[1];
-  require_tensor(call, ids_t, "ids", {t, k}, HB_I32);
-  require_tensor(call, wg_t, "w_gate", {-1, -1, d}, dt);
-  const int64_t e = wg_t.shape[0], f = wg_t.shape[1];
-  require_tensor(call, wu_t, "w_up", {e, f, d}, dt);
-  require_tensor(call, wd_t, "w_down", {e, d, f}, dt);
-  require_tensor(call, call.out[0], "y", {t, d}, dt);
-  const bool biased = call.n_in > 6;
-  if (biased) {
-    require(
-        call, call.n_in == 9,
-        "b_gate, b_up and b_down come together (got " + std::to_string(call.n_in - 6) + " of 3)");
-    require_tensor(call, call.in[6], "b_gate", {e, f}, dt);
-    require_tensor(call, call.in[7], "b_up", {e, f}, dt);
-    require_tensor(call, call.in[8], "b_down", {e, d}, dt);
-  }
-  const std::string activation = attr_s(call.attrs, "activation", "silu");
-  require(call, activation == "silu" || activation == "clamped_swiglu",
-          "attr activation must be silu or clamped_swiglu, got '" + activation + "'");
-  const bool clamped = activation == "clamped_swiglu";
-  const float alpha = static_cast<float>(attr_f(call.attrs, "alpha", 1.702)),
-              limit = static_cast<float>(attr_f(call.attrs, "limit", 7.0));
+  const int64_t t = m.t, d = m.d, k = m.k, e = m.e, f = m.f;
+  const bool biased = m.biased, clamped = m.clamped;
+  const float alpha = m.alpha, limit = m.limit;
   std::vector<float> bg, bu, bd;  // this expert's biases
   const auto bias_row = [&](const hb_tensor& b, int64_t ex, int64_t n, std::vector<float>& buf) {
     buf.resize(static_cast<size_t>(n));
@@ -166,13 +124,7 @@ void moe_experts_kernel(const OpCall& call) {
   const auto* ids = static_cast<const int32_t*>(ids_t.data);
   const auto* route_w = static_cast<const float*>(wts.data);
   std::vector<std::vector<int64_t>> routes(static_cast<size_t>(e));
-  for (int64_t i = 0; i < t * k; ++i) {
-    if (ids[i] < 0 || ids[i] >= e)
-      require(call, false,
-              "ids[" + std::to_string(i / k) + ", " + std::to_string(i % k) + "] = " +
-                  std::to_string(ids[i]) + " is outside the " + std::to_string(e) + " experts");
-    routes[static_cast<size_t>(ids[i])].push_back(i);
-  }
+  for (int64_t i = 0; i < t * k; ++i) routes[static_cast<size_t>(ids[i])].push_back(i);
 
   const F32View xf(x);
   std::vector<float> y(static_cast<size_t>(t * d), 0.0f);
@@ -216,8 +168,8 @@ void moe_experts_kernel(const OpCall& call) {
     }
     if (clamped) {
       for (size_t i = 0; i < gate.size(); ++i) {
-        const float g = std::min(gate[i], limit), u = std::clamp(up[i], -limit, limit);
-        gate[i] = (u + 1.0f) * g / (1.0f + std::exp(-alpha * g));
+        const float gc = std::min(gate[i], limit), uc = std::clamp(up[i], -limit, limit);
+        gate[i] = (uc + 1.0f) * gc / (1.0f + std::exp(-alpha * gc));
       }
     } else {
       for (size_t i = 0; i < gate.size(); ++i)

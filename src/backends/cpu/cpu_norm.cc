@@ -36,7 +36,7 @@ void for_rows(const hb_tensor& x, const hb_tensor& out, int64_t rows, int64_t d,
   });
 }
 
-void norm(const OpCall& call, bool center) {
+void norm(const Operands& call, bool center) {
   const hb_tensor &x = call.in[0], &w_t = call.in[1];
   const hb_dtype dt = x.dtype;
   require_tensor(call, x, "x", {-1, -1}, dt);
@@ -85,11 +85,11 @@ void norm(const OpCall& call, bool center) {
 
 }  // namespace
 
-void rmsnorm_kernel(const OpCall& call) { norm(call, false); }
-void layernorm_kernel(const OpCall& call) { norm(call, true); }
+void rmsnorm_kernel(const Operands& call) { norm(call, false); }
+void layernorm_kernel(const Operands& call) { norm(call, true); }
 
 // rmsnorm_gated(x[T,D], w[D], z[T,D]) = x / sqrt(mean(x²) + eps) · w · silu(z).
-void rmsnorm_gated_kernel(const OpCall& call) {
+void rmsnorm_gated_kernel(const Operands& call) {
   const hb_tensor &x = call.in[0], &w_t = call.in[1], &z_t = call.in[2];
   const hb_dtype dt = x.dtype;
   require_tensor(call, x, "x", {-1, -1}, dt);
@@ -118,7 +118,7 @@ void rmsnorm_gated_kernel(const OpCall& call) {
   store_all(y, call.out[0]);
 }
 
-void softmax_kernel(const OpCall& call) {
+void softmax_kernel(const Operands& call) {
   const hb_tensor& x = call.in[0];
   require(call, x.ndim >= 1 && is_float(x.dtype),
           "x must be [..., N] f32, bf16 or f16, got " + describe(x));

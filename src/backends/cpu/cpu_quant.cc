@@ -56,7 +56,7 @@ const QuantFormat* find_format(const std::string& name) {
   return nullptr;
 }
 
-QuantLayout quant_layout(const OpCall& call, const hb_tensor& x, const hb_tensor& scale) {
+QuantLayout quant_layout(const Operands& call, const hb_tensor& x, const hb_tensor& scale) {
   const std::string name = attr_s(call.attrs, "dtype", "i8");
   const QuantFormat* format = find_format(name);
   require(call, format != nullptr, "attr dtype must be i8, f8_e4m3 or f8_e5m2, got '" + name + "'");
@@ -143,7 +143,7 @@ void quantize_run(const float* v, int64_t n, float scale, const QuantFormat& f, 
 
 }  // namespace
 
-void quantize_kernel(const OpCall& call) {
+void quantize_kernel(const Operands& call) {
   const hb_tensor &x = call.in[0], &q = call.out[0], &scale_t = call.out[1];
   const QuantLayout l = quant_layout(call, x, scale_t);
   require(call, q.dtype == l.format.dtype,
@@ -202,7 +202,7 @@ void quantize_kernel(const OpCall& call) {
   });
 }
 
-void dequantize_kernel(const OpCall& call) {
+void dequantize_kernel(const Operands& call) {
   const hb_tensor &q = call.in[0], &scale_t = call.in[1], &out = call.out[0];
   const QuantLayout l = quant_layout(call, q, scale_t);
   require(call, q.dtype == l.format.dtype,
@@ -289,7 +289,7 @@ float dot(const float* a, const float* b, int64_t k) {
 
 }  // namespace
 
-void scaled_linear_kernel(const OpCall& call) {
+void scaled_linear_kernel(const Operands& call) {
   const hb_tensor &x = call.in[0], &w = call.in[1], &w_scale = call.in[2];
   const hb_dtype dt = x.dtype;
   require_tensor(call, x, "x", {-1, -1}, dt);
@@ -307,9 +307,7 @@ void scaled_linear_kernel(const OpCall& call) {
   if (bias != nullptr) require_tensor(call, *bias, "bias", {n}, dt);
   const hb_tensor& out = call.out[0];
   require_tensor(call, out, "y", {t, n}, dt);
-  const std::string act = attr_s(call.attrs, "act_quant", "none");
-  require(call, act == "none" || act == "dynamic",
-          "attr act_quant must be none or dynamic, got '" + act + "'");
+  const std::string act = h0p::attr_either(call, "act_quant", "none", "none", "dynamic");
 
   std::vector<float> xs(static_cast<size_t>(t * k));
   load_f32(x, 0, xs.size(), xs.data());
@@ -368,7 +366,7 @@ namespace h0::backends::cpu {
 
 // dequantize_mxfp4(blocks[..., G, 16] u8, scales[..., G] u8) -> x[..., G·32]: two E2M1 values per
 // byte (low nibble first), times 2^(scale − 127) per 32; exact in f32 before the one store.
-void dequantize_mxfp4_kernel(const OpCall& call) {
+void dequantize_mxfp4_kernel(const Operands& call) {
   static constexpr float kE2M1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                                       -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
   const hb_tensor &blocks = call.in[0], &scales = call.in[1], &out = call.out[0];

@@ -12,47 +12,17 @@
 #include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
-#include "backends/portable/rope_frequencies.h"
 #include "base/parallel.h"
 
 namespace h0::backends::cpu {
 
-void rope_kernel(const OpCall& call) {
+void rope_kernel(const Operands& call) {
+  const h0p::Rope r = h0p::rope_operands(call);
   const hb_tensor &x = call.in[0], &positions = call.in[1];
-  require_tensor(call, x, "x", {-1, -1, -1}, x.dtype);
-  const int64_t t = x.shape[0], h = x.shape[1], dh = x.shape[2];
-  require_like(call, call.out[0], "y", x);
-  const int64_t rd =
-      attr_null(call.attrs, "rotary_dim") ? dh : attr_i(call.attrs, "rotary_dim", dh);
-  require(call, rd > 0 && rd <= dh && rd % 2 == 0,
-          "attr rotary_dim must be even and in (0, Dh = " + std::to_string(dh) + "], got " +
-              std::to_string(rd));
-  const std::string style = attr_s(call.attrs, "style", "neox");
-  require(call, style == "neox" || style == "gptj",
-          "attr style must be neox or gptj, got '" + style + "'");
-  const bool neox = style == "neox";
-  const double theta = attr_f(call.attrs, "theta", 10000.0);
-  require(call, theta > 0, "attr theta must be positive");
-  const Json scaling =
-      call.attrs.is_object() && call.attrs.contains("scaling") ? call.attrs["scaling"] : Json();
-  h0p::RopeFrequencies freqs;  // shared with the device plugins (backends/portable)
-  if (const std::string e = h0p::rope_frequencies(theta, rd, scaling, &freqs); !e.empty()) {
-    if (e.rfind("unsupported: ", 0) == 0) unsupported(call, e.substr(13));
-    require(call, false, e);
-  }
-  std::vector<int64_t> axis;  // per pair, its row of positions (mrope); empty: positions [T]
-  int64_t axes = 1;
-  if (const std::string e = h0p::rope_mrope(
-          call.attrs.is_object() && call.attrs.contains("mrope") ? call.attrs["mrope"] : Json(),
-          theta, rd, !scaling.is_null(), &freqs, &axis, &axes);
-      !e.empty()) {
-    require(call, false, e);
-  }
-  if (axis.empty()) {
-    require_index(call, positions, "positions", {t});
-  } else {
-    require_index(call, positions, "positions", {axes, t});
-  }
+  const int64_t t = r.t, h = r.h, dh = r.dh, rd = r.rd;
+  const bool neox = r.neox;
+  const std::vector<int64_t>& axis = r.axis;
+  const h0p::RopeFrequencies& freqs = r.freqs;
 
   const int64_t half = rd / 2, row = h * dh;
   base::parallel_for(static_cast<size_t>(t), row_grain(row), [&](size_t, size_t b, size_t e) {

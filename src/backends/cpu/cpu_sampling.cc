@@ -27,7 +27,7 @@ int64_t argmax_row(const float* v, int64_t n) {
   return best;
 }
 
-void check_logits(const OpCall& call, const char* name) {
+void check_logits(const Operands& call, const char* name) {
   const hb_tensor& x = call.in[0];
   require_tensor(call, x, name, {-1, -1}, x.dtype);
   require(call, x.shape[1] > 0,
@@ -40,7 +40,7 @@ constexpr int64_t kNanRow = -1;
 // ids[r] = fn(r, logits row r as f32, V) over the rows of in[0]; fn returns kNanRow for a row
 // it rejects, reported after the parallel loop (nothing may throw on a worker thread).
 template <typename Fn>
-void for_logit_rows(const OpCall& call, Fn fn) {
+void for_logit_rows(const Operands& call, Fn fn) {
   const hb_tensor& x = call.in[0];
   const int64_t t = x.shape[0], v = x.shape[1];
   auto* ids = static_cast<int64_t*>(call.out[0].data);
@@ -58,12 +58,12 @@ void for_logit_rows(const OpCall& call, Fn fn) {
 
 }  // namespace
 
-void argmax_kernel(const OpCall& call) {
+void argmax_kernel(const Operands& call) {
   check_logits(call, "x");
   for_logit_rows(call, [](size_t, const float* row, int64_t v) { return argmax_row(row, v); });
 }
 
-void sample_kernel(const OpCall& call) {
+void sample_kernel(const Operands& call) {
   check_logits(call, "logits");
   const double temperature = attr_f(call.attrs, "temperature", 1.0);
   const int64_t top_k = attr_i(call.attrs, "top_k", 0);

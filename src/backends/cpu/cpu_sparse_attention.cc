@@ -18,34 +18,6 @@
 namespace h0::backends::cpu {
 namespace {
 
-struct Paged {
-  int64_t len;  // keys in the context
-  int64_t q_offset;
-  bool causal;
-};
-
-// Checks block_table against the cache (NB blocks of B) and reads the context attrs.
-Paged paged_context(const OpCall& call, const hb_tensor& cache, const hb_tensor& table, int64_t t) {
-  const int64_t nb = cache.shape[0], bsz = cache.shape[1];
-  require(call, bsz > 0, "k_cache must have a positive block size, got " + describe(cache));
-  require_tensor(call, table, "block_table", {-1}, HB_I32);
-  const int64_t capacity = table.shape[0] * bsz;
-  Paged p{};
-  p.len = attr_null(call.attrs, "context_len") ? capacity : attr_i(call.attrs, "context_len", 0);
-  require(call, p.len >= 0 && p.len <= capacity,
-          "attr context_len must be in [0, " + std::to_string(capacity) +
-              "] (block_table entries x block size), got " + std::to_string(p.len));
-  p.q_offset = attr_null(call.attrs, "q_offset") ? p.len - t : attr_i(call.attrs, "q_offset", 0);
-  p.causal = attr_b(call.attrs, "causal", true);
-  const auto* blocks = static_cast<const int32_t*>(table.data);
-  for (int64_t i = 0; i * bsz < p.len; ++i) {
-    require(call, blocks[i] >= 0 && blocks[i] < nb,
-            "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) +
-                " is outside the cache's " + std::to_string(nb) + " blocks");
-  }
-  return p;
-}
-
 float dot(const float* a, const float* b, int64_t n) {
   float s = 0;
 #pragma omp simd reduction(+ : s)
@@ -55,20 +27,13 @@ float dot(const float* a, const float* b, int64_t n) {
 
 }  // namespace
 
-void lightning_indexer_kernel(const OpCall& call) {
+void lightning_indexer_kernel(const Operands& call) {
+  const h0p::LightningIndexer li = h0p::lightning_indexer_operands(call);
   const hb_tensor &q_t = call.in[0], &kc = call.in[1], &w_t = call.in[2], &table = call.in[3];
-  const hb_dtype dt = q_t.dtype;
-  require_tensor(call, q_t, "q", {-1, -1, -1}, dt);
-  const int64_t t = q_t.shape[0], h = q_t.shape[1], d = q_t.shape[2];
-  require_tensor(call, kc, "k_cache", {-1, -1, d}, dt);
-  require_tensor(call, w_t, "weights", {t, h}, dt);
-  const int64_t topk = attr_i(call.attrs, "topk", 0);
-  require(call, topk > 0, "attr topk must be positive, got " + std::to_string(topk));
-  require_tensor(call, call.out[0], "indices", {t, topk}, HB_I32);
-  const Paged p = paged_context(call, kc, table, t);
+  const int64_t t = li.t, h = li.h, d = li.d, topk = li.topk;
+  const h0p::PagedContext& p = li.ctx;
+  const float scale = li.scale;
   const std::vector<float> k = gather_paged(kc, table, p.len, d);
-  const float scale = float(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(double(d))
-                                                           : attr_f(call.attrs, "scale", 1.0));
   const F32View q(q_t), w(w_t);
   auto* out = static_cast<int32_t*>(call.out[0].data);
   base::parallel_for(size_t(t), row_grain(p.len * h * d), [&](size_t, size_t b, size_t e) {
@@ -100,34 +65,15 @@ void lightning_indexer_kernel(const OpCall& call) {
   });
 }
 
-void sparse_attention_kernel(const OpCall& call) {
-  const hb_tensor &q_t = call.in[0], &kc = call.in[1], &vc = call.in[2], &table = call.in[3],
-                  &idx_t = call.in[4];
-  const hb_dtype dt = q_t.dtype;
-  require_tensor(call, q_t, "q", {-1, -1, -1}, dt);
-  const int64_t t = q_t.shape[0], hq = q_t.shape[1], dh = q_t.shape[2];
-  require_tensor(call, kc, "k_cache", {-1, -1, -1, dh}, dt);
-  const int64_t nb = kc.shape[0], bsz = kc.shape[1], hkv = kc.shape[2];
-  require_tensor(call, vc, "v_cache", {nb, bsz, hkv, -1}, dt);
-  const int64_t dv = vc.shape[3];
-  require(call, hkv > 0 && hq % hkv == 0,
-          "q heads (" + std::to_string(hq) + ") must be a multiple of kv heads (" +
-              std::to_string(hkv) + ")");
-  require_tensor(call, idx_t, "indices", {t, -1}, HB_I32);
-  const int64_t n_idx = idx_t.shape[1];
-  require_tensor(call, call.out[0], "o", {t, hq, dv}, dt);
-  const Paged p = paged_context(call, kc, table, t);
+void sparse_attention_kernel(const Operands& call) {
+  const h0p::SparseAttention sa = h0p::sparse_attention_operands(call);
+  const hb_tensor &q_t = call.in[0], &kc = call.in[1], &vc = call.in[2], &table = call.in[3];
+  const int64_t t = sa.t, hq = sa.hq, dh = sa.dh, hkv = sa.hkv, dv = sa.dv, n_idx = sa.n_idx;
+  const h0p::PagedContext& p = sa.ctx;
+  const float scale = sa.scale;
   const std::vector<float> k = gather_paged(kc, table, p.len, hkv * dh),
                            v = gather_paged(vc, table, p.len, hkv * dv);
-  const auto* idx = static_cast<const int32_t*>(idx_t.data);
-  for (int64_t i = 0; i < t * n_idx; ++i) {
-    require(call, idx[i] >= -1 && idx[i] < p.len,
-            "indices[" + std::to_string(i / n_idx) + ", " + std::to_string(i % n_idx) +
-                "] = " + std::to_string(idx[i]) +
-                " is outside [-1, context_len = " + std::to_string(p.len) + ")");
-  }
-  const float scale = float(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(double(dh))
-                                                           : attr_f(call.attrs, "scale", 1.0));
+  const std::vector<int64_t>& idx = sa.indices;
   const F32View q(q_t);
   const int64_t group = hq / hkv;
   std::vector<float> o(size_t(t * hq * dv), 0.0f);
@@ -138,7 +84,7 @@ void sparse_attention_kernel(const OpCall& call) {
       const int64_t pos = p.q_offset + int64_t(r);
       keys.clear();
       for (int64_t i = 0; i < n_idx; ++i) {
-        const int32_t j = idx[r * size_t(n_idx) + size_t(i)];
+        const auto j = static_cast<int32_t>(idx[r * size_t(n_idx) + size_t(i)]);
         if (j >= 0 && (!p.causal || j <= pos)) keys.push_back(j);
       }
       std::sort(keys.begin(), keys.end());

@@ -9,23 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
-#include <stdexcept>
 #include <string>
 
 #include "harness_backend.h"
+#include "operands.h"
 
 namespace h0p {
-
-// A failed op: the hb_status to return and the message for last_error.
-class OpError : public std::runtime_error {
- public:
-  OpError(hb_status status, const std::string& message)
-      : std::runtime_error(message), status_(status) {}
-  hb_status status() const { return status_; }
-
- private:
-  hb_status status_;
-};
 
 // One kernel argument: a pointer to its value and the value's size. A buffer argument's value
 // is the device pointer (the plugin's handle: a cl_mem for OpenCL, an address for CUDA).
@@ -51,7 +40,7 @@ inline Grid grid_1d(int64_t n, size_t local = 256) {
       {local, 1}};
 }
 
-class Device {
+class Device : public OperandMemory {
  public:
   virtual ~Device() = default;
   // Whether the kernels can run on operands of this float dtype (f32, f16, bf16).
@@ -63,9 +52,9 @@ class Device {
   // Device memory; throws OpError(HB_OUT_OF_MEMORY).
   virtual void* alloc(size_t bytes) = 0;
   virtual void release(void* handle) = 0;
-  // Blocking copies between host memory and (the start of) a device buffer.
+  // Blocking copies between host memory and (the start of) a device buffer; read() is
+  // OperandMemory's.
   virtual void write(void* handle, const void* src, size_t bytes) = 0;
-  virtual void read(void* dst, const void* handle, size_t bytes) = 0;
   // c[m, n] = a[m, k]·B (+ bias[n] if bias), B = b[k, n], or b[n, k]ᵀ when b_trans; all in
   // `dtype`, accumulated in f32. The default launches the portable tiled kernel; a plugin may
   // call its vendor BLAS instead.

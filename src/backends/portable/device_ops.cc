@@ -1,8 +1,7 @@
-// The op table, operand checks and the attr helpers of the portable ops.
+// The op table of the portable ops and run_op: the call-level checks, then the op.
 #include "device_ops.h"
 
 #include <cstring>
-#include <limits>
 
 #include "op_call.h"
 
@@ -53,34 +52,6 @@ const OpEntry* find_op(const char* op) {
   return nullptr;
 }
 
-const char* dtype_name(hb_dtype d) {
-  static const char* kNames[] = {"f64", "f32", "f16", "bf16", "f8_e4m3", "f8_e5m2",
-                                 "i64", "i32", "i8",  "u8",   "bool"};
-  const int i = static_cast<int>(d);
-  return i >= 0 && i <= HB_BOOL ? kNames[i] : "(invalid dtype)";
-}
-
-size_t elem_size(hb_dtype d) {
-  switch (d) {
-    case HB_F64:
-    case HB_I64:
-      return 8;
-    case HB_F32:
-    case HB_I32:
-      return 4;
-    case HB_F16:
-    case HB_BF16:
-      return 2;
-    case HB_F8_E4M3:
-    case HB_F8_E5M2:
-    case HB_I8:
-    case HB_U8:
-    case HB_BOOL:
-      return 1;
-  }
-  return 0;
-}
-
 bool is_kernel_float(hb_dtype d) { return d == HB_F32 || d == HB_F16 || d == HB_BF16; }
 
 // Counts, ranks, non-null data and the call's dtype.
@@ -106,12 +77,6 @@ void check_call(const OpEntry& e, const Call& call, const Device& dev) {
     throw OpError(HB_UNSUPPORTED, op + ": no kernels for " + dtype_name(dtype) + " on this device");
 }
 
-const Json* find_attr(const Json& a, const char* name) {
-  if (!a.is_object()) return nullptr;
-  const auto it = a.find(name);
-  return it == a.end() || it->is_null() ? nullptr : &*it;
-}
-
 }  // namespace
 
 int32_t device_supports(const Device& device, const char* op, hb_dtype dtype) {
@@ -130,7 +95,7 @@ void run_device_op(Device& device, const char* op, const hb_tensor* inputs, int3
     throw OpError(HB_INVALID_ARGUMENT, std::string(op) + ": attrs are not JSON: " + ex.what());
   }
   if (attrs.is_null()) attrs = Json::object();
-  const Call call{e->op, inputs, n_inputs, outputs, n_outputs, attrs, device};
+  const Call call{{e->op, inputs, n_inputs, outputs, n_outputs, attrs, device, true}, device};
   check_call(*e, call, device);
   try {
     e->fn(call);
@@ -150,123 +115,5 @@ void Device::gemm(hb_dtype dtype, const void* a, const void* b, const void* bias
          {buffer(a), buffer(b), buffer(bias), buffer(c), i32(m), i32(n), i32(k), i32(trans),
           i32(has_bias)});
 }
-
-// --- checks ---------------------------------------------------------------------------------
-
-void require(const Call& call, bool ok, const std::string& message) {
-  if (!ok) throw OpError(HB_INVALID_ARGUMENT, std::string(call.op) + ": " + message);
-}
-
-std::string describe(const hb_tensor& t) {
-  std::string s = "[";
-  for (int i = 0; i < t.ndim && i < HB_MAX_DIMS; ++i)
-    s += (i ? ", " : "") + std::to_string(t.shape[i]);
-  return s + "] " + dtype_name(t.dtype);
-}
-
-int64_t numel(const hb_tensor& t) {
-  int64_t n = 1;
-  for (int i = 0; i < t.ndim && i < HB_MAX_DIMS; ++i) n *= t.shape[i];
-  return n;
-}
-
-void require_tensor(const Call& call, const hb_tensor& t, const char* name,
-                    std::initializer_list<int64_t> dims, hb_dtype dtype) {
-  bool ok = t.ndim == static_cast<int>(dims.size()) && t.dtype == dtype;
-  int i = 0;
-  for (int64_t d : dims) {
-    ok = ok && (d < 0 || t.shape[i] == d);
-    ++i;
-  }
-  if (!ok) {
-    std::string want = "[";
-    i = 0;
-    for (int64_t d : dims)
-      want += (i++ ? ", " : "") + (d < 0 ? std::string("*") : std::to_string(d));
-    require(
-        call, false,
-        std::string(name) + " must be " + want + "] " + dtype_name(dtype) + ", got " + describe(t));
-  }
-  as_int(call, numel(t));
-}
-
-void require_like(const Call& call, const hb_tensor& t, const char* name, const hb_tensor& like) {
-  bool ok = t.ndim == like.ndim && t.dtype == like.dtype;
-  for (int i = 0; ok && i < t.ndim; ++i) ok = t.shape[i] == like.shape[i];
-  if (!ok)
-    require(call, false, std::string(name) + " must be " + describe(like) + ", got " + describe(t));
-  as_int(call, numel(t));
-}
-
-void require_index(const Call& call, const hb_tensor& t, const char* name,
-                   std::initializer_list<int64_t> dims) {
-  if (t.dtype != HB_I32 && t.dtype != HB_I64)
-    require(call, false, std::string(name) + " must be i32 or i64, got " + describe(t));
-  require_tensor(call, t, name, dims, t.dtype);
-}
-
-int as_int(const Call& call, int64_t v) {
-  if (v < 0 || v > std::numeric_limits<int>::max())
-    throw OpError(HB_UNSUPPORTED, std::string(call.op) + ": size " + std::to_string(v) +
-                                      " exceeds the kernels' 32-bit indexing");
-  return static_cast<int>(v);
-}
-
-PagedContext paged_context(const Call& call, const hb_tensor& cache, const hb_tensor& table,
-                           int64_t t) {
-  const int64_t nb = cache.shape[0], bsz = cache.shape[1];
-  require(call, bsz > 0, "k_cache must have a positive block size, got " + describe(cache));
-  require_tensor(call, table, "block_table", {-1}, HB_I32);
-  const int64_t capacity = table.shape[0] * bsz;
-  PagedContext p{};
-  p.len = attr_null(call.attrs, "context_len") ? capacity : attr_i(call.attrs, "context_len", 0);
-  require(call, p.len >= 0 && p.len <= capacity,
-          "attr context_len must be in [0, " + std::to_string(capacity) +
-              "] (block_table entries x block size), got " + std::to_string(p.len));
-  p.q_offset = attr_null(call.attrs, "q_offset") ? p.len - t : attr_i(call.attrs, "q_offset", 0);
-  p.causal = attr_b(call.attrs, "causal", true);
-  p.bsz = as_int(call, bsz);
-  const std::vector<int64_t> blocks = read_indices(call, table);
-  for (int64_t i = 0; i * bsz < p.len; ++i) {
-    require(call, blocks[i] >= 0 && blocks[i] < nb,
-            "block_table[" + std::to_string(i) + "] = " + std::to_string(blocks[i]) +
-                " is outside the cache's " + std::to_string(nb) + " blocks");
-  }
-  return p;
-}
-
-std::vector<int64_t> read_indices(const Call& call, const hb_tensor& t) {
-  const size_t n = static_cast<size_t>(numel(t));
-  std::vector<int64_t> out(n);
-  if (n == 0) return out;
-  if (t.dtype == HB_I64) {
-    call.dev.read(out.data(), t.data, n * sizeof(int64_t));
-  } else {
-    std::vector<int32_t> narrow(n);
-    call.dev.read(narrow.data(), t.data, n * sizeof(int32_t));
-    for (size_t i = 0; i < n; ++i) out[i] = narrow[i];
-  }
-  return out;
-}
-
-// --- attrs ----------------------------------------------------------------------------------
-
-double attr_f(const Json& a, const char* name, double fallback) {
-  const Json* v = find_attr(a, name);
-  return v != nullptr ? v->get<double>() : fallback;
-}
-int64_t attr_i(const Json& a, const char* name, int64_t fallback) {
-  const Json* v = find_attr(a, name);
-  return v != nullptr ? v->get<int64_t>() : fallback;
-}
-bool attr_b(const Json& a, const char* name, bool fallback) {
-  const Json* v = find_attr(a, name);
-  return v != nullptr ? v->get<bool>() : fallback;
-}
-std::string attr_s(const Json& a, const char* name, const std::string& fallback) {
-  const Json* v = find_attr(a, name);
-  return v != nullptr ? v->get<std::string>() : fallback;
-}
-bool attr_null(const Json& a, const char* name) { return find_attr(a, name) == nullptr; }
 
 }  // namespace h0p

@@ -108,17 +108,8 @@ void patch_embed_op(const Call& call) {
 
 void embedding_op(const Call& call) {
   const hb_tensor &ids = call.in[0], &table = call.in[1];
-  require_index(call, ids, "ids", {-1});
-  require_tensor(call, table, "table", {-1, -1}, table.dtype);
-  const int64_t t = ids.shape[0], v = table.shape[0], d = table.shape[1];
-  require_tensor(call, call.out[0], "out", {t, d}, table.dtype);
-  const std::vector<int64_t> host_ids = read_indices(call, ids);
-  for (int64_t i = 0; i < t; ++i) {
-    if (host_ids[i] < 0 || host_ids[i] >= v)
-      require(call, false,
-              "ids[" + std::to_string(i) + "] = " + std::to_string(host_ids[i]) +
-                  " is outside the table's " + std::to_string(v) + " rows");
-  }
+  const Embedding e = embedding_operands(call);
+  const int64_t t = e.t, d = e.d;
   if (t * d == 0) return;
   const int is64 = ids.dtype == HB_I64 ? 1 : 0, rows = as_int(call, t), dd = as_int(call, d);
   const float scale =
@@ -138,10 +129,7 @@ void silu_op(const Call& call) { unary(call, 0); }
 void sigmoid_op(const Call& call) { unary(call, 3); }
 
 void gelu_op(const Call& call) {
-  const std::string approximate = attr_s(call.attrs, "approximate", "none");
-  require(call, approximate == "none" || approximate == "tanh",
-          "attr approximate must be none or tanh, got '" + approximate + "'");
-  unary(call, approximate == "none" ? 1 : 2);
+  unary(call, attr_either(call, "approximate", "none", "none", "tanh") == "none" ? 1 : 2);
 }
 
 void rmsnorm_op(const Call& call) { norm(call, false); }

@@ -1,14 +1,16 @@
 // Hybrid and sparse attention (kernels/linear_attention.inc, sparse_attention.inc). Shapes and
 // attrs as in the catalogue (docs/operators.md), checks as the cpu backend makes them:
-//   rmsnorm_gated(x[T,D], w[D], z[T,D]) -> y        gdn_gating(a, b[T,Hv], A_log, dt_bias[Hv]) -> g
-//   f32, beta causal_conv1d(x[T,C], w[C,K], state[C,K-1], bias[C]?) -> y[T,C], state_out[C,K-1]
-//   gated_delta_rule(q, k[T,Hk,Dk], v[T,Hv,Dv], g[T,Hv] f32, beta[T,Hv], state[Hv,Dk,Dv] f32) -> o,
-//   state_out lightning_indexer(q[T,H,D], k_cache[NB,B,D], weights[T,H], block_table[n]) ->
-//   indices[T,topk] i32 sparse_attention(q[T,Hq,Dh], k_cache, v_cache[NB,B,Hkv,D], block_table,
-//   indices[T,K]) -> o[T,Hq,Dv]
+//   rmsnorm_gated(x[T,D], w[D], z[T,D]) -> y
+//   gdn_gating(a, b[T,Hv], A_log, dt_bias[Hv]) -> g f32, beta
+//   causal_conv1d(x[T,C], w[C,K], state[C,K-1], bias[C]?) -> y[T,C], state_out[C,K-1]
+//   gated_delta_rule(q, k[T,Hk,Dk], v[T,Hv,Dv], g[T,Hv] f32, beta[T,Hv], state[Hv,Dk,Dv] f32)
+//     -> o, state_out
+//   lightning_indexer(q[T,H,D], k_cache[NB,B,D], weights[T,H], block_table[n]) -> indices[T,topk]
+//   sparse_attention(q[T,Hq,Dh], k_cache, v_cache[NB,B,Hkv,D], block_table, indices[T,K])
+//     -> o[T,Hq,Dv]
 // The indexer scores on the device; its top-k selection (score descending, lower key id first on
 // equal scores) runs on the host over the scores read back, as does sparse_attention's cleaning
-// of the selection (range check, repeats, the causal mask) before the device attends.
+// of the selection (repeats, the causal mask) before the device attends.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -18,14 +20,6 @@
 #include "op_call.h"
 
 namespace h0p {
-namespace {
-
-float scale_attr(const Call& call, int64_t d) {
-  return static_cast<float>(attr_null(call.attrs, "scale") ? 1.0 / std::sqrt(static_cast<double>(d))
-                                                           : attr_f(call.attrs, "scale", 1.0));
-}
-
-}  // namespace
 
 void rmsnorm_gated_op(const Call& call) {
   const hb_tensor& x = call.in[0];
@@ -60,24 +54,12 @@ void gdn_gating_op(const Call& call) {
 }
 
 void causal_conv1d_op(const Call& call) {
+  const CausalConv1d cv = causal_conv1d_operands(call);
   const hb_tensor &x = call.in[0], &w = call.in[1];
-  require_tensor(call, x, "x", {-1, -1}, x.dtype);
-  const int64_t t = x.shape[0], c = x.shape[1];
-  require(call, w.ndim == 2 && w.shape[0] == c && w.shape[1] >= 2,
-          "w must be [C, K >= 2], got " + describe(w));
-  const int64_t k = w.shape[1];
-  require_tensor(call, w, "w", {c, k}, x.dtype);
-  require_tensor(call, call.in[2], "state", {c, k - 1}, x.dtype);
-  const bool has_bias = call.n_in > 3;
-  if (has_bias) require_tensor(call, call.in[3], "bias", {c}, x.dtype);
-  require_tensor(call, call.out[0], "y", {t, c}, x.dtype);
-  require_tensor(call, call.out[1], "state_out", {c, k - 1}, x.dtype);
-  const std::string act = attr_s(call.attrs, "activation", "silu");
-  if (act != "silu" && act != "none")
-    throw OpError(HB_UNSUPPORTED,
-                  std::string(call.op) + ": activation '" + act + "' (silu or none)");
+  const int64_t t = cv.t, c = cv.c, k = cv.k;
+  const bool has_bias = cv.has_bias;
   const int ti = as_int(call, t), ci = as_int(call, c), ki = as_int(call, k);
-  const int bias_flag = has_bias ? 1 : 0, silu = act == "silu" ? 1 : 0;
+  const int bias_flag = has_bias ? 1 : 0, silu = cv.silu ? 1 : 0;
   const void* bias = has_bias ? call.in[3].data : nullptr;
   if (c == 0) return;
   // y first: it reads the state that state_out (possibly the same buffer) then replaces.
@@ -93,24 +75,12 @@ void causal_conv1d_op(const Call& call) {
 }
 
 void gated_delta_rule_op(const Call& call) {
+  const GatedDeltaRule r = gated_delta_rule_operands(call);
   const hb_tensor &q = call.in[0], &k = call.in[1], &v = call.in[2];
   const hb_dtype dt = q.dtype;
-  require_tensor(call, q, "q", {-1, -1, -1}, dt);
-  const int64_t t = q.shape[0], hk = q.shape[1], dk = q.shape[2];
-  require_tensor(call, k, "k", {t, hk, dk}, dt);
-  require(call, v.ndim == 3 && v.shape[0] == t && hk > 0 && v.shape[1] > 0 && v.shape[1] % hk == 0,
-          "v must be [T, Hv, Dv] with Hv a multiple of Hk = " + std::to_string(hk) + ", got " +
-              describe(v));
-  const int64_t hv = v.shape[1], dv = v.shape[2];
-  require_tensor(call, v, "v", {t, hv, dv}, dt);
-  require_tensor(call, call.in[3], "g", {t, hv}, HB_F32);
-  require_tensor(call, call.in[4], "beta", {t, hv}, dt);
-  require_tensor(call, call.in[5], "state", {hv, dk, dv}, HB_F32);
-  require_tensor(call, call.out[0], "o", {t, hv, dv}, dt);
-  require_tensor(call, call.out[1], "state_out", {hv, dk, dv}, HB_F32);
-  const float scale = scale_attr(call, dk);
-  const int l2 = attr_b(call.attrs, "l2norm_qk", true) ? 1 : 0;
-  const float eps = static_cast<float>(attr_f(call.attrs, "l2norm_eps", 1e-6));
+  const int64_t t = r.t, hk = r.hk, dk = r.dk, hv = r.hv, dv = r.dv;
+  const float scale = r.scale, eps = r.eps;
+  const int l2 = r.l2norm ? 1 : 0;
   if (hv * dk * dv == 0) return;
   const int ti = as_int(call, t), hki = as_int(call, hk), dki = as_int(call, dk),
             hvi = as_int(call, hv), dvi = as_int(call, dv);
@@ -131,27 +101,23 @@ void gated_delta_rule_op(const Call& call) {
 }
 
 void lightning_indexer_op(const Call& call) {
+  const LightningIndexer li = lightning_indexer_operands(call);
   const hb_tensor &q = call.in[0], &kc = call.in[1], &w = call.in[2], &table = call.in[3];
-  require_tensor(call, q, "q", {-1, -1, -1}, q.dtype);
-  const int64_t t = q.shape[0], h = q.shape[1], d = q.shape[2];
-  require_tensor(call, kc, "k_cache", {-1, -1, d}, q.dtype);
-  require_tensor(call, w, "weights", {t, h}, q.dtype);
-  const int64_t topk = attr_i(call.attrs, "topk", 0);
-  require(call, topk > 0, "attr topk must be positive, got " + std::to_string(topk));
-  require_tensor(call, call.out[0], "indices", {t, topk}, HB_I32);
-  const PagedContext p = paged_context(call, kc, table, t);
-  const float scale = scale_attr(call, d);
+  const int64_t t = li.t, h = li.h, d = li.d, topk = li.topk;
+  const PagedContext& p = li.ctx;
+  const float scale = li.scale;
   if (t == 0) return;
   const int64_t s = p.len;
   std::vector<float> scores(static_cast<size_t>(t * std::max<int64_t>(s, 1)), 0.0f);
   if (s > 0) {
     Scratch dev_scores(call.dev, scores.size() * sizeof(float));
     const int ti = as_int(call, t), hi = as_int(call, h), di = as_int(call, d),
-              si = as_int(call, s), qo = as_int(call, p.q_offset), causal = p.causal ? 1 : 0;
+              si = as_int(call, s), qo = as_int(call, p.q_offset), causal = p.causal ? 1 : 0,
+              bsz = as_int(call, p.bsz);
     (void)as_int(call, t * s);
     call.dev.launch("indexer_scores", q.dtype, grid_1d(t * s),
                     {buffer(q.data), buffer(kc.data), buffer(w.data), buffer(table.data),
-                     buffer(dev_scores.handle()), i32(ti), i32(hi), i32(di), i32(si), i32(p.bsz),
+                     buffer(dev_scores.handle()), i32(ti), i32(hi), i32(di), i32(si), i32(bsz),
                      f32(scale), i32(qo), i32(causal)});
     call.dev.read(scores.data(), dev_scores.handle(), scores.size() * sizeof(float));
   }
@@ -171,28 +137,11 @@ void lightning_indexer_op(const Call& call) {
 }
 
 void sparse_attention_op(const Call& call) {
-  const hb_tensor &q = call.in[0], &kc = call.in[1], &vc = call.in[2], &table = call.in[3],
-                  &idx = call.in[4];
-  require_tensor(call, q, "q", {-1, -1, -1}, q.dtype);
-  const int64_t t = q.shape[0], hq = q.shape[1], dh = q.shape[2];
-  require_tensor(call, kc, "k_cache", {-1, -1, -1, dh}, q.dtype);
-  const int64_t nb = kc.shape[0], bsz = kc.shape[1], hkv = kc.shape[2];
-  require_tensor(call, vc, "v_cache", {nb, bsz, hkv, -1}, q.dtype);
-  const int64_t dv = vc.shape[3];
-  require(call, hkv > 0 && hq % hkv == 0,
-          "q heads (" + std::to_string(hq) + ") must be a multiple of kv heads (" +
-              std::to_string(hkv) + ")");
-  require_tensor(call, idx, "indices", {t, -1}, HB_I32);
-  const int64_t n_idx = idx.shape[1];
-  require_tensor(call, call.out[0], "o", {t, hq, dv}, q.dtype);
-  const PagedContext p = paged_context(call, kc, table, t);
-  const std::vector<int64_t> ids = read_indices(call, idx);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    require(call, ids[i] >= -1 && ids[i] < p.len,
-            "indices[" + std::to_string(i / size_t(n_idx)) + ", " +
-                std::to_string(i % size_t(n_idx)) + "] = " + std::to_string(ids[i]) +
-                " is outside [-1, context_len = " + std::to_string(p.len) + ")");
-  }
+  const SparseAttention sa = sparse_attention_operands(call);
+  const hb_tensor &q = call.in[0], &kc = call.in[1], &vc = call.in[2], &table = call.in[3];
+  const int64_t t = sa.t, hq = sa.hq, dh = sa.dh, hkv = sa.hkv, dv = sa.dv, n_idx = sa.n_idx;
+  const PagedContext& p = sa.ctx;
+  const std::vector<int64_t>& ids = sa.indices;
   if (t * hq == 0 || dv == 0) return;
   // Per query: its visible selected keys, once each, ascending (the cpu backend's order).
   const int64_t kmax = std::max<int64_t>(n_idx, 1);
@@ -215,14 +164,13 @@ void sparse_attention_op(const Call& call) {
   call.dev.write(count_dev.handle(), count.data(), count.size() * sizeof(int32_t));
   Scratch scores(call.dev, static_cast<size_t>(t * hq * kmax) * sizeof(float));
   const int kmi = as_int(call, kmax), hqi = as_int(call, hq), hkvi = as_int(call, hkv),
-            dhi = as_int(call, dh), dvi = as_int(call, dv);
+            dhi = as_int(call, dh), dvi = as_int(call, dv), bsz = as_int(call, p.bsz);
   (void)as_int(call, t * hq * kmax);
-  const float scale = scale_attr(call, dh);
   call.dev.launch("sparse_attention", q.dtype, per_row(t * hq),
                   {buffer(q.data), buffer(kc.data), buffer(vc.data), buffer(table.data),
                    buffer(keys_dev.handle()), buffer(count_dev.handle()), buffer(call.out[0].data),
                    buffer(scores.handle()), i32(kmi), i32(hqi), i32(hkvi), i32(dhi), i32(dvi),
-                   f32(scale), i32(p.bsz)});
+                   f32(sa.scale), i32(bsz)});
 }
 
 }  // namespace h0p
