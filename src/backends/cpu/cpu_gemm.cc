@@ -42,44 +42,25 @@ void gemm_into(const hb_tensor& a_t, const hb_tensor& b_t, const hb_tensor* bias
 
 void matmul_kernel(const Operands& call) {
   const hb_tensor &a = call.in[0], &b = call.in[1];
-  const hb_dtype dt = a.dtype;
-  require_tensor(call, a, "a", {-1, -1}, dt);
-  const int64_t m = a.shape[0], k = a.shape[1];
-  require_tensor(call, b, "b", {k, -1}, dt);
-  const int64_t n = b.shape[1];
-  require_tensor(call, call.out[0], "c", {m, n}, dt);
+  const h0p::Gemm g = h0p::matmul_operands(call);
+  const int64_t m = g.m, n = g.n, k = g.k;
   gemm_into(a, b, nullptr, false, m, n, k, call.out[0]);
 }
 
 void linear_kernel(const Operands& call) {
   const hb_tensor &x = call.in[0], &w = call.in[1];
-  const hb_dtype dt = x.dtype;
-  require_tensor(call, x, "x", {-1, -1}, dt);
-  const int64_t t = x.shape[0], k = x.shape[1];
-  require_tensor(call, w, "w", {-1, k}, dt);
-  const int64_t n = w.shape[0];
-  const hb_tensor* bias = call.n_in > 2 ? &call.in[2] : nullptr;
-  if (bias != nullptr) require_tensor(call, *bias, "bias", {n}, dt);
-  require_tensor(call, call.out[0], "y", {t, n}, dt);
+  const h0p::Gemm g = h0p::linear_operands(call);
+  const int64_t t = g.m, n = g.n, k = g.k;
+  const hb_tensor* bias = g.bias;
   gemm_into(x, w, bias, true, t, n, k, call.out[0]);
 }
 
 void patch_embed_kernel(const Operands& call) {
   const hb_tensor &pixels = call.in[0], &w = call.in[1];
-  const hb_dtype dt = pixels.dtype;
-  const int64_t p = attr_i(call.attrs, "patch", 0);
-  require(call, p > 0, "attr patch must be positive, got " + std::to_string(p));
-  require_tensor(call, pixels, "pixels", {-1, -1, -1}, dt);
-  const int64_t c = pixels.shape[0], hi = pixels.shape[1], wi = pixels.shape[2];
-  require_tensor(call, w, "w", {-1, c, p, p}, dt);
-  const int64_t d = w.shape[0];
-  const hb_tensor* bias = call.n_in > 2 ? &call.in[2] : nullptr;
-  if (bias != nullptr) require_tensor(call, *bias, "b", {d}, dt);
-  require(call, hi % p == 0 && wi % p == 0,
-          "pixels must be [C, Hi, Wi] with Hi and Wi multiples of patch " + std::to_string(p) +
-              ", got " + describe(pixels));
-  const int64_t rows = hi / p, cols = wi / p, np = rows * cols, cpp = c * p * p;
-  require_tensor(call, call.out[0], "out", {np, d}, dt);
+  const h0p::PatchEmbed pe = h0p::patch_embed_operands(call);
+  const int64_t c = pe.c, hi = pe.hi, wi = pe.wi, p = pe.p, d = pe.d;
+  const hb_tensor* bias = pe.bias;
+  const int64_t cols = wi / p, np = pe.np, cpp = c * p * p;
 
   // im2col: patch (r, q) becomes row r*cols + q, laid out (channel, dy, dx) like w's last dims.
   const F32View px(pixels);

@@ -162,14 +162,8 @@ void gated_delta_rule_kernel(const Operands& call) {
 // g = -e^A_log · softplus(a + dt_bias) (torch's threshold 20), beta = sigmoid(b), in f32.
 void gdn_gating_kernel(const Operands& call) {
   const hb_tensor &a_t = call.in[0], &b_t = call.in[1], &alog_t = call.in[2], &dt_t = call.in[3];
-  const hb_dtype dt = a_t.dtype;
-  require_tensor(call, a_t, "a", {-1, -1}, dt);
-  const int64_t t = a_t.shape[0], hv = a_t.shape[1];
-  require_tensor(call, b_t, "b", {t, hv}, dt);
-  require_tensor(call, alog_t, "A_log", {hv}, dt);
-  require_tensor(call, dt_t, "dt_bias", {hv}, dt);
-  require_tensor(call, call.out[0], "g", {t, hv}, HB_F32);
-  require_tensor(call, call.out[1], "beta", {t, hv}, dt);
+  const h0p::GdnGating gg = h0p::gdn_gating_operands(call);
+  const int64_t t = gg.t, hv = gg.hv;
   const F32View a(a_t), b(b_t), a_log(alog_t), dt_bias(dt_t);
   float* g = static_cast<float*>(call.out[0].data);
   std::vector<float> beta(size_t(t * hv));

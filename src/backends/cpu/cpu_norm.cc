@@ -38,13 +38,9 @@ void for_rows(const hb_tensor& x, const hb_tensor& out, int64_t rows, int64_t d,
 
 void norm(const Operands& call, bool center) {
   const hb_tensor &x = call.in[0], &w_t = call.in[1];
-  const hb_dtype dt = x.dtype;
-  require_tensor(call, x, "x", {-1, -1}, dt);
-  const int64_t t = x.shape[0], d = x.shape[1];
-  require_tensor(call, w_t, "w", {d}, dt);
-  if (center) require_tensor(call, call.in[2], "b", {d}, dt);
-  require_tensor(call, call.out[0], "y", {t, d}, dt);
-  const float eps = static_cast<float>(attr_f(call.attrs, "eps", center ? 1e-5 : 1e-6));
+  const h0p::Norm nm = h0p::norm_operands(call, center);
+  const int64_t t = nm.t, d = nm.d;
+  const float eps = nm.eps;
   const F32View w(w_t);
   const float* bias = nullptr;
   std::optional<F32View> b;
@@ -54,10 +50,9 @@ void norm(const Operands& call, bool center) {
   }
   const float* wp = w.data();
   std::vector<float> shifted;  // offset + w (Gemma's 1 + w), in f32
-  if (const double offset = center ? 0.0 : attr_f(call.attrs, "offset", 0.0); offset != 0) {
+  if (const float offset = nm.offset; offset != 0) {
     shifted.resize(static_cast<size_t>(d));
-    for (int64_t j = 0; j < d; ++j)
-      shifted[static_cast<size_t>(j)] = static_cast<float>(offset) + wp[j];
+    for (int64_t j = 0; j < d; ++j) shifted[static_cast<size_t>(j)] = offset + wp[j];
     wp = shifted.data();
   }
   const float inv_d = 1.0f / static_cast<float>(d);
@@ -91,13 +86,9 @@ void layernorm_kernel(const Operands& call) { norm(call, true); }
 // rmsnorm_gated(x[T,D], w[D], z[T,D]) = x / sqrt(mean(x²) + eps) · w · silu(z).
 void rmsnorm_gated_kernel(const Operands& call) {
   const hb_tensor &x = call.in[0], &w_t = call.in[1], &z_t = call.in[2];
-  const hb_dtype dt = x.dtype;
-  require_tensor(call, x, "x", {-1, -1}, dt);
-  const int64_t t = x.shape[0], d = x.shape[1];
-  require_tensor(call, w_t, "w", {d}, dt);
-  require_tensor(call, z_t, "z", {t, d}, dt);
-  require_tensor(call, call.out[0], "y", {t, d}, dt);
-  const float eps = static_cast<float>(attr_f(call.attrs, "eps", 1e-6));
+  const h0p::Norm nm = h0p::rmsnorm_gated_operands(call);
+  const int64_t t = nm.t, d = nm.d;
+  const float eps = nm.eps;
   const F32View xv(x), wv(w_t), zv(z_t);
   std::vector<float> y(static_cast<size_t>(t * d));
   const float inv_d = 1.0f / static_cast<float>(d);

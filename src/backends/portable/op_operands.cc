@@ -25,6 +25,88 @@ PagedContext paged_context(const Operands& call, const hb_tensor& cache, const h
   return p;
 }
 
+Gemm matmul_operands(const Operands& call) {
+  const hb_tensor &a = call.in[0], &b = call.in[1];
+  require_tensor(call, a, "a", {-1, -1}, a.dtype);
+  Gemm g{a.shape[0], -1, a.shape[1], nullptr};
+  require_tensor(call, b, "b", {g.k, -1}, a.dtype);
+  g.n = b.shape[1];
+  require_tensor(call, call.out[0], "c", {g.m, g.n}, a.dtype);
+  return g;
+}
+
+Gemm linear_operands(const Operands& call) {
+  const hb_tensor &x = call.in[0], &w = call.in[1];
+  require_tensor(call, x, "x", {-1, -1}, x.dtype);
+  Gemm g{x.shape[0], -1, x.shape[1], nullptr};
+  require_tensor(call, w, "w", {-1, g.k}, x.dtype);
+  g.n = w.shape[0];
+  if (call.n_in > 2) {
+    require_tensor(call, call.in[2], "bias", {g.n}, x.dtype);
+    g.bias = &call.in[2];
+  }
+  require_tensor(call, call.out[0], "y", {g.m, g.n}, x.dtype);
+  return g;
+}
+
+PatchEmbed patch_embed_operands(const Operands& call) {
+  const hb_tensor &px = call.in[0], &w = call.in[1];
+  PatchEmbed pe{};
+  pe.p = attr_i(call.attrs, "patch", 0);
+  require(call, pe.p > 0, "attr patch must be positive, got " + std::to_string(pe.p));
+  require_tensor(call, px, "pixels", {-1, -1, -1}, px.dtype);
+  pe.c = px.shape[0];
+  pe.hi = px.shape[1];
+  pe.wi = px.shape[2];
+  require_tensor(call, w, "w", {-1, pe.c, pe.p, pe.p}, px.dtype);
+  pe.d = w.shape[0];
+  if (call.n_in > 2) {
+    require_tensor(call, call.in[2], "b", {pe.d}, px.dtype);
+    pe.bias = &call.in[2];
+  }
+  require(call, pe.hi % pe.p == 0 && pe.wi % pe.p == 0,
+          "pixels must be [C, Hi, Wi] with Hi and Wi multiples of patch " + std::to_string(pe.p) +
+              ", got " + describe(px));
+  pe.np = (pe.hi / pe.p) * (pe.wi / pe.p);
+  require_tensor(call, call.out[0], "out", {pe.np, pe.d}, px.dtype);
+  return pe;
+}
+
+Norm norm_operands(const Operands& call, bool center) {
+  const hb_tensor& x = call.in[0];
+  require_tensor(call, x, "x", {-1, -1}, x.dtype);
+  Norm n{x.shape[0], x.shape[1], 0, 0};
+  require_tensor(call, call.in[1], "w", {n.d}, x.dtype);
+  if (center) require_tensor(call, call.in[2], "b", {n.d}, x.dtype);
+  require_tensor(call, call.out[0], "y", {n.t, n.d}, x.dtype);
+  n.eps = static_cast<float>(attr_f(call.attrs, "eps", center ? 1e-5 : 1e-6));
+  n.offset = center ? 0.0f : static_cast<float>(attr_f(call.attrs, "offset", 0.0));
+  return n;
+}
+
+Norm rmsnorm_gated_operands(const Operands& call) {
+  const hb_tensor& x = call.in[0];
+  require_tensor(call, x, "x", {-1, -1}, x.dtype);
+  Norm n{x.shape[0], x.shape[1], 0, 0};
+  require_tensor(call, call.in[1], "w", {n.d}, x.dtype);
+  require_tensor(call, call.in[2], "z", {n.t, n.d}, x.dtype);
+  require_tensor(call, call.out[0], "y", {n.t, n.d}, x.dtype);
+  n.eps = static_cast<float>(attr_f(call.attrs, "eps", 1e-6));
+  return n;
+}
+
+GdnGating gdn_gating_operands(const Operands& call) {
+  const hb_tensor& a = call.in[0];
+  require_tensor(call, a, "a", {-1, -1}, a.dtype);
+  const GdnGating g{a.shape[0], a.shape[1]};
+  require_tensor(call, call.in[1], "b", {g.t, g.hv}, a.dtype);
+  require_tensor(call, call.in[2], "A_log", {g.hv}, a.dtype);
+  require_tensor(call, call.in[3], "dt_bias", {g.hv}, a.dtype);
+  require_tensor(call, call.out[0], "g", {g.t, g.hv}, HB_F32);
+  require_tensor(call, call.out[1], "beta", {g.t, g.hv}, a.dtype);
+  return g;
+}
+
 Embedding embedding_operands(const Operands& call) {
   const hb_tensor &ids = call.in[0], &table = call.in[1];
   require_index(call, ids, "ids", {-1});

@@ -23,6 +23,37 @@ struct PagedContext {
 PagedContext paged_context(const Operands& call, const hb_tensor& cache, const hb_tensor& table,
                            int64_t t);
 
+// matmul(a[M,K], b[K,N]) -> c[M,N], and linear(x[T=M,K], w[N,K], bias[N]?) -> y[T,N].
+struct Gemm {
+  int64_t m, n, k;
+  const hb_tensor* bias;  // linear's; null when absent
+};
+Gemm matmul_operands(const Operands& call);
+Gemm linear_operands(const Operands& call);
+
+// patch_embed(pixels[C,Hi,Wi], w[D,C,P,P], b[D]?) -> out[(Hi/P)·(Wi/P), D]; attr patch (P).
+struct PatchEmbed {
+  int64_t c, hi, wi, p, d, np;
+  const hb_tensor* bias;  // null when absent
+};
+PatchEmbed patch_embed_operands(const Operands& call);
+
+// rmsnorm(x[T,D], w[D]) and layernorm(x[T,D], w[D], b[D]) -> y[T,D] (`center`: layernorm);
+// attrs eps (rmsnorm 1e-6, layernorm 1e-5) and rmsnorm's offset (Gemma's 1 + w).
+// rmsnorm_gated(x[T,D], w[D], z[T,D]) -> y[T,D]; attr eps.
+struct Norm {
+  int64_t t, d;
+  float eps, offset;
+};
+Norm norm_operands(const Operands& call, bool center);
+Norm rmsnorm_gated_operands(const Operands& call);
+
+// gdn_gating(a[T,Hv], b[T,Hv], A_log[Hv], dt_bias[Hv]) -> g[T,Hv] f32, beta[T,Hv].
+struct GdnGating {
+  int64_t t, hv;
+};
+GdnGating gdn_gating_operands(const Operands& call);
+
 // embedding(ids[T] i32|i64, table[V,D]) -> out[T,D]; every id in [0, V).
 struct Embedding {
   int64_t t, v, d;

@@ -32,30 +32,22 @@ void binary(const Call& call, int code) {
 
 void norm(const Call& call, bool center) {
   const hb_tensor& x = call.in[0];
-  require_tensor(call, x, "x", {-1, -1}, x.dtype);
-  const int64_t t = x.shape[0], d = x.shape[1];
-  require_tensor(call, call.in[1], "w", {d}, x.dtype);
-  if (center) require_tensor(call, call.in[2], "b", {d}, x.dtype);
-  require_tensor(call, call.out[0], "y", {t, d}, x.dtype);
+  const Norm nm = norm_operands(call, center);
+  const int64_t t = nm.t, d = nm.d;
   if (t == 0 || d == 0) return;
-  const float eps = static_cast<float>(attr_f(call.attrs, "eps", center ? 1e-5 : 1e-6));
   const void* bias = center ? call.in[2].data : nullptr;
-  const float offset = center ? 0.0f : static_cast<float>(attr_f(call.attrs, "offset", 0.0));
   const int c = center ? 1 : 0, dd = as_int(call, d);
   call.dev.launch("norm_rows", x.dtype, per_row(t),
                   {buffer(x.data), buffer(call.in[1].data), buffer(bias), buffer(call.out[0].data),
-                   i32(dd), f32(eps), i32(c), f32(offset)});
+                   i32(dd), f32(nm.eps), i32(c), f32(nm.offset)});
 }
 
 }  // namespace
 
 void matmul_op(const Call& call) {
   const hb_tensor &a = call.in[0], &b = call.in[1];
-  require_tensor(call, a, "a", {-1, -1}, a.dtype);
-  const int64_t m = a.shape[0], k = a.shape[1];
-  require_tensor(call, b, "b", {k, -1}, a.dtype);
-  const int64_t n = b.shape[1];
-  require_tensor(call, call.out[0], "c", {m, n}, a.dtype);
+  const Gemm g = matmul_operands(call);
+  const int64_t m = g.m, n = g.n, k = g.k;
   if (m == 0 || n == 0) return;
   call.dev.gemm(a.dtype, a.data, b.data, nullptr, call.out[0].data, as_int(call, m),
                 as_int(call, n), as_int(call, k), false);
@@ -63,16 +55,9 @@ void matmul_op(const Call& call) {
 
 void linear_op(const Call& call) {
   const hb_tensor &x = call.in[0], &w = call.in[1];
-  require_tensor(call, x, "x", {-1, -1}, x.dtype);
-  const int64_t t = x.shape[0], k = x.shape[1];
-  require_tensor(call, w, "w", {-1, k}, x.dtype);
-  const int64_t n = w.shape[0];
-  const void* bias = nullptr;
-  if (call.n_in > 2) {
-    require_tensor(call, call.in[2], "bias", {n}, x.dtype);
-    bias = call.in[2].data;
-  }
-  require_tensor(call, call.out[0], "y", {t, n}, x.dtype);
+  const Gemm g = linear_operands(call);
+  const int64_t t = g.m, n = g.n, k = g.k;
+  const void* bias = g.bias != nullptr ? g.bias->data : nullptr;
   if (t == 0 || n == 0) return;
   call.dev.gemm(x.dtype, x.data, w.data, bias, call.out[0].data, as_int(call, t), as_int(call, n),
                 as_int(call, k), true);
@@ -80,22 +65,9 @@ void linear_op(const Call& call) {
 
 void patch_embed_op(const Call& call) {
   const hb_tensor &px = call.in[0], &w = call.in[1];
-  const int64_t p = attr_i(call.attrs, "patch", 0);
-  require(call, p > 0, "attr patch must be positive, got " + std::to_string(p));
-  require_tensor(call, px, "pixels", {-1, -1, -1}, px.dtype);
-  const int64_t c = px.shape[0], hi = px.shape[1], wi = px.shape[2];
-  require_tensor(call, w, "w", {-1, c, p, p}, px.dtype);
-  const int64_t d = w.shape[0];
-  const void* bias = nullptr;
-  if (call.n_in > 2) {
-    require_tensor(call, call.in[2], "b", {d}, px.dtype);
-    bias = call.in[2].data;
-  }
-  require(call, hi % p == 0 && wi % p == 0,
-          "pixels must be [C, Hi, Wi] with Hi and Wi multiples of patch " + std::to_string(p) +
-              ", got " + describe(px));
-  const int64_t np = (hi / p) * (wi / p);
-  require_tensor(call, call.out[0], "out", {np, d}, px.dtype);
+  const PatchEmbed pe = patch_embed_operands(call);
+  const int64_t c = pe.c, hi = pe.hi, wi = pe.wi, p = pe.p, d = pe.d, np = pe.np;
+  const void* bias = pe.bias != nullptr ? pe.bias->data : nullptr;
   if (np * d == 0) return;
   const int has_bias = bias != nullptr ? 1 : 0;
   const int ci = as_int(call, c), hii = as_int(call, hi), wii = as_int(call, wi),

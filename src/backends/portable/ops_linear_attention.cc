@@ -23,28 +23,19 @@ namespace h0p {
 
 void rmsnorm_gated_op(const Call& call) {
   const hb_tensor& x = call.in[0];
-  require_tensor(call, x, "x", {-1, -1}, x.dtype);
-  const int64_t t = x.shape[0], d = x.shape[1];
-  require_tensor(call, call.in[1], "w", {d}, x.dtype);
-  require_tensor(call, call.in[2], "z", {t, d}, x.dtype);
-  require_tensor(call, call.out[0], "y", {t, d}, x.dtype);
+  const Norm nm = rmsnorm_gated_operands(call);
+  const int64_t t = nm.t, d = nm.d;
   if (t == 0 || d == 0) return;
-  const float eps = static_cast<float>(attr_f(call.attrs, "eps", 1e-6));
   const int dd = as_int(call, d);
   call.dev.launch("norm_gated_rows", x.dtype, per_row(t),
                   {buffer(x.data), buffer(call.in[1].data), buffer(call.in[2].data),
-                   buffer(call.out[0].data), i32(dd), f32(eps)});
+                   buffer(call.out[0].data), i32(dd), f32(nm.eps)});
 }
 
 void gdn_gating_op(const Call& call) {
   const hb_tensor& a = call.in[0];
-  require_tensor(call, a, "a", {-1, -1}, a.dtype);
-  const int64_t t = a.shape[0], hv = a.shape[1];
-  require_tensor(call, call.in[1], "b", {t, hv}, a.dtype);
-  require_tensor(call, call.in[2], "A_log", {hv}, a.dtype);
-  require_tensor(call, call.in[3], "dt_bias", {hv}, a.dtype);
-  require_tensor(call, call.out[0], "g", {t, hv}, HB_F32);
-  require_tensor(call, call.out[1], "beta", {t, hv}, a.dtype);
+  const GdnGating gg = gdn_gating_operands(call);
+  const int64_t t = gg.t, hv = gg.hv;
   const int n = as_int(call, t * hv), h = as_int(call, hv);
   if (n == 0) return;
   call.dev.launch(
