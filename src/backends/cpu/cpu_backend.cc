@@ -199,39 +199,13 @@ hb_status cpu_copy_to_host(void*, void* dst, const void* src, size_t bytes) {
   return cpu_copy(dst, src, bytes);
 }
 
-// Checks what every kernel relies on: counts, ranks, non-null data, the float dtype.
-hb_status check_call(const KernelEntry& k, const hb_tensor* inputs, int32_t n_inputs,
-                     const hb_tensor* outputs, int32_t n_outputs) {
-  const std::string op = k.op;
-  if (n_inputs < k.min_inputs || n_inputs > k.max_inputs || (n_inputs > 0 && inputs == nullptr)) {
-    return fail(HB_INVALID_ARGUMENT,
-                op + ": takes " + std::to_string(k.min_inputs) +
-                    (k.max_inputs > k.min_inputs ? " to " + std::to_string(k.max_inputs) : "") +
-                    " inputs, got " + std::to_string(n_inputs));
-  }
-  if (n_outputs != k.outputs || outputs == nullptr) {
-    return fail(HB_INVALID_ARGUMENT, op + ": takes " + std::to_string(k.outputs) +
-                                         " outputs, got " + std::to_string(n_outputs));
-  }
-  for (int32_t i = 0; i < n_inputs + n_outputs; ++i) {
-    const hb_tensor& t = i < n_inputs ? inputs[i] : outputs[i - n_inputs];
-    const std::string name =
-        i < n_inputs ? "input " + std::to_string(i) : "output " + std::to_string(i - n_inputs);
-    bool ok = t.ndim >= 0 && t.ndim <= HB_MAX_DIMS && cpu::elem_size(t.dtype) > 0;
-    for (int d = 0; ok && d < t.ndim; ++d) ok = t.shape[d] >= 0;
-    if (!ok) return fail(HB_INVALID_ARGUMENT, op + ": " + name + " has a bad rank, shape or dtype");
-    if (t.data == nullptr && cpu::numel(t) > 0)
-      return fail(HB_INVALID_ARGUMENT, op + ": " + name + " has no data");
-  }
-  const hb_dtype dtype =
-      k.dtype_operand == kOutputDtype ? outputs[0].dtype : inputs[k.dtype_operand].dtype;
-  if (!cpu::is_float(dtype)) {
-    return fail(
-        HB_UNSUPPORTED,
-        op + ": the cpu backend computes f32, bf16 and f16, not " +
-            cpu::describe(k.dtype_operand == kOutputDtype ? outputs[0] : inputs[k.dtype_operand]));
-  }
-  return HB_OK;
+// The counts and operands every kernel relies on (the device plugins' check), then the float
+// dtype.
+void check_call(const KernelEntry& k, const cpu::Operands& call) {
+  h0p::require_operands(call, k.min_inputs, k.max_inputs, k.outputs);
+  const hb_tensor& t = k.dtype_operand == kOutputDtype ? call.out[0] : call.in[k.dtype_operand];
+  if (!cpu::is_float(t.dtype))
+    cpu::unsupported(call, "the cpu backend computes f32, bf16 and f16, not " + cpu::describe(t));
 }
 
 hb_status cpu_run_op(void*, const char* op, const hb_tensor* inputs, int32_t n_inputs,
@@ -242,15 +216,16 @@ hb_status cpu_run_op(void*, const char* op, const hb_tensor* inputs, int32_t n_i
     return fail(HB_UNSUPPORTED,
                 std::string("the cpu backend has no op '") + (op ? op : "(null)") + "'");
   }
-  if (hb_status s = check_call(*k, inputs, n_inputs, outputs, n_outputs); s != HB_OK) return s;
   try {
     Json attrs =
         attrs_json == nullptr || *attrs_json == '\0' ? Json::object() : Json::parse(attrs_json);
     if (attrs.is_null()) attrs = Json::object();
     if (!attrs.is_object())
       return fail(HB_INVALID_ARGUMENT, std::string(op) + ": attrs must be a JSON object");
-    k->fn(cpu::Operands{k->op, inputs, n_inputs, outputs, n_outputs, attrs, cpu::host_memory(),
-                        false});
+    const cpu::Operands call{k->op,     inputs, n_inputs,           outputs,
+                             n_outputs, attrs,  cpu::host_memory(), false};
+    check_call(*k, call);
+    k->fn(call);
   } catch (const cpu::OpError& e) {
     return fail(e.status(), e.what());
   } catch (const Json::exception& e) {

@@ -54,27 +54,12 @@ const OpEntry* find_op(const char* op) {
 
 bool is_kernel_float(hb_dtype d) { return d == HB_F32 || d == HB_F16 || d == HB_BF16; }
 
-// Counts, ranks, non-null data and the call's dtype.
+// The counts, the operands and the call's dtype.
 void check_call(const OpEntry& e, const Call& call, const Device& dev) {
-  const std::string op = e.op;
-  if (call.n_in < e.min_inputs || call.n_in > e.max_inputs || (call.n_in > 0 && call.in == nullptr))
-    throw OpError(HB_INVALID_ARGUMENT, op + ": takes " + std::to_string(e.min_inputs) + " to " +
-                                           std::to_string(e.max_inputs) + " inputs, got " +
-                                           std::to_string(call.n_in));
-  if (call.n_out != e.outputs || call.out == nullptr)
-    throw OpError(HB_INVALID_ARGUMENT, op + ": takes " + std::to_string(e.outputs) +
-                                           " outputs, got " + std::to_string(call.n_out));
-  for (int i = 0; i < call.n_in + call.n_out; ++i) {
-    const hb_tensor& t = i < call.n_in ? call.in[i] : call.out[i - call.n_in];
-    bool ok = t.ndim >= 0 && t.ndim <= HB_MAX_DIMS && elem_size(t.dtype) > 0;
-    for (int d = 0; ok && d < t.ndim; ++d) ok = t.shape[d] >= 0;
-    if (!ok || (t.data == nullptr && numel(t) > 0))
-      throw OpError(HB_INVALID_ARGUMENT, op + ": operand " + std::to_string(i) +
-                                             " has a bad rank, shape, dtype or no data");
-  }
+  require_operands(call, e.min_inputs, e.max_inputs, e.outputs);
   const hb_dtype dtype = call.in[e.dtype_operand].dtype;
   if (!is_kernel_float(dtype) || !dev.has_dtype(dtype))
-    throw OpError(HB_UNSUPPORTED, op + ": no kernels for " + dtype_name(dtype) + " on this device");
+    unsupported(call, std::string("no kernels for ") + dtype_name(dtype) + " on this device");
 }
 
 }  // namespace

@@ -35,6 +35,26 @@ const Json* find_attr(const Json& a, const char* name) {
 
 }  // namespace
 
+void require_operands(const Operands& call, int min_inputs, int max_inputs, int outputs) {
+  require(
+      call,
+      call.n_in >= min_inputs && call.n_in <= max_inputs && (call.n_in == 0 || call.in != nullptr),
+      "takes " + std::to_string(min_inputs) +
+          (max_inputs > min_inputs ? " to " + std::to_string(max_inputs) : "") + " inputs, got " +
+          std::to_string(call.n_in));
+  require(call, call.n_out == outputs && call.out != nullptr,
+          "takes " + std::to_string(outputs) + " outputs, got " + std::to_string(call.n_out));
+  for (int i = 0; i < call.n_in + call.n_out; ++i) {
+    const hb_tensor& t = i < call.n_in ? call.in[i] : call.out[i - call.n_in];
+    const std::string name =
+        i < call.n_in ? "input " + std::to_string(i) : "output " + std::to_string(i - call.n_in);
+    bool ok = t.ndim >= 0 && t.ndim <= HB_MAX_DIMS && elem_size(t.dtype) > 0;
+    for (int d = 0; ok && d < t.ndim; ++d) ok = t.shape[d] >= 0;
+    require(call, ok, name + " has a bad rank, shape or dtype");
+    require(call, t.data != nullptr || numel(t) == 0, name + " has no data");
+  }
+}
+
 void require(const Operands& call, bool ok, const std::string& message) {
   if (!ok) throw OpError(HB_INVALID_ARGUMENT, std::string(call.op) + ": " + message);
 }

@@ -59,6 +59,12 @@ struct Operands {
   bool int32_indexing;
 };
 
+// What every op relies on before its own checks: n_in in [min_inputs, max_inputs] (with `in`
+// non-null when n_in > 0), n_out == outputs, and each operand a rank up to HB_MAX_DIMS,
+// non-negative dims, a dtype of the ABI and data unless it is empty. Throws
+// OpError(HB_INVALID_ARGUMENT) naming the operand ("input 1", "output 0").
+void require_operands(const Operands& call, int min_inputs, int max_inputs, int outputs);
+
 // Throws OpError(HB_INVALID_ARGUMENT, "<op>: <message>") unless `ok`.
 void require(const Operands& call, bool ok, const std::string& message);
 // Throws OpError(HB_UNSUPPORTED, "<op>: <message>").
