@@ -65,10 +65,14 @@ int run_run(RunOptions opt) {
   if (opt.no_run && opt.dump_dir.empty())
     throw InputError("--no-run", "only makes sense with --dump-cases DIR");
 
-  // Dumping only: nothing is recorded.
-  run::RunSinks sinks(opt.no_db || opt.no_run ? "" : opt.db, opt.no_run ? "" : opt.json_out,
-                      opt.no_run ? "" : opt.junit_out);
-  if (mesh_run.root && !opt.no_run) sinks.add_terminal(stdout, opt.quiet, report::color_enabled(1));
+  const bool to_terminal = mesh_run.root && !opt.no_run;
+  if (opt.no_run) {  // dumping only: nothing is recorded
+    opt.no_db = true;
+    opt.json_out.clear();
+    opt.junit_out.clear();
+  }
+  run::RunSinks sinks(opt.no_db ? "" : opt.db, opt.json_out, opt.junit_out);
+  if (to_terminal) sinks.add_terminal(stdout, opt.quiet, report::color_enabled(1));
   run::RunRecorder recorder(sinks.listeners());
   const run::RunReport report =
       run::run_suite_recorded(s, platform, ro, labels, mesh_run.name, &recorder);

@@ -200,6 +200,13 @@ int earliest_rank(const std::vector<int32_t>& all) {
   return first;
 }
 
+// " in layer N" for a probe place's layer; "" before the first layer or after the last.
+std::string in_layer(int32_t layer) {
+  return layer >= 0 && layer < model::ProbePlace::kAfterLayers
+             ? " in layer " + std::to_string(layer)
+             : "";
+}
+
 // Every rank judged its own probes; rank 0 says which rank diverged first (the earliest probe
 // in execution order, then the lowest rank) and every rank fails when any did.
 void gather_ranks(mesh::Communicator& world, const model::Sharding& sh,
@@ -218,10 +225,7 @@ void gather_ranks(mesh::Communicator& world, const model::Sharding& sh,
   const int first = earliest_rank(all);
   if (first < 0) return;
   r->details["first_divergent_rank"] = first;
-  const int32_t layer = all[size_t(first) * 3 + 1];
-  std::string where = layer >= 0 && layer < model::ProbePlace::kAfterLayers
-                          ? " in layer " + std::to_string(layer)
-                          : "";
+  std::string where = in_layer(all[size_t(first) * 3 + 1]);
   if (first == world.rank()) where += " (" + sh.label + ")";
   failures->insert(failures->begin(), "rank " + std::to_string(first) + " diverged first" + where);
 }
@@ -251,10 +255,7 @@ void gather_nan_origin(mesh::Communicator& world, const model::Sharding& sh,
   r->details["nan_origin_rank"] = first;
   r->details["nan_origin_ranks"] = at_once;
   if (failures->empty()) return;  // a NaN the golden has too explains no failure
-  const int32_t layer = all[size_t(first) * 3 + 1];
-  std::string where = layer >= 0 && layer < model::ProbePlace::kAfterLayers
-                          ? " in layer " + std::to_string(layer)
-                          : "";
+  std::string where = in_layer(all[size_t(first) * 3 + 1]);
   if (at_once.size() > 1) {
     std::string ranks;
     for (int k : at_once) ranks += (ranks.empty() ? "" : ", ") + std::to_string(k);
@@ -325,9 +326,8 @@ class ModelCase : public PreparedCase {
         compare::first_non_finite(probes.probes());
     if (origin) {
       r.details["nan_origin"] = origin->to_json();
-      const tensor::Tensor& t = probes.probes()[size_t(origin->probe)].second;
       if (!failures.empty())
-        failures.insert(failures.begin(), "first NaN/Inf made by " + origin->describe(t.numel()));
+        failures.insert(failures.begin(), "first NaN/Inf made by " + origin->describe());
     }
     for (const model::OpStats& s : ex.ops().profile()) {
       ProfileRow row = summarize("model", s.op + "[" + s.shapes + "]", s.samples_ns);
@@ -496,8 +496,7 @@ class ModelCase : public PreparedCase {
         {"prefill", T - steps}, {"steps", steps}, {"probes", report.to_json()}};
     if (const auto origin = compare::first_non_finite(stepped.probes())) {
       r->details["decode_steps"]["nan_origin"] = origin->to_json();
-      failures->push_back(how + "first NaN/Inf made by " +
-                          origin->describe(stepped.probes()[size_t(origin->probe)].second.numel()));
+      failures->push_back(how + "first NaN/Inf made by " + origin->describe());
     }
     if (report.first_divergent >= 0)
       failures->push_back(how + "first divergence at " + report.first_divergence());

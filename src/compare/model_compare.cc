@@ -171,24 +171,23 @@ nlohmann::json ProbeReport::to_json() const {
   return j;
 }
 
+namespace {
+const char* non_finite_name(double v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
+}  // namespace
+
 nlohmann::json NonFiniteOrigin::to_json() const {
   return {{"probe", name},
           {"index", index},
           {"position", position},
-          {"value", std::isnan(value) ? "nan"
-                    : value > 0       ? "inf"
-                                      : "-inf"},
+          {"value", non_finite_name(value)},
           {"count", count}};
 }
 
-std::string NonFiniteOrigin::describe(int64_t numel) const {
+std::string NonFiniteOrigin::describe() const {
   std::string at;
   for (int64_t p : position) at += (at.empty() ? "" : ", ") + std::to_string(p);
-  return name + " at [" + at + "] (" +
-         (std::isnan(value) ? "nan"
-          : value > 0       ? "inf"
-                            : "-inf") +
-         "; " + std::to_string(count) + " of " + std::to_string(numel) + " elements not finite)";
+  return name + " at [" + at + "] (" + non_finite_name(value) + "; " + std::to_string(count) +
+         " of " + std::to_string(numel) + " elements not finite)";
 }
 
 std::optional<NonFiniteOrigin> first_non_finite(
@@ -197,10 +196,19 @@ std::optional<NonFiniteOrigin> first_non_finite(
     const tensor::Tensor& t = probes[k].second;
     if (!tensor::is_float(t.dtype())) continue;
     NonFiniteOrigin o;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      const double v = t.at(i);
-      if (std::isfinite(v)) continue;
-      if (o.count++ == 0) o.index = i, o.value = v;
+    o.numel = t.numel();
+    // Widened a block at a time (one conversion call per block, not per element).
+    constexpr int64_t kBlock = 4096;
+    double block[kBlock];
+    const size_t elem = tensor::info(t.dtype()).size;
+    for (int64_t first = 0; first < o.numel; first += kBlock) {
+      const int64_t n = std::min(kBlock, o.numel - first);
+      tensor::convert(static_cast<const std::byte*>(t.data()) + size_t(first) * elem, t.dtype(),
+                      block, tensor::DType::kF64, size_t(n));
+      for (int64_t i = 0; i < n; ++i) {
+        if (std::isfinite(block[i])) continue;
+        if (o.count++ == 0) o.index = first + i, o.value = block[i];
+      }
     }
     if (o.count == 0) continue;
     o.probe = static_cast<int>(k);

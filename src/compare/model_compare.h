@@ -72,9 +72,10 @@ struct NonFiniteOrigin {
   std::vector<int64_t> position;  // that index in the probe's shape
   double value = 0;               // NaN, +inf or -inf
   int64_t count = 0;              // the non-finite elements of that probe
+  int64_t numel = 0;              // the elements of that probe
   nlohmann::json to_json() const;
   // "model.layers.1.mlp at [0, 3, 17] (nan; 1 of 1024 elements not finite)"
-  std::string describe(int64_t numel) const;
+  std::string describe() const;
 };
 // nullopt when every probe is finite.
 std::optional<NonFiniteOrigin> first_non_finite(

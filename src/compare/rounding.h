@@ -37,7 +37,8 @@ struct RoundingProbe {
   std::string what;     // "tie, lower neighbour even", "just above a tie", "subnormal result", ...
 };
 
-// Probes of `op` ("add" or "mul") in `dtype`. Empty for an op or dtype it has none for.
+// Probes of `op` ("add" or "mul") in `dtype` (f32, bf16 or f16). Empty for an op or dtype it
+// has none for.
 std::vector<RoundingProbe> rounding_probes(const std::string& op, tensor::DType dtype);
 
 struct RoundingVerdict {

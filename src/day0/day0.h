@@ -65,8 +65,8 @@ struct Context {
   // A family the executor does not model: the checkpoint's tensors as stored (none for a
   // config-only directory).
   std::optional<model::Inventory> stored;
-  std::set<std::string> model_ops;  // the catalogue ops the model's config needs
-  std::string model_dtype;
+  std::set<std::string> model_ops;                   // the catalogue ops the model's config needs
+  tensor::DType model_dtype = tensor::DType::kBF16;  // the config's torch_dtype, else bf16
   std::string suites_dir;  // the shipped suites (suites/ here, else the source tree's)
   bool root = true;        // rank 0 (or a run without a mesh): it runs the service stages
   // The e2e suite's cases for this model, run once for the service stages.

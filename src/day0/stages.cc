@@ -13,6 +13,7 @@
 #include "base/json_read.h"
 #include "base/text_format.h"
 #include "checks/coverage.h"
+#include "compare/rounding.h"
 #include "day0/day0.h"
 #include "io/sharded_checkpoint.h"
 #include "model/checkpoint_inventory.h"
@@ -247,7 +248,7 @@ std::vector<YAML::Node> model_shape_checks(const Context& ctx) {
   using Json = nlohmann::json;
   const model::TextModel& t = ctx.arch->text;
   const model::Attention& a = t.attn;
-  const std::string dtype = ctx.model_dtype.empty() ? "bf16" : ctx.model_dtype;
+  const std::string dtype = tensor::dtype_name(ctx.model_dtype);
   const int64_t T = 16, heads = a.num_heads;
   std::vector<YAML::Node> checks;
   // One case of `op` at `shape`, with `fields` (attrs, inputs, with); `id` defaults to the op.
@@ -373,12 +374,10 @@ std::vector<YAML::Node> model_shape_checks(const Context& ctx) {
 }
 
 std::vector<YAML::Node> rounding_checks(const Context& ctx) {
-  const std::string dtype = ctx.model_dtype.empty() ? "bf16" : ctx.model_dtype;
-  const auto d = tensor::parse_dtype(dtype);
+  const std::string dtype = tensor::dtype_name(ctx.model_dtype);
   std::vector<YAML::Node> checks;
-  if (!d || (*d != tensor::DType::kBF16 && *d != tensor::DType::kF16 && *d != tensor::DType::kF32))
-    return checks;
   for (const char* op : {"add", "mul"}) {
+    if (compare::rounding_probes(op, ctx.model_dtype).empty()) continue;
     checks.push_back(
         check_node(ctx.model_name + "/rounding/" + op, "rounding", {{"op", op}, {"dtype", dtype}}));
   }
@@ -452,7 +451,7 @@ StageResult run_config_stage(Context& ctx) {
   ctx.arch = model::load_any_architecture(ctx.options.model);
   if (!ctx.arch->modelled) return unmodelled_config_stage(ctx);
   ctx.model_ops = checks::ops_of_model(*ctx.arch);
-  ctx.model_dtype = ctx.arch->text.dtype ? tensor::dtype_name(*ctx.arch->text.dtype) : "";
+  ctx.model_dtype = ctx.arch->text.dtype.value_or(tensor::DType::kBF16);
   const model::ParamCounts c = model::build_inventory(*ctx.arch).counts;
   std::string summary = ctx.arch->architecture + ": " + plan::with_commas(c.total) + " parameters";
   if (c.active != c.total) summary += ", " + plan::with_commas(c.active) + " active";
@@ -462,7 +461,6 @@ StageResult run_config_stage(Context& ctx) {
 
 StageResult run_coverage_stage(Context& ctx) {
   if (!ctx.arch->modelled) return not_modelled(ctx, "the ops a model runs come from its family");
-  const auto dtype = tensor::parse_dtype(ctx.model_dtype.empty() ? "bf16" : ctx.model_dtype);
   // op -> native / decomposed / host / missing. Asked of the backend in a child process when the
   // platform isolates: a runtime opened in this process would be inherited half-alive by the
   // op stage's forked workers (PoCL's threads do not survive fork: its kernels then never return).
@@ -470,7 +468,7 @@ StageResult run_coverage_stage(Context& ctx) {
     auto be =
         backend::Backend::open({ctx.platform.backend, ctx.platform.lib, ctx.platform.options});
     nlohmann::json routes = nlohmann::json::object();
-    for (const auto& row : checks::coverage(*be, {*dtype}, ctx.model_ops))
+    for (const auto& row : checks::coverage(*be, {ctx.model_dtype}, ctx.model_ops))
       routes[row.op] = checks::coverage_word(row.routes[0].second);
     return routes.dump();
   };
@@ -508,7 +506,7 @@ StageResult run_coverage_stage(Context& ctx) {
     return {StageStatus::kFail, summary + ", missing: " + missing, {}, {{"routes", routes}}};
   return {StageStatus::kPass,
           summary + " of the model's " + std::to_string(ctx.model_ops.size()) + " ops in " +
-              tensor::dtype_name(*dtype),
+              tensor::dtype_name(ctx.model_dtype),
           {},
           {{"routes", routes}}};
 }

@@ -28,8 +28,7 @@ TEST(NonFiniteOrigin, IsTheFirstProbeHoldingOne) {
   EXPECT_EQ(o->position, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(o->value, -inf);
   EXPECT_EQ(o->count, 1);
-  EXPECT_EQ(o->describe(6),
-            "model.layers.0.self_attn at [1, 2] (-inf; 1 of 6 elements not finite)");
+  EXPECT_EQ(o->describe(), "model.layers.0.self_attn at [1, 2] (-inf; 1 of 6 elements not finite)");
   probes.erase(probes.begin() + 1);
   o = first_non_finite(probes);
   ASSERT_TRUE(o.has_value());
@@ -38,6 +37,20 @@ TEST(NonFiniteOrigin, IsTheFirstProbeHoldingOne) {
   EXPECT_EQ(o->to_json()["value"], "nan");
   probes.pop_back();
   EXPECT_FALSE(first_non_finite(probes).has_value());
+}
+
+// A bf16 probe of several conversion blocks: the index and the count span them.
+TEST(NonFiniteOrigin, CountsAcrossBlocksOfAWideProbe) {
+  std::vector<float> v(3 * 4097, 1.0f);
+  v[4097] = std::numeric_limits<float>::infinity();
+  v[3 * 4097 - 1] = std::nanf("");
+  const tensor::Tensor bf16 = of(v, {3, 4097, 1}).to(tensor::DType::kBF16);
+  const auto o = first_non_finite({{"model.norm", bf16}});
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->index, 4097);
+  EXPECT_EQ(o->position, (std::vector<int64_t>{1, 0, 0}));
+  EXPECT_EQ(o->count, 2);
+  EXPECT_EQ(o->numel, 3 * 4097);
 }
 
 }  // namespace

@@ -137,7 +137,7 @@ TEST(ModelShapeChecks, AreAValidSuiteAtTheModelsShapes) {
   f.ctx.model_name = "tiny-llama";
   f.ctx.arch = model::load_any_architecture(test::source_path("configs/models/tiny-llama"));
   f.ctx.model_ops = checks::ops_of_model(*f.ctx.arch);
-  f.ctx.model_dtype = "bf16";
+  f.ctx.model_dtype = tensor::DType::kBF16;
   const std::vector<YAML::Node> checks = model_shape_checks(f.ctx);
   checks::register_kinds_with_suite_parser();
   const suite::Suite s = suite::suite_of_checks("day0-op-shapes", "day0 op cases", checks);

@@ -28,8 +28,6 @@ h0p::OperandMemory& host_memory() {
   return memory;
 }
 
-bool is_float(hb_dtype dtype) { return dtype == HB_F32 || dtype == HB_BF16 || dtype == HB_F16; }
-
 void load_f32(const hb_tensor& t, size_t first, size_t n, float* dst) {
   const auto* src = static_cast<const std::byte*>(t.data) + first * elem_size(t.dtype);
   tensor::convert(src, to_dtype(t.dtype), dst, tensor::DType::kF32, n);

@@ -32,6 +32,7 @@ using h0p::attr_null;
 using h0p::attr_s;
 using h0p::describe;
 using h0p::elem_size;
+using h0p::is_float;
 using h0p::Json;
 using h0p::numel;
 using h0p::Operands;
@@ -46,8 +47,6 @@ using KernelFn = void (*)(const Operands& call);
 
 // The memory of the cpu backend's operands: the host's.
 h0p::OperandMemory& host_memory();
-
-bool is_float(hb_dtype dtype);  // f32, bf16 or f16: the float dtypes this backend computes in
 
 // Element i of an i32 or i64 tensor.
 inline int64_t index_at(const hb_tensor& t, int64_t i) {

@@ -240,12 +240,6 @@ uint16_t truncated(float f, hb_dtype dtype) {
   return h;
 }
 
-size_t elements(const hb_tensor& t) {
-  size_t n = 1;
-  for (int32_t d = 0; d < t.ndim; ++d) n *= static_cast<size_t>(t.shape[d]);
-  return n;
-}
-
 // The op on f32 copies of its bf16/f16 inputs, its bf16/f16 outputs stored truncated. False
 // (and nothing written) when the op has no such output or will not run so (an out_dtype attr).
 bool run_truncated(const hb_host_api* host, const char* op, const hb_tensor* in, int32_t n_in,
@@ -260,7 +254,7 @@ bool run_truncated(const hb_host_api* host, const char* op, const hb_tensor* in,
   std::vector<hb_tensor> wide_in(in, in + n_in), wide_out(out, out + n_out);
   for (hb_tensor& t : wide_in) {
     if (!narrow(t.dtype)) continue;
-    std::vector<float>& b = buffers.emplace_back(elements(t));
+    std::vector<float>& b = buffers.emplace_back(static_cast<size_t>(numel(t)));
     const uint16_t* src = static_cast<const uint16_t*>(t.data);
     for (size_t i = 0; i < b.size(); ++i)
       b[i] = t.dtype == HB_BF16 ? bf16_to_f32(src[i]) : f16_to_f32(src[i]);
@@ -269,7 +263,7 @@ bool run_truncated(const hb_host_api* host, const char* op, const hb_tensor* in,
   }
   for (hb_tensor& t : wide_out) {
     if (!narrow(t.dtype)) continue;
-    t.data = buffers.emplace_back(elements(t)).data();
+    t.data = buffers.emplace_back(static_cast<size_t>(numel(t))).data();
     t.dtype = HB_F32;
   }
   if (host->reference_op(op, wide_in.data(), n_in, wide_out.data(), n_out, attrs) != HB_OK)
@@ -278,7 +272,8 @@ bool run_truncated(const hb_host_api* host, const char* op, const hb_tensor* in,
     if (!narrow(out[k].dtype)) continue;  // written in place
     const float* src = static_cast<const float*>(wide_out[k].data);
     uint16_t* dst = static_cast<uint16_t*>(out[k].data);
-    for (size_t i = 0; i < elements(out[k]); ++i) dst[i] = truncated(src[i], out[k].dtype);
+    const int64_t n = numel(out[k]);
+    for (int64_t i = 0; i < n; ++i) dst[i] = truncated(src[i], out[k].dtype);
   }
   return true;
 }
@@ -601,8 +596,7 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
     } else if (fault->fault == "amplify") {
       uint64_t h = 1469598103934665603ull;  // FNV-1a over the inputs' bytes
       for (int32_t k = 0; k < n_in; ++k) {
-        size_t bytes = 1;
-        for (int32_t d = 0; d < inputs[k].ndim; ++d) bytes *= size_t(inputs[k].shape[d]);
+        size_t bytes = static_cast<size_t>(numel(inputs[k]));
         bytes *= inputs[k].dtype == HB_F64 || inputs[k].dtype == HB_I64    ? 8
                  : inputs[k].dtype == HB_F32 || inputs[k].dtype == HB_I32  ? 4
                  : inputs[k].dtype == HB_BF16 || inputs[k].dtype == HB_F16 ? 2
@@ -610,10 +604,10 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
         const unsigned char* b = static_cast<const unsigned char*>(inputs[k].data);
         for (size_t i = 0; i < bytes; ++i) h = (h ^ b[i]) * 1099511628211ull;
       }
-      const double s = double(h % 2001) / 1000.0 - 1.0;
+      const double lean = double(h % 2001) / 1000.0 - 1.0;
       Fault scaled = *fault;
       scaled.fault = "scale";
-      scaled.magnitude = fault->magnitude * s;
+      scaled.magnitude = fault->magnitude * lean;
       inject(scaled, out, n_out);
     } else if (fault->fault == "tie_high") {
       if (strcmp(op, "lightning_indexer") == 0 && n_in == 4 && n_out == 1)

@@ -52,20 +52,18 @@ const OpEntry* find_op(const char* op) {
   return nullptr;
 }
 
-bool is_kernel_float(hb_dtype d) { return d == HB_F32 || d == HB_F16 || d == HB_BF16; }
-
 // The counts, the operands and the call's dtype.
 void check_call(const OpEntry& e, const Call& call, const Device& dev) {
   require_operands(call, e.min_inputs, e.max_inputs, e.outputs);
   const hb_dtype dtype = call.in[e.dtype_operand].dtype;
-  if (!is_kernel_float(dtype) || !dev.has_dtype(dtype))
+  if (!is_float(dtype) || !dev.has_dtype(dtype))
     unsupported(call, std::string("no kernels for ") + dtype_name(dtype) + " on this device");
 }
 
 }  // namespace
 
 int32_t device_supports(const Device& device, const char* op, hb_dtype dtype) {
-  return find_op(op) != nullptr && is_kernel_float(dtype) && device.has_dtype(dtype) ? 1 : 0;
+  return find_op(op) != nullptr && is_float(dtype) && device.has_dtype(dtype) ? 1 : 0;
 }
 
 void run_device_op(Device& device, const char* op, const hb_tensor* inputs, int32_t n_inputs,

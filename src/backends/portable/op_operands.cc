@@ -156,10 +156,16 @@ Rope rope_operands(const Operands& call) {
 
 namespace {
 
-// Checks q against the keys (s of them, hkv heads, dv values each) and o; reads the attrs.
+void require_heads(const Operands& call, int64_t hq, int64_t hkv) {
+  require(call, hkv > 0 && hq % hkv == 0,
+          "q heads (" + std::to_string(hq) + ") must be a multiple of kv heads (" +
+              std::to_string(hkv) + ")");
+}
+
+// Checks q (already checked as [T, Hq, Dh]) against the keys (s of them, hkv heads, dv values
+// each) and o; reads the attrs.
 Attention attention_query(const Operands& call, int64_t s, int64_t hkv, int64_t dv) {
   const hb_tensor& q = call.in[0];
-  require_tensor(call, q, "q", {-1, -1, -1}, q.dtype);
   Attention a{};
   a.t = q.shape[0];
   a.hq = q.shape[1];
@@ -167,9 +173,7 @@ Attention attention_query(const Operands& call, int64_t s, int64_t hkv, int64_t 
   a.s = s;
   a.hkv = hkv;
   a.dv = dv;
-  require(call, a.hkv > 0 && a.hq % a.hkv == 0,
-          "q heads (" + std::to_string(a.hq) + ") must be a multiple of kv heads (" +
-              std::to_string(a.hkv) + ")");
+  require_heads(call, a.hq, a.hkv);
   require_tensor(call, call.out[0], "o", {a.t, a.hq, a.dv}, q.dtype);
   a.scale = scale_attr(call, a.dh);
   a.q_offset = attr_null(call.attrs, "q_offset") ? s - a.t : attr_i(call.attrs, "q_offset", 0);
@@ -235,9 +239,7 @@ SparseAttention sparse_attention_operands(const Operands& call) {
   s.hkv = kc.shape[2];
   require_tensor(call, vc, "v_cache", {nb, bsz, s.hkv, -1}, q.dtype);
   s.dv = vc.shape[3];
-  require(call, s.hkv > 0 && s.hq % s.hkv == 0,
-          "q heads (" + std::to_string(s.hq) + ") must be a multiple of kv heads (" +
-              std::to_string(s.hkv) + ")");
+  require_heads(call, s.hq, s.hkv);
   require_tensor(call, idx, "indices", {s.t, -1}, HB_I32);
   s.n_idx = idx.shape[1];
   require_tensor(call, call.out[0], "o", {s.t, s.hq, s.dv}, q.dtype);

@@ -91,6 +91,8 @@ size_t elem_size(hb_dtype d) {
   return 0;
 }
 
+bool is_float(hb_dtype d) { return d == HB_F32 || d == HB_BF16 || d == HB_F16; }
+
 std::string describe(const hb_tensor& t) {
   std::string s = "[";
   for (int i = 0; i < t.ndim && i < HB_MAX_DIMS; ++i)

@@ -70,8 +70,10 @@ void require(const Operands& call, bool ok, const std::string& message);
 // Throws OpError(HB_UNSUPPORTED, "<op>: <message>").
 [[noreturn]] void unsupported(const Operands& call, const std::string& message);
 
-const char* dtype_name(hb_dtype dtype);    // "bf16"; "(invalid dtype)" outside the enum
-size_t elem_size(hb_dtype dtype);          // bytes; 0 outside the enum
+const char* dtype_name(hb_dtype dtype);  // "bf16"; "(invalid dtype)" outside the enum
+size_t elem_size(hb_dtype dtype);        // bytes; 0 outside the enum
+// f32, bf16 or f16: the float dtypes the kernels compute in (in f32).
+bool is_float(hb_dtype dtype);
 std::string describe(const hb_tensor& t);  // "[2, 3, 4] bf16"
 int64_t numel(const hb_tensor& t);
 // `v` as an int: throws OpError(HB_UNSUPPORTED) when it does not fit in 31 bits.
