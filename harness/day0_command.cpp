@@ -92,12 +92,11 @@ int run_day0(const day0::Options& opt) {
   const auto print_stage = [&](size_t index, const day0::StageRun& run) {
     if (!print) return;
     const day0::StageResult& r = run.result;
-    const char* mark = r.status == day0::StageStatus::kPass   ? "\u2713"
-                       : r.status == day0::StageStatus::kFail ? "\u2717"
-                                                              : "-";
-    const char* color = r.status == day0::StageStatus::kPass   ? "32"
-                        : r.status == day0::StageStatus::kFail ? "31"
-                                                               : "33";
+    const bool pass = r.status == day0::StageStatus::kPass,
+               fail = r.status == day0::StageStatus::kFail,
+               not_applicable = r.status == day0::StageStatus::kNotApplicable;
+    const char* mark = pass ? "\u2713" : fail ? "\u2717" : not_applicable ? "\u00b7" : "-";
+    const char* color = pass ? "32" : fail ? "31" : not_applicable ? "90" : "33";
     std::printf("  %2zu  %s  %-42s  %s\n", index + 1, colored(mark, color).c_str(), run.stage.title,
                 r.summary.c_str());
     std::fflush(stdout);
@@ -159,23 +158,31 @@ int run_day0(const day0::Options& opt) {
         {"stages", stages_json},
         {"ready", ready},
         {"verdict", checklist.verdict()},
+        {"passed", checklist.passed},
+        {"applicable", checklist.applicable()},
+        {"not_applicable", checklist.not_applicable},
         {"seconds", seconds}};
     if (db) out["run_id"] = run_id;
     if (!site_index.empty()) out["dashboard"] = site_index;
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
+    // "12 of 12 stages passed", or with stages that do not apply "12 of 12 applicable stages
+    // passed; 3 not applicable": a stage that does not apply is never counted as passed.
+    std::string count = std::to_string(checklist.passed) + " of " +
+                        std::to_string(checklist.applicable()) +
+                        (checklist.not_applicable > 0 ? " applicable" : "") + " stages passed";
+    if (checklist.not_applicable > 0)
+      count += "; " + std::to_string(checklist.not_applicable) + " not applicable";
     if (service_level) {
       const model::Architecture& a = *ctx.arch;
       const std::string why = "family " + a.family + " is not modelled";
       std::printf(
-          "Day-0 readiness established at the service level: %zu of %zu stages passed in %.1f s; "
-          "the executor checks did not run (%d stages: %s).\n",
-          size_t(checklist.passed), checklist.stages.size(), seconds, checklist.not_modelled,
-          why.c_str());
+          "Day-0 readiness established at the service level: %s, in %.1f s; the executor checks "
+          "did not run (%d stages: %s).\n",
+          count.c_str(), seconds, checklist.not_modelled, why.c_str());
     } else {
-      std::printf("Day-0 readiness %s: %zu of %zu stages passed in %.1f s.\n",
-                  ready ? "established" : "NOT established", size_t(checklist.passed),
-                  checklist.stages.size(), seconds);
+      std::printf("Day-0 readiness %s: %s, in %.1f s.\n", ready ? "established" : "NOT established",
+                  count.c_str(), seconds);
     }
     if (db)
       std::printf("stored as run %lld in %s\n", static_cast<long long>(run_id), opt.db.c_str());

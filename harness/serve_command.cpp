@@ -56,23 +56,38 @@ std::string find_in(const std::vector<std::string>& dirs, const std::string& fil
   return "";
 }
 
-// End-of-sequence ids: the tokenizer's eos_token and generation_config.json's eos_token_id (a
-// real checkpoint's extra end tokens, as vLLM reads them). config.json's eos_token_id is not
-// one: golden/tools/gen_e2e.py stops at the tokenizer's eos_token alone.
+// The eos_token_id of a config or generation config (a number or a list; under text_config for
+// a multimodal config.json).
+std::vector<int64_t> eos_of(const std::string& file) {
+  const std::optional<std::string> text = suite::read_text_file(file);
+  nlohmann::json j = base::parse_json_or_discarded(text ? *text : "");
+  if (j.is_object() && !j.contains("eos_token_id") && j.contains("text_config"))
+    j = j["text_config"];
+  const nlohmann::json eos =
+      j.is_object() && j.contains("eos_token_id") ? j["eos_token_id"] : nlohmann::json();
+  std::vector<int64_t> ids;
+  for (const auto& x : eos.is_array() ? eos : nlohmann::json::array({eos})) {
+    if (x.is_number_integer()) ids.push_back(x.get<int64_t>());
+  }
+  return ids;
+}
+
+// End-of-sequence ids as engines take them (vLLM: the tokenizer's eos ∪ the generation config's;
+// transformers' generate: the generation config's): the tokenizer's eos_token and
+// generation_config.json's eos_token_id, or config.json's where there is no
+// generation_config.json (transformers derives the generation config from it).
+// golden/tools/gen_e2e.py stops at the same set.
 std::vector<int64_t> eos_ids(const tokenizer::Tokenizer& tok,
                              const std::vector<std::string>& dirs) {
   std::vector<int64_t> ids;
   if (tok.eos_id()) ids.push_back(*tok.eos_id());
-  const std::string dir = find_in(dirs, "generation_config.json");
-  if (!dir.empty()) {
-    const std::optional<std::string> text = suite::read_text_file(dir + "/generation_config.json");
-    const nlohmann::json j = base::parse_json_or_discarded(text ? *text : "");
-    const nlohmann::json eos =
-        j.is_object() && j.contains("eos_token_id") ? j["eos_token_id"] : nlohmann::json();
-    for (const auto& x : eos.is_array() ? eos : nlohmann::json::array({eos})) {
-      if (x.is_number_integer()) ids.push_back(x.get<int64_t>());
-    }
-  }
+  const std::string generation = find_in(dirs, "generation_config.json");
+  const std::string config = find_in(dirs, "config.json");
+  const std::vector<int64_t> more = !generation.empty()
+                                        ? eos_of(generation + "/generation_config.json")
+                                    : !config.empty() ? eos_of(config + "/config.json")
+                                                      : std::vector<int64_t>{};
+  ids.insert(ids.end(), more.begin(), more.end());
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;

@@ -20,8 +20,10 @@ For every model this script
      attn_implementation="eager" (dump_hf.load_model);
   3. for each case below builds the prompt by the rules in golden/e2e/README.md (the tokenizer's
      own chat template; image tokens expanded to image_seq_length copies of image_token_index)
-     and runs model.generate(do_sample=False) with a fresh GenerationConfig whose only end token is
-     the tokenizer's eos_token, recording log_softmax of the raw logits (output_logits) per step.
+     and runs model.generate(do_sample=False) with a fresh GenerationConfig whose end tokens are
+     those engines stop at (stop_token_ids: the tokenizer's eos_token and the generation config's
+     eos_token_id, as vLLM takes them), recording log_softmax of the raw logits (output_logits)
+     per step.
 Every step is checked against a cache-free recomputation (full forward pass on the prompt plus the
 tokens so far, as dump_hf.dump does): same argmax.
 
@@ -241,12 +243,27 @@ def step_entry(logits: torch.Tensor, chosen: int) -> dict:
             "top": [[int(i), float(v)] for i, v in zip(top_ids, top_lp)]}
 
 
+def stop_token_ids(tokenizer, model_dir, config) -> list[int]:
+    """The end tokens engines stop at: the tokenizer's eos_token and the generation config's
+    eos_token_id (an int or a list) -- generation_config.json's, else the one transformers derives
+    from config.json (GenerationConfig.from_model_config), as vLLM reads it."""
+    ids = {tokenizer.convert_tokens_to_ids(tokenizer.eos_token)} if tokenizer.eos_token else set()
+    if (Path(model_dir) / "generation_config.json").exists():
+        gen = GenerationConfig.from_pretrained(model_dir)
+    else:
+        gen = GenerationConfig.from_model_config(config)
+    eos = gen.eos_token_id
+    ids |= set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+    return sorted(ids)
+
+
 @torch.no_grad()
-def generate(model, prompt: list[int], pixel_values, max_new_tokens: int, eos: int,
+def generate(model, prompt: list[int], pixel_values, max_new_tokens: int, eos: list[int],
              vision: dict | None = None) -> tuple[list[int], list[dict]]:
-    """(generated ids, eos included if generated; one logprob entry per generated id). `vision`:
-    Qwen2.5-VL's pixel_values, image_grid_thw and mm_token_type_ids (qwen_vl_inputs)."""
-    gc = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=eos, pad_token_id=eos,
+    """(generated ids, the end token included if generated; one logprob entry per generated id).
+    `eos`: the end tokens (stop_token_ids). `vision`: Qwen2.5-VL's pixel_values, image_grid_thw
+    and mm_token_type_ids (qwen_vl_inputs)."""
+    gc = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=eos, pad_token_id=eos[0],
                           output_logits=True, return_dict_in_generate=True)
     ids = torch.tensor([prompt], dtype=torch.int64)
     kwargs = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "generation_config": gc}
@@ -279,7 +296,7 @@ def generate(model, prompt: list[int], pixel_values, max_new_tokens: int, eos: i
 
 def case_golden(root, name, model_dir, model, tokenizer, config, case, endpoint, request,
                 model_dir_text: str | None = None) -> dict:
-    eos = tokenizer.convert_tokens_to_ids(tokenizer.eos_token)
+    eos = stop_token_ids(tokenizer, model_dir, config)
     if endpoint == "chat" and config.model_type == "qwen2_5_vl" and image_paths(request["messages"]):
         inputs = qwen_vl_inputs(root, model_dir, request["messages"])
         prompt = inputs["input_ids"][0].tolist()
@@ -289,7 +306,7 @@ def case_golden(root, name, model_dir, model, tokenizer, config, case, endpoint,
         prompt = prompt_for(tokenizer, config, endpoint, request)
         pixel_values = pixel_values_for(root, model_dir, request["messages"]) if endpoint == "chat" else None
         generated, steps = generate(model, prompt, pixel_values, request["max_tokens"], eos)
-    stop = bool(generated) and generated[-1] == eos
+    stop = bool(generated) and generated[-1] in eos
     token_ids = generated[:-1] if stop else generated
     return {
         "model": name,
@@ -301,7 +318,7 @@ def case_golden(root, name, model_dir, model, tokenizer, config, case, endpoint,
         "token_ids": token_ids,
         "text": tokenizer.decode(token_ids, skip_special_tokens=True),
         "finish_reason": "stop" if stop else "length",
-        "stop_token_id": eos if stop else None,
+        "stop_token_id": generated[-1] if stop else None,
         "logprobs": steps[:len(token_ids)],
         "stop_logprob": steps[-1] if stop else None,
         "producer": PRODUCER,

@@ -175,10 +175,10 @@ def loglikelihood(model, tokenizer, context: str, continuation: str) -> tuple[fl
 
 
 @torch.no_grad()
-def complete(model, tokenizer, prompt: str, max_tokens: int, stop: list[str]) -> str:
+def complete(model, tokenizer, prompt: str, max_tokens: int, stop: list[str], eos: list[int]) -> str:
+    """Greedy, ending at `eos` (gen_e2e.stop_token_ids: the end tokens engines stop at)."""
     ids = tokenizer(prompt)["input_ids"]
-    eos = tokenizer.convert_tokens_to_ids(tokenizer.eos_token)
-    gc = GenerationConfig(do_sample=False, max_new_tokens=max_tokens, eos_token_id=eos, pad_token_id=eos)
+    gc = GenerationConfig(do_sample=False, max_new_tokens=max_tokens, eos_token_id=eos, pad_token_id=eos[0])
     x = torch.tensor([ids])
     out = model.generate(input_ids=x, attention_mask=torch.ones_like(x), generation_config=gc)
     text = tokenizer.decode(out[0, len(ids):].tolist(), skip_special_tokens=True)
@@ -188,10 +188,10 @@ def complete(model, tokenizer, prompt: str, max_tokens: int, stop: list[str]) ->
     return text
 
 
-def score(model, tokenizer, spec: dict, item: dict) -> dict:
+def score(model, tokenizer, spec: dict, item: dict, eos: list[int]) -> dict:
     r = {"id": item["id"]}
     if spec["scorer"] == "generate":
-        text = complete(model, tokenizer, item["prompt"], spec["max_tokens"], spec["stop"])
+        text = complete(model, tokenizer, item["prompt"], spec["max_tokens"], spec["stop"], eos)
         r["answer"] = extract(spec, text)
         r["correct"] = r["answer"] != "" and r["answer"] == normalize(item["target"])
         r["text"] = text
@@ -232,9 +232,10 @@ def main() -> None:
             gen_e2e.synth(args.harness, model_dir, ckpt)
             print(f"{name}: synthesized, {gen_e2e.check_checkpoint(root, name, ckpt)} tensors match golden/models/{name}.json")
         model = dump_hf.load_model(ckpt, DTYPES[args.dtype], "cpu")
+        eos = gen_e2e.stop_token_ids(tokenizer, ckpt, model.config)
         results = []
         for i, item in enumerate(items):
-            results.append(score(model, tokenizer, spec, item))
+            results.append(score(model, tokenizer, spec, item, eos))
             if (i + 1) % 25 == 0:
                 print(f"  {i + 1}/{len(items)}", flush=True)
     out = Path(args.out) if args.out else root / "golden" / "eval" / name / f"{task.stem}.json"

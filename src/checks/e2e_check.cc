@@ -135,8 +135,7 @@ class E2eCase final : public PreparedCase {
       if (compare != "none")
         judge(compare::compare_prompt(spec_.req.golden, results[i]), mode + " prompt");
       if (compare == "exact")
-        judge(compare::compare_exact(spec_.req.golden, results[i], tok, spec_.streams[i]),
-              mode + " vs golden");
+        judge(compare::compare_exact(spec_.req.golden, results[i], tok), mode + " vs golden");
       if (compare == "logprobs") {
         const compare::ResponseVerdict v =
             compare::compare_logprobs(spec_.req.golden, results[i], spec_.logprob_atol);

@@ -18,11 +18,12 @@
 #include "base/error.h"
 #include "base/input_file.h"
 #include "base/json_read.h"
-#include "base/utf8.h"
 #include "checks/e2e_request.h"
 #include "checks/service_checks.h"
+#include "compare/served_text.h"
 #include "diff/statistics.h"
 #include "eval/accuracy.h"
+#include "eval/loglikelihood.h"
 #include "eval/task.h"
 #include "store/sqlite_store.h"
 
@@ -52,45 +53,6 @@ bool retryable(const service::Result& r) {
   if (r.outcome == service::Outcome::kHttpError)
     return r.http_status >= 500 || r.http_status == 429 || r.http_status == 0;
   return r.outcome != service::Outcome::kOk;
-}
-
-// The logprob of `continuation` after `context`, from an echo response of context +
-// continuation: the tokens whose text reaches past the context (a token straddling the
-// boundary counts to the continuation), summed; greedy when each is its position's best.
-struct Scored {
-  double logprob = 0;
-  bool greedy = true;
-  int64_t tokens = 0;
-  std::string cannot;  // the response holds no prompt logprobs to score with
-};
-Scored score_echo(const service::Result& r, const std::string& context,
-                  const std::string& continuation) {
-  Scored s;
-  const int64_t ctx = int64_t(utf8_characters(context));
-  const int64_t end = ctx + int64_t(utf8_characters(continuation));
-  const auto& t = r.tokens;
-  if (t.empty() ||
-      !std::all_of(t.begin(), t.end(), [](const auto& x) { return x.text_offset.has_value(); })) {
-    s.cannot = "its echo gave no logprobs with text offsets for the prompt";
-    return s;
-  }
-  for (size_t i = 0; i < t.size(); ++i) {
-    const int64_t start = *t[i].text_offset;
-    const int64_t stop = i + 1 < t.size() ? *t[i + 1].text_offset : INT64_MAX;
-    if (start >= end) break;  // the generated token
-    if (stop <= ctx) continue;
-    if (!t[i].logprob) {
-      s.cannot = "the continuation's token at offset " + std::to_string(start) + " has no logprob";
-      return s;
-    }
-    s.logprob += *t[i].logprob;
-    ++s.tokens;
-    double best = *t[i].logprob;
-    for (const auto& [text, lp] : t[i].top) best = std::max(best, lp);
-    if (*t[i].logprob < best - 1e-9) s.greedy = false;
-  }
-  if (s.tokens == 0) s.cannot = "no prompt token of the continuation came back";
-  return s;
 }
 
 std::string task_sha256_of(const store::ResultData& r) {
@@ -367,8 +329,9 @@ class EvalCase final : public PreparedCase {
     out->id = item.id;
     service::Request base;
     base.sampling.temperature = 0;
-    base.sampling.return_token_ids = false;
+    base.sampling.return_token_ids = true;  // where the dialect has them: the ids decide
     base.sampling.seed = 0;
+    const tokenizer::Tokenizer* tok = tokenizer_of(spec_.model_dir);
     if (ts.scorer == Scorer::kGenerate) {
       service::Request req = base;
       req.prompt = item.prompt;
@@ -379,19 +342,41 @@ class EvalCase final : public PreparedCase {
         out->error = failure_message(r);
         return;
       }
-      std::string text = r.text;
-      for (const std::string& s : ts.stop)  // an engine that ignores stop: cut here
-        if (const size_t at = text.find(s); at != std::string::npos) text.resize(at);
+      const auto cut = [&](std::string text) {  // an engine that ignores stop: cut here
+        for (const std::string& s : ts.stop)
+          if (const size_t at = text.find(s); at != std::string::npos) text.resize(at);
+        return text;
+      };
+      std::string text = cut(r.text);
+      if (tok != nullptr && !r.token_ids.empty()) {
+        // The text of the engine's ids, as the reference decodes its own: the engine's text
+        // may differ from it only where its detokenizer settles incomplete UTF-8 (kept, noted).
+        const std::vector<int32_t> ids(r.token_ids.begin(), r.token_ids.end());
+        const std::string decoded = cut(tok->decode(ids, true));
+        if (decoded != text &&
+            compare::settle_text(text, decoded, tok, r.prompt_token_ids, r.token_ids).same) {
+          out->engine_text = text;
+          text = decoded;
+        }
+      }
       out->text = text;
       out->answer = eval::extract_answer(ts, text);
       out->correct = !out->answer.empty() && out->answer == eval::normalize_answer(item.target);
       return;
     }
-    // Loglikelihood: one echo request per continuation, one generated token (ignored).
-    std::vector<Scored> scored;
+    // Loglikelihood: one echo request per continuation, one generated token (ignored). The
+    // continuation is located by tokens (eval/loglikelihood.h): with the model's tokenizer the
+    // prompt is its ids where the engine takes them (else its text, tokenized alike).
+    std::vector<eval::EchoScore> scored;
     for (const std::string& cont : item.continuations) {
       service::Request req = base;
-      req.prompt = item.prompt + cont;
+      std::optional<eval::TokenizedPair> pair;
+      if (tok != nullptr) pair = eval::tokenize_pair(*tok, item.prompt, cont);
+      if (pair && h.info.dialect.id_prompts) {
+        req.prompt_ids = pair->ids;
+      } else {
+        req.prompt = item.prompt + cont;
+      }
       req.echo = true;
       req.sampling.max_tokens = 1;
       req.sampling.top_logprobs = 1;
@@ -403,9 +388,14 @@ class EvalCase final : public PreparedCase {
         out->error = failure_message(r);
         return;
       }
-      Scored s = score_echo(r, item.prompt, cont);
+      const eval::EchoScore s =
+          pair ? eval::score_echo_tokens(r, *pair,
+                                         r.completion_tokens >= 0 ? r.completion_tokens : 1)
+               : eval::score_echo_offsets(r, item.prompt, cont);
       if (!s.cannot.empty()) {
-        *cannot = "the engine returns no prompt logprobs (" + s.cannot + ")";
+        *cannot = std::string(r.tokens.empty() ? "the engine returns no prompt logprobs ("
+                                               : "its echo cannot be scored (") +
+                  s.cannot + ")";
         out->error = s.cannot;
         return;
       }

@@ -22,13 +22,12 @@ struct ResponseVerdict {
 };
 
 // Token ids (when the server returned them) and text equal to the golden's; the finish reason too.
-// Without ids in the response the text decides, and `tok` (the model's tokenizer, optional)
-// names the golden token where the texts part; for a `streamed` answer a trailing U+FFFD that
-// one side lacks (an incomplete character the stream held back) is no difference.
+// With the same ids the text may differ only where the engine's detokenizer settles incomplete
+// UTF-8 at either end (compare/served_text.h; `tok`, the model's tokenizer, checks the bytes),
+// which is noted in the message; without ids in the response the text decides (only U+FFFD runs
+// at its ends may differ), and `tok` names the golden token where the texts part.
 ResponseVerdict compare_exact(const nlohmann::json& golden, const service::Result& r,
-                              const tokenizer::Tokenizer* tok = nullptr, bool streamed = false);
-// `text` without its trailing U+FFFD characters.
-std::string without_replacement_tail(std::string text);
+                              const tokenizer::Tokenizer* tok = nullptr);
 // check_logprobs_close, plus |logprob - golden logprob| <= atol at every matched position.
 ResponseVerdict compare_logprobs(const nlohmann::json& golden, const service::Result& r,
                                  double atol);

@@ -91,10 +91,10 @@ plan::ParallelPlan parse_mesh(const std::string& text) {
   return p;
 }
 
-bool Checklist::ready() const { return passed == int(stages.size()); }
+bool Checklist::ready() const { return passed > 0 && passed == applicable(); }
 
 bool Checklist::service_level() const {
-  return !ready() && not_modelled > 0 && passed + not_modelled == int(stages.size());
+  return !ready() && not_modelled > 0 && passed + not_modelled == applicable();
 }
 
 const char* Checklist::verdict() const {
@@ -128,9 +128,12 @@ Checklist run_checklist(Context& ctx, const std::vector<Stage>& table,
     for (const char* n : s.needs) {
       if (status[n] != StageStatus::kPass && unmet.empty()) unmet = n;
     }
-    for (const char* n : s.after) {  // a stage not run for an unmodelled family gates nothing
+    for (const char* n : s.after) {  // a stage not run for an unmodelled family, or one that
+                                     // does not apply, gates nothing
       const StageStatus g = status[n];
-      if (g != StageStatus::kPass && g != StageStatus::kNotModelled && gate.empty()) gate = n;
+      if (g != StageStatus::kPass && g != StageStatus::kNotModelled &&
+          g != StageStatus::kNotApplicable && gate.empty())
+        gate = n;
     }
     if (ctx.options.dry_run && s.needs_weights) {
       r = {StageStatus::kNotRun, "not run (dry run: needs the weights)", {}, {}};
@@ -156,6 +159,7 @@ Checklist run_checklist(Context& ctx, const std::vector<Stage>& table,
     status[s.id] = r.status;
     out.passed += r.status == StageStatus::kPass;
     out.not_modelled += r.status == StageStatus::kNotModelled;
+    out.not_applicable += r.status == StageStatus::kNotApplicable;
     out.stages.push_back({s, std::move(r)});
     if (on_stage) on_stage(out.stages.size() - 1, out.stages.back());
   }

@@ -32,12 +32,14 @@ struct StageRun {
 
 struct Checklist {
   std::vector<StageRun> stages;  // the stages of this checklist, in order
-  int passed = 0, not_modelled = 0;
+  int passed = 0, not_modelled = 0, not_applicable = 0;
 
-  // Every stage passed.
+  // The stages that apply to this model and mesh (all but the not-applicable ones).
+  int applicable() const { return int(stages.size()) - not_applicable; }
+  // Every applicable stage passed (at least one did).
   bool ready() const;
-  // Not ready, but every stage that could run for a family the executor does not model passed
-  // (readiness established at the service level).
+  // Not ready, but every applicable stage that could run for a family the executor does not
+  // model passed (readiness established at the service level).
   bool service_level() const;
   // "established", "service_level" or "not_established".
   const char* verdict() const;
@@ -53,7 +55,8 @@ Checklist run_checklist(Context& ctx, const std::vector<Stage>& table,
 
 // The run record of a checklist: every stage's checks ("<stage>/<case>"), then the stage itself
 // ("stage/<NN>-<id>", kind day0_stage: its title, summary, status and the run's verdict); pass
-// for a passed stage, fail for a failed one, skip otherwise. `stack` is the backend's
+// for a passed stage, fail for a failed one, skip otherwise (a not-applicable stage included;
+// details.stage_status names which). `stack` is the backend's
 // stack_info.
 run::RunReport run_record(const Context& ctx, const Checklist& checklist,
                           const nlohmann::json& stack, double seconds);

@@ -41,8 +41,10 @@ struct Options {
 
 // kNotModelled: the stage needs the executor and the model's family is not modelled; it does
 // not gate later stages, and a run whose other stages all passed is established at the service
-// level (exit 0) rather than fully.
-enum class StageStatus { kPass, kFail, kBlocked, kNotRun, kNotModelled };
+// level (exit 0) rather than fully. kNotApplicable: there is nothing for the stage to check on
+// this model or mesh (the image path of a text model, the mesh on one rank): never a pass (not ✓,
+// "not_applicable" in JSON, skipped in JUnit), gates nothing, and is counted apart.
+enum class StageStatus { kPass, kFail, kBlocked, kNotRun, kNotModelled, kNotApplicable };
 const char* stage_status_name(StageStatus s);
 
 struct StageResult {

@@ -442,6 +442,8 @@ const char* stage_status_name(StageStatus s) {
       return "blocked";
     case StageStatus::kNotModelled:
       return "not_modelled";
+    case StageStatus::kNotApplicable:
+      return "not_applicable";
     default:
       return "not_run";
   }
@@ -670,7 +672,7 @@ StageResult run_model_stage(Context& ctx) {
 
 StageResult run_image_stage(Context& ctx) {
   if (!ctx.arch->has_vision)
-    return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
+    return {StageStatus::kNotApplicable, "not applicable: a text-only model", {}, {}};
   if (!ctx.arch->modelled) return not_modelled(ctx, "its vision tower");
   if (!shipped(ctx, "image.yaml"))
     return {StageStatus::kNotRun, "no image goldens for this model", {}, {}};
@@ -679,7 +681,10 @@ StageResult run_image_stage(Context& ctx) {
 
 StageResult run_mesh_stage(Context& ctx) {
   if (ctx.world == nullptr)
-    return {StageStatus::kPass, "not applicable: one rank (run under mpirun for the mesh)", {}, {}};
+    return {StageStatus::kNotApplicable,
+            "not applicable: one rank (run under mpirun for the mesh)",
+            {},
+            {}};
   if (!ctx.arch->modelled) return not_modelled(ctx, "sharded execution runs the executor");
   StageResult r = judge(run_cases(ctx, "mesh.yaml", ctx.model_name + "/*"), "sharded cases");
   size_t ran = 0;
@@ -715,7 +720,7 @@ StageResult run_e2e_text_stage(Context& ctx) {
 
 StageResult run_e2e_image_stage(Context& ctx) {
   if (!ctx.arch->has_vision)
-    return {StageStatus::kPass, "not applicable: a text-only model", {}, {}};
+    return {StageStatus::kNotApplicable, "not applicable: a text-only model", {}, {}};
   StageResult r = judge(of_kind(e2e_cases(ctx), "e2e_image"), "image requests");
   if (r.cases.empty()) r.summary = "not compared: no image e2e goldens for this model";
   return r;

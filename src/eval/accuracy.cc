@@ -35,6 +35,7 @@ nlohmann::json ItemResult::to_json() const {
   if (!choice_logprobs.empty()) j["choice_logprobs"] = choice_logprobs;
   if (logprob) j["logprob"] = *logprob;
   if (!text.empty()) j["text"] = text;
+  if (!engine_text.empty()) j["engine_text"] = engine_text;
   if (!error.empty()) j["error"] = error;
   if (attempts > 0) j["attempts"] = attempts;
   return j;
@@ -50,6 +51,7 @@ ItemResult ItemResult::from_json(const nlohmann::json& j) {
   if (j.contains("logprob") && j.at("logprob").is_number())
     r.logprob = j.at("logprob").get<double>();
   r.text = j.value("text", "");
+  r.engine_text = j.value("engine_text", "");
   r.error = j.value("error", "");
   r.attempts = j.value("attempts", 0);
   return r;

@@ -20,9 +20,13 @@ struct ItemResult {
   bool correct = false;
   std::vector<double> choice_logprobs;  // multiple_choice: each choice's summed logprob
   std::optional<double> logprob;        // logprob_target: the continuation's summed logprob
-  std::string text;                     // generate: the completion
-  std::string error;                    // no answer: why (after the retries)
-  int attempts = 0;                     // requests sent for the item, retries included
+  std::string text;                     // generate: the completion (the text of its token ids
+                                        // where the engine returned them)
+  std::string
+      engine_text;    // generate: the engine's own text, when it differs from `text` only
+                      // where its detokenizer settles incomplete UTF-8 (compare/served_text.h)
+  std::string error;  // no answer: why (after the retries)
+  int attempts = 0;   // requests sent for the item, retries included
 
   nlohmann::json to_json() const;
   static ItemResult from_json(const nlohmann::json& j);  // throws nlohmann errors on bad shape

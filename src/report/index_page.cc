@@ -29,9 +29,10 @@ std::string regression_cell(const SiteModel& model, const SiteRun& run) {
   const auto& s = run.diff->summary;
   const std::string text = std::to_string(run.regressions());
   const std::string prev = run_ref(model.runs[static_cast<size_t>(run.previous)].run.id);
-  const std::string title = std::to_string(s.regressions) + " status, " +
-                            std::to_string(s.metric_drift) + " metric drift, " +
-                            std::to_string(s.perf_regressions) + " timing, vs run " + prev;
+  const std::string title =
+      std::to_string(s.regressions) + " status, " + std::to_string(s.metric_drift) +
+      " metric drift, " + std::to_string(s.perf_regressions) +
+      " timing (one run a side: on the run page, not counted), vs run " + prev;
   return "<a class=\"" + std::string(run.regressions() ? "bad" : "good") + "\" title=\"" +
          html_escape(title) + "\" href=\"" + html_escape(run.page) + "#diff\">" + text + "</a>";
 }

@@ -120,7 +120,9 @@ struct SiteModel {
 };
 
 // The case ids a diff found regressed: status regressions, metric drift, accuracy and timing
-// regressions, each with what flagged it ("status pass -> fail", "timing +12.0% (p=0.001)").
+// regressions, each with what flagged it ("status pass -> fail", "timing +12.0% (welch
+// p=0.001)"). A timing change of one run a side (Mann-Whitney on one pair) is not one: the nightly
+// verdict never fails on it, and two runs of one stack under different load would be "regressed".
 std::map<std::string, std::string> regressed_cases(const diff::DiffReport& d);
 
 // Reads the runs `options` select. `progress(done, total)` is called after each run loaded.

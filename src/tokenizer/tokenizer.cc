@@ -237,6 +237,15 @@ std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
   return std::nullopt;
 }
 
+std::string Tokenizer::id_to_bytes(int32_t id) const {
+  const AddedToken* added = added_.find(id);
+  const std::string* token = added != nullptr ? &added->content : bpe_.id_to_token(id);
+  if (token == nullptr) return "";
+  std::string bytes;
+  if (decoder_ != Decoder::kByteLevel || !byte_level_decode(*token, &bytes)) bytes = *token;
+  return bytes;
+}
+
 int32_t Tokenizer::vocab_size() const {
   int32_t size = bpe_.id_limit();
   for (const AddedToken& t : added_.tokens()) size = std::max(size, t.id + 1);

@@ -43,6 +43,9 @@ class Tokenizer {
   std::optional<int32_t> token_to_id(std::string_view token) const;
   // The token as written in tokenizer.json (byte-level alphabet for model tokens).
   std::optional<std::string> id_to_token(int32_t id) const;
+  // The bytes `id` stands for in decoded text: a byte-level token's raw bytes (possibly part of a
+  // character), an added token's content; "" for an id of no token.
+  std::string id_to_bytes(int32_t id) const;
   // One more than the largest id of the vocab and the added tokens.
   int32_t vocab_size() const;
   bool is_special(int32_t id) const;

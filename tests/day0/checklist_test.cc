@@ -17,6 +17,9 @@ namespace {
 StageResult passes(Context&) { return {StageStatus::kPass, "fine", {}, {}}; }
 StageResult fails(Context&) { return {StageStatus::kFail, "broken", {}, {}}; }
 StageResult unmodelled(Context&) { return {StageStatus::kNotModelled, "not modelled", {}, {}}; }
+StageResult not_applicable(Context&) {
+  return {StageStatus::kNotApplicable, "not applicable: a text-only model", {}, {}};
+}
 StageResult throws(Context&) { throw InputError("model.safetensors", "bad header:\n  tensor x"); }
 StageResult with_cases(Context&) {
   run::CaseOutcome ok{"m/a", "m/a", "op", {}, {}};
@@ -79,6 +82,32 @@ TEST(Checklist, AnUnmodelledFamilyGatesNothingAndIsEstablishedAtTheServiceLevel)
   const Checklist dry = run_checklist(f.ctx, table);
   EXPECT_EQ(by_id(dry)["service"].status, StageStatus::kNotRun);
   EXPECT_EQ(std::string(dry.verdict()), "not_established");
+}
+
+// A stage that does not apply is no pass: counted apart, gating nothing, recorded as a skip with
+// its own stage status; a checklist of nothing but such stages establishes nothing.
+TEST(Checklist, ANotApplicableStageIsCountedApartAndGatesNothing) {
+  Fixture f;
+  const std::vector<Stage> table = {
+      {"config", "config", &passes, {}, {}, false},
+      {"image", "image path", &not_applicable, {"config"}, {}, false},
+      {"service", "service", &passes, {"config"}, {"image"}, false},
+  };
+  const Checklist c = run_checklist(f.ctx, table);
+  EXPECT_EQ(by_id(c)["service"].status, StageStatus::kPass);
+  EXPECT_EQ(c.passed, 2);
+  EXPECT_EQ(c.not_applicable, 1);
+  EXPECT_EQ(c.applicable(), 2);
+  EXPECT_TRUE(c.ready());
+  EXPECT_EQ(std::string(stage_status_name(StageStatus::kNotApplicable)), "not_applicable");
+  const run::RunReport r = run_record(f.ctx, c, {}, 1);
+  ASSERT_EQ(r.cases.size(), 3u);
+  EXPECT_EQ(r.cases[1].result.status, Status::kSkip);
+  EXPECT_EQ(r.cases[1].result.details["stage_status"], "not_applicable");
+
+  const Checklist none = run_checklist(f.ctx, {{"image", "image", &not_applicable, {}, {}, false}});
+  EXPECT_FALSE(none.ready());
+  EXPECT_EQ(std::string(none.verdict()), "not_established");
 }
 
 TEST(Checklist, AStageThatThrowsFailsWithTheErrorOnOneLine) {

@@ -32,6 +32,12 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   EXPECT_EQ(stages["config"]["summary"], "LlamaForCausalLM: 557,696 parameters");
   EXPECT_EQ(stages["coverage"]["summary"], "9 native, 0 fallback of the model's 9 ops in bf16");
   EXPECT_EQ(stages["image"]["summary"], "not applicable: a text-only model");
+  // Stages that do not apply are no passes, and are counted apart.
+  for (const char* id : {"image", "mesh", "e2e_image"})
+    EXPECT_EQ(stages[id]["status"], "not_applicable") << id;
+  EXPECT_EQ(j["passed"], 12);
+  EXPECT_EQ(j["applicable"], 12);
+  EXPECT_EQ(j["not_applicable"], 3);
   EXPECT_NE(stages["op_accuracy"]["summary"].get<std::string>().find(
                 " at this model's shapes), 0 failed"),
             std::string::npos);
@@ -73,6 +79,13 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   EXPECT_NE(index.find("<p class=\"verdict verdict-established\">Day-0 readiness established</p>"),
             std::string::npos);
   EXPECT_NE(index.find("performance snapshot"), std::string::npos);
+  EXPECT_NE(index.find("<li data-stage=\"image\"><span class=\"st st-not_applicable\">"),
+            std::string::npos);
+  // JUnit: a stage that does not apply is skipped, never passed.
+  const std::string junit = test::read_file(dir.file("out/day0.xml"));
+  const size_t image = junit.find("name=\"stage/08-image\"");
+  ASSERT_NE(image, std::string::npos) << junit;
+  EXPECT_LT(junit.find("<skipped", image), junit.find("</testcase>", image)) << junit;
 }
 
 // A faulty rmsnorm on every call: operator accuracy fails and blocks what needs it; with

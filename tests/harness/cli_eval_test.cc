@@ -312,3 +312,82 @@ TEST_F(EvalCli, AMalformedTaskFileFailsAtItsLine) {
 
 }  // namespace
 }  // namespace h0::test
+
+namespace h0::test {
+namespace {
+
+// The fake engine in vLLM 0.32's two modes that once failed a right model (README "Real
+// engines"). Each would fail here under the old rules: text compared byte for byte, the
+// continuation located by character offsets.
+class VllmFake : public EvalCli {
+ protected:
+  std::string tokenizer() const {
+    return " --tokenizer " + source_path("configs/models/tiny-llama/tokenizer.json");
+  }
+};
+
+// vLLM's detokenizer replaying tiny-llama's goldens: completion_ids_p7's prompt ends in an
+// incomplete character, which vLLM emits with the first output token. The ids are the golden's:
+// a pass, with a note naming the bytes; a wrong token is still named.
+TEST_F(VllmFake, HeldBackPromptBytesPassWithANote) {
+  const std::string engine =
+      "--mode vllm_detokenizer --golden-dir " + source_path("golden/e2e/tiny-llama") + tokenizer();
+  Result r;
+  auto cases = run("suites/e2e.yaml",
+                   "--filter 'tiny-llama/completion_ids_p7:tiny-llama/chat_hello' --no-db "
+                   "--platform " +
+                       fake_platform(engine),
+                   &r);
+  ASSERT_EQ(cases.size(), 2u) << r.out << r.err;
+  const auto& p7 = cases["tiny-llama/completion_ids_p7"];
+  EXPECT_EQ(p7["status"], "pass") << p7["message"];
+  EXPECT_NE(p7["message"].get<std::string>().find("bytes of the prompt's tail"), std::string::npos)
+      << p7["message"];
+  // As vLLM answered it: the prompt's tail ("\uFFFD\uFFFD2es\uFFFD%hen\uFFFD") first.
+  EXPECT_EQ(p7["details"]["responses"]["not streamed"]["text"].get<std::string>().rfind(
+                "\xEF\xBF\xBD\xEF\xBF\xBD"
+                "2es",
+                0),
+            0u)
+      << p7["details"]["responses"];
+  EXPECT_EQ(cases["tiny-llama/chat_hello"]["status"], "pass");
+
+  cases = run("suites/e2e.yaml",
+              "--filter 'tiny-llama/completion_ids_p7' --no-db --platform " +
+                  fake_platform(engine + " --corrupt-at 3", "corrupt"),
+              &r);
+  EXPECT_EQ(cases["tiny-llama/completion_ids_p7"]["status"], "fail");
+  EXPECT_NE(cases["tiny-llama/completion_ids_p7"]["message"].get<std::string>().find(
+                "token ids differ from the golden at position 3"),
+            std::string::npos)
+      << cases["tiny-llama/completion_ids_p7"]["message"];
+}
+
+// vLLM lists the BOS with its text at text_offset 0 and counts it in every later offset: the
+// continuation, located by tokens, sums the same logprobs as on an engine whose offsets count
+// the echoed text only.
+TEST_F(VllmFake, ABosInTheEchoOffsetsDoesNotShiftTheContinuation) {
+  const std::string checks =
+      "  - id: mc\n    kind: eval\n    task: suites/tasks/facts.jsonl\n    limit: 8\n"
+      "    gate: {min_score: 0.0}\n";
+  Result a, b;
+  const auto plain =
+      run(suite(checks, "plain-suite"),
+          "--no-db --platform " + fake_platform("--mode ok" + tokenizer(), "plain"), &a);
+  const auto vllm =
+      run(suite(checks, "vllm-suite"),
+          "--no-db --platform " + fake_platform("--mode bos_in_echo_offsets" + tokenizer(), "vllm"),
+          &b);
+  ASSERT_EQ(plain["mc"]["status"], "pass") << a.out << a.err << plain["mc"]["message"];
+  ASSERT_EQ(vllm["mc"]["status"], "pass") << b.out << b.err << vllm["mc"]["message"];
+  ASSERT_EQ(plain["mc"]["items"].size(), 8u);
+  for (size_t i = 0; i < 8; ++i) {
+    const auto& want = plain["mc"]["items"][i]["evidence"]["choice_logprobs"];
+    ASSERT_EQ(want.size(), 4u);
+    EXPECT_LT(want[0].get<double>(), 0.0);
+    EXPECT_EQ(vllm["mc"]["items"][i]["evidence"]["choice_logprobs"], want) << i;
+  }
+}
+
+}  // namespace
+}  // namespace h0::test

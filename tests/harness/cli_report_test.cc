@@ -396,3 +396,42 @@ TEST(CliReportCompare, ATimingChangePointIsListedWithWhatIsWrong) {
 
 }  // namespace
 }  // namespace h0
+
+namespace h0 {
+namespace {
+
+// Two runs of one stack minutes apart, the second on a loaded machine (every sample 60% slower):
+// one run a side, Mann-Whitney calls it a regression (harness diff lists it), but "What is wrong"
+// flags timing only by the nightly's rules (repeated runs, change points), so it lists nothing.
+TEST(CliReportCompare, OnePairOfSameStackRunsIsNoTimingRegression) {
+  test::TempDir dir;
+  const std::string db = dir.file("r.db");
+  {
+    auto store = store::SqliteStore::open(db);
+    for (const double scale : {1.0, 1.6}) {
+      store::ResultData r = result("k", "pass", "");
+      store::ProfileData p;
+      p.phase = "steady";
+      p.name = "k";
+      for (int i = 0; i < 30; ++i) p.samples_ns.push_back(scale * (1e6 + 1e3 * (i % 7)));
+      p.count = int64_t(p.samples_ns.size());
+      p.median_ns = scale * 1.003e6;
+      r.profiles = {p};
+      write_run(*store, "day0", "box", {{"stack", "v1"}}, {r});
+    }
+  }
+  const auto diff = run_harness("diff --db " + db + " --base 1 --head 2 --json");
+  ASSERT_NE(diff.out.find("\"mann-whitney\""), std::string::npos) << diff.out << diff.err;
+  ASSERT_NE(diff.out.find("\"regression\""), std::string::npos) << diff.out;
+  const auto r = run_harness("report --db " + db + " --out " + dir.file("site"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const std::string index = test::read_file(dir.file("site/index.html"));
+  const size_t wrong = index.find("<section id=\"wrong\">");
+  ASSERT_NE(wrong, std::string::npos);
+  const std::string section = index.substr(wrong, index.find("</section>", wrong) - wrong);
+  EXPECT_EQ(section.find("timing"), std::string::npos) << section;
+  EXPECT_NE(section.find("Nothing: no check fails or regressed"), std::string::npos) << section;
+}
+
+}  // namespace
+}  // namespace h0

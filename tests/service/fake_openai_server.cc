@@ -26,6 +26,12 @@
 //                     header (a server that echoes the caller's key in a successful answer)
 //   nondeterministic  like ok, but each completion is held 150 ms, and one that overlapped
 //                     another gets its 4th token changed (id + 1)
+//   vllm_detokenizer  like ok, but a golden's text is replayed as vLLM 0.32's incremental
+//                     detokenizer emits it (vllm_detokenizer.h): the prompt's held-back incomplete
+//                     character comes out with the first token, a trailing one never
+//   bos_in_echo_offsets  like ok, but an echo lists special tokens (the BOS) with their text and
+//                     counts their characters in text_offset though the echoed text omits them,
+//                     as vLLM 0.32 does
 //   answers           a model of known accuracy for eval tests: a text completion whose prompt
 //                     holds a marker <<N>> (its last one) answers " N" (right) for a share
 //                     --known P of the prompts (by a hash of the prompt) and " N+1" for the rest;
@@ -35,6 +41,10 @@
 // the documented OpenAI set is answered 422 {"detail": "Unexpected fields in the request:
 // {...}"}; /v1/completions takes only a string prompt (400 otherwise); no logprobs and no token
 // ids in any answer; a stream carries its usage in the last chunk and ends without [DONE].
+// echo (completions, not streamed, with --tokenizer F): the prompt's tokens (its ids, or its text
+// encoded with specials) come first in the logprobs, each with text_offset into the echoed text
+// (the prompt's decode, specials skipped) and a logprob that depends on the id and position
+// only (the first null), then the completion's.
 // --golden-dir D [--tokenizer F] [--corrupt-at N]: a request equal to a golden's (golden/e2e
 // format: chat messages, or a completion whose prompt is the golden's text or tokenizes to its
 // prompt_token_ids with F) gets the golden's answer (its token ids, its text; streamed token by
@@ -53,6 +63,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -67,6 +78,7 @@
 #include <thread>
 #include <vector>
 
+#include "service/vllm_detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -223,6 +235,10 @@ struct Generation {
   std::vector<int64_t> prompt_ids;
   std::vector<Token> tokens;
   std::string finish;
+  // echo: the prompt's tokens (logprob NAN for the first), their text offsets, the echoed text.
+  std::vector<Token> echoed;
+  std::vector<int64_t> echo_offsets;
+  std::string echo_text;
 };
 
 // --golden-dir: the golden files, read once; --tokenizer: the model's tokenizer.
@@ -266,7 +282,13 @@ void replay(const json& golden, Generation* g) {
   }
   g->tokens.clear();
   const json steps = golden.value("logprobs", json::array());
-  if (g_tokenizer) {
+  if (g_tokenizer && g_flags.mode == "vllm_detokenizer") {
+    h0::test::VllmDetokenizer stream(*g_tokenizer, g->prompt_ids);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const double lp = i < steps.size() ? steps[i].value("logprob", -1.0) : -1.0;
+      g->tokens.push_back({ids[i], stream.step(ids[i]), lp});
+    }
+  } else if (g_tokenizer) {
     // Each token's text: what decoding one more id adds, a trailing U+FFFD (an incomplete
     // character the next id may complete) held back until it is settled.
     std::string emitted;
@@ -344,6 +366,34 @@ void answer_marker(const std::string& prompt, uint64_t hash, Generation* g) {
   g->finish = "stop";
 }
 
+// echo: the prompt's tokens before the completion's, with text offsets as OpenAI counts them
+// (characters of the echoed text), or as vLLM does in mode bos_in_echo_offsets (a special
+// token's text counted too).
+void echo_prompt(const json& prompt, Generation* g) {
+  std::vector<int64_t> ids;
+  if (prompt.is_array()) {
+    ids = prompt.get<std::vector<int64_t>>();
+  } else {
+    for (const int32_t id : g_tokenizer->encode(prompt.get<std::string>(), true)) ids.push_back(id);
+  }
+  const bool vllm_offsets = g_flags.mode == "bos_in_echo_offsets";
+  int64_t offset = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t id = int32_t(ids[i]);
+    const bool special = g_tokenizer->is_special(id);
+    const std::string text = g_tokenizer->decode(std::vector<int32_t>{id}, false);
+    const double lp =
+        i == 0 ? NAN : -(0.05 + double((uint64_t(id) * 7919 + i * 104729) % 1000) / 250.0);
+    g->echoed.push_back({ids[i], text, lp});
+    g->echo_offsets.push_back(offset);
+    if (vllm_offsets || !special) {
+      for (const char c : text) offset += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    }
+  }
+  std::vector<int32_t> v(ids.begin(), ids.end());
+  g->echo_text = g_tokenizer->decode(v, true);
+}
+
 Generation generate(const json& request, bool chat, bool overlapped) {
   Generation g;
   g.chat = chat;
@@ -389,6 +439,7 @@ Generation generate(const json& request, bool chat, bool overlapped) {
   if (g_flags.mode == "answers" && !chat && prompt.is_string())
     answer_marker(prompt.get<std::string>(), hash, &g);
   if (const json* golden = golden_for(request, chat)) replay(*golden, &g);
+  if (!chat && request.value("echo", false) && g_tokenizer && !g.stream) echo_prompt(prompt, &g);
   if (g_flags.strict) g.top = 0, g.token_ids = g.as_ids = false;
   return g;
 }
@@ -401,7 +452,23 @@ std::string token_string(const Generation& g, int64_t id, const std::string& tex
 json logprobs_json(const Generation& g, size_t begin, size_t end) {
   if (g.top == 0) return nullptr;
   json content = json::array(), tokens = json::array(), values = json::array(),
-       tops = json::array();
+       tops = json::array(), offsets = json::array();
+  if (!g.echoed.empty() && begin == 0) {  // the prompt's tokens first, then the completion's
+    for (size_t i = 0; i < g.echoed.size(); ++i) {
+      const Token& t = g.echoed[i];
+      const std::string text = token_string(g, t.id, t.text);
+      tokens.push_back(text);
+      values.push_back(std::isnan(t.logprob) ? json(nullptr) : json(t.logprob));
+      tops.push_back(std::isnan(t.logprob) ? json(nullptr) : json({{text, t.logprob}}));
+      offsets.push_back(g.echo_offsets[i]);
+    }
+  }
+  int64_t offset = 0;
+  if (!g.echoed.empty()) {  // the completion's offsets continue the echoed text's
+    offset = g.echo_offsets.back();
+    for (const char c : g.echoed.back().text)
+      offset += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }
   for (size_t i = begin; i < end; ++i) {
     const Token& t = g.tokens[i];
     json top_list = json::array(), top_map = json::object();
@@ -417,9 +484,13 @@ json logprobs_json(const Generation& g, size_t begin, size_t end) {
     tokens.push_back(text);
     values.push_back(t.logprob);
     tops.push_back(top_map);
+    offsets.push_back(offset);
+    for (const char c : t.text) offset += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
   }
   if (g.chat) return {{"content", content}};
-  return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}};
+  json out = {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}};
+  if (!g.echoed.empty()) out["text_offset"] = offsets;
+  return out;
 }
 
 // A response (`streamed` false) or a chunk of tokens [begin, end).
@@ -432,7 +503,7 @@ json choice_json(const Generation& g, size_t begin, size_t end, bool streamed, b
   }
   json choice = {{"index", 0}, {"logprobs", logprobs_json(g, begin, end)}};
   if (!g.chat) {
-    choice["text"] = text;
+    choice["text"] = (begin == 0 ? g.echo_text : std::string()) + text;
   } else if (streamed) {
     choice["delta"] = {{"content", text}};
   } else {
@@ -642,9 +713,10 @@ bool parse_flags(int argc, char** argv) {
     }
   }
   static const std::set<std::string> kModes = {
-      "ok",           "never_healthy", "die_mid_stream", "malformed_sse", "bogus_sse",
-      "http_500",     "http_429",      "slow_tokens",    "no_done",       "nondeterministic",
-      "stream_error", "invalid_utf8",  "echo_auth",      "answers"};
+      "ok",        "never_healthy",    "die_mid_stream",   "malformed_sse",
+      "bogus_sse", "http_500",         "http_429",         "slow_tokens",
+      "no_done",   "nondeterministic", "stream_error",     "invalid_utf8",
+      "echo_auth", "answers",          "vllm_detokenizer", "bos_in_echo_offsets"};
   if (!kModes.contains(g_flags.mode)) {
     std::fprintf(stderr, "fake_openai_server: unknown mode %s\n", g_flags.mode.c_str());
     return false;

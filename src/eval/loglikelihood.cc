@@ -1,0 +1,95 @@
+#include "eval/loglikelihood.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "base/utf8.h"
+
+namespace h0::eval {
+namespace {
+
+// Adds token `t` to `s`: its logprob, and whether it is its position's best.
+bool add_token(const service::TokenInfo& t, EchoScore* s) {
+  if (!t.logprob) return false;
+  s->logprob += *t.logprob;
+  ++s->tokens;
+  double best = *t.logprob;
+  for (const auto& [text, lp] : t.top) best = std::max(best, lp);
+  if (*t.logprob < best - 1e-9) s->greedy = false;
+  return true;
+}
+
+}  // namespace
+
+TokenizedPair tokenize_pair(const tokenizer::Tokenizer& tok, std::string_view context,
+                            std::string_view continuation) {
+  const std::string whole = std::string(context) + std::string(continuation);
+  const std::vector<int32_t> with = tok.encode(whole, true), content = tok.encode(whole, false);
+  // Where the text's own ids sit among the ones the template adds (a BOS before them).
+  size_t at = 0;
+  while (at + content.size() <= with.size() &&
+         !std::equal(content.begin(), content.end(), with.begin() + long(at)))
+    ++at;
+  if (at + content.size() > with.size()) at = 0;  // the template rewrote them: count as they are
+  TokenizedPair p;
+  p.ids.assign(with.begin(), with.end());
+  size_t bytes = 0, first = content.size();
+  for (size_t t = 0; t < content.size(); ++t) {
+    bytes += tok.id_to_bytes(content[t]).size();
+    if (bytes > context.size() && first == content.size()) first = t;
+  }
+  p.begin = at + first;
+  p.end = at + content.size();
+  return p;
+}
+
+EchoScore score_echo_tokens(const service::Result& r, const TokenizedPair& pair,
+                            int64_t generated) {
+  EchoScore s;
+  const int64_t prompt = int64_t(r.tokens.size()) - std::max<int64_t>(generated, 0);
+  if (r.tokens.empty() || prompt <= 0) {
+    s.cannot = "its echo gave no logprobs for the prompt";
+    return s;
+  }
+  if (prompt != int64_t(pair.ids.size())) {
+    s.cannot = "its echo lists " + std::to_string(prompt) + " prompt tokens where the model's " +
+               "tokenizer makes " + std::to_string(pair.ids.size()) +
+               " (the engine tokenizes the prompt differently)";
+    return s;
+  }
+  for (size_t i = pair.begin; i < pair.end; ++i) {
+    if (!add_token(r.tokens[i], &s)) {
+      s.cannot = "the continuation's token at position " + std::to_string(i) + " has no logprob";
+      return s;
+    }
+  }
+  if (s.tokens == 0) s.cannot = "the continuation has no tokens";
+  return s;
+}
+
+EchoScore score_echo_offsets(const service::Result& r, std::string_view context,
+                             std::string_view continuation) {
+  EchoScore s;
+  const int64_t ctx = int64_t(utf8_characters(context));
+  const int64_t end = ctx + int64_t(utf8_characters(continuation));
+  const auto& t = r.tokens;
+  if (t.empty() ||
+      !std::all_of(t.begin(), t.end(), [](const auto& x) { return x.text_offset.has_value(); })) {
+    s.cannot = "its echo gave no logprobs with text offsets for the prompt";
+    return s;
+  }
+  for (size_t i = 0; i < t.size(); ++i) {
+    const int64_t start = *t[i].text_offset;
+    const int64_t stop = i + 1 < t.size() ? *t[i + 1].text_offset : INT64_MAX;
+    if (start >= end) break;  // the generated token
+    if (stop <= ctx) continue;
+    if (!add_token(t[i], &s)) {
+      s.cannot = "the continuation's token at offset " + std::to_string(start) + " has no logprob";
+      return s;
+    }
+  }
+  if (s.tokens == 0) s.cannot = "no prompt token of the continuation came back";
+  return s;
+}
+
+}  // namespace h0::eval
