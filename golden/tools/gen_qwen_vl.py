@@ -203,7 +203,7 @@ def write_model_golden(model, ckpt: Path, image: Path, out: Path) -> Path:
     tensors["greedy_top5_ids"] = torch.stack(g_top).to(torch.int64)
     tensors["greedy_top5_logprobs"] = torch.stack(g_lp).to(torch.float32)
     order = ["pixel_values.patch_stats"] + rec.order
-    md = dump_hf.metadata(PRODUCER, MODEL, image.stem, order, "float32", "cpu", GREEDY, image.name)
+    md = dump_hf.metadata(PRODUCER, ckpt.name, image.stem, order, "float32", "cpu", GREEDY, image.name)
     md["image_grid_thw"] = json.dumps(inputs["image_grid_thw"][0].tolist())
     md["question"] = QUESTION
     path = out / f"{image.stem}.safetensors"
@@ -215,13 +215,17 @@ def write_model_golden(model, ckpt: Path, image: Path, out: Path) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--root", default=str(Path(__file__).resolve().parents[2]))
+    ap.add_argument("--model", default=MODEL,
+                    help="another Qwen2.5-VL fixture under tests/data/models (e.g. tiny-qwen2-5-vl-hd32): "
+                         "its model goldens (3.) only, the images and the preprocessing being the same")
     args = ap.parse_args()
     root = Path(args.root)
-    ckpt = root / "tests" / "data" / "models" / MODEL
-    out = root / "golden" / "models" / MODEL
+    ckpt = root / "tests" / "data" / "models" / args.model
+    out = root / "golden" / "models" / args.model
     images = make_images(root / "golden" / "models" / "images")
-    written = list(images)
-    written.append(write_preprocess(ckpt, images, out / "preprocess.json"))
+    written = list(images) if args.model == MODEL else []
+    if args.model == MODEL:
+        written.append(write_preprocess(ckpt, images, out / "preprocess.json"))
     model = dump_hf.load_model(ckpt, torch.float32, "cpu")
     by_name = {p.name: p for p in images}
     for name in MODEL_IMAGES:

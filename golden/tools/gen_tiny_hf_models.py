@@ -100,8 +100,13 @@ QWEN_VL_MAX_PIXELS = 28 * 28 * 64
 SEED = 0
 
 
+def base_name(name: str) -> str:
+    """A variant's family fixture: tiny-mistral-hd32 -> tiny-mistral; tiny-deepseek-v3-mla -> a Llama-3 tokenizer's."""
+    return "tiny-mistral" if name == "tiny-deepseek-v3-mla" else name.removesuffix("-hd32")
+
+
 def common(name: str) -> dict:
-    _, bos, eos, pad = TOKENIZERS[name]
+    _, bos, eos, pad = TOKENIZERS[base_name(name)]
     return dict(vocab_size=1024, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                 intermediate_size=128, max_position_embeddings=2048, bos_token_id=bos, eos_token_id=eos,
                 pad_token_id=pad)
@@ -167,6 +172,42 @@ def configs():
         "tiny-olmo2": Olmo2Config(
             **common("tiny-olmo2"), rms_norm_eps=1e-6, tie_word_embeddings=False, initializer_range=0.3),
     }
+
+
+# Variants a real engine's CPU build can load (vLLM 0.32: its CPU attention takes head sizes 32, 64,
+# 80, ... 512; its CPU MLA decode kernel only kv_lora_rank + qk_rope_head_dim = 576): the same
+# family and blocks with 2 query heads of 32 over one kv head (hidden 64), and for MLA DeepSeek-V3's
+# own latent sizes (kv_lora_rank 512, qk_rope_head_dim 64). Written as <name>-hd32 (tiny-deepseek-v3-mla
+# for the MLA one), tokenizers as above.
+VLLM_VARIANTS = {"tiny-mistral": "tiny-mistral-hd32", "tiny-olmo2": "tiny-olmo2-hd32",
+                 "tiny-qwen2-moe": "tiny-qwen2-moe-hd32", "tiny-qwen3-next": "tiny-qwen3-next-hd32",
+                 "tiny-qwen3-5": "tiny-qwen3-5-hd32", "tiny-qwen2-5-vl": "tiny-qwen2-5-vl-hd32"}
+
+
+def vllm_variant(cfg):
+    """`cfg` with head_dim 32: 2 query heads, 1 kv head (the text config of a multimodal one)."""
+    text = getattr(cfg, "text_config", None) or cfg
+    text.num_attention_heads, text.num_key_value_heads = 2, 1
+    old = getattr(text, "head_dim", None) or text.hidden_size // 4
+    if getattr(text, "head_dim", None) is not None:
+        text.head_dim = 32
+    rope = getattr(text, "rope_parameters", None) or {}
+    if "mrope_section" in rope:  # it spans half the rotary dims: scaled with the head
+        rope["mrope_section"] = [m * 32 // old for m in rope["mrope_section"]]
+    return cfg
+
+
+def deepseek_v3_mla():
+    from transformers import DeepseekV3Config
+
+    return DeepseekV3Config(
+        **{**common("tiny-mistral"), "num_key_value_heads": 2, "num_attention_heads": 2}, q_lora_rank=32,
+        kv_lora_rank=512, qk_nope_head_dim=32, qk_rope_head_dim=64, v_head_dim=32, n_routed_experts=4,
+        num_experts_per_tok=2, moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1, n_group=1,
+        topk_group=1, routed_scaling_factor=2.5, tie_word_embeddings=False, initializer_range=0.2,
+        # What DeepSeek-V3's own config.json says and transformers leaves implicit (it always routes
+        # so); vLLM reads them and, without topk_method, has no e_score_correction_bias to load.
+        topk_method="noaux_tc", scoring_func="sigmoid")
 
 
 @torch.no_grad()
@@ -251,7 +292,7 @@ def build(name: str, cfg, out: Path, plain: bool) -> None:
         write_vl_processor(out)
     else:
         for f in TOKENIZER_FILES:
-            shutil.copyfile(ROOT / "configs" / "models" / TOKENIZERS[name][0] / f, out / f)
+            shutil.copyfile(ROOT / "configs" / "models" / TOKENIZERS[base_name(name)][0] / f, out / f)
     size = sum(f.stat().st_size for f in out.iterdir())
     print(f"{out}: {type(model).__name__}, {sum(p.numel() for p in model.parameters())} parameters, "
           f"{size} bytes; offset {len(touched)} constant parameters: {touched}")
@@ -274,7 +315,7 @@ def check(name: str, out: Path) -> None:
         image = Image.open(ROOT / "golden" / "models" / "images" / "gradient.png")
         messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is this?"}]}]
         ids = vl_inputs(out, [image], messages)
-    eos = TOKENIZERS[name][2]
+    eos = TOKENIZERS[base_name(name)][2]
     gc = GenerationConfig(do_sample=False, max_new_tokens=8, eos_token_id=eos, pad_token_id=eos)
     seq = model.generate(**ids, generation_config=gc)[0, ids["input_ids"].shape[1]:].tolist()
     logits = model(**ids).logits[0, -1]
@@ -288,10 +329,16 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "tests" / "data" / "models"))
     ap.add_argument("--only", help="comma-separated names")
     ap.add_argument("--plain-init", action="store_true", help="keep transformers' init as it is")
+    ap.add_argument("--vllm-variants", action="store_true",
+                    help="write the VLLM_VARIANTS (head_dim 32) and tiny-deepseek-v3-mla instead")
     args = ap.parse_args()
     torch.set_num_threads(1)
     only = set(args.only.split(",")) if args.only else None
-    for name, cfg in configs().items():
+    every = configs()
+    if args.vllm_variants:
+        every = {VLLM_VARIANTS[n]: vllm_variant(c) for n, c in every.items() if n in VLLM_VARIANTS}
+        every["tiny-deepseek-v3-mla"] = deepseek_v3_mla()
+    for name, cfg in every.items():
         if only and name not in only:
             continue
         out = Path(args.out) / name

@@ -130,6 +130,42 @@ TEST(Day0Engine, AModelledFamilyOnAThirdPartyEnginePassesEveryStage) {
   }
 }
 
+// The fixtures a real engine's CPU build can load (golden/tools/gen_tiny_hf_models.py
+// --vllm-variants: head_dim 32; DeepSeek-V3's own MLA latent sizes, kv_lora_rank 512 + rope 64),
+// which no shipped suite names: every stage passes against their transformers goldens given as
+// --golden (dump_hf probes and served answers in one directory), as tests/peers/vllm_day0.sh
+// runs them against vLLM. (tiny-qwen2-5-vl-hd32's image path is suites/image.yaml's; the fake
+// engine replays no image chat.)
+TEST(Day0Engine, TheFixturesVllmServesPassEveryStage) {
+  for (const char* name : {"tiny-deepseek-v3-mla", "tiny-mistral-hd32", "tiny-qwen2-moe-hd32",
+                           "tiny-qwen3-next-hd32", "tiny-qwen3-5-hd32"}) {
+    SCOPED_TRACE(name);
+    test::TempDir dir;
+    std::filesystem::create_directories(dir.file("goldens"));
+    // The text prompts' probes (gen_models.py's p7, p13; the image dumps are suites/image.yaml's)
+    // and the served answers.
+    for (const std::string from : {"golden/models/", "golden/e2e/"}) {
+      for (const auto& e : std::filesystem::directory_iterator(test::source_path(from + name))) {
+        const std::string file = e.path().filename().string();
+        if (from == "golden/models/" && file.rfind("p", 0) != 0) continue;
+        std::filesystem::copy_file(e.path(), dir.file("goldens/" + file));
+      }
+    }
+    const auto r =
+        run_harness("day0 --json --no-db --no-report --model " +
+                    test::source_path(std::string("tests/data/models/") + name) + " --platform " +
+                    engine_platform(dir, name) + " --golden " + dir.file("goldens"));
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    auto stages = test::expect_every_stage_passes(r.out);
+    EXPECT_NE(stages["layer_accuracy"]["summary"].get<std::string>().find(" 0 failed"),
+              std::string::npos)
+        << stages["layer_accuracy"]["summary"];
+    EXPECT_NE(stages["model"]["summary"].get<std::string>().find("2 model cases, 0 failed"),
+              std::string::npos)
+        << stages["model"]["summary"];
+  }
+}
+
 // The dashboard of such a run says which readiness was established.
 TEST(Day0Engine, TheDashboardShowsTheServiceLevelVerdict) {
   test::TempDir dir;

@@ -10,8 +10,9 @@
 #      and at exit); a model vLLM refuses is reported with vLLM's own words (the log's error line);
 #   3. writes a platform file (configs/platforms/cpu.yaml with `service: {url, model}`, the dialect
 #      probed) and runs against it `harness run suites/e2e.yaml` (the model's cases), `harness run
-#      suites/eval.yaml` (the model's tasks) and `harness day0 --golden golden/e2e/<name>
-#      --keep-going`;
+#      suites/eval.yaml` (the model's tasks) and `harness day0 --keep-going --golden G`, G holding
+#      golden/e2e/<name> and golden/models/<name>/ (the dump_hf probes of a fixture no shipped
+#      suite names, such as the -hd32 ones gen_tiny_hf_models.py --vllm-variants writes);
 #   4. with --perturb: a copy of the checkpoint with one decoder layer's weights x 1.5, served the
 #      same way: its e2e cases must fail, naming the first differing token.
 # Then it prints a table, one row per model: loads or not (vLLM's words), each day0 stage's status
@@ -73,9 +74,12 @@ trap 'exit 130' INT TERM
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# vLLM's own words for why it did not start: the last exception line of its log.
+# vLLM's own words for why it did not start or answer: the first exception its processes logged as
+# an ERROR (a worker's ValueError before the engine's RuntimeError that wraps it; not the ulimit
+# warning every start prints).
 vllm_words() {
-  grep -E '^[A-Za-z_.]*(Error|Exception)[:(]|NotImplementedError|ValueError|RuntimeError' "$1" | tail -n 1 | cut -c1-220
+  grep ' ERROR ' "$1" | grep -E '(Error|Exception): ' | grep -v -E 'EngineDeadError|initialization failed' \
+    | head -n 1 | sed -E 's/^.*\] //' | cut -c1-220
 }
 
 # Starts vLLM on $1 (served name $2) with dtype $3; sets SERVER_PID and URL, or returns 1.
@@ -89,7 +93,13 @@ start_vllm() {
   SERVER_PID=$!
   for _ in $(seq 1 "$STARTUP_TIMEOUT"); do
     kill -0 "$SERVER_PID" 2>/dev/null || break
-    curl -sf -m 2 "$URL/health" >/dev/null && return 0
+    if curl -sf -m 2 "$URL/health" >/dev/null; then
+      # Healthy is not loaded: vLLM builds some kernels at the first request (and dies there).
+      curl -sf -m 120 "$URL/v1/completions" -H 'Content-Type: application/json' \
+        -d "{\"model\": \"$name\", \"prompt\": \"Hello\", \"max_tokens\": 1}" >/dev/null && return 0
+      sleep 2
+      break
+    fi
     sleep 1
   done
   stop_server
@@ -137,17 +147,34 @@ for MODEL in "${MODELS[@]}"; do
   if [[ -z "$DTYPE" ]] && grep -q '"quant_method"' "$DIR/config.json"; then dtype=bfloat16; fi
   if ! start_vllm "$DIR" "$NAME" "$dtype"; then
     words="$(vllm_words "$OUT/$NAME.vllm.log")"
+    # vLLM's CPU build runs some blocks (GDN) and quantized checkpoints only in bf16: once more so.
+    if [[ "$dtype" != bfloat16 && "$words" =~ BF16|bfloat16|not\ supported\ for\ quantization ]]; then
+      echo "  vLLM: $words; again in bfloat16"
+      dtype=bfloat16
+      start_vllm "$DIR" "$NAME" "$dtype" && words="" || words="$(vllm_words "$OUT/$NAME.vllm.log")"
+    fi
+  fi
+  if [[ -z "$SERVER_PID" ]]; then
     echo "  vLLM did not start: ${words:-see the log}"
     printf '%s\tno: %s\n' "$NAME" "${words:-see $OUT/$NAME.vllm.log}" >>"$ROWS"
     continue
   fi
   PLATFORM="$(platform_for "$NAME" "$NAME")"
+  [[ "$dtype" == float32 ]] || NAME_NOTE=" (served in $dtype)"
   "$HARNESS" run suites/e2e.yaml --filter "$NAME/*" --platform "$PLATFORM" --no-db \
     --json "$OUT/$NAME.e2e.json" >"$OUT/$NAME.e2e.txt" 2>&1
   "$HARNESS" run suites/eval.yaml --filter "$NAME/*" --platform "$PLATFORM" --no-db \
     --json "$OUT/$NAME.eval.json" >"$OUT/$NAME.eval.txt" 2>&1
+  # --golden: the served answers (golden/e2e/<name>) and, for a fixture with no shipped suite
+  # cases, its dump_hf probes (golden/models/<name>/), in one directory.
   GOLDEN=()
-  [[ -d "golden/e2e/$NAME" ]] && GOLDEN=(--golden "golden/e2e/$NAME")
+  if [[ -d "golden/e2e/$NAME" ]]; then
+    mkdir -p "$OUT/goldens/$NAME"
+    cp golden/e2e/"$NAME"/*.json "$OUT/goldens/$NAME/"
+    # gen_models.py's text prompts (p7, p13); image dumps are suites/image.yaml's cases
+    [[ -d "golden/models/$NAME" ]] && cp golden/models/"$NAME"/p*.safetensors "$OUT/goldens/$NAME/" 2>/dev/null
+    GOLDEN=(--golden "$OUT/goldens/$NAME")
+  fi
   "$HARNESS" day0 --model "$MODEL" "${GOLDEN[@]}" --platform "$PLATFORM" --keep-going --json \
     --out "$OUT/$NAME.day0" --db "$OUT/results.db" >"$OUT/$NAME.day0.json" 2>"$OUT/$NAME.day0.err"
   row="$(python3 - "$OUT/$NAME.day0.json" <<'PY'
@@ -163,7 +190,8 @@ print(f'yes\t{j["verdict"]}\t{stages}\t{failing}')
 PY
 )"
   e2e="$(counts "$OUT/$NAME.e2e.json")"; ev="$(counts "$OUT/$NAME.eval.json")"
-  printf '%s\t%s\te2e %s\teval %s\n' "$NAME" "$row" "$e2e" "$ev" >>"$ROWS"
+  printf '%s%s\t%s\te2e %s\teval %s\n' "$NAME" "${NAME_NOTE:-}" "$row" "$e2e" "$ev" >>"$ROWS"
+  NAME_NOTE=""
   [[ "$row" == *$'\testablished\t'* ]] || FAILED=1
   stop_server
 
