@@ -116,6 +116,7 @@ CASES = {
         ("chat_text", "chat", chat(("user", "Hello! Who are you?"))),
     ],
 }
+CASES["tiny-llava-hd32"] = CASES["tiny-llava"]  # the LLaVA fixture vLLM's CPU build serves
 
 
 QUICK_BROWN_FOX = "The quick brown fox"  # completion_ids: its encode without special tokens

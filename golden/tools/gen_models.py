@@ -66,7 +66,10 @@ import dump_hf  # noqa: E402
 
 torch.set_num_threads(1)
 
-MODELS = ["tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava"]
+MODELS = ["tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava",
+          # tiny-llava at head_dim 32 (2 text heads over 1, one vision head of 32) with
+          # image_token_index the tokenizer's <image> (1023): the LLaVA fixture vLLM's CPU build serves
+          "tiny-llava-hd32"]
 # Checkpoints written by transformers itself (gen_tiny_hf_models.py: from_config + save_pretrained),
 # under tests/data/models/: their goldens come from the checkpoint as it is, no synth.
 HF_MODELS = ["tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe", "tiny-gemma3", "tiny-gpt-oss", "tiny-gpt-oss-mxfp4",
@@ -83,12 +86,18 @@ PRODUCER = "golden/tools/gen_models.py"
 # The fixed prompts (token ids): the bos id 1000 first, all others < 1000.
 PROMPT_7 = [1000, 17, 263, 951, 4, 588, 120]
 PROMPT_13 = [1000, 42, 7, 999, 318, 64, 512, 3, 870, 233, 101, 676, 45]
-IMAGE_TOKEN = 1003  # tiny-llava's image_token_index
+IMAGE_TOKEN = 1003  # tiny-llava's image_token_index (tiny-llava-hd32's: 1023, its tokenizer's <image>)
 IMAGE_SEQ = 16      # its image_seq_length: (32 / 8)^2 patches, CLS dropped ("default" strategy)
 PROMPTS = {"p7": PROMPT_7, "p13": PROMPT_13}
-# tiny-llava: the 7-token prompt text only, and the 13 text tokens of PROMPT_13 with 16 image
-# tokens after the 4th (29 tokens), with LLAVA_IMAGE.
-LLAVA_PROMPTS = {"p7": PROMPT_7, "p13_image": PROMPT_13[:4] + [IMAGE_TOKEN] * IMAGE_SEQ + PROMPT_13[4:]}
+
+
+def llava_prompts(image_token: int) -> dict:
+    """A LLaVA fixture's prompts: the 7-token prompt text only, and the 13 text tokens of PROMPT_13
+    with 16 image tokens after the 4th (29 tokens), with LLAVA_IMAGE."""
+    return {"p7": PROMPT_7, "p13_image": PROMPT_13[:4] + [image_token] * IMAGE_SEQ + PROMPT_13[4:]}
+
+
+LLAVA_PROMPTS = llava_prompts(IMAGE_TOKEN)
 LLAVA_IMAGE = "checker.png"
 GREEDY = 8
 IMAGE_SEED = 20240607
@@ -266,11 +275,13 @@ def write_pixels(ckpt: Path, images: list[Path], out_dir: Path) -> list[Path]:
 
 def write_activations(ckpt: Path, name: str, out_dir: Path, images_dir: Path) -> list[Path]:
     model = dump_hf.load_model(ckpt, torch.float32, "cpu")
-    prompts = LLAVA_PROMPTS if name == "tiny-llava" else PROMPTS
+    llava = name.startswith("tiny-llava")
+    image_token = model.config.image_token_index if llava else None
+    prompts = llava_prompts(image_token) if llava else PROMPTS
     written = []
     for prompt_id, ids in prompts.items():
         image = pixel_values = rgb = None
-        if IMAGE_TOKEN in ids and name == "tiny-llava":
+        if llava and image_token in ids:
             image = LLAVA_IMAGE
             rgb, pixel_values = dump_hf.preprocess_image(dump_hf.load_image_processor(ckpt), images_dir / image)
         tensors, probes = dump_hf.dump(model, ids, pixel_values, GREEDY)
@@ -312,7 +323,7 @@ def main() -> None:
             continue
         def activations(ckpt: Path, name=name) -> None:
             written.extend(write_activations(ckpt, name, out_dir / name, images_dir))
-            if name == "tiny-llava":
+            if name.startswith("tiny-llava"):
                 written.extend(write_pixels(ckpt, images, out_dir / name))
 
         g = golden_for(args.harness, root, name, with_checkpoint=activations)

@@ -142,14 +142,9 @@ TEST(Day0Engine, TheFixturesVllmServesPassEveryStage) {
     SCOPED_TRACE(name);
     test::TempDir dir;
     std::filesystem::create_directories(dir.file("goldens"));
-    // The text prompts' probes (gen_models.py's p7, p13; the image dumps are suites/image.yaml's)
-    // and the served answers.
     for (const std::string from : {"golden/models/", "golden/e2e/"}) {
-      for (const auto& e : std::filesystem::directory_iterator(test::source_path(from + name))) {
-        const std::string file = e.path().filename().string();
-        if (from == "golden/models/" && file.rfind("p", 0) != 0) continue;
-        std::filesystem::copy_file(e.path(), dir.file("goldens/" + file));
-      }
+      for (const auto& e : std::filesystem::directory_iterator(test::source_path(from + name)))
+        std::filesystem::copy_file(e.path(), dir.file("goldens/" + e.path().filename().string()));
     }
     const auto r =
         run_harness("day0 --json --no-db --no-report --model " +

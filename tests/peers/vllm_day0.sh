@@ -12,7 +12,8 @@
 #      probed) and runs against it `harness run suites/e2e.yaml` (the model's cases), `harness run
 #      suites/eval.yaml` (the model's tasks) and `harness day0 --keep-going --golden G`, G holding
 #      golden/e2e/<name> and golden/models/<name>/ (the dump_hf probes of a fixture no shipped
-#      suite names, such as the -hd32 ones gen_tiny_hf_models.py --vllm-variants writes);
+#      suite names, such as the -hd32 ones gen_tiny_hf_models.py --vllm-variants writes; day0
+#      leaves the dumps of image prompts to the image stage);
 #   4. with --perturb: a copy of the checkpoint with one decoder layer's weights x 1.5, served the
 #      same way: its e2e cases must fail, naming the first differing token.
 # Then it prints a table, one row per model: loads or not (vLLM's words), each day0 stage's status
@@ -171,8 +172,7 @@ for MODEL in "${MODELS[@]}"; do
   if [[ -d "golden/e2e/$NAME" ]]; then
     mkdir -p "$OUT/goldens/$NAME"
     cp golden/e2e/"$NAME"/*.json "$OUT/goldens/$NAME/"
-    # gen_models.py's text prompts (p7, p13); image dumps are suites/image.yaml's cases
-    [[ -d "golden/models/$NAME" ]] && cp golden/models/"$NAME"/p*.safetensors "$OUT/goldens/$NAME/" 2>/dev/null
+    [[ -d "golden/models/$NAME" ]] && cp golden/models/"$NAME"/*.safetensors "$OUT/goldens/$NAME/" 2>/dev/null
     GOLDEN=(--golden "$OUT/goldens/$NAME")
   fi
   "$HARNESS" day0 --model "$MODEL" "${GOLDEN[@]}" --platform "$PLATFORM" --keep-going --json \
