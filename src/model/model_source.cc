@@ -9,6 +9,7 @@
 #include "base/input_file.h"
 #include "base/sha256.h"
 #include "model/architecture.h"
+#include "model/inventory.h"
 #include "model/synth.h"
 
 namespace h0::model {
@@ -35,6 +36,12 @@ ModelSource resolve_model(const std::string& path, uint64_t seed) {
   for (const char* side : {"tokenizer.json", "tokenizer_config.json", "preprocessor_config.json"}) {
     if (fs::exists(dir / side)) key += file_text(dir / side);
   }
+  // The tensor names this build synthesizes (Philox streams are keyed by name): an entry a build
+  // with other names wrote is never reused (it once was, as "missing tensor" errors).
+  for (const WeightInfo& w :
+       build_inventory(load_architecture(path), {.dtype = std::nullopt, .include_mtp = true})
+           .weights)
+    key += "\n" + w.name;
   const std::string digest = base::sha256_hex(key.data(), key.size()).substr(0, 16);
   const fs::path cache =
       fs::temp_directory_path() / "h0-synth" / (dir.filename().string() + "-" + digest);

@@ -21,6 +21,9 @@ Architecture arch_llava(const ConfigFields& f) {
   a.text.prefix = "language_model.model.";
   a.text.head_prefix = "language_model.lm_head.";
   Vision v = read_clip_vision(f.req_object("vision_config"));
+  // The CLIP tower under its CLIPVisionModel's own name, as llava-hf's checkpoints store it and
+  // vLLM loads it (transformers reads this layout too).
+  v.prefix = "vision_tower.vision_model.";
   v.projector_hidden_act = f.opt_string("projector_hidden_act", "gelu");
   v.projector_bias = f.opt_bool("multimodal_projector_bias", true);
   v.feature_layer = f.opt_int("vision_feature_layer", -2);
