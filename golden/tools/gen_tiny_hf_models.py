@@ -176,9 +176,10 @@ def configs():
 
 # Variants a real engine's CPU build can load (vLLM 0.32: its CPU attention takes head sizes 32, 64,
 # 80, ... 512; its CPU MLA decode kernel only kv_lora_rank + qk_rope_head_dim = 576; its CPU Gated
-# DeltaNet head dims that are multiples of 32, in bf16 only): the same family and blocks with 2
-# query heads of 32 over one kv head (hidden 64), linear-attention heads of 32, and for MLA
-# DeepSeek-V3's own latent sizes (kv_lora_rank 512, qk_rope_head_dim 64). Written as <name>-hd32 (tiny-deepseek-v3-mla
+# DeltaNet, in bf16 only, refuses heads of 16 ("expect head_dim to be multiples of 32") and of 32
+# ("Unexpected head dim size, 32") and takes 64): the same family and blocks with 2 query heads of
+# 32 over one kv head (hidden 64), linear-attention heads of 64, and for MLA DeepSeek-V3's own
+# latent sizes (kv_lora_rank 512, qk_rope_head_dim 64). Written as <name>-hd32 (tiny-deepseek-v3-mla
 # for the MLA one), tokenizers as above.
 VLLM_VARIANTS = {"tiny-mistral": "tiny-mistral-hd32", "tiny-olmo2": "tiny-olmo2-hd32",
                  "tiny-qwen2-moe": "tiny-qwen2-moe-hd32", "tiny-qwen3-next": "tiny-qwen3-next-hd32",
@@ -192,8 +193,8 @@ def vllm_variant(cfg):
     old = getattr(text, "head_dim", None) or text.hidden_size // 4
     if getattr(text, "head_dim", None) is not None:
         text.head_dim = 32
-    if getattr(text, "linear_key_head_dim", None) is not None:  # vLLM's CPU GDN: multiples of 32
-        text.linear_key_head_dim = text.linear_value_head_dim = 32
+    if getattr(text, "linear_key_head_dim", None) is not None:  # vLLM's CPU GDN kernel
+        text.linear_key_head_dim = text.linear_value_head_dim = 64
     rope = getattr(text, "rope_parameters", None) or {}
     if "mrope_section" in rope:  # it spans half the rotary dims: scaled with the head
         rope["mrope_section"] = [m * 32 // old for m in rope["mrope_section"]]

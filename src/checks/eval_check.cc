@@ -390,7 +390,7 @@ class EvalCase final : public PreparedCase {
       }
       const eval::EchoScore s =
           pair ? eval::score_echo_tokens(r, *pair,
-                                         r.completion_tokens >= 0 ? r.completion_tokens : 1)
+                                         r.completion_tokens >= 0 ? r.completion_tokens : 1, *tok)
                : eval::score_echo_offsets(r, item.prompt, cont);
       if (!s.cannot.empty()) {
         *cannot = std::string(r.tokens.empty() ? "the engine returns no prompt logprobs ("

@@ -43,23 +43,41 @@ TokenizedPair tokenize_pair(const tokenizer::Tokenizer& tok, std::string_view co
   return p;
 }
 
-EchoScore score_echo_tokens(const service::Result& r, const TokenizedPair& pair,
-                            int64_t generated) {
+EchoScore score_echo_tokens(const service::Result& r, const TokenizedPair& pair, int64_t generated,
+                            const tokenizer::Tokenizer& tok) {
   EchoScore s;
-  const int64_t prompt = int64_t(r.tokens.size()) - std::max<int64_t>(generated, 0);
-  if (r.tokens.empty() || prompt <= 0) {
+  const int64_t listed = int64_t(r.tokens.size()) - std::max<int64_t>(generated, 0);
+  if (r.tokens.empty() || listed <= 0) {
     s.cannot = "its echo gave no logprobs for the prompt";
     return s;
   }
-  if (prompt != int64_t(pair.ids.size())) {
-    s.cannot = "its echo lists " + std::to_string(prompt) + " prompt tokens where the model's " +
-               "tokenizer makes " + std::to_string(pair.ids.size()) +
-               " (the engine tokenizes the prompt differently)";
-    return s;
+  const int64_t n = int64_t(pair.end - pair.begin), after = int64_t(pair.ids.size() - pair.end);
+  int64_t first = int64_t(pair.begin);  // the continuation's first token among those listed
+  if (listed != int64_t(pair.ids.size())) {
+    first = listed - after - n;
+    const auto differs = [&](int64_t k) {
+      const service::TokenInfo& t = r.tokens[size_t(first + k)];
+      const int64_t ours = pair.ids[pair.begin + size_t(k)];
+      if (t.id) return *t.id != ours;
+      const std::string text = tok.decode(std::vector<int32_t>{int32_t(ours)}, true);
+      return text.find("\xEF\xBF\xBD") == std::string::npos && t.text != text;
+    };
+    bool same = first >= 0;
+    for (int64_t k = 0; same && k < n; ++k) same = !differs(k);
+    if (!same) {
+      s.cannot = "its echo lists " + std::to_string(listed) + " prompt tokens where the model's " +
+                 "tokenizer makes " + std::to_string(pair.ids.size()) +
+                 ", and its last ones are not the continuation's (the engine tokenizes the " +
+                 "prompt differently)";
+      return s;
+    }
+    s.note = "the continuation located from the end: the echo lists " + std::to_string(listed) +
+             " prompt tokens, the model's tokenizer makes " + std::to_string(pair.ids.size());
   }
-  for (size_t i = pair.begin; i < pair.end; ++i) {
-    if (!add_token(r.tokens[i], &s)) {
-      s.cannot = "the continuation's token at position " + std::to_string(i) + " has no logprob";
+  for (int64_t k = 0; k < n; ++k) {
+    if (!add_token(r.tokens[size_t(first + k)], &s)) {
+      s.cannot =
+          "the continuation's token at position " + std::to_string(first + k) + " has no logprob";
       return s;
     }
   }

@@ -30,13 +30,19 @@ struct EchoScore {
   bool greedy = true;  // each of them its position's most likely token
   int64_t tokens = 0;
   std::string cannot;  // why the response cannot be scored; "" when it was
+  std::string note;    // how it was located, when the echo lists another number of tokens
 };
 
 // From an echo response (echo, logprobs, `generated` tokens after the prompt) of the prompt
 // `pair.ids` (sent as ids, or as text the engine tokenized): its prompt tokens are the response's
-// tokens less the last `generated`; there must be as many as pair.ids (else the engine's tokenizer
-// differs, and that is said), and the continuation is at [pair.begin, pair.end) among them.
-EchoScore score_echo_tokens(const service::Result& r, const TokenizedPair& pair, int64_t generated);
+// tokens less the last `generated`. Listing as many as pair.ids, the continuation is at
+// [pair.begin, pair.end) among them. Listing another number (llama.cpp's server leaves the BOS
+// out), it is located from the end, lm-eval's way, and must be the same tokens there: the same
+// ids where the echo names them ("token_id:N"), else the same text (`tok` decodes ours; a token
+// that is part of a character is not compared); else the engine tokenizes differently, and that
+// is said.
+EchoScore score_echo_tokens(const service::Result& r, const TokenizedPair& pair, int64_t generated,
+                            const tokenizer::Tokenizer& tok);
 
 // Without the model's tokenizer: the tokens whose text reaches past the context by text_offset
 // (characters of the echoed text, as OpenAI counts them; a token straddling the boundary counts

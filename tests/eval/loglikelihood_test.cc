@@ -71,7 +71,7 @@ TEST(Loglikelihood, ABosInTheEchoOffsetsCannotShiftTheContinuation) {
   const TokenizedPair p = tokenize_pair(tiny_llama(), context, continuation);
   const double want = expected_sum(p);
   for (const bool bos : {false, true}) {
-    const EchoScore s = score_echo_tokens(echo(p, bos), p, 1);
+    const EchoScore s = score_echo_tokens(echo(p, bos), p, 1, tiny_llama());
     ASSERT_EQ(s.cannot, "") << bos;
     EXPECT_DOUBLE_EQ(s.logprob, want) << bos;
     EXPECT_EQ(s.tokens, int64_t(p.end - p.begin));
@@ -82,14 +82,32 @@ TEST(Loglikelihood, ABosInTheEchoOffsetsCannotShiftTheContinuation) {
   EXPECT_NE(score_echo_offsets(echo(p, true), context, continuation).logprob, want);
 }
 
-TEST(Loglikelihood, AnEngineThatTokenizesOtherwiseIsSaidSo) {
-  const TokenizedPair p = tokenize_pair(tiny_llama(), "Hello", " world");
+// llama.cpp's server leaves the BOS out of its echo (the first listed token then has no logprob):
+// located from the end, the same tokens sum the same; an engine whose last tokens are others is
+// said to tokenize differently.
+TEST(Loglikelihood, AnEchoWithoutTheBosIsLocatedFromTheEnd) {
+  const TokenizedPair p = tokenize_pair(tiny_llama(), "The capital of France is", " Paris");
+  const double want = expected_sum(p);
   service::Result r = echo(p, false);
-  r.tokens.erase(r.tokens.begin());  // one prompt token fewer: no BOS
-  const EchoScore s = score_echo_tokens(r, p, 1);
-  EXPECT_NE(s.cannot.find("prompt tokens where the model's tokenizer makes"), std::string::npos)
+  r.tokens.erase(r.tokens.begin());  // no BOS
+  r.tokens[0].logprob.reset();
+  EchoScore s = score_echo_tokens(r, p, 1, tiny_llama());
+  ASSERT_EQ(s.cannot, "");
+  EXPECT_DOUBLE_EQ(s.logprob, want);
+  EXPECT_NE(s.note.find("located from the end: the echo lists"), std::string::npos) << s.note;
+  // By ids ("token_id:N" parsed), as vLLM names them: one other id is another tokenization.
+  for (size_t i = 0; i + 1 < r.tokens.size(); ++i) r.tokens[i].id = p.ids[i + 1];
+  r.tokens.back().id = 42;  // the generated one
+  EXPECT_EQ(score_echo_tokens(r, p, 1, tiny_llama()).cannot, "");
+  r.tokens[r.tokens.size() - 2].id = 7;  // the continuation's last token
+  s = score_echo_tokens(r, p, 1, tiny_llama());
+  EXPECT_NE(s.cannot.find("its last ones are not the continuation's"), std::string::npos)
       << s.cannot;
-  EXPECT_NE(score_echo_tokens(service::Result{}, p, 1).cannot, "");
+  // By text where the echo names no ids: a token of other text is another tokenization too.
+  for (auto& t : r.tokens) t.id.reset();
+  r.tokens[r.tokens.size() - 2].text = "xyz";
+  EXPECT_NE(score_echo_tokens(r, p, 1, tiny_llama()).cannot, "");
+  EXPECT_NE(score_echo_tokens(service::Result{}, p, 1, tiny_llama()).cannot, "");
 }
 
 }  // namespace

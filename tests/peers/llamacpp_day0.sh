@@ -54,7 +54,9 @@ ls "$SDIST_DIR"/llama_cpp_python-*.tar.gz >/dev/null 2>&1 ||
 SRC="$OUT/src"
 mkdir -p "$SRC" && tar xzf "$(ls "$SDIST_DIR"/llama_cpp_python-*.tar.gz | head -n1)" -C "$SRC"
 LLAMA_CPP="$(ls -d "$SRC"/llama_cpp_python-*/vendor/llama.cpp)"
-"$CONVERTER/bin/python" -c "import gguf" 2>/dev/null || "$CONVERTER/bin/pip" install -q "$LLAMA_CPP/gguf-py"
+# The converter tries a SentencePiece vocabulary first and needs the module to find there is none.
+"$CONVERTER/bin/python" -c "import gguf, sentencepiece" 2>/dev/null ||
+  "$CONVERTER/bin/pip" install -q "$LLAMA_CPP/gguf-py" sentencepiece
 echo "llama-cpp-python $("$VENV/bin/python" -c 'import llama_cpp; print(llama_cpp.__version__)'), llama.cpp $LLAMA_CPP"
 
 # 2. The checkpoint, converted by llama.cpp.
@@ -76,7 +78,10 @@ pre = json.load(open(f"{model}/tokenizer.json"))["pre_tokenizer"]
 splits = [p["pattern"]["Regex"] for p in pre.get("pretokenizers", [pre]) if p.get("type") == "Split"]
 if splits == [LLAMA3_SPLIT]:
     print("the tokenizer's split regex is Llama 3's: converting with pre-tokenizer llama-bpe")
-    c.TextModel.get_vocab_base_pre = lambda self, tokenizer: "llama-bpe"
+    text_model = getattr(c, "TextModel", None)  # where the converter keeps it varies by version
+    if text_model is None:
+        from conversion.base import TextModel as text_model
+    text_model.get_vocab_base_pre = lambda self, tokenizer: "llama-bpe"
 sys.argv = ["convert_hf_to_gguf.py", model, "--outfile", out, "--outtype", "f32"]
 c.main()
 PY

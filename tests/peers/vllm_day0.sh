@@ -79,8 +79,8 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 # an ERROR (a worker's ValueError before the engine's RuntimeError that wraps it; not the ulimit
 # warning every start prints).
 vllm_words() {
-  grep ' ERROR ' "$1" | grep -E '(Error|Exception): ' | grep -v -E 'EngineDeadError|initialization failed' \
-    | head -n 1 | sed -E 's/^.*\] //' | cut -c1-220
+  { grep ' ERROR ' "$1"; grep -E '^[A-Za-z.]*(Error|Exception): ' "$1"; } | grep -E '(Error|Exception): ' \
+    | grep -v -E 'EngineDeadError|initialization failed' | head -n 1 | sed -E 's/^.*\] //' | cut -c1-220
 }
 
 # Starts vLLM on $1 (served name $2) with dtype $3; sets SERVER_PID and URL, or returns 1.
