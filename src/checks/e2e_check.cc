@@ -90,11 +90,11 @@ class E2eCase final : public PreparedCase {
     std::string compared = compare == "none" ? "expectation" : ids ? "token ids, text" : "text";
     if (compare == "logprobs") compared = "logprobs";
     out.details["compared"] = compared;
-    if (compare == "logprobs" && !logprobs) {
+    if (compare == "logprobs" && (!logprobs || !ids)) {  // nothing to judge the rule with
       out.status = Status::kSkip;
-      out.message =
-          "not compared: the engine returns no logprobs, so compare: logprobs cannot be judged "
-          "here (compare: exact can)";
+      out.message = std::string("not compared: the engine returns ") +
+                    (logprobs ? "logprobs without token ids (llama.cpp's server)" : "no logprobs") +
+                    ", so compare: logprobs cannot be judged here (compare: exact can)";
       return out;
     }
     if (!ids && tok != nullptr) {  // no ids and no usage: the harness counts the tokens itself

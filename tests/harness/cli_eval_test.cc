@@ -391,3 +391,31 @@ TEST_F(VllmFake, ABosInTheEchoOffsetsDoesNotShiftTheContinuation) {
 
 }  // namespace
 }  // namespace h0::test
+
+namespace h0::test {
+namespace {
+
+// An engine whose logprobs carry no token ids (llama.cpp's server; here the fake engine spoken to
+// in the plain openai dialect): compare: logprobs has nothing to judge the rule with, so the case
+// is "not compared", a skip, not a failure of a model that may be right.
+TEST_F(EvalCli, LogprobsWithoutTokenIdsAreNotCompared) {
+  const std::string platform = dir_.file("openai.yaml");
+  std::ofstream(platform) << "platform: openai-fake\nbackend: reference\nservice:\n  start: \""
+                          << H0_FAKE_SERVER << " --port {port} --mode ok\"\n  health: /health\n"
+                          << "  startup_timeout: 5s\n  dialect: openai\n";
+  Result r;
+  const auto cases = run(suite("  - id: lp\n    kind: e2e_text\n"
+                               "    golden: golden/e2e/tiny-llama/chat_hello.json\n"
+                               "    compare: logprobs\n",
+                               "lp-suite"),
+                         "--no-db --platform " + platform, &r);
+  ASSERT_EQ(cases.size(), 1u) << r.out << r.err;
+  EXPECT_EQ(cases["lp"]["status"], "skip") << cases["lp"]["message"];
+  EXPECT_NE(cases["lp"]["message"].get<std::string>().find(
+                "not compared: the engine returns logprobs without token ids"),
+            std::string::npos)
+      << cases["lp"]["message"];
+}
+
+}  // namespace
+}  // namespace h0::test
