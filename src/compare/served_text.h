@@ -29,8 +29,8 @@ struct SettledText {
 // one-shot decode of the same output, e.g. the golden's text). With `tok`, `got` must be the
 // decode of prompt + output (special tokens skipped) from a point at or after the output's start
 // — before it only when the prompt's text ends in an incomplete character — to the output's end
-// or to where its text last decoded to whole characters. Without `tok` (or without output ids),
-// only runs of U+FFFD at either end of either text may differ.
+// or to where its text last decoded to whole characters; nothing else. Without `tok` (or without
+// output ids), only runs of U+FFFD at either end of either text may differ.
 SettledText settle_text(std::string_view got, std::string_view expected,
                         const tokenizer::Tokenizer* tok, std::span<const int64_t> prompt_ids,
                         std::span<const int64_t> output_ids);

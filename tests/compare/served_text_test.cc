@@ -61,6 +61,7 @@ TEST(ServedText, ThePromptsHeldBackCharacterComesWithTheFirstOutputToken) {
   const std::vector<int64_t> whole = ids_of("The answer is \xE6\x97\xA5\xE6\x9C\xAC");
   const std::vector<int64_t> ok = ids_of(" ok");
   EXPECT_FALSE(settle_text("\xE6\x9C\xAC ok", decode(ok), &tiny_llama(), whole, ok).same);
+  EXPECT_FALSE(settle_text("\xEF\xBF\xBD ok", decode(ok), &tiny_llama(), whole, ok).same);
   // A difference in the middle is one, whatever the ends.
   EXPECT_FALSE(settle_text("\xE8\xAA\x9E oK", golden, &tiny_llama(), prompt, output).same);
 }
