@@ -66,6 +66,19 @@ store::ResultData result(const std::string& case_id, const std::string& status,
   return r;
 }
 
+// A passing result of check `k` timed at `median_ns` in its steady phase (with `samples_ns`).
+store::ResultData timed_result(double median_ns, std::vector<double> samples_ns = {}) {
+  store::ResultData r = result("k", "pass", "");
+  store::ProfileData p;
+  p.phase = "steady";
+  p.name = "k";
+  p.count = samples_ns.empty() ? 1 : int64_t(samples_ns.size());
+  p.median_ns = median_ns;
+  p.samples_ns = std::move(samples_ns);
+  r.profiles = {p};
+  return r;
+}
+
 void write_run(store::SqliteStore& db, const std::string& suite, const std::string& platform,
                const std::map<std::string, std::string>& labels,
                const std::vector<store::ResultData>& results) {
@@ -377,14 +390,8 @@ TEST(CliReportCompare, ATimingChangePointIsListedWithWhatIsWrong) {
   {
     auto store = store::SqliteStore::open(db);
     for (int i = 1; i <= 19; ++i) {
-      store::ResultData r = result("k", "pass", "");
-      store::ProfileData p;
-      p.phase = "steady";
-      p.name = "k";
-      p.count = 1;
-      p.median_ns = (i >= 15 ? 1.3e6 : 1e6) * (1 + 0.002 * (i % 5));
-      r.profiles = {p};
-      write_run(*store, "ops", "box", {{"stack", i >= 15 ? "v2" : "v1"}}, {r});
+      write_run(*store, "ops", "box", {{"stack", i >= 15 ? "v2" : "v1"}},
+                {timed_result((i >= 15 ? 1.3e6 : 1e6) * (1 + 0.002 * (i % 5)))});
     }
   }
   const auto r = run_harness("report --db " + db + " --out " + dir.file("site"));
@@ -409,15 +416,10 @@ TEST(CliReportCompare, OnePairOfSameStackRunsIsNoTimingRegression) {
   {
     auto store = store::SqliteStore::open(db);
     for (const double scale : {1.0, 1.6}) {
-      store::ResultData r = result("k", "pass", "");
-      store::ProfileData p;
-      p.phase = "steady";
-      p.name = "k";
-      for (int i = 0; i < 30; ++i) p.samples_ns.push_back(scale * (1e6 + 1e3 * (i % 7)));
-      p.count = int64_t(p.samples_ns.size());
-      p.median_ns = scale * 1.003e6;
-      r.profiles = {p};
-      write_run(*store, "day0", "box", {{"stack", "v1"}}, {r});
+      std::vector<double> samples;
+      for (int i = 0; i < 30; ++i) samples.push_back(scale * (1e6 + 1e3 * (i % 7)));
+      write_run(*store, "day0", "box", {{"stack", "v1"}},
+                {timed_result(scale * 1.003e6, std::move(samples))});
     }
   }
   const auto diff = run_harness("diff --db " + db + " --base 1 --head 2 --json");
