@@ -7,6 +7,10 @@
 
 namespace h0 {
 
+// U+FFFD REPLACEMENT CHARACTER in UTF-8: what a lossy decode writes for bytes that are no
+// character (and what an incremental detokenizer shows for one still incomplete).
+inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
+
 // The length of the UTF-8 sequence at s[i] (i < s.size()), with its code point in *cp when cp is
 // given; 0 if the bytes there are not valid UTF-8 (truncated, overlong, a surrogate, above
 // U+10FFFF). The one validator of html_escape, the JUnit writer (xml_escape) and the suite

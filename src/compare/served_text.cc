@@ -3,22 +3,23 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/utf8.h"
+
 namespace h0::compare {
 namespace {
 
-constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-
-bool ends_with_replacement(std::string_view s) { return s.ends_with(kReplacement); }
+bool ends_with_replacement(std::string_view s) { return s.ends_with(kReplacementCharacter); }
 
 // The bytes of leading (or trailing) U+FFFDs of `s`.
 size_t leading_replacements(std::string_view s) {
   size_t n = 0;
-  while (s.substr(n).starts_with(kReplacement)) n += kReplacement.size();
+  while (s.substr(n).starts_with(kReplacementCharacter)) n += kReplacementCharacter.size();
   return n;
 }
 size_t trailing_replacements(std::string_view s) {
   size_t n = 0;
-  while (s.substr(0, s.size() - n).ends_with(kReplacement)) n += kReplacement.size();
+  while (s.substr(0, s.size() - n).ends_with(kReplacementCharacter))
+    n += kReplacementCharacter.size();
   return n;
 }
 
@@ -86,7 +87,7 @@ SettledText settle_text(std::string_view got, std::string_view expected,
   std::string full;
   for (const int64_t id : prompt_ids) stream.push(int32_t(id), &full);
   const bool prompt_incomplete = ends_with_replacement(full);
-  const size_t out_start = full.size() - (prompt_incomplete ? kReplacement.size() : 0);
+  const size_t out_start = full.size() - (prompt_incomplete ? kReplacementCharacter.size() : 0);
   std::vector<size_t> length;    // the text's length after each output token
   std::vector<bool> incomplete;  // whether it then ended in an incomplete character
   for (const int64_t id : output_ids) {

@@ -119,7 +119,7 @@ std::string absolute(const std::string& path) {
 // cases feed the prompt's ids alone, so its image rows would differ from the start — counted in
 // *image_dumps, left to the image stage. Other safetensors files (gen_models' pixels_*) are
 // skipped.
-std::vector<std::string> golden_files(const Context& ctx, int* image_dumps = nullptr) {
+std::vector<std::string> golden_files(const Context& ctx, int* image_dumps) {
   std::vector<std::string> files;
   if (ctx.options.golden.empty() || !fs::is_directory(ctx.options.golden)) return files;
   for (const auto& e : fs::directory_iterator(ctx.options.golden)) {

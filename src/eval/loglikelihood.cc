@@ -60,7 +60,7 @@ EchoScore score_echo_tokens(const service::Result& r, const TokenizedPair& pair,
       const int64_t ours = pair.ids[pair.begin + size_t(k)];
       if (t.id) return *t.id != ours;
       const std::string text = tok.decode(std::vector<int32_t>{int32_t(ours)}, true);
-      return text.find("\xEF\xBF\xBD") == std::string::npos && t.text != text;
+      return text.find(kReplacementCharacter) == std::string::npos && t.text != text;
     };
     bool same = first >= 0;
     for (int64_t k = 0; same && k < n; ++k) same = !differs(k);

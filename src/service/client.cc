@@ -14,6 +14,7 @@
 
 #include "base/check.h"
 #include "base/json_read.h"
+#include "base/utf8.h"
 #include "service/json_util.h"
 #include "service/openai_protocol.h"
 #include "service/sse.h"
@@ -39,7 +40,6 @@ std::string format_s(double s) {
 // `text` with each byte that is not part of valid UTF-8 replaced by U+FFFD, cut to at most
 // `max_bytes` on a character boundary (server bytes going into messages and the store).
 std::string clean_utf8(std::string_view text, size_t max_bytes = std::string::npos) {
-  constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
   std::string out;
   size_t i = 0;
   while (i < text.size()) {
@@ -47,7 +47,7 @@ std::string clean_utf8(std::string_view text, size_t max_bytes = std::string::np
     size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
     bool valid = n > 0 && i + n <= text.size();
     for (size_t k = 1; valid && k < n; ++k) valid = (text[i + k] & 0xC0) == 0x80;
-    std::string_view piece = valid ? text.substr(i, n) : kReplacement;
+    std::string_view piece = valid ? text.substr(i, n) : kReplacementCharacter;
     if (out.size() + piece.size() > max_bytes) break;
     out.append(piece);
     i += valid ? n : 1;
