@@ -94,6 +94,10 @@ class PreparedCase {
   // The model directory (absolute) whose service the case talks to; empty: it needs none.
   // The runner starts that service (platform `service:`) before the case runs.
   virtual std::string service_model() const { return {}; }
+  // The platform's service variant (`service.variants`) the case needs; "" the base service.
+  virtual std::string service_variant() const { return {}; }
+  // Whether the case also compares against the base service (ServiceInfo::base).
+  virtual bool needs_base_service() const { return false; }
   double timeout_s = 0;  // 0: the platform's case_timeout
 };
 

@@ -222,13 +222,15 @@ service::Request request_variant(const service::Request& base, int64_t k) {
   return r;
 }
 
-ServiceHandle connect_service(RunContext& ctx) {
+ServiceHandle connect_service(RunContext& ctx) { return connect_service(ctx.service()); }
+
+ServiceHandle connect_service(const nlohmann::json& service) {
   ServiceHandle h;
-  if (ctx.service().is_null()) {
+  if (service.is_null()) {
     h.error = "no service was started for this case";
     return h;
   }
-  h.info = ServiceInfo::from_json(ctx.service());
+  h.info = ServiceInfo::from_json(service);
   const ServiceInfo& info = h.info;
   h.evidence = {{"url", info.url},
                 {"command", info.command},
@@ -289,6 +291,9 @@ AdaptedRequest adapt_request(const ServiceHandle& h, const std::string& model_di
                              service::Request* r) {
   AdaptedRequest out;
   r->dialect = h.info.dialect;
+  for (const auto& [field, value] : h.info.request.items()) {  // the platform's own fields
+    if (!r->extra.contains(field)) r->extra[field] = value;
+  }
   const service::Sampling& s = r->sampling;
   if (s.ignore_eos && !r->dialect.ignore_eos)
     out.notes.push_back(

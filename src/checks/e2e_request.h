@@ -49,18 +49,21 @@ struct ServiceHandle {
   std::optional<std::vector<std::string>> model_ids;
 };
 ServiceHandle connect_service(RunContext& ctx);
+// The same for a service described as JSON (ServiceInfo::to_json; e.g. ServiceInfo::base).
+ServiceHandle connect_service(const nlohmann::json& service);
 // The result a check of `request` starts from: the service's evidence and the request.
 CheckResult result_for(const ServiceHandle& h, const E2eRequest& request);
 // A failing result for an unusable service, with its evidence.
 CheckResult service_unavailable(const ServiceHandle& h);
 
-// The request as the case's engine takes it: its dialect (extension fields only where
-// accepted), and a token-id prompt sent as its decoded text when the engine takes only text
-// prompts (decoded with `model_dir`'s tokenizer; the special tokens the tokenizer's encode adds
-// by itself are dropped from the front, so the engine's tokenization gives the ids back).
-// `notes`: what was changed, for the result's message. `cannot`: why this engine cannot be sent
-// the request as meant (no text tokenizes back to the prompt ids — e.g. ids without the BOS the
-// tokenizer adds — or no tokenizer to decode them); the check then judges nothing.
+// The request as the case's engine takes it: the fields the platform's `service.request` adds,
+// its dialect (extension fields only where accepted), and a token-id prompt sent as its decoded
+// text when the engine takes only text prompts (decoded with `model_dir`'s tokenizer; the special
+// tokens the tokenizer's encode adds by itself are dropped from the front, so the engine's
+// tokenization gives the ids back). `notes`: what was changed, for the result's message. `cannot`:
+// why this engine cannot be sent the request as meant (no text tokenizes back to the prompt ids —
+// e.g. ids without the BOS the tokenizer adds — or no tokenizer to decode them); the check then
+// judges nothing.
 struct AdaptedRequest {
   std::vector<std::string> notes;
   std::string cannot;

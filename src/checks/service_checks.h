@@ -6,6 +6,8 @@
 //   determinism  the same request repeated, and among concurrent different ones: identical
 //   e2e_load     many requests at a concurrency or a Poisson rate: latency percentiles, goodput
 //   eval         task accuracy item by item against a reference's, behind a statistical gate
+//   serving      one serving feature of the engine (prefix cache, batching, chunked prefill,
+//                preemption, speculative decoding, ...) used and shown to change nothing
 #pragma once
 
 #include "checks/check.h"
@@ -18,5 +20,6 @@ CheckKind e2e_image_check_kind();
 CheckKind determinism_check_kind();
 CheckKind e2e_load_check_kind();
 CheckKind eval_check_kind();
+CheckKind serving_check_kind();
 
 }  // namespace h0::checks

@@ -15,7 +15,11 @@ nlohmann::json ServiceInfo::to_json() const {
           {"log_tail", log_tail},
           {"startup_s", startup_s},
           {"request_timeout_s", request_timeout_s},
-          {"dialect", dialect.to_json()}};
+          {"dialect", dialect.to_json()},
+          {"variant", variant},
+          {"prefill_chunk", prefill_chunk},
+          {"request", request},
+          {"base", base}};
 }
 
 ServiceInfo ServiceInfo::from_json(const nlohmann::json& j) {
@@ -31,6 +35,10 @@ ServiceInfo ServiceInfo::from_json(const nlohmann::json& j) {
   s.startup_s = j.value("startup_s", 0.0);
   s.request_timeout_s = j.value("request_timeout_s", 300.0);
   if (j.contains("dialect")) s.dialect = service::Dialect::from_json(j["dialect"]);
+  s.variant = j.value("variant", "");
+  s.prefill_chunk = j.value("prefill_chunk", int64_t(0));
+  if (j.contains("request") && j["request"].is_object()) s.request = j["request"];
+  if (j.contains("base")) s.base = j["base"];
   return s;
 }
 

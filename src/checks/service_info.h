@@ -22,7 +22,13 @@ struct ServiceInfo {
   std::string log_tail;     // its last lines when it failed to start
   double startup_s = 0;
   double request_timeout_s = 300;
-  service::Dialect dialect;  // what the engine accepts (the platform's, else probed once)
+  service::Dialect dialect;   // what the engine accepts (the platform's, else probed once)
+  std::string variant;        // the platform's `service.variants` entry it runs; "" the base
+  int64_t prefill_chunk = 0;  // tokens per prefill step, as the platform states; 0 unknown
+  nlohmann::json request = nlohmann::json::object();  // fields added to every request's body
+  // The base service (a ServiceInfo as JSON) for a case that compares a variant against it
+  // (checks/check.h, PreparedCase::needs_base_service); null otherwise.
+  nlohmann::json base = nullptr;
 
   nlohmann::json to_json() const;
   static ServiceInfo from_json(const nlohmann::json& j);

@@ -51,6 +51,7 @@ const std::vector<Stage>& stages() {
        true,
        &accuracy_stage_applies},
       {"determinism", "determinism", &run_determinism_stage, {"service"}, {"e2e_text"}, true},
+      {"serving", "serving features", &run_serving_stage, {"service"}, {"e2e_text"}, true},
       {"performance",
        "performance snapshot",
        &run_performance_stage,

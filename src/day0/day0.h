@@ -111,6 +111,9 @@ StageResult run_e2e_image_stage(Context& ctx);
 bool accuracy_stage_applies(const Context& ctx);
 StageResult run_accuracy_stage(Context& ctx);
 StageResult run_determinism_stage(Context& ctx);
+// The serving features (kind: serving) on the platform's engine and its `service.variants`:
+// pass when none failed and one was exercised; the summary names those not exercised and why.
+StageResult run_serving_stage(Context& ctx);
 StageResult run_performance_stage(Context& ctx);
 
 }  // namespace h0::day0

@@ -815,6 +815,48 @@ StageResult run_determinism_stage(Context& ctx) {
   return judge(of_kind(e2e_cases(ctx), "determinism"), "determinism checks");
 }
 
+StageResult run_serving_stage(Context& ctx) {
+  std::vector<YAML::Node> checks;
+  for (const char* feature : {"prefix_cache", "decode_prefill", "batch", "chunked_prefill",
+                              "preemption", "integrity", "spec_decode"}) {
+    checks.push_back(check_node(ctx.model_name + "/" + feature, "serving",
+                                {{"model", absolute(ctx.options.model)}, {"feature", feature}}));
+  }
+  StageResult r = judge(run_built(ctx, "serving", checks), "serving features");
+  if (r.status != StageStatus::kPass) return r;
+  // Which features were used and equal, and why the others were not exercised (the features
+  // one reason holds for, together).
+  std::string passed;
+  std::vector<std::pair<std::string, std::string>> why_features;  // reason, features
+  int exercised = 0;
+  for (const run::CaseOutcome& c : r.cases) {
+    const std::string feature = c.id.substr(c.id.rfind('/') + 1);
+    if (c.result.status == checks::Status::kPass) {
+      passed += (passed.empty() ? "" : ", ") + feature;
+      ++exercised;
+      continue;
+    }
+    std::string why = c.result.message;
+    if (why.rfind("not exercised: ", 0) == 0) why = why.substr(15);
+    if (why.find("has no '" + feature + "' variant") != std::string::npos)
+      why = "no service variant turns it on";
+    auto it = std::find_if(why_features.begin(), why_features.end(),
+                           [&](const auto& w) { return w.first == why; });
+    if (it == why_features.end()) {
+      why_features.push_back({why, feature});
+    } else {
+      it->second += ", " + feature;
+    }
+  }
+  std::string skipped;
+  for (const auto& [why, features] : why_features)
+    skipped += (skipped.empty() ? "" : "; ") + features + " (" + why + ")";
+  r.summary = std::to_string(exercised) + " of " + std::to_string(r.cases.size()) +
+              " features exercised and unchanged (" + passed + ")";
+  if (!skipped.empty()) r.summary += "; not exercised: " + skipped;
+  return r;
+}
+
 // Prefill and decode tokens/s of the executor on the platform (64-token prompt, 32 greedy
 // steps, best of 3), TTFT/TPOT of the served load, and the costliest ops with the bandwidth
 // they achieved against the platform's peak.

@@ -213,7 +213,11 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform,
       if (const std::string model = cases[i].prepared->service_model(); !model.empty()) {
         if (!services)
           services = std::make_unique<ServiceRegistry>(platform, service_log_dir(options));
-        request += "\n" + services->ensure(model).to_json().dump();
+        const std::string variant = cases[i].prepared->service_variant();
+        checks::ServiceInfo info = services->ensure(model, variant);
+        if (cases[i].prepared->needs_base_service() && !variant.empty())
+          info.base = services->ensure(model).to_json();
+        request += "\n" + info.to_json().dump();
       }
       const std::string reply = ask(request, timeout, &outcome.result);
       if (!reply.empty())

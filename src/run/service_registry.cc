@@ -64,29 +64,51 @@ void ServiceRegistry::stop_all() {
   }
 }
 
-checks::ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
-  const suite::ServiceConfig& cfg = platform_.service;
+checks::ServiceInfo ServiceRegistry::ensure(const std::string& model_dir,
+                                            const std::string& variant) {
   checks::ServiceInfo info;
-  if (!cfg.present) {
+  info.variant = variant;
+  if (!platform_.service.present) {
     info.error = "the platform file " + platform_.file +
                  " has no `service:` section (how to start or reach the service)";
     return info;
   }
+  auto named = platform_.service_variants.find(variant);
+  if (!variant.empty() && named == platform_.service_variants.end()) {
+    info.error = "the platform file " + platform_.file + " has no service variant '" + variant +
+                 "' (service: {variants: {" + variant + ": {...}}})";
+    return info;
+  }
+  const suite::ServiceConfig& cfg = variant.empty() ? platform_.service : named->second;
   const std::map<std::string, std::string> fixed = {
       {"harness", shell_quoted(self_executable())},
       {"model", shell_quoted(model_dir)},
       {"platform", shell_quoted(fs::absolute(platform_.file).string())}};
-  // One service per distinct command: a command without {model} serves every model.
+  // One service per distinct command: a command without {model} serves every model, and a
+  // variant that changes only the request or prefill_chunk shares its base's process.
   const std::string key =
       fill_placeholders(cfg.start, fixed) + "\n" + fill_placeholders(cfg.url, fixed);
   if (auto it = services_.find(key); it != services_.end()) {
     checks::ServiceInfo known = it->second.info;
+    known.variant = variant;
+    known.prefill_chunk = cfg.prefill_chunk;
+    known.request = cfg.request;
     if (known.ok && it->second.process && !it->second.process->running()) {
       known.ok = false;
       known.error = "the service exited during the run";
       known.log_tail = it->second.process->log_tail();
     }
     return known;
+  }
+  if (!variant.empty()) {  // one variant at a time: its engine may hold the memory of a whole one
+    for (auto it = services_.begin(); it != services_.end();) {
+      if (it->second.variant.empty()) {
+        ++it;
+        continue;
+      }
+      if (it->second.process) it->second.process->stop();
+      it = services_.erase(it);
+    }
   }
   std::map<std::string, std::string> values = fixed;
   values["port"] = std::to_string(service::free_port());
@@ -100,7 +122,7 @@ checks::ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
   std::error_code ec;
   fs::create_directories(log_dir_, ec);
   spec.log_path =
-      (fs::path(log_dir_) / ("service-" + std::to_string(services_.size() + 1) + ".log")).string();
+      (fs::path(log_dir_) / ("service-" + std::to_string(++started_) + ".log")).string();
 
   Entry entry;
   entry.process = std::make_unique<service::ServiceProcess>();
@@ -110,6 +132,8 @@ checks::ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
   info.command = spec.command;
   info.log_path = spec.command.empty() ? "" : spec.log_path;
   info.request_timeout_s = cfg.request_timeout_s;
+  info.prefill_chunk = cfg.prefill_chunk;
+  info.request = cfg.request;
   info.ok = entry.process->start(spec);
   info.startup_s = entry.process->startup_s();
   if (!info.ok) {
@@ -119,6 +143,7 @@ checks::ServiceInfo ServiceRegistry::ensure(const std::string& model_dir) {
     info.dialect = probe(info, cfg.dialect);
   }
   entry.info = info;
+  entry.variant = variant;
   services_.emplace(key, std::move(entry));
   return info;
 }

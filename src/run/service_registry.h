@@ -21,9 +21,12 @@ class ServiceRegistry {
   ServiceRegistry(const suite::Platform& platform, std::string log_dir);
   ~ServiceRegistry();  // stops every service it started
 
-  // The service for `model_dir` (absolute), started on first use. Never throws for a service
-  // that fails to start: the info says why.
-  checks::ServiceInfo ensure(const std::string& model_dir);
+  // The service for `model_dir` (absolute), started on first use: the platform's `service`, or
+  // its variant `variant` (a serving feature turned on). Starting a variant stops the variant
+  // services started before it (they start again when a later case needs them), so at most the
+  // base and one variant run at once. Never throws for a service that fails to start, or a
+  // variant the platform does not define: the info says why.
+  checks::ServiceInfo ensure(const std::string& model_dir, const std::string& variant = "");
   // Stops every service (idempotent).
   void stop_all();
 
@@ -33,8 +36,11 @@ class ServiceRegistry {
   struct Entry {
     std::unique_ptr<service::ServiceProcess> process;
     checks::ServiceInfo info;
+    std::string variant;
   };
-  std::map<std::string, Entry> services_;  // by the start command before {port} is filled in
+  std::map<std::string, Entry> services_;
+  int started_ = 0;  // services started, for their log files' names  // by the start command before
+                     // {port} is filled in
 };
 
 // `text` with every "{name}" of `values` replaced.

@@ -402,6 +402,15 @@ bool Client::probe(const std::string& path, double timeout_s) {
   return result.ok();
 }
 
+Result Client::get(const std::string& path, std::string* body) {
+  Limits limits{options_.connect_timeout_s, options_.request_timeout_s, options_.idle_timeout_s};
+  body->clear();
+  Result result =
+      exchange(options_, path, nullptr, Kind::kGet, false, limits, options_.retries, body);
+  if (!result.ok()) body->clear();
+  return result;
+}
+
 Result Client::models(std::vector<std::string>* ids) {
   ids->clear();
   Limits limits{options_.connect_timeout_s, options_.request_timeout_s, options_.idle_timeout_s};

@@ -101,6 +101,9 @@ struct Result {
   std::vector<TokenInfo> tokens;  // per token when logprobs or token ids came, else per chunk
   std::string finish_reason;      // "stop", "length"
   int64_t prompt_tokens = -1, completion_tokens = -1;  // usage; -1 when not reported
+  // usage.prompt_tokens_details.cached_tokens: prompt tokens the engine's prefix cache served
+  // (vLLM with --enable-prompt-tokens-details, OpenAI); -1 when not reported.
+  int64_t cached_tokens = -1;
   // Request sent → first content chunk (streaming), or → first byte of the response.
   double ttft_s = -1;
   double e2e_s = -1;                    // request sent → last byte
@@ -120,6 +123,8 @@ class Client {
 
   // GET `path` (e.g. "/health", "/v1/models"): true on a 2xx status within `timeout_s`.
   bool probe(const std::string& path, double timeout_s);
+  // GET `path` (e.g. "/metrics"): the body of a 2xx answer in `body`; an error result otherwise.
+  Result get(const std::string& path, std::string* body);
   // GET /v1/models: the model ids; an error result when the server did not answer properly.
   Result models(std::vector<std::string>* ids);
   // One request (thread-safe: concurrent calls on one Client are fine).

@@ -123,6 +123,10 @@ void read_usage(const json& response, Result* result) {
   if (const json* n = member(*usage, "completion_tokens"); n && n->is_number_integer()) {
     result->completion_tokens = n->get<int64_t>();
   }
+  if (const json* details = member(*usage, "prompt_tokens_details"); details != nullptr) {
+    if (const json* n = member(*details, "cached_tokens"); n && n->is_number_integer())
+      result->cached_tokens = n->get<int64_t>();
+  }
 }
 
 }  // namespace

@@ -286,7 +286,7 @@ Platform load_platform(const std::string& path) {
           }
           p.fallback = value.Scalar();
         } else if (field == "service") {
-          p.service = read_service_config(path, value);
+          p.service = read_service_config(path, value, &p.service_variants);
         } else {
           fail_at(path, key_node,
                   "unknown field '" + field + "' (expected one of: " + join_names(kFields) + ")");

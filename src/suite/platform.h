@@ -25,6 +25,10 @@ struct ServiceConfig {
   std::string api_key_env;  // the environment variable holding the API key (never stored)
   std::string model;        // the model name to request; empty: the first of /v1/models
   std::string dialect;      // "vllm", "sglang", "openai"; empty: probed once per service
+  // Tokens per prefill step the engine is started with (vLLM --max-num-batched-tokens): a
+  // longer prompt is prefilled in chunks. 0: not stated.
+  int64_t prefill_chunk = 0;
+  nlohmann::json request = nlohmann::json::object();  // fields added to every request's body
 };
 
 struct Platform {
@@ -47,6 +51,10 @@ struct Platform {
   // "none", "decompose" or "host"; empty = the check kind's default (decompose).
   std::string fallback;
   ServiceConfig service;
+  // `service: {variants: {NAME: {...}}}`: the same service with a serving feature turned on
+  // (chunked prefill, a small KV pool, speculative decoding), each field it does not write
+  // inherited from `service`; the serving checks name them (checks/serving_check.cc).
+  std::map<std::string, ServiceConfig> service_variants;
 };
 
 // Reads and validates a platform file:
@@ -60,7 +68,8 @@ struct Platform {
 //   fallback: host                 # none | decompose | host: op checks' default for unsupported
 //   ops service: {start: "vllm serve {model} --port {port}", url: "http://127.0.0.1:{port}",
 //             health: /v1/models, startup_timeout: 600s, stop_grace: 10s, request_timeout: 300s,
-//             env: {VAR: value}, api_key_env: MY_KEY, model: served-name}
+//             env: {VAR: value}, api_key_env: MY_KEY, model: served-name, prefill_chunk: 2048,
+//             request: {field: value}, variants: {NAME: {start: ..., prefill_chunk: 64}}}
 // Throws InputError naming file:line:col on any mistake.
 Platform load_platform(const std::string& path);
 
@@ -70,8 +79,10 @@ Platform load_platform(const std::string& path);
 // file:line:col) at .inf/.nan, which JSON cannot hold, and at non-string or repeated keys.
 nlohmann::json yaml_to_json(const std::string& file, const YAML::Node& node);
 
-// The `service:` section (platform_service.cc). Fails at the node.
-ServiceConfig read_service_config(const std::string& file, const YAML::Node& node);
+// The `service:` section (platform_service.cc), its `variants` into `variants` (when given).
+// Fails at the node.
+ServiceConfig read_service_config(const std::string& file, const YAML::Node& node,
+                                  std::map<std::string, ServiceConfig>* variants = nullptr);
 
 // A size in bytes: a plain number of bytes, or a number with a unit: B, KB, MB, GB, TB (powers
 // of 1000) or KiB, MiB, GiB, TiB (powers of 1024), e.g. 24GiB or "1.5 GB". Fails at the node.

@@ -1,5 +1,6 @@
 // The platform file's `service:` section: how the platform serves a model over the
 // OpenAI-compatible API (a start command, or the URL of a service already running).
+#include <map>
 #include <string>
 
 #include "service/dialect.h"
@@ -9,9 +10,10 @@
 namespace h0::suite {
 namespace {
 
-const char* const kServiceFields =
+const char* const kVariantFields =
     "start, url, health, startup_timeout, stop_grace, request_timeout, env, api_key_env, model, "
-    "dialect";
+    "dialect, prefill_chunk, request";
+const std::string kServiceFields = std::string(kVariantFields) + ", variants";
 
 std::string string_value(const std::string& file, const YAML::Node& value,
                          const std::string& what) {
@@ -26,24 +28,17 @@ double positive_duration(const std::string& file, const YAML::Node& value,
   return s;
 }
 
-}  // namespace
-
-ServiceConfig read_service_config(const std::string& file, const YAML::Node& node) {
-  if (!node.IsMap()) {
-    fail_at(file, node,
-            "bad service: expected a mapping, e.g. {start: \"vllm serve {model} --port {port}\", "
-            "url: \"http://127.0.0.1:{port}\"}");
-  }
-  ServiceConfig s;
-  s.present = true;
-  bool has_url = false;
+// Reads the fields of `node` over `s` (a variant starts from its base's). `variants`: where the
+// `variants` field goes; null inside a variant, where it is not allowed.
+void read_fields(const std::string& file, const YAML::Node& node, ServiceConfig& s,
+                 std::map<std::string, YAML::Node>* variants, bool* has_url) {
   for_each_entry(
       file, node, [&](const std::string& key, const YAML::Node& key_node, const YAML::Node& value) {
         if (key == "start") {
           s.start = string_value(file, value, "start");
         } else if (key == "url") {
           s.url = string_value(file, value, "url");
-          has_url = true;
+          *has_url = true;
           if (s.url.rfind("http://", 0) != 0 && s.url.rfind("https://", 0) != 0) {
             fail_at(file, value, "bad url: expected http://host:port or https://...");
           }
@@ -76,12 +71,39 @@ ServiceConfig read_service_config(const std::string& file, const YAML::Node& nod
                     "bad dialect '" + s.dialect + "': expected one of " + service::dialect_names() +
                         " (or leave it out: probed)");
           }
+        } else if (key == "prefill_chunk") {
+          const nlohmann::json n = yaml_to_json(file, value);
+          if (!n.is_number_integer() || n.get<int64_t>() < 1)
+            fail_at(file, value, "bad prefill_chunk: expected a number of tokens >= 1, e.g. 64");
+          s.prefill_chunk = n.get<int64_t>();
+        } else if (key == "request") {
+          const nlohmann::json extra = yaml_to_json(file, value);
+          if (!extra.is_object())
+            fail_at(file, value, "bad request: expected a mapping of request field to value");
+          for (const auto& [field, v] : extra.items()) s.request[field] = v;
+        } else if (key == "variants" && variants != nullptr) {
+          if (!value.IsMap() || value.size() == 0) {
+            fail_at(file, value,
+                    "bad variants: expected a mapping of name to service fields, e.g. "
+                    "{chunked_prefill: {start: \"vllm serve {model} --port {port} "
+                    "--max-num-batched-tokens 64\", prefill_chunk: 64}}");
+          }
+          for_each_entry(file, value,
+                         [&](const std::string& name, const YAML::Node&, const YAML::Node& v) {
+                           if (!v.IsMap())
+                             fail_at(file, v, "bad variant " + name + ": expected a mapping");
+                           variants->emplace(name, YAML::Node(v));
+                         });
         } else {
-          fail_at(
-              file, key_node,
-              "unknown field '" + key + "' in service (expected one of: " + kServiceFields + ")");
+          fail_at(file, key_node,
+                  "unknown field '" + key + "' in " + (variants ? "service" : "a service variant") +
+                      " (expected one of: " + (variants ? kServiceFields : kVariantFields) + ")");
         }
       });
+}
+
+void validate(const std::string& file, const YAML::Node& node, const ServiceConfig& s,
+              bool has_url) {
   if (s.start.empty() && !has_url) {
     fail_at(file, node,
             "service needs `start` (a command that serves the model) or `url` (a running service)");
@@ -90,6 +112,30 @@ ServiceConfig read_service_config(const std::string& file, const YAML::Node& nod
     fail_at(
         file, node,
         "service has no `start`, so its `url` cannot use {port}: name the running service's port");
+  }
+}
+
+}  // namespace
+
+ServiceConfig read_service_config(const std::string& file, const YAML::Node& node,
+                                  std::map<std::string, ServiceConfig>* variants) {
+  if (!node.IsMap()) {
+    fail_at(file, node,
+            "bad service: expected a mapping, e.g. {start: \"vllm serve {model} --port {port}\", "
+            "url: \"http://127.0.0.1:{port}\"}");
+  }
+  ServiceConfig s;
+  s.present = true;
+  bool has_url = false;
+  std::map<std::string, YAML::Node> variant_nodes;
+  read_fields(file, node, s, variants ? &variant_nodes : nullptr, &has_url);
+  validate(file, node, s, has_url);
+  for (const auto& [name, v] : variant_nodes) {
+    ServiceConfig variant = s;
+    bool variant_url = has_url;
+    read_fields(file, v, variant, nullptr, &variant_url);
+    validate(file, v, variant, variant_url);
+    variants->emplace(name, std::move(variant));
   }
   return s;
 }

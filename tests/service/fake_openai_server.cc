@@ -37,6 +37,12 @@
 //                     --known P of the prompts (by a hash of the prompt) and " N+1" for the rest;
 //                     --lose Q turns a share Q of the right ones wrong (a platform that loses a
 //                     few items, always in one direction). Other requests: as ok
+//   serving           a serving engine (fake_serving.h): a hash "model" whose decode and
+//                     prefill agree, a prefix cache, running requests, a KV pool that preempts
+//                     (--kv-tokens N), prefill in chunks (--prefill-chunk N), speculative
+//                     decoding counters (--spec-tokens K), /metrics with vLLM's names; each token
+//                     2 ms. Its faults, one per serving feature: stale_prefix, batch_slot,
+//                     chunk_off_by_one, preempt_position, lying_usage, decode_drift
 // --strict: as `transformers serve` (FastAPI, extra fields forbidden): a request field outside
 // the documented OpenAI set is answered 422 {"detail": "Unexpected fields in the request:
 // {...}"}; /v1/completions takes only a string prompt (400 otherwise); no logprobs and no token
@@ -78,6 +84,7 @@
 #include <thread>
 #include <vector>
 
+#include "service/fake_serving.h"
 #include "service/vllm_detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -96,7 +103,8 @@ struct Flags {
   bool strict = false;
   std::string golden_dir, tokenizer, model_name = "fake-model";
   int64_t corrupt_at = -1;
-  double known = 0.6, lose = 0;  // mode answers
+  double known = 0.6, lose = 0;   // mode answers
+  fake_serving::Options serving;  // the serving modes' engine
 };
 Flags g_flags;
 const Clock::time_point g_start = Clock::now();
@@ -225,6 +233,7 @@ struct Token {
   int64_t id;
   std::string text;
   double logprob;
+  fake_serving::Top top = {};  // the serving modes' top logprobs; else made up from id
 };
 
 // What a completion request asked for, and the tokens it gets.
@@ -239,15 +248,27 @@ struct Generation {
   std::vector<Token> echoed;
   std::vector<int64_t> echo_offsets;
   std::string echo_text;
+  // The serving modes: prompt tokens the prefix cache served (-1: not reported), whether usage
+  // lies, the time each token takes.
+  int64_t cached = -1;
+  bool lying_usage = false;
+  double token_delay_s = 0;
 };
 
 // --golden-dir: the golden files, read once; --tokenizer: the model's tokenizer.
 std::vector<json> g_goldens;
 std::unique_ptr<h0::tokenizer::Tokenizer> g_tokenizer;
+std::unique_ptr<fake_serving::Engine> g_engine;  // the serving modes
 
 std::string decode(const std::vector<int64_t>& ids) {
   std::vector<int32_t> v(ids.begin(), ids.end());
   return g_tokenizer->decode(v, true);
+}
+
+// One token's text: its decode with the tokenizer, else " w<id>".
+std::string token_text(int64_t id) {
+  if (!g_tokenizer) return " w" + std::to_string(id);
+  return g_tokenizer->decode(std::vector<int32_t>{int32_t(id)}, false);
 }
 
 // The golden `request` equals, or null.
@@ -412,6 +433,9 @@ Generation generate(const json& request, bool chat, bool overlapped) {
   std::string key = prompt.dump();
   if (prompt.is_array() && !chat) {
     for (const json& id : prompt) g.prompt_ids.push_back(id.get<int64_t>());
+  } else if (prompt.is_string() && !chat && g_tokenizer) {  // as an engine counts its prompt
+    for (const int32_t id : g_tokenizer->encode(prompt.get<std::string>(), true))
+      g.prompt_ids.push_back(id);
   } else {
     for (size_t i = 0; i < std::min<size_t>(key.size(), 64); ++i) {
       g.prompt_ids.push_back(static_cast<unsigned char>(key[i]));
@@ -459,7 +483,9 @@ json logprobs_json(const Generation& g, size_t begin, size_t end) {
       const std::string text = token_string(g, t.id, t.text);
       tokens.push_back(text);
       values.push_back(std::isnan(t.logprob) ? json(nullptr) : json(t.logprob));
-      tops.push_back(std::isnan(t.logprob) ? json(nullptr) : json({{text, t.logprob}}));
+      json echo_top = {{text, t.logprob}};
+      for (const auto& [id, lp] : t.top) echo_top[token_string(g, id, token_text(id))] = lp;
+      tops.push_back(std::isnan(t.logprob) ? json(nullptr) : echo_top);
       offsets.push_back(g.echo_offsets[i]);
     }
   }
@@ -473,9 +499,11 @@ json logprobs_json(const Generation& g, size_t begin, size_t end) {
     const Token& t = g.tokens[i];
     json top_list = json::array(), top_map = json::object();
     for (int k = 0; k < g.top; ++k) {
-      int64_t id = t.id + k;
-      std::string text = token_string(g, id, " w" + std::to_string(id));
-      double logprob = t.logprob - 0.5 * k;
+      if (!t.top.empty() && size_t(k) >= t.top.size()) break;
+      int64_t id = t.top.empty() ? t.id + k : t.top[size_t(k)].first;
+      std::string text =
+          token_string(g, id, t.top.empty() ? " w" + std::to_string(id) : token_text(id));
+      double logprob = t.top.empty() ? t.logprob - 0.5 * k : t.top[size_t(k)].second;
       top_list.push_back({{"token", text}, {"logprob", logprob}});
       top_map[text] = logprob;
     }
@@ -516,9 +544,12 @@ json choice_json(const Generation& g, size_t begin, size_t end, bool streamed, b
 }
 
 json usage_json(const Generation& g) {
-  return {{"prompt_tokens", g.prompt_ids.size()},
-          {"completion_tokens", g.tokens.size()},
-          {"total_tokens", g.prompt_ids.size() + g.tokens.size()}};
+  const size_t completion = g.tokens.size() + (g.lying_usage ? 1 : 0);
+  json usage = {{"prompt_tokens", g.prompt_ids.size()},
+                {"completion_tokens", completion},
+                {"total_tokens", g.prompt_ids.size() + completion}};
+  if (g.cached >= 0) usage["prompt_tokens_details"] = {{"cached_tokens", g.cached}};
+  return usage;
 }
 
 void plain_response(int fd, const Generation& g) {
@@ -538,6 +569,7 @@ void plain_response(int fd, const Generation& g) {
     _exit(1);
   }
   if (g_flags.mode == "slow_tokens") sleep_s(10);
+  sleep_s(g.token_delay_s * double(g.tokens.size()));
   respond(fd, 200, body);
 }
 
@@ -578,6 +610,7 @@ void stream_response(int fd, const Generation& g) {
       log("dying mid-stream");
       _exit(1);
     }
+    sleep_s(g.token_delay_s);
     json next = chunk;
     next["choices"] = {choice_json(g, i, i + 1, true, i + 1 == g.tokens.size())};
     if (g_flags.strict && i + 1 == g.tokens.size())
@@ -596,6 +629,54 @@ void stream_response(int fd, const Generation& g) {
   }
   if (mode != "no_done") send_chunk(fd, "data: [DONE]\n\n");
   send_chunk(fd, "");  // the chunked terminator
+}
+
+// The serving modes: the request run through g_engine (fake_serving.h). Requests sent together
+// are held 100 ms after admission, so that each sees the others running (a loaded machine takes
+// tens of ms to start 32 requests).
+Generation serving_generation(const json& body, bool chat) {
+  Generation g = generate(body, chat, false);
+  const json& prompt = chat ? body["messages"] : body["prompt"];
+  std::vector<int64_t> ids;
+  if (prompt.is_array() && !chat) {
+    ids = prompt.get<std::vector<int64_t>>();
+  } else {
+    const std::string text = prompt.is_string() ? prompt.get<std::string>() : prompt.dump();
+    if (g_tokenizer) {
+      for (const int32_t id : g_tokenizer->encode(text, true)) ids.push_back(id);
+    } else {
+      for (const char c : text) ids.push_back(static_cast<unsigned char>(c));
+    }
+  }
+  const int64_t max_tokens = body.value("max_tokens", 16);
+  fake_serving::Engine::Admission a = g_engine->admit(ids, max_tokens);
+  sleep_s(0.1);
+  g_engine->settle(&a);
+  const std::vector<fake_serving::Step> steps =
+      g_engine->decode(ids, max_tokens, a, g_engine->running());
+  g.prompt_ids = ids;
+  g.tokens.clear();
+  g.echoed.clear();
+  g.echo_offsets.clear();
+  g.echo_text.clear();
+  for (const fake_serving::Step& s : steps)
+    g.tokens.push_back({s.id, token_text(s.id), s.logprob, s.top});
+  g.finish = "length";
+  if (!chat && body.value("echo", false) && !g.stream) {
+    int64_t offset = 0;
+    for (const fake_serving::Step& s : g_engine->prefill(ids)) {
+      g.echoed.push_back({s.id, token_text(s.id), s.logprob, s.top});
+      g.echo_offsets.push_back(offset);
+      for (const char c : g.echoed.back().text)
+        offset += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+      g.echo_text += g.echoed.back().text;
+    }
+  }
+  g.cached = a.cached;
+  g.lying_usage = g_flags.mode == "lying_usage";
+  g.token_delay_s = 0.002;
+  g_engine->finish(ids, max_tokens, int64_t(steps.size()));
+  return g;
 }
 
 void completion(int fd, const HttpRequest& request, bool chat) {
@@ -633,7 +714,7 @@ void completion(int fd, const HttpRequest& request, bool chat) {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_in_flight.erase(&overlapped);
   }
-  Generation g = generate(body, chat, overlapped);
+  Generation g = g_engine ? serving_generation(body, chat) : generate(body, chat, overlapped);
   if (g.stream) {
     stream_response(fd, g);
   } else {
@@ -666,6 +747,11 @@ void serve(int fd) {
       respond(fd, 200,
               {{"object", "list"}, {"data", {{{"id", g_flags.model_name}, {"object", "model"}}}}});
     }
+  } else if (request.method == "GET" && request.path == "/metrics" && g_engine) {
+    const std::string text = g_engine->metrics();
+    send_all(fd, head(200, "text/plain; version=0.0.4",
+                      "Content-Length: " + std::to_string(text.size()) + "\r\n") +
+                     text);
   } else if (request.method == "POST" && request.path == "/v1/completions") {
     completion(fd, request, false);
   } else if (request.method == "POST" && request.path == "/v1/chat/completions") {
@@ -705,6 +791,12 @@ bool parse_flags(int argc, char** argv) {
       g_flags.lose = std::atof(argv[++i]);
     } else if (flag == "--corrupt-at" && has_value) {
       g_flags.corrupt_at = std::atoll(argv[++i]);
+    } else if (flag == "--prefill-chunk" && has_value) {
+      g_flags.serving.prefill_chunk = std::atoll(argv[++i]);
+    } else if (flag == "--kv-tokens" && has_value) {
+      g_flags.serving.kv_tokens = std::atoll(argv[++i]);
+    } else if (flag == "--spec-tokens" && has_value) {
+      g_flags.serving.spec_tokens = std::atoll(argv[++i]);
     } else if (flag == "--model-name" && has_value) {
       g_flags.model_name = argv[++i];
     } else {
@@ -717,7 +809,7 @@ bool parse_flags(int argc, char** argv) {
       "bogus_sse", "http_500",         "http_429",         "slow_tokens",
       "no_done",   "nondeterministic", "stream_error",     "invalid_utf8",
       "echo_auth", "answers",          "vllm_detokenizer", "bos_in_echo_offsets"};
-  if (!kModes.contains(g_flags.mode)) {
+  if (!kModes.contains(g_flags.mode) && !fake_serving::modes().contains(g_flags.mode)) {
     std::fprintf(stderr, "fake_openai_server: unknown mode %s\n", g_flags.mode.c_str());
     return false;
   }
@@ -748,6 +840,11 @@ int main(int argc, char** argv) {
   if (!load_goldens()) {
     std::fprintf(stderr, "fake_openai_server: no golden files in %s\n", g_flags.golden_dir.c_str());
     return 2;
+  }
+  if (fake_serving::modes().contains(g_flags.mode)) {
+    if (g_flags.mode != "serving") g_flags.serving.fault = g_flags.mode;
+    if (g_tokenizer) g_flags.serving.vocab = g_tokenizer->vocab_size();
+    g_engine = std::make_unique<fake_serving::Engine>(g_flags.serving);
   }
   signal(SIGPIPE, SIG_IGN);
   int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

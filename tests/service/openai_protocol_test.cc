@@ -78,7 +78,25 @@ TEST(OpenAIProtocol, ReadsNonStreamingChatWithTokenIds) {
   EXPECT_EQ(result.tokens[0].id, 10);
   EXPECT_EQ(result.tokens[0].text + result.tokens[1].text, "Hi there");
   EXPECT_EQ(result.tokens[1].arrival_s, 0.5);
+  EXPECT_EQ(result.cached_tokens, -1);          // not reported
   EXPECT_TRUE(result.chunk_arrival_s.empty());  // only streams have chunks
+}
+
+// The prefix cache's evidence: vLLM (--enable-prompt-tokens-details) and OpenAI report the prompt
+// tokens it served; vLLM's default writes the details as null.
+TEST(OpenAIProtocol, ReadsCachedTokensWhenReported) {
+  Result cached, none;
+  ASSERT_EQ(read_response(json::parse(R"({"choices": [{"text": "a", "finish_reason": "length"}],
+      "usage": {"prompt_tokens": 309, "completion_tokens": 1,
+                "prompt_tokens_details": {"cached_tokens": 256}}})"),
+                          false, false, 0, &cached),
+            "");
+  EXPECT_EQ(cached.cached_tokens, 256);
+  ASSERT_EQ(read_response(json::parse(R"({"choices": [{"text": "a", "finish_reason": "length"}],
+      "usage": {"prompt_tokens": 3, "completion_tokens": 1, "prompt_tokens_details": null}})"),
+                          false, false, 0, &none),
+            "");
+  EXPECT_EQ(none.cached_tokens, -1);
 }
 
 TEST(OpenAIProtocol, ReadsStreamChunks) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "base/error.h"
@@ -334,8 +335,46 @@ TEST_F(PlatformTest, ServiceErrorsNameThePlace) {
             "p.yaml:3:38: bad startup_timeout: expected a duration > 0, e.g. 600s");
   EXPECT_EQ(error_in(head + "service: {start: s, port: 1}\n"),
             "p.yaml:3:21: unknown field 'port' in service (expected one of: start, url, health, "
-            "startup_timeout, "
-            "stop_grace, request_timeout, env, api_key_env, model, dialect)");
+            "startup_timeout, stop_grace, request_timeout, env, api_key_env, model, dialect, "
+            "prefill_chunk, request, variants)");
+  EXPECT_EQ(error_in(head + "service: {start: s, prefill_chunk: 0}\n"),
+            "p.yaml:3:36: bad prefill_chunk: expected a number of tokens >= 1, e.g. 64");
+  EXPECT_EQ(error_in(head + "service: {start: s, variants: {big: {start: t, port: 1}}}\n"),
+            "p.yaml:3:48: unknown field 'port' in a service variant (expected one of: start, url, "
+            "health, startup_timeout, stop_grace, request_timeout, env, api_key_env, model, "
+            "dialect, prefill_chunk, request)");
+  EXPECT_EQ(error_in(head + "service: {start: s, variants: {big: {start: t, variants: {}}}}\n"),
+            "p.yaml:3:48: unknown field 'variants' in a service variant (expected one of: start, "
+            "url, health, startup_timeout, stop_grace, request_timeout, env, api_key_env, model, "
+            "dialect, prefill_chunk, request)");
+}
+
+// A variant is its base service with the fields it writes changed: the serving checks start it
+// to turn one feature on (checks/serving_check.cc).
+TEST_F(PlatformTest, ServiceVariantsInheritTheBase) {
+  std::ostringstream text;
+  text << "platform: x\nbackend: cpu\nservice:\n"
+       << "  start: \"vllm serve {model} --port {port}\"\n"
+       << "  request_timeout: 30s\n  env: {A: '1'}\n  request: {priority: 1}\n"
+       << "  variants:\n"
+       << "    chunked_prefill:\n"
+       << "      start: \"vllm serve {model} --port {port} --max-num-batched-tokens 64\"\n"
+       << "      prefill_chunk: 64\n"
+       << "      env: {B: '2'}\n"
+       << "    tagged: {request: {user: me}}\n";
+  write("p.yaml", text.str());
+  const Platform p = load_platform(dir_.file("p.yaml"));
+  EXPECT_EQ(p.service.prefill_chunk, 0);
+  ASSERT_EQ(p.service_variants.size(), 2u);
+  const ServiceConfig& c = p.service_variants.at("chunked_prefill");
+  EXPECT_EQ(c.start, "vllm serve {model} --port {port} --max-num-batched-tokens 64");
+  EXPECT_EQ(c.prefill_chunk, 64);
+  EXPECT_DOUBLE_EQ(c.request_timeout_s, 30);  // inherited
+  EXPECT_EQ(c.env.at("A"), "1");
+  EXPECT_EQ(c.env.at("B"), "2");
+  const ServiceConfig& t = p.service_variants.at("tagged");
+  EXPECT_EQ(t.start, p.service.start);
+  EXPECT_EQ(t.request, (nlohmann::json{{"priority", 1}, {"user", "me"}}));
 }
 
 }  // namespace
