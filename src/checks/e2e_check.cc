@@ -10,6 +10,7 @@
 #include "checks/e2e_request.h"
 #include "checks/service_checks.h"
 #include "compare/e2e_compare.h"
+#include "compare/serving_compare.h"
 
 namespace h0::checks {
 namespace {
@@ -81,6 +82,19 @@ class E2eCase final : public PreparedCase {
     out.details["responses"] = responses;
     out.status = Status::kPass;
     const tokenizer::Tokenizer* tok = tokenizer_of(spec_.req.model_dir);
+    // Every response counts what it returned (MLPerf TEST06; compare/serving_compare.h), before
+    // the harness fills in a count the engine did not give.
+    for (size_t i = 0; i < results.size() && tok != nullptr; ++i) {
+      const std::string problem = compare::integrity_problem(
+          results[i], request.sampling.max_tokens, end_tokens(spec_.req.model_dir, *tok),
+          request.sampling.ignore_eos && request.dialect.ignore_eos, -1);
+      if (!problem.empty()) {
+        out.status = Status::kFail;
+        out.message =
+            std::string(spec_.streams[i] ? "streamed" : "not streamed") + " response: " + problem;
+        return out;
+      }
+    }
     const bool ids = std::all_of(results.begin(), results.end(), has_token_ids);
     // What the verdict rests on, recorded with it.
     const bool logprobs = !results[0].tokens.empty() && results[0].tokens[0].logprob.has_value();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "base/base64.h"
 #include "base/error.h"
@@ -257,6 +258,24 @@ ServiceHandle connect_service(const nlohmann::json& service) {
   }
   h.evidence["model"] = h.model;
   return h;
+}
+
+std::set<int64_t> end_tokens(const std::string& model_dir, const tokenizer::Tokenizer& tok) {
+  std::set<int64_t> out;
+  if (tok.eos_id()) out.insert(*tok.eos_id());
+  const fs::path gen = fs::path(model_dir) / "generation_config.json";
+  std::error_code ec;
+  if (!fs::exists(gen, ec)) return out;
+  try {
+    const nlohmann::json j = base::read_json_file(gen.string());
+    const nlohmann::json e = j.value("eos_token_id", nlohmann::json());
+    if (e.is_number_integer()) out.insert(e.get<int64_t>());
+    if (e.is_array())
+      for (const auto& v : e)
+        if (v.is_number_integer()) out.insert(v.get<int64_t>());
+  } catch (const InputError&) {
+  }
+  return out;
 }
 
 const tokenizer::Tokenizer* tokenizer_of(const std::string& model_dir) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,9 @@ AdaptedRequest adapt_request(const ServiceHandle& h, const std::string& model_di
 // The tokenizer of a model directory (tokenizer.json), loaded once per process; nullptr when
 // the directory has none or it does not load.
 const tokenizer::Tokenizer* tokenizer_of(const std::string& model_dir);
+
+// The model's end tokens: the tokenizer's eos, and generation_config.json's eos_token_id.
+std::set<int64_t> end_tokens(const std::string& model_dir, const tokenizer::Tokenizer& tok);
 
 // Whether the response carries token ids (token_ids, or "token_id:N" logprob tokens).
 bool has_token_ids(const service::Result& r);

@@ -119,25 +119,6 @@ std::vector<int64_t> ids_of(const Result& r) {
   return out;
 }
 
-// The model's end tokens: the tokenizer's, and generation_config.json's eos_token_id.
-std::set<int64_t> end_tokens(const std::string& model_dir, const tokenizer::Tokenizer& tok) {
-  std::set<int64_t> out;
-  if (tok.eos_id()) out.insert(*tok.eos_id());
-  const fs::path gen = fs::path(model_dir) / "generation_config.json";
-  std::error_code ec;
-  if (!fs::exists(gen, ec)) return out;
-  try {
-    const nlohmann::json j = base::read_json_file(gen.string());
-    const nlohmann::json e = j.value("eos_token_id", nlohmann::json());
-    if (e.is_number_integer()) out.insert(e.get<int64_t>());
-    if (e.is_array())
-      for (const auto& v : e)
-        if (v.is_number_integer()) out.insert(v.get<int64_t>());
-  } catch (const InputError&) {
-  }
-  return out;
-}
-
 // config.json's max_position_embeddings (under text_config too); 0 when not stated.
 int64_t max_positions(const std::string& model_dir) {
   try {
@@ -221,18 +202,25 @@ class Session {
     if (!out.ok()) throw Stop{Status::kFail, what + ": " + failure_message(out)};
     return out;
   }
-  // The same without stopping: for the requests sent at once.
-  Result try_send(service::Request r) {
-    if (!adapt_request(h_, spec_.model_dir, &r).cannot.empty()) return Result{};
+  // The same without stopping, from any thread: for the requests sent at once.
+  Result try_send(service::Request r) const {
+    if (const AdaptedRequest a = adapt_request(h_, spec_.model_dir, &r); !a.cannot.empty()) {
+      Result refused;
+      refused.error = "not sent: " + a.cannot;
+      return refused;
+    }
     return h_.client->complete(r);
   }
 
+  // The engine's /metrics now; why not, remembered for the messages.
   std::optional<Metrics> metrics() {
     std::string why;
     std::optional<Metrics> m = service::scrape_metrics(*h_.client, &why);
     if (!m) metrics_error_ = why;
     return m;
   }
+  // The same from another thread (nothing remembered).
+  std::optional<Metrics> scrape() const { return service::scrape_metrics(*h_.client); }
   const std::string& metrics_error() const { return metrics_error_; }
   const std::set<std::string>& notes() const { return notes_; }
 
@@ -265,15 +253,12 @@ struct Verdict {
   std::vector<std::pair<std::string, double>> metrics;
 };
 
+// Why no counter of `names` was read: /metrics did not answer, or has none of them.
 std::string no_counter(const Session& s, const std::vector<std::string>& names) {
-  return s.metrics_error().empty() ? "/metrics has none of " +
-                                         [&] {
-                                           std::string out;
-                                           for (const std::string& n : names)
-                                             out += (out.empty() ? "" : ", ") + n;
-                                           return out;
-                                         }()
-                                   : s.metrics_error();
+  if (!s.metrics_error().empty()) return s.metrics_error();
+  std::string out = "/metrics has none of ";
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
+  return out;
 }
 
 // ---- the features ----
@@ -282,7 +267,6 @@ Verdict prefix_cache(const ServingSpec& spec, Session& s) {
   const int64_t n = spec.prompt_tokens > 0 ? spec.prompt_tokens : 256;
   // Words no run sent before lead the prompt, so the cold request is cold.
   const std::vector<int64_t> ids = s.prompt(n, 0, Session::fresh_words());
-  const std::optional<Metrics> before = s.metrics();
   const Result cold = s.send(s.request(ids, spec.max_tokens), "the cold request");
   const std::optional<Metrics> middle = s.metrics();
   const Result warm = s.send(s.request(ids, spec.max_tokens), "the warm request");
@@ -315,7 +299,6 @@ Verdict prefix_cache(const ServingSpec& spec, Session& s) {
                "usage.prompt_tokens_details.cached_tokens, and " +
                    no_counter(s, kPrefixHits)};
   }
-  (void)before;
   v.message = "a prompt of " + std::to_string(ids.size()) + " tokens warm equals cold (" + guard +
               "; max |logprob difference| " + fmt(s.max_logprob_diff()) + ")";
   return v;
@@ -327,6 +310,8 @@ Verdict decode_prefill(const ServingSpec& spec, Session& s) {
   const std::vector<int64_t> out = ids_of(decoded);
   if (out.empty())
     throw Stop{Status::kSkip, "not exercised: the engine returned no token ids to send back"};
+  if (decoded.tokens.size() != out.size())
+    throw Stop{Status::kSkip, "not exercised: the engine returned no per-token logprobs"};
   std::vector<int64_t> both = ids;
   both.insert(both.end(), out.begin(), out.end());
   const Result echoed = s.send(s.request(both, 1, false, true), "the re-prefill (echo) request");
@@ -402,7 +387,7 @@ Verdict batch(const ServingSpec& spec, Session& s) {
     std::atomic<bool> done{false};
     std::thread poller([&] {  // the engine's running-requests gauge while the batch runs
       while (!done) {
-        if (std::optional<Metrics> m = s.metrics()) {
+        if (std::optional<Metrics> m = s.scrape()) {
           if (auto f = m->first_of(kRunning); f && f->value > running_max)
             running_max = f->value, running_name = f->name;
         }
@@ -559,7 +544,7 @@ Verdict preemption(const ServingSpec& spec, Session& s) {
 }
 
 Verdict integrity(const ServingSpec& spec, Session& s, const std::set<int64_t>& ends) {
-  int64_t compared = 0;
+  int compared = 0;
   std::vector<std::string> not_compared;
   for (int64_t i = 0; i < 3; ++i) {
     const std::vector<int64_t> ids = s.prompt(12 + 20 * i, 4 * i);
@@ -579,45 +564,14 @@ Verdict integrity(const ServingSpec& spec, Session& s, const std::set<int64_t>& 
     for (const Result* res : {&plain, &streamed}) {
       const std::string what =
           "request " + std::to_string(i) + (res == &streamed ? " streamed" : "");
-      const std::vector<int64_t> out = ids_of(*res);
-      auto problem = [&](const std::string& m) {
+      std::vector<std::string> unjudged;
+      const std::string problem = compare::integrity_problem(
+          *res, spec.max_tokens, ends, false, int64_t(ids.size()), &compared, &unjudged);
+      if (!problem.empty()) {
         s.evidence()["response"] = response_evidence(*res);
-        throw Stop{Status::kFail, what + ": " + m};
-      };
-      if (res->completion_tokens < 0) {
-        not_compared.push_back(what + ": no usage.completion_tokens");
-      } else if (!out.empty()) {
-        if (res->completion_tokens != int64_t(out.size()))
-          problem("usage.completion_tokens " + std::to_string(res->completion_tokens) + " but " +
-                  std::to_string(out.size()) + " tokens came back");
-        ++compared;
+        throw Stop{Status::kFail, what + ": " + problem};
       }
-      if (res->prompt_tokens >= 0) {
-        if (res->prompt_tokens != int64_t(ids.size()))
-          problem("usage.prompt_tokens " + std::to_string(res->prompt_tokens) +
-                  " for a prompt of " + std::to_string(ids.size()) + " tokens");
-        ++compared;
-      } else {
-        not_compared.push_back(what + ": no usage.prompt_tokens");
-      }
-      const int64_t count =
-          !out.empty() ? int64_t(out.size()) : res->completion_tokens;  // -1: unknown
-      for (size_t k = 0; k < out.size(); ++k) {
-        if (ends.contains(out[k]) && k + 1 < out.size())
-          problem("an end token (id " + std::to_string(out[k]) + ") at " + std::to_string(k) +
-                  " of " + std::to_string(out.size()) + ": generation went on past it");
-      }
-      const bool ended = !out.empty() && ends.contains(out.back());
-      if (count >= 0) {
-        if (res->finish_reason == "length" && count != spec.max_tokens)
-          problem("finish_reason length after " + std::to_string(count) + " of max_tokens " +
-                  std::to_string(spec.max_tokens));
-        if (res->finish_reason == "stop" && count == spec.max_tokens && !ended && !out.empty())
-          problem("finish_reason stop at max_tokens without an end token");
-        if (ended && res->finish_reason != "stop")
-          problem("ended with an end token but finish_reason " + res->finish_reason);
-        ++compared;
-      }
+      for (const std::string& u : unjudged) not_compared.push_back(what + ": " + u);
     }
   }
   Verdict v;

@@ -72,4 +72,69 @@ double top_k_kl(const TopLogprobs& p, const TopLogprobs& q) {
   return std::max(kl, 0.0);
 }
 
+std::string integrity_problem(const service::Result& r, int64_t max_tokens,
+                              const std::set<int64_t>& ends, bool ignore_eos, int64_t prompt_tokens,
+                              int* compared, std::vector<std::string>* not_compared) {
+  int n = 0;
+  auto unjudged = [&](const std::string& why) {
+    if (not_compared) not_compared->push_back(why);
+  };
+  std::vector<int64_t> out = r.token_ids;
+  if (out.empty()) {
+    for (const service::TokenInfo& t : r.tokens) {
+      if (!t.id) {
+        out.clear();
+        break;
+      }
+      out.push_back(*t.id);
+    }
+  }
+  std::string problem;
+  auto fails = [&](const std::string& why) {
+    if (problem.empty()) problem = why;
+  };
+  if (r.completion_tokens < 0) {
+    unjudged("no usage.completion_tokens");
+  } else if (out.empty()) {
+    unjudged("no token ids to count");
+  } else {
+    ++n;
+    if (r.completion_tokens != int64_t(out.size()))
+      fails("usage.completion_tokens " + std::to_string(r.completion_tokens) + " but " +
+            std::to_string(out.size()) + " tokens came back");
+  }
+  if (prompt_tokens < 0 && !r.prompt_token_ids.empty())
+    prompt_tokens = int64_t(r.prompt_token_ids.size());
+  if (r.prompt_tokens < 0) {
+    unjudged("no usage.prompt_tokens");
+  } else if (prompt_tokens >= 0) {
+    ++n;
+    if (r.prompt_tokens != prompt_tokens)
+      fails("usage.prompt_tokens " + std::to_string(r.prompt_tokens) + " for a prompt of " +
+            std::to_string(prompt_tokens) + " tokens");
+  }
+  if (!out.empty()) {
+    ++n;
+    for (size_t k = 0; !ignore_eos && k + 1 < out.size(); ++k) {
+      if (ends.contains(out[k])) {
+        fails("an end token (id " + std::to_string(out[k]) + ") at " + std::to_string(k) + " of " +
+              std::to_string(out.size()) + ": generation went on past it");
+        break;
+      }
+    }
+    const int64_t count = int64_t(out.size());
+    const bool ended = ends.contains(out.back());
+    if (r.finish_reason == "length" && count != max_tokens)
+      fails("finish_reason length after " + std::to_string(count) + " of max_tokens " +
+            std::to_string(max_tokens));
+    if (ended && !ignore_eos && r.finish_reason != "stop")
+      fails("the last token is an end token (id " + std::to_string(out.back()) +
+            ") but finish_reason is " + r.finish_reason);
+    if (count > max_tokens)
+      fails(std::to_string(count) + " tokens for max_tokens " + std::to_string(max_tokens));
+  }
+  if (compared) *compared += n;
+  return problem;
+}
+
 }  // namespace h0::compare

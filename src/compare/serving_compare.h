@@ -4,6 +4,8 @@
 // computes; and the KL divergence of two top-k logprob lists, SGLang's decode-vs-prefill rule.
 #pragma once
 
+#include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,5 +28,17 @@ using TopLogprobs = std::vector<std::pair<std::string, double>>;  // token text,
 // its smallest listed probability; the rest of each distribution (outside the union) is one
 // more term. 0 for identical lists; >= 0.
 double top_k_kl(const TopLogprobs& p, const TopLogprobs& q);
+
+// MLPerf LoadGen TEST06's rules on one response: usage.completion_tokens counts the tokens that
+// came back (their ids), no token follows an end token (`ends`; unless `ignore_eos`), the finish
+// reason agrees with the length (`length` only at `max_tokens`; an end token last means `stop`
+// unless `ignore_eos`), and
+// usage.prompt_tokens is the prompt's length (`prompt_tokens`; -1: the engine's own
+// prompt_token_ids, when it returned them). What breaks the first rule that fails, "" when none
+// does. `compared` counts the rules that could be judged; `not_compared` says which could not.
+std::string integrity_problem(const service::Result& r, int64_t max_tokens,
+                              const std::set<int64_t>& ends, bool ignore_eos, int64_t prompt_tokens,
+                              int* compared = nullptr,
+                              std::vector<std::string>* not_compared = nullptr);
 
 }  // namespace h0::compare

@@ -18,8 +18,10 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Metrics that are errors already (larger = worse), matched by exact name.
 const std::set<std::string, std::less<>> kErrorMetrics = {
-    "max_abs_err", "max_rel_err",    "mean_abs_err", "rmse",
-    "max_ulp",     "mismatch_count", "nan_mismatch", "inf_mismatch"};
+    "max_abs_err",  "max_rel_err",  "mean_abs_err", "rmse",   "max_ulp",         "mismatch_count",
+    "nan_mismatch", "inf_mismatch", "kl_mean",      "kl_max", "max_logprob_diff"};
+// Fractions that are better high: their error is 1 - value (a speculator's acceptance rate).
+const std::set<std::string, std::less<>> kGoodFractions = {"cosine", "acceptance_rate"};
 constexpr std::string_view kRatioPrefix = "ratio_rel_lt_";
 
 std::string flip_kind(const std::string& base, const std::string& head) {
@@ -216,7 +218,7 @@ std::optional<double> metric_error(const std::string& name, double value) {
   for (size_t start = 0; start != std::string::npos;) {
     const std::string_view part = std::string_view(name).substr(start);
     if (kErrorMetrics.contains(part)) return value;
-    if (part == "cosine" || part.starts_with(kRatioPrefix)) return 1 - value;
+    if (kGoodFractions.contains(part) || part.starts_with(kRatioPrefix)) return 1 - value;
     const size_t dot = name.find('.', start);
     start = dot == std::string::npos ? dot : dot + 1;
   }

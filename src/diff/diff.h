@@ -47,7 +47,7 @@ struct StatusChange {
 };
 
 // One accuracy metric whose error grew beyond the factor. `base_error`/`head_error` are the
-// metric itself, or 1 - metric for cosine and ratio_rel_lt_*.
+// metric itself, or 1 - metric for cosine, ratio_rel_lt_* and acceptance_rate.
 struct MetricDrift {
   std::string case_id, metric;
   double base = 0, head = 0;
@@ -139,7 +139,8 @@ DiffSummary summarize(const DiffReport& r);
 
 // The error-like value of an accuracy metric (larger = worse); nullopt for a metric diff does
 // not judge. Matches the full name or the part after a '.', so "logits.max_abs_err" is
-// max_abs_err. cosine and ratio_rel_lt_* give 1 - value.
+// max_abs_err. cosine, ratio_rel_lt_* and a speculator's acceptance_rate give 1 - value; the
+// serving checks' kl_mean, kl_max and max_logprob_diff are errors as they are.
 std::optional<double> metric_error(const std::string& name, double value);
 
 RunInfo run_info(const store::RunData& run);

@@ -118,6 +118,11 @@ TEST(Diff, MetricErrorNames) {
   EXPECT_EQ(metric_error("layer.3.max_ulp", 4), 4);
   EXPECT_DOUBLE_EQ(*metric_error("cosine", 0.75), 0.25);
   EXPECT_DOUBLE_EQ(*metric_error("logits.ratio_rel_lt_1e-3", 0.875), 0.125);
+  // The serving checks': a speculator accepting fewer drafts, decode drifting from prefill.
+  EXPECT_DOUBLE_EQ(*metric_error("acceptance_rate", 0.8), 0.2);
+  EXPECT_EQ(metric_error("kl_mean", 1e-4), 1e-4);
+  EXPECT_EQ(metric_error("max_logprob_diff", 0.01), 0.01);
+  EXPECT_EQ(metric_error("mean_accepted_length", 3.0), std::nullopt);
   EXPECT_EQ(metric_error("top1_agreement", 1.0), std::nullopt);
   EXPECT_EQ(metric_error("max_abs_err_extra", 1.0), std::nullopt);
 }
