@@ -755,6 +755,8 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
     names += (names.empty() ? "" : ", ") + std::string(f.name);
     if (feature.IsScalar() && feature.Scalar() == f.name) s.feature = f, found = true;
   }
+  if (!found && feature.IsScalar())
+    fail(c, feature, "unknown feature '" + feature.Scalar() + "' (expected one of: " + names + ")");
   if (!found) fail(c, feature, "a serving check needs `feature`: one of " + names);
   s.variant = field_string(c, "service", s.feature.needs_variant ? s.feature.name : "");
   s.variant_defined = s.variant.empty() || platform.service_variants.contains(s.variant);

@@ -138,5 +138,24 @@ TEST_F(ServingCli, WhatTheEngineDoesNotShowIsNotExercisedNeverPassed) {
   EXPECT_NE(cases["decode_prefill"]["status"], "pass") << cases["decode_prefill"].dump(1);
 }
 
+TEST_F(ServingCli, AMisspelledFeatureOrVariantIsAnInputErrorAtItsPlace) {
+  const std::string suite = dir_.file("bad.yaml");
+  std::ofstream(suite) << "suite: bad\nchecks:\n  - id: a\n    kind: serving\n"
+                       << "    feature: prefix_cach\n    model: configs/models/tiny-llama\n";
+  Result r = run_harness("run " + suite + " --platform " + platform("serving") + " --no-db");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad.yaml:5:14: unknown feature 'prefix_cach' (expected one of: "
+                       "prefix_cache, decode_prefill, batch,"),
+            std::string::npos)
+      << r.err;
+  std::ofstream(suite) << "suite: bad\nchecks:\n  - id: a\n    kind: serving\n"
+                       << "    feature: batch\n    service: nope\n"
+                       << "    model: configs/models/tiny-llama\n";
+  r = run_harness("run " + suite + " --platform " + platform("serving") + " --no-db");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad.yaml:6:14: the platform file "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has no service variant 'nope'"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace h0::test
