@@ -114,13 +114,23 @@ backend::Backend& RunContext::backend() {
 }
 
 const std::vector<CheckKind>& check_kinds() {
-  static const std::vector<CheckKind> kinds = {
-      op_check_kind(),       model_check_kind(),      image_check_kind(),
-      layer_check_kind(),    plan_check_kind(),       load_check_kind(),
-      dump_check_kind(),     collective_check_kind(), service_check_kind(),
-      e2e_text_check_kind(), e2e_image_check_kind(),  determinism_check_kind(),
-      e2e_load_check_kind(), eval_check_kind(),       rounding_check_kind(),
-      serving_check_kind()};
+  static const std::vector<CheckKind> kinds = {op_check_kind(),
+                                               model_check_kind(),
+                                               image_check_kind(),
+                                               layer_check_kind(),
+                                               plan_check_kind(),
+                                               load_check_kind(),
+                                               dump_check_kind(),
+                                               collective_check_kind(),
+                                               service_check_kind(),
+                                               e2e_text_check_kind(),
+                                               e2e_image_check_kind(),
+                                               determinism_check_kind(),
+                                               e2e_load_check_kind(),
+                                               eval_check_kind(),
+                                               rounding_check_kind(),
+                                               serving_check_kind(),
+                                               structured_output_check_kind()};
   return kinds;
 }
 

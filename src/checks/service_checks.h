@@ -8,6 +8,8 @@
 //   eval         task accuracy item by item against a reference's, behind a statistical gate
 //   serving      one serving feature of the engine (prefix cache, batching, chunked prefill,
 //                preemption, speculative decoding, ...) used and shown to change nothing
+//   structured_output  guided decoding (json_schema, json_object, choice, regex): complete
+//                answers validate, streamed equals not, an invalid constraint is a 4xx
 #pragma once
 
 #include "checks/check.h"
@@ -21,5 +23,6 @@ CheckKind determinism_check_kind();
 CheckKind e2e_load_check_kind();
 CheckKind eval_check_kind();
 CheckKind serving_check_kind();
+CheckKind structured_output_check_kind();
 
 }  // namespace h0::checks

@@ -2,7 +2,7 @@
 // a correct engine passes every feature with its guard seen; each fault of the engine fails
 // exactly its feature's case, naming the request and the first differing token; an engine that
 // shows no evidence of a feature, or a platform without the variant that turns it on, gets "not
-// exercised" (a skip), never a pass.
+// exercised" (a skip), never a pass. Also the conversation layer's structured output.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -136,6 +136,39 @@ TEST_F(ServingCli, WhatTheEngineDoesNotShowIsNotExercisedNeverPassed) {
             std::string::npos)
       << cases["chunked_prefill"]["message"];
   EXPECT_NE(cases["decode_prefill"]["status"], "pass") << cases["decode_prefill"].dump(1);
+}
+
+// The conversation layer's structured output (suites/conversation.yaml): a guided engine's
+// answers validate and its invalid schema is a 400; guided decoding that drops a required
+// property, or an engine that ignores response_format, fails naming the item.
+TEST_F(ServingCli, StructuredOutputValidatesEveryCompleteAnswer) {
+  auto run_conversation = [&](const std::string& mode) {
+    const Result r = run_harness("run " + source_path("suites/conversation.yaml") + " --platform " +
+                                 platform(mode, false) + " --no-db --json " +
+                                 dir_.file("conv.json") + " --service-logs " + dir_.file("logs"));
+    std::ifstream in(dir_.file("conv.json"));
+    const nlohmann::json j = nlohmann::json::parse(in);
+    return std::make_pair(r.code, j["cases"][0]);
+  };
+  auto [code, good] = run_conversation("serving");
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(good["status"], "pass") << good.dump(1);
+  EXPECT_EQ(good["metrics"]["valid"], 5);
+  EXPECT_EQ(good["metrics"]["refused"], 1);
+  auto [bad_code, bad] = run_conversation("guided_invalid");
+  EXPECT_EQ(bad_code, 1);
+  EXPECT_EQ(bad["status"], "fail");
+  EXPECT_NE(bad["message"].get<std::string>().find(
+                "enum-object: the complete answer does not validate: /: Missing required "
+                "property 'answer'"),
+            std::string::npos)
+      << bad["message"];
+  auto [ignored_code, ignored] = run_conversation("ok");
+  EXPECT_EQ(ignored["status"], "fail");
+  EXPECT_NE(ignored["message"].get<std::string>().find("enum-object: the complete answer does "
+                                                       "not validate: not JSON"),
+            std::string::npos)
+      << ignored["message"];
 }
 
 TEST_F(ServingCli, AMisspelledFeatureOrVariantIsAnInputErrorAtItsPlace) {

@@ -714,6 +714,29 @@ void completion(int fd, const HttpRequest& request, bool chat) {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_in_flight.erase(&overlapped);
   }
+  if (g_engine) {  // guided decoding: the constraint's least answer, or a 400
+    std::string error;
+    const std::optional<std::string> answer =
+        fake_serving::guided_answer(body, g_flags.mode == "guided_invalid", &error);
+    if (!error.empty()) {
+      respond(fd, 400, error_json(400, "Failed to transform json schema into a grammar: " + error));
+      return;
+    }
+    if (answer) {
+      Generation g = generate(body, chat, false);
+      g.tokens.clear();
+      for (const char c : *answer)
+        g.tokens.push_back({static_cast<unsigned char>(c), std::string(1, c), -0.1});
+      g.finish = "stop";
+      g.token_ids = false;  // the characters are no model's ids
+      if (g.stream) {
+        stream_response(fd, g);
+      } else {
+        plain_response(fd, g);
+      }
+      return;
+    }
+  }
   Generation g = g_engine ? serving_generation(body, chat) : generate(body, chat, overlapped);
   if (g.stream) {
     stream_response(fd, g);

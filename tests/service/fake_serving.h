@@ -14,13 +14,21 @@
 //   preempt_position  a preempted request resumes one position back (tokens from 4 on)
 //   lying_usage       usage.completion_tokens counts one token more than came back
 //   decode_drift      decoded logprobs 0.3 below what the same tokens get when prefilled
+//   guided_invalid    guided decoding leaves out an object's first required property
+// Guided decoding (response_format json_schema / json_object, vLLM's structured_outputs choice
+// and regex of character classes and literals): the least answer the constraint allows, whole
+// (finish_reason stop); a schema with a type JSON does not have is refused (400), as vLLM does.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -31,7 +39,7 @@ namespace fake_serving {
 inline const std::set<std::string>& modes() {
   static const std::set<std::string> m = {"serving",          "stale_prefix",     "batch_slot",
                                           "chunk_off_by_one", "preempt_position", "lying_usage",
-                                          "decode_drift"};
+                                          "decode_drift",     "guided_invalid"};
   return m;
 }
 
@@ -213,5 +221,91 @@ class Engine {
   int64_t reserved_ = 0, next_seq_ = 0;
   double queries_ = 0, hits_ = 0, preemptions_ = 0, drafts_ = 0, draft_tokens_ = 0, accepted_ = 0;
 };
+
+// The least value `schema` allows (enum: its first; objects: every property; integers and numbers:
+// their minimum or 0; strings: "a" × minLength); "" in *error when a type is not JSON's.
+inline nlohmann::json least_instance(const nlohmann::json& schema, bool drop_required,
+                                     std::string* error) {
+  static const std::set<std::string> kTypes = {"object", "array",   "string", "integer",
+                                               "number", "boolean", "null"};
+  if (!schema.is_object()) return nullptr;
+  if (schema.contains("enum") && !schema["enum"].empty()) return schema["enum"][0];
+  if (schema.contains("const")) return schema["const"];
+  const std::string type = schema.value("type", "object");
+  if (!kTypes.contains(type)) {
+    *error = "Unsupported type \"" + type + "\"";
+    return nullptr;
+  }
+  if (type == "object") {
+    nlohmann::json out = nlohmann::json::object();
+    const nlohmann::json props = schema.value("properties", nlohmann::json::object());
+    const nlohmann::json required = schema.value("required", nlohmann::json::array());
+    for (const auto& [name, sub] : props.items()) {
+      if (drop_required && !required.empty() && required[0] == name) continue;
+      out[name] = least_instance(sub, drop_required, error);
+    }
+    return out;
+  }
+  if (type == "array") return nlohmann::json::array();
+  if (type == "string") return std::string(size_t(schema.value("minLength", 0)), 'a');
+  if (type == "integer") return schema.value("minimum", 0);
+  if (type == "number") return schema.value("minimum", 0.0);
+  if (type == "boolean") return true;
+  return nullptr;
+}
+
+// The least string a regex of literals and [a-z]-style classes, each with an optional {n},
+// matches; nullopt for any other regex.
+inline std::optional<std::string> least_match(const std::string& regex) {
+  std::string out;
+  for (size_t i = 0; i < regex.size();) {
+    char c = regex[i];
+    if (c == '[') {
+      const size_t close = regex.find(']', i);
+      if (close == std::string::npos || close == i + 1) return std::nullopt;
+      c = regex[i + 1];
+      i = close + 1;
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == ' ' || c == '_') {
+      ++i;
+    } else {
+      return std::nullopt;
+    }
+    size_t times = 1;
+    if (i < regex.size() && regex[i] == '{') {
+      const size_t close = regex.find('}', i);
+      if (close == std::string::npos) return std::nullopt;
+      times = size_t(std::atoi(regex.c_str() + i + 1));
+      i = close + 1;
+    }
+    out.append(times, c);
+  }
+  return out;
+}
+
+// The answer guided decoding gives `body`, or nullopt when it asks for none; a constraint the
+// engine cannot compile sets *error (a 400).
+inline std::optional<std::string> guided_answer(const nlohmann::json& body, bool invalid,
+                                                std::string* error) {
+  if (body.contains("structured_outputs")) {
+    const nlohmann::json& so = body["structured_outputs"];
+    if (so.contains("choice") && !so["choice"].empty()) return so["choice"][0].get<std::string>();
+    if (so.contains("regex")) {
+      if (auto m = least_match(so["regex"].get<std::string>())) return m;
+      *error = "the fake compiles only literal and [class]{n} regexes";
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+  if (!body.contains("response_format")) return std::nullopt;
+  const nlohmann::json& rf = body["response_format"];
+  const std::string type = rf.value("type", "");
+  if (type == "json_object") return std::string("{}");
+  if (type != "json_schema") return std::nullopt;
+  const nlohmann::json schema =
+      rf.value("json_schema", nlohmann::json::object()).value("schema", nlohmann::json::object());
+  const nlohmann::json value = least_instance(schema, invalid, error);
+  if (!error->empty()) return std::nullopt;
+  return value.dump();
+}
 
 }  // namespace fake_serving

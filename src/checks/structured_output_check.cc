@@ -1,0 +1,240 @@
+// kind: structured_output — guided decoding on the platform's engine (the conversation layer's
+// structured-output part): each item of a task file (suites/tasks/structured_output.jsonl: a
+// chat prompt and a `response_format` json_schema or json_object, or vLLM's `structured_outputs`
+// choice / regex extension) is sent streamed and not. A complete answer must validate (the JSON
+// Schema with compare/json_schema.h; a JSON object; one of the choices; a full match of the
+// regex), and the streamed answer must equal the plain one. An answer cut at max_tokens is not
+// judged (a tiny random model fills a grammar's whitespace until the budget ends; vLLM's
+// `--structured-outputs-config '{"disable_any_whitespace": true}'` forbids that); an item that
+// expects `refused` (an invalid schema) must get a 4xx with a message, never a 5xx, a hang or an
+// answer. None judged: "not exercised".
+#include <fstream>
+#include <regex>
+
+#include "base/error.h"
+#include "checks/e2e_request.h"
+#include "checks/service_checks.h"
+#include "compare/e2e_compare.h"
+#include "compare/json_schema.h"
+#include "suite/location.h"
+
+namespace h0::checks {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Item {
+  std::string id, prompt;
+  nlohmann::json fields;  // response_format / structured_outputs, as sent
+  bool refused = false;   // the engine must refuse it (4xx)
+  std::string line;       // "file:N" for messages
+};
+
+struct Spec {
+  std::string model_dir, tasks;
+  std::vector<Item> items;
+  int64_t max_tokens = 48;
+};
+
+// The task file: "# key: json" header lines, then one JSON item per line.
+std::vector<Item> read_items(const suite::Case& c, const std::string& path, int64_t* max_tokens) {
+  std::ifstream in(path);
+  if (!in) fail(c, case_field(c, "tasks"), "task file " + path + " not found");
+  std::vector<Item> items;
+  std::string text;
+  for (int n = 1; std::getline(in, text); ++n) {
+    const std::string where = path + ":" + std::to_string(n);
+    if (text.empty()) continue;
+    if (text[0] == '#') {
+      const size_t colon = text.find(':');
+      if (colon != std::string::npos && text.compare(0, colon, "# max_tokens") == 0)
+        *max_tokens = std::atoll(text.c_str() + colon + 1);
+      continue;
+    }
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object() || !j.contains("id") || !j.contains("prompt"))
+      throw InputError(where,
+                       "expected {\"id\", \"prompt\", \"response_format\" | "
+                       "\"structured_outputs\", [\"expect\": \"refused\"]}");
+    Item item{j["id"].get<std::string>(), j["prompt"].get<std::string>(), nlohmann::json::object(),
+              j.value("expect", "") == "refused", where};
+    for (const char* key : {"response_format", "structured_outputs"})
+      if (j.contains(key)) item.fields[key] = j[key];
+    if (item.fields.empty())
+      throw InputError(where, "an item needs response_format or structured_outputs");
+    items.push_back(std::move(item));
+  }
+  if (items.empty()) throw InputError(path, "no items");
+  return items;
+}
+
+// Why a complete answer to `item` is not what its constraint allows; "" when it is.
+std::string invalid(const Item& item, const std::string& text) {
+  if (item.fields.contains("structured_outputs")) {
+    const nlohmann::json& so = item.fields["structured_outputs"];
+    if (so.contains("choice")) {
+      for (const auto& choice : so["choice"])
+        if (choice == text) return "";
+      return "\"" + text + "\" is none of the choices " + so["choice"].dump();
+    }
+    if (so.contains("regex")) {
+      if (std::regex_match(text, std::regex(so["regex"].get<std::string>()))) return "";
+      return "\"" + text + "\" does not match " + so["regex"].get<std::string>();
+    }
+    if (so.contains("json")) {
+      const nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+      if (value.is_discarded()) return "not JSON: " + text.substr(0, 200);
+      return compare::JsonSchema(so["json"], item.line).why_invalid(value);
+    }
+    return "";
+  }
+  const nlohmann::json& rf = item.fields["response_format"];
+  const nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+  if (value.is_discarded()) return "not JSON: " + text.substr(0, 200);
+  if (rf.value("type", "") == "json_object")
+    return value.is_object() ? "" : "a JSON " + std::string(value.type_name()) + ", not an object";
+  if (rf.value("type", "") == "json_schema")
+    return compare::JsonSchema(rf["json_schema"]["schema"], item.line).why_invalid(value);
+  return "";
+}
+
+class StructuredOutputCase final : public PreparedCase {
+ public:
+  explicit StructuredOutputCase(Spec spec) : spec_(std::move(spec)) {}
+
+  std::string service_model() const override { return spec_.model_dir; }
+
+  CheckResult run(RunContext& ctx) override {
+    ServiceHandle h = connect_service(ctx);
+    if (!h.error.empty()) return service_unavailable(h);
+    CheckResult out;
+    out.details = h.evidence;
+    nlohmann::json items = nlohmann::json::array();
+    int judged = 0, refused = 0, cut = 0, unsupported = 0;
+    std::string first_failure;
+    for (const Item& item : spec_.items) {
+      nlohmann::json row = {{"id", item.id}};
+      auto failed = [&](const std::string& why) {
+        row["verdict"] = "fail";
+        row["why"] = why;
+        if (first_failure.empty()) first_failure = item.id + ": " + why;
+      };
+      if (item.fields.contains("structured_outputs") && h.info.dialect.name != "vllm") {
+        row["verdict"] = "not sent";
+        row["why"] =
+            "structured_outputs is vLLM's extension; the engine speaks " + h.info.dialect.name;
+        ++unsupported;
+        items.push_back(row);
+        continue;
+      }
+      service::Request r;
+      r.model = h.model;
+      r.messages = {{"user", {{"text", item.prompt, ""}}}};
+      r.sampling.max_tokens = spec_.max_tokens;
+      r.sampling.temperature = 0;
+      r.sampling.return_token_ids = false;
+      r.extra = item.fields;
+      adapt_request(h, spec_.model_dir, &r);
+      const service::Result plain = h.client->complete(r);
+      if (item.refused) {
+        if (plain.outcome == service::Outcome::kHttpError && plain.http_status >= 400 &&
+            plain.http_status < 500) {
+          row["verdict"] = "refused";
+          row["status"] = plain.http_status;
+          row["error"] = plain.error.substr(0, 300);
+          ++refused;
+        } else {
+          failed(plain.ok() ? "an invalid constraint was accepted and answered \"" +
+                                  plain.text.substr(0, 100) + "\" (a 4xx was due)"
+                            : "refused as " + failure_message(plain) + " (a 4xx was due)");
+        }
+        items.push_back(row);
+        continue;
+      }
+      if (!plain.ok()) {
+        failed(failure_message(plain));
+        items.push_back(row);
+        continue;
+      }
+      row["text"] = plain.text.substr(0, 300);
+      row["finish_reason"] = plain.finish_reason;
+      r.stream = true;
+      const service::Result streamed = h.client->complete(r);
+      if (!streamed.ok()) {
+        failed("streamed: " + failure_message(streamed));
+      } else if (const compare::ResponseVerdict v = compare::compare_responses(plain, streamed);
+                 !v.pass) {
+        failed("streamed differs from not streamed: " + v.message);
+      } else if (plain.finish_reason == "length") {
+        row["verdict"] = "cut";
+        row["why"] = "cut at max_tokens " + std::to_string(spec_.max_tokens) + ": not judged";
+        ++cut;
+      } else if (const std::string why = invalid(item, plain.text); !why.empty()) {
+        failed("the complete answer does not validate: " + why);
+      } else {
+        row["verdict"] = "valid";
+        ++judged;
+      }
+      items.push_back(row);
+    }
+    out.details["items"] = items;
+    out.metrics = {{"valid", double(judged)},
+                   {"refused", double(refused)},
+                   {"cut", double(cut)},
+                   {"items", double(spec_.items.size())}};
+    const std::string counts =
+        std::to_string(judged) + " complete answers valid, " + std::to_string(refused) +
+        " invalid constraints refused with a 4xx" +
+        (cut ? ", " + std::to_string(cut) + " cut at max_tokens (not judged)" : "") +
+        (unsupported
+             ? ", " + std::to_string(unsupported) + " not sent (the dialect lacks the extension)"
+             : "");
+    if (!first_failure.empty()) {
+      out.status = Status::kFail;
+      out.message = first_failure + " (" + counts + ")";
+    } else if (judged == 0) {
+      out.status = Status::kSkip;
+      out.message = "not exercised: no complete answer to validate (" + counts + ")";
+    } else {
+      out.status = Status::kPass;
+      out.message = counts + "; streamed equals not streamed";
+    }
+    return out;
+  }
+
+  nlohmann::json describe() const override {
+    return {{"kind", "structured_output"},
+            {"model", spec_.model_dir},
+            {"tasks", spec_.tasks},
+            {"max_tokens", spec_.max_tokens}};
+  }
+
+ private:
+  Spec spec_;
+};
+
+std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform&) {
+  Spec s;
+  const YAML::Node model = case_field(c, "model");
+  if (!model.IsScalar())
+    fail(c, model, "a structured_output check needs `model`: the model directory served");
+  s.model_dir = fs::absolute(resolve_case_path(c, model.Scalar())).lexically_normal().string();
+  s.tasks = resolve_case_path(c, field_string(c, "tasks", "suites/tasks/structured_output.jsonl"));
+  s.items = read_items(c, s.tasks, &s.max_tokens);
+  s.max_tokens = field_int(c, "max_tokens", s.max_tokens, 1);
+  for (const Item& item : s.items) {  // a schema the validator cannot read fails here, not later
+    if (item.refused) continue;
+    const nlohmann::json& rf = item.fields.value("response_format", nlohmann::json::object());
+    if (rf.value("type", "") == "json_schema")
+      compare::JsonSchema(rf["json_schema"]["schema"], item.line);
+  }
+  return std::make_unique<StructuredOutputCase>(std::move(s));
+}
+
+}  // namespace
+
+CheckKind structured_output_check_kind() {
+  return {"structured_output", {"model", "tasks", "max_tokens"}, &prepare};
+}
+
+}  // namespace h0::checks
