@@ -130,7 +130,8 @@ const std::vector<CheckKind>& check_kinds() {
                                                eval_check_kind(),
                                                rounding_check_kind(),
                                                serving_check_kind(),
-                                               structured_output_check_kind()};
+                                               structured_output_check_kind(),
+                                               tool_call_check_kind()};
   return kinds;
 }
 

@@ -10,6 +10,8 @@
 //                preemption, speculative decoding, ...) used and shown to change nothing
 //   structured_output  guided decoding (json_schema, json_object, choice, regex): complete
 //                answers validate, streamed equals not, an invalid constraint is a 4xx
+//   tool_calls   required / named tool calls: valid against the function's parameters, the
+//                streamed deltas assembling to the plain calls
 #pragma once
 
 #include "checks/check.h"
@@ -24,5 +26,6 @@ CheckKind e2e_load_check_kind();
 CheckKind eval_check_kind();
 CheckKind serving_check_kind();
 CheckKind structured_output_check_kind();
+CheckKind tool_call_check_kind();
 
 }  // namespace h0::checks

@@ -81,6 +81,13 @@ struct TokenInfo {
   double arrival_s = 0;  // seconds from sending the request to the chunk that carried it
 };
 
+// A function call the engine's tool-call parser found in the answer (chat). Streamed, the
+// deltas of one index are joined: the id and name from the first, the arguments concatenated.
+struct ToolCall {
+  std::string id, type, name;
+  std::string arguments;  // as the engine wrote it: a JSON text, not parsed here
+};
+
 enum class Outcome {
   kOk,         // a complete response (finish_reason set)
   kConnect,    // no connection after every retry
@@ -98,8 +105,9 @@ struct Result {
   std::string text;                // the completion's text (streamed chunks joined)
   std::vector<int64_t> token_ids;  // when the server returned them
   std::vector<int64_t> prompt_token_ids;
-  std::vector<TokenInfo> tokens;  // per token when logprobs or token ids came, else per chunk
-  std::string finish_reason;      // "stop", "length"
+  std::vector<TokenInfo> tokens;     // per token when logprobs or token ids came, else per chunk
+  std::string finish_reason;         // "stop", "length", "tool_calls"
+  std::vector<ToolCall> tool_calls;  // chat: message.tool_calls, or the deltas joined
   int64_t prompt_tokens = -1, completion_tokens = -1;  // usage; -1 when not reported
   // usage.prompt_tokens_details.cached_tokens: prompt tokens the engine's prefix cache served
   // (vLLM with --enable-prompt-tokens-details, OpenAI); -1 when not reported.

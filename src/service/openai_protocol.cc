@@ -114,6 +114,34 @@ std::string read_completion_logprobs(const json& logprobs, std::vector<TokenInfo
   return "";
 }
 
+// message.tool_calls, or a delta's: each entry at its `index` (its position when none), the id
+// and type set where given, the name and the arguments appended (a stream sends them in pieces).
+std::string read_tool_calls(const json& calls, Result* result) {
+  if (!calls.is_array()) return "tool_calls is not an array";
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const json& call = calls[i];
+    if (!call.is_object()) return "tool_calls[" + std::to_string(i) + "] is not an object";
+    size_t index = i;
+    if (const json* n = member(call, "index"); n && n->is_number_unsigned())
+      index = n->get<size_t>();
+    if (index > 1024) return "tool_calls[" + std::to_string(i) + "].index is out of range";
+    if (result->tool_calls.size() <= index) result->tool_calls.resize(index + 1);
+    ToolCall& out = result->tool_calls[index];
+    if (const json* id = member(call, "id"); id && id->is_string()) out.id = id->get<std::string>();
+    if (const json* t = member(call, "type"); t && t->is_string()) out.type = t->get<std::string>();
+    const json* function = member(call, "function");
+    if (function == nullptr) continue;
+    if (const json* name = member(*function, "name"); name && name->is_string())
+      out.name += name->get<std::string>();
+    if (const json* args = member(*function, "arguments"); args) {
+      if (!args->is_string())
+        return "tool_calls[" + std::to_string(i) + "].function.arguments is not a string";
+      out.arguments += args->get<std::string>();
+    }
+  }
+  return "";
+}
+
 void read_usage(const json& response, Result* result) {
   const json* usage = member(response, "usage");
   if (usage == nullptr) return;
@@ -190,6 +218,9 @@ std::string read_response(const json& response, bool chat, bool streamed, double
     const json* content = member(*holder, chat ? "content" : "text");
     if (content != nullptr && !content->is_string()) return "choices[0] content is not a string";
     if (content != nullptr) text = content->get<std::string>();
+  }
+  if (const json* calls = chat && holder ? member(*holder, "tool_calls") : nullptr) {
+    if (std::string e = read_tool_calls(*calls, result); !e.empty()) return e;
   }
 
   std::vector<int64_t> ids;

@@ -138,37 +138,52 @@ TEST_F(ServingCli, WhatTheEngineDoesNotShowIsNotExercisedNeverPassed) {
   EXPECT_NE(cases["decode_prefill"]["status"], "pass") << cases["decode_prefill"].dump(1);
 }
 
-// The conversation layer's structured output (suites/conversation.yaml): a guided engine's
-// answers validate and its invalid schema is a 400; guided decoding that drops a required
-// property, or an engine that ignores response_format, fails naming the item.
-TEST_F(ServingCli, StructuredOutputValidatesEveryCompleteAnswer) {
+// The conversation layer (suites/conversation.yaml): a guided engine's answers validate, its
+// invalid schema is a 400 and its required / named tool calls are valid and stream the same;
+// guided decoding that drops a required property, an engine that ignores response_format, and a
+// tool-call parser whose streamed arguments lose a character each fail their part, naming the item.
+TEST_F(ServingCli, TheConversationLayerCatchesEachFaultInItsPart) {
   auto run_conversation = [&](const std::string& mode) {
     const Result r = run_harness("run " + source_path("suites/conversation.yaml") + " --platform " +
                                  platform(mode, false) + " --no-db --json " +
                                  dir_.file("conv.json") + " --service-logs " + dir_.file("logs"));
     std::ifstream in(dir_.file("conv.json"));
-    const nlohmann::json j = nlohmann::json::parse(in);
-    return std::make_pair(r.code, j["cases"][0]);
+    nlohmann::json by_kind = nlohmann::json::object();
+    const nlohmann::json run_json = nlohmann::json::parse(in);
+    for (const auto& c : run_json["cases"]) by_kind[c["kind"].get<std::string>()] = c;
+    EXPECT_EQ(r.code, by_kind["structured_output"]["status"] == "pass" &&
+                              by_kind["tool_calls"]["status"] == "pass"
+                          ? 0
+                          : 1);
+    return by_kind;
   };
-  auto [code, good] = run_conversation("serving");
-  EXPECT_EQ(code, 0);
-  EXPECT_EQ(good["status"], "pass") << good.dump(1);
-  EXPECT_EQ(good["metrics"]["valid"], 5);
-  EXPECT_EQ(good["metrics"]["refused"], 1);
-  auto [bad_code, bad] = run_conversation("guided_invalid");
-  EXPECT_EQ(bad_code, 1);
-  EXPECT_EQ(bad["status"], "fail");
-  EXPECT_NE(bad["message"].get<std::string>().find(
-                "enum-object: the complete answer does not validate: /: Missing required "
-                "property 'answer'"),
-            std::string::npos)
-      << bad["message"];
-  auto [ignored_code, ignored] = run_conversation("ok");
-  EXPECT_EQ(ignored["status"], "fail");
-  EXPECT_NE(ignored["message"].get<std::string>().find("enum-object: the complete answer does "
-                                                       "not validate: not JSON"),
-            std::string::npos)
-      << ignored["message"];
+  auto says = [](const nlohmann::json& c, const std::string& words) {
+    EXPECT_NE(c["message"].get<std::string>().find(words), std::string::npos) << c["message"];
+  };
+  nlohmann::json good = run_conversation("serving");
+  EXPECT_EQ(good["structured_output"]["status"], "pass") << good.dump(1);
+  EXPECT_EQ(good["structured_output"]["metrics"]["valid"], 5);
+  EXPECT_EQ(good["structured_output"]["metrics"]["refused"], 1);
+  EXPECT_EQ(good["tool_calls"]["status"], "pass") << good.dump(1);
+  EXPECT_EQ(good["tool_calls"]["metrics"]["valid"], 3);
+
+  nlohmann::json guided = run_conversation("guided_invalid");
+  EXPECT_EQ(guided["structured_output"]["status"], "fail");
+  says(guided["structured_output"],
+       "enum-object: the complete answer does not validate: /: Missing required property 'answer'");
+  EXPECT_EQ(guided["tool_calls"]["status"], "pass");
+
+  nlohmann::json split = run_conversation("tool_args_split");
+  EXPECT_EQ(split["structured_output"]["status"], "pass");
+  EXPECT_EQ(split["tool_calls"]["status"], "fail");
+  says(split["tool_calls"], "named-weather: call 0 streamed is get_weather(");
+
+  nlohmann::json ignored = run_conversation("ok");
+  EXPECT_EQ(ignored["structured_output"]["status"], "fail");
+  says(ignored["structured_output"],
+       "enum-object: the complete answer does not validate: not JSON");
+  EXPECT_EQ(ignored["tool_calls"]["status"], "fail");
+  says(ignored["tool_calls"], "named-weather: no tool call");
 }
 
 TEST_F(ServingCli, AMisspelledFeatureOrVariantIsAnInputErrorAtItsPlace) {

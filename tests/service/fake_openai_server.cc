@@ -41,8 +41,9 @@
 //                     prefill agree, a prefix cache, running requests, a KV pool that preempts
 //                     (--kv-tokens N), prefill in chunks (--prefill-chunk N), speculative
 //                     decoding counters (--spec-tokens K), /metrics with vLLM's names; each token
-//                     2 ms. Its faults, one per serving feature: stale_prefix, batch_slot,
-//                     chunk_off_by_one, preempt_position, lying_usage, decode_drift
+//                     2 ms; guided decoding and required / named tool calls. Its faults, one per
+//                     serving feature: stale_prefix, batch_slot, chunk_off_by_one,
+//                     preempt_position, lying_usage, decode_drift, guided_invalid, tool_args_split
 // --strict: as `transformers serve` (FastAPI, extra fields forbidden): a request field outside
 // the documented OpenAI set is answered 422 {"detail": "Unexpected fields in the request:
 // {...}"}; /v1/completions takes only a string prompt (400 otherwise); no logprobs and no token
@@ -631,6 +632,54 @@ void stream_response(int fd, const Generation& g) {
   send_chunk(fd, "");  // the chunked terminator
 }
 
+// A chat answer that is one tool call, streamed as vLLM streams it (the id and name first, then
+// the arguments in pieces) or not; mode tool_args_split loses the streamed arguments' last
+// character.
+void tool_call_response(int fd, const json& body, const std::string& name,
+                        const std::string& arguments) {
+  const json call = {{"id", "chatcmpl-tool-fake1"},
+                     {"type", "function"},
+                     {"function", {{"name", name}, {"arguments", arguments}}}};
+  const std::string model = body.value("model", "fake-model");
+  if (!body.value("stream", false)) {
+    respond(fd, 200,
+            {{"id", "fake-1"},
+             {"object", "chat.completion"},
+             {"created", 0},
+             {"model", model},
+             {"choices",
+              {{{"index", 0},
+                {"message", {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}}},
+                {"finish_reason", "tool_calls"}}}},
+             {"usage", {{"prompt_tokens", 5}, {"completion_tokens", 3}, {"total_tokens", 8}}}});
+    return;
+  }
+  send_all(fd, head(200, "text/event-stream",
+                    "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n"));
+  auto chunk = [&](const json& delta, const json& finish) {
+    send_event(fd, {{"id", "fake-1"},
+                    {"object", "chat.completion.chunk"},
+                    {"created", 0},
+                    {"model", model},
+                    {"choices", {{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}}}});
+  };
+  chunk({{"role", "assistant"}, {"content", ""}}, nullptr);
+  chunk({{"tool_calls",
+          {{{"index", 0},
+            {"id", call["id"]},
+            {"type", "function"},
+            {"function", {{"name", name}}}}}}},
+        nullptr);
+  std::string sent = arguments;
+  if (g_flags.mode == "tool_args_split" && !sent.empty()) sent.pop_back();
+  const size_t half = sent.size() / 2;
+  for (const std::string piece : {sent.substr(0, half), sent.substr(half)})
+    chunk({{"tool_calls", {{{"index", 0}, {"function", {{"arguments", piece}}}}}}}, nullptr);
+  chunk(json::object(), "tool_calls");
+  send_chunk(fd, "data: [DONE]\n\n");
+  send_chunk(fd, "");
+}
+
 // The serving modes: the request run through g_engine (fake_serving.h). Requests sent together
 // are held 100 ms after admission, so that each sees the others running (a loaded machine takes
 // tens of ms to start 32 requests).
@@ -713,6 +762,12 @@ void completion(int fd, const HttpRequest& request, bool chat) {
     sleep_s(0.15);
     std::lock_guard<std::mutex> lock(g_mutex);
     g_in_flight.erase(&overlapped);
+  }
+  if (g_engine && chat) {  // a required or named tool call, as vLLM's tool-call parser answers
+    if (const auto call = fake_serving::forced_tool_call(body)) {
+      tool_call_response(fd, body, call->first, call->second);
+      return;
+    }
   }
   if (g_engine) {  // guided decoding: the constraint's least answer, or a 400
     std::string error;

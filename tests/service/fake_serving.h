@@ -15,6 +15,7 @@
 //   lying_usage       usage.completion_tokens counts one token more than came back
 //   decode_drift      decoded logprobs 0.3 below what the same tokens get when prefilled
 //   guided_invalid    guided decoding leaves out an object's first required property
+//   tool_args_split   the tool-call parser's streamed deltas lose the arguments' last character
 // Guided decoding (response_format json_schema / json_object, vLLM's structured_outputs choice
 // and regex of character classes and literals): the least answer the constraint allows, whole
 // (finish_reason stop); a schema with a type JSON does not have is refused (400), as vLLM does.
@@ -37,9 +38,9 @@
 namespace fake_serving {
 
 inline const std::set<std::string>& modes() {
-  static const std::set<std::string> m = {"serving",          "stale_prefix",     "batch_slot",
-                                          "chunk_off_by_one", "preempt_position", "lying_usage",
-                                          "decode_drift",     "guided_invalid"};
+  static const std::set<std::string> m = {
+      "serving",     "stale_prefix", "batch_slot",     "chunk_off_by_one", "preempt_position",
+      "lying_usage", "decode_drift", "guided_invalid", "tool_args_split"};
   return m;
 }
 
@@ -280,6 +281,27 @@ inline std::optional<std::string> least_match(const std::string& regex) {
     out.append(times, c);
   }
   return out;
+}
+
+// A required or named tool call's function and arguments (the least its parameters allow), or
+// nullopt when `body` asks for none.
+inline std::optional<std::pair<std::string, std::string>> forced_tool_call(
+    const nlohmann::json& body) {
+  if (!body.contains("tools") || !body["tools"].is_array() || body["tools"].empty())
+    return std::nullopt;
+  const nlohmann::json choice = body.value("tool_choice", nlohmann::json("auto"));
+  const nlohmann::json* tool = &body["tools"][0];
+  if (choice.is_object()) {
+    const std::string named = choice["function"].value("name", "");
+    for (const nlohmann::json& t : body["tools"])
+      if (t["function"].value("name", "") == named) tool = &t;
+  } else if (choice != "required") {
+    return std::nullopt;
+  }
+  std::string error;
+  const nlohmann::json args = least_instance(
+      (*tool)["function"].value("parameters", nlohmann::json::object()), false, &error);
+  return std::make_pair((*tool)["function"].value("name", ""), args.dump());
 }
 
 // The answer guided decoding gives `body`, or nullopt when it asks for none; a constraint the

@@ -82,6 +82,42 @@ TEST(OpenAIProtocol, ReadsNonStreamingChatWithTokenIds) {
   EXPECT_TRUE(result.chunk_arrival_s.empty());  // only streams have chunks
 }
 
+// A tool call whole (message.tool_calls) and streamed as vLLM 0.32 streams it: the id, type and
+// name first, then the arguments in pieces, joined by index.
+TEST(OpenAIProtocol, ReadsToolCallsWholeAndFromDeltas) {
+  Result plain;
+  ASSERT_EQ(read_response(json::parse(R"({"choices": [{"index": 0, "finish_reason": "tool_calls",
+      "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "call-1",
+      "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]}}]})"),
+                          true, false, 0, &plain),
+            "");
+  ASSERT_EQ(plain.tool_calls.size(), 1u);
+  EXPECT_EQ(plain.tool_calls[0].id, "call-1");
+  EXPECT_EQ(plain.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(plain.tool_calls[0].arguments, "{\"city\": \"Oslo\"}");
+  EXPECT_EQ(plain.finish_reason, "tool_calls");
+  Result streamed;
+  for (
+      const char* chunk :
+      {R"({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})",
+       R"({"choices": [{"index": 0, "delta": {"content": null, "tool_calls": [{"id": "c-7", "type": "function", "index": 0, "function": {"name": "get_weather"}}]}}]})",
+       R"({"choices": [{"index": 0, "delta": {"content": null, "tool_calls": [{"index": 0, "function": {"arguments": "{\"city\": "}}]}}]})",
+       R"({"choices": [{"index": 0, "delta": {"content": null, "tool_calls": [{"index": 0, "function": {"arguments": "\"Oslo\"}"}}]}}]})",
+       R"({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})"}) {
+    ASSERT_EQ(read_response(json::parse(chunk), true, true, 0, &streamed), "") << chunk;
+  }
+  ASSERT_EQ(streamed.tool_calls.size(), 1u);
+  EXPECT_EQ(streamed.tool_calls[0].id, "c-7");
+  EXPECT_EQ(streamed.tool_calls[0].type, "function");
+  EXPECT_EQ(streamed.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(streamed.tool_calls[0].arguments, plain.tool_calls[0].arguments);
+  Result bad;
+  EXPECT_EQ(read_response(json::parse(R"({"choices": [{"index": 0, "message": {"role": "assistant",
+      "tool_calls": [{"id": "x", "function": {"name": "f", "arguments": {"a": 1}}}]}}]})"),
+                          true, false, 0, &bad),
+            "tool_calls[0].function.arguments is not a string");
+}
+
 // The prefix cache's evidence: vLLM (--enable-prompt-tokens-details) and OpenAI report the prompt
 // tokens it served; vLLM's default writes the details as null.
 TEST(OpenAIProtocol, ReadsCachedTokensWhenReported) {
