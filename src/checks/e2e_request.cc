@@ -278,6 +278,30 @@ std::set<int64_t> end_tokens(const std::string& model_dir, const tokenizer::Toke
   return out;
 }
 
+std::vector<nlohmann::json> read_task_items(const suite::Case& c, const std::string& path,
+                                            int64_t* max_tokens) {
+  std::ifstream in(path);
+  if (!in) fail(c, case_field(c, "tasks"), "task file " + path + " not found");
+  std::vector<nlohmann::json> items;
+  std::string text;
+  for (int n = 1; std::getline(in, text); ++n) {
+    const std::string where = path + ":" + std::to_string(n);
+    if (text.empty()) continue;
+    if (text[0] == '#') {
+      const size_t colon = text.find(':');
+      if (colon != std::string::npos && text.compare(0, colon, "# max_tokens") == 0)
+        *max_tokens = std::atoll(text.c_str() + colon + 1);
+      continue;
+    }
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object()) throw InputError(where, "expected one JSON object per line");
+    j["line"] = where;
+    items.push_back(std::move(j));
+  }
+  if (items.empty()) throw InputError(path, "no items");
+  return items;
+}
+
 const tokenizer::Tokenizer* tokenizer_of(const std::string& model_dir) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<tokenizer::Tokenizer>> cache;

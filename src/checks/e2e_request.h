@@ -76,6 +76,13 @@ AdaptedRequest adapt_request(const ServiceHandle& h, const std::string& model_di
 // the directory has none or it does not load.
 const tokenizer::Tokenizer* tokenizer_of(const std::string& model_dir);
 
+// A conversation task file (suites/tasks/structured_output.jsonl, tool_calls.jsonl): "# key: value"
+// header lines (`# max_tokens: N` read into *max_tokens), then one JSON object per line, each
+// returned with "line" set to "file:N". Fails at the case's `tasks` field for a missing file, and
+// at the line for one that is not a JSON object.
+std::vector<nlohmann::json> read_task_items(const suite::Case& c, const std::string& path,
+                                            int64_t* max_tokens);
+
 // The model's end tokens: the tokenizer's eos, and generation_config.json's eos_token_id.
 std::set<int64_t> end_tokens(const std::string& model_dir, const tokenizer::Tokenizer& tok);
 

@@ -8,7 +8,6 @@
 // `--structured-outputs-config '{"disable_any_whitespace": true}'` forbids that); an item that
 // expects `refused` (an invalid schema) must get a 4xx with a message, never a 5xx, a hang or an
 // answer. None judged: "not exercised".
-#include <fstream>
 #include <regex>
 
 #include "base/error.h"
@@ -36,23 +35,11 @@ struct Spec {
   int64_t max_tokens = 48;
 };
 
-// The task file: "# key: json" header lines, then one JSON item per line.
 std::vector<Item> read_items(const suite::Case& c, const std::string& path, int64_t* max_tokens) {
-  std::ifstream in(path);
-  if (!in) fail(c, case_field(c, "tasks"), "task file " + path + " not found");
   std::vector<Item> items;
-  std::string text;
-  for (int n = 1; std::getline(in, text); ++n) {
-    const std::string where = path + ":" + std::to_string(n);
-    if (text.empty()) continue;
-    if (text[0] == '#') {
-      const size_t colon = text.find(':');
-      if (colon != std::string::npos && text.compare(0, colon, "# max_tokens") == 0)
-        *max_tokens = std::atoll(text.c_str() + colon + 1);
-      continue;
-    }
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (!j.is_object() || !j.contains("id") || !j.contains("prompt"))
+  for (const nlohmann::json& j : read_task_items(c, path, max_tokens)) {
+    const std::string where = j["line"];
+    if (!j.contains("id") || !j.contains("prompt"))
       throw InputError(where,
                        "expected {\"id\", \"prompt\", \"response_format\" | "
                        "\"structured_outputs\", [\"expect\": \"refused\"]}");
@@ -64,7 +51,6 @@ std::vector<Item> read_items(const suite::Case& c, const std::string& path, int6
       throw InputError(where, "an item needs response_format or structured_outputs");
     items.push_back(std::move(item));
   }
-  if (items.empty()) throw InputError(path, "no items");
   return items;
 }
 

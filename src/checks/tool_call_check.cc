@@ -7,7 +7,6 @@
 // reason must be tool_calls ("stop" also for a named function, as OpenAI answers); the streamed
 // deltas must assemble to the plain answer's calls (names and arguments; ids are per response).
 // An answer cut at max_tokens with no call parsed is not judged; none judged: "not exercised".
-#include <fstream>
 #include <set>
 
 #include "base/error.h"
@@ -33,21 +32,10 @@ struct Spec {
 };
 
 std::vector<Item> read_items(const suite::Case& c, const std::string& path, int64_t* max_tokens) {
-  std::ifstream in(path);
-  if (!in) fail(c, case_field(c, "tasks"), "task file " + path + " not found");
   std::vector<Item> items;
-  std::string text;
-  for (int n = 1; std::getline(in, text); ++n) {
-    const std::string where = path + ":" + std::to_string(n);
-    if (text.empty()) continue;
-    if (text[0] == '#') {
-      const size_t colon = text.find(':');
-      if (colon != std::string::npos && text.compare(0, colon, "# max_tokens") == 0)
-        *max_tokens = std::atoll(text.c_str() + colon + 1);
-      continue;
-    }
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (!j.is_object() || !j.contains("id") || !j.contains("prompt") || !j.contains("tools") ||
+  for (const nlohmann::json& j : read_task_items(c, path, max_tokens)) {
+    const std::string where = j["line"];
+    if (!j.contains("id") || !j.contains("prompt") || !j.contains("tools") ||
         !j["tools"].is_array() || !j.contains("tool_choice"))
       throw InputError(where, "expected {\"id\", \"prompt\", \"tools\": [...], \"tool_choice\"}");
     items.push_back({j["id"].get<std::string>(), j["prompt"].get<std::string>(), where, j["tools"],
@@ -56,7 +44,6 @@ std::vector<Item> read_items(const suite::Case& c, const std::string& path, int6
       compare::JsonSchema(tool["function"].value("parameters", nlohmann::json::object()), where);
     }
   }
-  if (items.empty()) throw InputError(path, "no items");
   return items;
 }
 
@@ -150,9 +137,9 @@ class ToolCallCase final : public PreparedCase {
         } else if (plain.finish_reason != "tool_calls" &&
                    !(named && plain.finish_reason == "stop")) {
           failed("finish_reason " + plain.finish_reason + ", not tool_calls");
-        } else if (const std::string why = stream_difference(plain, streamed); !why.empty()) {
+        } else if (const std::string diff = stream_difference(plain, streamed); !diff.empty()) {
           row["streamed_calls"] = calls_json(streamed.tool_calls);
-          failed(why);
+          failed(diff);
         } else {
           row["verdict"] = "valid";
           ++valid;
