@@ -7,7 +7,9 @@
 // judged (a tiny random model fills a grammar's whitespace until the budget ends; vLLM's
 // `--structured-outputs-config '{"disable_any_whitespace": true}'` forbids that); an item that
 // expects `refused` (an invalid schema) must get a 4xx with a message, never a 5xx, a hang or an
-// answer. None judged: "not exercised".
+// answer. An engine that refuses every valid constraint with a 4xx does not do guided decoding:
+// "not exercised", with its words; one that refuses some and answers others fails. None judged:
+// "not exercised".
 #include <regex>
 
 #include "base/error.h"
@@ -96,8 +98,8 @@ class StructuredOutputCase final : public PreparedCase {
     CheckResult out;
     out.details = h.evidence;
     nlohmann::json items = nlohmann::json::array();
-    int judged = 0, refused = 0, cut = 0, unsupported = 0;
-    std::string first_failure;
+    int judged = 0, refused = 0, cut = 0, unsupported = 0, refused_valid_count = 0;
+    std::string first_failure, refused_valid;
     for (const Item& item : spec_.items) {
       nlohmann::json row = {{"id", item.id}};
       auto failed = [&](const std::string& why) {
@@ -134,6 +136,15 @@ class StructuredOutputCase final : public PreparedCase {
                                   plain.text.substr(0, 100) + "\" (a 4xx was due)"
                             : "refused as " + failure_message(plain) + " (a 4xx was due)");
         }
+        items.push_back(row);
+        continue;
+      }
+      if (plain.outcome == service::Outcome::kHttpError && plain.http_status >= 400 &&
+          plain.http_status < 500) {  // the engine does not take this constraint: said, not judged
+        row["verdict"] = "refused";
+        row["error"] = plain.error.substr(0, 300);
+        if (refused_valid.empty()) refused_valid = item.id + ": " + plain.error.substr(0, 200);
+        ++refused_valid_count;
         items.push_back(row);
         continue;
       }
@@ -175,9 +186,16 @@ class StructuredOutputCase final : public PreparedCase {
         (unsupported
              ? ", " + std::to_string(unsupported) + " not sent (the dialect lacks the extension)"
              : "");
+    if (first_failure.empty() && refused_valid_count > 0 && judged > 0) {
+      // Some constraints answered, some refused: the engine's guided decoding is partial.
+      first_failure = refused_valid + " (a valid constraint refused while others were answered)";
+    }
     if (!first_failure.empty()) {
       out.status = Status::kFail;
       out.message = first_failure + " (" + counts + ")";
+    } else if (refused_valid_count > 0 && judged == 0) {
+      out.status = Status::kSkip;
+      out.message = "not exercised: the engine refuses guided decoding (" + refused_valid + ")";
     } else if (judged == 0) {
       out.status = Status::kSkip;
       out.message = "not exercised: no complete answer to validate (" + counts + ")";

@@ -6,7 +6,8 @@
 // to a JSON object valid against the function's `parameters` (compare/json_schema.h); the finish
 // reason must be tool_calls ("stop" also for a named function, as OpenAI answers); the streamed
 // deltas must assemble to the plain answer's calls (names and arguments; ids are per response).
-// An answer cut at max_tokens with no call parsed is not judged; none judged: "not exercised".
+// An answer cut at max_tokens with no call parsed is not judged; an engine that refuses tool
+// calls with a 4xx is said so; none judged: "not exercised".
 #include <set>
 
 #include "base/error.h"
@@ -97,7 +98,7 @@ class ToolCallCase final : public PreparedCase {
     out.details = h.evidence;
     nlohmann::json rows = nlohmann::json::array();
     int valid = 0, cut = 0;
-    std::string first_failure;
+    std::string first_failure, refused;
     for (const Item& item : spec_.items) {
       nlohmann::json row = {{"id", item.id}};
       auto failed = [&](const std::string& why) {
@@ -116,7 +117,12 @@ class ToolCallCase final : public PreparedCase {
       const service::Result plain = h.client->complete(r);
       r.stream = true;
       const service::Result streamed = plain.ok() ? h.client->complete(r) : service::Result{};
-      if (!plain.ok()) {
+      if (plain.outcome == service::Outcome::kHttpError && plain.http_status >= 400 &&
+          plain.http_status < 500) {  // the engine does not call tools: said, not judged
+        row["verdict"] = "refused";
+        row["error"] = plain.error.substr(0, 300);
+        if (refused.empty()) refused = item.id + ": " + plain.error.substr(0, 200);
+      } else if (!plain.ok()) {
         failed(failure_message(plain));
       } else if (!streamed.ok()) {
         failed("streamed: " + failure_message(streamed));
@@ -154,12 +160,15 @@ class ToolCallCase final : public PreparedCase {
         std::to_string(valid) + " of " + std::to_string(spec_.items.size()) +
         " answers with valid tool calls" +
         (cut ? ", " + std::to_string(cut) + " cut at max_tokens before a call (not judged)" : "");
+    if (first_failure.empty() && !refused.empty() && valid > 0)
+      first_failure = refused + " (refused while other tool calls were answered)";
     if (!first_failure.empty()) {
       out.status = Status::kFail;
       out.message = first_failure + " (" + counts + ")";
     } else if (valid == 0) {
       out.status = Status::kSkip;
-      out.message = "not exercised: " + counts;
+      out.message = "not exercised: " +
+                    (refused.empty() ? counts : "the engine refuses tool calls (" + refused + ")");
     } else {
       out.status = Status::kPass;
       out.message = counts +

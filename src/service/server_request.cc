@@ -169,6 +169,20 @@ ApiRequest parse_request(const std::string& body_text, bool chat, const ServedMo
   ApiRequest r;
   r.chat = chat;
   if (int_field(body, "n", 1, 1, 1) != 1) throw bad("n", "only 1 is supported");
+  // What the executor does not do is refused, not ignored: an answer that looked constrained or
+  // tool-called but was free text would mislead whoever checks it.
+  if (const json* f = member(body, "response_format");
+      f != nullptr && !(f->is_object() && f->value("type", "") == "text"))
+    throw bad("response_format", "guided decoding is not supported by harness serve");
+  for (const char* field : {"structured_outputs", "guided_json", "guided_regex", "guided_choice"}) {
+    if (member(body, field) != nullptr)
+      throw bad(field, "guided decoding is not supported by harness serve");
+  }
+  if (const json* tools = member(body, "tools"); tools != nullptr && !tools->empty()) {
+    const json* choice = member(body, "tool_choice");
+    if (choice == nullptr || !(choice->is_string() && choice->get<std::string>() == "none"))
+      throw bad("tools", "tool calling is not supported by harness serve");
+  }
   SamplingParams& s = r.generation.sampling;
   s.max_tokens = int_field(body, "max_tokens", 16, 1, int64_t(1) << 40);
   if (chat)

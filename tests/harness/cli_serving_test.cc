@@ -186,6 +186,24 @@ TEST_F(ServingCli, TheConversationLayerCatchesEachFaultInItsPart) {
   says(ignored["tool_calls"], "named-weather: no tool call");
 }
 
+// `harness serve` does no guided decoding and calls no tools: it refuses both with a 400 that
+// names the field (never free text that looks constrained), and the checks say "not exercised".
+TEST_F(ServingCli, TheEmbeddedServerRefusesWhatItDoesNotDo) {
+  const Result r = run_harness("run " + source_path("suites/conversation.yaml") + " --platform " +
+                               source_path("configs/platforms/cpu.yaml") + " --no-db --json " +
+                               dir_.file("embedded.json") + " --service-logs " + dir_.file("logs"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  std::ifstream in(dir_.file("embedded.json"));
+  const nlohmann::json run_json = nlohmann::json::parse(in);
+  ASSERT_EQ(run_json["cases"].size(), 2u);
+  for (const auto& c : run_json["cases"]) {
+    EXPECT_EQ(c["status"], "skip") << c.dump(1);
+    const std::string message = c["message"];
+    EXPECT_EQ(message.rfind("not exercised: the engine refuses ", 0), 0u) << message;
+    EXPECT_NE(message.find("not supported by harness serve"), std::string::npos) << message;
+  }
+}
+
 TEST_F(ServingCli, AMisspelledFeatureOrVariantIsAnInputErrorAtItsPlace) {
   const std::string suite = dir_.file("bad.yaml");
   std::ofstream(suite) << "suite: bad\nchecks:\n  - id: a\n    kind: serving\n"

@@ -399,6 +399,14 @@ TEST_F(Serve, BadRequestsNameTheField) {
       {{{"prompt", kPrompt}, {"n", 2}}, "n"},
       {{{"prompt", kPrompt}, {"max_tokens", 100000}}, "max_tokens"},
       {{{"prompt", kPrompt}, {"stop", 3}}, "stop"},
+      // Refused, not ignored: no guided decoding, no tool calls.
+      {{{"prompt", kPrompt}, {"response_format", {{"type", "json_object"}}}}, "response_format"},
+      {{{"prompt", kPrompt}, {"structured_outputs", {{"choice", {"a", "b"}}}}},
+       "structured_outputs"},
+      {{{"prompt", kPrompt},
+        {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}},
+        {"tool_choice", "required"}},
+       "tools"},
   };
   for (const Case& c : cases) {
     const Reply r = post(port(), "/v1/completions", c.body);
