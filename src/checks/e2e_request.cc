@@ -278,6 +278,23 @@ std::set<int64_t> end_tokens(const std::string& model_dir, const tokenizer::Toke
   return out;
 }
 
+service::Request chat_request(const ServiceHandle& h, const std::string& model_dir,
+                              const std::string& prompt, int64_t max_tokens, nlohmann::json extra) {
+  service::Request r;
+  r.model = h.model;
+  r.messages = {{"user", {{"text", prompt, ""}}}};
+  r.sampling.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  r.sampling.return_token_ids = false;
+  r.extra = std::move(extra);
+  adapt_request(h, model_dir, &r);
+  return r;
+}
+
+bool refused(const service::Result& r) {
+  return r.outcome == service::Outcome::kHttpError && r.http_status >= 400 && r.http_status < 500;
+}
+
 std::vector<nlohmann::json> read_task_items(const suite::Case& c, const std::string& path,
                                             int64_t* max_tokens) {
   std::ifstream in(path);

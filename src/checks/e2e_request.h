@@ -83,6 +83,13 @@ const tokenizer::Tokenizer* tokenizer_of(const std::string& model_dir);
 std::vector<nlohmann::json> read_task_items(const suite::Case& c, const std::string& path,
                                             int64_t* max_tokens);
 
+// A greedy chat request of one user turn, `extra` merged into its body, adapted to the engine
+// (the conversation checks: response_format, tools).
+service::Request chat_request(const ServiceHandle& h, const std::string& model_dir,
+                              const std::string& prompt, int64_t max_tokens, nlohmann::json extra);
+// Whether the engine refused the request itself (HTTP 4xx): the request, or a feature it lacks.
+bool refused(const service::Result& r);
+
 // The model's end tokens: the tokenizer's eos, and generation_config.json's eos_token_id.
 std::set<int64_t> end_tokens(const std::string& model_dir, const tokenizer::Tokenizer& tok);
 

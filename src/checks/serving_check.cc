@@ -31,6 +31,7 @@
 
 #include "base/error.h"
 #include "base/json_read.h"
+#include "base/text_format.h"
 #include "checks/e2e_request.h"
 #include "checks/service_checks.h"
 #include "compare/serving_compare.h"
@@ -102,12 +103,6 @@ struct Stop {
   Status status;
   std::string message;
 };
-
-std::string fmt(double v, int digits = 4) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
-  return buf;
-}
 
 std::vector<int64_t> ids_of(const Result& r) {
   if (!r.token_ids.empty()) return r.token_ids;
@@ -287,7 +282,7 @@ Verdict prefix_cache(const ServingSpec& spec, Session& s) {
       throw Stop{Status::kSkip, "not exercised: the warm request hit no cached tokens (" + d->name +
                                     " did not move; is the engine's prefix cache off?)"};
     }
-    guard = d->name + " +" + fmt(d->value);
+    guard = d->name + " +" + printf_string("%.4g", d->value);
     v.metrics.push_back({"cached_tokens", d->value});
   } else if (warm.cached_tokens == 0) {
     throw Stop{Status::kSkip,
@@ -300,7 +295,7 @@ Verdict prefix_cache(const ServingSpec& spec, Session& s) {
                    no_counter(s, kPrefixHits)};
   }
   v.message = "a prompt of " + std::to_string(ids.size()) + " tokens warm equals cold (" + guard +
-              "; max |logprob difference| " + fmt(s.max_logprob_diff()) + ")";
+              "; max |logprob difference| " + printf_string("%.4g", s.max_logprob_diff()) + ")";
   return v;
 }
 
@@ -346,14 +341,16 @@ Verdict decode_prefill(const ServingSpec& spec, Session& s) {
   Verdict v;
   v.metrics = {{"kl_mean", kl_mean}, {"kl_max", kl_max}, {"max_logprob_diff", lp_max}};
   const std::string numbers =
-      "mean KL " + fmt(kl_mean) + ", max " + fmt(kl_max) +
+      "mean KL " + printf_string("%.4g", kl_mean) + ", max " + printf_string("%.4g", kl_max) +
       (worst >= 0 ? " at output token " + std::to_string(worst) : std::string()) +
-      ", max |logprob difference| " + fmt(lp_max) + " over " + std::to_string(compared) + " tokens";
+      ", max |logprob difference| " + printf_string("%.4g", lp_max) + " over " +
+      std::to_string(compared) + " tokens";
   if (kl_mean > spec.kl_bound || lp_max > spec.logprob_atol) {
     s.evidence()["echo"] = response_evidence(echoed);
-    throw Stop{Status::kFail, "decoded logprobs differ from the same tokens re-prefilled: " +
-                                  numbers + " (bounds: mean KL " + fmt(spec.kl_bound) +
-                                  ", logprob " + fmt(spec.logprob_atol) + ")"};
+    throw Stop{Status::kFail,
+               "decoded logprobs differ from the same tokens re-prefilled: " + numbers +
+                   " (bounds: mean KL " + printf_string("%.4g", spec.kl_bound) + ", logprob " +
+                   printf_string("%.4g", spec.logprob_atol) + ")"};
   }
   v.message = "decoded logprobs equal the re-prefilled ones: " + numbers;
   return v;
@@ -435,16 +432,17 @@ Verdict batch(const ServingSpec& spec, Session& s) {
     s.expect_same(alone, results[size_t(slot)], where + " differs from the probe alone");
   }
   if (running_max <= 1 && interleaved <= 1) {
-    throw Stop{Status::kSkip,
-               "not exercised: no sign the engine batched (" +
-                   (running_name.empty() ? no_counter(s, kRunning)
-                                         : running_name + " never above " + fmt(running_max)) +
-                   "; the streamed requests' tokens never interleaved)"};
+    throw Stop{Status::kSkip, "not exercised: no sign the engine batched (" +
+                                  (running_name.empty() ? no_counter(s, kRunning)
+                                                        : running_name + " never above " +
+                                                              printf_string("%.4g", running_max)) +
+                                  "; the streamed requests' tokens never interleaved)"};
   }
   // Both signs, the same words whichever showed it (a gauge polled can miss a short batch).
   const std::string guard =
       "most requests running at once: " +
-      (running_name.empty() ? std::string() : fmt(running_max) + " by " + running_name + ", ") +
+      (running_name.empty() ? std::string()
+                            : printf_string("%.4g", running_max) + " by " + running_name + ", ") +
       std::to_string(interleaved) + " by their streamed tokens";
   Verdict v;
   v.metrics = {{"max_running", std::max(running_max, double(interleaved))},
@@ -452,7 +450,7 @@ Verdict batch(const ServingSpec& spec, Session& s) {
   v.message = std::to_string(spec.trials) + " trials among " +
               std::to_string(spec.concurrency - 1) +
               " concurrent requests equal the probe alone (" + guard +
-              "; max |logprob difference| " + fmt(s.max_logprob_diff()) + ")";
+              "; max |logprob difference| " + printf_string("%.4g", s.max_logprob_diff()) + ")";
   return v;
 }
 
@@ -492,7 +490,7 @@ Verdict chunked_prefill(const ServingSpec& spec, Session& s, Session& base) {
               (base_chunk > 0 && base_chunk < n
                    ? " (which chunks it too, by " + std::to_string(base_chunk) + ")"
                    : "") +
-              " (max |logprob difference| " + fmt(s.max_logprob_diff()) + ")";
+              " (max |logprob difference| " + printf_string("%.4g", s.max_logprob_diff()) + ")";
   return v;
 }
 
@@ -539,7 +537,8 @@ Verdict preemption(const ServingSpec& spec, Session& s) {
   Verdict v;
   v.metrics = {{"preemptions", d->value}, {"max_logprob_diff", s.max_logprob_diff()}};
   v.message = std::to_string(n) + " concurrent requests of ~" + std::to_string(length) +
-              " prompt tokens (" + d->name + " +" + fmt(d->value) + ") each equal their solo run";
+              " prompt tokens (" + d->name + " +" + printf_string("%.4g", d->value) +
+              ") each equal their solo run";
   return v;
 }
 
@@ -617,15 +616,15 @@ Verdict spec_decode(const ServingSpec& spec, Session& s, Session& base) {
   if (accepted) {
     const double mean_len = 1 + accepted->value / drafts->value;
     v.metrics.push_back({"mean_accepted_length", mean_len});
-    rates = "mean accepted length " + fmt(mean_len, 3);
+    rates = "mean accepted length " + printf_string("%.3g", mean_len);
     if (draft_tokens && draft_tokens->value > 0) {
       const double rate = accepted->value / draft_tokens->value;
       v.metrics.push_back({"acceptance_rate", rate});
-      rates += ", acceptance rate " + fmt(rate, 3);
+      rates += ", acceptance rate " + printf_string("%.3g", rate);
     }
   }
   v.metrics.push_back({"drafts", drafts->value});
-  v.message = "with speculative decoding (" + fmt(drafts->value) + " drafts" +
+  v.message = "with speculative decoding (" + printf_string("%.4g", drafts->value) + " drafts" +
               (rates.empty() ? "" : ", " + rates) + ") the answer equals the base service's";
   return v;
 }

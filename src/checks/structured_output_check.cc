@@ -98,7 +98,7 @@ class StructuredOutputCase final : public PreparedCase {
     CheckResult out;
     out.details = h.evidence;
     nlohmann::json items = nlohmann::json::array();
-    int judged = 0, refused = 0, cut = 0, unsupported = 0, refused_valid_count = 0;
+    int judged = 0, refused_invalid = 0, cut = 0, unsupported = 0, refused_valid_count = 0;
     std::string first_failure, refused_valid;
     for (const Item& item : spec_.items) {
       nlohmann::json row = {{"id", item.id}};
@@ -115,22 +115,15 @@ class StructuredOutputCase final : public PreparedCase {
         items.push_back(row);
         continue;
       }
-      service::Request r;
-      r.model = h.model;
-      r.messages = {{"user", {{"text", item.prompt, ""}}}};
-      r.sampling.max_tokens = spec_.max_tokens;
-      r.sampling.temperature = 0;
-      r.sampling.return_token_ids = false;
-      r.extra = item.fields;
-      adapt_request(h, spec_.model_dir, &r);
+      service::Request r =
+          chat_request(h, spec_.model_dir, item.prompt, spec_.max_tokens, item.fields);
       const service::Result plain = h.client->complete(r);
       if (item.refused) {
-        if (plain.outcome == service::Outcome::kHttpError && plain.http_status >= 400 &&
-            plain.http_status < 500) {
+        if (refused(plain)) {
           row["verdict"] = "refused";
           row["status"] = plain.http_status;
           row["error"] = plain.error.substr(0, 300);
-          ++refused;
+          ++refused_invalid;
         } else {
           failed(plain.ok() ? "an invalid constraint was accepted and answered \"" +
                                   plain.text.substr(0, 100) + "\" (a 4xx was due)"
@@ -139,8 +132,7 @@ class StructuredOutputCase final : public PreparedCase {
         items.push_back(row);
         continue;
       }
-      if (plain.outcome == service::Outcome::kHttpError && plain.http_status >= 400 &&
-          plain.http_status < 500) {  // the engine does not take this constraint: said, not judged
+      if (refused(plain)) {  // the engine does not take this constraint: said, not judged
         row["verdict"] = "refused";
         row["error"] = plain.error.substr(0, 300);
         if (refused_valid.empty()) refused_valid = item.id + ": " + plain.error.substr(0, 200);
@@ -176,11 +168,11 @@ class StructuredOutputCase final : public PreparedCase {
     }
     out.details["items"] = items;
     out.metrics = {{"valid", double(judged)},
-                   {"refused", double(refused)},
+                   {"refused", double(refused_invalid)},
                    {"cut", double(cut)},
                    {"items", double(spec_.items.size())}};
     const std::string counts =
-        std::to_string(judged) + " complete answers valid, " + std::to_string(refused) +
+        std::to_string(judged) + " complete answers valid, " + std::to_string(refused_invalid) +
         " invalid constraints refused with a 4xx" +
         (cut ? ", " + std::to_string(cut) + " cut at max_tokens (not judged)" : "") +
         (unsupported

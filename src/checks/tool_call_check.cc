@@ -98,7 +98,7 @@ class ToolCallCase final : public PreparedCase {
     out.details = h.evidence;
     nlohmann::json rows = nlohmann::json::array();
     int valid = 0, cut = 0;
-    std::string first_failure, refused;
+    std::string first_failure, refusal;
     for (const Item& item : spec_.items) {
       nlohmann::json row = {{"id", item.id}};
       auto failed = [&](const std::string& why) {
@@ -106,22 +106,15 @@ class ToolCallCase final : public PreparedCase {
         row["why"] = why;
         if (first_failure.empty()) first_failure = item.id + ": " + why;
       };
-      service::Request r;
-      r.model = h.model;
-      r.messages = {{"user", {{"text", item.prompt, ""}}}};
-      r.sampling.max_tokens = spec_.max_tokens;
-      r.sampling.temperature = 0;
-      r.sampling.return_token_ids = false;
-      r.extra = {{"tools", item.tools}, {"tool_choice", item.tool_choice}};
-      adapt_request(h, spec_.model_dir, &r);
+      service::Request r = chat_request(h, spec_.model_dir, item.prompt, spec_.max_tokens,
+                                        {{"tools", item.tools}, {"tool_choice", item.tool_choice}});
       const service::Result plain = h.client->complete(r);
       r.stream = true;
       const service::Result streamed = plain.ok() ? h.client->complete(r) : service::Result{};
-      if (plain.outcome == service::Outcome::kHttpError && plain.http_status >= 400 &&
-          plain.http_status < 500) {  // the engine does not call tools: said, not judged
+      if (refused(plain)) {  // the engine does not call tools: said, not judged
         row["verdict"] = "refused";
         row["error"] = plain.error.substr(0, 300);
-        if (refused.empty()) refused = item.id + ": " + plain.error.substr(0, 200);
+        if (refusal.empty()) refusal = item.id + ": " + plain.error.substr(0, 200);
       } else if (!plain.ok()) {
         failed(failure_message(plain));
       } else if (!streamed.ok()) {
@@ -160,15 +153,15 @@ class ToolCallCase final : public PreparedCase {
         std::to_string(valid) + " of " + std::to_string(spec_.items.size()) +
         " answers with valid tool calls" +
         (cut ? ", " + std::to_string(cut) + " cut at max_tokens before a call (not judged)" : "");
-    if (first_failure.empty() && !refused.empty() && valid > 0)
-      first_failure = refused + " (refused while other tool calls were answered)";
+    if (first_failure.empty() && !refusal.empty() && valid > 0)
+      first_failure = refusal + " (refused while other tool calls were answered)";
     if (!first_failure.empty()) {
       out.status = Status::kFail;
       out.message = first_failure + " (" + counts + ")";
     } else if (valid == 0) {
       out.status = Status::kSkip;
       out.message = "not exercised: " +
-                    (refused.empty() ? counts : "the engine refuses tool calls (" + refused + ")");
+                    (refusal.empty() ? counts : "the engine refuses tool calls (" + refusal + ")");
     } else {
       out.status = Status::kPass;
       out.message = counts +

@@ -4,14 +4,10 @@
 #include <cmath>
 #include <map>
 
+#include "base/text_format.h"
+
 namespace h0::compare {
 namespace {
-
-std::string fixed(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.4g", v);
-  return buf;
-}
 
 std::string token_label(const service::TokenInfo& t) {
   std::string s = "'" + t.text + "'";
@@ -34,8 +30,9 @@ ResponseVerdict same_answer(const service::Result& ref, const service::Result& g
       v.pass = false;
       v.first_difference = int64_t(i);
       v.message = "token " + std::to_string(i) + " " + token_label(b) + ": logprob " +
-                  fixed(*b.logprob) + " vs " + fixed(*a.logprob) + ", |difference| " + fixed(d) +
-                  " > bound " + fixed(atol);
+                  printf_string("%.4g", *b.logprob) + " vs " + printf_string("%.4g", *a.logprob) +
+                  ", |difference| " + printf_string("%.4g", d) + " > bound " +
+                  printf_string("%.4g", atol);
     }
   }
   return v;
