@@ -701,8 +701,7 @@ Generation serving_generation(const json& body, bool chat) {
   fake_serving::Engine::Admission a = g_engine->admit(ids, max_tokens);
   sleep_s(0.1);
   g_engine->settle(&a);
-  const std::vector<fake_serving::Step> steps =
-      g_engine->decode(ids, max_tokens, a, g_engine->running());
+  const std::vector<fake_serving::Step> steps = g_engine->decode(ids, max_tokens, a);
   g.prompt_ids = ids;
   g.tokens.clear();
   g.echoed.clear();

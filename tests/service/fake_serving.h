@@ -101,6 +101,8 @@ class Engine {
     int64_t cached = 0;      // prompt tokens the prefix cache served
     bool preempted = false;  // the KV pool ran out while it ran
     int64_t seq = 0;
+    int64_t peak_running = 0;   // the most requests running at its admission or its settling
+    int64_t peak_reserved = 0;  // the most KV tokens reserved then
   };
   Admission admit(const std::vector<int64_t>& prompt, int64_t max_tokens) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -123,13 +125,17 @@ class Engine {
     queries_ += double(prompt.size());
     hits_ += double(a.cached);
     ++running_;
+    a.peak_running = running_;
     reserved_ += int64_t(prompt.size()) + max_tokens;
+    a.peak_reserved = reserved_;
     return a;
   }
   // Called once the requests sent together have arrived: whether this one got preempted.
   void settle(Admission* a) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (o_.kv_tokens > 0 && reserved_ > o_.kv_tokens && a->seq % 2 == 1) {
+    a->peak_running = std::max<int64_t>(a->peak_running, running_);
+    a->peak_reserved = std::max(a->peak_reserved, reserved_);
+    if (o_.kv_tokens > 0 && a->peak_reserved > o_.kv_tokens && a->seq % 2 == 1) {
       a->preempted = true;
       preemptions_ += 1;
     }
@@ -149,7 +155,7 @@ class Engine {
 
   // Greedy decode of `max_tokens` after `prompt`, faults applied.
   std::vector<Step> decode(const std::vector<int64_t>& prompt, int64_t max_tokens,
-                           const Admission& a, int64_t running_now) const {
+                           const Admission& a) const {
     std::vector<int64_t> ctx = prompt;
     if (o_.fault == "chunk_off_by_one" && o_.prefill_chunk > 0 &&
         int64_t(prompt.size()) > o_.prefill_chunk)
@@ -161,7 +167,7 @@ class Engine {
       if (o_.fault == "preempt_position" && a.preempted && i >= 4) --upto;
       for (size_t k = 0; k < upto; ++k) h = extend(h, ctx[k]);
       if ((o_.fault == "stale_prefix" && a.cached >= 128 && i == 2) ||
-          (o_.fault == "batch_slot" && running_now >= 16 && i == 3))
+          (o_.fault == "batch_slot" && a.peak_running >= 16 && i == 3))
         h = mix(h ^ 0x5a5a);
       Step s;
       s.top = distribution(h, o_.vocab);
