@@ -278,6 +278,13 @@ std::set<int64_t> end_tokens(const std::string& model_dir, const tokenizer::Toke
   return out;
 }
 
+std::string served_model_dir(const suite::Case& c, const std::string& kind) {
+  const YAML::Node model = case_field(c, "model");
+  if (!model.IsScalar())
+    fail(c, model, "a " + kind + " check needs `model`: the model directory the service serves");
+  return fs::absolute(resolve_case_path(c, model.Scalar())).lexically_normal().string();
+}
+
 service::Request chat_request(const ServiceHandle& h, const std::string& model_dir,
                               const std::string& prompt, int64_t max_tokens, nlohmann::json extra) {
   service::Request r;

@@ -83,6 +83,10 @@ const tokenizer::Tokenizer* tokenizer_of(const std::string& model_dir);
 std::vector<nlohmann::json> read_task_items(const suite::Case& c, const std::string& path,
                                             int64_t* max_tokens);
 
+// The case's `model` as an absolute directory: the model its service serves. Fails at the field
+// ("a <kind> check needs `model`: ...").
+std::string served_model_dir(const suite::Case& c, const std::string& kind);
+
 // A greedy chat request of one user turn, `extra` merged into its body, adapted to the engine
 // (the conversation checks: response_format, tools).
 service::Request chat_request(const ServiceHandle& h, const std::string& model_dir,

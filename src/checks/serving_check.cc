@@ -743,10 +743,7 @@ void default_bounds(const std::string& model_dir, ServingSpec* s) {
 
 std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform& platform) {
   ServingSpec s;
-  const YAML::Node model = case_field(c, "model");
-  if (!model.IsScalar())
-    fail(c, model, "a serving check needs `model`: the model directory the service serves");
-  s.model_dir = fs::absolute(resolve_case_path(c, model.Scalar())).lexically_normal().string();
+  s.model_dir = served_model_dir(c, "serving");
   const YAML::Node feature = case_field(c, "feature");
   std::string names;
   bool found = false;

@@ -211,10 +211,7 @@ class StructuredOutputCase final : public PreparedCase {
 
 std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform&) {
   Spec s;
-  const YAML::Node model = case_field(c, "model");
-  if (!model.IsScalar())
-    fail(c, model, "a structured_output check needs `model`: the model directory served");
-  s.model_dir = fs::absolute(resolve_case_path(c, model.Scalar())).lexically_normal().string();
+  s.model_dir = served_model_dir(c, "structured_output");
   s.tasks = resolve_case_path(c, field_string(c, "tasks", "suites/tasks/structured_output.jsonl"));
   s.items = read_items(c, s.tasks, &s.max_tokens);
   s.max_tokens = field_int(c, "max_tokens", s.max_tokens, 1);

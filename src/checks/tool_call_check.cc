@@ -201,10 +201,7 @@ class ToolCallCase final : public PreparedCase {
 
 std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform&) {
   Spec s;
-  const YAML::Node model = case_field(c, "model");
-  if (!model.IsScalar())
-    fail(c, model, "a tool_calls check needs `model`: the model directory served");
-  s.model_dir = fs::absolute(resolve_case_path(c, model.Scalar())).lexically_normal().string();
+  s.model_dir = served_model_dir(c, "tool_calls");
   s.tasks = resolve_case_path(c, field_string(c, "tasks", "suites/tasks/tool_calls.jsonl"));
   s.items = read_items(c, s.tasks, &s.max_tokens);
   s.max_tokens = field_int(c, "max_tokens", s.max_tokens, 1);
