@@ -62,6 +62,9 @@ int run_day0(const day0::Options& opt) {
     throw InputError(opt.eval_reference,
                      "--eval-reference: a reference file is for one --eval task; for several, name "
                      "a run of --db (label:stack=gpu-ref)");
+  if (!opt.tool_reference.empty() && opt.tool_reference.rfind("http://", 0) != 0 &&
+      opt.tool_reference.rfind("https://", 0) != 0)
+    throw InputError("--tool-reference " + opt.tool_reference, "expected an http(s) URL");
   const auto labels = parse_labels(opt.labels);
   MeshRun mesh_run = open_mesh("", 300);
   const std::string root = golden_root("");
@@ -220,6 +223,10 @@ void register_day0(CLI::App& app, Run* run) {
                   "The per-item reference of the --eval tasks: a run of --db (label:stack=gpu-ref, "
                   "platform:NAME, an id) whose eval results cover the same task files, or, for one "
                   "task, gen_eval.py's file. Default: <task>.json in --golden");
+  sub->add_option("--tool-reference", opt->tool_reference,
+                  "A reference endpoint (the reference GPU's deployment, the model vendor's API) "
+                  "for the conversation stage's tool_choice auto comparison: trigger agreement, "
+                  "tool_call_f1, schema accuracy (kind: tool_agreement)");
   sub->add_option("--mesh", opt->mesh,
                   "The parallel plan the memory stage sizes, e.g. tp=8,pp=2,ep=16");
   sub->add_flag("--keep-going", opt->keep_going,

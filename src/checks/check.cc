@@ -131,7 +131,10 @@ const std::vector<CheckKind>& check_kinds() {
                                                rounding_check_kind(),
                                                serving_check_kind(),
                                                structured_output_check_kind(),
-                                               tool_call_check_kind()};
+                                               tool_call_check_kind(),
+                                               chat_template_check_kind(),
+                                               reasoning_check_kind(),
+                                               tool_agreement_check_kind()};
   return kinds;
 }
 

@@ -286,13 +286,14 @@ std::string served_model_dir(const suite::Case& c, const std::string& kind) {
 }
 
 service::Request chat_request(const ServiceHandle& h, const std::string& model_dir,
-                              const std::string& prompt, int64_t max_tokens, nlohmann::json extra) {
+                              const std::string& prompt, int64_t max_tokens, nlohmann::json extra,
+                              bool token_ids) {
   service::Request r;
   r.model = h.model;
   r.messages = {{"user", {{"text", prompt, ""}}}};
   r.sampling.max_tokens = max_tokens;
   r.sampling.temperature = 0;
-  r.sampling.return_token_ids = false;
+  r.sampling.return_token_ids = token_ids;
   r.extra = std::move(extra);
   adapt_request(h, model_dir, &r);
   return r;

@@ -89,8 +89,10 @@ std::string served_model_dir(const suite::Case& c, const std::string& kind);
 
 // A greedy chat request of one user turn, `extra` merged into its body, adapted to the engine
 // (the conversation checks: response_format, tools).
+// token_ids: ask for the prompt's and the answer's token ids (where the dialect takes it).
 service::Request chat_request(const ServiceHandle& h, const std::string& model_dir,
-                              const std::string& prompt, int64_t max_tokens, nlohmann::json extra);
+                              const std::string& prompt, int64_t max_tokens, nlohmann::json extra,
+                              bool token_ids = false);
 // Whether the engine refused the request itself (HTTP 4xx): the request, or a feature it lacks.
 bool refused(const service::Result& r);
 

@@ -27,5 +27,8 @@ CheckKind eval_check_kind();
 CheckKind serving_check_kind();
 CheckKind structured_output_check_kind();
 CheckKind tool_call_check_kind();
+CheckKind chat_template_check_kind();
+CheckKind reasoning_check_kind();
+CheckKind tool_agreement_check_kind();
 
 }  // namespace h0::checks

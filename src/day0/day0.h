@@ -33,6 +33,9 @@ struct Options {
   // selector, or gen_eval.py's file for one task; default: <task stem>.json in --golden).
   std::vector<std::string> eval_tasks;
   std::string eval_reference;
+  // The conversation stage's two-endpoint tool-call comparison (kind: tool_agreement): the
+  // reference endpoint's URL; empty: not run.
+  std::string tool_reference;
   std::string db = "reports/results.db";
   std::string out = "reports/day0";  // dashboard, day0.json, day0.xml
   std::vector<std::string> labels;
@@ -114,6 +117,7 @@ StageResult run_determinism_stage(Context& ctx);
 // The serving features (kind: serving) on the platform's engine and its `service.variants`:
 // pass when none failed and one was exercised; the summary names those not exercised and why.
 StageResult run_serving_stage(Context& ctx);
+StageResult run_conversation_stage(Context& ctx);
 StageResult run_performance_stage(Context& ctx);
 
 }  // namespace h0::day0

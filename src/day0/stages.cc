@@ -857,6 +857,78 @@ StageResult run_serving_stage(Context& ctx) {
   return r;
 }
 
+// The conversation layer on the served model: prompt rendering against golden/chat/<model>/
+// (when shipped), the reasoning split (when the model's template has <think>), structured output,
+// tool calls, and with --tool-reference the tool_choice auto comparison. The summary names what
+// passed and why the rest was not exercised.
+StageResult run_conversation_stage(Context& ctx) {
+  const std::string model = absolute(ctx.options.model);
+  const std::string& name = ctx.model_name;
+  std::vector<YAML::Node> checks;
+  std::vector<std::string> absent;  // what has nothing to run on this model
+  const fs::path root = fs::path(ctx.suites_dir).parent_path();
+  const fs::path goldens = root / "golden" / "chat" / name;
+  if (fs::is_directory(goldens)) {
+    checks.push_back(check_node(name + "/chat_template", "chat_template",
+                                {{"model", model}, {"goldens", goldens.string()}}));
+  } else {
+    absent.push_back("prompt rendering (no golden/chat/" + name +
+                     "/: make them with golden/tools/gen_chat.py)");
+  }
+  std::string chat_template;
+  try {
+    chat_template = base::read_json_file((fs::path(model) / "tokenizer_config.json").string())
+                        .value("chat_template", "");
+  } catch (const std::exception&) {
+  }
+  if (chat_template.find("<think>") != std::string::npos) {
+    // Qwen3's switch is enable_thinking (on by default), DeepSeek-V3.1's thinking (off).
+    const char* tasks = chat_template.find("enable_thinking") != std::string::npos
+                            ? "tasks/reasoning.jsonl"
+                            : "tasks/reasoning_deepseek.jsonl";
+    checks.push_back(
+        check_node(name + "/reasoning", "reasoning",
+                   {{"model", model}, {"tasks", (fs::path(ctx.suites_dir) / tasks).string()}}));
+  } else {
+    absent.push_back("reasoning split (the chat template has no <think>)");
+  }
+  for (const char* kind : {"structured_output", "tool_calls"})
+    checks.push_back(check_node(name + "/" + kind, kind, {{"model", model}}));
+  if (!ctx.options.tool_reference.empty()) {
+    checks.push_back(check_node(name + "/tool_agreement", "tool_agreement",
+                                {{"model", model}, {"reference", ctx.options.tool_reference}}));
+  } else {
+    absent.push_back("tool_choice auto against a reference (no --tool-reference)");
+  }
+  StageResult r = judge(run_built(ctx, "conversation", checks), "conversation checks");
+  std::string also;
+  for (const std::string& a : absent) also += (also.empty() ? "" : "; ") + a;
+  if (r.status != StageStatus::kPass && r.status != StageStatus::kNotRun) {
+    if (!also.empty()) r.summary += "; not run: " + also;
+    return r;
+  }
+  std::string passed, skipped;
+  for (const run::CaseOutcome& c : r.cases) {
+    const std::string what = c.id.substr(c.id.rfind('/') + 1);
+    if (c.result.status == checks::Status::kPass) {
+      passed += (passed.empty() ? "" : ", ") + what;
+    } else {
+      std::string why = c.result.message;
+      if (why.rfind("not exercised: ", 0) == 0) why = why.substr(15);
+      skipped += (skipped.empty() ? "" : "; ") + what + " (" + why.substr(0, 160) + ")";
+    }
+  }
+  if (passed.empty()) {  // nothing this engine and model let it check: never a pass
+    r.status = StageStatus::kNotApplicable;
+    r.summary = "not applicable: nothing of the conversation layer could be exercised here";
+  } else {
+    r.summary = "passed: " + passed;
+  }
+  if (!skipped.empty()) r.summary += "; not exercised: " + skipped;
+  if (!also.empty()) r.summary += "; not run: " + also;
+  return r;
+}
+
 // Prefill and decode tokens/s of the executor on the platform (64-token prompt, 32 greedy
 // steps, best of 3), TTFT/TPOT of the served load, and the costliest ops with the bandwidth
 // they achieved against the platform's peak.

@@ -43,11 +43,12 @@ store::ResultData result_data(const CaseOutcome& outcome) {
   r.status = checks::status_name(outcome.result.status);
   r.duration_s = outcome.result.duration_s;
   r.message = outcome.result.message;
-  // An eval check's per-item results go to their own rows (eval_items), not into details.
+  // An eval check's per-item results go to their own rows (eval_items), not into details; so do
+  // a tool_agreement check's (its answer and the reference's per item).
   const nlohmann::json* details = &outcome.result.details;
   nlohmann::json trimmed;
-  if (outcome.kind == "eval" && details->is_object() && details->contains("items") &&
-      details->at("items").is_array()) {
+  if ((outcome.kind == "eval" || outcome.kind == "tool_agreement") && details->is_object() &&
+      details->contains("items") && details->at("items").is_array()) {
     trimmed = *details;
     for (const nlohmann::json& item : trimmed["items"]) {
       store::EvalItemData& e = r.eval_items.emplace_back();

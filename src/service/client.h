@@ -102,7 +102,12 @@ struct Result {
   std::string error;  // what went wrong, for a human; empty when ok
   int http_status = 0;
   int attempts = 0;
-  std::string text;                // the completion's text (streamed chunks joined)
+  std::string text;  // the completion's text (streamed chunks joined)
+  // chat: the reasoning parser's part of the answer (message.reasoning, vLLM's name since 0.11,
+  // or reasoning_content, DeepSeek's and SGLang's), streamed deltas joined; has_reasoning: either
+  // field came as a string (an engine without a reasoning parser sends neither).
+  std::string reasoning;
+  bool has_reasoning = false;
   std::vector<int64_t> token_ids;  // when the server returned them
   std::vector<int64_t> prompt_token_ids;
   std::vector<TokenInfo> tokens;     // per token when logprobs or token ids came, else per chunk

@@ -218,6 +218,14 @@ std::string read_response(const json& response, bool chat, bool streamed, double
     const json* content = member(*holder, chat ? "content" : "text");
     if (content != nullptr && !content->is_string()) return "choices[0] content is not a string";
     if (content != nullptr) text = content->get<std::string>();
+    for (const char* key : {"reasoning", "reasoning_content"}) {
+      const json* reasoning = chat ? member(*holder, key) : nullptr;
+      if (reasoning == nullptr || reasoning->is_null()) continue;
+      if (!reasoning->is_string()) return std::string("choices[0] ") + key + " is not a string";
+      result->reasoning += reasoning->get<std::string>();
+      result->has_reasoning = true;
+      break;  // an engine that sends both sends the same text twice
+    }
   }
   if (const json* calls = chat && holder ? member(*holder, "tool_calls") : nullptr) {
     if (std::string e = read_tool_calls(*calls, result); !e.empty()) return e;

@@ -116,6 +116,15 @@ std::vector<ChatMessage> parse_messages(const json& body, const ServedModel& mod
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
       throw bad(where + ".role", "a string is required");
     ChatMessage msg{m["role"].get<std::string>(), {}};
+    // The embedded template families render plain turns only: a tool-call history or reasoning
+    // rendered as plain text would be a prompt no model was trained on.
+    if (msg.role == "tool" || msg.role == "ipython")
+      throw bad(where + ".role", "tool results are not supported by harness serve");
+    for (const char* key : {"tool_calls", "reasoning", "reasoning_content"}) {
+      const json* f = member(m, key);
+      if (f != nullptr && !f->is_null() && !(f->is_array() && f->empty()))
+        throw bad(where + "." + key, "not supported by harness serve");
+    }
     const json* content = member(m, "content");
     if (content == nullptr) {
       msg.content.push_back({"text", "", ""});
@@ -226,6 +235,14 @@ ApiRequest parse_request(const std::string& body_text, bool chat, const ServedMo
   }
   if (chat) {
     if (!model.chat) throw bad("messages", model.chat_error);
+    if (!bool_field(body, "add_generation_prompt", true))
+      throw bad("add_generation_prompt", "only true is supported by harness serve");
+    if (bool_field(body, "continue_final_message", false))
+      throw bad("continue_final_message", "not supported by harness serve");
+    if (const json* k = member(body, "chat_template_kwargs");
+        k != nullptr && !k->is_null() && !(k->is_object() && k->empty()))
+      throw bad("chat_template_kwargs",
+                "harness serve renders its template families without template switches");
     const std::string text = model.chat->render(parse_messages(body, model, &r));
     std::vector<int64_t> counts;  // Qwen2.5-VL: each image's tokens, from its grid
     if (model.qwen_vl) {

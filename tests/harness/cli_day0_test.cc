@@ -28,15 +28,26 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["ready"], true);
   // suites/eval.yaml ships tasks for tiny-llama: the accuracy stage is in its checklist.
-  auto stages = test::expect_every_stage_passes(r.out, 16);
+  auto stages = test::expect_every_stage_passes(r.out, 17);
   EXPECT_EQ(stages["config"]["summary"], "LlamaForCausalLM: 557,696 parameters");
   EXPECT_EQ(stages["coverage"]["summary"], "9 native, 0 fallback of the model's 9 ops in bf16");
   EXPECT_EQ(stages["image"]["summary"], "not applicable: a text-only model");
   // Stages that do not apply are no passes, and are counted apart.
   for (const char* id : {"image", "mesh", "e2e_image"})
     EXPECT_EQ(stages[id]["status"], "not_applicable") << id;
-  EXPECT_EQ(j["passed"], 13);
-  EXPECT_EQ(j["applicable"], 13);
+  EXPECT_EQ(j["passed"], 14);
+  EXPECT_EQ(j["applicable"], 14);
+  // harness serve renders golden/chat/tiny-llama's plain turns as transformers does, and refuses
+  // what its template families cannot render, guided decoding and tool calls: said, not passed.
+  const std::string conversation = stages["conversation"]["summary"];
+  EXPECT_EQ(conversation.rfind("passed: chat_template; not exercised: structured_output (the "
+                               "engine refuses guided decoding",
+                               0),
+            0u)
+      << conversation;
+  EXPECT_NE(conversation.find("reasoning split (the chat template has no <think>)"),
+            std::string::npos)
+      << conversation;
   EXPECT_EQ(j["not_applicable"], 3);
   EXPECT_NE(stages["op_accuracy"]["summary"].get<std::string>().find(
                 " at this model's shapes), 0 failed"),
@@ -63,7 +74,7 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
     stage_cases += c.kind == "day0_stage";
     e2e_cases += c.case_id.rfind("e2e_text/tiny-llama/", 0) == 0;
   }
-  EXPECT_EQ(stage_cases, 16);
+  EXPECT_EQ(stage_cases, 17);
   EXPECT_GE(e2e_cases, 4);
   int eval_items = 0;
   for (const auto& c : run->results) {
@@ -71,7 +82,7 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   }
   EXPECT_EQ(eval_items, 60 + 147 + 120 + 98);
   // JSON, JUnit and the dashboard from that record.
-  EXPECT_NE(test::read_file(dir.file("out/day0.json")).find("\"stage/16-performance\""),
+  EXPECT_NE(test::read_file(dir.file("out/day0.json")).find("\"stage/17-performance\""),
             std::string::npos);
   EXPECT_NE(test::read_file(dir.file("out/day0.xml")).find("<testsuite"), std::string::npos);
   const std::string index = test::read_file(dir.file("out/site/index.html"));
@@ -168,7 +179,7 @@ TEST(Day0, AFailedConfigBlocksEverything) {
   EXPECT_EQ(text.code, 1);
   EXPECT_NE(text.out.find("hidden_size: missing (an integer is required)"), std::string::npos)
       << text.out;
-  EXPECT_NE(text.out.find("Day-0 readiness NOT established: 0 of 15 stages passed"),
+  EXPECT_NE(text.out.find("Day-0 readiness NOT established: 0 of 16 stages passed"),
             std::string::npos)
       << text.out;
   EXPECT_EQ(run_harness("day0 --model " + dir.file("nothing-here")).code, 2);
@@ -200,7 +211,7 @@ TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
   auto r = run_harness(base + " --golden " + dir.file("goldens") + eval);
   EXPECT_EQ(r.code, 1) << r.out << r.err;  // the accuracy stage could not decide (below)
   auto stages = stages_of(r.out);
-  EXPECT_EQ(stages.size(), 16u);
+  EXPECT_EQ(stages.size(), 17u);
   EXPECT_EQ(stages["layer_accuracy"]["summary"],
             "4 layer cases, 0 failed");  // 2 prompts x 2 layers
   EXPECT_EQ(stages["model"]["summary"], "2 model cases, 0 failed");

@@ -144,9 +144,10 @@ TEST_F(ServingCli, WhatTheEngineDoesNotShowIsNotExercisedNeverPassed) {
 // tool-call parser whose streamed arguments lose a character each fail their part, naming the item.
 TEST_F(ServingCli, TheConversationLayerCatchesEachFaultInItsPart) {
   auto run_conversation = [&](const std::string& mode) {
-    const Result r = run_harness("run " + source_path("suites/conversation.yaml") + " --platform " +
-                                 platform(mode, false) + " --no-db --json " +
-                                 dir_.file("conv.json") + " --service-logs " + dir_.file("logs"));
+    const Result r =
+        run_harness("run " + source_path("suites/conversation.yaml") + " --platform " +
+                    platform(mode, false) + " --filter 'tiny-llama/*' --no-db --json " +
+                    dir_.file("conv.json") + " --service-logs " + dir_.file("logs"));
     std::ifstream in(dir_.file("conv.json"));
     nlohmann::json by_kind = nlohmann::json::object();
     const nlohmann::json run_json = nlohmann::json::parse(in);
@@ -178,7 +179,7 @@ TEST_F(ServingCli, TheConversationLayerCatchesEachFaultInItsPart) {
   EXPECT_EQ(split["tool_calls"]["status"], "fail");
   says(split["tool_calls"], "named-weather: call 0 streamed is get_weather(");
 
-  nlohmann::json ignored = run_conversation("ok");
+  nlohmann::json ignored = run_conversation("ignores_constraints");
   EXPECT_EQ(ignored["structured_output"]["status"], "fail");
   says(ignored["structured_output"],
        "enum-object: the complete answer does not validate: not JSON");
@@ -190,7 +191,8 @@ TEST_F(ServingCli, TheConversationLayerCatchesEachFaultInItsPart) {
 // names the field (never free text that looks constrained), and the checks say "not exercised".
 TEST_F(ServingCli, TheEmbeddedServerRefusesWhatItDoesNotDo) {
   const Result r = run_harness("run " + source_path("suites/conversation.yaml") + " --platform " +
-                               source_path("configs/platforms/cpu.yaml") + " --no-db --json " +
+                               source_path("configs/platforms/cpu.yaml") +
+                               " --filter 'tiny-llama/*' --no-db --json " +
                                dir_.file("embedded.json") + " --service-logs " + dir_.file("logs"));
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   std::ifstream in(dir_.file("embedded.json"));

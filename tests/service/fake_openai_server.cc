@@ -41,9 +41,19 @@
 //                     prefill agree, a prefix cache, running requests, a KV pool that preempts
 //                     (--kv-tokens N), prefill in chunks (--prefill-chunk N), speculative
 //                     decoding counters (--spec-tokens K), /metrics with vLLM's names; each token
-//                     2 ms; guided decoding and required / named tool calls. Its faults, one per
+//                     2 ms; guided decoding, required / named tool calls, and auto ones (the
+//                     first offered function the user message names). Its faults, one per
 //                     serving feature: stale_prefix, batch_slot, chunk_off_by_one,
-//                     preempt_position, lying_usage, decode_drift, guided_invalid, tool_args_split
+//                     preempt_position, lying_usage, decode_drift, guided_invalid, tool_args_split;
+//                     the conversation layer's: template_drops_system (with --chat-goldens),
+//                     reasoning_off_by_one (with --reasoning), auto_tool_miss, auto_args_invalid,
+//                     ignores_constraints (free text for guided decoding and tool calls)
+// --chat-goldens D (chat): a request equal to a rendering golden's (golden/chat format) reports
+// the golden's prompt_token_ids as its prompt. --reasoning (with --tokenizer holding </think>): a
+// thinking model's answer, split into `reasoning` and `content` (think() below).
+// Outside the serving modes a chat request for guided decoding (response_format,
+// structured_outputs) or tool calls (tools with a tool_choice other than none) is refused with a
+// 400.
 // --strict: as `transformers serve` (FastAPI, extra fields forbidden): a request field outside
 // the documented OpenAI set is answered 422 {"detail": "Unexpected fields in the request:
 // {...}"}; /v1/completions takes only a string prompt (400 otherwise); no logprobs and no token
@@ -103,6 +113,8 @@ struct Flags {
   bool exit_after_start = false;
   bool strict = false;
   std::string golden_dir, tokenizer, model_name = "fake-model";
+  std::string chat_goldens;  // --chat-goldens: prompt rendering goldens (golden/chat format)
+  bool reasoning = false;    // --reasoning: a thinking model (<think> ... </think>)
   int64_t corrupt_at = -1;
   double known = 0.6, lose = 0;   // mode answers
   fake_serving::Options serving;  // the serving modes' engine
@@ -235,6 +247,7 @@ struct Token {
   std::string text;
   double logprob;
   fake_serving::Top top = {};  // the serving modes' top logprobs; else made up from id
+  int part = 0;  // --reasoning: 0 content, 1 reasoning, 2 the end marker (in neither text)
 };
 
 // What a completion request asked for, and the tokens it gets.
@@ -524,10 +537,11 @@ json logprobs_json(const Generation& g, size_t begin, size_t end) {
 
 // A response (`streamed` false) or a chunk of tokens [begin, end).
 json choice_json(const Generation& g, size_t begin, size_t end, bool streamed, bool last) {
-  std::string text;
+  std::string text, reasoning;
   std::vector<int64_t> ids;
   for (size_t i = begin; i < end; ++i) {
-    text += g.tokens[i].text;
+    if (g.tokens[i].part == 0) text += g.tokens[i].text;
+    if (g.tokens[i].part == 1) reasoning += g.tokens[i].text;
     ids.push_back(g.tokens[i].id);
   }
   json choice = {{"index", 0}, {"logprobs", logprobs_json(g, begin, end)}};
@@ -535,8 +549,11 @@ json choice_json(const Generation& g, size_t begin, size_t end, bool streamed, b
     choice["text"] = (begin == 0 ? g.echo_text : std::string()) + text;
   } else if (streamed) {
     choice["delta"] = {{"content", text}};
+    if (!reasoning.empty()) choice["delta"]["reasoning"] = reasoning;
   } else {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
+    if (g_flags.reasoning)
+      choice["message"]["reasoning"] = reasoning.empty() ? json() : json(reasoning);
   }
   choice["finish_reason"] = last ? json(g.finish) : json(nullptr);
   if (g.token_ids) choice["token_ids"] = ids;
@@ -673,11 +690,80 @@ void tool_call_response(int fd, const json& body, const std::string& name,
   std::string sent = arguments;
   if (g_flags.mode == "tool_args_split" && !sent.empty()) sent.pop_back();
   const size_t half = sent.size() / 2;
-  for (const std::string piece : {sent.substr(0, half), sent.substr(half)})
+  for (const std::string& piece : {sent.substr(0, half), sent.substr(half)})
     chunk({{"tool_calls", {{{"index", 0}, {"function", {{"arguments", piece}}}}}}}, nullptr);
   chunk(json::object(), "tool_calls");
   send_chunk(fd, "data: [DONE]\n\n");
   send_chunk(fd, "");
+}
+
+// --chat-goldens: each golden's request and the prompt ids transformers renders it to.
+std::vector<json> g_chat_goldens;
+
+// The rendering golden whose request `body` carries (messages, tools, chat_template_kwargs,
+// add_generation_prompt equal), or null.
+const json* chat_golden_for(const json& body) {
+  for (const json& g : g_chat_goldens) {
+    const json& r = g["request"];
+    bool same = true;
+    for (const char* key : {"messages", "tools", "chat_template_kwargs", "add_generation_prompt"})
+      same = same && r.value(key, json()) == body.value(key, json());
+    if (same) return &g;
+  }
+  return nullptr;
+}
+
+// The prompt ids of a rendering golden; fault template_drops_system: the system message's text
+// rendered empty (as a template that ignores the system role does), re-encoded.
+std::vector<int64_t> rendered_prompt(const json& golden) {
+  std::vector<int64_t> ids = golden["prompt_token_ids"].get<std::vector<int64_t>>();
+  if (g_flags.mode != "template_drops_system" || !g_tokenizer) return ids;
+  std::string text = golden.value("prompt_text", "");
+  for (const json& m : golden["request"]["messages"]) {
+    if (m.value("role", "") != "system" || !m["content"].is_string()) continue;
+    const std::string content = m["content"].get<std::string>();
+    if (const size_t at = text.find(content); !content.empty() && at != std::string::npos)
+      text.erase(at, content.size());
+  }
+  ids.clear();
+  for (const int32_t id : g_tokenizer->encode(text, false)) ids.push_back(id);
+  return ids;
+}
+
+// --reasoning: the answer as a thinking model gives it. Thinking on (chat_template_kwargs
+// enable_thinking not false): reasoning, closed by </think> after thinking_token_budget tokens
+// when the request sets one, then content; no budget: reasoning until cut. Thinking off: content.
+// Each part's text is its ids decoded together, carried by its first token. Fault
+// reasoning_off_by_one: the split is reported one token late (the first content token's text
+// goes to the reasoning).
+void think(const json& body, Generation* g) {
+  const auto end = g_tokenizer ? g_tokenizer->token_to_id("</think>") : std::nullopt;
+  const auto start = g_tokenizer ? g_tokenizer->token_to_id("<think>") : std::nullopt;
+  if (!end || g->tokens.empty()) return;
+  const json kwargs = body.value("chat_template_kwargs", json::object());
+  const bool thinking = !(kwargs.is_object() && kwargs.value("enable_thinking", true) == false);
+  int64_t split = int64_t(g->tokens.size());  // the end marker's position; size: none
+  if (body.contains("thinking_token_budget") && body["thinking_token_budget"].is_number_integer())
+    split = std::min<int64_t>(split, body["thinking_token_budget"].get<int64_t>());
+  for (size_t i = 0; i < g->tokens.size(); ++i) {
+    Token& t = g->tokens[i];
+    if (t.id == *end || (start && t.id == *start)) t.id = 17;  // no marker but the one placed
+    t.part = !thinking ? 0 : int64_t(i) < split ? 1 : int64_t(i) == split ? 2 : 0;
+    if (t.part == 2) t.id = *end;
+  }
+  if (g_flags.mode == "reasoning_off_by_one" && thinking && split + 1 < int64_t(g->tokens.size()))
+    g->tokens[size_t(split + 1)].part = 1;
+  for (int part : {0, 1}) {  // each part's ids decoded together, on its first token
+    std::vector<int64_t> ids;
+    Token* first = nullptr;
+    for (Token& t : g->tokens) {
+      if (t.part != part) continue;
+      if (first == nullptr) first = &t;
+      ids.push_back(t.id);
+      t.text.clear();
+    }
+    if (first != nullptr) first->text = decode(ids);
+  }
 }
 
 // The serving modes: the request run through g_engine (fake_serving.h). Requests sent together
@@ -762,13 +848,31 @@ void completion(int fd, const HttpRequest& request, bool chat) {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_in_flight.erase(&overlapped);
   }
-  if (g_engine && chat) {  // a required or named tool call, as vLLM's tool-call parser answers
+  if (!g_engine && chat) {  // no guided decoding, no tool calls: refused, as harness serve does
+    const json format = body.value("response_format", json::object());
+    const json choice = body.value("tool_choice", json("auto"));
+    if ((format.is_object() && format.value("type", "text") != "text") ||
+        body.contains("structured_outputs")) {
+      respond(fd, 400, error_json(400, "response_format: the fake engine does no guided decoding"));
+      return;
+    }
+    if (body.contains("tools") && !body["tools"].empty() && choice != "none") {
+      respond(fd, 400, error_json(400, "tools: the fake engine calls no tools"));
+      return;
+    }
+  }
+  const bool constrains = g_engine && mode != "ignores_constraints";
+  if (constrains && chat) {  // a required or named tool call, as vLLM's tool-call parser answers
     if (const auto call = fake_serving::forced_tool_call(body)) {
       tool_call_response(fd, body, call->first, call->second);
       return;
     }
+    if (const auto call = fake_serving::auto_tool_call(body, g_flags.serving.fault)) {
+      tool_call_response(fd, body, call->first, call->second);
+      return;
+    }
   }
-  if (g_engine) {  // guided decoding: the constraint's least answer, or a 400
+  if (constrains) {  // guided decoding: the constraint's least answer, or a 400
     std::string error;
     const std::optional<std::string> answer =
         fake_serving::guided_answer(body, g_flags.mode == "guided_invalid", &error);
@@ -791,7 +895,12 @@ void completion(int fd, const HttpRequest& request, bool chat) {
       return;
     }
   }
-  Generation g = g_engine ? serving_generation(body, chat) : generate(body, chat, overlapped);
+  // ignores_constraints answers as the ok mode does: free text that ends (finish_reason stop).
+  Generation g = constrains ? serving_generation(body, chat) : generate(body, chat, overlapped);
+  if (chat) {
+    if (const json* golden = chat_golden_for(body)) g.prompt_ids = rendered_prompt(*golden);
+    if (g_flags.reasoning) think(body, &g);
+  }
   if (g.stream) {
     stream_response(fd, g);
   } else {
@@ -874,6 +983,10 @@ bool parse_flags(int argc, char** argv) {
       g_flags.serving.kv_tokens = std::atoll(argv[++i]);
     } else if (flag == "--spec-tokens" && has_value) {
       g_flags.serving.spec_tokens = std::atoll(argv[++i]);
+    } else if (flag == "--chat-goldens" && has_value) {
+      g_flags.chat_goldens = argv[++i];
+    } else if (flag == "--reasoning") {
+      g_flags.reasoning = true;
     } else if (flag == "--model-name" && has_value) {
       g_flags.model_name = argv[++i];
     } else {
@@ -899,6 +1012,16 @@ bool load_goldens() {
   if (!g_flags.tokenizer.empty()) {
     g_tokenizer = std::make_unique<h0::tokenizer::Tokenizer>(
         h0::tokenizer::Tokenizer::from_file(g_flags.tokenizer));
+  }
+  if (!g_flags.chat_goldens.empty()) {
+    for (const auto& e : std::filesystem::directory_iterator(g_flags.chat_goldens)) {
+      if (e.path().extension() != ".json") continue;
+      std::ifstream in(e.path());
+      json j = json::parse(in, nullptr, false);
+      if (j.is_object() && j.contains("request") && j.contains("prompt_token_ids"))
+        g_chat_goldens.push_back(std::move(j));
+    }
+    log(std::to_string(g_chat_goldens.size()) + " rendering goldens from " + g_flags.chat_goldens);
   }
   if (g_flags.golden_dir.empty()) return true;
   for (const auto& e : std::filesystem::directory_iterator(g_flags.golden_dir)) {

@@ -39,8 +39,11 @@ namespace fake_serving {
 
 inline const std::set<std::string>& modes() {
   static const std::set<std::string> m = {
-      "serving",     "stale_prefix", "batch_slot",     "chunk_off_by_one", "preempt_position",
-      "lying_usage", "decode_drift", "guided_invalid", "tool_args_split"};
+      "serving", "stale_prefix", "batch_slot", "chunk_off_by_one", "preempt_position",
+      "lying_usage", "decode_drift", "guided_invalid", "tool_args_split",
+      // the conversation layer's
+      "template_drops_system", "reasoning_off_by_one", "auto_tool_miss", "auto_args_invalid",
+      "ignores_constraints"};
   return m;
 }
 
@@ -308,6 +311,33 @@ inline std::optional<std::pair<std::string, std::string>> forced_tool_call(
   const nlohmann::json args = least_instance(
       (*tool)["function"].value("parameters", nlohmann::json::object()), false, &error);
   return std::make_pair((*tool)["function"].value("name", ""), args.dump());
+}
+
+// tool_choice "auto" (or none given) with tools: the "model" calls the first offered function
+// whose name the last user message mentions, with the least arguments its parameters allow; no
+// function named: no call. Fault auto_tool_miss: never a call (a parser that misses the model's
+// call markup); auto_args_invalid: the arguments lack what the schema requires (an object with
+// none of its properties).
+inline std::optional<std::pair<std::string, std::string>> auto_tool_call(const nlohmann::json& body,
+                                                                         const std::string& fault) {
+  if (!body.contains("tools") || !body["tools"].is_array() || body["tools"].empty())
+    return std::nullopt;
+  if (body.value("tool_choice", nlohmann::json("auto")) != "auto" || fault == "auto_tool_miss")
+    return std::nullopt;
+  std::string said;
+  for (const nlohmann::json& m : body.value("messages", nlohmann::json::array()))
+    if (m.value("role", "") == "user" && m.contains("content") && m["content"].is_string())
+      said = m["content"].get<std::string>();
+  for (const nlohmann::json& t : body["tools"]) {
+    const std::string name = t["function"].value("name", "");
+    if (name.empty() || said.find(name) == std::string::npos) continue;
+    if (fault == "auto_args_invalid") return std::make_pair(name, std::string("{}"));
+    std::string error;
+    const nlohmann::json args =
+        least_instance(t["function"].value("parameters", nlohmann::json::object()), false, &error);
+    return std::make_pair(name, args.dump());
+  }
+  return std::nullopt;
 }
 
 // The answer guided decoding gives `body`, or nullopt when it asks for none; a constraint the

@@ -118,6 +118,39 @@ TEST(OpenAIProtocol, ReadsToolCallsWholeAndFromDeltas) {
             "tool_calls[0].function.arguments is not a string");
 }
 
+// The reasoning parser's part: vLLM 0.32 names it `reasoning` (message and delta), DeepSeek's API
+// and SGLang `reasoning_content`; streamed deltas are joined; a null one is no reasoning.
+TEST(OpenAIProtocol, ReadsReasoningUnderEitherName) {
+  Result plain;
+  ASSERT_EQ(read_response(json::parse(R"({"choices": [{"index": 0, "finish_reason": "length",
+      "message": {"role": "assistant", "content": null, "reasoning": "let me see"}}]})"),
+                          true, false, 0, &plain),
+            "");
+  EXPECT_TRUE(plain.has_reasoning);
+  EXPECT_EQ(plain.reasoning, "let me see");
+  EXPECT_EQ(plain.text, "");
+  Result streamed;
+  for (const char* chunk :
+       {R"({"choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "a"}}]})",
+        R"({"choices": [{"index": 0, "delta": {"reasoning_content": "b"}}]})",
+        R"({"choices": [{"index": 0, "delta": {"content": "c", "reasoning_content": null}}]})",
+        R"({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})"}) {
+    ASSERT_EQ(read_response(json::parse(chunk), true, true, 0, &streamed), "") << chunk;
+  }
+  EXPECT_EQ(streamed.reasoning, "ab");
+  EXPECT_EQ(streamed.text, "c");
+  Result none, bad;
+  ASSERT_EQ(read_response(json::parse(R"({"choices": [{"index": 0, "finish_reason": "stop",
+      "message": {"role": "assistant", "content": "hi", "reasoning": null}}]})"),
+                          true, false, 0, &none),
+            "");
+  EXPECT_FALSE(none.has_reasoning);
+  EXPECT_EQ(read_response(json::parse(R"({"choices": [{"index": 0, "finish_reason": "stop",
+      "message": {"role": "assistant", "content": "hi", "reasoning": 3}}]})"),
+                          true, false, 0, &bad),
+            "choices[0] reasoning is not a string");
+}
+
 // The prefix cache's evidence: vLLM (--enable-prompt-tokens-details) and OpenAI report the prompt
 // tokens it served; vLLM's default writes the details as null.
 TEST(OpenAIProtocol, ReadsCachedTokensWhenReported) {

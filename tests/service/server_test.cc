@@ -426,6 +426,32 @@ TEST_F(Serve, BadRequestsNameTheField) {
   EXPECT_EQ(no_vision.status, 400);
   EXPECT_NE(no_vision.body["error"]["message"].get<std::string>().find("vision"),
             std::string::npos);
+  // What the template families cannot render is refused at the field, not rendered as plain text.
+  const json user = {{"role", "user"}, {"content", "Hi"}};
+  const json call = {
+      {"role", "assistant"},
+      {"content", nullptr},
+      {"tool_calls",
+       {{{"id", "c1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{}"}}}}}}};
+  const std::vector<std::pair<json, std::string>> chats = {
+      {{{"messages", {user}}, {"add_generation_prompt", false}}, "add_generation_prompt"},
+      {{{"messages", {user}}, {"chat_template_kwargs", {{"enable_thinking", false}}}},
+       "chat_template_kwargs"},
+      {{{"messages", {user, call}}}, "messages[1].tool_calls"},
+      {{{"messages", {user, {{"role", "tool"}, {"content", "1"}, {"tool_call_id", "c1"}}}}},
+       "messages[1].role"},
+      {{{"messages", {user, {{"role", "assistant"}, {"content", "a"}, {"reasoning", "r"}}}}},
+       "messages[1].reasoning"},
+  };
+  for (const auto& [body, field] : chats) {
+    const Reply r = post(port(), "/v1/chat/completions", body);
+    EXPECT_EQ(r.status, 400) << body.dump();
+    EXPECT_EQ(r.body["error"]["param"], field) << r.body.dump();
+  }
+  EXPECT_EQ(post(port(), "/v1/chat/completions",
+                 {{"messages", {user}}, {"add_generation_prompt", true}, {"max_tokens", 1}})
+                .status,
+            200);
   EXPECT_EQ(post(port(), "/v1/completions", json("{not json")).status, 400);
   // A body nested 100k deep (nlohmann's parser recurses per level): 400, and the server lives.
   const Reply deep =
