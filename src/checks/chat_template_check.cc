@@ -114,7 +114,7 @@ class ChatTemplateCase final : public PreparedCase {
     ServiceHandle h = connect_service(ctx);
     if (!h.error.empty()) return service_unavailable(h);
     const tokenizer::Tokenizer* tok = tokenizer_of(spec_.model_dir);
-    const bool extensions = !h.client || h.info.dialect.name != "openai";
+    const bool extensions = h.info.dialect.name != "openai";
     CheckResult out;
     out.details = h.evidence;
     nlohmann::json rows = nlohmann::json::array();
@@ -128,21 +128,24 @@ class ChatTemplateCase final : public PreparedCase {
         row["why"] = why;
         unjudged.push_back(g.name + ": " + why);
       };
+      auto failed = [&](const std::string& why) {
+        row["verdict"] = "fail";
+        row["why"] = why;
+        if (first_failure.empty()) first_failure = g.name + ": " + why;
+      };
       if (needs_extensions(g.request) && !extensions) {
         not_judged("not sent", "chat_template_kwargs / add_generation_prompt are extensions the " +
                                    h.info.dialect.name + " dialect does not take");
         rows.push_back(row);
         continue;
       }
-      nlohmann::json extra = g.request;
-      service::Request r = chat_request(h, spec_.model_dir, "", 1, extra, /*token_ids=*/true);
+      const service::Request r =
+          chat_request(h, spec_.model_dir, "", 1, g.request, /*token_ids=*/true);
       const service::Result res = h.client->complete(r);
       if (refused(res)) {
         not_judged("refused", res.error.substr(0, 200));
       } else if (!res.ok()) {
-        row["verdict"] = "fail";
-        row["why"] = failure_message(res);
-        if (first_failure.empty()) first_failure = g.name + ": " + failure_message(res);
+        failed(failure_message(res));
       } else if (!res.prompt_token_ids.empty()) {
         const std::string diff = rendering_difference(tok, g.ids, res.prompt_token_ids);
         row["engine_tokens"] = res.prompt_token_ids.size();
@@ -150,10 +153,8 @@ class ChatTemplateCase final : public PreparedCase {
           row["verdict"] = "equal";
           ++by_ids;
         } else {
-          row["verdict"] = "fail";
-          row["why"] = diff;
           row["engine_prompt_token_ids"] = res.prompt_token_ids;
-          if (first_failure.empty()) first_failure = g.name + ": " + diff;
+          failed(diff);
         }
       } else if (res.prompt_tokens >= 0) {
         row["engine_tokens"] = res.prompt_tokens;
@@ -161,13 +162,10 @@ class ChatTemplateCase final : public PreparedCase {
           row["verdict"] = "equal count";
           ++by_count;
         } else {
-          const std::string why = "the engine's prompt has " + std::to_string(res.prompt_tokens) +
-                                  " tokens (usage.prompt_tokens), transformers renders " +
-                                  std::to_string(g.ids.size()) +
-                                  " (count only: the engine returns no prompt token ids)";
-          row["verdict"] = "fail";
-          row["why"] = why;
-          if (first_failure.empty()) first_failure = g.name + ": " + why;
+          failed("the engine's prompt has " + std::to_string(res.prompt_tokens) +
+                 " tokens (usage.prompt_tokens), transformers renders " +
+                 std::to_string(g.ids.size()) +
+                 " (count only: the engine returns no prompt token ids)");
         }
       } else {
         not_judged("not compared", "the engine returns neither prompt token ids nor usage");
@@ -184,19 +182,7 @@ class ChatTemplateCase final : public PreparedCase {
     if (by_count)
       counts += ", " + std::to_string(by_count) +
                 " in token count only (the engine returns no prompt token ids)";
-    std::string listed;
-    for (const std::string& u : unjudged) listed += (listed.empty() ? "" : "; ") + u;
-    if (!listed.empty()) counts += "; not judged: " + listed.substr(0, 600);
-    if (!first_failure.empty()) {
-      out.status = Status::kFail;
-      out.message = first_failure + " (" + counts + ")";
-    } else if (compared == 0) {
-      out.status = Status::kSkip;
-      out.message = "not exercised: " + counts;
-    } else {
-      out.status = Status::kPass;
-      out.message = counts;
-    }
+    item_verdict(&out, first_failure, compared, std::move(counts), unjudged);
     return out;
   }
 

@@ -303,6 +303,23 @@ bool refused(const service::Result& r) {
   return r.outcome == service::Outcome::kHttpError && r.http_status >= 400 && r.http_status < 500;
 }
 
+void item_verdict(CheckResult* out, const std::string& first_failure, int judged,
+                  std::string counts, const std::vector<std::string>& unjudged) {
+  std::string listed;
+  for (const std::string& u : unjudged) listed += (listed.empty() ? "" : "; ") + u;
+  if (!listed.empty()) counts += "; not judged: " + listed.substr(0, 600);
+  if (!first_failure.empty()) {
+    out->status = Status::kFail;
+    out->message = first_failure + " (" + counts + ")";
+  } else if (judged == 0) {
+    out->status = Status::kSkip;
+    out->message = "not exercised: " + counts;
+  } else {
+    out->status = Status::kPass;
+    out->message = counts;
+  }
+}
+
 std::vector<nlohmann::json> read_task_items(const suite::Case& c, const std::string& path,
                                             int64_t* max_tokens) {
   std::ifstream in(path);

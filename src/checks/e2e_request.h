@@ -96,6 +96,12 @@ service::Request chat_request(const ServiceHandle& h, const std::string& model_d
 // Whether the engine refused the request itself (HTTP 4xx): the request, or a feature it lacks.
 bool refused(const service::Result& r);
 
+// The verdict of a check over items (chat_template, reasoning): `counts` with the items not judged
+// ("id: why") appended; the first failure, with those counts in brackets, else "not exercised:
+// <counts>" (a skip) when none was judged, else a pass.
+void item_verdict(CheckResult* out, const std::string& first_failure, int judged,
+                  std::string counts, const std::vector<std::string>& unjudged);
+
 // The model's end tokens: the tokenizer's eos, and generation_config.json's eos_token_id.
 std::set<int64_t> end_tokens(const std::string& model_dir, const tokenizer::Tokenizer& tok);
 

@@ -128,8 +128,7 @@ class ReasoningCase final : public PreparedCase {
     CheckResult out;
     out.details = h.evidence;
     nlohmann::json rows = nlohmann::json::array();
-    std::map<std::string, int> shapes;
-    int judged = 0;
+    std::map<std::string, int> shapes;  // the equal answers by shape
     std::string first_failure;
     std::vector<std::string> unjudged;
     for (const Item& item : spec_.items) {
@@ -174,18 +173,19 @@ class ReasoningCase final : public PreparedCase {
         } else {
           row["verdict"] = "equal";
           ++shapes[want.shape];
-          ++judged;
         }
       }
       rows.push_back(row);
     }
     out.details["items"] = rows;
     std::string exercised;
+    int judged = 0;
     for (const auto& [shape, label] :
          std::vector<std::pair<std::string, std::string>>{{"split", "split at " + spec_.end},
                                                           {"cut", "cut inside reasoning"},
                                                           {"off", "thinking off"}}) {
       out.metrics.push_back({shape, double(shapes[shape])});
+      judged += shapes[shape];
       if (shapes[shape])
         exercised += (exercised.empty() ? "" : ", ") + label + " " + std::to_string(shapes[shape]);
     }
@@ -193,19 +193,7 @@ class ReasoningCase final : public PreparedCase {
     std::string counts = std::to_string(judged) + " of " + std::to_string(spec_.items.size()) +
                          " answers split as the template defines, plain and streamed" +
                          (exercised.empty() ? "" : " (" + exercised + ")");
-    std::string listed;
-    for (const std::string& u : unjudged) listed += (listed.empty() ? "" : "; ") + u;
-    if (!listed.empty()) counts += "; not judged: " + listed.substr(0, 600);
-    if (!first_failure.empty()) {
-      out.status = Status::kFail;
-      out.message = first_failure + " (" + counts + ")";
-    } else if (judged == 0) {
-      out.status = Status::kSkip;
-      out.message = "not exercised: " + counts;
-    } else {
-      out.status = Status::kPass;
-      out.message = counts;
-    }
+    item_verdict(&out, first_failure, judged, std::move(counts), unjudged);
     return out;
   }
 

@@ -28,6 +28,7 @@
 #include "plan/plan_report.h"
 #include "plan/rank_loader.h"
 #include "run/isolation.h"
+#include "service/chat_template.h"
 #include "suite/location.h"
 #include "suite/suite.h"
 
@@ -875,11 +876,10 @@ StageResult run_conversation_stage(Context& ctx) {
     absent.push_back("prompt rendering (no golden/chat/" + name +
                      "/: make them with golden/tools/gen_chat.py)");
   }
-  std::string chat_template;
+  std::string chat_template;  // none (no tokenizer_config.json): no reasoning format either
   try {
-    chat_template = base::read_json_file((fs::path(model) / "tokenizer_config.json").string())
-                        .value("chat_template", "");
-  } catch (const std::exception&) {
+    chat_template = service::chat_template_text(model);
+  } catch (const InputError&) {
   }
   if (chat_template.find("<think>") != std::string::npos) {
     // Qwen3's switch is enable_thinking (on by default), DeepSeek-V3.1's thinking (off).

@@ -118,23 +118,38 @@ std::string read_text(const std::string& path) {
   return base::read_regular_file(path);
 }
 
-}  // namespace
-
-ChatTemplate ChatTemplate::load(const std::string& model_dir) {
-  const std::string path = model_dir + "/tokenizer_config.json";
-  const std::string text = read_text(path);
-  nlohmann::json config = base::parse_json_or_discarded(text);
-  if (config.is_discarded()) throw InputError(path, "is not valid JSON (or nested too deep)");
-  // transformers (4.43 on) saves the template as chat_template.jinja beside tokenizer_config.json,
-  // which then holds none (transformers 5's save_pretrained, Qwen2.5-VL's processor).
+// <model_dir>/tokenizer_config.json, its chat_template taken from chat_template.jinja when it holds
+// none: transformers (4.43 on) saves the template there (transformers 5's save_pretrained,
+// Qwen2.5-VL's processor). *where: the file the template came from.
+nlohmann::json config_with_template(const std::string& model_dir, std::string* where) {
+  *where = model_dir + "/tokenizer_config.json";
+  nlohmann::json config = base::parse_json_or_discarded(read_text(*where));
+  if (config.is_discarded()) throw InputError(*where, "is not valid JSON (or nested too deep)");
   const std::string jinja = model_dir + "/chat_template.jinja";
   std::error_code ec;
   if (config.is_object() && !config.contains("chat_template") &&
       std::filesystem::is_regular_file(jinja, ec)) {
     config["chat_template"] = base::read_regular_file(jinja);
-    return from_config(config, jinja);
+    *where = jinja;
   }
-  return from_config(config, path);
+  return config;
+}
+
+}  // namespace
+
+ChatTemplate ChatTemplate::load(const std::string& model_dir) {
+  std::string where;
+  const nlohmann::json config = config_with_template(model_dir, &where);
+  return from_config(config, where);
+}
+
+std::string chat_template_text(const std::string& model_dir) {
+  std::string where;
+  const nlohmann::json config = config_with_template(model_dir, &where);
+  return config.is_object() && config.contains("chat_template") &&
+                 config["chat_template"].is_string()
+             ? config["chat_template"].get<std::string>()
+             : "";
 }
 
 ChatTemplate ChatTemplate::from_config(const nlohmann::json& config, const std::string& where) {

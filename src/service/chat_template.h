@@ -54,6 +54,11 @@ class ChatTemplate {
   Parts parts_;
 };
 
+// The chat template of a model directory as ChatTemplate::load reads it (tokenizer_config.json's
+// chat_template, else chat_template.jinja), of any family; "" when there is none. Throws
+// InputError for a tokenizer_config.json that is missing or not JSON.
+std::string chat_template_text(const std::string& model_dir);
+
 // Where an image's tokens go: `count` copies of `token` per kImagePlaceholder.
 struct ImageTokens {
   int64_t token = -1;  // -1: no vision tower; the placeholder is tokenized as text

@@ -68,6 +68,19 @@ TEST(ChatTemplate, ReadsChatTemplateJinjaBesideTheTokenizerConfig) {
             "there!\n<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// The template's text for any family, from either file (the Day-0 conversation stage looks for a
+// reasoning format in it): the chat fixture's chat_template.jinja, tiny-llama's tokenizer_config.
+TEST(ChatTemplate, TheTextComesFromEitherFile) {
+  const std::string qwen =
+      chat_template_text(h0::test::source_path("tests/data/chat-models/tiny-qwen3-chat"));
+  EXPECT_NE(qwen.find("enable_thinking"), std::string::npos);
+  EXPECT_NE(qwen.find("<tool_call>"), std::string::npos);
+  EXPECT_EQ(chat_template_text(h0::test::source_path("configs/models/tiny-llama"))
+                .rfind("{{ bos_token }}", 0),
+            0u);
+  EXPECT_THROW(chat_template_text(h0::test::source_path("tests/data/no-such-model")), InputError);
+}
+
 TEST(ChatTemplate, DeepSeekRolesAndEndOfSentence) {
   const std::vector<ChatMessage> m = {text("system", "Be terse."), text("user", "Hi there!"),
                                       text("assistant", "Hello."), text("user", "Again")};
