@@ -303,6 +303,13 @@ bool refused(const service::Result& r) {
   return r.outcome == service::Outcome::kHttpError && r.http_status >= 400 && r.http_status < 500;
 }
 
+nlohmann::json case_request_fields(const suite::Case& c) {
+  const YAML::Node node = case_field(c, "request");
+  if (!node) return nlohmann::json::object();
+  if (!node.IsMap()) fail(c, node, "request: expected a mapping of request body fields");
+  return suite::yaml_to_json(c.check->file, node);
+}
+
 void item_verdict(CheckResult* out, const std::string& first_failure, int judged,
                   std::string counts, const std::vector<std::string>& unjudged) {
   std::string listed;

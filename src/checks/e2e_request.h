@@ -87,6 +87,11 @@ std::vector<nlohmann::json> read_task_items(const suite::Case& c, const std::str
 // ("a <kind> check needs `model`: ...").
 std::string served_model_dir(const suite::Case& c, const std::string& kind);
 
+// The case's `request` field: body fields added to each of its requests (e.g. chat_template_kwargs
+// {enable_thinking: false}, so that a thinking template's answer is constrained from its first
+// token); an empty object when absent. Fails at the field for anything but a mapping.
+nlohmann::json case_request_fields(const suite::Case& c);
+
 // A greedy chat request of one user turn, `extra` merged into its body, adapted to the engine
 // (the conversation checks: response_format, tools).
 // token_ids: ask for the prompt's and the answer's token ids (where the dialect takes it).

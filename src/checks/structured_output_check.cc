@@ -35,6 +35,7 @@ struct Spec {
   std::string model_dir, tasks;
   std::vector<Item> items;
   int64_t max_tokens = 48;
+  nlohmann::json request = nlohmann::json::object();  // the case's fields for every request
 };
 
 std::vector<Item> read_items(const suite::Case& c, const std::string& path, int64_t* max_tokens) {
@@ -115,8 +116,9 @@ class StructuredOutputCase final : public PreparedCase {
         items.push_back(row);
         continue;
       }
-      service::Request r =
-          chat_request(h, spec_.model_dir, item.prompt, spec_.max_tokens, item.fields);
+      nlohmann::json fields = spec_.request;
+      fields.update(item.fields);  // the item's constraint over the case's fields
+      service::Request r = chat_request(h, spec_.model_dir, item.prompt, spec_.max_tokens, fields);
       const service::Result plain = h.client->complete(r);
       if (item.refused) {
         if (refused(plain)) {
@@ -202,7 +204,8 @@ class StructuredOutputCase final : public PreparedCase {
     return {{"kind", "structured_output"},
             {"model", spec_.model_dir},
             {"tasks", spec_.tasks},
-            {"max_tokens", spec_.max_tokens}};
+            {"max_tokens", spec_.max_tokens},
+            {"request", spec_.request}};
   }
 
  private:
@@ -215,6 +218,7 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
   s.tasks = resolve_case_path(c, field_string(c, "tasks", "suites/tasks/structured_output.jsonl"));
   s.items = read_items(c, s.tasks, &s.max_tokens);
   s.max_tokens = field_int(c, "max_tokens", s.max_tokens, 1);
+  s.request = case_request_fields(c);
   for (const Item& item : s.items) {  // a schema the validator cannot read fails here, not later
     if (item.refused) continue;
     const nlohmann::json& rf = item.fields.value("response_format", nlohmann::json::object());
@@ -227,7 +231,7 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
 }  // namespace
 
 CheckKind structured_output_check_kind() {
-  return {"structured_output", {"model", "tasks", "max_tokens"}, &prepare};
+  return {"structured_output", {"model", "tasks", "max_tokens", "request"}, &prepare};
 }
 
 }  // namespace h0::checks

@@ -30,6 +30,7 @@ struct Spec {
   std::string model_dir, tasks;
   std::vector<Item> items;
   int64_t max_tokens = 96;
+  nlohmann::json request = nlohmann::json::object();  // the case's fields for every request
 };
 
 std::vector<Item> read_items(const suite::Case& c, const std::string& path, int64_t* max_tokens) {
@@ -106,8 +107,9 @@ class ToolCallCase final : public PreparedCase {
         row["why"] = why;
         if (first_failure.empty()) first_failure = item.id + ": " + why;
       };
-      service::Request r = chat_request(h, spec_.model_dir, item.prompt, spec_.max_tokens,
-                                        {{"tools", item.tools}, {"tool_choice", item.tool_choice}});
+      nlohmann::json fields = spec_.request;
+      fields.update({{"tools", item.tools}, {"tool_choice", item.tool_choice}});
+      service::Request r = chat_request(h, spec_.model_dir, item.prompt, spec_.max_tokens, fields);
       const service::Result plain = h.client->complete(r);
       r.stream = true;
       const service::Result streamed = plain.ok() ? h.client->complete(r) : service::Result{};
@@ -175,7 +177,8 @@ class ToolCallCase final : public PreparedCase {
     return {{"kind", "tool_calls"},
             {"model", spec_.model_dir},
             {"tasks", spec_.tasks},
-            {"max_tokens", spec_.max_tokens}};
+            {"max_tokens", spec_.max_tokens},
+            {"request", spec_.request}};
   }
 
  private:
@@ -205,13 +208,14 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
   s.tasks = resolve_case_path(c, field_string(c, "tasks", "suites/tasks/tool_calls.jsonl"));
   s.items = read_items(c, s.tasks, &s.max_tokens);
   s.max_tokens = field_int(c, "max_tokens", s.max_tokens, 1);
+  s.request = case_request_fields(c);
   return std::make_unique<ToolCallCase>(std::move(s));
 }
 
 }  // namespace
 
 CheckKind tool_call_check_kind() {
-  return {"tool_calls", {"model", "tasks", "max_tokens"}, &prepare};
+  return {"tool_calls", {"model", "tasks", "max_tokens", "request"}, &prepare};
 }
 
 }  // namespace h0::checks

@@ -28,10 +28,11 @@ class ConversationCli : public ::testing::Test {
            source_path("golden/chat/tiny-qwen3-chat") + " --reasoning";
   }
 
-  std::string platform(const std::string& mode) {
+  // `flags`: more of the fake's flags (--strict).
+  std::string platform(const std::string& mode, const std::string& flags = "") {
     const std::string path = dir_.file("conv-" + mode + ".yaml");
     std::ofstream(path) << "platform: fake-" << mode << "\nbackend: reference\nisolation: process\n"
-                        << "service:\n  start: \"" << fake(mode) << " --port {port}\"\n"
+                        << "service:\n  start: \"" << fake(mode) << flags << " --port {port}\"\n"
                         << "  health: /health\n  startup_timeout: 5s\n  stop_grace: 1s\n"
                         << "  request_timeout: 20s\n";
     return path;
@@ -39,13 +40,13 @@ class ConversationCli : public ::testing::Test {
 
   // One case of `kind` on the fixture, `extra` lines added to it; its JSON result.
   nlohmann::json run_case(const std::string& kind, const std::string& mode,
-                          const std::string& extra = "") {
+                          const std::string& extra = "", const std::string& flags = "") {
     const std::string suite = dir_.file("suite-" + kind + ".yaml");
     std::ofstream(suite) << "suite: conv\nchecks:\n  - id: c\n    kind: " << kind
                          << "\n    model: " << source_path(kModel) << "\n"
                          << extra;
     const Result r =
-        run_harness("run " + suite + " --platform " + platform(mode) + " --no-db --json " +
+        run_harness("run " + suite + " --platform " + platform(mode, flags) + " --no-db --json " +
                     dir_.file("out.json") + " --service-logs " + dir_.file("logs"));
     std::ifstream in(dir_.file("out.json"));
     if (!in) {
@@ -54,7 +55,7 @@ class ConversationCli : public ::testing::Test {
     }
     const nlohmann::json run_json = nlohmann::json::parse(in);
     const nlohmann::json c = run_json["cases"][0];
-    EXPECT_EQ(r.code, c["status"] == "pass" ? 0 : 1) << r.out << r.err;
+    EXPECT_EQ(r.code, c["status"] == "fail" ? 1 : 0) << r.out << r.err;  // a skip fails nothing
     return c;
   }
 
@@ -146,6 +147,29 @@ TEST_F(ConversationCli, ToolChoiceAutoAgreesWithTheSameEngineAndEachFaultDropsIt
   EXPECT_EQ(invalid["metrics"]["tool_call_f1"], 1.0);
   EXPECT_EQ(invalid["metrics"]["schema_accuracy"], 0.0);
   expect_says(invalid, "schema_accuracy 0.000 is below its gate 0.950");
+}
+
+// A case's `request` fields go into each of its requests (a thinking template's tool calls and
+// structured output are sent with thinking off): an engine that takes no chat_template_kwargs
+// (FastAPI with extra="forbid", as transformers serve) refuses them, and says which.
+TEST_F(ConversationCli, ACasesRequestFieldsAreSentWithEachItem) {
+  const std::string thinking_off =
+      "    request: {chat_template_kwargs: {enable_thinking: false}}\n";
+  EXPECT_EQ(run_case("tool_calls", "serving", "", " --strict")["status"], "pass");
+  for (const char* kind : {"tool_calls", "structured_output"}) {
+    const nlohmann::json c = run_case(kind, "serving", thinking_off, " --strict");
+    EXPECT_EQ(c["status"], "skip") << kind;
+    expect_says(c, "Unexpected fields in the request: ");
+    expect_says(c, "chat_template_kwargs");
+  }
+  const std::string suite = dir_.file("bad.yaml");
+  std::ofstream(suite) << "suite: bad\nchecks:\n  - id: a\n    kind: tool_calls\n"
+                       << "    model: " << source_path(kModel) << "\n    request: [1]\n";
+  const Result r = run_harness("run " + suite + " --platform " + platform("serving") + " --no-db");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad.yaml:6:14: request: expected a mapping of request body fields"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(ConversationCli, AToolAgreementCaseNeedsAReferenceUrl) {
