@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 
 struct Golden {
   std::string name, path, description;
-  nlohmann::json request;  // messages, tools, chat_template_kwargs, add_generation_prompt
+  // messages, tools, chat_template_kwargs, add_generation_prompt: in the file's order, sent so
+  nlohmann::ordered_json request;
   std::vector<int64_t> ids;
 };
 
@@ -34,7 +35,7 @@ struct Spec {
 
 // The request fields outside OpenAI's documented set: sent only to an engine of a dialect that
 // takes extensions.
-bool needs_extensions(const nlohmann::json& request) {
+bool needs_extensions(const nlohmann::ordered_json& request) {
   return request.contains("chat_template_kwargs") || request.contains("add_generation_prompt");
 }
 
@@ -49,7 +50,7 @@ std::vector<Golden> read_goldens(const suite::Case& c, const std::string& dir) {
   std::vector<Golden> out;
   for (const fs::path& f : files) {
     std::ifstream in(f);
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    const nlohmann::ordered_json j = nlohmann::ordered_json::parse(in, nullptr, false);
     const std::string where = f.string();
     if (!j.is_object() || !j.contains("request") || !j["request"].is_object() ||
         !j["request"].contains("messages") || !j["request"]["messages"].is_array() ||
@@ -57,7 +58,7 @@ std::vector<Golden> read_goldens(const suite::Case& c, const std::string& dir) {
       throw InputError(where,
                        "expected {\"request\": {\"messages\": [...]}, \"prompt_token_ids\"}");
     Golden g{f.stem().string(), where, j.value("description", ""), j["request"], {}};
-    for (const nlohmann::json& id : j["prompt_token_ids"]) {
+    for (const nlohmann::ordered_json& id : j["prompt_token_ids"]) {
       if (!id.is_number_integer()) throw InputError(where, "prompt_token_ids: not integers");
       g.ids.push_back(id.get<int64_t>());
     }

@@ -286,8 +286,8 @@ std::string served_model_dir(const suite::Case& c, const std::string& kind) {
 }
 
 service::Request chat_request(const ServiceHandle& h, const std::string& model_dir,
-                              const std::string& prompt, int64_t max_tokens, nlohmann::json extra,
-                              bool token_ids) {
+                              const std::string& prompt, int64_t max_tokens,
+                              nlohmann::ordered_json extra, bool token_ids) {
   service::Request r;
   r.model = h.model;
   r.messages = {{"user", {{"text", prompt, ""}}}};

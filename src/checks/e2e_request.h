@@ -96,8 +96,8 @@ nlohmann::json case_request_fields(const suite::Case& c);
 // (the conversation checks: response_format, tools).
 // token_ids: ask for the prompt's and the answer's token ids (where the dialect takes it).
 service::Request chat_request(const ServiceHandle& h, const std::string& model_dir,
-                              const std::string& prompt, int64_t max_tokens, nlohmann::json extra,
-                              bool token_ids = false);
+                              const std::string& prompt, int64_t max_tokens,
+                              nlohmann::ordered_json extra, bool token_ids = false);
 // Whether the engine refused the request itself (HTTP 4xx): the request, or a feature it lacks.
 bool refused(const service::Result& r);
 

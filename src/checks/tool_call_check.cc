@@ -6,7 +6,8 @@
 // to a JSON object valid against the function's `parameters` (compare/json_schema.h); the finish
 // reason must be tool_calls ("stop" also for a named function, as OpenAI answers); the streamed
 // deltas must assemble to the plain answer's calls (names and arguments; ids are per response).
-// An answer cut at max_tokens with no call parsed is not judged; an engine that refuses tool
+// An answer cut at max_tokens (finish_reason length) is not judged, calls parsed or not (they may
+// be a call's beginning, and more may follow); an engine that refuses tool
 // calls with a 4xx is said so; none judged: "not exercised".
 #include <set>
 
@@ -125,10 +126,13 @@ class ToolCallCase final : public PreparedCase {
         row["calls"] = calls_json(plain.tool_calls);
         row["finish_reason"] = plain.finish_reason;
         const bool named = item.tool_choice.is_object();
-        if (plain.tool_calls.empty() && plain.finish_reason == "length") {
+        if (plain.finish_reason == "length") {  // what came may be a call's beginning
           row["verdict"] = "cut";
-          row["why"] = "no call parsed, cut at max_tokens " + std::to_string(spec_.max_tokens) +
-                       ": \"" + plain.text.substr(0, 80) + "\"";
+          row["why"] = (plain.tool_calls.empty()
+                            ? std::string("no call parsed")
+                            : std::to_string(plain.tool_calls.size()) + " call(s) parsed") +
+                       ", cut at max_tokens " + std::to_string(spec_.max_tokens) + ": \"" +
+                       plain.text.substr(0, 80) + "\"";
           ++cut;
         } else if (plain.tool_calls.empty()) {
           failed("no tool call (finish_reason " + plain.finish_reason + ", content \"" +
@@ -154,7 +158,7 @@ class ToolCallCase final : public PreparedCase {
     const std::string counts =
         std::to_string(valid) + " of " + std::to_string(spec_.items.size()) +
         " answers with valid tool calls" +
-        (cut ? ", " + std::to_string(cut) + " cut at max_tokens before a call (not judged)" : "");
+        (cut ? ", " + std::to_string(cut) + " cut at max_tokens (not judged)" : "");
     if (first_failure.empty() && !refusal.empty() && valid > 0)
       first_failure = refusal + " (refused while other tool calls were answered)";
     if (!first_failure.empty()) {

@@ -438,7 +438,8 @@ Result Client::models(std::vector<std::string>* ids) {
 
 Result Client::complete(const Request& request) {
   bool chat = !request.messages.empty();
-  std::string post = dump(request_body(request));
+  std::string post =
+      request_body(request).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   Limits limits{options_.connect_timeout_s, options_.request_timeout_s, options_.idle_timeout_s,
                 request.dialect.done_marker};
   std::string raw;
@@ -447,6 +448,8 @@ Result Client::complete(const Request& request) {
                   &raw);
 }
 
-nlohmann::json Client::body(const Request& request) { return request_body(request); }
+nlohmann::json Client::body(const Request& request) {
+  return nlohmann::json(request_body(request));
+}
 
 }  // namespace h0::service

@@ -63,8 +63,10 @@ struct Request {
   bool echo = false;
   Sampling sampling;
   bool stream = false;
-  // Extra top-level fields merged into the body (a platform's own parameters).
-  nlohmann::json extra = nlohmann::json::object();
+  // Extra top-level fields merged into the body (a platform's own parameters), sent in the order
+  // given: an engine hands objects such as a tool's `parameters` to the chat template as received,
+  // and the template's tojson writes their keys in that order.
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
   // What the engine accepts: the sampling extensions above are sent only where it does.
   Dialect dialect;
 };

@@ -159,9 +159,9 @@ void read_usage(const json& response, Result* result) {
 
 }  // namespace
 
-json request_body(const Request& request) {
+nlohmann::ordered_json request_body(const Request& request) {
   const Sampling& s = request.sampling;
-  json body = {{"model", request.model}};
+  nlohmann::ordered_json body = {{"model", request.model}};
   bool chat = !request.messages.empty();
   if (chat) {
     json messages = json::array();

@@ -16,7 +16,7 @@ namespace h0::service {
 // else a completion of its prompt ids or prompt text; `extra` merged last at the top level.
 // vLLM's and SGLang's extension fields (top_k, ignore_eos, return_token_ids,
 // return_tokens_as_token_ids) only where `request.dialect` accepts them.
-nlohmann::json request_body(const Request& request);
+nlohmann::ordered_json request_body(const Request& request);
 
 // Appends what `response` carries to `result`: text, token ids (and prompt token ids when not
 // yet set), per-token data, finish_reason and usage. `response` is a whole non-streaming

@@ -118,6 +118,24 @@ TEST(OpenAIProtocol, ReadsToolCallsWholeAndFromDeltas) {
             "tool_calls[0].function.arguments is not a string");
 }
 
+// Added fields go out in the order given: an engine hands a tool's parameters to the chat
+// template as received, and tojson writes their keys in that order (sorted keys rendered another
+// prompt on vLLM 0.32 than transformers' for the same request).
+TEST(OpenAIProtocol, AddedFieldsKeepTheirOrder) {
+  Request r;
+  r.model = "m";
+  r.messages = {{"user", {{"text", "hi", ""}}}};
+  r.extra = nlohmann::ordered_json::parse(R"({"tools": [{"type": "function", "function":
+      {"name": "f", "parameters": {"type": "object", "properties": {"z": {}, "a": {}},
+      "required": ["z"]}}}], "tool_choice": "auto"})");
+  const std::string body = request_body(r).dump();
+  EXPECT_NE(body.find(R"("tools":[{"type":"function","function":{"name":"f","parameters":)"
+                      R"({"type":"object","properties":{"z":{},"a":{}},"required":["z"]}}}],)"
+                      R"("tool_choice":"auto")"),
+            std::string::npos)
+      << body;
+}
+
 // The reasoning parser's part: vLLM 0.32 names it `reasoning` (message and delta), DeepSeek's API
 // and SGLang `reasoning_content`; streamed deltas are joined; a null one is no reasoning.
 TEST(OpenAIProtocol, ReadsReasoningUnderEitherName) {
