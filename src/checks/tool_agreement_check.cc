@@ -1,6 +1,6 @@
-// kind: tool_agreement — tool calls with tool_choice "auto", the platform's engine against a
-// reference endpoint (another URL: the reference GPU's deployment, the model vendor's API), in
-// MoonshotAI's K2-Vendor-Verifier terms. Each item of a task file (suites/tasks/
+// kind: tool_agreement — tool calls with tool_choice "auto" (the default when `tools` are sent, so
+// the field is left out), the platform's engine against a reference endpoint (another URL: the
+// reference GPU's deployment, the model vendor's API), in MoonshotAI's K2-Vendor-Verifier terms. Each item of a task file (suites/tasks/
 // tool_agreement.jsonl: a chat prompt and `tools`) goes to both, greedy; per item:
 //   triggered   the answer holds a tool call;
 //   schema ok   every call names an offered function and its arguments parse to an object that
@@ -128,13 +128,14 @@ class ToolAgreementCase final : public PreparedCase {
       out.message = "the reference endpoint " + ref.info.url + ": " + ref.error;
       return out;
     }
-    const nlohmann::json choice = "auto";
     int64_t n = 0, agree = 0, tp = 0, fp = 0, fn = 0, platform_calls = 0, schema_ok = 0;
     nlohmann::json rows = nlohmann::json::array();
     std::vector<std::string> disagreeing;
     std::string error;
     for (const Item& item : spec_.items) {
-      const nlohmann::json extra = {{"tools", item.tools}, {"tool_choice", choice}};
+      // No tool_choice: "auto" is OpenAI's default with tools, and transformers serve refuses the
+      // field (one of its unsupported fields).
+      const nlohmann::json extra = {{"tools", item.tools}};
       const Answer mine =
           answer_of(item, h.client->complete(chat_request(h, spec_.model_dir, item.prompt,
                                                           spec_.max_tokens, extra)));

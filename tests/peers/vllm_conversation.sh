@@ -15,7 +15,13 @@
 # Then `harness run suites/conversation.yaml --filter 'NAME/*'`, timed. Prints each case's status
 # and message, and the wall time (engine start included) per model.
 #
-# Usage: tests/peers/vllm_conversation.sh [--venv DIR] [--out DIR] [--deepseek] [NAME...]
+# --tool-reference: also `transformers serve` on the same synthesized weights (the CLI of
+# $TRANSFORMERS, default ~/venvs/gold/bin/transformers; tests/peers/requirements.txt), and a
+# tool_agreement case (kind: tool_agreement, suites/tasks/tool_agreement.jsonl) with vLLM as the
+# platform and transformers serve as the reference endpoint.
+#
+# Usage: tests/peers/vllm_conversation.sh [--venv DIR] [--out DIR] [--deepseek] [--tool-reference]
+#                                         [NAME...]
 #   NAME: a fixture of tests/data/chat-models/ (default tiny-qwen3-chat tiny-llama3-chat, plus
 #   tiny-deepseek-v3-chat with --deepseek).
 # Environment: HARNESS (default build/bin/harness), VLLM_RECIPE. Exit: 0 when every run passed,
@@ -28,13 +34,18 @@ RECIPE="${VLLM_RECIPE:-$ROOT/../shared/peers/vllm_cpu.sh}"
 VENV="${VLLM_VENV:-$HOME/venvs/vllm}"
 OUT="${TMPDIR:-/tmp}/vllm_conversation.$$"
 DEEPSEEK=0
+TOOL_REFERENCE=0
+TRANSFORMERS="${TRANSFORMERS:-$HOME/venvs/gold/bin/transformers}"
 NAMES=()
+REF_PID=""
+trap '[[ -n "$REF_PID" ]] && kill "$REF_PID" 2>/dev/null' EXIT
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --venv) VENV="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --deepseek) DEEPSEEK=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --tool-reference) TOOL_REFERENCE=1; shift ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) NAMES+=("$(basename "${1%/}")"); shift ;;
   esac
@@ -88,11 +99,36 @@ service:
   dialect: vllm
 YAML
   } >"$PLATFORM"
+  SUITE="$ROOT/suites/conversation.yaml"
+  if [[ $TOOL_REFERENCE == 1 ]]; then
+    # transformers serve on the same weights, on a free port; its served name is the path given.
+    REF_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    REF_URL="http://127.0.0.1:$REF_PORT"
+    timeout -k 10 1800 "$TRANSFORMERS" serve "$(realpath "$SERVED")" --host 127.0.0.1 \
+      --port "$REF_PORT" --device cpu --dtype float32 >"$OUT/$NAME.reference.log" 2>&1 &
+    REF_PID=$!
+    for _ in $(seq 1 180); do
+      [[ "$(curl -s -m 2 "$REF_URL/health")" == *'"ok"'* ]] && break
+      kill -0 "$REF_PID" 2>/dev/null || break
+      sleep 1
+    done
+    SUITE="$OUT/conversation-$NAME.yaml"
+    cat >"$SUITE" <<YAML
+suite: conversation
+include: [$ROOT/suites/conversation.yaml]
+checks:
+  - id: $NAME/tool_agreement
+    kind: tool_agreement
+    model: $ROOT/tests/data/chat-models/$NAME
+    reference: {url: "$REF_URL", model: "$(realpath "$SERVED")", dialect: openai}
+YAML
+  fi
   echo "== $NAME"
   T0=$(date +%s)
-  "$HARNESS" run suites/conversation.yaml --platform "$PLATFORM" --filter "$NAME/*" --no-db \
+  "$HARNESS" run "$SUITE" --platform "$PLATFORM" --filter "$NAME/*" --no-db \
     --json "$OUT/$NAME.json" --service-logs "$OUT/$NAME.logs" >"$OUT/$NAME.log" 2>&1
   R=$?
+  if [[ -n "$REF_PID" ]]; then kill "$REF_PID" 2>/dev/null; wait "$REF_PID" 2>/dev/null; REF_PID=""; fi
   T1=$(date +%s)
   [[ $R != 0 ]] && RC=$R
   if [[ -f "$OUT/$NAME.json" ]]; then
