@@ -1,7 +1,7 @@
 // kind: tool_agreement — tool calls with tool_choice "auto" (the default when `tools` are sent, so
 // the field is left out), the platform's engine against a reference endpoint (another URL: the
 // reference GPU's deployment, the model vendor's API), in MoonshotAI's K2-Vendor-Verifier terms.
-// Each item of a task file (suites/tasks/ tool_agreement.jsonl: a chat prompt and `tools`) goes to
+// Each item of a task file (suites/tasks/tool_agreement.jsonl: a chat prompt and `tools`) goes to
 // both, greedy; per item:
 //   triggered   the answer holds a tool call;
 //   schema ok   every call names an offered function and its arguments parse to an object that
