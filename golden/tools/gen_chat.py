@@ -15,7 +15,9 @@ tests/data/chat-models/<model>/ (gen_chat_models.py; its chat_template.jinja is 
   2. prompt_text = tokenizer.apply_chat_template(messages, tools=tools,
      add_generation_prompt=add_generation_prompt, tokenize=False, **chat_template_kwargs);
   3. prompt_token_ids = tokenizer(prompt_text, add_special_tokens=False).input_ids
-     (the template writes bos itself; this is how vLLM tokenizes a chat prompt).
+     (the template writes bos itself; this is how vLLM tokenizes a chat prompt); for a model with
+     a vision tower (VISION), each image's placeholder expanded as its processor does (LLaVA:
+     image_seq_length copies of image_token_index; Qwen2.5-VL: <|image_pad|> per merged patch).
 
 An engine serving the fixture must put exactly prompt_token_ids in front of its answer.  Before
 writing, the script checks that each token the fixture added (<tool_call>, <|python_tag|>,
@@ -51,7 +53,7 @@ def system(content: str) -> dict:
     return {"role": "system", "content": content}
 
 
-def user(content: str) -> dict:
+def user(content: str | list[dict]) -> dict:
     return {"role": "user", "content": content}
 
 
@@ -230,11 +232,45 @@ def plain_cases() -> dict[str, dict]:
     }
 
 
+def image_part(stem: str) -> dict:
+    """An image as the goldens carry it: a repository path (golden/models/images/), which the
+    chat_template check sends as a data: URL."""
+    return {"type": "image_url", "image_url": {"url": f"golden/models/images/{stem}"}}
+
+
+def text_part(text: str) -> dict:
+    return {"type": "text", "text": text}
+
+
+def image_cases(first: str, second: str) -> dict[str, dict]:
+    """A model with a vision tower: its plain cases, and images in a conversation."""
+    return {
+        **plain_cases(),
+        "image_system": case("system + a user turn of an image and a question",
+                             request([SYSTEM, user([image_part(first), text_part("What is in this image?")])])),
+        "image_history": case(
+            "an image, the answer, a second image in a later turn after its text",
+            request([user([image_part(first), text_part("What is in this image?")]),
+                     assistant("A test pattern."),
+                     user([text_part("And this one?"), image_part(second)])]),
+            must=("A test pattern.",)),
+    }
+
+
 CASES = {"tiny-qwen3-chat": qwen3_cases, "tiny-llama3-chat": llama3_cases, "tiny-deepseek-v3-chat": deepseek_cases}
 # The shipped models (configs/models/<name>): the Day-0 checklist's conversation stage renders them.
 PLAIN = ("tiny-llama", "tiny-llava", "tiny-llava-hd32", "tiny-qwen3-moe", "tiny-deepseek-v3",
          "tiny-deepseek-v3-fp8")
 CASES.update({name: plain_cases for name in PLAIN})
+# Models with a vision tower: the image is expanded as the engine's processor does (LLaVA:
+# image_seq_length copies of image_token_index for each <image>; Qwen2.5-VL: <|image_pad|> once per
+# merged patch of the image's grid, Qwen2-VL's PIL image processor).
+VISION = {"tiny-llava": ("checker.png", "gradient.png"), "tiny-llava-hd32": ("checker.png", "gradient.png"),
+          "tiny-qwen2-5-vl-hd32": ("qvl_wide.png", "qvl_tall.jpg")}
+for _name, (_first, _second) in VISION.items():
+    CASES[_name] = (lambda a, b: lambda: image_cases(a, b))(_first, _second)
+# Fixtures outside configs/models and tests/data/chat-models.
+MODEL_DIRS = {"tiny-qwen2-5-vl-hd32": "tests/data/models/tiny-qwen2-5-vl-hd32"}
 
 
 # --------------------------------------------------------------------------
@@ -252,10 +288,46 @@ def template_messages(messages: list[dict]) -> list[dict]:
     return out
 
 
-def render(tok, req: dict) -> tuple[str, list[int]]:
+def image_paths(messages: list[dict]) -> list[str]:
+    return [p["image_url"]["url"] for m in messages if not isinstance(m["content"], str)
+            for p in m["content"] if p["type"] == "image_url"]
+
+
+def expand_images(root: Path, model_dir: Path, tok, text: str, paths: list[str]) -> list[int]:
+    """The prompt ids of a rendering with images, each image's placeholder expanded to its tokens."""
+    config = json.loads((model_dir / "config.json").read_text())
+    if config["model_type"] == "qwen2_5_vl":
+        from PIL import Image
+        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+        processor = Qwen2VLImageProcessorPil.from_pretrained(model_dir)
+        grids = processor(images=[Image.open(root / p) for p in paths], return_tensors="pt")["image_grid_thw"]
+        pieces = text.split("<|image_pad|>")
+        if len(pieces) - 1 != len(paths):
+            raise SystemExit(f"{len(pieces) - 1} <|image_pad|> rendered for {len(paths)} images")
+        merge = processor.merge_size ** 2
+        expanded = pieces[0] + "".join("<|image_pad|>" * int(grids[i].prod() // merge) + rest
+                                       for i, rest in enumerate(pieces[1:]))
+        return tok(expanded, add_special_tokens=False).input_ids
+    # LLaVA: the text is never tokenized at an <image>; each becomes image_seq_length ids.
+    pieces = text.split("<image>")
+    if len(pieces) - 1 != len(paths):
+        raise SystemExit(f"{len(pieces) - 1} <image> rendered for {len(paths)} images")
+    ids: list[int] = []
+    for i, piece in enumerate(pieces):
+        if i:
+            ids += [config["image_token_index"]] * config["image_seq_length"]
+        ids += tok(piece, add_special_tokens=False).input_ids if piece else []
+    return ids
+
+
+def render(root: Path, model_dir: Path, tok, req: dict) -> tuple[str, list[int]]:
     text = tok.apply_chat_template(template_messages(req["messages"]), tools=req.get("tools"),
                                    add_generation_prompt=req.get("add_generation_prompt", True),
                                    tokenize=False, **req.get("chat_template_kwargs", {}))
+    paths = image_paths(req["messages"])
+    if paths:
+        return text, expand_images(root, model_dir, tok, text, paths)
     return text, tok(text, add_special_tokens=False).input_ids
 
 
@@ -267,7 +339,7 @@ def check(name: str, case_name: str, c: dict, tok, text: str, ids: list[int]) ->
     for s in c["must_not"]:
         if s in text:
             raise SystemExit(f"{where}: the prompt has {s!r}:\n{text}")
-    if tok.decode(ids, skip_special_tokens=False) != text:
+    if not image_paths(c["request"]["messages"]) and tok.decode(ids, skip_special_tokens=False) != text:
         raise SystemExit(f"{where}: the ids do not decode back to the prompt")
     for content, _ in FIXTURES[name]["added"] if name in FIXTURES else []:
         token_id = tok.convert_tokens_to_ids(content)
@@ -306,10 +378,11 @@ def main() -> int:
     for name, cases in CASES.items():
         if args.only and name not in args.only:
             continue
-        model_dir = f"configs/models/{name}" if name in PLAIN else f"tests/data/chat-models/{name}"
+        model_dir = MODEL_DIRS.get(name) or (f"configs/models/{name}" if name in PLAIN
+                                             else f"tests/data/chat-models/{name}")
         tok = AutoTokenizer.from_pretrained(root / model_dir)
         for case_name, c in cases().items():
-            text, ids = render(tok, c["request"])
+            text, ids = render(root, root / model_dir, tok, c["request"])
             check(name, case_name, c, tok, text, ids)
             g = {"case": case_name, "description": c["description"], "model": name, "model_dir": model_dir,
                  "producer": PRODUCER, "request": c["request"], "prompt_text": text, "prompt_token_ids": ids}

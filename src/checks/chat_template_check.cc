@@ -1,13 +1,14 @@
 // kind: chat_template — prompt rendering conformance: each golden of a directory
 // (golden/chat/<model>/<case>.json, made by golden/tools/gen_chat.py with transformers'
 // apply_chat_template) is a chat request — a system prompt, multi-turn history with assistant
-// tool calls and tool results, `tools`, `chat_template_kwargs` switches, `add_generation_prompt` —
-// and the token ids transformers renders it to. The request goes to the engine (max_tokens 1,
-// vLLM's return_token_ids) and the prompt ids it answers with must equal the golden's token for
-// token; the first differing token is named with its text on both sides. An engine that returns
-// no prompt ids is compared by usage.prompt_tokens alone, said so; one that refuses a request (a
-// 4xx: it renders no tools, no template switch) is said so, not judged; none compared: "not
-// exercised".
+// tool calls and tool results, `tools`, `chat_template_kwargs` switches, `add_generation_prompt`,
+// images for a model with a vision tower (a repository path, sent as a data: URL) — and the token
+// ids transformers renders it to (each image expanded as the model's processor does). The request
+// goes to the engine (max_tokens 1, vLLM's return_token_ids) and the prompt ids it answers with
+// must equal the golden's token for token; the first differing token is named with its text on both
+// sides. An engine that returns no prompt ids is compared by usage.prompt_tokens alone, said so;
+// one that refuses a request (a 4xx: it renders no tools, no template switch) is said so, not
+// judged; none compared: "not exercised".
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -58,6 +59,7 @@ std::vector<Golden> read_goldens(const suite::Case& c, const std::string& dir) {
       throw InputError(where,
                        "expected {\"request\": {\"messages\": [...]}, \"prompt_token_ids\"}");
     Golden g{f.stem().string(), where, j.value("description", ""), j["request"], {}};
+    inline_image_files(c, where, &g.request["messages"]);
     for (const nlohmann::ordered_json& id : j["prompt_token_ids"]) {
       if (!id.is_number_integer()) throw InputError(where, "prompt_token_ids: not integers");
       g.ids.push_back(id.get<int64_t>());

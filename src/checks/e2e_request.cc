@@ -32,17 +32,35 @@ const char* mime_of(const std::string& path) {
   return nullptr;
 }
 
-// An image part's URL as sent: data: and http(s) URLs as written, a file as a data: URL.
-std::string image_url(const suite::Case& c, const YAML::Node& at, const std::string& url) {
-  if (url.rfind("data:", 0) == 0 || url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
-    return url;
+bool is_sent_as_written(const std::string& url) {
+  return url.rfind("data:", 0) == 0 || url.rfind("http://", 0) == 0 ||
+         url.rfind("https://", 0) == 0;
+}
+
+// A file's image URL: the file as a data: URL; nullopt with *why when it cannot be.
+std::optional<std::string> file_data_url(const suite::Case& c, const std::string& url,
+                                         std::string* why) {
   const std::string path = resolve_case_path(c, url);
   const char* mime = mime_of(path);
-  if (mime == nullptr)
-    fail(c, at, "image '" + url + "': expected a .png, .jpg, .gif or .webp file, or a data: URL");
+  if (mime == nullptr) {
+    *why = "image '" + url + "': expected a .png, .jpg, .gif or .webp file, or a data: URL";
+    return std::nullopt;
+  }
   const std::optional<std::string> bytes = suite::read_text_file(path);  // binary-safe
-  if (!bytes) fail(c, at, "image '" + url + "' not found (looked for " + path + ")");
+  if (!bytes) {
+    *why = "image '" + url + "' not found (looked for " + path + ")";
+    return std::nullopt;
+  }
   return std::string("data:") + mime + ";base64," + base::base64_encode(*bytes);
+}
+
+// An image part's URL as sent: data: and http(s) URLs as written, a file as a data: URL.
+std::string image_url(const suite::Case& c, const YAML::Node& at, const std::string& url) {
+  if (is_sent_as_written(url)) return url;
+  std::string why;
+  std::optional<std::string> data = file_data_url(c, url, &why);
+  if (!data) fail(c, at, why);
+  return *data;
 }
 
 // The OpenAI message shape, as YAML or as the JSON of a golden file (converted to YAML nodes
@@ -301,6 +319,27 @@ service::Request chat_request(const ServiceHandle& h, const std::string& model_d
 
 bool refused(const service::Result& r) {
   return r.outcome == service::Outcome::kHttpError && r.http_status >= 400 && r.http_status < 500;
+}
+
+void inline_image_files(const suite::Case& c, const std::string& where,
+                        nlohmann::ordered_json* messages) {
+  for (nlohmann::ordered_json& m : *messages) {
+    if (!m.is_object() || !m.contains("content") || !m["content"].is_array()) continue;
+    for (nlohmann::ordered_json& part : m["content"]) {
+      if (!part.is_object() || part.value("type", "") != "image_url") continue;
+      nlohmann::ordered_json* url = part.contains("image_url") && part["image_url"].is_object() &&
+                                            part["image_url"].contains("url") &&
+                                            part["image_url"]["url"].is_string()
+                                        ? &part["image_url"]["url"]
+                                        : nullptr;
+      if (url == nullptr) throw InputError(where, "an image_url part without image_url.url");
+      if (is_sent_as_written(url->get<std::string>())) continue;
+      std::string why;
+      std::optional<std::string> data = file_data_url(c, url->get<std::string>(), &why);
+      if (!data) throw InputError(where, why);
+      *url = *data;
+    }
+  }
 }
 
 nlohmann::json case_request_fields(const suite::Case& c) {

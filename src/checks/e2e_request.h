@@ -87,6 +87,12 @@ std::vector<nlohmann::json> read_task_items(const suite::Case& c, const std::str
 // ("a <kind> check needs `model`: ...").
 std::string served_model_dir(const suite::Case& c, const std::string& kind);
 
+// Each image_url part of `messages` (OpenAI's shape) whose URL is a file path, resolved like a
+// case path: replaced by the file as a data: URL. data: and http(s) URLs stay. A missing file or
+// an unknown image type: InputError naming `where` (the file the messages came from).
+void inline_image_files(const suite::Case& c, const std::string& where,
+                        nlohmann::ordered_json* messages);
+
 // The case's `request` field: body fields added to each of its requests (e.g. chat_template_kwargs
 // {enable_thinking: false}, so that a thinking template's answer is constrained from its first
 // token); an empty object when absent. Fails at the field for anything but a mapping.

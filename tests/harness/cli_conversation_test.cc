@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -168,6 +170,48 @@ TEST_F(ConversationCli, ACasesRequestFieldsAreSentWithEachItem) {
   const Result r = run_harness("run " + suite + " --platform " + platform("serving") + " --no-db");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("bad.yaml:6:14: request: expected a mapping of request body fields"),
+            std::string::npos)
+      << r.err;
+}
+
+// A model with a vision tower: goldens with images in a conversation (a system prompt, a second
+// image in a later turn) go out with each image file as a data: URL; harness serve expands each
+// image as transformers' processor does, token for token. A golden whose image is missing is an
+// input error naming the golden file and the image.
+TEST_F(ConversationCli, ImagesInAConversationRenderAsTransformersExpandsThem) {
+  const std::string suite = dir_.file("images.yaml");
+  std::ofstream(suite) << "suite: images\nchecks:\n  - id: c\n    kind: chat_template\n"
+                       << "    model: " << source_path("configs/models/tiny-llava") << "\n";
+  Result r = run_harness("run " + suite + " --platform " +
+                         source_path("configs/platforms/cpu.yaml") + " --no-db --json " +
+                         dir_.file("images.json") + " --service-logs " + dir_.file("logs"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  std::ifstream in(dir_.file("images.json"));
+  const nlohmann::json c = nlohmann::json::parse(in)["cases"][0];
+  EXPECT_EQ(c["status"], "pass") << c.dump(1);
+  std::map<std::string, nlohmann::json> rows;
+  for (const auto& row : c["details"]["cases"]) rows[row["case"]] = row;
+  for (const char* name : {"image_system", "image_history"}) {
+    EXPECT_EQ(rows[name]["verdict"], "equal") << rows[name].dump();
+    EXPECT_EQ(rows[name]["engine_tokens"], rows[name]["tokens"]);
+  }
+  // The history's two images: 2 × image_seq_length (16) of the 92 tokens.
+  EXPECT_EQ(rows["image_history"]["tokens"], 92);
+
+  const std::string goldens = dir_.file("goldens");
+  std::filesystem::create_directories(goldens);
+  std::ifstream golden(source_path("golden/chat/tiny-llava/image_system.json"));
+  nlohmann::ordered_json g = nlohmann::ordered_json::parse(golden);
+  g["request"]["messages"][1]["content"][0]["image_url"]["url"] = "golden/models/images/none.png";
+  std::ofstream(goldens + "/image_system.json") << g.dump();
+  std::ofstream(suite) << "suite: images\nchecks:\n  - id: c\n    kind: chat_template\n"
+                       << "    model: " << source_path("configs/models/tiny-llava") << "\n"
+                       << "    goldens: " << goldens << "\n";
+  r = run_harness("run " + suite + " --platform " + source_path("configs/platforms/cpu.yaml") +
+                  " --no-db");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(goldens + "/image_system.json: image 'golden/models/images/none.png' not "
+                                 "found (looked for "),
             std::string::npos)
       << r.err;
 }

@@ -10,8 +10,11 @@
 # with its service: vLLM on that model, with the model's parsers:
 #   tiny-qwen3-chat        --tool-call-parser hermes --reasoning-parser qwen3 (xgrammar outputs)
 #   tiny-llama3-chat       --tool-call-parser llama3_json (xgrammar outputs)
+#   tiny-llava-hd32, tiny-qwen2-5-vl-hd32  (models with a vision tower: images in the renderings;
+#                          no parsers; the first synthesized, the second served as committed)
 #   tiny-deepseek-v3-chat  --tool-call-parser deepseek_v31 --reasoning-parser deepseek_v3
-#                          (only with --deepseek: vLLM's CPU MLA rejects its head dim 40)
+#                          (only with --deepseek; its weights get tiny-deepseek-v3-mla's attention
+#                          sizes, since vLLM's CPU MLA rejects the fixture's head dim 40)
 # Then `harness run suites/conversation.yaml --filter 'NAME/*'`, timed. Prints each case's status
 # and message, and the wall time (engine start included) per model.
 #
@@ -22,8 +25,8 @@
 #
 # Usage: tests/peers/vllm_conversation.sh [--venv DIR] [--out DIR] [--deepseek] [--tool-reference]
 #                                         [NAME...]
-#   NAME: a fixture of tests/data/chat-models/ (default tiny-qwen3-chat tiny-llama3-chat, plus
-#   tiny-deepseek-v3-chat with --deepseek).
+#   NAME: a model named above (default tiny-qwen3-chat tiny-llama3-chat tiny-llava-hd32
+#   tiny-qwen2-5-vl-hd32, plus tiny-deepseek-v3-chat with --deepseek).
 # Environment: HARNESS (default build/bin/harness), VLLM_RECIPE. Exit: 0 when every run passed,
 # else the last failing harness run's exit status (2 for a setup error).
 set -u -o pipefail
@@ -45,13 +48,13 @@ while [[ $# -gt 0 ]]; do
     --out) OUT="$2"; shift 2 ;;
     --deepseek) DEEPSEEK=1; shift ;;
     --tool-reference) TOOL_REFERENCE=1; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) NAMES+=("$(basename "${1%/}")"); shift ;;
   esac
 done
 if [[ ${#NAMES[@]} -eq 0 ]]; then
-  NAMES=(tiny-qwen3-chat tiny-llama3-chat)
+  NAMES=(tiny-qwen3-chat tiny-llama3-chat tiny-llava-hd32 tiny-qwen2-5-vl-hd32)
   [[ $DEEPSEEK == 1 ]] && NAMES+=(tiny-deepseek-v3-chat)
 fi
 [[ -x "$HARNESS" ]] || { echo "$HARNESS is not built (harness/build)" >&2; exit 2; }
@@ -69,6 +72,7 @@ parsers() {
     tiny-deepseek-v3-chat)
       echo "--tool-call-parser deepseek_v31 --enable-auto-tool-choice --reasoning-parser deepseek_v3" \
         "--reasoning-config '{\"reasoning_start_str\": \"<think>\", \"reasoning_end_str\": \"</think>\"}'" ;;
+    tiny-llava-hd32|tiny-qwen2-5-vl-hd32) echo "" ;;  # no tools, no reasoning in their templates
     *) return 1 ;;
   esac
 }
@@ -76,11 +80,31 @@ parsers() {
 RC=0
 for NAME in "${NAMES[@]}"; do
   MODEL="tests/data/chat-models/$NAME"
+  [[ -d "$MODEL" ]] || MODEL="configs/models/$NAME"
+  [[ -d "$MODEL" ]] || MODEL="tests/data/models/$NAME"
   ARGS="$(parsers "$NAME")" || { echo "$NAME: no vllm serve arguments known for it" >&2; RC=2; continue; }
   [[ -f "$MODEL/config.json" ]] || { echo "$MODEL has no config.json" >&2; RC=2; continue; }
   SERVED="$OUT/$NAME"  # base name = the fixture's: vllm_cpu.sh serves it under that name
+  # A transformers checkpoint (tests/data/models/*-hd32) is served as it is.
+  compgen -G "$MODEL/*.safetensors" >/dev/null && SERVED="$(realpath "$MODEL")"
   if [[ ! -d "$SERVED" ]]; then
-    "$HARNESS" model synth --model "$MODEL" --out "$SERVED" --seed 0 --shards 1 >"$OUT/$NAME.synth.log" 2>&1 ||
+    SYNTH_FROM="$MODEL"
+    if [[ $NAME == tiny-deepseek-v3-chat ]]; then
+      # vLLM's CPU MLA decode kernel takes only kv_lora_rank 512 + rope 64 ("Head dimension 40 is
+      # not supported by MLA"): the weights get tests/data/models/tiny-deepseek-v3-mla's attention
+      # sizes. The tokenizer and template, all that rendering and parsing read, stay the fixture's.
+      SYNTH_FROM="$OUT/$NAME.mla-sizes/$NAME"
+      mkdir -p "$SYNTH_FROM" && cp "$MODEL"/* "$SYNTH_FROM"/
+      python3 - "$SYNTH_FROM/config.json" tests/data/models/tiny-deepseek-v3-mla/config.json <<'PY'
+import json, sys
+cfg, mla = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+for key in ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+            "num_attention_heads", "num_key_value_heads"):
+    cfg[key] = mla[key]
+json.dump(cfg, open(sys.argv[1], "w"), indent=2)
+PY
+    fi
+    "$HARNESS" model synth --model "$SYNTH_FROM" --out "$SERVED" --seed 0 --shards 1 >"$OUT/$NAME.synth.log" 2>&1 ||
       { echo "synth of $MODEL failed (see $OUT/$NAME.synth.log)" >&2; rm -rf "$SERVED"; RC=2; continue; }
   fi
   PLATFORM="$OUT/vllm-$NAME.yaml"
@@ -100,7 +124,7 @@ service:
 YAML
   } >"$PLATFORM"
   SUITE="$ROOT/suites/conversation.yaml"
-  if [[ $TOOL_REFERENCE == 1 ]]; then
+  if [[ $TOOL_REFERENCE == 1 && $MODEL == tests/data/chat-models/* ]]; then
     # transformers serve on the same weights, on a free port; its served name is the path given.
     REF_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
     REF_URL="http://127.0.0.1:$REF_PORT"
