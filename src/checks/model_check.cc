@@ -9,6 +9,8 @@
 #include "checks/model_check.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "backend/backend.h"
@@ -61,7 +63,8 @@ struct ModelSpec {
   tensor::DType dtype = tensor::DType::kF32;
   backend::FallbackMode fallback = backend::FallbackMode::kHost;
   int64_t layer = -1;
-  int greedy = -1;  // -1: as many as the golden has
+  int greedy = -1;    // -1: as many as the golden has
+  int64_t chunk = 0;  // > 0: the prefill in chunks of this many tokens (kind model)
   ModelTolerance tol{};
   std::optional<plan::ParallelPlan> mesh;  // run sharded over this many ranks
   std::optional<QuantBudget> budget;
@@ -109,6 +112,13 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
   }
   if (const std::string g = scalar(c, "greedy", false); !g.empty())
     s.greedy = int(as_double(c, case_field(c, "greedy"), "greedy"));
+  if (const std::string ch = scalar(c, "chunk", false); !ch.empty()) {
+    const double v = as_double(c, case_field(c, "chunk"), "chunk");
+    if (v < 1 || v != double(int64_t(v)))
+      fail(c, case_field(c, "chunk"), "chunk must be a whole number of tokens >= 1, got " + ch);
+    if (kind != "model") fail(c, case_field(c, "chunk"), "chunk applies to kind model only");
+    s.chunk = int64_t(v);
+  }
   if (kind == "image") s.image = resolve_case_path(c, scalar(c, "image", true));
   if (const YAML::Node m = case_field(c, "mesh"); m.IsDefined() && !m.IsNull()) {
     std::string note;
@@ -270,6 +280,51 @@ void gather_nan_origin(mesh::Communicator& world, const model::Sharding& sh,
                    "NaN/Inf made first on rank " + std::to_string(first) + where);
 }
 
+// Rows `positions` of `t` [T, ...] (f32, host), as a new [P, ...] tensor. A position past T:
+// InputError naming the golden's tensor.
+tensor::Tensor rows_at(const tensor::Tensor& t, const std::vector<int64_t>& positions,
+                       const io::SafetensorsFile& golden, const std::string& name) {
+  tensor::Shape shape = t.shape();
+  const int64_t rows = shape.empty() ? 0 : shape[0];
+  const int64_t width = rows == 0 ? 0 : t.numel() / rows;
+  shape[0] = int64_t(positions.size());
+  tensor::Tensor out = tensor::Tensor::empty(tensor::DType::kF32, shape);
+  for (size_t i = 0; i < positions.size(); ++i) {
+    if (positions[i] < 0 || positions[i] >= rows)
+      throw InputError(golden.path(), "positions: " + std::to_string(positions[i]) +
+                                          " is outside the " + std::to_string(rows) + " rows of " +
+                                          name);
+    std::memcpy(out.mutable_data_as<float>() + int64_t(i) * width,
+                t.data_as<float>() + positions[i] * width, size_t(width) * sizeof(float));
+  }
+  return out;
+}
+
+// The first row of `ours` [P, D] off its golden row by the probe bounds (cosine below
+// `cosine_min` or relative L2 error above `rel_l2_max`, row by row); -1 when none is.
+int64_t first_divergent_row(const tensor::Tensor& ours, const tensor::Tensor& golden,
+                            double cosine_min, double rel_l2_max) {
+  if (ours.numel() != golden.numel() || ours.dim(0) == 0) return -1;
+  const int64_t rows = ours.dim(0), width = ours.numel() / rows;
+  const tensor::Tensor g =
+      golden.dtype() == tensor::DType::kF32 ? golden : golden.to(tensor::DType::kF32);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* a = ours.data_as<float>() + r * width;
+    const float* b = g.data_as<float>() + r * width;
+    double dot = 0, na = 0, nb = 0, diff = 0;
+    for (int64_t i = 0; i < width; ++i) {
+      dot += double(a[i]) * b[i];
+      na += double(a[i]) * a[i];
+      nb += double(b[i]) * b[i];
+      diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    }
+    const double cosine = na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : (na == nb ? 1 : 0);
+    const double rel = nb > 0 ? std::sqrt(diff / nb) : std::sqrt(diff);
+    if (!(cosine >= cosine_min) || !(rel <= rel_l2_max)) return r;
+  }
+  return -1;
+}
+
 class ModelCase : public PreparedCase {
  public:
   explicit ModelCase(ModelSpec s) : s_(std::move(s)) {}
@@ -305,21 +360,43 @@ class ModelCase : public PreparedCase {
     model::Executor ex(arch, ckpt, ctx.backend(), eo);
     r.details["checkpoint"] = src.synthesized ? "synthesized (seed 0)" : src.dir;
     std::vector<std::string> failures;
-    model::ProbeRecorder probes;
+    // A chunked prefill captures each probe once per chunk: its rows appended.
+    model::ProbeRecorder probes({}, s_.chunk > 0);
+    positions_ = golden.find("positions") != nullptr ? model::glue::ids_of(golden.get("positions"))
+                                                     : std::vector<int64_t>{};
     if (s_.kind == "layer") {
       run_layer(ex, golden, &probes, &r, &failures);
     } else {
       run_model(ex, golden, &probes, &r, &failures);
     }
-    const compare::ProbeReport report = compare::compare_probes(
-        probes.probes(), golden, s_.tol.probe_cosine_min, s_.tol.probe_rel_l2_max);
+    // A long-context golden keeps its probes' rows at `positions` only: ours are cut to them.
+    std::vector<std::pair<std::string, tensor::Tensor>> compared = probes.probes();
+    if (!positions_.empty())
+      for (auto& [name, t] : compared) t = rows_at(t, positions_, golden, name);
+    const compare::ProbeReport report =
+        compare::compare_probes(compared, golden, s_.tol.probe_cosine_min, s_.tol.probe_rel_l2_max);
     r.details["probes"] = report.to_json();
     double worst = 1;
     for (const compare::ProbeRow& row : report.rows) worst = std::min(worst, row.cosine);
     r.metrics.emplace_back("probe_cosine_min", worst);
     r.metrics.emplace_back("probes_compared", double(report.rows.size()));
-    if (report.first_divergent >= 0)
-      failures.insert(failures.begin(), "first divergence at " + report.first_divergence());
+    if (report.first_divergent >= 0) {
+      std::string at = "first divergence at " + report.first_divergence();
+      if (!positions_.empty()) {
+        const std::string& name = report.rows[size_t(report.first_divergent)].name;
+        for (const auto& [probe, t] : compared) {
+          if (probe != name) continue;
+          const int64_t row = first_divergent_row(t, golden.get(name), s_.tol.probe_cosine_min,
+                                                  s_.tol.probe_rel_l2_max);
+          if (row >= 0) {
+            at += ", first at position " + std::to_string(positions_[size_t(row)]) + " of " +
+                  std::to_string(prompt_length_);
+            r.details["first_divergent_position"] = positions_[size_t(row)];
+          }
+        }
+      }
+      failures.insert(failures.begin(), at);
+    }
     // Golden-free: the module that made the first NaN/Inf (its inputs, captured before, hold
     // none). In the details always; named first among the failures when it explains some.
     const std::optional<compare::NonFiniteOrigin> origin =
@@ -368,10 +445,20 @@ class ModelCase : public PreparedCase {
     const int steps = s_.greedy >= 0 ? s_.greedy
                       : has_greedy   ? int(golden.get("greedy_ids").numel())
                                      : 0;
+    prompt_length_ = int64_t(prompt.size());
     const model::Generation gen = model::generate_greedy(
-        ex, prompt, steps, probes, s_.kind == "image" ? &features : nullptr, grids);
-    const compare::LogitsMetrics m =
-        compare::compare_logits(gen.prompt_logits, golden.get("logits"));
+        ex, prompt, steps, probes, s_.kind == "image" ? &features : nullptr, grids, s_.chunk);
+    const tensor::Tensor logits = positions_.empty()
+                                      ? gen.prompt_logits
+                                      : rows_at(gen.prompt_logits, positions_, golden, "logits");
+    compare::LogitsMetrics m = compare::compare_logits(logits, golden.get("logits"));
+    if (!positions_.empty()) {
+      r->details["positions"] = positions_;
+      r->details["prompt_tokens"] = prompt_length_;
+      if (s_.chunk > 0) r->details["prefill_chunk"] = s_.chunk;
+      if (m.first_top1_mismatch >= 0)
+        m.first_top1_mismatch = positions_[size_t(m.first_top1_mismatch)];
+    }
     r->metrics.insert(r->metrics.end(), {{"cosine", m.cosine},
                                          {"max_abs_err", m.max_abs_err},
                                          {"kl_mean", m.kl_mean},
@@ -518,6 +605,8 @@ class ModelCase : public PreparedCase {
   }
 
   ModelSpec s_;
+  std::vector<int64_t> positions_;  // the golden's sampled rows (a long-context golden); or none
+  int64_t prompt_length_ = 0;
 };
 
 template <const char* Kind>
@@ -538,7 +627,7 @@ std::vector<std::string> fields(std::vector<std::string> extra) {
 }  // namespace
 
 CheckKind model_check_kind() {
-  return {kModel, fields({"quant_budget", "act_quant"}), &prepare<kModel>};
+  return {kModel, fields({"quant_budget", "act_quant", "chunk"}), &prepare<kModel>};
 }
 CheckKind image_check_kind() { return {kImage, fields({"image"}), &prepare<kImage>}; }
 CheckKind layer_check_kind() { return {kLayer, fields({"layer"}), &prepare<kLayer>}; }

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <vector>
+
+#include "base/error.h"
 
 namespace h0::model {
 namespace {
@@ -44,12 +47,25 @@ TopK top_k_logprobs(const float* logits, int64_t vocab, int k, double lse) {
 
 Generation generate_greedy(Executor& ex, const std::vector<int64_t>& prompt, int steps,
                            ProbeRecorder* probes, const tensor::Tensor* image_features,
-                           const std::vector<ImageGrid>& image_grids) {
+                           const std::vector<ImageGrid>& image_grids, int64_t chunk) {
   Generation g;
   const int seq = ex.new_sequence();
   const int64_t V = ex.arch().text.vocab_size;
   auto start = std::chrono::steady_clock::now();
-  g.prompt_logits = ex.forward(seq, prompt, probes, image_features, image_grids);
+  if (chunk <= 0 || int64_t(prompt.size()) <= chunk) {
+    g.prompt_logits = ex.forward(seq, prompt, probes, image_features, image_grids);
+  } else {
+    if (image_features != nullptr)
+      throw InputError("generate_greedy", "a chunked prefill takes no images");
+    g.prompt_logits = tensor::Tensor::empty(tensor::DType::kF32, {int64_t(prompt.size()), V});
+    for (int64_t begin = 0; begin < int64_t(prompt.size()); begin += chunk) {
+      const int64_t end = std::min<int64_t>(begin + chunk, int64_t(prompt.size()));
+      const tensor::Tensor rows = ex.forward(
+          seq, std::vector<int64_t>(prompt.begin() + begin, prompt.begin() + end), probes);
+      std::memcpy(g.prompt_logits.mutable_data_as<float>() + begin * V, rows.data_as<float>(),
+                  size_t((end - begin) * V) * sizeof(float));
+    }
+  }
   g.prefill_s = seconds_since(start);
   tensor::Tensor last =
       g.prompt_logits.slice_rows(g.prompt_logits.dim(0) - 1, g.prompt_logits.dim(0));

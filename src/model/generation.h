@@ -33,10 +33,14 @@ struct Generation {
 // Prefills `prompt` into a new sequence, then greedily decodes `steps` tokens one by one.
 // `probes` captures the prefill's probes. The sequence is freed at the end. `image_features` and,
 // with M-RoPE, `image_grids`: the prompt's images (Executor::forward).
+// `chunk` > 0: the prefill runs as forward passes of at most `chunk` tokens each (chunked
+// prefill: each chunk attends to the cached keys of the ones before and carries the linear-
+// attention state on); prompt_logits are the chunks' rows in order, and `probes` must append
+// rows (ProbeRecorder's append_rows). Not with images.
 Generation generate_greedy(Executor& ex, const std::vector<int64_t>& prompt, int steps,
                            ProbeRecorder* probes = nullptr,
                            const tensor::Tensor* image_features = nullptr,
-                           const std::vector<ImageGrid>& image_grids = {});
+                           const std::vector<ImageGrid>& image_grids = {}, int64_t chunk = 0);
 
 // A prompt of `n` token ids below min(vocabulary, 1000) (spread, deterministic): what `model run`
 // and the Day-0 performance snapshot time.

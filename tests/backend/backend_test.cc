@@ -51,7 +51,8 @@ TEST(Loader, ClearErrorsForBadPlugins) {
   EXPECT_EQ(error_of({"", H0_FAULTY_PLUGIN, {{"fault", "melt"}}}),
             "backend 'faulty': init failed: invalid argument: unknown fault 'melt' (none, scale, "
             "nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr, drop_inputs, set_attr, "
-            "conv_state_lag, decay_after, tie_high, score_jitter, truncate, amplify)");
+            "conv_state_lag, decay_after, tie_high, score_jitter, truncate, amplify, "
+            "scaling_lost_past, block_wrap, prefill_drops_state)");
 }
 
 TEST(Loader, RefusesANewerAbi) {

@@ -35,6 +35,15 @@
 //   a
 //       relative error of up to `magnitude` (fixed per query and key): a kernel that rounds
 //       otherwise (tiny magnitudes: near-ties picked the other way) or computes otherwise (large)
+//   {"op": "rope", "fault": "scaling_lost_past", "at": 256}   rows at position >= `at` rotate
+//       without the `scaling` attr (default `at`: the scaling's original_max_position_embeddings):
+//       a kernel that switches to an unscaled table at the wrong place. Only long prompts show it
+//   {"op": "paged_attention", "fault": "block_wrap", "blocks": 64}   block-table entry i >=
+//       `blocks` reads entry i mod `blocks` (a table indexed by a field of log2(blocks) bits):
+//       only a context past `blocks` pages shows it
+//   {"op": "*", "fault": "prefill_drops_state"}   gated_delta_rule and causal_conv1d ignore their
+//       incoming state (zeros) when given more than one token: a prefill path that starts every
+//       chunk from nothing while decode carries the state. Only a chunked prefill shows it
 // "op" may be "*" (every op); "call": N faults only the Nth call (0-based) of that op; "rank": R
 // faults only the process a launcher started as rank R (OMPI_COMM_WORLD_RANK, PMI_RANK, RANK);
 // {"fault": "none"} (the default) is a faithful backend. Several faults at once:
@@ -66,6 +75,8 @@ struct Fault {
   std::string attr;   // drop_attr: the attr left out
   long keep = -1;     // drop_inputs: the inputs kept
   std::string value;  // set_attr: the attr's value, JSON text
+  long at = -1;       // scaling_lost_past: the first unscaled position (-1: the scaling's own)
+  long blocks = 64;   // block_wrap: the table's entries before it wraps
 };
 
 struct Faulty {
@@ -444,6 +455,55 @@ void indexer_reselect(const hb_tensor* in, hb_tensor* out, const std::string& at
   }
 }
 
+size_t dtype_bytes(hb_dtype d) {
+  return d == HB_F64 || d == HB_I64    ? 8
+         : d == HB_F32 || d == HB_I32  ? 4
+         : d == HB_BF16 || d == HB_F16 ? 2
+                                       : 1;
+}
+
+// block_wrap: the block table (i32) with entry i >= blocks replaced by entry i mod blocks.
+void wrap_block_table(hb_tensor* table, long blocks, std::vector<int32_t>* storage) {
+  const int64_t n = numel(*table);
+  const auto* src = static_cast<const int32_t*>(table->data);
+  storage->assign(src, src + n);
+  for (int64_t i = blocks; i < n; ++i) (*storage)[size_t(i)] = src[i % blocks];
+  table->data = storage->data();
+}
+
+// prefill_drops_state: the input seen as zeros.
+void zero_input(hb_tensor* t, std::vector<unsigned char>* storage) {
+  storage->assign(size_t(numel(*t)) * dtype_bytes(t->dtype), 0);
+  t->data = storage->data();
+}
+
+// scaling_lost_past: rope's rows at position >= at recomputed without the `scaling` attr.
+void rope_unscaled_past(const hb_host_api* host, const hb_tensor* in, int32_t n_in, hb_tensor* out,
+                        const std::string& attrs, long at) {
+  std::string val;
+  if (at < 0) {
+    if (!json_value(attrs.c_str(), "original_max_position_embeddings", &val)) return;
+    at = atol(val.c_str());
+  }
+  const hb_tensor& pos = in[1];
+  if (pos.ndim != 1 || (pos.dtype != HB_I32 && pos.dtype != HB_I64)) return;  // M-RoPE: as is
+  hb_tensor plain = out[0];
+  std::vector<unsigned char> bytes(size_t(numel(out[0])) * dtype_bytes(out[0].dtype));
+  plain.data = bytes.data();
+  if (host->reference_op("rope", in, n_in, &plain, 1, without_attr(attrs, "scaling").c_str()) !=
+      HB_OK)
+    return;
+  const int64_t t = pos.shape[0];
+  const size_t row = bytes.size() / size_t(t > 0 ? t : 1);
+  for (int64_t r = 0; r < t; ++r) {
+    const int64_t p = pos.dtype == HB_I32 ? static_cast<const int32_t*>(pos.data)[r]
+                                          : static_cast<const int64_t*>(pos.data)[r];
+    if (p >= at)
+      memcpy(static_cast<unsigned char*>(out[0].data) + size_t(r) * row,
+             bytes.data() + size_t(r) * row, row);
+  }
+}
+
 // Reads one fault's keys from the flat JSON object text `json`.
 Fault parse_fault(const std::string& json) {
   Fault f;
@@ -457,6 +517,8 @@ Fault parse_fault(const std::string& json) {
   if (json_value(json.c_str(), "attr", &v)) f.attr = v;
   if (json_value(json.c_str(), "keep", &v)) f.keep = atol(v.c_str());
   if (json_value(json.c_str(), "value", &v)) f.value = v;
+  if (json_value(json.c_str(), "at", &v)) f.at = atol(v.c_str());
+  if (json_value(json.c_str(), "blocks", &v)) f.blocks = atol(v.c_str());
   if (json_value(json.c_str(), "rank", &v)) {
     long mine = 0;  // this process's rank as its launcher numbered it; 0 when none did
     for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK"}) {
@@ -488,10 +550,16 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
       open = close;
     }
   }
-  static const char* kFaults[] = {
-      "none",        "scale",       "nan",          "bf16_truncate", "slow",     "crash",
-      "hang",        "wrong_block", "drop_attr",    "drop_inputs",   "set_attr", "conv_state_lag",
-      "decay_after", "tie_high",    "score_jitter", "truncate",      "amplify"};
+  static const char* kFaults[] = {"none",         "scale",
+                                  "nan",          "bf16_truncate",
+                                  "slow",         "crash",
+                                  "hang",         "wrong_block",
+                                  "drop_attr",    "drop_inputs",
+                                  "set_attr",     "conv_state_lag",
+                                  "decay_after",  "tie_high",
+                                  "score_jitter", "truncate",
+                                  "amplify",      "scaling_lost_past",
+                                  "block_wrap",   "prefill_drops_state"};
   for (const Fault& fault : f.faults) {
     bool known = false;
     for (const char* k : kFaults) known = known || fault.fault == k;
@@ -500,7 +568,8 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
           "unknown fault '" + fault.fault +
           "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, "
           "drop_attr, drop_inputs, "
-          "set_attr, conv_state_lag, decay_after, tie_high, score_jitter, truncate, amplify)";
+          "set_attr, conv_state_lag, decay_after, tie_high, score_jitter, truncate, amplify, "
+          "scaling_lost_past, block_wrap, prefill_drops_state)";
       return HB_INVALID_ARGUMENT;
     }
     if (fault.fault == "drop_attr" && fault.attr.empty()) {
@@ -562,9 +631,20 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
   }
   std::vector<hb_tensor> inputs(in, in + n_in);
   std::vector<float> shifted;
+  std::vector<int32_t> wrapped;
+  std::vector<unsigned char> zeros;
   std::string call_attrs = attrs != nullptr ? attrs : "{}";
   for (const Fault* fault : active) {
     if (fault->fault == "wrong_block" && n_in >= 3) shift_scale_blocks(&inputs[2], &shifted);
+    if (fault->fault == "block_wrap" && strcmp(op, "paged_attention") == 0 && n_in >= 4 &&
+        inputs[3].dtype == HB_I32 && fault->blocks > 0)
+      wrap_block_table(&inputs[3], fault->blocks, &wrapped);
+    if (fault->fault == "prefill_drops_state" && n_in >= 1 && inputs[0].shape[0] > 1) {
+      const int state = strcmp(op, "gated_delta_rule") == 0 && n_in == 6 ? 5
+                        : strcmp(op, "causal_conv1d") == 0 && n_in >= 3  ? 2
+                                                                         : -1;
+      if (state >= 0) zero_input(&inputs[size_t(state)], &zeros);
+    }
     if (fault->fault == "drop_attr") call_attrs = without_attr(call_attrs, fault->attr);
     if (fault->fault == "set_attr") call_attrs = with_attr(call_attrs, fault->attr, fault->value);
     if (fault->fault == "drop_inputs" && fault->keep < n_in) n_in = int32_t(fault->keep);
@@ -609,6 +689,11 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
       scaled.fault = "scale";
       scaled.magnitude = fault->magnitude * lean;
       inject(scaled, out, n_out);
+    } else if (fault->fault == "scaling_lost_past") {
+      if (strcmp(op, "rope") == 0 && n_in >= 2 && n_out == 1)
+        rope_unscaled_past(f.host, inputs.data(), n_in, out, call_attrs, fault->at);
+    } else if (fault->fault == "block_wrap" || fault->fault == "prefill_drops_state") {
+      // applied to the inputs above
     } else if (fault->fault == "tie_high") {
       if (strcmp(op, "lightning_indexer") == 0 && n_in == 4 && n_out == 1)
         indexer_reselect(inputs.data(), out, call_attrs, true, 0);

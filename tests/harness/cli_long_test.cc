@@ -1,0 +1,137 @@
+// The long-context suite (suites/long.yaml: each tiny family at 2,040 tokens, one pass and a
+// prefill in chunks of 512, against transformers' rows at sampled positions): every family passes
+// on the cpu, reference and opencl-pocl backends; each of the faulty plugin's long-context bugs
+// fails it at the position and layer where it starts, while the short suite (suites/model.yaml,
+// prompts of 7 and 13 tokens) passes the same faulty plugin: the long suite proves its worth.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "harness/cli_util.h"
+
+namespace h0 {
+namespace {
+
+using test::run_harness;
+
+// Case id -> its JSON result, for `suite` on `platform` (optionally filtered).
+std::map<std::string, nlohmann::json> run_suite(const test::TempDir& dir, const std::string& suite,
+                                                const std::string& platform,
+                                                const std::string& filter, int* code) {
+  const std::string out = dir.file("out.json");
+  const auto r =
+      run_harness("run " + suite + " --no-db -q --platform " + platform +
+                  (filter.empty() ? "" : " --filter '" + filter + "'") + " --json " + out);
+  *code = r.code;
+  std::map<std::string, nlohmann::json> cases;
+  const auto run = nlohmann::json::parse(test::read_file(out));
+  for (const auto& c : run["cases"]) cases[c["id"].get<std::string>()] = c;
+  return cases;
+}
+
+class LongOnBackend : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LongOnBackend, EveryFamilyMatchesTransformersAtEverySampledPosition) {
+  test::TempDir dir;
+  int code = -1;
+  const auto cases = run_suite(dir, "suites/long.yaml",
+                               std::string("configs/platforms/") + GetParam() + ".yaml", "", &code);
+  EXPECT_EQ(code, 0);
+  ASSERT_EQ(cases.size(), 20u);
+  for (const auto& [id, c] : cases) {
+    EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
+    const nlohmann::json& d = c["details"];
+    // What ran: the whole prompt, its sampled rows, the chunking.
+    EXPECT_GE(d["prompt_tokens"].get<int64_t>(),
+              id.rfind("tiny-deepseek-v3/", 0) == 0 ? 1016 : 2040)
+        << id;
+    EXPECT_GE(d["positions"].size(), 12u) << id;
+    EXPECT_EQ(d.contains("prefill_chunk"), id.find("long_chunked") != std::string::npos) << id;
+    EXPECT_GT(c["metrics"]["probes_compared"].get<double>(), 10) << id;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LongOnBackend,
+                         ::testing::Values("cpu", "reference", "opencl-pocl"));
+
+struct LongFault {
+  const char* name;
+  const char* options;            // the faulty plugin's
+  const char* short_filter;       // the short suite's cases of the families it touches
+  std::set<std::string> failing;  // long-suite cases
+  const char* where;              // in the message: the first divergence, named
+};
+
+class LongFaults : public ::testing::TestWithParam<LongFault> {};
+
+TEST_P(LongFaults, FailTheLongSuiteWhereTheyStartAndPassTheShortOne) {
+  const LongFault& f = GetParam();
+  test::TempDir dir;
+  const std::string platform = dir.file("faulty.yaml");
+  std::ofstream(platform) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
+                          << ", options: " << f.options << "}\ndevice_memory: 8GiB\n";
+  int code = -1;
+  const auto short_cases = run_suite(dir, "suites/model.yaml", platform, f.short_filter, &code);
+  EXPECT_EQ(code, 0);
+  ASSERT_FALSE(short_cases.empty());
+  for (const auto& [id, c] : short_cases) EXPECT_EQ(c["status"], "pass") << id << c["message"];
+
+  const auto long_cases = run_suite(dir, "suites/long.yaml", platform, "", &code);
+  EXPECT_EQ(code, 1);
+  ASSERT_EQ(long_cases.size(), 20u);
+  for (const auto& [id, c] : long_cases) {
+    if (!f.failing.count(id)) {
+      EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
+      continue;
+    }
+    EXPECT_EQ(c["status"], "fail") << id;
+    const std::string message = c["message"];
+    EXPECT_EQ(message.rfind("first divergence at model.layers.", 0), 0u) << id << ": " << message;
+    EXPECT_NE(message.find(f.where), std::string::npos) << id << ": " << message;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, LongFaults,
+    ::testing::Values(
+        // The unscaled table from position 256 on: the RoPE-scaled families, at layer 0's
+        // attention, from the first position past the original length.
+        LongFault{
+            "scaling_lost_past",
+            "{op: rope, fault: scaling_lost_past}",
+            "tiny-llama/logits*f32*:tiny-deepseek-v3/logits*f32*:tiny-gpt-oss/logits*f32*",
+            {"tiny-llama/long", "tiny-llama/long_chunked", "tiny-deepseek-v3/long",
+             "tiny-deepseek-v3/long_chunked", "tiny-gpt-oss/long", "tiny-gpt-oss/long_chunked"},
+            "model.layers.0.self_attn (layer model.layers.0, sublayer self_attn), first at "
+            "position 256 of "},
+        // The block table wraps after 64 entries (1,024 tokens of 16-token pages): every family
+        // on paged attention with a context past it (DeepSeek-V3's MLA keeps 1,016 tokens), at
+        // the first full-attention layer (the hybrids' layer 1), from position 1,024.
+        LongFault{
+            "block_wrap",
+            "{op: paged_attention, fault: block_wrap, blocks: 64}",
+            "tiny-llama/logits*f32*:tiny-mistral/logits*f32*:tiny-qwen3-next/logits*",
+            {"tiny-llama/long", "tiny-llama/long_chunked", "tiny-qwen3-moe/long",
+             "tiny-qwen3-moe/long_chunked", "tiny-gemma3/long", "tiny-gemma3/long_chunked",
+             "tiny-mistral/long", "tiny-mistral/long_chunked", "tiny-gpt-oss/long",
+             "tiny-gpt-oss/long_chunked", "tiny-qwen2-moe/long", "tiny-qwen2-moe/long_chunked",
+             "tiny-glm4-moe/long", "tiny-glm4-moe/long_chunked", "tiny-qwen3-next/long",
+             "tiny-qwen3-next/long_chunked", "tiny-qwen3-5/long", "tiny-qwen3-5/long_chunked"},
+            "sublayer self_attn), first at position 1024 of 2040"},
+        // Linear-attention state dropped at each prefill chunk: only the chunked runs of the
+        // hybrid families, at layer 0's linear attention, from the second chunk (position 512).
+        LongFault{"prefill_drops_state",
+                  "{op: \"*\", fault: prefill_drops_state}",
+                  "tiny-qwen3-next/logits*:tiny-qwen3-5/logits*f32*",
+                  {"tiny-qwen3-next/long_chunked", "tiny-qwen3-5/long_chunked"},
+                  "model.layers.0.linear_attn (layer model.layers.0, sublayer linear_attn), first "
+                  "at position 512 of 2040"}),
+    [](const ::testing::TestParamInfo<LongFault>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace h0
