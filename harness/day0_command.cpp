@@ -227,6 +227,12 @@ void register_day0(CLI::App& app, Run* run) {
                   "A reference endpoint (the reference GPU's deployment, the model vendor's API) "
                   "for the conversation stage's tool_choice auto comparison: trigger agreement, "
                   "tool_call_f1, schema accuracy (kind: tool_agreement)");
+  sub->add_option("--long", opt->long_budget_s,
+                  "Seconds the long-context stage may take (default 600): the long goldens' "
+                  "length (2,040 tokens for the tiny families) whole and prefilled in chunks of "
+                  "512, then the service's continuation; what the budget leaves is named. 0: "
+                  "the stage is not run")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--mesh", opt->mesh,
                   "The parallel plan the memory stage sizes, e.g. tp=8,pp=2,ep=16");
   sub->add_flag("--keep-going", opt->keep_going,

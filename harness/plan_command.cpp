@@ -107,6 +107,14 @@ void print_header(const model::Architecture& arch, const plan::MemoryPlan& p,
   for (const plan::RankMemory& r : p.ranks) per_rank = std::max(per_rank, r.kv_bytes_per_token);
   std::printf("kv cache %s bytes per token (model), %s per rank at most\n",
               plan::with_commas(p.kv_bytes_per_token).c_str(), plan::with_commas(per_rank).c_str());
+  // Rank 0's share by layer type: where the bytes per token come from.
+  for (const plan::KvLayerType& t : plan::kv_by_layer_type(arch, p)) {
+    std::printf("  %-23s %s layer%s x %s B = %s B/%s%s\n", t.kind.c_str(),
+                plan::with_commas(t.layers).c_str(), t.layers == 1 ? "" : "s",
+                plan::with_commas(t.bytes_per_layer).c_str(), plan::with_commas(t.bytes).c_str(),
+                t.per_sequence ? "sequence" : "token",
+                t.note.empty() ? "" : ("  (" + t.note + ")").c_str());
+  }
   for (const std::string& note : p.notes) std::printf("note     %s\n", note.c_str());
 }
 
@@ -153,6 +161,15 @@ int run_plan(const PlanOptions& opt) {
     j["weight_format_source"] = source;
     j["model"] = opt.model;
     j["architecture"] = arch.architecture;
+    nlohmann::json types = nlohmann::json::array();
+    for (const plan::KvLayerType& t : plan::kv_by_layer_type(arch, p))
+      types.push_back({{"kind", t.kind},
+                       {"layers", t.layers},
+                       {"bytes_per_layer", t.bytes_per_layer},
+                       {"bytes", t.bytes},
+                       {"per", t.per_sequence ? "sequence" : "token"},
+                       {"note", t.note}});
+    j["kv_by_layer_type"] = types;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_header(arch, p, opt.model, source);

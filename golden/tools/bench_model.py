@@ -3,7 +3,8 @@
 
 Usage:
   python3 golden/tools/bench_model.py --harness build/bin/harness [--model configs/models/tiny-llama]
-      [--platform configs/platforms/cpu.yaml] [--prompt 128] [--decode 64] [--repeats 3]
+      [--platform configs/platforms/cpu.yaml] [--prompt 128[,4096,...]] [--decode 64] [--repeats 3]
+      [--attn eager|sdpa]
 
 Both sides get the same checkpoint (`harness model synth`, seed 0), the same prompt and greedy
 decoding with a KV cache, in f32 on the CPU with as many threads as cores:
@@ -11,6 +12,12 @@ decoding with a KV cache, in f32 on the CPU with as many threads as cores:
   pytorch   transformers' model in eager mode: one forward of the prompt with use_cache=True, then one
             forward per token with past_key_values; best of R, after one unmeasured warm-up
 Prints tokens/s of each and the harness/pytorch ratios (target >= 1).
+
+Long context (README "Long context"): `--prompt 4096,16384,32768 --decode 1 --repeats 1
+--attn sdpa` measures prefill at each length. PyTorch's eager attention materializes [heads, T, T]
+scores (16 GiB per layer at 32K for tiny-llama's 4 heads in f32), which a 24 GiB machine cannot
+hold; `--attn sdpa` is PyTorch's fused scaled_dot_product_attention, still eager (not compiled).
+Run it 3 times and report the range.
 """
 
 from __future__ import annotations
@@ -27,9 +34,10 @@ import torch
 from transformers import AutoModelForCausalLM
 
 
-def pytorch(ckpt: Path, prompt: list[int], decode: int, repeats: int) -> tuple[float, float, list[int]]:
+def pytorch(ckpt: Path, prompt: list[int], decode: int, repeats: int,
+            attn: str = "eager") -> tuple[float, float, list[int]]:
     torch.set_num_threads(os.cpu_count() or 1)
-    model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.float32, attn_implementation="eager").eval()
+    model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.float32, attn_implementation=attn).eval()
     ids = torch.tensor([prompt])
     best_prefill, best_decode, tokens = float("inf"), float("inf"), []
     with torch.inference_mode():
@@ -47,7 +55,7 @@ def pytorch(ckpt: Path, prompt: list[int], decode: int, repeats: int) -> tuple[f
             dec = time.perf_counter() - start
             if r > 0:  # the first run warms up
                 best_prefill, best_decode = min(best_prefill, prefill), min(best_decode, dec)
-    return len(prompt) / best_prefill, (decode - 1) / best_decode, tokens
+    return len(prompt) / best_prefill, (decode - 1) / best_decode if decode > 1 else 0.0, tokens
 
 
 def main() -> None:
@@ -55,27 +63,31 @@ def main() -> None:
     ap.add_argument("--harness", required=True)
     ap.add_argument("--model", default="configs/models/tiny-llama")
     ap.add_argument("--platform", default="configs/platforms/cpu.yaml")
-    ap.add_argument("--prompt", type=int, default=128)
+    ap.add_argument("--prompt", default="128", help="prompt length(s), comma separated")
+    ap.add_argument("--attn", choices=("eager", "sdpa"), default="eager",
+                    help="PyTorch's attention implementation (sdpa for 16K and longer)")
     ap.add_argument("--decode", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=10)
     args = ap.parse_args()
-    prompt = [(i * 7 + 3) % 1000 for i in range(args.prompt)]
     with tempfile.TemporaryDirectory() as tmp:
         ckpt = Path(tmp) / "ckpt"
         subprocess.run([args.harness, "model", "synth", "--model", args.model, "--out", str(ckpt)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        ours = json.loads(subprocess.run(
-            [args.harness, "model", "run", "--model", str(ckpt), "--platform", args.platform, "--json",
-             "--greedy", str(args.decode), "--repeats", str(args.repeats + 1),
-             "--prompt-ids", ",".join(map(str, prompt))], check=True, capture_output=True, text=True).stdout)
-        pt_prefill, pt_decode, pt_tokens = pytorch(ckpt, prompt, args.decode, args.repeats)
-    same = ours["generated"] == pt_tokens
-    print(f"{args.model} on {ours['backend']}, f32, prompt {args.prompt}, decode {args.decode}, {os.cpu_count()} threads;"
-          f" greedy tokens {'identical' if same else 'DIFFER'}")
-    print(f"  prefill  harness {ours['prefill_tokens_per_s']:9.0f} tok/s  pytorch {pt_prefill:9.0f} tok/s"
-          f"  ratio {ours['prefill_tokens_per_s'] / pt_prefill:5.2f}x")
-    print(f"  decode   harness {ours['decode_tokens_per_s']:9.0f} tok/s  pytorch {pt_decode:9.0f} tok/s"
-          f"  ratio {ours['decode_tokens_per_s'] / pt_decode:5.2f}x")
+        for length in (int(x) for x in args.prompt.split(",")):
+            prompt = [(i * 7 + 3) % 1000 for i in range(length)]
+            ours = json.loads(subprocess.run(
+                [args.harness, "model", "run", "--model", str(ckpt), "--platform", args.platform, "--json",
+                 "--greedy", str(args.decode), "--repeats", str(args.repeats + 1),
+                 "--prompt-ids", ",".join(map(str, prompt))], check=True, capture_output=True, text=True).stdout)
+            pt_prefill, pt_decode, pt_tokens = pytorch(ckpt, prompt, args.decode, args.repeats, args.attn)
+            same = ours["generated"] == pt_tokens
+            print(f"{args.model} on {ours['backend']}, f32, prompt {length}, decode {args.decode}, "
+                  f"{os.cpu_count()} threads, pytorch {args.attn}; greedy tokens {'identical' if same else 'DIFFER'}")
+            print(f"  prefill  harness {ours['prefill_tokens_per_s']:9.0f} tok/s  pytorch {pt_prefill:9.0f} tok/s"
+                  f"  ratio {ours['prefill_tokens_per_s'] / pt_prefill:5.2f}x", flush=True)
+            if args.decode > 1:
+                print(f"  decode   harness {ours['decode_tokens_per_s']:9.0f} tok/s  pytorch {pt_decode:9.0f} tok/s"
+                      f"  ratio {ours['decode_tokens_per_s'] / pt_decode:5.2f}x", flush=True)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,10 @@ Stored (compact: rows at sampled positions, not every row):
   greedy_ids [8], greedy_top5_ids [8, 5], greedy_top5_logprobs [8, 5].
 The harness's `kind: model` check compares its rows at `positions` when the golden has them.
 
+For the service, golden/e2e/<name>/long/completion_long.json: the same prompt as a completion of
+token ids (max_tokens 8) in gen_e2e.py's format and by its rules (transformers' generate with the
+engines' stop tokens; each step checked against a cache-free forward pass).
+
 PyTorch is pinned to its portable CPU kernels and one thread (as gen_models.py), so a rerun writes
 the same bytes. golden/manifest.json is updated for every file written. See golden/models/README.md.
 """
@@ -44,12 +48,15 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gen_e2e  # noqa: E402  (before torch: it pins the CPU kernels too)
+
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from transformers import AutoConfig, AutoTokenizer  # noqa: E402
 
 torch.set_num_threads(1)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dump_hf  # noqa: E402
 from manifest import update_manifest  # noqa: E402
 
@@ -61,7 +68,7 @@ MAX_T = 2048
 # model it: README, the vLLM table) and tiny-deepseek-v32: over 2,040 keys its lightning indexer's
 # ReLU scores tie exactly at 0 on the top-k boundary (query 942 first), where transformers' choice
 # among tied keys is unspecified (dump_hf refuses such an input as a golden).
-SYNTHESIZED = ("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3")
+SYNTHESIZED = ("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava")
 HF_MODELS = ("tiny-gemma3", "tiny-mistral", "tiny-gpt-oss", "tiny-qwen2-moe", "tiny-glm4-moe",
              "tiny-qwen3-next", "tiny-qwen3-5")
 # Probes kept (suffixes of the HF module names); the norms inside a layer are left out.
@@ -88,10 +95,17 @@ def kept(name: str, layer_names: set[str]) -> bool:
     return name in layer_names or name.endswith(KEEP)
 
 
-def write_long(model_dir: Path, name: str, out: Path) -> Path:
+def write_long(root: Path, model_dir: Path, name: str, model_dir_text: str, out: Path) -> list[Path]:
     model = dump_hf.load_model(model_dir, torch.float32, "cpu")
     t = prompt_length(model.config)
     ids = np.random.Generator(np.random.PCG64(SEED)).integers(10, 1000, size=t).tolist()
+    # The service's golden: the same prompt as a completion of token ids, gen_e2e's rules (HF
+    # generate with the engines' stop tokens, greedy, logprobs per step).
+    e2e = gen_e2e.case_golden(root, name, model_dir, model, AutoTokenizer.from_pretrained(model_dir),
+                              AutoConfig.from_pretrained(model_dir), "completion_long", "completions",
+                              {"prompt_ids": ids, "max_tokens": GREEDY}, model_dir_text=model_dir_text)
+    e2e_path = root / "golden" / "e2e" / name / "long" / "completion_long.json"
+    gen_e2e.write_case(e2e_path, e2e)
     tensors, probes = dump_hf.dump(model, ids, None, GREEDY)
     positions = sampled_positions(t)
     index = torch.tensor(positions, dtype=torch.int64)
@@ -112,7 +126,7 @@ def write_long(model_dir: Path, name: str, out: Path) -> Path:
     dump_hf.save(path, out_tensors, md)
     print(f"{name}: T={t}, {len(positions)} positions, {len(order)} probes, "
           f"greedy {tensors['greedy_ids'].tolist()}, {path.stat().st_size // 1024} KiB")
-    return path
+    return [path, e2e_path]
 
 
 def main() -> int:
@@ -133,9 +147,10 @@ def main() -> int:
                 subprocess.run([args.harness, "model", "synth", "--model", str(root / "configs" / "models" / name),
                                 "--out", tmp, "--seed", str(SEED), "--shards", "2"], check=True,
                                stdout=subprocess.DEVNULL)
-                written.append(write_long(Path(tmp), name, out))
+                written += write_long(root, Path(tmp), name, f"configs/models/{name}", out)
         else:
-            written.append(write_long(root / "tests" / "data" / "models" / name, name, out))
+            written += write_long(root, root / "tests" / "data" / "models" / name, name,
+                                  f"tests/data/models/{name}", out)
     update_manifest(root / "golden", written, PRODUCER)
     return 0
 

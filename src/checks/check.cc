@@ -118,6 +118,7 @@ const std::vector<CheckKind>& check_kinds() {
                                                model_check_kind(),
                                                image_check_kind(),
                                                layer_check_kind(),
+                                               prefill_consistency_check_kind(),
                                                plan_check_kind(),
                                                load_check_kind(),
                                                dump_check_kind(),
@@ -134,7 +135,9 @@ const std::vector<CheckKind>& check_kinds() {
                                                tool_call_check_kind(),
                                                chat_template_check_kind(),
                                                reasoning_check_kind(),
-                                               tool_agreement_check_kind()};
+                                               tool_agreement_check_kind(),
+                                               kv_capacity_check_kind(),
+                                               prompt_logprobs_check_kind()};
   return kinds;
 }
 

@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "base/error.h"
+#include "base/text_format.h"
 #include "checks/plan_check.h"
 #include "compare/metrics.h"
 #include "compare/model_compare.h"
@@ -63,8 +64,9 @@ struct ModelSpec {
   tensor::DType dtype = tensor::DType::kF32;
   backend::FallbackMode fallback = backend::FallbackMode::kHost;
   int64_t layer = -1;
-  int greedy = -1;    // -1: as many as the golden has
-  int64_t chunk = 0;  // > 0: the prefill in chunks of this many tokens (kind model)
+  int greedy = -1;     // -1: as many as the golden has
+  int64_t chunk = 0;   // > 0: the prefill in chunks of this many tokens (kind model)
+  int64_t tokens = 0;  // prefill_consistency: the synthetic prompt's length
   ModelTolerance tol{};
   std::optional<plan::ParallelPlan> mesh;  // run sharded over this many ranks
   std::optional<QuantBudget> budget;
@@ -80,6 +82,44 @@ std::string scalar(const suite::Case& c, const char* key, bool required) {
   return as_string(c, n, key);
 }
 
+// Tolerance overrides of `tolerance:` into s->tol.
+void parse_tolerance(const suite::Case& c, ModelSpec* s);
+
+// kind prefill_consistency: no golden; tokens and chunk required (1 <= chunk < tokens).
+ModelSpec parse_consistency(const suite::Case& c, ModelSpec s) {
+  auto whole = [&](const char* key) {
+    const YAML::Node n = case_field(c, key);
+    if (!n.IsDefined() || n.IsNull())
+      fail(c, n, std::string("a prefill_consistency check needs '") + key + "'");
+    const double v = as_double(c, n, key);
+    if (v < 1 || v != double(int64_t(v)))
+      fail(c, n, std::string(key) + " must be a whole number >= 1, got " + n.Scalar());
+    return int64_t(v);
+  };
+  s.tokens = whole("tokens");
+  s.chunk = whole("chunk");
+  if (s.chunk >= s.tokens)
+    fail(c, case_field(c, "chunk"),
+         "chunk must be below tokens (" + std::to_string(s.tokens) +
+             "): one chunk is the whole prompt");
+  if (const std::string d = scalar(c, "dtype", false); !d.empty()) {
+    const auto dt = tensor::parse_dtype(d);
+    if (!dt || !tensor::is_float(*dt))
+      fail(c, case_field(c, "dtype"), "dtype must be f32, bf16 or f16, got '" + d + "'");
+    s.dtype = *dt;
+  }
+  if (const std::string f = scalar(c, "fallback", false);
+      !f.empty() && !backend::parse_fallback(f, &s.fallback)) {
+    fail(c, case_field(c, "fallback"), "fallback must be none, decompose or host");
+  }
+  s.greedy = 8;
+  if (const std::string g = scalar(c, "greedy", false); !g.empty())
+    s.greedy = int(as_double(c, case_field(c, "greedy"), "greedy"));
+  s.tol = default_tolerance(s.dtype);
+  parse_tolerance(c, &s);
+  return s;
+}
+
 ModelSpec parse(const suite::Case& c, const std::string& kind) {
   ModelSpec s;
   s.kind = kind;
@@ -88,6 +128,7 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
   s.model = resolve_case_path(c, scalar(c, "model", true));
   if (!fs::is_directory(s.model))
     fail(c, case_field(c, "model"), "model directory " + s.model + " does not exist");
+  if (kind == "prefill_consistency") return parse_consistency(c, std::move(s));
   // Default golden: golden/models/<model directory name>/ (golden/tools/gen_models.py).
   std::string golden = scalar(c, "golden", false);
   golden = resolve_case_path(
@@ -162,6 +203,12 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
     s.budget = q;
   }
   s.tol = default_tolerance(s.dtype);
+  parse_tolerance(c, &s);
+  return s;
+}
+
+void parse_tolerance(const suite::Case& c, ModelSpec* spec) {
+  ModelSpec& s = *spec;
   const YAML::Node t = case_field(c, "tolerance");
   if (t.IsDefined() && !t.IsNull()) {
     if (!t.IsMap()) fail(c, t, "tolerance must be a mapping");
@@ -186,7 +233,6 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
                  "greedy: exact|close)");
     }
   }
-  return s;
 }
 
 std::vector<std::vector<int64_t>> rows_of(const tensor::Tensor& t) {
@@ -609,12 +655,96 @@ class ModelCase : public PreparedCase {
   int64_t prompt_length_ = 0;
 };
 
+// kind prefill_consistency — golden-free long-context evidence for a model without long goldens:
+// a synthetic prompt of `tokens` (model::synthetic_prompt) prefilled in one forward pass, then in
+// chunks of `chunk` (each attending to the cached keys before it, carrying the linear-attention
+// state on); the two runs' logits at every position and their greedy continuations must agree
+// within the dtype's model tolerance. Nothing here is compared with a reference implementation,
+// and the message says so.
+class ConsistencyCase : public PreparedCase {
+ public:
+  explicit ConsistencyCase(ModelSpec s) : s_(std::move(s)) {}
+
+  nlohmann::json describe() const override {
+    return {{"id", s_.id},
+            {"check", s_.check_id},
+            {"kind", s_.kind},
+            {"model", s_.model},
+            {"tokens", s_.tokens},
+            {"chunk", s_.chunk},
+            {"dtype", tensor::dtype_name(s_.dtype)}};
+  }
+
+  CheckResult run(RunContext& ctx) override {
+    CheckResult r;
+    const model::ModelSource src = model::resolve_model(s_.model);
+    const model::Architecture arch = model::load_architecture(src.dir);
+    const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(src.dir);
+    model::ExecutorOptions eo{s_.dtype, s_.fallback, 16,
+                              std::max<int64_t>(4096, s_.tokens + s_.greedy + 16), true};
+    model::Executor ex(arch, ckpt, ctx.backend(), eo);
+    const std::vector<int64_t> prompt = model::synthetic_prompt(arch, s_.tokens);
+    const model::Generation whole = model::generate_greedy(ex, prompt, s_.greedy);
+    const model::Generation chunked =
+        model::generate_greedy(ex, prompt, s_.greedy, nullptr, nullptr, {}, s_.chunk);
+    const compare::LogitsMetrics m =
+        compare::compare_logits(chunked.prompt_logits, whole.prompt_logits);
+    r.metrics = {{"cosine", m.cosine},
+                 {"max_abs_err", m.max_abs_err},
+                 {"kl_max", m.kl_max},
+                 {"top1_agreement", m.top1_agreement},
+                 {"prefill_tokens_per_s", double(s_.tokens) / std::max(whole.prefill_s, 1e-9)}};
+    size_t step = 0;
+    while (step < whole.ids.size() && step < chunked.ids.size() &&
+           whole.ids[step] == chunked.ids[step])
+      ++step;
+    r.details = {{"checkpoint", src.synthesized ? "synthesized (seed 0)" : src.dir},
+                 {"prompt_tokens", s_.tokens},
+                 {"prefill_chunk", s_.chunk},
+                 {"greedy_whole", whole.ids},
+                 {"greedy_chunked", chunked.ids}};
+    std::vector<std::string> failures;
+    if (m.cosine < s_.tol.cosine_min)
+      failures.push_back("logits cosine " + std::to_string(m.cosine) + " < " +
+                         std::to_string(s_.tol.cosine_min));
+    if (m.top1_agreement < s_.tol.top1_agreement_min)
+      failures.push_back("top-1 agreement " + std::to_string(m.top1_agreement) +
+                         " (first differing position " + std::to_string(m.first_top1_mismatch) +
+                         ")");
+    if (m.kl_max > s_.tol.kl_max)
+      failures.push_back("KL divergence " + std::to_string(m.kl_max) + " > " +
+                         std::to_string(s_.tol.kl_max));
+    if (step < whole.ids.size())
+      failures.push_back("greedy tokens part at step " + std::to_string(step));
+    const std::string what = "a prefill in chunks of " + std::to_string(s_.chunk) +
+                             " against one pass over " + std::to_string(s_.tokens) + " tokens";
+    if (failures.empty()) {
+      r.status = Status::kPass;
+      r.message = what + ": logits cosine " + printf_string("%.6f", m.cosine) + ", max |diff| " +
+                  printf_string("%.3g", m.max_abs_err) + ", greedy identical (" +
+                  std::to_string(whole.ids.size()) +
+                  " steps); consistency only, no reference compared";
+    } else {
+      r.status = Status::kFail;
+      r.message = what + " differ: ";
+      for (size_t i = 0; i < failures.size(); ++i) r.message += (i ? "; " : "") + failures[i];
+    }
+    return r;
+  }
+
+ private:
+  ModelSpec s_;
+};
+
 template <const char* Kind>
 std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform&) {
+  if (std::string(Kind) == "prefill_consistency")
+    return std::make_unique<ConsistencyCase>(parse(c, Kind));
   return std::make_unique<ModelCase>(parse(c, Kind));
 }
 
-constexpr char kModel[] = "model", kImage[] = "image", kLayer[] = "layer";
+constexpr char kModel[] = "model", kImage[] = "image", kLayer[] = "layer",
+               kConsistency[] = "prefill_consistency";
 const std::vector<std::string> kCommon = {"model",    "golden",     "prompt",    "dtype",
                                           "fallback", "greedy",     "tolerance", "mesh",
                                           "timeout",  "description"};
@@ -631,5 +761,11 @@ CheckKind model_check_kind() {
 }
 CheckKind image_check_kind() { return {kImage, fields({"image"}), &prepare<kImage>}; }
 CheckKind layer_check_kind() { return {kLayer, fields({"layer"}), &prepare<kLayer>}; }
+CheckKind prefill_consistency_check_kind() {
+  return {kConsistency,
+          {"model", "tokens", "chunk", "dtype", "fallback", "greedy", "tolerance", "timeout",
+           "description"},
+          &prepare<kConsistency>};
+}
 
 }  // namespace h0::checks

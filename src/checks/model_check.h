@@ -1,4 +1,4 @@
-// Check kinds `model`, `image` and `layer` (model_check.cc).
+// Check kinds `model`, `image`, `layer` and `prefill_consistency` (model_check.cc).
 #pragma once
 
 #include "checks/check.h"
@@ -8,5 +8,8 @@ namespace h0::checks {
 CheckKind model_check_kind();
 CheckKind image_check_kind();
 CheckKind layer_check_kind();
+// kind prefill_consistency: a synthetic long prompt prefilled whole and in chunks must agree (the
+// long-context stage's golden-free evidence for a model without long goldens).
+CheckKind prefill_consistency_check_kind();
 
 }  // namespace h0::checks

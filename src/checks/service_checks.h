@@ -12,6 +12,9 @@
 //                answers validate, streamed equals not, an invalid constraint is a 4xx
 //   tool_calls   required / named tool calls: valid against the function's parameters, the
 //                streamed deltas assembling to the plain calls
+//   kv_capacity  the memory plan's KV tokens against what the engine reports it allocated
+//   prompt_logprobs  a long prompt's own token logprobs (echo) at a long golden's sampled
+//                positions
 #pragma once
 
 #include "checks/check.h"
@@ -30,5 +33,7 @@ CheckKind tool_call_check_kind();
 CheckKind chat_template_check_kind();
 CheckKind reasoning_check_kind();
 CheckKind tool_agreement_check_kind();
+CheckKind kv_capacity_check_kind();
+CheckKind prompt_logprobs_check_kind();
 
 }  // namespace h0::checks

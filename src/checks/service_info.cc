@@ -18,6 +18,7 @@ nlohmann::json ServiceInfo::to_json() const {
           {"dialect", dialect.to_json()},
           {"variant", variant},
           {"prefill_chunk", prefill_chunk},
+          {"kv_source", kv_source},
           {"request", request},
           {"base", base}};
 }
@@ -37,6 +38,7 @@ ServiceInfo ServiceInfo::from_json(const nlohmann::json& j) {
   if (j.contains("dialect")) s.dialect = service::Dialect::from_json(j["dialect"]);
   s.variant = j.value("variant", "");
   s.prefill_chunk = j.value("prefill_chunk", int64_t(0));
+  s.kv_source = j.value("kv_source", "metrics");
   if (j.contains("request") && j["request"].is_object()) s.request = j["request"];
   if (j.contains("base")) s.base = j["base"];
   return s;

@@ -25,6 +25,7 @@ struct ServiceInfo {
   service::Dialect dialect;   // what the engine accepts (the platform's, else probed once)
   std::string variant;        // the platform's `service.variants` entry it runs; "" the base
   int64_t prefill_chunk = 0;  // tokens per prefill step, as the platform states; 0 unknown
+  std::string kv_source = "metrics";  // where the engine reports its KV cache (ServiceConfig)
   nlohmann::json request = nlohmann::json::object();  // fields added to every request's body
   // The base service (a ServiceInfo as JSON) for a case that compares a variant against it
   // (checks/check.h, PreparedCase::needs_base_service); null otherwise.

@@ -58,6 +58,7 @@ const std::vector<Stage>& stages() {
        {"service"},
        {"e2e_text"},
        true},
+      {"long_context", "long context", &run_long_stage, {"load"}, {"model"}, true},
       {"performance",
        "performance snapshot",
        &run_performance_stage,
@@ -164,6 +165,7 @@ Checklist run_checklist(Context& ctx, const std::vector<Stage>& table,
     }
     if (std::string(s.id) == "mesh" && !ctx.root) rank_stop = true;
     status[s.id] = r.status;
+    ctx.stage_status[s.id] = r.status;
     out.passed += r.status == StageStatus::kPass;
     out.not_modelled += r.status == StageStatus::kNotModelled;
     out.not_applicable += r.status == StageStatus::kNotApplicable;

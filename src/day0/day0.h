@@ -36,6 +36,8 @@ struct Options {
   // The conversation stage's two-endpoint tool-call comparison (kind: tool_agreement): the
   // reference endpoint's URL; empty: not run.
   std::string tool_reference;
+  // The long-context stage's time budget in seconds (--long); 0: the stage is not run.
+  double long_budget_s = 600;
   std::string db = "reports/results.db";
   std::string out = "reports/day0";  // dashboard, day0.json, day0.xml
   std::vector<std::string> labels;
@@ -76,6 +78,8 @@ struct Context {
   bool root = true;        // rank 0 (or a run without a mesh): it runs the service stages
   // The e2e suite's cases for this model, run once for the service stages.
   std::optional<std::vector<run::CaseOutcome>> e2e;
+  // The status of each stage run so far (run_checklist fills it).
+  std::map<std::string, StageStatus> stage_status;
 };
 
 // "--mesh tp=8,pp=2,ep=16" as a plan (dp defaults as `harness plan` does); "" is one device.
@@ -118,6 +122,9 @@ StageResult run_determinism_stage(Context& ctx);
 // pass when none failed and one was exercised; the summary names those not exercised and why.
 StageResult run_serving_stage(Context& ctx);
 StageResult run_conversation_stage(Context& ctx);
+// Long context (--long SECONDS): the long goldens at their sampled positions, whole and chunked,
+// else chunked against one pass; the service's continuation of the long prompt.
+StageResult run_long_stage(Context& ctx);
 StageResult run_performance_stage(Context& ctx);
 
 }  // namespace h0::day0

@@ -4,6 +4,7 @@
 // (golden/tools/dump_hf.py output), as nodes a suite file would hold (suite::suite_of_checks),
 // never as YAML text. The service stages share one run of the e2e cases.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -125,8 +126,10 @@ std::vector<std::string> golden_files(const Context& ctx, int* image_dumps) {
   if (ctx.options.golden.empty() || !fs::is_directory(ctx.options.golden)) return files;
   for (const auto& e : fs::directory_iterator(ctx.options.golden)) {
     if (e.path().extension() != ".safetensors") continue;
-    const auto& md = io::SafetensorsFile::open(e.path().string()).metadata();
+    const io::SafetensorsFile file = io::SafetensorsFile::open(e.path().string());
+    const auto& md = file.metadata();
     if (!md.contains("probes")) continue;
+    if (file.find("positions") != nullptr) continue;  // a long-context golden: the long stage's
     if (md.contains("image")) {
       if (image_dumps != nullptr) ++*image_dumps;
       continue;
@@ -926,6 +929,146 @@ StageResult run_conversation_stage(Context& ctx) {
   }
   if (!skipped.empty()) r.summary += "; not exercised: " + skipped;
   if (!also.empty()) r.summary += "; not run: " + also;
+  return r;
+}
+
+namespace {
+
+// The long-context goldens (gen_long.py: rows at sampled `positions`) for this model: those of
+// --golden, else the shipped golden/models/<model>/long.safetensors.
+std::vector<std::string> long_golden_files(const Context& ctx, const fs::path& root) {
+  std::vector<std::string> files;
+  const std::string dir = !ctx.options.golden.empty()
+                              ? ctx.options.golden
+                              : (root / "golden" / "models" / ctx.model_name).string();
+  if (!fs::is_directory(dir)) return files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".safetensors") continue;
+    if (io::SafetensorsFile::open(e.path().string()).find("positions") != nullptr)
+      files.push_back(absolute(e.path().string()));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The service's long goldens: <--golden>/long/*.json, else the shipped
+// golden/e2e/<model>/long/*.json (gen_long.py writes completion_long.json there).
+std::vector<std::string> long_e2e_files(const Context& ctx, const fs::path& root) {
+  std::vector<std::string> files;
+  fs::path dir = root / "golden" / "e2e" / ctx.model_name / "long";
+  if (!ctx.options.golden.empty() && fs::is_directory(fs::path(ctx.options.golden) / "long"))
+    dir = fs::path(ctx.options.golden) / "long";
+  if (!fs::is_directory(dir)) return files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".json") files.push_back(absolute(e.path().string()));
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+// Long context, bounded by --long SECONDS: the executor at the long goldens' length against
+// transformers' rows at sampled positions, in one pass and prefilled in chunks of 512 (without
+// long goldens: a synthetic prompt of min(2048, max_position_embeddings) - 8 tokens prefilled in
+// chunks against one pass, consistency only, said so), then the service's greedy continuation of
+// the same long prompt when the service stage passed. One case at a time: once the budget is
+// spent the rest is named, not run. The summary says which lengths ran.
+StageResult run_long_stage(Context& ctx) {
+  if (ctx.options.long_budget_s <= 0) return {StageStatus::kNotRun, "not run: --long 0", {}, {}};
+  const std::string model = absolute(ctx.options.model);
+  const std::string& name = ctx.model_name;
+  const fs::path root = fs::path(ctx.suites_dir).parent_path();
+  std::vector<YAML::Node> checks;
+  std::vector<std::string> notes;
+  std::set<int64_t> lengths;
+  const std::vector<std::string> goldens = long_golden_files(ctx, root);
+  if (!ctx.arch->modelled) {
+    notes.push_back("executor not run: family " + ctx.arch->family + " is not modelled");
+  } else if (!goldens.empty()) {
+    for (const std::string& g : goldens) {
+      const std::string stem = fs::path(g).stem().string();
+      nlohmann::json fields = {{"model", model}, {"golden", g}};
+      checks.push_back(check_node(name + "/" + stem, "model", fields));
+      fields["chunk"] = 512;
+      checks.push_back(check_node(name + "/" + stem + "_chunked", "model", fields));
+      lengths.insert(io::SafetensorsFile::open(g).get("input_ids").numel());
+    }
+  } else {
+    const int64_t max_pos = ctx.arch->text.max_position_embeddings;
+    const int64_t tokens = std::min<int64_t>(2048, max_pos > 0 ? max_pos : 2048) - 8;
+    checks.push_back(check_node(name + "/prefill_consistency", "prefill_consistency",
+                                {{"model", model}, {"tokens", tokens}, {"chunk", 512}}));
+    notes.push_back(
+        "no long-context goldens (golden/tools/gen_long.py): chunked against one "
+        "pass only, no reference compared");
+    lengths.insert(tokens);
+  }
+  const std::vector<std::string> e2e = long_e2e_files(ctx, root);
+  const auto service = ctx.stage_status.find("service");
+  if (e2e.empty()) {
+    notes.push_back("service not run: no long e2e golden (<golden>/long/*.json, golden/e2e/" +
+                    name + "/long/)");
+  } else if (service == ctx.stage_status.end() || service->second != StageStatus::kPass) {
+    notes.push_back("service not run: the service stage did not pass");
+  } else {
+    for (const std::string& g : e2e) {
+      checks.push_back(check_node(name + "/" + fs::path(g).stem().string(), "e2e_text",
+                                  {{"model", model}, {"golden", g}, {"compare", "auto"}}));
+      const nlohmann::json j = base::read_json_file(g);
+      if (j.contains("prompt_token_ids")) lengths.insert(int64_t(j["prompt_token_ids"].size()));
+    }
+  }
+  // The engine's logprobs of the long prompt's own tokens at the golden's sampled positions.
+  if (service != ctx.stage_status.end() && service->second == StageStatus::kPass)
+    for (const std::string& g : goldens)
+      checks.push_back(check_node(name + "/" + fs::path(g).stem().string() + "_prompt_logprobs",
+                                  "prompt_logprobs", {{"model", model}, {"golden", g}}));
+  if (checks.empty()) {  // no long prompt to run here
+    if (!ctx.arch->modelled) return not_modelled(ctx, "no long e2e golden for the service");
+    return {StageStatus::kNotRun, "not run: " + notes.front(), {}, {}};
+  }
+  // The plan's KV capacity against the engine's own report (platform service.kv_source).
+  if (service != ctx.stage_status.end() && service->second == StageStatus::kPass)
+    checks.push_back(check_node(name + "/kv_capacity", "kv_capacity", {{"model", model}}));
+  // One case at a time within the budget.
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<run::CaseOutcome> cases;
+  std::vector<std::string> left;
+  for (const YAML::Node& check : checks) {
+    const double spent =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (spent >= ctx.options.long_budget_s) {
+      left.push_back(check["id"].as<std::string>());
+      continue;
+    }
+    for (run::CaseOutcome& c : run_built(ctx, "long", {check})) cases.push_back(std::move(c));
+  }
+  StageResult r = judge(std::move(cases), "long-context cases");
+  std::string ran, skipped;
+  for (int64_t n : lengths) ran += (ran.empty() ? "" : ", ") + plan::with_commas(n);
+  if (r.status == StageStatus::kPass) {  // name what passed: executor, chunked, service
+    std::string passed;
+    for (const run::CaseOutcome& c : r.cases) {
+      const std::string what = c.id.substr(c.id.rfind('/') + 1);
+      if (c.result.status == checks::Status::kPass)
+        passed += (passed.empty() ? "" : ", ") + what;
+      else
+        skipped += "; " + what + " " + c.result.message.substr(0, 200);
+    }
+    r.summary = "passed at " + ran + " tokens: " + passed;
+  } else {
+    r.summary += "; lengths: " + ran + " tokens";
+  }
+  if (!left.empty()) {
+    std::string names;
+    for (const std::string& l : left) names += (names.empty() ? "" : ", ") + l;
+    r.summary += "; not run within --long " + printf_string("%g", ctx.options.long_budget_s) +
+                 " s: " + names;
+  }
+  for (const std::string& n : notes) r.summary += "; " + n;
+  r.summary += skipped;  // what ran and was not exercised (kv_capacity on an engine reporting none)
+  r.details["lengths"] = lengths;
+  r.details["not_run"] = left;
   return r;
 }
 

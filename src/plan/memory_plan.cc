@@ -467,6 +467,41 @@ int64_t model_kv_bytes_per_token(const Architecture& arch, DType kv_dtype, int64
                             max_model_len);
 }
 
+std::vector<KvLayerType> kv_by_layer_type(const Architecture& arch, const MemoryPlan& p) {
+  std::vector<KvLayerType> out;
+  if (p.ranks.empty()) return out;
+  const RankMemory& r = p.ranks.front();
+  const MemoryOptions& o = p.options;
+  const int64_t size = int64_t(tensor::dtype_size(o.kv_dtype));
+  const int64_t attn = arch.text.attn.kv_cache_width(r.kv_heads) * size;
+  const int64_t index = arch.text.indexer.head_dim * size;
+  const int64_t window = arch.text.attn.sliding_window, len = o.max_model_len;
+  int64_t full = 0, sliding = 0;
+  for (int64_t l = r.layers.first; l < r.layers.second; ++l) {
+    const auto kind = arch.text.layer_kind(l);
+    full += kind == model::TextModel::LayerKind::kFull;
+    sliding += kind == model::TextModel::LayerKind::kSliding;
+  }
+  const bool windowed = window > 0 && len > 0 && window < len;
+  if (full > 0 || (sliding > 0 && !windowed))
+    out.push_back({arch.text.attn.mla ? "MLA latent" : "full attention",
+                   full + (windowed ? 0 : sliding), attn, (full + (windowed ? 0 : sliding)) * attn,
+                   false, ""});
+  if (sliding > 0 && windowed)
+    out.push_back({"sliding window", sliding, attn, ceil_div(sliding * attn * window, len), false,
+                   "window " + with_commas(window) + " of " + with_commas(len) + " tokens"});
+  if (index > 0 && full + sliding > 0) {
+    // The indexer keys follow the same layers (their sliding share rounded with the rest).
+    const int64_t keys = r.index_bytes_per_token;
+    out.push_back({"indexer keys", full + sliding, index, keys, false, ""});
+  }
+  const int64_t linear = linear_layers(arch, r.layers);
+  if (linear > 0)
+    out.push_back({"linear-attention state", linear, r.state_bytes_per_sequence / linear,
+                   r.state_bytes_per_sequence, true, ""});
+  return out;
+}
+
 MemoryPlan plan_memory(const Architecture& arch, const ParallelPlan& plan, MemoryOptions options) {
   resolve_defaults(arch, options);
   MemoryPlan p;

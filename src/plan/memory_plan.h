@@ -133,6 +133,23 @@ struct MemoryPlan {
 int64_t model_kv_bytes_per_token(const model::Architecture& arch, tensor::DType kv_dtype,
                                  int64_t max_model_len = 0);
 
+// The KV cache (and linear-attention state) of one kind of layer, rank 0's share under `plan`:
+// kind "full attention", "MLA latent", "sliding window", "indexer keys" or
+// "linear-attention state". bytes_per_layer is per token (state: per sequence); bytes is over the
+// `layers` of that kind, per token of a max_model_len sequence (a sliding layer holds
+// min(window, len) of its tokens), or per sequence for the state.
+struct KvLayerType {
+  std::string kind;
+  int64_t layers = 0;
+  int64_t bytes_per_layer = 0;
+  int64_t bytes = 0;
+  bool per_sequence = false;
+  std::string note;  // "window 4 of 2,048 tokens"
+};
+// Rank 0's layers (stage 0 under pp), its kv heads. Its per-token rows sum to that rank's
+// kv_bytes_per_token.
+std::vector<KvLayerType> kv_by_layer_type(const model::Architecture& arch, const MemoryPlan& plan);
+
 // Plans `plan` (check_plan must accept it). Throws InputError for impossible options
 // (device_memory <= 0, block_size < 1, ...) and for weights the plan cannot cut (shard_of).
 MemoryPlan plan_memory(const model::Architecture& arch, const ParallelPlan& plan,

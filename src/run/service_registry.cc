@@ -92,6 +92,7 @@ checks::ServiceInfo ServiceRegistry::ensure(const std::string& model_dir,
     checks::ServiceInfo known = it->second.info;
     known.variant = variant;
     known.prefill_chunk = cfg.prefill_chunk;
+    known.kv_source = cfg.kv_source;
     known.request = cfg.request;
     if (known.ok && it->second.process && !it->second.process->running()) {
       known.ok = false;
@@ -133,6 +134,7 @@ checks::ServiceInfo ServiceRegistry::ensure(const std::string& model_dir,
   info.log_path = spec.command.empty() ? "" : spec.log_path;
   info.request_timeout_s = cfg.request_timeout_s;
   info.prefill_chunk = cfg.prefill_chunk;
+  info.kv_source = cfg.kv_source;
   info.request = cfg.request;
   info.ok = entry.process->start(spec);
   info.startup_s = entry.process->startup_s();

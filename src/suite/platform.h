@@ -29,6 +29,10 @@ struct ServiceConfig {
   // longer prompt is prefilled in chunks. 0: not stated.
   int64_t prefill_chunk = 0;
   nlohmann::json request = nlohmann::json::object();  // fields added to every request's body
+  // Where the engine reports the KV cache it allocated (kind kv_capacity): "metrics" (vLLM's
+  // vllm:cache_config_info in /metrics; the default), "log:REGEX" (the service's output, REGEX
+  // with one group capturing the token count, e.g. "KV cache size: ([0-9,]+) tokens"), "none".
+  std::string kv_source = "metrics";
 };
 
 struct Platform {

@@ -12,7 +12,7 @@ namespace {
 
 const char* const kVariantFields =
     "start, url, health, startup_timeout, stop_grace, request_timeout, env, api_key_env, model, "
-    "dialect, prefill_chunk, request";
+    "dialect, prefill_chunk, request, kv_source";
 const std::string kServiceFields = std::string(kVariantFields) + ", variants";
 
 std::string string_value(const std::string& file, const YAML::Node& value,
@@ -76,6 +76,15 @@ void read_fields(const std::string& file, const YAML::Node& node, ServiceConfig&
           if (!n.is_number_integer() || n.get<int64_t>() < 1)
             fail_at(file, value, "bad prefill_chunk: expected a number of tokens >= 1, e.g. 64");
           s.prefill_chunk = n.get<int64_t>();
+        } else if (key == "kv_source") {
+          s.kv_source = string_value(file, value, "kv_source");
+          if (s.kv_source != "metrics" && s.kv_source != "none" &&
+              (s.kv_source.rfind("log:", 0) != 0 || s.kv_source.size() == 4)) {
+            fail_at(file, value,
+                    "bad kv_source '" + s.kv_source +
+                        "': expected metrics, none, or log:REGEX (one group capturing the "
+                        "token count, e.g. \"log:KV cache size: ([0-9,]+) tokens\")");
+          }
         } else if (key == "request") {
           const nlohmann::json extra = yaml_to_json(file, value);
           if (!extra.is_object())

@@ -10,6 +10,7 @@
 
 #include "base/parallel.h"
 #include "compare/metrics.h"
+#include "compare/model_compare.h"
 #include "tensor/philox.h"
 #include "tensor/tensor.h"
 
@@ -79,6 +80,48 @@ BENCHMARK_CAPTURE(BM_CompareVsCopy, bf16_64MiB_bias, DType::kBF16, 64 * kMiB, tr
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CompareVsCopy, Small_f32_1MiB, DType::kF32, 1 * kMiB)->UseManualTime();
+
+// A long-context model case's logits compare (compare::compare_logits: cosine, errors, KL of the
+// softmaxes, top-1 and top-5 per position) over [positions, vocab] f32, against the STREAM copy of
+// the same bytes: at 32,768 positions x 1,024 (the tiny vocabulary) 128 MiB per side.
+void BM_CompareLogitsVsCopy(benchmark::State& state) {
+  const int64_t positions = state.range(0), vocab = state.range(1), n = positions * vocab;
+  Tensor golden = Tensor::zeros(DType::kF32, {positions, vocab});
+  Tensor ours = Tensor::zeros(DType::kF32, {positions, vocab});
+  tensor::Philox(2, 0).fill_normal(golden.mutable_data_as<float>(), static_cast<size_t>(n));
+  tensor::Philox(2, 1).fill_normal(ours.mutable_data_as<float>(), static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    ours.mutable_data_as<float>()[i] =
+        golden.data_as<float>()[i] + 1e-4f * ours.data_as<float>()[i];
+  const size_t bytes_per_input = size_t(n) * sizeof(float);
+  Tensor copy_src = Tensor::zeros(DType::kU8, {int64_t(bytes_per_input)});
+  Tensor copy_dst = Tensor::zeros(DType::kU8, {int64_t(bytes_per_input)});
+  double copy_total = 0, compare_total = 0;
+  for (auto _ : state) {
+    copy_total += seconds_of([&] {
+      stream_copy(static_cast<const std::byte*>(copy_src.data()),
+                  static_cast<std::byte*>(copy_dst.mutable_data()), bytes_per_input);
+    });
+    const double t =
+        seconds_of([&] { benchmark::DoNotOptimize(compare::compare_logits(ours, golden)); });
+    compare_total += t;
+    state.SetIterationTime(t);
+  }
+  const double bytes =
+      2.0 * static_cast<double>(bytes_per_input) * static_cast<double>(state.iterations());
+  state.counters["GB/s"] = bytes / compare_total / 1e9;
+  state.counters["copy_GB/s"] = bytes / copy_total / 1e9;
+  state.counters["ratio_vs_copy"] = copy_total / compare_total;
+  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+}
+BENCHMARK(BM_CompareLogitsVsCopy)
+    ->Args({32768, 1024})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CompareLogitsVsCopy)
+    ->Name("Small_CompareLogitsVsCopy")
+    ->Args({64, 1024})
+    ->UseManualTime();
 
 }  // namespace
 }  // namespace h0

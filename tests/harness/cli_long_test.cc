@@ -1,6 +1,7 @@
 // The long-context suite (suites/long.yaml: each tiny family at 2,040 tokens, one pass and a
-// prefill in chunks of 512, against transformers' rows at sampled positions): every family passes
-// on the cpu, reference and opencl-pocl backends; each of the faulty plugin's long-context bugs
+// prefill in chunks of 512, against transformers' rows at sampled positions, and the service's
+// greedy continuation of the same prompt): every family passes on the cpu, reference and
+// opencl-pocl backends; each of the faulty plugin's long-context bugs
 // fails it at the position and layer where it starts, while the short suite (suites/model.yaml,
 // prompts of 7 and 13 tokens) passes the same faulty plugin: the long suite proves its worth.
 #include <gtest/gtest.h>
@@ -42,9 +43,21 @@ TEST_P(LongOnBackend, EveryFamilyMatchesTransformersAtEverySampledPosition) {
   const auto cases = run_suite(dir, "suites/long.yaml",
                                std::string("configs/platforms/") + GetParam() + ".yaml", "", &code);
   EXPECT_EQ(code, 0);
-  ASSERT_EQ(cases.size(), 20u);
+  // 11 families: long, long_chunked, completion_long, prompt_logprobs
+  ASSERT_EQ(cases.size(), 44u);
   for (const auto& [id, c] : cases) {
     EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
+    if (id.find("/completion_long") != std::string::npos) {  // the service, 2,040 prompt tokens
+      EXPECT_NE(c["message"].get<std::string>().find("exact match with the golden"),
+                std::string::npos)
+          << id << ": " << c["message"];
+      continue;
+    }
+    if (id.find("/prompt_logprobs") != std::string::npos) {  // harness serve's echo logprobs
+      EXPECT_GE(c["metrics"]["positions_compared"].get<double>(), 11) << id << c["message"];
+      EXPECT_LE(c["metrics"]["max_abs_diff"].get<double>(), 0.05) << id;
+      continue;
+    }
     const nlohmann::json& d = c["details"];
     // What ran: the whole prompt, its sampled rows, the chunking.
     EXPECT_GE(d["prompt_tokens"].get<int64_t>(),
@@ -81,9 +94,10 @@ TEST_P(LongFaults, FailTheLongSuiteWhereTheyStartAndPassTheShortOne) {
   ASSERT_FALSE(short_cases.empty());
   for (const auto& [id, c] : short_cases) EXPECT_EQ(c["status"], "pass") << id << c["message"];
 
-  const auto long_cases = run_suite(dir, "suites/long.yaml", platform, "", &code);
+  // The executor's cases (the faulty platform has no service).
+  const auto long_cases = run_suite(dir, "suites/long.yaml", platform, "*/long*", &code);
   EXPECT_EQ(code, 1);
-  ASSERT_EQ(long_cases.size(), 20u);
+  ASSERT_EQ(long_cases.size(), 22u);
   for (const auto& [id, c] : long_cases) {
     if (!f.failing.count(id)) {
       EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
@@ -91,7 +105,7 @@ TEST_P(LongFaults, FailTheLongSuiteWhereTheyStartAndPassTheShortOne) {
     }
     EXPECT_EQ(c["status"], "fail") << id;
     const std::string message = c["message"];
-    EXPECT_EQ(message.rfind("first divergence at model.layers.", 0), 0u) << id << ": " << message;
+    EXPECT_EQ(message.rfind("first divergence at model.", 0), 0u) << id << ": " << message;
     EXPECT_NE(message.find(f.where), std::string::npos) << id << ": " << message;
   }
 }
@@ -112,17 +126,20 @@ INSTANTIATE_TEST_SUITE_P(
         // The block table wraps after 64 entries (1,024 tokens of 16-token pages): every family
         // on paged attention with a context past it (DeepSeek-V3's MLA keeps 1,016 tokens), at
         // the first full-attention layer (the hybrids' layer 1), from position 1,024.
-        LongFault{
-            "block_wrap",
-            "{op: paged_attention, fault: block_wrap, blocks: 64}",
-            "tiny-llama/logits*f32*:tiny-mistral/logits*f32*:tiny-qwen3-next/logits*",
-            {"tiny-llama/long", "tiny-llama/long_chunked", "tiny-qwen3-moe/long",
-             "tiny-qwen3-moe/long_chunked", "tiny-gemma3/long", "tiny-gemma3/long_chunked",
-             "tiny-mistral/long", "tiny-mistral/long_chunked", "tiny-gpt-oss/long",
-             "tiny-gpt-oss/long_chunked", "tiny-qwen2-moe/long", "tiny-qwen2-moe/long_chunked",
-             "tiny-glm4-moe/long", "tiny-glm4-moe/long_chunked", "tiny-qwen3-next/long",
-             "tiny-qwen3-next/long_chunked", "tiny-qwen3-5/long", "tiny-qwen3-5/long_chunked"},
-            "sublayer self_attn), first at position 1024 of 2040"},
+        LongFault{"block_wrap",
+                  "{op: paged_attention, fault: block_wrap, blocks: 64}",
+                  "tiny-llama/logits*f32*:tiny-mistral/logits*f32*:tiny-qwen3-next/logits*",
+                  {"tiny-llama/long",      "tiny-llama/long_chunked",
+                   "tiny-llava/long",      "tiny-llava/long_chunked",
+                   "tiny-qwen3-moe/long",  "tiny-qwen3-moe/long_chunked",
+                   "tiny-gemma3/long",     "tiny-gemma3/long_chunked",
+                   "tiny-mistral/long",    "tiny-mistral/long_chunked",
+                   "tiny-gpt-oss/long",    "tiny-gpt-oss/long_chunked",
+                   "tiny-qwen2-moe/long",  "tiny-qwen2-moe/long_chunked",
+                   "tiny-glm4-moe/long",   "tiny-glm4-moe/long_chunked",
+                   "tiny-qwen3-next/long", "tiny-qwen3-next/long_chunked",
+                   "tiny-qwen3-5/long",    "tiny-qwen3-5/long_chunked"},
+                  "sublayer self_attn), first at position 1024 of 2040"},
         // Linear-attention state dropped at each prefill chunk: only the chunked runs of the
         // hybrid families, at layer 0's linear attention, from the second chunk (position 512).
         LongFault{"prefill_drops_state",
@@ -132,6 +149,34 @@ INSTANTIATE_TEST_SUITE_P(
                   "model.layers.0.linear_attn (layer model.layers.0, sublayer linear_attn), first "
                   "at position 512 of 2040"}),
     [](const ::testing::TestParamInfo<LongFault>& info) { return std::string(info.param.name); });
+
+// The service side: harness serve on the faulty plugin with RoPE scaling lost from position 256.
+// The tiny model's 8 greedy tokens survive it; the prompt's own logprobs (echo) at the sampled
+// positions do not, and the first one off is named with both values.
+TEST(LongService, PromptLogprobsCatchALongFaultTheGreedyTokensMiss) {
+  test::TempDir dir;
+  const std::string platform = dir.file("faulty-served.yaml");
+  std::ofstream(platform) << "platform: faulty-served\nbackend: {lib: " << H0_FAULTY_PLUGIN
+                          << ", options: {op: rope, fault: scaling_lost_past}}\n"
+                          << "device_memory: 8GiB\nservice:\n"
+                          << "  start: \"{harness} serve --model {model} --platform {platform} "
+                             "--port {port}\"\n"
+                          << "  url: \"http://127.0.0.1:{port}\"\n  health: /health\n"
+                          << "  startup_timeout: 120s\n";
+  int code = -1;
+  const auto cases = run_suite(dir, "suites/long.yaml", platform,
+                               "tiny-llama/completion_long:tiny-llama/prompt_logprobs", &code);
+  EXPECT_EQ(code, 1);
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_EQ(cases.at("tiny-llama/completion_long")["status"], "pass");
+  const nlohmann::json& p = cases.at("tiny-llama/prompt_logprobs");
+  EXPECT_EQ(p["status"], "fail");
+  EXPECT_NE(p["message"].get<std::string>().find(
+                "prompt logprobs at 13 sampled positions of a 2,040-token prompt: first beyond "
+                "0.05 at position 257: engine "),
+            std::string::npos)
+      << p["message"];
+}
 
 }  // namespace
 }  // namespace h0

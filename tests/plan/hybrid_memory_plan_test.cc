@@ -109,5 +109,41 @@ TEST(HybridPlan, DeepseekV32CountsItsIndexerKeys) {
   EXPECT_EQ(table.find("state"), std::string::npos) << table;
 }
 
+// harness plan's breakdown by layer type: each kind of layer's bytes, the per-token rows adding up
+// to the rank's KV bytes per token, the linear-attention state per sequence apart.
+TEST(HybridPlan, TheKvBreakdownByLayerTypeAddsUpToTheRanksBytesPerToken) {
+  auto per_token_sum = [](const std::vector<KvLayerType>& types) {
+    int64_t sum = 0;
+    for (const KvLayerType& t : types) sum += t.per_sequence ? 0 : t.bytes;
+    return sum;
+  };
+  for (const char* type : {"qwen3_next", "deepseek_v32", "gemma3_text", "gpt_oss", "llama"}) {
+    const model::Architecture a = tf5(type);
+    const MemoryPlan p = plan_memory(a, ParallelPlan{}, on(1000, 4));
+    const std::vector<KvLayerType> types = kv_by_layer_type(a, p);
+    ASSERT_FALSE(types.empty()) << type;
+    EXPECT_EQ(per_token_sum(types), p.ranks[0].kv_bytes_per_token) << type;
+    int64_t layers = 0;
+    for (const KvLayerType& t : types)
+      if (t.kind != "indexer keys") layers += t.layers;
+    EXPECT_EQ(layers, a.text.num_layers) << type;
+  }
+  const model::Architecture next = tf5("qwen3_next");
+  const std::vector<KvLayerType> n = kv_by_layer_type(next, plan_memory(next, {}, on(1000)));
+  ASSERT_EQ(n.size(), 2u);
+  EXPECT_EQ(n[0].kind, "full attention");
+  EXPECT_EQ(n[0].layers, 12);
+  EXPECT_EQ(n[1].kind, "linear-attention state");
+  EXPECT_TRUE(n[1].per_sequence);
+  EXPECT_EQ(n[1].bytes_per_layer, 8192 * 3 * 2 + 32 * 128 * 128 * 4);
+  const model::Architecture v32 = tf5("deepseek_v32");
+  const std::vector<KvLayerType> d = kv_by_layer_type(v32, plan_memory(v32, {}, on(1000)));
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].kind, "MLA latent");
+  EXPECT_EQ(d[0].bytes_per_layer, (512 + 64) * 2);
+  EXPECT_EQ(d[1].kind, "indexer keys");
+  EXPECT_EQ(d[1].bytes_per_layer, 128 * 2);
+}
+
 }  // namespace
 }  // namespace h0::plan

@@ -48,6 +48,9 @@
 //                     the conversation layer's: template_drops_system (with --chat-goldens),
 //                     reasoning_off_by_one (with --reasoning), auto_tool_miss, auto_args_invalid,
 //                     ignores_constraints (free text for guided decoding and tool calls)
+//   --kv-cache-info T,M,B  (any mode) /metrics carries vllm:cache_config_info with
+//                     kv_cache_size_tokens T, kv_cache_memory_bytes M, block_size B, and the
+//                     startup log says "CPU KV cache size: T tokens" (vLLM 0.32's line)
 // --chat-goldens D (chat): a request equal to a rendering golden's (golden/chat format) reports
 // the golden's prompt_token_ids as its prompt. --reasoning (with --tokenizer holding </think>): a
 // thinking model's answer, split into `reasoning` and `content` (think() below).
@@ -115,6 +118,9 @@ struct Flags {
   std::string golden_dir, tokenizer, model_name = "fake-model";
   std::string chat_goldens;  // --chat-goldens: prompt rendering goldens (golden/chat format)
   bool reasoning = false;    // --reasoning: a thinking model (<think> ... </think>)
+  // --kv-cache-info TOKENS,MEMORY,BLOCK: the KV cache vLLM 0.32 reports, as its /metrics
+  // vllm:cache_config_info gauge and its startup log line "CPU KV cache size: N tokens".
+  std::string kv_cache_info;
   int64_t corrupt_at = -1;
   double known = 0.6, lose = 0;   // mode answers
   fake_serving::Options serving;  // the serving modes' engine
@@ -133,6 +139,21 @@ void log(const std::string& line) {
 }
 
 void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+// --kv-cache-info's gauge, the labels vLLM 0.32 writes for it (a subset); "" without the flag.
+std::string cache_config_info() {
+  if (g_flags.kv_cache_info.empty()) return "";
+  long long tokens = 0, memory = 0, block = 0;
+  std::sscanf(g_flags.kv_cache_info.c_str(), "%lld,%lld,%lld", &tokens, &memory, &block);
+  return "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
+         "# TYPE vllm:cache_config_info gauge\n"
+         "vllm:cache_config_info{block_size=\"" +
+         std::to_string(block) +
+         "\",cache_dtype=\"auto\",engine=\"0\",gpu_memory_utilization=\"0.92\","
+         "kv_cache_memory_bytes=\"" +
+         std::to_string(memory) + "\",kv_cache_size_tokens=\"" + std::to_string(tokens) +
+         "\",num_gpu_blocks=\"" + std::to_string(block > 0 ? tokens / block : 0) + "\"} 1.0\n";
+}
 
 struct HttpRequest {
   std::string method, path;
@@ -933,8 +954,9 @@ void serve(int fd) {
       respond(fd, 200,
               {{"object", "list"}, {"data", {{{"id", g_flags.model_name}, {"object", "model"}}}}});
     }
-  } else if (request.method == "GET" && request.path == "/metrics" && g_engine) {
-    const std::string text = g_engine->metrics();
+  } else if (request.method == "GET" && request.path == "/metrics" &&
+             (g_engine || !g_flags.kv_cache_info.empty())) {
+    const std::string text = (g_engine ? g_engine->metrics() : "") + cache_config_info();
     send_all(fd, head(200, "text/plain; version=0.0.4",
                       "Content-Length: " + std::to_string(text.size()) + "\r\n") +
                      text);
@@ -987,6 +1009,8 @@ bool parse_flags(int argc, char** argv) {
       g_flags.chat_goldens = argv[++i];
     } else if (flag == "--reasoning") {
       g_flags.reasoning = true;
+    } else if (flag == "--kv-cache-info" && has_value) {
+      g_flags.kv_cache_info = argv[++i];
     } else if (flag == "--model-name" && has_value) {
       g_flags.model_name = argv[++i];
     } else {
@@ -1069,6 +1093,11 @@ int main(int argc, char** argv) {
     std::rename(temporary.c_str(), g_flags.port_file.c_str());
   }
   log("mode " + g_flags.mode + " listening on 127.0.0.1:" + std::to_string(port));
+  if (!g_flags.kv_cache_info.empty()) {
+    long long tokens = 0, memory = 0, block = 0;
+    std::sscanf(g_flags.kv_cache_info.c_str(), "%lld,%lld,%lld", &tokens, &memory, &block);
+    log("CPU KV cache size: " + std::to_string(tokens) + " tokens");
+  }
   if (g_flags.exit_after_start) {
     std::thread([] {
       sleep_s(0.3);

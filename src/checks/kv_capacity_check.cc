@@ -1,0 +1,323 @@
+// kind: kv_capacity — the memory plan's KV capacity held against what the platform's engine
+// reports it allocated. Where the engine reports it is the platform's `service.kv_source`:
+//   metrics      vLLM's `vllm:cache_config_info` gauge in /metrics: kv_cache_size_tokens (else
+//                num_gpu_blocks x block_size), kv_cache_memory_bytes, block_size, cache_dtype,
+//                gpu_memory_utilization (labels);
+//   log:REGEX    the service's output: the last match of REGEX, whose first group is the token
+//                count ("CPU KV cache size: 1,048,576 tokens");
+//   none         not judged.
+// The plan side (plan/memory_plan.h): with the engine's KV memory known, that memory in whole
+// blocks of the engine's block size at the plan's KV bytes per token (a pure check of the
+// per-token accounting: layer types, sliding windows, MLA latent, indexer keys); without it, the
+// whole plan on the platform's device_memory at the engine's utilization (weights, activations,
+// reserve estimated). The KV dtype is the case's `kv_dtype`, else the engine's cache_dtype when
+// it names one, else the model's torch_dtype (said which). A difference beyond `max_diff`
+// (default 10 %) is a finding naming both numbers.
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "base/error.h"
+#include "base/text_format.h"
+#include "checks/e2e_request.h"
+#include "checks/service_checks.h"
+#include "model/architecture.h"
+#include "plan/memory_plan.h"
+#include "plan/parallel_plan.h"
+#include "suite/location.h"
+
+namespace h0::checks {
+namespace fs = std::filesystem;
+namespace {
+
+struct Spec {
+  std::string model_dir;
+  std::optional<tensor::DType> kv_dtype;  // the case's
+  double max_diff = 0.10;
+  double device_memory = 0;  // the platform's
+};
+
+// The labels of the first sample of `name` in Prometheus text; nullopt when absent.
+std::optional<std::map<std::string, std::string>> labels_of(const std::string& text,
+                                                            const std::string& name) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name + "{", 0) != 0) continue;
+    std::map<std::string, std::string> labels;
+    size_t i = name.size() + 1;
+    while (i < line.size() && line[i] != '}') {
+      const size_t eq = line.find('=', i);
+      if (eq == std::string::npos || eq + 1 >= line.size() || line[eq + 1] != '"') break;
+      std::string value;
+      size_t j = eq + 2;
+      for (; j < line.size() && line[j] != '"'; ++j) {
+        if (line[j] == '\\' && j + 1 < line.size()) ++j;
+        value += line[j];
+      }
+      labels[line.substr(i, eq - i)] = value;
+      i = j + 1;
+      if (i < line.size() && line[i] == ',') ++i;
+    }
+    return labels;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> integer(const std::map<std::string, std::string>& labels,
+                               const std::string& key) {
+  const auto it = labels.find(key);
+  if (it == labels.end()) return std::nullopt;
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(it->second, &used);
+    if (used != it->second.size()) return std::nullopt;
+    return int64_t(v);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// vLLM's cache_dtype names ("auto" names none).
+std::optional<tensor::DType> cache_dtype(const std::string& name) {
+  if (name == "bfloat16" || name == "bf16") return tensor::DType::kBF16;
+  if (name == "float16" || name == "half" || name == "f16") return tensor::DType::kF16;
+  if (name == "float32" || name == "float" || name == "f32") return tensor::DType::kF32;
+  if (name.rfind("fp8", 0) == 0) return plan::parse_kv_dtype("fp8");
+  return std::nullopt;
+}
+
+struct EngineKv {
+  int64_t tokens = 0;
+  std::optional<int64_t> memory, block_size;
+  std::optional<double> utilization;
+  std::string dtype_label;  // cache_dtype as reported
+  std::string source;       // what was read
+};
+
+class KvCapacityCase final : public PreparedCase {
+ public:
+  explicit KvCapacityCase(Spec s) : spec_(std::move(s)) {}
+
+  std::string service_model() const override { return spec_.model_dir; }
+
+  CheckResult run(RunContext& ctx) override {
+    ServiceHandle h = connect_service(ctx);
+    if (!h.error.empty()) return service_unavailable(h);
+    CheckResult out;
+    out.details = h.evidence;
+    std::string why;
+    const std::optional<EngineKv> engine = read_engine(h, &why);
+    if (!engine) {
+      out.status = Status::kSkip;
+      out.message = "not exercised: " + why;
+      return out;
+    }
+    const model::Architecture arch = model::load_architecture(spec_.model_dir);
+    std::string dtype_from;
+    tensor::DType kv = tensor::DType::kBF16;
+    if (spec_.kv_dtype) {
+      kv = *spec_.kv_dtype, dtype_from = "the case's kv_dtype";
+    } else if (const auto d = cache_dtype(engine->dtype_label)) {
+      kv = *d, dtype_from = "the engine's cache_dtype";
+    } else {
+      kv = arch.text.dtype.value_or(tensor::DType::kBF16);
+      dtype_from = "the model's torch_dtype (the engine's cache_dtype is '" + engine->dtype_label +
+                   "': a run in another dtype changes it; set kv_dtype)";
+    }
+    plan::MemoryOptions o;
+    o.kv_dtype = kv;
+    o.block_size = engine->block_size.value_or(16);
+    o.device_memory = spec_.device_memory;
+    o.utilization = engine->utilization.value_or(0.9);
+    // The plan's accounting (harness plan): sliding layers at their window of a max_model_len
+    // sequence (min(max_position_embeddings, 8192), the plan's default).
+    const int64_t max_pos = arch.text.max_position_embeddings;
+    const int64_t len = max_pos > 0 ? std::min<int64_t>(max_pos, 8192) : 8192;
+    const int64_t per_token = plan::model_kv_bytes_per_token(arch, kv, len);
+    const int64_t every_layer_full = plan::model_kv_bytes_per_token(arch, kv);
+    auto tokens_in = [&](int64_t memory, int64_t bytes) {
+      return bytes > 0 ? (memory / (bytes * o.block_size)) * o.block_size : int64_t(0);
+    };
+    int64_t planned = 0;
+    std::string how;
+    if (engine->memory && per_token > 0) {
+      planned = tokens_in(*engine->memory, per_token);
+      how = "the engine's " + human_bytes(uint64_t(*engine->memory)) + " of KV memory at " +
+            plan::with_commas(per_token) + " B/token (" + tensor::dtype_name(kv) + ", from " +
+            dtype_from + ") in blocks of " + std::to_string(o.block_size);
+    } else {
+      if (o.device_memory <= 0) {
+        out.status = Status::kSkip;
+        out.message =
+            "not exercised: the engine reports no KV memory and the platform states no "
+            "device_memory to plan with";
+        return out;
+      }
+      const plan::MemoryPlan p = plan::plan_memory(arch, plan::ParallelPlan{}, o);
+      planned = p.kv_tokens;
+      how = "the whole plan on " + human_bytes(uint64_t(o.device_memory)) + " x " +
+            printf_string("%.2f", o.utilization) + " (weights, activations, reserve estimated), " +
+            plan::with_commas(per_token) + " B/token (" + tensor::dtype_name(kv) + ", from " +
+            dtype_from + ")";
+    }
+    const double diff =
+        planned > 0 ? std::abs(double(engine->tokens) - double(planned)) / double(planned) : 1.0;
+    out.metrics = {{"engine_kv_tokens", double(engine->tokens)},
+                   {"plan_kv_tokens", double(planned)},
+                   {"plan_kv_bytes_per_token", double(per_token)},
+                   {"relative_difference", diff}};
+    if (engine->memory && engine->tokens > 0)
+      out.metrics.push_back(
+          {"engine_kv_bytes_per_token", double(*engine->memory) / double(engine->tokens)});
+    out.details["engine"] = {{"kv_tokens", engine->tokens},
+                             {"source", engine->source},
+                             {"cache_dtype", engine->dtype_label}};
+    if (engine->memory) out.details["engine"]["kv_memory_bytes"] = *engine->memory;
+    out.details["plan"] = {{"kv_tokens", planned},
+                           {"kv_bytes_per_token", per_token},
+                           {"kv_dtype", tensor::dtype_name(kv)},
+                           {"how", how}};
+    const std::string numbers = "the engine reports " + plan::with_commas(engine->tokens) +
+                                " KV tokens (" + engine->source + "), the plan " +
+                                plan::with_commas(planned) + " from " + how;
+    if (diff <= spec_.max_diff) {
+      out.status = Status::kPass;
+      out.message = numbers + ": within " + printf_string("%.1f", 100 * diff) + " %";
+    } else {
+      out.status = Status::kFail;
+      out.message = numbers + ": they differ by " + printf_string("%.1f", 100 * diff) + " % (> " +
+                    printf_string("%g", 100 * spec_.max_diff) + " %)";
+      // A sliding-window model: does the engine size its pools as if every layer held every
+      // token? Say so, with that count, rather than leave two bare numbers.
+      if (engine->memory && every_layer_full != per_token) {
+        const int64_t full = tokens_in(*engine->memory, every_layer_full);
+        const double full_diff =
+            full > 0 ? std::abs(double(engine->tokens) - double(full)) / double(full) : 1.0;
+        out.metrics.push_back({"plan_kv_tokens_every_layer_full", double(full)});
+        if (full_diff <= spec_.max_diff)
+          out.message += "; counting every layer as full (" + plan::with_commas(every_layer_full) +
+                         " B/token) gives " + plan::with_commas(full) + ", within " +
+                         printf_string("%.1f", 100 * full_diff) +
+                         " %: the engine sizes its KV as if the sliding-window layers held every "
+                         "token, where the plan holds their window only";
+      }
+    }
+    return out;
+  }
+
+  nlohmann::json describe() const override {
+    return {{"kind", "kv_capacity"}, {"model", spec_.model_dir}, {"max_diff", spec_.max_diff}};
+  }
+
+ private:
+  std::optional<EngineKv> read_engine(ServiceHandle& h, std::string* why) const {
+    const std::string& source = h.info.kv_source;
+    if (source == "none") {
+      *why = "the platform's service.kv_source is none";
+      return std::nullopt;
+    }
+    EngineKv e;
+    if (source.rfind("log:", 0) == 0) {
+      std::ifstream in(h.info.log_path);
+      if (h.info.log_path.empty() || !in) {
+        *why =
+            "kv_source is a log pattern, and the service's output is not captured (an "
+            "external service)";
+        return std::nullopt;
+      }
+      std::stringstream text;
+      text << in.rdbuf();
+      const std::string log = text.str();
+      std::regex re;
+      try {
+        re = std::regex(source.substr(4));
+      } catch (const std::regex_error& ex) {
+        *why = "kv_source " + source + " is not a valid regular expression: " + ex.what();
+        return std::nullopt;
+      }
+      std::smatch last;
+      for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+           ++it)
+        last = *it;
+      if (last.empty() || last.size() < 2) {
+        *why = "no line of the service's output matches kv_source " + source;
+        return std::nullopt;
+      }
+      std::string digits;
+      for (char ch : last[1].str())
+        if (std::isdigit(static_cast<unsigned char>(ch))) digits += ch;
+      if (digits.empty()) {
+        *why = "kv_source's group captured no number: '" + last[1].str() + "'";
+        return std::nullopt;
+      }
+      e.tokens = std::stoll(digits);
+      e.source = "log: \"" + last[0].str() + "\"";
+      return e;
+    }
+    std::string body;
+    const service::Result r = h.client->get("/metrics", &body);
+    if (!r.ok()) {
+      *why = "GET /metrics: " + std::string(service::outcome_name(r.outcome)) + " " + r.error;
+      return std::nullopt;
+    }
+    const auto labels = labels_of(body, "vllm:cache_config_info");
+    if (!labels) {
+      *why =
+          "the engine reports no KV capacity (no vllm:cache_config_info in /metrics; the "
+          "platform's service.kv_source can name a log line instead)";
+      return std::nullopt;
+    }
+    const auto tokens = integer(*labels, "kv_cache_size_tokens");
+    const auto blocks = integer(*labels, "num_gpu_blocks");
+    e.block_size = integer(*labels, "block_size");
+    e.memory = integer(*labels, "kv_cache_memory_bytes");
+    if (const auto it = labels->find("gpu_memory_utilization"); it != labels->end()) {
+      try {
+        e.utilization = std::stod(it->second);
+      } catch (const std::exception&) {
+      }
+    }
+    if (const auto it = labels->find("cache_dtype"); it != labels->end())
+      e.dtype_label = it->second;
+    if (tokens) {
+      e.tokens = *tokens;
+      e.source = "vllm:cache_config_info kv_cache_size_tokens";
+    } else if (blocks && e.block_size) {
+      e.tokens = *blocks * *e.block_size;
+      e.source = "vllm:cache_config_info num_gpu_blocks x block_size";
+    } else {
+      *why =
+          "vllm:cache_config_info has neither kv_cache_size_tokens nor num_gpu_blocks with "
+          "block_size";
+      return std::nullopt;
+    }
+    return e;
+  }
+
+  Spec spec_;
+};
+
+std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platform& platform) {
+  Spec s;
+  s.model_dir = served_model_dir(c, "kv_capacity");
+  s.device_memory = platform.device_memory_bytes;
+  if (const YAML::Node d = case_field(c, "kv_dtype"); d.IsDefined() && !d.IsNull()) {
+    s.kv_dtype = plan::parse_kv_dtype(as_string(c, d, "kv_dtype"));
+    if (!s.kv_dtype) fail(c, d, "kv_dtype: expected bf16, f16, f32 or fp8");
+  }
+  if (const YAML::Node m = case_field(c, "max_diff"); m.IsDefined() && !m.IsNull()) {
+    s.max_diff = as_double(c, m, "max_diff");
+    if (!(s.max_diff >= 0 && s.max_diff < 1))
+      fail(c, m, "max_diff: expected a fraction in [0, 1), e.g. 0.1");
+  }
+  return std::make_unique<KvCapacityCase>(std::move(s));
+}
+
+}  // namespace
+
+CheckKind kv_capacity_check_kind() {
+  return {"kv_capacity", {"model", "kv_dtype", "max_diff"}, &prepare};
+}
+
+}  // namespace h0::checks
