@@ -68,7 +68,13 @@ MAX_T = 2048
 # model it: README, the vLLM table) and tiny-deepseek-v32: over 2,040 keys its lightning indexer's
 # ReLU scores tie exactly at 0 on the top-k boundary (query 942 first), where transformers' choice
 # among tied keys is unspecified (dump_hf refuses such an input as a golden).
-SYNTHESIZED = ("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava")
+SYNTHESIZED = ("tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava", "tiny-mistral-w512")
+# A config-only fixture outside configs/models: tiny-mistral with a window of 512, so that the
+# window's boundary falls inside the long prompt and beyond every short one (synthesized weights).
+CONFIG_DIRS = {"tiny-mistral-w512": "tests/data/models/tiny-mistral-w512"}
+# Short goldens (p13, gen_models.py's prompt) for a fixture gen_models.py does not cover, so that
+# the short suite runs the same family.
+SHORT = {"tiny-mistral-w512": [1000, 42, 7, 999, 318, 64, 512, 3, 870, 233, 101, 676, 45]}
 HF_MODELS = ("tiny-gemma3", "tiny-mistral", "tiny-gpt-oss", "tiny-qwen2-moe", "tiny-glm4-moe",
              "tiny-qwen3-next", "tiny-qwen3-5")
 # Probes kept (suffixes of the HF module names); the norms inside a layer are left out.
@@ -143,11 +149,19 @@ def main() -> int:
         if only and name not in only:
             continue
         if name in SYNTHESIZED:
+            config_dir = CONFIG_DIRS.get(name, f"configs/models/{name}")
             with tempfile.TemporaryDirectory() as tmp:
-                subprocess.run([args.harness, "model", "synth", "--model", str(root / "configs" / "models" / name),
+                subprocess.run([args.harness, "model", "synth", "--model", str(root / config_dir),
                                 "--out", tmp, "--seed", str(SEED), "--shards", "2"], check=True,
                                stdout=subprocess.DEVNULL)
-                written += write_long(root, Path(tmp), name, f"configs/models/{name}", out)
+                written += write_long(root, Path(tmp), name, config_dir, out)
+                if name in SHORT:
+                    model = dump_hf.load_model(Path(tmp), torch.float32, "cpu")
+                    tensors, probes = dump_hf.dump(model, SHORT[name], None, GREEDY)
+                    path = out / name / "p13.safetensors"
+                    dump_hf.save(path, tensors, dump_hf.metadata(PRODUCER, name, "p13", probes, "float32",
+                                                                  "cpu", GREEDY))
+                    written.append(path)
         else:
             written += write_long(root, root / "tests" / "data" / "models" / name, name,
                                   f"tests/data/models/{name}", out)

@@ -52,7 +52,7 @@ TEST(Loader, ClearErrorsForBadPlugins) {
             "backend 'faulty': init failed: invalid argument: unknown fault 'melt' (none, scale, "
             "nan, bf16_truncate, slow, crash, hang, wrong_block, drop_attr, drop_inputs, set_attr, "
             "conv_state_lag, decay_after, tie_high, score_jitter, truncate, amplify, "
-            "scaling_lost_past, block_wrap, prefill_drops_state)");
+            "scaling_lost_past, block_wrap, prefill_drops_state, window_off_by_one)");
 }
 
 TEST(Loader, RefusesANewerAbi) {

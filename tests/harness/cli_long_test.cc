@@ -43,8 +43,8 @@ TEST_P(LongOnBackend, EveryFamilyMatchesTransformersAtEverySampledPosition) {
   const auto cases = run_suite(dir, "suites/long.yaml",
                                std::string("configs/platforms/") + GetParam() + ".yaml", "", &code);
   EXPECT_EQ(code, 0);
-  // 11 families: long, long_chunked, completion_long, prompt_logprobs
-  ASSERT_EQ(cases.size(), 44u);
+  // 11 families and tiny-mistral-w512: long, long_chunked, completion_long, prompt_logprobs
+  ASSERT_EQ(cases.size(), 48u);
   for (const auto& [id, c] : cases) {
     EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
     if (id.find("/completion_long") != std::string::npos) {  // the service, 2,040 prompt tokens
@@ -78,6 +78,8 @@ struct LongFault {
   const char* short_filter;       // the short suite's cases of the families it touches
   std::set<std::string> failing;  // long-suite cases
   const char* where;              // in the message: the first divergence, named
+  const char* own_case = "";      // a case whose message must also say...
+  const char* own_where = "";     // ...this (the fault's own fixture)
 };
 
 class LongFaults : public ::testing::TestWithParam<LongFault> {};
@@ -97,7 +99,7 @@ TEST_P(LongFaults, FailTheLongSuiteWhereTheyStartAndPassTheShortOne) {
   // The executor's cases (the faulty platform has no service).
   const auto long_cases = run_suite(dir, "suites/long.yaml", platform, "*/long*", &code);
   EXPECT_EQ(code, 1);
-  ASSERT_EQ(long_cases.size(), 22u);
+  ASSERT_EQ(long_cases.size(), 24u);
   for (const auto& [id, c] : long_cases) {
     if (!f.failing.count(id)) {
       EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
@@ -107,6 +109,8 @@ TEST_P(LongFaults, FailTheLongSuiteWhereTheyStartAndPassTheShortOne) {
     const std::string message = c["message"];
     EXPECT_EQ(message.rfind("first divergence at model.", 0), 0u) << id << ": " << message;
     EXPECT_NE(message.find(f.where), std::string::npos) << id << ": " << message;
+    if (id == f.own_case)
+      EXPECT_NE(message.find(f.own_where), std::string::npos) << id << ": " << message;
   }
 }
 
@@ -129,16 +133,17 @@ INSTANTIATE_TEST_SUITE_P(
         LongFault{"block_wrap",
                   "{op: paged_attention, fault: block_wrap, blocks: 64}",
                   "tiny-llama/logits*f32*:tiny-mistral/logits*f32*:tiny-qwen3-next/logits*",
-                  {"tiny-llama/long",      "tiny-llama/long_chunked",
-                   "tiny-llava/long",      "tiny-llava/long_chunked",
-                   "tiny-qwen3-moe/long",  "tiny-qwen3-moe/long_chunked",
-                   "tiny-gemma3/long",     "tiny-gemma3/long_chunked",
-                   "tiny-mistral/long",    "tiny-mistral/long_chunked",
-                   "tiny-gpt-oss/long",    "tiny-gpt-oss/long_chunked",
-                   "tiny-qwen2-moe/long",  "tiny-qwen2-moe/long_chunked",
-                   "tiny-glm4-moe/long",   "tiny-glm4-moe/long_chunked",
-                   "tiny-qwen3-next/long", "tiny-qwen3-next/long_chunked",
-                   "tiny-qwen3-5/long",    "tiny-qwen3-5/long_chunked"},
+                  {"tiny-llama/long",        "tiny-llama/long_chunked",
+                   "tiny-llava/long",        "tiny-llava/long_chunked",
+                   "tiny-qwen3-moe/long",    "tiny-qwen3-moe/long_chunked",
+                   "tiny-gemma3/long",       "tiny-gemma3/long_chunked",
+                   "tiny-mistral/long",      "tiny-mistral/long_chunked",
+                   "tiny-mistral-w512/long", "tiny-mistral-w512/long_chunked",
+                   "tiny-gpt-oss/long",      "tiny-gpt-oss/long_chunked",
+                   "tiny-qwen2-moe/long",    "tiny-qwen2-moe/long_chunked",
+                   "tiny-glm4-moe/long",     "tiny-glm4-moe/long_chunked",
+                   "tiny-qwen3-next/long",   "tiny-qwen3-next/long_chunked",
+                   "tiny-qwen3-5/long",      "tiny-qwen3-5/long_chunked"},
                   "sublayer self_attn), first at position 1024 of 2040"},
         // Linear-attention state dropped at each prefill chunk: only the chunked runs of the
         // hybrid families, at layer 0's linear attention, from the second chunk (position 512).
@@ -147,7 +152,19 @@ INSTANTIATE_TEST_SUITE_P(
                   "tiny-qwen3-next/logits*:tiny-qwen3-5/logits*f32*",
                   {"tiny-qwen3-next/long_chunked", "tiny-qwen3-5/long_chunked"},
                   "model.layers.0.linear_attn (layer model.layers.0, sublayer linear_attn), first "
-                  "at position 512 of 2040"}),
+                  "at position 512 of 2040"},
+        // A window one token wider: the short suite runs tiny-mistral-w512 (window 512) at 13
+        // tokens and passes; the long one names position 512, its window's edge. The families
+        // with a window of 4 fail from position 4 (their short prompts would too).
+        LongFault{"window_off_by_one",
+                  "{op: paged_attention, fault: window_off_by_one}",
+                  "tiny-mistral-w512/*",
+                  {"tiny-mistral-w512/long", "tiny-mistral-w512/long_chunked", "tiny-mistral/long",
+                   "tiny-mistral/long_chunked", "tiny-gemma3/long", "tiny-gemma3/long_chunked",
+                   "tiny-gpt-oss/long", "tiny-gpt-oss/long_chunked"},
+                  "(layer model.layers.0, sublayer self_attn), first at position ",
+                  "tiny-mistral-w512/long",
+                  "first at position 512 of 2040"}),
     [](const ::testing::TestParamInfo<LongFault>& info) { return std::string(info.param.name); });
 
 // The service side: harness serve on the faulty plugin with RoPE scaling lost from position 256.

@@ -41,6 +41,9 @@
 //   {"op": "paged_attention", "fault": "block_wrap", "blocks": 64}   block-table entry i >=
 //       `blocks` reads entry i mod `blocks` (a table indexed by a field of log2(blocks) bits):
 //       only a context past `blocks` pages shows it
+//   {"op": "paged_attention", "fault": "window_off_by_one"}   a sliding_window attr > 0 is
+//       taken as one more (the query at p sees p - window too): shows once a sequence is longer
+//       than its window
 //   {"op": "*", "fault": "prefill_drops_state"}   gated_delta_rule and causal_conv1d ignore their
 //       incoming state (zeros) when given more than one token: a prefill path that starts every
 //       chunk from nothing while decode carries the state. Only a chunked prefill shows it
@@ -550,16 +553,27 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
       open = close;
     }
   }
-  static const char* kFaults[] = {"none",         "scale",
-                                  "nan",          "bf16_truncate",
-                                  "slow",         "crash",
-                                  "hang",         "wrong_block",
-                                  "drop_attr",    "drop_inputs",
-                                  "set_attr",     "conv_state_lag",
-                                  "decay_after",  "tie_high",
-                                  "score_jitter", "truncate",
-                                  "amplify",      "scaling_lost_past",
-                                  "block_wrap",   "prefill_drops_state"};
+  static const char* kFaults[] = {"none",
+                                  "scale",
+                                  "nan",
+                                  "bf16_truncate",
+                                  "slow",
+                                  "crash",
+                                  "hang",
+                                  "wrong_block",
+                                  "drop_attr",
+                                  "drop_inputs",
+                                  "set_attr",
+                                  "conv_state_lag",
+                                  "decay_after",
+                                  "tie_high",
+                                  "score_jitter",
+                                  "truncate",
+                                  "amplify",
+                                  "scaling_lost_past",
+                                  "block_wrap",
+                                  "prefill_drops_state",
+                                  "window_off_by_one"};
   for (const Fault& fault : f.faults) {
     bool known = false;
     for (const char* k : kFaults) known = known || fault.fault == k;
@@ -569,7 +583,7 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
           "' (none, scale, nan, bf16_truncate, slow, crash, hang, wrong_block, "
           "drop_attr, drop_inputs, "
           "set_attr, conv_state_lag, decay_after, tie_high, score_jitter, truncate, amplify, "
-          "scaling_lost_past, block_wrap, prefill_drops_state)";
+          "scaling_lost_past, block_wrap, prefill_drops_state, window_off_by_one)";
       return HB_INVALID_ARGUMENT;
     }
     if (fault.fault == "drop_attr" && fault.attr.empty()) {
@@ -647,6 +661,12 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
     }
     if (fault->fault == "drop_attr") call_attrs = without_attr(call_attrs, fault->attr);
     if (fault->fault == "set_attr") call_attrs = with_attr(call_attrs, fault->attr, fault->value);
+    if (fault->fault == "window_off_by_one") {
+      std::string window;
+      if (json_value(call_attrs.c_str(), "sliding_window", &window) && atol(window.c_str()) > 0)
+        call_attrs =
+            with_attr(call_attrs, "sliding_window", std::to_string(atol(window.c_str()) + 1));
+    }
     if (fault->fault == "drop_inputs" && fault->keep < n_in) n_in = int32_t(fault->keep);
   }
   const auto start = std::chrono::steady_clock::now();
@@ -692,7 +712,8 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
     } else if (fault->fault == "scaling_lost_past") {
       if (strcmp(op, "rope") == 0 && n_in >= 2 && n_out == 1)
         rope_unscaled_past(f.host, inputs.data(), n_in, out, call_attrs, fault->at);
-    } else if (fault->fault == "block_wrap" || fault->fault == "prefill_drops_state") {
+    } else if (fault->fault == "block_wrap" || fault->fault == "prefill_drops_state" ||
+               fault->fault == "window_off_by_one") {
       // applied to the inputs above
     } else if (fault->fault == "tie_high") {
       if (strcmp(op, "lightning_indexer") == 0 && n_in == 4 && n_out == 1)
