@@ -85,6 +85,22 @@ std::string scalar(const suite::Case& c, const char* key, bool required) {
 // Tolerance overrides of `tolerance:` into s->tol.
 void parse_tolerance(const suite::Case& c, ModelSpec* s);
 
+// The run's dtype, fallback and greedy steps, where the case gives them.
+void parse_run_fields(const suite::Case& c, ModelSpec* s) {
+  if (const std::string d = scalar(c, "dtype", false); !d.empty()) {
+    const auto dt = tensor::parse_dtype(d);
+    if (!dt || !tensor::is_float(*dt))
+      fail(c, case_field(c, "dtype"), "dtype must be f32, bf16 or f16, got '" + d + "'");
+    s->dtype = *dt;
+  }
+  if (const std::string f = scalar(c, "fallback", false);
+      !f.empty() && !backend::parse_fallback(f, &s->fallback)) {
+    fail(c, case_field(c, "fallback"), "fallback must be none, decompose or host");
+  }
+  if (const std::string g = scalar(c, "greedy", false); !g.empty())
+    s->greedy = int(as_double(c, case_field(c, "greedy"), "greedy"));
+}
+
 // kind prefill_consistency: no golden; tokens and chunk required (1 <= chunk < tokens).
 ModelSpec parse_consistency(const suite::Case& c, ModelSpec s) {
   auto whole = [&](const char* key) {
@@ -102,19 +118,8 @@ ModelSpec parse_consistency(const suite::Case& c, ModelSpec s) {
     fail(c, case_field(c, "chunk"),
          "chunk must be below tokens (" + std::to_string(s.tokens) +
              "): one chunk is the whole prompt");
-  if (const std::string d = scalar(c, "dtype", false); !d.empty()) {
-    const auto dt = tensor::parse_dtype(d);
-    if (!dt || !tensor::is_float(*dt))
-      fail(c, case_field(c, "dtype"), "dtype must be f32, bf16 or f16, got '" + d + "'");
-    s.dtype = *dt;
-  }
-  if (const std::string f = scalar(c, "fallback", false);
-      !f.empty() && !backend::parse_fallback(f, &s.fallback)) {
-    fail(c, case_field(c, "fallback"), "fallback must be none, decompose or host");
-  }
   s.greedy = 8;
-  if (const std::string g = scalar(c, "greedy", false); !g.empty())
-    s.greedy = int(as_double(c, case_field(c, "greedy"), "greedy"));
+  parse_run_fields(c, &s);
   s.tol = default_tolerance(s.dtype);
   parse_tolerance(c, &s);
   return s;
@@ -141,18 +146,7 @@ ModelSpec parse(const suite::Case& c, const std::string& kind) {
     fail(c, case_field(c, "golden"),
          "golden file " + golden + " does not exist (golden/tools/dump_hf.py writes them)");
   s.golden_file = golden;
-  if (const std::string d = scalar(c, "dtype", false); !d.empty()) {
-    const auto dt = tensor::parse_dtype(d);
-    if (!dt || !tensor::is_float(*dt))
-      fail(c, case_field(c, "dtype"), "dtype must be f32, bf16 or f16, got '" + d + "'");
-    s.dtype = *dt;
-  }
-  if (const std::string f = scalar(c, "fallback", false);
-      !f.empty() && !backend::parse_fallback(f, &s.fallback)) {
-    fail(c, case_field(c, "fallback"), "fallback must be none, decompose or host");
-  }
-  if (const std::string g = scalar(c, "greedy", false); !g.empty())
-    s.greedy = int(as_double(c, case_field(c, "greedy"), "greedy"));
+  parse_run_fields(c, &s);
   if (const std::string ch = scalar(c, "chunk", false); !ch.empty()) {
     const double v = as_double(c, case_field(c, "chunk"), "chunk");
     if (v < 1 || v != double(int64_t(v)))

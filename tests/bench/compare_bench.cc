@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 
 #include "base/parallel.h"
 #include "compare/metrics.h"
@@ -32,6 +33,30 @@ void stream_copy(const std::byte* src, std::byte* dst, size_t bytes) {
                      [&](size_t, size_t b, size_t e) { std::memcpy(dst + b, src + b, e - b); });
 }
 
+// Each iteration: one STREAM copy of `bytes_per_input` and one `compare` (timed, the manual time);
+// the counters: GB/s of both over two inputs' bytes, and their ratio.
+void measure_vs_copy(benchmark::State& state, size_t bytes_per_input,
+                     const std::function<void()>& compare) {
+  Tensor copy_src = Tensor::zeros(DType::kU8, {int64_t(bytes_per_input)});
+  Tensor copy_dst = Tensor::zeros(DType::kU8, {int64_t(bytes_per_input)});
+  double copy_total = 0, compare_total = 0;
+  for (auto _ : state) {
+    copy_total += seconds_of([&] {
+      stream_copy(static_cast<const std::byte*>(copy_src.data()),
+                  static_cast<std::byte*>(copy_dst.mutable_data()), bytes_per_input);
+    });
+    const double t = seconds_of(compare);
+    compare_total += t;
+    state.SetIterationTime(t);
+  }
+  const double bytes =
+      2.0 * static_cast<double>(bytes_per_input) * static_cast<double>(state.iterations());
+  state.counters["GB/s"] = bytes / compare_total / 1e9;
+  state.counters["copy_GB/s"] = bytes / copy_total / 1e9;
+  state.counters["ratio_vs_copy"] = copy_total / compare_total;
+  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+}
+
 void BM_CompareVsCopy(benchmark::State& state, DType dtype, size_t bytes_per_input,
                       bool with_bias = false) {
   const int64_t n = static_cast<int64_t>(bytes_per_input / tensor::dtype_size(dtype));
@@ -42,27 +67,10 @@ void BM_CompareVsCopy(benchmark::State& state, DType dtype, size_t bytes_per_inp
     noise.mutable_data_as<float>()[i] =
         e32.data_as<float>()[i] * (1 + 1e-3f * noise.data_as<float>()[i]);
   const Tensor expected = e32.to(dtype), actual = noise.to(dtype);
-  Tensor copy_src = Tensor::zeros(DType::kU8, {int64_t(bytes_per_input)});
-  Tensor copy_dst = Tensor::zeros(DType::kU8, {int64_t(bytes_per_input)});
   const compare::ElementTolerance tol{1.6e-2, 1e-5, true};
-  double copy_total = 0, compare_total = 0;
-  for (auto _ : state) {
-    copy_total += seconds_of([&] {
-      stream_copy(static_cast<const std::byte*>(copy_src.data()),
-                  static_cast<std::byte*>(copy_dst.mutable_data()), bytes_per_input);
-    });
-    const double t = seconds_of([&] {
-      benchmark::DoNotOptimize(compare::compute_metrics(actual, expected, tol, with_bias));
-    });
-    compare_total += t;
-    state.SetIterationTime(t);
-  }
-  const double bytes =
-      2.0 * static_cast<double>(bytes_per_input) * static_cast<double>(state.iterations());
-  state.counters["GB/s"] = bytes / compare_total / 1e9;
-  state.counters["copy_GB/s"] = bytes / copy_total / 1e9;
-  state.counters["ratio_vs_copy"] = copy_total / compare_total;
-  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+  measure_vs_copy(state, bytes_per_input, [&] {
+    benchmark::DoNotOptimize(compare::compute_metrics(actual, expected, tol, with_bias));
+  });
 }
 
 constexpr size_t kMiB = size_t{1} << 20;
@@ -93,26 +101,8 @@ void BM_CompareLogitsVsCopy(benchmark::State& state) {
   for (int64_t i = 0; i < n; ++i)
     ours.mutable_data_as<float>()[i] =
         golden.data_as<float>()[i] + 1e-4f * ours.data_as<float>()[i];
-  const size_t bytes_per_input = size_t(n) * sizeof(float);
-  Tensor copy_src = Tensor::zeros(DType::kU8, {int64_t(bytes_per_input)});
-  Tensor copy_dst = Tensor::zeros(DType::kU8, {int64_t(bytes_per_input)});
-  double copy_total = 0, compare_total = 0;
-  for (auto _ : state) {
-    copy_total += seconds_of([&] {
-      stream_copy(static_cast<const std::byte*>(copy_src.data()),
-                  static_cast<std::byte*>(copy_dst.mutable_data()), bytes_per_input);
-    });
-    const double t =
-        seconds_of([&] { benchmark::DoNotOptimize(compare::compare_logits(ours, golden)); });
-    compare_total += t;
-    state.SetIterationTime(t);
-  }
-  const double bytes =
-      2.0 * static_cast<double>(bytes_per_input) * static_cast<double>(state.iterations());
-  state.counters["GB/s"] = bytes / compare_total / 1e9;
-  state.counters["copy_GB/s"] = bytes / copy_total / 1e9;
-  state.counters["ratio_vs_copy"] = copy_total / compare_total;
-  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+  measure_vs_copy(state, size_t(n) * sizeof(float),
+                  [&] { benchmark::DoNotOptimize(compare::compare_logits(ours, golden)); });
 }
 BENCHMARK(BM_CompareLogitsVsCopy)
     ->Args({32768, 1024})
