@@ -59,34 +59,61 @@ std::string safetensors_header(const std::vector<NamedTensor>& tensors,
 
 void write_safetensors(const std::string& path, std::vector<NamedTensor> tensors,
                        const std::map<std::string, std::string>& metadata) {
+  write_safetensors_streamed(path, std::move(tensors), metadata,
+                             [](const NamedTensor& t, const ByteSink& write) {
+                               write(t.tensor.data(), t.tensor.nbytes());
+                             });
+}
+
+void write_safetensors_streamed(
+    const std::string& path, std::vector<NamedTensor> specs,
+    const std::map<std::string, std::string>& metadata,
+    const std::function<void(const NamedTensor&, const ByteSink&)>& produce) {
   std::set<std::string> names;
-  for (const auto& t : tensors) {
+  for (const auto& t : specs) {
     if (t.name == "__metadata__") throw InputError(path, "'__metadata__' is not a tensor name");
     if (!names.insert(t.name).second)
       throw InputError(path, "duplicate tensor name '" + t.name + "'");
   }
-  layout_order(tensors);
-  const std::string header = safetensors_header(tensors, metadata);
+  layout_order(specs);
+  const std::string header = safetensors_header(specs, metadata);
 
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(temp.c_str(), "wb");
   if (f == nullptr) throw InputError(path, std::string("cannot write: ") + std::strerror(errno));
   bool ok = true;
+  int saved_errno = 0;
+  auto fail_with_errno = [&] {
+    if (ok) saved_errno = errno;
+    ok = false;
+  };
   unsigned char length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(header.size() >> (8 * i));
-  ok = ok && std::fwrite(length, 1, 8, f) == 8;
-  ok = ok && std::fwrite(header.data(), 1, header.size(), f) == header.size();
-  for (const auto& t : tensors) {
-    if (!ok) break;
-    const size_t bytes = t.tensor.nbytes();
-    ok = bytes == 0 || std::fwrite(t.tensor.data(), 1, bytes, f) == bytes;
-  }
-  const int saved_errno = errno;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
+  if (std::fwrite(length, 1, 8, f) != 8 ||
+      std::fwrite(header.data(), 1, header.size(), f) != header.size())
+    fail_with_errno();
+  try {
+    for (const auto& t : specs) {
+      if (!ok) break;
+      size_t written = 0;
+      produce(t, [&](const void* data, size_t bytes) {
+        if (!ok || bytes == 0) return;
+        if (std::fwrite(data, 1, bytes, f) != bytes) fail_with_errno();
+        written += bytes;
+      });
+      H0_CHECK(!ok || written == t.tensor.nbytes())
+          << t.name << ": " << written << " bytes produced for " << t.tensor.nbytes();
+    }
+  } catch (...) {
+    std::fclose(f);
     std::remove(temp.c_str());
-    throw InputError(
-        path, std::string("cannot write: ") + std::strerror(saved_errno ? saved_errno : errno));
+    throw;
+  }
+  if (std::fclose(f) != 0) fail_with_errno();
+  if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
+    if (ok) saved_errno = errno;
+    std::remove(temp.c_str());
+    throw InputError(path, std::string("cannot write: ") + std::strerror(saved_errno));
   }
 }
 

@@ -5,6 +5,7 @@
 // failed write never leaves a truncated file behind.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,5 +31,16 @@ void layout_order(std::vector<NamedTensor>& tensors);
 // file cannot be written.
 void write_safetensors(const std::string& path, std::vector<NamedTensor> tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+// The same file written one tensor at a time, so that no more than the tensor being made is held
+// in memory: the header is written first from `specs` (each a NamedTensor whose tensor is a view
+// with no data: name, dtype and shape), then, in layout order, `produce(spec, write)` is called
+// once per tensor and must pass exactly its nbytes() to `write`, in as many pieces as it likes.
+// The same bytes as write_safetensors for the same tensors.
+using ByteSink = std::function<void(const void* data, size_t bytes)>;
+void write_safetensors_streamed(
+    const std::string& path, std::vector<NamedTensor> specs,
+    const std::map<std::string, std::string>& metadata,
+    const std::function<void(const NamedTensor&, const ByteSink&)>& produce);
 
 }  // namespace h0::io

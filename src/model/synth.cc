@@ -1,5 +1,6 @@
 #include "model/synth.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -57,17 +58,34 @@ void init_params(const WeightInfo& w, double* mean, double* std) {
   *std = 1.0 / std::sqrt(double(fan_in));
 }
 
-tensor::Tensor synth_tensor(const WeightInfo& w, uint64_t seed) {
+// Elements [first, first + n) of tensor `w` in its dtype, into `out` (n x dtype size bytes).
+void synth_elements(const WeightInfo& w, uint64_t seed, size_t first, size_t n, void* out) {
   double mean = 0, std = 0;
   init_params(w, &mean, &std);
-  const size_t n = static_cast<size_t>(w.numel());
   std::vector<double> normal(n);
-  tensor::Philox(seed, stream_of(w.name)).fill_normal(normal.data(), n);
+  tensor::Philox(seed, stream_of(w.name)).fill_normal(normal.data(), n, first);
   std::vector<float> values(n);
   for (size_t i = 0; i < n; ++i) values[i] = static_cast<float>(mean + std * normal[i]);
+  tensor::convert(values.data(), DType::kF32, out, w.dtype, n);
+}
+
+tensor::Tensor synth_tensor(const WeightInfo& w, uint64_t seed) {
   tensor::Tensor t = tensor::Tensor::zeros(w.dtype, tensor::Shape(w.shape.begin(), w.shape.end()));
-  tensor::convert(values.data(), DType::kF32, t.mutable_data(), w.dtype, n);
+  synth_elements(w, seed, 0, static_cast<size_t>(w.numel()), t.mutable_data());
   return t;
+}
+
+// Tensor `w` written in pieces of at most kChunk elements (the same bytes as synth_tensor's),
+// so a 600-million-element embedding costs 13 bytes an element of one piece, not of the whole.
+constexpr size_t kChunk = size_t{1} << 22;
+void stream_tensor(const WeightInfo& w, uint64_t seed, const io::ByteSink& write) {
+  const size_t n = static_cast<size_t>(w.numel()), size = tensor::dtype_size(w.dtype);
+  std::vector<unsigned char> bytes(std::min(n, kChunk) * size);
+  for (size_t first = 0; first < n; first += kChunk) {
+    const size_t m = std::min(kChunk, n - first);
+    synth_elements(w, seed, first, m, bytes.data());
+    write(bytes.data(), m * size);
+  }
 }
 
 // A quantized projection of an fp8 checkpoint (quantization_config fp8): the weight drawn as the
@@ -129,8 +147,6 @@ SynthReport synthesize_checkpoint(const std::string& model_dir, const std::strin
       build_inventory(arch, {.dtype = std::nullopt, .quantized = true, .include_mtp = true});
   const DType original =
       arch.text.dtype.value_or(DType::kBF16);  // the inventory's rule for unquantized tensors
-  std::map<std::string, tensor::Tensor>
-      scales;  // weight_scale_inv, made with their weights (shards keep inventory order)
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw InputError(out_dir, "cannot create: " + ec.message());
@@ -154,28 +170,38 @@ SynthReport synthesize_checkpoint(const std::string& model_dir, const std::strin
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::string file =
         options.shards == 1 ? "model.safetensors" : shard_name(int(g), options.shards);
-    std::vector<io::NamedTensor> tensors;
+    // The shard's tensors by name, dtype and shape; their bytes made one at a time as the writer
+    // asks for them in layout order. A quantized weight and its scale come from one
+    // quantization; the writer asks for the F32 scales before the F8 weights, so each pair is
+    // made twice (once for each) rather than every F8 weight held until its turn.
+    std::vector<io::NamedTensor> specs;
+    std::map<std::string, const WeightInfo*> by_name;
     for (size_t i : groups[g]) {
       const WeightInfo& w = inv.weights[i];
-      if (w.quantized) {
-        tensor::Tensor scale;
-        tensors.push_back(
-            {w.name, synth_quantized(w, original, arch.quantization, options.seed, &scale)});
-        scales[w.name + "_scale_inv"] = std::move(scale);
-      } else if (w.role == WeightRole::kQuantScale) {
-        auto it = scales.find(w.name);  // made with its weight, just before it in inventory order
-        H0_CHECK(it != scales.end()) << w.name << " before its weight";
-        tensors.push_back({w.name, std::move(it->second)});
-        scales.erase(it);
-      } else {
-        tensors.push_back({w.name, synth_tensor(w, options.seed)});
-      }
+      specs.push_back(
+          {w.name, tensor::Tensor::view(w.dtype, tensor::Shape(w.shape.begin(), w.shape.end()),
+                                        nullptr, nullptr)});
+      by_name[w.name] = &w;
       weight_map[w.name] = file;
       report.bytes += w.bytes();
       ++report.tensors;
     }
-    io::write_safetensors((fs::path(out_dir) / file).string(), std::move(tensors),
-                          {{"format", "pt"}});
+    io::write_safetensors_streamed(
+        (fs::path(out_dir) / file).string(), std::move(specs), {{"format", "pt"}},
+        [&](const io::NamedTensor& spec, const io::ByteSink& write) {
+          const WeightInfo& w = *by_name.at(spec.name);
+          if (!w.quantized && w.role != WeightRole::kQuantScale)
+            return stream_tensor(w, options.seed, write);
+          const std::string weight = w.quantized ? w.name : w.name.substr(0, w.name.size() - 10);
+          const auto it = std::find_if(inv.weights.begin(), inv.weights.end(),
+                                       [&](const WeightInfo& x) { return x.name == weight; });
+          H0_CHECK(it != inv.weights.end() && it->quantized) << w.name << " has no weight";
+          tensor::Tensor scale;
+          const tensor::Tensor q =
+              synth_quantized(*it, original, arch.quantization, options.seed, &scale);
+          const tensor::Tensor& out = w.quantized ? q : scale;
+          write(out.data(), out.nbytes());
+        });
     report.files.push_back(file);
   }
   if (options.shards > 1) {

@@ -336,17 +336,17 @@ TEST_F(PlatformTest, ServiceErrorsNameThePlace) {
   EXPECT_EQ(error_in(head + "service: {start: s, port: 1}\n"),
             "p.yaml:3:21: unknown field 'port' in service (expected one of: start, url, health, "
             "startup_timeout, stop_grace, request_timeout, env, api_key_env, model, dialect, "
-            "prefill_chunk, request, variants)");
+            "prefill_chunk, request, kv_source, variants)");
   EXPECT_EQ(error_in(head + "service: {start: s, prefill_chunk: 0}\n"),
             "p.yaml:3:36: bad prefill_chunk: expected a number of tokens >= 1, e.g. 64");
   EXPECT_EQ(error_in(head + "service: {start: s, variants: {big: {start: t, port: 1}}}\n"),
             "p.yaml:3:48: unknown field 'port' in a service variant (expected one of: start, url, "
             "health, startup_timeout, stop_grace, request_timeout, env, api_key_env, model, "
-            "dialect, prefill_chunk, request)");
+            "dialect, prefill_chunk, request, kv_source)");
   EXPECT_EQ(error_in(head + "service: {start: s, variants: {big: {start: t, variants: {}}}}\n"),
             "p.yaml:3:48: unknown field 'variants' in a service variant (expected one of: start, "
             "url, health, startup_timeout, stop_grace, request_timeout, env, api_key_env, model, "
-            "dialect, prefill_chunk, request)");
+            "dialect, prefill_chunk, request, kv_source)");
 }
 
 // A variant is its base service with the fields it writes changed: the serving checks start it
