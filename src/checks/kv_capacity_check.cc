@@ -25,6 +25,7 @@
 #include "model/architecture.h"
 #include "plan/memory_plan.h"
 #include "plan/parallel_plan.h"
+#include "service/metrics.h"
 #include "suite/location.h"
 
 namespace h0::checks {
@@ -38,40 +39,13 @@ struct Spec {
   double device_memory = 0;  // the platform's
 };
 
-// The labels of the first sample of `name` in Prometheus text; nullopt when absent.
-std::optional<std::map<std::string, std::string>> labels_of(const std::string& text,
-                                                            const std::string& name) {
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(name + "{", 0) != 0) continue;
-    std::map<std::string, std::string> labels;
-    size_t i = name.size() + 1;
-    while (i < line.size() && line[i] != '}') {
-      const size_t eq = line.find('=', i);
-      if (eq == std::string::npos || eq + 1 >= line.size() || line[eq + 1] != '"') break;
-      std::string value;
-      size_t j = eq + 2;
-      for (; j < line.size() && line[j] != '"'; ++j) {
-        if (line[j] == '\\' && j + 1 < line.size()) ++j;
-        value += line[j];
-      }
-      labels[line.substr(i, eq - i)] = value;
-      i = j + 1;
-      if (i < line.size() && line[i] == ',') ++i;
-    }
-    return labels;
-  }
-  return std::nullopt;
-}
-
-std::optional<int64_t> integer(const std::map<std::string, std::string>& labels,
-                               const std::string& key) {
-  const auto it = labels.find(key);
-  if (it == labels.end()) return std::nullopt;
+// Label `key` of a label set as a whole number; nullopt when absent or not a number.
+std::optional<int64_t> integer(const std::string& labels, const std::string& key) {
+  const std::string value = service::label_value(labels, key);
   try {
     size_t used = 0;
-    const long long v = std::stoll(it->second, &used);
-    if (used != it->second.size()) return std::nullopt;
+    const long long v = std::stoll(value, &used);
+    if (used != value.size()) return std::nullopt;
     return int64_t(v);
   } catch (const std::exception&) {
     return std::nullopt;
@@ -261,7 +235,7 @@ class KvCapacityCase final : public PreparedCase {
       *why = "GET /metrics: " + std::string(service::outcome_name(r.outcome)) + " " + r.error;
       return std::nullopt;
     }
-    const auto labels = labels_of(body, "vllm:cache_config_info");
+    const auto labels = service::sample_labels(body, "vllm:cache_config_info");
     if (!labels) {
       *why =
           "the engine reports no KV capacity (no vllm:cache_config_info in /metrics; the "
@@ -272,14 +246,12 @@ class KvCapacityCase final : public PreparedCase {
     const auto blocks = integer(*labels, "num_gpu_blocks");
     e.block_size = integer(*labels, "block_size");
     e.memory = integer(*labels, "kv_cache_memory_bytes");
-    if (const auto it = labels->find("gpu_memory_utilization"); it != labels->end()) {
-      try {
-        e.utilization = std::stod(it->second);
-      } catch (const std::exception&) {
-      }
+    if (const std::string u = service::label_value(*labels, "gpu_memory_utilization"); !u.empty()) {
+      char* end = nullptr;
+      const double v = std::strtod(u.c_str(), &end);
+      if (end != u.c_str() && *end == '\0') e.utilization = v;
     }
-    if (const auto it = labels->find("cache_dtype"); it != labels->end())
-      e.dtype_label = it->second;
+    e.dtype_label = service::label_value(*labels, "cache_dtype");
     if (tokens) {
       e.tokens = *tokens;
       e.source = "vllm:cache_config_info kv_cache_size_tokens";
@@ -306,11 +278,9 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
     s.kv_dtype = plan::parse_kv_dtype(as_string(c, d, "kv_dtype"));
     if (!s.kv_dtype) fail(c, d, "kv_dtype: expected bf16, f16, f32 or fp8");
   }
-  if (const YAML::Node m = case_field(c, "max_diff"); m.IsDefined() && !m.IsNull()) {
-    s.max_diff = as_double(c, m, "max_diff");
-    if (!(s.max_diff >= 0 && s.max_diff < 1))
-      fail(c, m, "max_diff: expected a fraction in [0, 1), e.g. 0.1");
-  }
+  s.max_diff = field_double(c, "max_diff", s.max_diff);
+  if (!(s.max_diff >= 0 && s.max_diff < 1))
+    fail(c, case_field(c, "max_diff"), "max_diff: expected a fraction in [0, 1), e.g. 0.1");
   return std::make_unique<KvCapacityCase>(std::move(s));
 }
 

@@ -146,10 +146,9 @@ std::unique_ptr<PreparedCase> prepare(const suite::Case& c, const suite::Platfor
     }
     s.expected.push_back(expected);
   }
-  if (const YAML::Node m = case_field(c, "max_abs"); m.IsDefined() && !m.IsNull()) {
-    s.max_abs = as_double(c, m, "max_abs");
-    if (!(s.max_abs > 0)) fail(c, m, "max_abs: expected a positive number of nats, e.g. 0.05");
-  }
+  s.max_abs = field_double(c, "max_abs", s.max_abs);
+  if (!(s.max_abs > 0))
+    fail(c, case_field(c, "max_abs"), "max_abs: expected a positive number of nats, e.g. 0.05");
   return std::make_unique<PromptLogprobsCase>(std::move(s));
 }
 

@@ -11,7 +11,8 @@ bool name_char(char c, bool first) {
          (!first && c >= '0' && c <= '9');
 }
 
-// The value of label `key` inside "{a="x",le="0.5"}", or "".
+}  // namespace
+
 std::string label_value(std::string_view labels, std::string_view key) {
   const std::string needle = std::string(key) + "=\"";
   for (size_t at = labels.find(needle); at != std::string_view::npos;
@@ -24,7 +25,20 @@ std::string label_value(std::string_view labels, std::string_view key) {
   return "";
 }
 
-}  // namespace
+std::optional<std::string> sample_labels(std::string_view text, std::string_view name) {
+  const std::string start = std::string(name) + "{";
+  for (size_t from = 0; from < text.size();) {
+    size_t end = text.find('\n', from);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(from, end - from);
+    from = end + 1;
+    if (line.substr(0, start.size()) != start) continue;
+    const size_t close = line.rfind('}');
+    if (close == std::string_view::npos || close < start.size()) return std::nullopt;
+    return std::string(line.substr(start.size() - 1, close - start.size() + 2));
+  }
+  return std::nullopt;
+}
 
 Metrics Metrics::parse(std::string_view text) {
   Metrics m;

@@ -35,6 +35,12 @@ class Metrics {
   size_t skipped_ = 0;
 };
 
+// The value of label `key` inside a label set "{a="x",le="0.5"}", or "".
+std::string label_value(std::string_view labels, std::string_view key);
+// The label set ("{...}") of the first sample of `name` in the exposition text (an info gauge such
+// as vllm:cache_config_info, whose value is 1 and whose facts are its labels); nullopt if none.
+std::optional<std::string> sample_labels(std::string_view text, std::string_view name);
+
 // GET /metrics from the client's service; nullopt when it does not answer 2xx (`why` says).
 std::optional<Metrics> scrape_metrics(Client& client, std::string* why = nullptr);
 
