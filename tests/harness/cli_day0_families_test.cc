@@ -72,12 +72,14 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // day0 on `name` with the faulty plugin's `options` (a YAML flow map), --keep-going: the stages.
+// The long-context stage is not run (--long 0): these faults are caught by the short stages, and
+// tests/harness/cli_long_test.cc runs the long ones.
 std::map<std::string, nlohmann::json> faulty_day0(const std::string& name,
                                                   const std::string& options) {
   test::TempDir dir;
   std::ofstream(dir.file("faulty.yaml")) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
                                          << ", options: " << options << "}\ndevice_memory: 8GiB\n";
-  const auto r = run_harness("day0 --json --no-db --no-report --keep-going --model " +
+  const auto r = run_harness("day0 --json --no-db --no-report --keep-going --long 0 --model " +
                              model_dir(name) + " --platform " + dir.file("faulty.yaml"));
   EXPECT_EQ(r.code, 1) << r.err;
   return stages_of(r.out);

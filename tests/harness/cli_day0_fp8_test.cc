@@ -62,7 +62,7 @@ TEST(Day0Fp8, AWrongBlockScaleIsCaughtAtTheOpStageAndLocalizedAtTheLayers) {
       << stages["op_accuracy"]["summary"];
   EXPECT_EQ(stages["layer_accuracy"]["status"], "blocked");
 
-  r = run_harness(base + " --keep-going");
+  r = run_harness(base + " --keep-going --long 0");
   EXPECT_EQ(r.code, 1) << r.err;
   stages = stages_of(r.out);
   EXPECT_EQ(stages["layer_accuracy"]["status"], "fail");

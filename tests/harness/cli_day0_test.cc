@@ -133,7 +133,7 @@ TEST(Day0, AFaultyOperatorStopsAtOperatorAccuracyUnlessKeepGoing) {
                 "blocked: op_accuracy did not pass"),
             std::string::npos);
 
-  r = run_harness(base + " --keep-going");
+  r = run_harness(base + " --keep-going --long 0");
   EXPECT_EQ(r.code, 1) << r.err;
   stages = stages_of(r.out);
   EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
@@ -145,6 +145,8 @@ TEST(Day0, AFaultyOperatorStopsAtOperatorAccuracyUnlessKeepGoing) {
   }
   EXPECT_EQ(stages["service"]["status"], "fail");      // the faulty platform names no service
   EXPECT_EQ(stages["e2e_text"]["status"], "blocked");  // cannot run without one
+  EXPECT_EQ(stages["long_context"]["status"], "not_run");
+  EXPECT_EQ(stages["long_context"]["summary"], "not run: --long 0");
 }
 
 // --golden holding a dump of an image prompt (gen_models.py's p13_image, with its pixels file):
@@ -157,7 +159,7 @@ TEST(Day0, AnImageDumpInTheGoldenDirectoryIsNotComparedAsText) {
   for (const auto& e :
        std::filesystem::directory_iterator(test::source_path("golden/models/tiny-llava-hd32")))
     std::filesystem::copy_file(e.path(), dir.file("goldens/" + e.path().filename().string()));
-  const auto r = run_harness("day0 --json --no-db --no-report --keep-going --model " +
+  const auto r = run_harness("day0 --json --no-db --no-report --keep-going --long 0 --model " +
                              dir.file("my-llava") + " --golden " + dir.file("goldens"));
   const auto stages = stages_of(r.out);
   ASSERT_EQ(stages.count("layer_accuracy"), 1u) << r.out << r.err;
@@ -203,9 +205,10 @@ TEST(Day0, AFailedConfigBlocksEverything) {
       run_harness("day0 --model configs/models/tiny-llama --eval-reference label:stack=x").code, 2);
 }
 
-// The long-context stage within its budget: what the budget leaves is named, not run; --long 0
-// runs nothing and says so (never a pass). A model without long goldens gets the golden-free
-// evidence only (a chunked prefill against one pass), said so.
+// The long-context stage within its budget: what the budget leaves is named, not run (--long 0,
+// which runs nothing and says so, never a pass:
+// AFaultyOperatorStopsAtOperatorAccuracyUnlessKeepGoing). A model without long goldens gets the
+// golden-free evidence only (a chunked prefill against one pass), said so.
 TEST(Day0, TheLongContextStageKeepsToItsBudgetAndSaysWhatItCompared) {
   auto long_stage = [](const std::string& args) {
     const auto r = run_harness("day0 --json --no-db --no-report " + args);
@@ -217,9 +220,6 @@ TEST(Day0, TheLongContextStageKeepsToItsBudgetAndSaysWhatItCompared) {
             "passed at 2,040 tokens: long; not run within --long 0.001 s: "
             "tiny-llama/long_chunked, tiny-llama/completion_long, "
             "tiny-llama/long_prompt_logprobs, tiny-llama/kv_capacity");
-  const nlohmann::json none = long_stage("--model configs/models/tiny-llama --long 0");
-  EXPECT_EQ(none["status"], "not_run");
-  EXPECT_EQ(none["summary"], "not run: --long 0");
   const nlohmann::json own = long_stage(
       "--model tests/data/models/tiny-deepseek-v32 --golden golden/models/tiny-deepseek-v32");
   EXPECT_EQ(own["status"], "pass") << own;
