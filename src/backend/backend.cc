@@ -1,5 +1,6 @@
 #include "backend/backend.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -145,6 +146,27 @@ void Backend::release(void* device_ptr) { entry_->free(entry_->self, device_ptr)
 DeviceTensor Backend::upload(const tensor::Tensor& host) {
   DeviceTensor t = allocate(host.dtype(), host.shape());
   upload_into(host, &t);
+  return t;
+}
+
+DeviceTensor Backend::upload_in_pieces(
+    const tensor::Tensor& host, size_t piece,
+    const std::function<void(size_t offset, size_t bytes)>& copied) {
+  if (entry_->abi_version < 2 || entry_->copy_to_device_at == nullptr || piece == 0 ||
+      host.nbytes() <= piece) {
+    DeviceTensor t = upload(host);
+    copied(0, host.nbytes());
+    return t;
+  }
+  DeviceTensor t = allocate(host.dtype(), host.shape());
+  const auto* src = static_cast<const std::byte*>(host.data());
+  for (size_t offset = 0; offset < host.nbytes(); offset += piece) {
+    const size_t bytes = std::min(piece, host.nbytes() - offset);
+    const hb_status s =
+        entry_->copy_to_device_at(entry_->self, t.desc_.data, offset, src + offset, bytes);
+    if (s != HB_OK) fail(s, "copy_to_device_at");
+    copied(offset, bytes);
+  }
   return t;
 }
 

@@ -3,6 +3,7 @@
 // downloads, and errors with the backend's own words. Nothing here special-cases a backend.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -79,6 +80,11 @@ class Backend {
 
   DeviceTensor allocate(tensor::DType dtype, const tensor::Shape& shape);
   DeviceTensor upload(const tensor::Tensor& host);
+  // upload in pieces of about `piece` bytes when the backend copies at an offset (ABI 2's
+  // copy_to_device_at), calling copied(offset, bytes) after each piece (the caller drops those
+  // bytes of its source); one copy and one call otherwise.
+  DeviceTensor upload_in_pieces(const tensor::Tensor& host, size_t piece,
+                                const std::function<void(size_t offset, size_t bytes)>& copied);
   // Copies a host tensor into an existing device tensor of the same size.
   void upload_into(const tensor::Tensor& host, DeviceTensor* device);
   void download(const DeviceTensor& device, tensor::Tensor* host);

@@ -1,9 +1,9 @@
 // Decompositions of ops into others, for backends that lack an op but have its parts. The
 // heavy work runs on the backend; the host only moves small tensors (a transpose, a [T]
-// vector of inverse norms, a broadcast), except scaled_linear, whose weight the host
-// dequantizes (the catalogue's dequantize reference, block2d) before the backend's linear
-// runs (in f32 where the backend has it). Intermediates are in the call's dtype, so a decomposed op
-// may round more often than a native one.
+// vector of inverse norms, a broadcast), except scaled_linear and linear_widen, whose weight the
+// host dequantizes or widens (the catalogue's dequantize reference, block2d) before the backend's
+// linear runs (in f32 where the backend has it). Intermediates are in the call's dtype, so a
+// decomposed op may round more often than a native one.
 #include <cmath>
 #include <cstring>
 
@@ -61,6 +61,16 @@ void linear(Backend& b, const std::vector<const DeviceTensor*>& in,
   }
   const DeviceTensor bias_dev = b.upload(broadcast);
   b.run_op("add", {&product, &bias_dev}, {out[0]}, "{}");
+}
+
+// linear_widen(x, w, bias) = linear(x, w widened to x's dtype, bias): the widening on the host
+// (exact for bf16 and f16 into f32), the product on the backend.
+void linear_widen(Backend& b, const std::vector<const DeviceTensor*>& in,
+                  const std::vector<DeviceTensor*>& out, const ops::Json&) {
+  const DeviceTensor w = b.upload(b.download(*in[1]).to(in[0]->dtype()));
+  std::vector<const DeviceTensor*> args = {in[0], &w};
+  if (in.size() > 2 && in[2] != nullptr) args.push_back(in[2]);
+  b.run_op("linear", args, {out[0]}, "{}");
 }
 
 // scaled_linear(x, w, w_scale, bias) = linear(x', dequantize(w, w_scale), bias): the weight
@@ -149,10 +159,9 @@ void rmsnorm(Backend& b, const std::vector<const DeviceTensor*>& in,
 
 const std::vector<Decomposition>& decompositions() {
   static const std::vector<Decomposition> table = {
-      {"swiglu", {"silu", "mul"}, &swiglu},
-      {"linear", {"matmul", "add"}, &linear},
-      {"rmsnorm", {"mul", "matmul"}, &rmsnorm},
-      {"scaled_linear", {"linear"}, &scaled_linear},
+      {"swiglu", {"silu", "mul"}, &swiglu},        {"linear", {"matmul", "add"}, &linear},
+      {"rmsnorm", {"mul", "matmul"}, &rmsnorm},    {"scaled_linear", {"linear"}, &scaled_linear},
+      {"linear_widen", {"linear"}, &linear_widen},
   };
   return table;
 }

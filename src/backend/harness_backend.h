@@ -1,13 +1,14 @@
-/* The day0 harness platform plugin ABI, version 1. A vendor builds a shared library with their
- * own toolchain, including only this header, and exports hb_backend_entry. Built-in backends
- * fill the same struct. The ABI only grows by appending fields and bumping HB_ABI_VERSION; a
- * plugin built for an older version keeps working. See src/backends/faulty/ for an example. */
+/* The day0 harness platform plugin ABI, version 2 (version 1 plus copy_to_device_at). A vendor
+ * builds a shared library with their own toolchain, including only this header, and exports
+ * hb_backend_entry. Built-in backends fill the same struct. The ABI only grows by appending fields
+ * and bumping HB_ABI_VERSION; a plugin built for an older version keeps working. See
+ * src/backends/faulty/ for an example. */
 #ifndef HARNESS_BACKEND_H_
 #define HARNESS_BACKEND_H_
 
 #include <stddef.h>
 #include <stdint.h>
-#define HB_ABI_VERSION 1
+#define HB_ABI_VERSION 2
 #define HB_MAX_DIMS 8
 typedef enum hb_dtype {
   HB_F64 = 0,
@@ -61,6 +62,12 @@ typedef struct hb_backend {
   hb_status (*memory_info)(void* self, size_t* free_bytes, size_t* total_bytes);
   const char* (*last_error)(void* self);
   void (*shutdown)(void* self);
+  /* Version 2. Copies `bytes` from the host to `device_dst` starting `offset` bytes in (a
+   * device_dst that alloc returned): the harness uploads a large weight in pieces, each as soon
+   * as it is read, so the checkpoint's pages and the device copy are not both resident whole.
+   * NULL (or a version 1 plugin): whole-tensor copies only. */
+  hb_status (*copy_to_device_at)(void* self, void* device_dst, size_t offset, const void* host_src,
+                                 size_t bytes);
 } hb_backend;
 #ifdef __cplusplus
 extern "C"

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -40,6 +41,13 @@ void MappedFile::prefetch(size_t offset, size_t bytes) const {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   size_t begin = offset / page * page;
   ::madvise(const_cast<std::byte*>(data_) + begin, offset + bytes - begin, MADV_WILLNEED);
+}
+
+void MappedFile::release(size_t offset, size_t bytes) const {
+  if (data_ == nullptr || bytes == 0 || offset >= size_) return;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t begin = offset / page * page, end = std::min(size_, offset + bytes);
+  ::madvise(const_cast<std::byte*>(data_) + begin, end - begin, MADV_DONTNEED);
 }
 
 }  // namespace h0::base

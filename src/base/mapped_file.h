@@ -23,6 +23,10 @@ class MappedFile {
 
   // Hints that [offset, offset + bytes) will be read soon (madvise WILLNEED). O(1).
   void prefetch(size_t offset, size_t bytes) const;
+  // Drops this process's resident pages of [offset, offset + bytes) (madvise DONTNEED): once a
+  // tensor has been copied out, its file pages stop counting in the process's memory. A later
+  // read of the range reads the file again (the mapping is read-only); nothing is lost.
+  void release(size_t offset, size_t bytes) const;
 
  private:
   MappedFile(std::string path, const std::byte* data, size_t size)

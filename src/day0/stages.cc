@@ -277,13 +277,15 @@ std::vector<YAML::Node> model_shape_checks(const Context& ctx) {
                  const std::string& id = "") {
     fields["op"] = op;
     fields["golden"] = "reference";
-    fields["dtype"] = dtype;
+    if (!fields.contains("dtype")) fields["dtype"] = dtype;
     fields["shape"] = shape;
     checks.push_back(
         check_node(ctx.model_name + "/shapes/" + (id.empty() ? op : id), "op", fields));
   };
   const model::ModelOps bound = model::model_ops(
       *ctx.arch, *tensor::parse_dtype(dtype));  // the attrs the executor runs them with
+  const model::ModelOps bound_f32 =
+      model::model_ops(*ctx.arch, tensor::DType::kF32);  // the layer and model stages' run
   const auto attrs_of = [](const model::BoundOp& op) { return Json{{"attrs", op.attrs}}; };
   const Json positions = {{"positions", {{"arange", {{"start", 0}, {"step", 1}}}}}};
   if (ctx.model_ops.count("rmsnorm")) add("rmsnorm", {T, t.hidden_size}, attrs_of(bound.rmsnorm));
@@ -306,6 +308,27 @@ std::vector<YAML::Node> model_shape_checks(const Context& ctx) {
     for (const auto& [k, n] : shapes)
       add("linear", {T, k, n}, Json::object(),
           "linear/" + std::to_string(k) + "x" + std::to_string(n));
+  }
+  // The layer and model stages run in f32 with the projections kept as stored (bf16):
+  // linear_widen at every projection shape, at a prefill's T and a decode step's (the cpu kernel's
+  // two paths).
+  if (const auto stored = model::widened_weight_dtype(*ctx.arch, tensor::DType::kF32);
+      stored && ctx.model_ops.count("linear")) {
+    std::set<std::pair<int64_t, int64_t>> shapes;
+    for (const model::WeightInfo& w : inventory.weights) {
+      if (w.tensor != model::TensorRole::kOther && w.shape.size() == 2 &&
+          w.piece == model::TensorPiece::kWeight && !w.quantized && w.expert < 0 && !w.mtp &&
+          w.tensor != model::TensorRole::kEmbed)
+        shapes.insert({w.shape[1], w.shape[0]});
+    }
+    for (const auto& [k, n] : shapes) {
+      for (const int64_t rows : {T, int64_t{1}}) {
+        add("linear_widen", {rows, k, n},
+            {{"attrs", bound_f32.linear_widen.attrs}, {"dtype", "f32"}},
+            "linear_widen/" + std::to_string(rows) + "x" + std::to_string(k) + "x" +
+                std::to_string(n));
+      }
+    }
   }
   if (ctx.model_ops.count("scaled_linear")) {  // the fp8 block-quantized projections, as stored
     std::set<std::pair<int64_t, int64_t>> shapes;

@@ -126,7 +126,22 @@ std::string first_duplicate_key(const char* text, size_t length) {
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   auto file = base::MappedFile::open(path);
-  return parse(file->data(), file->size(), path, file);
+  SafetensorsFile f = parse(file->data(), file->size(), path, file);
+  f.mapped_ = file;
+  return f;
+}
+
+bool SafetensorsFile::release_range(const void* p, size_t bytes) const {
+  const auto* b = static_cast<const std::byte*>(p);
+  if (mapped_ == nullptr || b < data_ || b + bytes > data_ + size_) return false;
+  mapped_->release(size_t(b - data_), bytes);
+  return true;
+}
+
+void SafetensorsFile::release(std::string_view name) const {
+  const TensorEntry* e = find(name);
+  if (mapped_ == nullptr || e == nullptr) return;
+  mapped_->release(data_offset_ + e->begin, e->end - e->begin);
 }
 
 SafetensorsFile SafetensorsFile::parse(const std::byte* data, size_t size, std::string label,

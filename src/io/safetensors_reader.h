@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/mapped_file.h"
 #include "tensor/tensor.h"
 
 namespace h0::io {
@@ -59,6 +60,12 @@ class SafetensorsFile {
   // another axis an owned copy that reads only the selected bytes (for a 2-D weight: a row
   // range or a column range). Throws InputError for an absent tensor or a bad range.
   tensor::Tensor slice(std::string_view name, int axis, int64_t begin, int64_t end) const;
+  // Drops the process's resident pages of a tensor's bytes when the file is memory-mapped
+  // (MappedFile::release), after a caller has copied it out; no-op for an in-memory image.
+  void release(std::string_view name) const;
+  // The same for any bytes of the file's data: [p, p + bytes) if it lies in this file's map.
+  // Returns whether it does.
+  bool release_range(const void* p, size_t bytes) const;
   // The raw bytes of a tensor (for hashing). Zero-copy.
   const std::byte* tensor_bytes(const TensorEntry& entry) const {
     return data_ + data_offset_ + entry.begin;
@@ -72,6 +79,7 @@ class SafetensorsFile {
   size_t size_ = 0;
   size_t data_offset_ = 0;
   std::shared_ptr<const void> keepalive_;
+  std::shared_ptr<const base::MappedFile> mapped_;  // the file's map when opened from a file
   std::vector<TensorEntry> entries_;
   std::map<std::string, size_t, std::less<>> index_;
   std::map<std::string, std::string> metadata_;

@@ -30,6 +30,16 @@ class ShardedCheckpoint {
   // The shard holding `name`; throws InputError if absent.
   const SafetensorsFile& shard_of(std::string_view name) const;
   tensor::Tensor get(std::string_view name) const { return shard_of(name).get(name); }
+  // SafetensorsFile::release of the tensor's shard (no-op for an absent name).
+  void release(std::string_view name) const {
+    if (find(name) != nullptr) shard_of(name).release(name);
+  }
+  // SafetensorsFile::release_range on the shard whose map holds [p, p + bytes), if any.
+  void release_range(const void* p, size_t bytes) const {
+    for (const auto& s : shards_) {
+      if (s->release_range(p, bytes)) return;
+    }
+  }
   tensor::Tensor slice(std::string_view name, int axis, int64_t begin, int64_t end) const {
     return shard_of(name).slice(name, axis, begin, end);
   }

@@ -63,8 +63,10 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
       backend_(backend),
       options_(options),
       ops_(backend, options.fallback, options.profile),
-      weights_(
-          std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype, options.sharding)),
+      weights_(std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype, options.sharding,
+                                              backend.supports("linear_widen", options.dtype)
+                                                  ? widened_weight_dtype(arch, options.dtype)
+                                                  : std::nullopt)),
       cache_(backend, kv_geometry(arch, options), options.dtype),
       prefix_(arch.has_vision ? "model.language_model." : "model."),
       attention_scale_(attention_scale(arch.text)),
@@ -154,8 +156,12 @@ DeviceTensor Executor::linear_of(const DeviceTensor& w, const DeviceTensor* b,
     if (b != nullptr) return ops_.run1(op, {&x, &w, scale, b});
     return ops_.run1(op, {&x, &w, scale});
   }
-  if (b != nullptr) return ops_.run1(op_.linear, {&x, &w, b});
-  return ops_.run1(op_.linear, {&x, &w});
+  // A weight kept as stored (bf16 in an f32 run: ModelWeights' `kept`), widened in the kernel.
+  const BoundOp& op = w.dtype() == x.dtype() ? op_.linear : op_.linear_widen;
+  H0_CHECK(op.def != nullptr) << "a " << tensor::dtype_name(w.dtype()) << " weight in a "
+                              << tensor::dtype_name(x.dtype()) << " run";
+  if (b != nullptr) return ops_.run1(op, {&x, &w, b});
+  return ops_.run1(op, {&x, &w});
 }
 
 tensor::Tensor Executor::forward(int seq, const std::vector<int64_t>& ids, ProbeRecorder* probes,
@@ -253,16 +259,33 @@ std::vector<tensor::Tensor> Executor::forward_batch(const std::vector<BatchItem>
 DeviceTensor Executor::embed(const std::vector<int64_t>& ids) {
   const Sharding* sh = options_.sharding;
   const DeviceTensor& table = weights_->get(-1, TensorRole::kEmbed);
+  // A table kept as stored (bf16 in an f32 run): its rows gathered exactly (scale 1), widened
+  // here and times Gemma 3's scale in the run dtype (what the op does in f32: one rounding).
+  const bool narrow = table.dtype() != options_.dtype;
+  BoundOp gather = op_.embedding;
+  double scale = 1;
+  if (narrow && gather.attrs.contains("scale")) {
+    scale = gather.attrs["scale"].get<double>();
+    gather.attrs["scale"] = 1.0;
+  }
+  const auto widened = [&](tensor::Tensor rows) {
+    if (!narrow) return rows;
+    tensor::Tensor wide = rows.to(options_.dtype);
+    if (scale != 1) wide = glue::scaled(wide, scale);
+    return wide;
+  };
   if (sh == nullptr || !sh->tp || sh->tp->size() == 1) {
     const DeviceTensor id_dev = backend_.upload(index_tensor(ids));
-    return ops_.run1(op_.embedding, {&id_dev, &table});
+    DeviceTensor rows = ops_.run1(gather, {&id_dev, &table});
+    if (!narrow) return rows;
+    return backend_.upload(widened(backend_.download(rows)));
   }
   std::vector<int64_t> local(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     local[i] = ids[i] >= sh->vocab_begin && ids[i] < sh->vocab_end ? ids[i] - sh->vocab_begin : 0;
   }
   const DeviceTensor id_dev = backend_.upload(index_tensor(local));
-  tensor::Tensor host = backend_.download(ops_.run1(op_.embedding, {&id_dev, &table}));
+  tensor::Tensor host = widened(backend_.download(ops_.run1(gather, {&id_dev, &table})));
   const size_t row = size_t(arch_.text.hidden_size) * tensor::dtype_size(host.dtype());
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < sh->vocab_begin || ids[i] >= sh->vocab_end) {

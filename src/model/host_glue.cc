@@ -26,6 +26,14 @@ tensor::Tensor to_dtype(const tensor::Tensor& t, tensor::DType dtype) {
   return t.dtype() == dtype ? t : t.to(dtype);
 }
 
+tensor::Tensor scaled(const tensor::Tensor& t, double scale) {
+  tensor::Tensor f = to_f32(t).clone();
+  const float s = float(scale);
+  float* v = f.mutable_data_as<float>();
+  for (int64_t i = 0; i < f.numel(); ++i) v[i] *= s;
+  return to_dtype(f, t.dtype());
+}
+
 std::pair<tensor::Tensor, tensor::Tensor> split_last(const tensor::Tensor& t, int64_t n) {
   const int64_t last = t.shape().back(), rows = t.numel() / last;
   H0_CHECK(n >= 0 && n <= last) << "split " << n << " of " << last;

@@ -17,6 +17,9 @@ std::vector<int64_t> ids_of(const tensor::Tensor& t);
 // t converted to f32 (a copy); t itself when it already is f32.
 tensor::Tensor to_f32(const tensor::Tensor& t);
 tensor::Tensor to_dtype(const tensor::Tensor& t, tensor::DType dtype);
+// Every element times float(scale), in f32, rounded once back into t's dtype (embedding's attr
+// scale).
+tensor::Tensor scaled(const tensor::Tensor& t, double scale);
 
 // t[..., N] -> (t[..., :n], t[..., n:]).
 std::pair<tensor::Tensor, tensor::Tensor> split_last(const tensor::Tensor& t, int64_t n);

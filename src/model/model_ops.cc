@@ -21,9 +21,18 @@ double rounded_to(double v, tensor::DType dtype) {
 
 }  // namespace
 
+std::optional<tensor::DType> widened_weight_dtype(const Architecture& arch, tensor::DType dtype) {
+  const std::optional<tensor::DType> stored = arch.text.dtype;
+  if (dtype != tensor::DType::kF32 || !stored) return std::nullopt;
+  if (*stored != tensor::DType::kBF16 && *stored != tensor::DType::kF16) return std::nullopt;
+  return stored;
+}
+
 ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant) {
   const TextModel& t = arch.text;
   ModelOps o;
+  if (const auto stored = widened_weight_dtype(arch, dtype))
+    o.linear_widen = bind_op("linear_widen", {{"dtype", tensor::dtype_name(*stored)}});
   ops::Json norm = {{"eps", t.rms_norm_eps}};
   if (t.norm_offset != 0) norm["offset"] = t.norm_offset;
   o.rmsnorm = bind_op("rmsnorm", norm);
@@ -163,12 +172,23 @@ std::set<std::string> ModelOps::names() const {
   } else {
     out.insert("paged_attention");
   }
-  for (const BoundOp* op :
-       {&rmsnorm,     &linear,           &add,         &swiglu,        &mlp_act,    &embedding,
-        &rope,        &local_rope,       &argmax,      &scaled_linear, &moe_gate,   &moe_experts,
-        &sigmoid,     &conv1d,           &gdn_gating,  &delta_rule,    &norm_gated, &index_norm,
-        &index_rope,  &index_select,     &layernorm,   &mul,           &silu,       &gelu,
-        &patch_embed, &vision_attention, &vision_norm, &vision_rope}) {
+  // With linear_widen every projection runs by it (ModelWeights keeps them all as stored); a
+  // tensor a checkpoint stores otherwise (an f32 router in a bf16 checkpoint) still runs by linear.
+  if (linear_widen.def != nullptr) out.insert("linear_widen");
+  for (const BoundOp* op : {&rmsnorm,     linear_widen.def != nullptr ? &linear_widen : &linear,
+                            &add,         &swiglu,
+                            &mlp_act,     &embedding,
+                            &rope,        &local_rope,
+                            &argmax,      &scaled_linear,
+                            &moe_gate,    &moe_experts,
+                            &sigmoid,     &conv1d,
+                            &gdn_gating,  &delta_rule,
+                            &norm_gated,  &index_norm,
+                            &index_rope,  &index_select,
+                            &layernorm,   &mul,
+                            &silu,        &gelu,
+                            &patch_embed, &vision_attention,
+                            &vision_norm, &vision_rope}) {
     if (op->def != nullptr) out.insert(op->def->name);
   }
   return out;

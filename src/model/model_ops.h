@@ -4,6 +4,7 @@
 // each tiny model and compares the ops it actually ran with names()).
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -15,6 +16,9 @@ namespace h0::model {
 
 struct ModelOps {
   BoundOp rmsnorm, linear, add, swiglu, embedding, rope, argmax;
+  // A projection whose weight is kept as the checkpoint stores it (bf16) in an f32 run
+  // (widened_weight_dtype): bound with attr dtype the stored one.
+  BoundOp linear_widen;
   BoundOp mlp_act;                // a gelu MLP's activation (with mul), in place of swiglu
   BoundOp local_rope;             // the sliding layers' RoPE when their base differs (Gemma 3)
   BoundOp scaled_linear;          // fp8 block-quantized projections (quantization_config fp8)
@@ -38,6 +42,11 @@ struct ModelOps {
   // sample (bound per request: its sampling parameters).
   std::set<std::string> names() const;
 };
+
+// The dtype in which a run in `dtype` keeps the projections' weights (and the embedding table)
+// as stored, for linear_widen: the checkpoint's bf16 or f16 (config torch_dtype) when the run is
+// f32; nullopt otherwise (the weights are converted to the run dtype on load).
+std::optional<tensor::DType> widened_weight_dtype(const Architecture& arch, tensor::DType dtype);
 
 // The ops of a modelled architecture (Architecture::modelled), run in `dtype` (the constants
 // HF rounds to the weights' dtype, Gemma 3's embedding scale, are rounded to it). `act_quant`:

@@ -163,11 +163,63 @@ bool stored_as_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightInfo& w) {
 
 bool is_fp8(tensor::DType d) { return d == tensor::DType::kF8E4M3 || d == tensor::DType::kF8E5M2; }
 
+// The roles the executor runs by linear (Executor::linear): their weights may stay as stored.
+bool runs_by_linear(TensorRole role) {
+  switch (role) {
+    case TensorRole::kAttnQ:
+    case TensorRole::kAttnK:
+    case TensorRole::kAttnV:
+    case TensorRole::kAttnO:
+    case TensorRole::kAttnQA:
+    case TensorRole::kAttnQB:
+    case TensorRole::kAttnKVA:
+    case TensorRole::kAttnKVB:
+    case TensorRole::kFfnGate:
+    case TensorRole::kFfnUp:
+    case TensorRole::kFfnDown:
+    case TensorRole::kSharedGate:
+    case TensorRole::kSharedUp:
+    case TensorRole::kSharedDown:
+    case TensorRole::kSharedExpertGate:
+    case TensorRole::kRouter:
+    case TensorRole::kIdxK:
+    case TensorRole::kIdxQB:
+    case TensorRole::kIdxWeights:
+    case TensorRole::kLinQKVZ:
+    case TensorRole::kLinBA:
+    case TensorRole::kLinQKV:
+    case TensorRole::kLinZ:
+    case TensorRole::kLinA:
+    case TensorRole::kLinB:
+    case TensorRole::kLinOut:
+    case TensorRole::kHead:
+    case TensorRole::kEmbed:  // the embedding's table, and the head when tied
+    case TensorRole::kVisAttnQ:
+    case TensorRole::kVisAttnK:
+    case TensorRole::kVisAttnV:
+    case TensorRole::kVisAttnO:
+    case TensorRole::kVisAttnQKV:
+    case TensorRole::kVisFfnGate:
+    case TensorRole::kVisFfnUp:
+    case TensorRole::kVisFfnDown:
+    case TensorRole::kVisFc1:
+    case TensorRole::kVisFc2:
+    case TensorRole::kVisMerger1:
+    case TensorRole::kVisMerger2:
+    case TensorRole::kVisPatchEmbed:  // Qwen2.5-VL's, flattened to 2-D (LLaVA's is patch_embed's)
+    case TensorRole::kProjector1:
+    case TensorRole::kProjector2:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
-                           backend::Backend& backend, tensor::DType dtype,
-                           const Sharding* sharding) {
+                           backend::Backend& backend, tensor::DType dtype, const Sharding* sharding,
+                           std::optional<tensor::DType> kept) {
   const Inventory inv =
       build_inventory(arch, {.dtype = std::nullopt, .quantized = false, .include_mtp = false});
   for (const WeightInfo& w : inv.weights) {
@@ -184,6 +236,16 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
   std::map<int64_t, std::array<std::vector<tensor::Tensor>, 3>> expert_parts;
   std::map<int64_t, FusedExperts> fused;
   for (const WeightInfo& w : inv.weights) {
+    // Once a tensor is in backend memory its file pages stop counting in this process's memory
+    // (the checkpoint stays mapped; a later read reads the file again).
+    struct Release {
+      const io::ShardedCheckpoint& ckpt;
+      const std::string& name;
+      ~Release() {
+        for (const char* suffix : {"", "_scale_inv", "_blocks", "_scales"})
+          ckpt.release(name + suffix);
+      }
+    } release{ckpt, w.name};
     std::optional<WeightSlice> part = WeightSlice{-1, 0, 0, {}};
     if (sharding != nullptr) part = sharding->slice(w);
     if (!part) continue;  // another rank's
@@ -250,7 +312,7 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
       }
       continue;
     }
-    tensor::Tensor host = tensor::is_float(stored.dtype()) ? glue::to_dtype(stored, dtype) : stored;
+    tensor::Tensor host = stored;
     // Gated DeltaNet's depthwise conv1d is stored [C, 1, K]; causal_conv1d takes w [C, K].
     if (w.tensor == TensorRole::kLinConv && host.shape().size() == 3)
       host = host.reshape({host.dim(0), host.dim(2)});
@@ -258,6 +320,9 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     // C·T·P·P].
     if (w.tensor == TensorRole::kVisPatchEmbed && host.shape().size() == 5)
       host = host.reshape({host.dim(0), host.numel() / host.dim(0)});
+    const bool keep = kept && host.dtype() == *kept && w.piece == TensorPiece::kWeight &&
+                      w.expert < 0 && host.shape().size() == 2 && runs_by_linear(w.tensor);
+    if (tensor::is_float(host.dtype()) && !keep) host = glue::to_dtype(host, dtype);
     bytes_ += int64_t(host.nbytes());
     if (w.expert >= 0) {  // moe_experts' w_gate, w_up, w_down, in expert order
       H0_CHECK(w.tensor == TensorRole::kExpertGate || w.tensor == TensorRole::kExpertUp ||
@@ -267,7 +332,15 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
       expert_parts[w.layer][size_t(which)].push_back(host);
       continue;
     }
-    add(w, w.name, backend.upload(host), w.piece);
+    // A weight kept as stored is still the file's bytes: uploaded in pieces, each piece's pages
+    // dropped once copied, so the file and the copy are never both resident whole.
+    add(w, w.name,
+        backend.upload_in_pieces(host, size_t{64} << 20,
+                                 [&](size_t offset, size_t bytes) {
+                                   ckpt.release_range(
+                                       static_cast<const std::byte*>(host.data()) + offset, bytes);
+                                 }),
+        w.piece);
   }
   for (const auto& [layer, f] : fused) {
     std::array<tensor::Tensor, 6> t = unpack_fused(f, dtype);

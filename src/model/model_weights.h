@@ -1,5 +1,9 @@
 // A model's weights in backend memory, in the run dtype: loaded from a checkpoint (converted on
-// the host, uploaded once), looked up by (layer, role, piece). MoE experts are also stacked into
+// the host, uploaded once), looked up by (layer, role, piece). With `kept` (an f32 run of a bf16
+// checkpoint on a backend with linear_widen: model_ops.h widened_weight_dtype), the weights the
+// executor runs by linear — the projections, the LM head — and the embedding table stay as the
+// checkpoint stores them when stored in `kept`: half the memory of f32, widened per tile by
+// linear_widen (the embedding's rows after the gather). MoE experts are also stacked into
 // the moe_experts op's operands: w_gate[E,F,D], w_up[E,F,D], w_down[E,D,F] per layer.
 // An fp8 block-quantized projection (quantization_config fp8) stays as stored: "<name>" in fp8
 // and "<name>_scale_inv" in f32, this rank's whole blocks of both, for scaled_linear; routed
@@ -35,7 +39,8 @@ class ModelWeights {
   // With `sharding`, only this rank's part of each weight is loaded (routed experts: the
   // rank's own, stacked in expert order).
   ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
-               backend::Backend& backend, tensor::DType dtype, const Sharding* sharding = nullptr);
+               backend::Backend& backend, tensor::DType dtype, const Sharding* sharding = nullptr,
+               std::optional<tensor::DType> kept = std::nullopt);
 
   // By role (inventory.h), never by name: `tensor` of decoder layer `layer` (-1: the embedding;
   // num_layers: the final norm and the head); a vision role's by vision layer (-1: the tower's

@@ -65,6 +65,8 @@ std::string dtypes_allowed(OperandKind kind) {
       return "i64";
     case OperandKind::kU8:
       return "u8";
+    case OperandKind::kStored:
+      return "bf16, f16 or f32";
     default:
       return "i8, f8_e4m3 or f8_e5m2";
   }
@@ -84,6 +86,8 @@ bool dtype_fits(OperandKind kind, DType d) {
       return d == DType::kI64;
     case OperandKind::kU8:
       return d == DType::kU8;
+    case OperandKind::kStored:
+      return d == DType::kBF16 || d == DType::kF16 || d == DType::kF32;
     default:
       return d == DType::kI8 || d == DType::kF8E4M3 || d == DType::kF8E5M2;
   }
@@ -95,6 +99,7 @@ const std::vector<const OpDef*>& all_ops() {
   static const std::vector<const OpDef*> ops = {
       &matmul_op(),
       &linear_op(),
+      &linear_widen_op(),
       &embedding_op(),
       &add_op(),
       &mul_op(),
@@ -207,8 +212,9 @@ std::vector<TensorDesc> infer_outputs(const OpDef& op, const std::vector<TensorD
         throw InputError(where(op), std::string("missing input '") + spec.name + "'");
       continue;
     }
-    if (spec.kind == OperandKind::kQuant) {
-      const auto want = tensor::parse_dtype(attrs.value("dtype", std::string("i8")));
+    if (spec.kind == OperandKind::kQuant || spec.kind == OperandKind::kStored) {
+      const auto want = tensor::parse_dtype(
+          attrs.value("dtype", std::string(spec.kind == OperandKind::kQuant ? "i8" : "bf16")));
       if (want && d.dtype != *want) {
         throw InputError(where(op), std::string("input '") + spec.name + "' must be " +
                                         tensor::dtype_name(*want) + " (attr dtype), got " +

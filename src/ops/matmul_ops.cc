@@ -1,7 +1,11 @@
-// matmul and linear.
+// matmul, linear and linear_widen.
 //   matmul(a[M,K], b[K,N]) = c[M,N]                         flops 2MKN
 //   linear(x[T,K], w[N,K], optional bias[N]) = x·wᵀ + bias  flops 2TKN (+ TN with bias),
 //     w stored [out, in] as torch.nn.Linear keeps it
+//   linear_widen(x[T,K], w[N,K], optional bias[N]) = linear with w in attr `dtype` (bf16, f16
+//     or f32) whatever x's float dtype: a weight kept as its checkpoint stores it (bf16) while the
+//     model runs in f32, widened inside the kernel, tile by tile. bf16 and f16 widen to f32
+//     exactly, so the result is linear's on the widened weight; bytes count w at its own size.
 // Dot products over K in f64; one rounding to the output dtype. Reduction length K.
 #include <cmath>
 
@@ -118,6 +122,52 @@ const OpDef& linear_op() {
       .default_inputs =
           [](const Dims& dims, const Json&) {
             const double k = static_cast<double>(util::dim(linear_op(), dims, "K"));
+            return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},
+                        {"w", {{"normal", {{"mean", 0}, {"std", 1 / std::sqrt(k)}}}}},
+                        {"bias", {{"normal", {{"mean", 0}, {"std", 0.1}}}}}};
+          },
+  };
+  return op;
+}
+
+const OpDef& linear_widen_op() {
+  static const OpDef op = {
+      .name = "linear_widen",
+      .inputs = {{"x", OperandKind::kFloat},
+                 {"w", OperandKind::kStored},
+                 {"bias", OperandKind::kFloat, true}},
+      .outputs = {{"y", OperandKind::kFloat}},
+      .attrs = {{"dtype", AttrType::kString, "\"bf16\"", "bf16|f16|f32",
+                 "dtype of w (as stored), widened to x's inside the kernel"}},
+      .dims = {"T", "K", "N"},
+      .dim_defaults = {},
+      .tolerance = ToleranceClass::kReduction,
+      .operands =
+          [](const Dims& dims, const Json& attrs, DType dtype, DType,
+             const std::set<std::string>& with) {
+            const OpDef& self = linear_widen_op();
+            const int64_t t = util::dim(self, dims, "T"), k = util::dim(self, dims, "K"),
+                          n = util::dim(self, dims, "N");
+            const DType stored = *tensor::parse_dtype(util::attr_s(attrs, "dtype"));
+            std::vector<TensorDesc> in = {desc(dtype, {t, k}), desc(stored, {n, k})};
+            if (with.count("bias")) in.push_back(desc(dtype, {n}));
+            return in;
+          },
+      .infer =
+          [](const std::vector<TensorDesc>& in, const Json&) {
+            const TensorDesc bias = in.size() > 2 ? in[2] : util::absent();
+            return std::vector<TensorDesc>{
+                util::linear_output(linear_widen_op(), in[0], in[1], bias)};
+          },
+      .cost =
+          [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
+            return util::linear_cost(in, out, in.size() > 2 && in[2].present);
+          },
+      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                      const Json&) { gemm_reference(in, out, true); },
+      .default_inputs =
+          [](const Dims& dims, const Json&) {
+            const double k = static_cast<double>(util::dim(linear_widen_op(), dims, "K"));
             return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},
                         {"w", {{"normal", {{"mean", 0}, {"std", 1 / std::sqrt(k)}}}}},
                         {"bias", {{"normal", {{"mean", 0}, {"std", 0.1}}}}}};

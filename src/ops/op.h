@@ -23,13 +23,15 @@ using tensor::Tensor;
 
 // What dtypes an operand may have.
 enum class OperandKind {
-  kFloat,  // the op's floating dtype; all kFloat operands of a call share it
-  kIndex,  // integer ids or positions: i32 or i64
-  kF32,    // always f32 (moe_gate weights, quantize scales)
-  kI32,    // always i32 (moe_gate ids, block_table)
-  kI64,    // always i64 (argmax, sample)
-  kQuant,  // the quantized dtype named by attr `dtype`: i8, f8_e4m3 or f8_e5m2
-  kU8,     // always u8 (dequantize_mxfp4's packed values and E8M0 scales)
+  kFloat,   // the op's floating dtype; all kFloat operands of a call share it
+  kIndex,   // integer ids or positions: i32 or i64
+  kF32,     // always f32 (moe_gate weights, quantize scales)
+  kI32,     // always i32 (moe_gate ids, block_table)
+  kI64,     // always i64 (argmax, sample)
+  kQuant,   // the quantized dtype named by attr `dtype`: i8, f8_e4m3 or f8_e5m2
+  kU8,      // always u8 (dequantize_mxfp4's packed values and E8M0 scales)
+  kStored,  // a weight as its checkpoint stores it: the float dtype named by attr `dtype`
+            // (bf16, f16 or f32), not necessarily the op's (linear_widen's w)
 };
 
 struct OperandSpec {

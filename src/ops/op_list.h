@@ -8,6 +8,7 @@ namespace h0::ops {
 
 const OpDef& matmul_op();             // matmul_ops.cc
 const OpDef& linear_op();             // matmul_ops.cc
+const OpDef& linear_widen_op();       // matmul_ops.cc
 const OpDef& embedding_op();          // embedding_ops.cc
 const OpDef& add_op();                // elementwise_ops.cc
 const OpDef& mul_op();                // elementwise_ops.cc

@@ -7,6 +7,7 @@
 
 #include "backend/fallback.h"
 #include "backend/registry.h"
+#include "backends/cpu/cpu_backend.h"
 #include "backends/reference/reference_backend.h"
 #include "base/error.h"
 #include "checks/input_synth.h"
@@ -26,6 +27,29 @@ std::string error_of(const BackendSpec& spec) {
     return e.what();
   }
   return "";
+}
+
+// ABI 2's copy_to_device_at: a tensor uploaded in pieces, each reported once copied, lands whole;
+// a backend without it (a device plugin's NULL) gets one copy and one report.
+TEST(Upload, InPiecesReportsEachPieceAndLandsTheWholeTensor) {
+  auto cpu = Backend::open({"cpu", "", nlohmann::json::object()});
+  Tensor host = Tensor::empty(DType::kF32, {10});
+  for (int i = 0; i < 10; ++i) host.mutable_data_as<float>()[i] = float(i) + 0.5f;
+  std::vector<std::pair<size_t, size_t>> pieces;
+  const DeviceTensor t =
+      cpu->upload_in_pieces(host, 12, [&](size_t o, size_t n) { pieces.emplace_back(o, n); });
+  EXPECT_EQ(pieces, (std::vector<std::pair<size_t, size_t>>{{0, 12}, {12, 12}, {24, 12}, {36, 4}}));
+  const Tensor back = cpu->download(t);
+  EXPECT_EQ(std::memcmp(back.data(), host.data(), host.nbytes()), 0);
+
+  static hb_backend whole = *h0_cpu_backend_entry();
+  whole.copy_to_device_at = nullptr;
+  auto b = Backend::from_entry(&whole, nlohmann::json::object(), "test");
+  pieces.clear();
+  const DeviceTensor u =
+      b->upload_in_pieces(host, 12, [&](size_t o, size_t n) { pieces.emplace_back(o, n); });
+  EXPECT_EQ(pieces, (std::vector<std::pair<size_t, size_t>>{{0, 40}}));
+  EXPECT_EQ(std::memcmp(b->download(u).data(), host.data(), host.nbytes()), 0);
 }
 
 TEST(Loader, LoadsThePluginBuiltOnlyAgainstTheAbiHeader) {
@@ -63,8 +87,22 @@ TEST(Loader, RefusesANewerAbi) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "future.so: backend ABI version 2 is not supported by this harness (ABI 1)");
+              "future.so: backend ABI version 3 is not supported by this harness (ABI 2)");
   }
+}
+
+// A plugin built for ABI 1 ends before copy_to_device_at: the harness never reads that field of
+// it (here garbage, as the memory past a version 1 table may be) and copies whole tensors.
+TEST(Loader, AVersionOnePluginStillLoadsAndNeverSeesCopyAt) {
+  hb_backend old = *h0_reference_backend_entry();
+  old.abi_version = 1;
+  old.copy_to_device_at = reinterpret_cast<decltype(old.copy_to_device_at)>(uintptr_t{1});
+  auto b = Backend::from_entry(&old, {}, "old.so");
+  Tensor host = Tensor::zeros(DType::kF32, {1024});
+  int reports = 0;
+  const DeviceTensor t = b->upload_in_pieces(host, 64, [&](size_t, size_t) { ++reports; });
+  EXPECT_EQ(reports, 1);
+  EXPECT_EQ(b->download(t).nbytes(), host.nbytes());
 }
 
 // The reference kernel through the host API, called the way a plugin calls it.

@@ -44,7 +44,8 @@ std::string prepare_error(const std::string& suite_text) {
 TEST(OpCheck, MalformedFieldsNameTheirPlace) {
   const std::string head = "suite: t\nchecks:\n  - id: a\n    kind: op\n";
   EXPECT_EQ(prepare_error(head + "    op: rmsnrom\n    shape: [2, 8]\n"),
-            "s.yaml:5:9: op 'rmsnrom': unknown op (expected one of matmul, linear, embedding, add, "
+            "s.yaml:5:9: op 'rmsnrom': unknown op (expected one of matmul, linear, linear_widen, "
+            "embedding, add, "
             "mul, rmsnorm, "
             "layernorm, rmsnorm_gated, rope, softmax, silu, sigmoid, gelu, swiglu, attention, "
             "paged_attention, lightning_indexer, "

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -43,6 +44,25 @@ TEST(ShardedCheckpoint, OpensTheDirectoryTheIndexOrAShard) {
   const auto single =
       ShardedCheckpoint::open(test::golden_path(kSharded + "/model-00002-of-00002.safetensors"));
   EXPECT_EQ(single.names().size(), 2u);
+}
+
+// Releasing a tensor's pages (after copying it out) drops nothing a later read needs: the map is
+// read-only, so the bytes are read from the file again. A range outside every map is refused.
+TEST(ShardedCheckpoint, ReleasedPagesReadBackTheSameBytes) {
+  const auto ckpt = ShardedCheckpoint::open(test::golden_path(kSharded));
+  const std::string name = "model.layers.0.mlp.up_proj.weight";
+  const Tensor before = ckpt.get(name).clone();
+  ckpt.release(name);
+  const Tensor view = ckpt.get(name);
+  ckpt.release_range(view.data(), view.nbytes());
+  ASSERT_EQ(view.nbytes(), before.nbytes());
+  EXPECT_EQ(std::memcmp(view.data(), before.data(), before.nbytes()), 0);
+  const Tensor mine = before.clone();  // heap memory: no shard's map holds it, left alone
+  ckpt.release_range(mine.data(), mine.nbytes());
+  EXPECT_EQ(std::memcmp(mine.data(), before.data(), before.nbytes()), 0);
+  const SafetensorsFile& shard = ckpt.shard_of(name);
+  EXPECT_TRUE(shard.release_range(view.data(), view.nbytes()));
+  EXPECT_FALSE(shard.release_range(mine.data(), mine.nbytes()));
 }
 
 TEST(ShardedCheckpoint, ValuesMatchTheGenerator) {

@@ -33,6 +33,7 @@ const std::vector<Problem>& problems() {
   static const std::vector<Problem> p = {
       {"matmul", {{"M", 3}, {"K", 4}, {"N", 5}}, Json::object(), {}},
       {"linear", {{"T", 3}, {"K", 4}, {"N", 5}}, Json::object(), {"bias"}},
+      {"linear_widen", {{"T", 3}, {"K", 4}, {"N", 5}}, {{"dtype", "f16"}}, {"bias"}},
       {"embedding", {{"T", 3}, {"V", 10}, {"D", 4}}, Json::object(), {}},
       {"add", {{"d0", 2}, {"d1", 3}, {"d2", 4}}, Json::object(), {}},
       {"mul", {{"d0", 6}}, Json::object(), {}},
@@ -142,13 +143,15 @@ bool kind_fits(OperandKind kind, DType dtype, DType float_dtype, DType index_dty
       return dtype == DType::kI64;
     case OperandKind::kU8:
       return dtype == DType::kU8;
+    case OperandKind::kStored:
+      return dtype == DType::kBF16 || dtype == DType::kF16 || dtype == DType::kF32;
     default:
       return dtype == DType::kI8 || dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2;
   }
 }
 
 TEST(Catalogue, EveryEntryIsComplete) {
-  EXPECT_EQ(all_ops().size(), 30u);
+  EXPECT_EQ(all_ops().size(), 31u);
   for (const OpDef* op : all_ops()) {
     SCOPED_TRACE(op->name);
     EXPECT_FALSE(op->inputs.empty());
@@ -178,6 +181,7 @@ TEST(Catalogue, ToleranceClasses) {
   const std::map<std::string, ToleranceClass> want = {
       {"matmul", ToleranceClass::kReduction},
       {"linear", ToleranceClass::kReduction},
+      {"linear_widen", ToleranceClass::kReduction},
       {"attention", ToleranceClass::kReduction},
       {"paged_attention", ToleranceClass::kReduction},
       {"moe_experts", ToleranceClass::kReduction},

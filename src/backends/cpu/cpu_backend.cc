@@ -39,6 +39,7 @@ struct KernelEntry {
 constexpr KernelEntry kKernels[] = {
     {"matmul", cpu::matmul_kernel, 2, 2, 1, 0},
     {"linear", cpu::linear_kernel, 2, 3, 1, 0},
+    {"linear_widen", cpu::linear_widen_kernel, 2, 3, 1, 0},
     {"embedding", cpu::embedding_kernel, 2, 2, 1, 1},
     {"add", cpu::add_kernel, 2, 2, 1, 0},
     {"mul", cpu::mul_kernel, 2, 2, 1, 0},
@@ -195,6 +196,9 @@ hb_status cpu_copy(void* dst, const void* src, size_t bytes) {
 hb_status cpu_copy_to_device(void*, void* dst, const void* src, size_t bytes) {
   return cpu_copy(dst, src, bytes);
 }
+hb_status cpu_copy_to_device_at(void*, void* dst, size_t offset, const void* src, size_t bytes) {
+  return cpu_copy(static_cast<std::byte*>(dst) + offset, src, bytes);
+}
 hb_status cpu_copy_to_host(void*, void* dst, const void* src, size_t bytes) {
   return cpu_copy(dst, src, bytes);
 }
@@ -282,6 +286,7 @@ const hb_backend* h0_cpu_backend_entry() {
       .memory_info = cpu_memory_info,
       .last_error = cpu_last_error,
       .shutdown = cpu_shutdown,
+      .copy_to_device_at = cpu_copy_to_device_at,
   };
   return &backend;
 }

@@ -90,6 +90,7 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, bool
 // The kernels, one per catalogue op, in their family files.
 void matmul_kernel(const Operands& call);             // cpu_gemm.cc
 void linear_kernel(const Operands& call);             // cpu_gemm.cc
+void linear_widen_kernel(const Operands& call);       // cpu_gemm.cc
 void embedding_kernel(const Operands& call);          // cpu_elementwise.cc
 void add_kernel(const Operands& call);                // cpu_elementwise.cc
 void mul_kernel(const Operands& call);                // cpu_elementwise.cc

@@ -26,10 +26,10 @@ class DevicePlugin {
   static const hb_backend* entry(const char* name, Open open) {
     state().name = name;
     state().open = open;
-    static const hb_backend table = {HB_ABI_VERSION,   name,        &state(), &init,
-                                     &stack_info_json, &supports,   &alloc,   &free,
-                                     &to_device,       &to_host,    &run_op,  &synchronize,
-                                     &memory_info,     &last_error, &shutdown};
+    static const hb_backend table = {
+        HB_ABI_VERSION, name,        &state(),   &init,    &stack_info_json, &supports,
+        &alloc,         &free,       &to_device, &to_host, &run_op,          &synchronize,
+        &memory_info,   &last_error, &shutdown,  nullptr};  // copy_to_device_at: whole copies only
     return &table;
   }
 

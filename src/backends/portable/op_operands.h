@@ -30,6 +30,9 @@ struct Gemm {
 };
 Gemm matmul_operands(const Operands& call);
 Gemm linear_operands(const Operands& call);
+// linear_widen: linear's shapes, w in attr dtype (bf16, f16 or f32; default bf16), x, bias and
+// y in x's float dtype.
+Gemm linear_widen_operands(const Operands& call);
 
 // patch_embed(pixels[C,Hi,Wi], w[D,C,P,P], b[D]?) -> out[(Hi/P)·(Wi/P), D]; attr patch (P).
 struct PatchEmbed {

@@ -53,6 +53,11 @@ hb_status copy(void*, void* dst, const void* src, size_t bytes) {
   return HB_OK;
 }
 
+hb_status copy_at(void*, void* dst, size_t offset, const void* src, size_t bytes) {
+  std::memcpy(static_cast<char*>(dst) + offset, src, bytes);
+  return HB_OK;
+}
+
 hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, hb_tensor* out,
                  int32_t n_out, const char* attrs) {
   // Device memory is host memory: the host API's reference kernel runs in place.
@@ -70,9 +75,9 @@ const char* last_error(void* self) {
 void shutdown(void*) {}
 
 const hb_backend kBackend = {
-    HB_ABI_VERSION, "reference",  &g_state,     &init,       &stack_info_json,
-    &supports,      &alloc,       &release,     &copy,       &copy,
-    &run_op,        &synchronize, &memory_info, &last_error, &shutdown,
+    HB_ABI_VERSION, "reference", &g_state,  &init,    &stack_info_json, &supports,
+    &alloc,         &release,    &copy,     &copy,    &run_op,          &synchronize,
+    &memory_info,   &last_error, &shutdown, &copy_at,
 };
 
 }  // namespace
