@@ -42,6 +42,20 @@ void gemm_reference(const std::vector<const Tensor*>& in, const std::vector<Tens
   util::from_f64(c, out[0]);
 }
 
+// linear's and linear_widen's default inputs: w's rows of unit norm in expectation.
+Json linear_default_inputs(const OpDef& op, const Dims& dims) {
+  const double k = static_cast<double>(util::dim(op, dims, "K"));
+  return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},
+              {"w", {{"normal", {{"mean", 0}, {"std", 1 / std::sqrt(k)}}}}},
+              {"bias", {{"normal", {{"mean", 0}, {"std", 0.1}}}}}};
+}
+
+// linear's and linear_widen's output: y[T, N] in x's dtype.
+std::vector<TensorDesc> linear_infer(const OpDef& op, const std::vector<TensorDesc>& in) {
+  const TensorDesc bias = in.size() > 2 ? in[2] : util::absent();
+  return {util::linear_output(op, in[0], in[1], bias)};
+}
+
 }  // namespace
 
 const OpDef& matmul_op() {
@@ -108,24 +122,16 @@ const OpDef& linear_op() {
             if (with.count("bias")) in.push_back(desc(dtype, {n}));
             return in;
           },
-      .infer =
-          [](const std::vector<TensorDesc>& in, const Json&) {
-            const TensorDesc bias = in.size() > 2 ? in[2] : util::absent();
-            return std::vector<TensorDesc>{util::linear_output(linear_op(), in[0], in[1], bias)};
-          },
+      .infer = [](const std::vector<TensorDesc>& in,
+                  const Json&) { return linear_infer(linear_op(), in); },
       .cost =
           [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
             return util::linear_cost(in, out, in.size() > 2 && in[2].present);
           },
       .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
                       const Json&) { gemm_reference(in, out, true); },
-      .default_inputs =
-          [](const Dims& dims, const Json&) {
-            const double k = static_cast<double>(util::dim(linear_op(), dims, "K"));
-            return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},
-                        {"w", {{"normal", {{"mean", 0}, {"std", 1 / std::sqrt(k)}}}}},
-                        {"bias", {{"normal", {{"mean", 0}, {"std", 0.1}}}}}};
-          },
+      .default_inputs = [](const Dims& dims,
+                           const Json&) { return linear_default_inputs(linear_op(), dims); },
   };
   return op;
 }
@@ -153,25 +159,16 @@ const OpDef& linear_widen_op() {
             if (with.count("bias")) in.push_back(desc(dtype, {n}));
             return in;
           },
-      .infer =
-          [](const std::vector<TensorDesc>& in, const Json&) {
-            const TensorDesc bias = in.size() > 2 ? in[2] : util::absent();
-            return std::vector<TensorDesc>{
-                util::linear_output(linear_widen_op(), in[0], in[1], bias)};
-          },
+      .infer = [](const std::vector<TensorDesc>& in,
+                  const Json&) { return linear_infer(linear_widen_op(), in); },
       .cost =
           [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
             return util::linear_cost(in, out, in.size() > 2 && in[2].present);
           },
       .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
                       const Json&) { gemm_reference(in, out, true); },
-      .default_inputs =
-          [](const Dims& dims, const Json&) {
-            const double k = static_cast<double>(util::dim(linear_widen_op(), dims, "K"));
-            return Json{{"x", {{"normal", {{"mean", 0}, {"std", 1}}}}},
-                        {"w", {{"normal", {{"mean", 0}, {"std", 1 / std::sqrt(k)}}}}},
-                        {"bias", {{"normal", {{"mean", 0}, {"std", 0.1}}}}}};
-          },
+      .default_inputs = [](const Dims& dims,
+                           const Json&) { return linear_default_inputs(linear_widen_op(), dims); },
   };
   return op;
 }

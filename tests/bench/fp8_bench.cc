@@ -14,29 +14,15 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "bench_util.h"
 #include "tensor/float_bits.h"
 #include "tensor/philox.h"
 
 namespace h0 {
 namespace {
 
-double seconds_of(const std::function<void()>& fn) {
-  const auto t0 = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// A backend-allocated tensor holding `host`'s bytes.
-template <typename T>
-hb_tensor device(const hb_backend* be, hb_dtype dtype, std::initializer_list<int64_t> shape,
-                 const std::vector<T>& host) {
-  hb_tensor t{};
-  t.dtype = dtype;
-  for (int64_t d : shape) t.shape[t.ndim++] = d;
-  be->alloc(be->self, host.size() * sizeof(T), &t.data);
-  be->copy_to_device(be->self, t.data, host.data(), host.size() * sizeof(T));
-  return t;
-}
+using bench::device;
+using bench::seconds_of;
 
 void BM_Fp8Linear(benchmark::State& state) {
   const int64_t t = state.range(0), k = state.range(1), n = state.range(2), block = 128;

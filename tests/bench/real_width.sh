@@ -48,15 +48,33 @@ for STAGE in "${STAGES[@]}"; do
       report plan "$TIME" "$(grep -m1 -i 'fits\|per rank' "$OUT" | cut -c1-80)" ;;
     load)
       /usr/bin/time -v "$HARNESS" load --model "$CKPT" --json >"$OUT" 2>"$TIME"
-      report load "$TIME" "$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(f"{j.get(\"gb_per_s\", 0):.2f} GB/s")' "$OUT" 2>/dev/null)" ;;
+      report load "$TIME" "$(python3 - "$OUT" <<'PY' 2>/dev/null
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("%.2f GB/s" % j["ranks"][0]["gb_per_s"])
+PY
+)" ;;
     run)
       /usr/bin/time -v "$HARNESS" model run --model "$CKPT" --json --greedy 16 \
         --prompt-ids "$(seq -s, 3 7 220)" >"$OUT" 2>"$TIME"
-      report run "$TIME" "$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(f"prefill {j[\"prefill_tokens_per_s\"]:.1f} tok/s, decode {j[\"decode_tokens_per_s\"]:.2f} tok/s")' "$OUT")" ;;
+      report run "$TIME" "$(python3 - "$OUT" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("prefill %.1f tok/s, decode %.2f tok/s" % (j["prefill_tokens_per_s"], j["decode_tokens_per_s"]))
+PY
+)" ;;
     serve)
+      if [[ ! -f "$CKPT/tokenizer.json" ]]; then  # model synth writes weights and config only
+        printf '%-6s %8s %10s %9s  %s\n' serve - - - "not run: no tokenizer.json in $CKPT (copy the model's own, or any tokenizer, beside the weights)"
+        continue
+      fi
       /usr/bin/time -v "$HARNESS" serve --model "$CKPT" --port "$PORT" --kv-tokens 4096 >"$OUT" 2>"$TIME" &
       PID=$!
-      for _ in $(seq 600); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 1; done
+      for _ in $(seq 600); do
+        curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break
+        kill -0 "$PID" 2>/dev/null || break  # the server exited: its log says why
+        sleep 1
+      done
       START=$(date +%s.%N)
       curl -sf "http://127.0.0.1:$PORT/v1/completions" -H 'content-type: application/json' \
         -d '{"model": "'"$(basename "$CKPT")"'", "prompt": [1, 2, 3, 4, 5, 6, 7, 8], "max_tokens": 16, "temperature": 0}' \
@@ -67,10 +85,13 @@ for STAGE in "${STAGES[@]}"; do
     day0)
       /usr/bin/time -v "$HARNESS" day0 --model "$CKPT" --keep-going --long 0 --no-db --no-report \
         --json >"$OUT" 2>"$TIME"
-      report day0 "$TIME" "$(python3 -c '
+      report day0 "$TIME" "$(python3 - "$OUT" <<'PY' 2>/dev/null
 import json, sys
 j = json.load(open(sys.argv[1]))
-print("; ".join(f"{s[\"id\"]} {s[\"status\"]}" for s in j["stages"] if s["id"] in ("op_accuracy", "service", "performance")))' "$OUT" 2>/dev/null)" ;;
+print("; ".join("%s %s" % (s["id"], s["status"]) for s in j["stages"]
+                if s["id"] in ("load", "op_accuracy", "service", "performance")))
+PY
+)" ;;
     *) echo "unknown stage $STAGE (plan, load, run, serve, day0)" >&2; exit 2 ;;
   esac
 done

@@ -35,32 +35,11 @@ Gemm matmul_operands(const Operands& call) {
   return g;
 }
 
-Gemm linear_operands(const Operands& call) {
-  const hb_tensor &x = call.in[0], &w = call.in[1];
-  require_tensor(call, x, "x", {-1, -1}, x.dtype);
-  Gemm g{x.shape[0], -1, x.shape[1], nullptr};
-  require_tensor(call, w, "w", {-1, g.k}, x.dtype);
-  g.n = w.shape[0];
-  if (call.n_in > 2) {
-    require_tensor(call, call.in[2], "bias", {g.n}, x.dtype);
-    g.bias = &call.in[2];
-  }
-  require_tensor(call, call.out[0], "y", {g.m, g.n}, x.dtype);
-  return g;
-}
+namespace {
 
-Gemm linear_widen_operands(const Operands& call) {
+// linear's operands with w in `w_dtype` (x, bias and y in x's).
+Gemm linear_with_weight(const Operands& call, hb_dtype w_dtype) {
   const hb_tensor &x = call.in[0], &w = call.in[1];
-  const std::string stored = attr_s(call.attrs, "dtype", "bf16");
-  hb_dtype w_dtype = HB_BF16;
-  if (stored == "f16") {
-    w_dtype = HB_F16;
-  } else if (stored == "f32") {
-    w_dtype = HB_F32;
-  } else {
-    require(call, stored == "bf16", "attr dtype must be bf16, f16 or f32, got '" + stored + "'");
-  }
-  require(call, is_float(x.dtype), "x must be a float tensor, got " + describe(x));
   require_tensor(call, x, "x", {-1, -1}, x.dtype);
   Gemm g{x.shape[0], -1, x.shape[1], nullptr};
   require_tensor(call, w, "w", {-1, g.k}, w_dtype);
@@ -71,6 +50,25 @@ Gemm linear_widen_operands(const Operands& call) {
   }
   require_tensor(call, call.out[0], "y", {g.m, g.n}, x.dtype);
   return g;
+}
+
+}  // namespace
+
+Gemm linear_operands(const Operands& call) { return linear_with_weight(call, call.in[0].dtype); }
+
+Gemm linear_widen_operands(const Operands& call) {
+  const std::string stored = attr_s(call.attrs, "dtype", "bf16");
+  hb_dtype w_dtype = HB_BF16;
+  if (stored == "f16") {
+    w_dtype = HB_F16;
+  } else if (stored == "f32") {
+    w_dtype = HB_F32;
+  } else {
+    require(call, stored == "bf16", "attr dtype must be bf16, f16 or f32, got '" + stored + "'");
+  }
+  require(call, is_float(call.in[0].dtype),
+          "x must be a float tensor, got " + describe(call.in[0]));
+  return linear_with_weight(call, w_dtype);
 }
 
 PatchEmbed patch_embed_operands(const Operands& call) {
