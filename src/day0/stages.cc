@@ -294,39 +294,32 @@ std::vector<YAML::Node> model_shape_checks(const Context& ctx) {
         attrs_of(bound.embedding));
   }
   const model::Inventory inventory = model::build_inventory(*ctx.arch);
-  if (ctx.model_ops.count(
-          "linear")) {  // every projection the decoder runs by linear, as its inventory has it
-    std::set<std::pair<int64_t, int64_t>> shapes;
-    for (const model::WeightInfo& w : inventory.weights) {
-      const bool by_role = w.tensor != model::TensorRole::kOther &&
-                           w.tensor != model::TensorRole::kEmbed &&
-                           w.tensor != model::TensorRole::kHead;
-      if (by_role && w.shape.size() == 2 && w.piece == model::TensorPiece::kWeight &&
-          !w.quantized && w.expert < 0 && !w.mtp)
-        shapes.insert({w.shape[1], w.shape[0]});
-    }
-    for (const auto& [k, n] : shapes)
+  // Every projection the decoder runs by linear, as its inventory has it (not the embedding and
+  // the LM head: vocabulary-wide, their f64 references alone would take GBs at a real width).
+  std::set<std::pair<int64_t, int64_t>> projections;
+  for (const model::WeightInfo& w : inventory.weights) {
+    const bool by_role = w.tensor != model::TensorRole::kOther &&
+                         w.tensor != model::TensorRole::kEmbed &&
+                         w.tensor != model::TensorRole::kHead;
+    if (by_role && w.shape.size() == 2 && w.piece == model::TensorPiece::kWeight && !w.quantized &&
+        w.expert < 0 && !w.mtp)
+      projections.insert({w.shape[1], w.shape[0]});
+  }
+  if (ctx.model_ops.count("linear")) {
+    for (const auto& [k, n] : projections)
       add("linear", {T, k, n}, Json::object(),
           "linear/" + std::to_string(k) + "x" + std::to_string(n));
-  }
-  // The layer and model stages run in f32 with the projections kept as stored (bf16):
-  // linear_widen at every projection shape, at a prefill's T and a decode step's (the cpu kernel's
-  // two paths).
-  if (const auto stored = model::widened_weight_dtype(*ctx.arch, tensor::DType::kF32);
-      stored && ctx.model_ops.count("linear")) {
-    std::set<std::pair<int64_t, int64_t>> shapes;
-    for (const model::WeightInfo& w : inventory.weights) {
-      if (w.tensor != model::TensorRole::kOther && w.shape.size() == 2 &&
-          w.piece == model::TensorPiece::kWeight && !w.quantized && w.expert < 0 && !w.mtp &&
-          w.tensor != model::TensorRole::kEmbed)
-        shapes.insert({w.shape[1], w.shape[0]});
-    }
-    for (const auto& [k, n] : shapes) {
-      for (const int64_t rows : {T, int64_t{1}}) {
-        add("linear_widen", {rows, k, n},
-            {{"attrs", bound_f32.linear_widen.attrs}, {"dtype", "f32"}},
-            "linear_widen/" + std::to_string(rows) + "x" + std::to_string(k) + "x" +
-                std::to_string(n));
+    // The layer and model stages run in f32 with the projections kept as stored (bf16):
+    // linear_widen at the same shapes, at a prefill's T and a decode step's (the cpu kernel's two
+    // paths).
+    if (bound_f32.linear_widen.def != nullptr) {
+      for (const auto& [k, n] : projections) {
+        for (const int64_t rows : {T, int64_t{1}}) {
+          add("linear_widen", {rows, k, n},
+              {{"attrs", bound_f32.linear_widen.attrs}, {"dtype", "f32"}},
+              "linear_widen/" + std::to_string(rows) + "x" + std::to_string(k) + "x" +
+                  std::to_string(n));
+        }
       }
     }
   }

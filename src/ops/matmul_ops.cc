@@ -50,6 +50,16 @@ Json linear_default_inputs(const OpDef& op, const Dims& dims) {
               {"bias", {{"normal", {{"mean", 0}, {"std", 0.1}}}}}};
 }
 
+// linear's and linear_widen's operands: x[T, K] in `x_dtype`, w[N, K] in `w_dtype`, bias[N].
+std::vector<TensorDesc> linear_descs(const OpDef& op, const Dims& dims, DType x_dtype,
+                                     DType w_dtype, const std::set<std::string>& with) {
+  const int64_t t = util::dim(op, dims, "T"), k = util::dim(op, dims, "K"),
+                n = util::dim(op, dims, "N");
+  std::vector<TensorDesc> in = {desc(x_dtype, {t, k}), desc(w_dtype, {n, k})};
+  if (with.count("bias")) in.push_back(desc(x_dtype, {n}));
+  return in;
+}
+
 // linear's and linear_widen's output: y[T, N] in x's dtype.
 std::vector<TensorDesc> linear_infer(const OpDef& op, const std::vector<TensorDesc>& in) {
   const TensorDesc bias = in.size() > 2 ? in[2] : util::absent();
@@ -115,12 +125,7 @@ const OpDef& linear_op() {
       .tolerance = ToleranceClass::kReduction,
       .operands =
           [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>& with) {
-            const OpDef& self = linear_op();
-            const int64_t t = util::dim(self, dims, "T"), k = util::dim(self, dims, "K"),
-                          n = util::dim(self, dims, "N");
-            std::vector<TensorDesc> in = {desc(dtype, {t, k}), desc(dtype, {n, k})};
-            if (with.count("bias")) in.push_back(desc(dtype, {n}));
-            return in;
+            return linear_descs(linear_op(), dims, dtype, dtype, with);
           },
       .infer = [](const std::vector<TensorDesc>& in,
                   const Json&) { return linear_infer(linear_op(), in); },
@@ -151,13 +156,8 @@ const OpDef& linear_widen_op() {
       .operands =
           [](const Dims& dims, const Json& attrs, DType dtype, DType,
              const std::set<std::string>& with) {
-            const OpDef& self = linear_widen_op();
-            const int64_t t = util::dim(self, dims, "T"), k = util::dim(self, dims, "K"),
-                          n = util::dim(self, dims, "N");
-            const DType stored = *tensor::parse_dtype(util::attr_s(attrs, "dtype"));
-            std::vector<TensorDesc> in = {desc(dtype, {t, k}), desc(stored, {n, k})};
-            if (with.count("bias")) in.push_back(desc(dtype, {n}));
-            return in;
+            return linear_descs(linear_widen_op(), dims, dtype,
+                                *tensor::parse_dtype(util::attr_s(attrs, "dtype")), with);
           },
       .infer = [](const std::vector<TensorDesc>& in,
                   const Json&) { return linear_infer(linear_widen_op(), in); },
