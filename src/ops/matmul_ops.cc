@@ -7,7 +7,9 @@
 //     model runs in f32, widened inside the kernel, tile by tile. bf16 and f16 widen to f32
 //     exactly, so the result is linear's on the widened weight; bytes count w at its own size.
 // Dot products over K in f64; one rounding to the output dtype. Reduction length K.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "ops/op_list.h"
 #include "ops/op_util.h"
@@ -26,17 +28,45 @@ void gemm_reference(const std::vector<const Tensor*>& in, const std::vector<Tens
   const auto b = util::to_f64(*in[1]);
   const auto bias =
       in.size() > 2 && in[2] != nullptr ? util::to_f64(*in[2]) : std::vector<double>();
+  // op(b)'s columns eight at a time, interleaved (packed[p·8 + r] = op(b)[p, j0 + r]): eight dots
+  // side by side on contiguous memory, each still summed over p in order (a plain loop's f64
+  // result, bit for bit). A ragged last group computes its missing columns on zeros.
   std::vector<double> c(static_cast<size_t>(m * n));
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double acc = 0;
-      for (int64_t p = 0; p < k; ++p) {
-        const double bv =
-            b_transposed ? b[static_cast<size_t>(j * k + p)] : b[static_cast<size_t>(p * n + j)];
-        acc += a[static_cast<size_t>(i * k + p)] * bv;
+  std::vector<double> packed(static_cast<size_t>(k * 8));
+  for (int64_t j0 = 0; j0 < n; j0 += 8) {
+    const int64_t w = std::min<int64_t>(8, n - j0);
+    for (int64_t p = 0; p < k; ++p) {
+      for (int64_t r = 0; r < 8; ++r) {
+        const int64_t j = j0 + r;
+        packed[static_cast<size_t>(p * 8 + r)] = r >= w         ? 0.0
+                                                 : b_transposed ? b[static_cast<size_t>(j * k + p)]
+                                                                : b[static_cast<size_t>(p * n + j)];
       }
-      if (!bias.empty()) acc += bias[static_cast<size_t>(j)];
-      c[static_cast<size_t>(i * n + j)] = acc;
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      const double* ai = &a[static_cast<size_t>(i * k)];
+      // Two columns per vector, lane by lane the scalar x·b then + (no reassociation, no FMA).
+      typedef double Pair __attribute__((vector_size(16)));
+      Pair s0 = {0, 0}, s1 = s0, s2 = s0, s3 = s0;
+      for (int64_t p = 0; p < k; ++p) {
+        const Pair x = {ai[p], ai[p]};
+        const double* col = &packed[static_cast<size_t>(p * 8)];
+        Pair b0, b1, b2, b3;
+        std::memcpy(&b0, col, sizeof b0);
+        std::memcpy(&b1, col + 2, sizeof b1);
+        std::memcpy(&b2, col + 4, sizeof b2);
+        std::memcpy(&b3, col + 6, sizeof b3);
+        s0 += x * b0;
+        s1 += x * b1;
+        s2 += x * b2;
+        s3 += x * b3;
+      }
+      const double sum[8] = {s0[0], s0[1], s1[0], s1[1], s2[0], s2[1], s3[0], s3[1]};
+      for (int64_t r = 0; r < w; ++r) {
+        double acc = sum[r];
+        if (!bias.empty()) acc += bias[static_cast<size_t>(j0 + r)];
+        c[static_cast<size_t>(i * n + j0 + r)] = acc;
+      }
     }
   }
   util::from_f64(c, out[0]);

@@ -89,6 +89,28 @@ std::vector<int64_t> paged_rows(const OpDef& op, const Tensor& table, int64_t nb
   return rows;
 }
 
+namespace {
+
+template <int kRows>
+void dots_block(const double* x, const double* rows, int64_t stride, int64_t n, double* out) {
+  double sum[kRows] = {};
+  for (int64_t p = 0; p < n; ++p) {
+    const double v = x[p];
+    for (int r = 0; r < kRows; ++r) sum[r] += v * rows[r * stride + p];
+  }
+  for (int r = 0; r < kRows; ++r) out[r] = sum[r];
+}
+
+}  // namespace
+
+void dots_f64(const double* x, const double* rows, int64_t count, int64_t stride, int64_t n,
+              double* out) {
+  int64_t r = 0;
+  for (; r + 8 <= count; r += 8) dots_block<8>(x, rows + r * stride, stride, n, out + r);
+  for (; r + 4 <= count; r += 4) dots_block<4>(x, rows + r * stride, stride, n, out + r);
+  for (; r < count; ++r) dots_block<1>(x, rows + r * stride, stride, n, out + r);
+}
+
 std::vector<double> to_f64(const Tensor& t) {
   std::vector<double> out(static_cast<size_t>(t.numel()));
   tensor::convert(t.data(), t.dtype(), out.data(), DType::kF64, out.size());

@@ -43,6 +43,12 @@ std::vector<double> to_f64(const Tensor& t);
 // tensor/convert.h). values.size() must equal out->numel().
 void from_f64(const std::vector<double>& values, Tensor* out);
 
+// out[r] = Σ_p x[p]·rows[r·stride + p] for r < count, p < n: each sum taken in p order, as a
+// plain loop takes it (the same f64 result), eight rows at a time so the sums do not wait on
+// each other.
+void dots_f64(const double* x, const double* rows, int64_t count, int64_t stride, int64_t n,
+              double* out);
+
 // A paged cache's rows of keys 0..len-1: key j at block table[j / b], slot j % b, row
 // block · b + j % b. A table entry outside [0, nb) that a key needs is an InputError naming op.
 std::vector<int64_t> paged_rows(const OpDef& op, const Tensor& table, int64_t nb, int64_t b,

@@ -68,12 +68,12 @@ class IndexerScores {
   }
   double score(int64_t r, int64_t j) const {
     const double* kj = &k_[static_cast<size_t>(rows_[static_cast<size_t>(j)] * d_)];
+    dots_.resize(static_cast<size_t>(h_));
+    util::dots_f64(kj, &q_[static_cast<size_t>(r * h_ * d_)], h_, d_, d_, dots_.data());
     double sum = 0;
     for (int64_t head = 0; head < h_; ++head) {
-      const double* qh = &q_[static_cast<size_t>((r * h_ + head) * d_)];
-      double dot = 0;
-      for (int64_t i = 0; i < d_; ++i) dot += qh[i] * kj[i];
-      sum += w_[static_cast<size_t>(r * h_ + head)] * std::max(0.0, scale_ * dot);
+      sum += w_[static_cast<size_t>(r * h_ + head)] *
+             std::max(0.0, scale_ * dots_[static_cast<size_t>(head)]);
     }
     return sum;
   }
@@ -82,6 +82,7 @@ class IndexerScores {
   int64_t t_, h_, d_, b_, len_;
   std::vector<int64_t> rows_;
   std::vector<double> q_, k_, w_;
+  mutable std::vector<double> dots_;  // score()'s per-head dots
   double scale_;
   const Json& attrs_;
 };

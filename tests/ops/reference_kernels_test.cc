@@ -61,6 +61,28 @@ TEST(ReferenceKernels, LinearIsMatmulWithTransposedWeightPlusBias) {
   expect_near_all(run1("linear", {x, w, bias}), want, 1e-14);
 }
 
+// The reference takes its dots several outputs at a time; each output is still the sum of a
+// plain loop over K in order, bit for bit, at every N around the blocks (8, 4, 1, 64 rows).
+TEST(ReferenceKernels, MatmulSumsEachOutputInKOrder) {
+  const int64_t m = 3, k = 37;
+  for (int64_t n : {1, 3, 4, 5, 8, 13, 64, 70}) {
+    SCOPED_TRACE(n);
+    const Tensor a = normal(kF64, {m, k}, 4), b = normal(kF64, {k, n}, 5);
+    const auto av = values(a), bv = values(b);
+    std::vector<double> want(static_cast<size_t>(m * n));
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          acc += av[static_cast<size_t>(i * k + p)] * bv[static_cast<size_t>(p * n + j)];
+        }
+        want[static_cast<size_t>(i * n + j)] = acc;
+      }
+    }
+    EXPECT_EQ(run1("matmul", {a, b}), want);
+  }
+}
+
 TEST(ReferenceKernels, EmbeddingGathersRows) {
   const Tensor table = make(DType::kBF16, {3, 2}, {0, 1, 2, 3, 4, 5});
   for (DType index : {DType::kI32, DType::kI64}) {
