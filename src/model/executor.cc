@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -51,6 +52,18 @@ LinearAttention local_linear(const Architecture& arch, const ExecutorOptions& o)
   return la;
 }
 
+// options.expert_bytes, or HARNESS_EXPERT_BYTES when set (an integer; anything else is an
+// InputError naming it).
+int64_t expert_bytes(const ExecutorOptions& o) {
+  const char* env = std::getenv("HARNESS_EXPERT_BYTES");
+  if (env == nullptr || *env == '\0') return o.expert_bytes;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  if (*end != '\0' || v < 0)
+    throw InputError("HARNESS_EXPERT_BYTES", std::string("'") + env + "' is not a byte count");
+  return v;
+}
+
 tensor::Tensor index_tensor(const std::vector<int64_t>& v) {
   return tensor::Tensor::copy_of(tensor::DType::kI64, {int64_t(v.size())}, v.data());
 }
@@ -66,7 +79,9 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
       weights_(std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype, options.sharding,
                                               backend.supports("linear_widen", options.dtype)
                                                   ? widened_weight_dtype(arch, options.dtype)
-                                                  : std::nullopt)),
+                                                  : std::nullopt,
+                                              expert_bytes(options))),
+      expert_bytes_(expert_bytes(options)),
       cache_(backend, kv_geometry(arch, options), options.dtype),
       prefix_(arch.has_vision ? "model.language_model." : "model."),
       attention_scale_(attention_scale(arch.text)),
@@ -699,6 +714,87 @@ std::vector<DeviceTensor> Executor::local_routes(std::vector<DeviceTensor> route
   return routed;
 }
 
+DeviceTensor Executor::moe_stored(const StoredExperts& experts, const DeviceTensor& h,
+                                  const std::vector<DeviceTensor>& routed) {
+  const tensor::Tensor x = backend_.download(h);
+  const tensor::Tensor w = backend_.download(routed[0]), ids = backend_.download(routed[1]);
+  const int64_t t = x.dim(0), d = x.dim(1), k = ids.dim(1);
+  const float* wd = w.data_as<float>();
+  const int32_t* id = ids.data_as<int32_t>();
+  // The experts routed to (a weight-0 route is expert parallelism's placeholder: not run).
+  std::vector<int64_t> used;
+  for (int64_t i = 0; i < t * k; ++i)
+    if (wd[i] != 0) used.push_back(id[i]);
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  // A group's stacks on the host and their copy on the backend: half the budget each.
+  const int64_t group =
+      std::max<int64_t>(1, expert_bytes_ / 2 / std::max<int64_t>(1, experts.widened_bytes()));
+  std::vector<double> sum(size_t(t * d), 0.0);
+  const size_t row_bytes = size_t(d) * tensor::dtype_size(x.dtype());
+  std::vector<int64_t> slot(size_t(experts.count()), -1);
+  // Groups of equal size (8 experts in groups of 7: 4 and 4).
+  const size_t groups = (used.size() + size_t(group) - 1) / size_t(group);
+  const size_t per = groups == 0 ? 1 : (used.size() + groups - 1) / groups;
+  for (size_t g0 = 0; g0 < used.size(); g0 += per) {
+    const std::vector<int64_t> chunk(used.begin() + long(g0),
+                                     used.begin() + long(std::min(used.size(), g0 + per)));
+    for (size_t j = 0; j < chunk.size(); ++j) slot[size_t(chunk[j])] = int64_t(j);
+    // The tokens routed into this group, each with its routes there in their order (padded with
+    // weight-0 routes to the group's first expert).
+    std::vector<int64_t> rows;
+    int64_t width = 1;
+    for (int64_t r = 0; r < t; ++r) {
+      int64_t n = 0;
+      for (int64_t j = 0; j < k; ++j) n += wd[r * k + j] != 0 && slot[size_t(id[r * k + j])] >= 0;
+      if (n > 0) rows.push_back(r);
+      width = std::max(width, n);
+    }
+    const auto m = int64_t(rows.size());
+    tensor::Tensor xs = tensor::Tensor::empty(x.dtype(), {m, d});
+    tensor::Tensor ws = tensor::Tensor::zeros(tensor::DType::kF32, {m, width});
+    tensor::Tensor is = tensor::Tensor::zeros(tensor::DType::kI32, {m, width});
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t r = rows[size_t(i)];
+      std::memcpy(static_cast<std::byte*>(xs.mutable_data()) + size_t(i) * row_bytes,
+                  static_cast<const std::byte*>(x.data()) + size_t(r) * row_bytes, row_bytes);
+      int64_t n = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t s = wd[r * k + j] != 0 ? slot[size_t(id[r * k + j])] : -1;
+        if (s < 0) continue;
+        ws.mutable_data_as<float>()[i * width + n] = wd[r * k + j];
+        is.mutable_data_as<int32_t>()[i * width + n] = int32_t(s);
+        ++n;
+      }
+    }
+    // The group's stacks, written on the host and copied into the backend's: both kept from step
+    // to step at `group` experts (rows past the chunk's are stale and never routed to).
+    ExpertScratch& sc = expert_scratch_;
+    if (sc.capacity != group || sc.host.size() != (experts.biased() ? 6u : 3u)) {
+      sc.device.clear();
+      sc.host = experts.stacks(group);
+      for (const tensor::Tensor& part : sc.host) sc.device.push_back(backend_.upload(part));
+      sc.capacity = group;
+    }
+    experts.widen(chunk, &sc.host);
+    for (size_t i = 0; i < sc.host.size(); ++i) backend_.upload_into(sc.host[i], &sc.device[i]);
+    const DeviceTensor xd = backend_.upload(xs), wdv = backend_.upload(ws),
+                       idv = backend_.upload(is);
+    std::vector<const DeviceTensor*> in = {&xd, &wdv, &idv};
+    for (const DeviceTensor& p : sc.device) in.push_back(&p);
+    const tensor::Tensor y = glue::to_f32(backend_.download(ops_.run1(op_.moe_experts, in)));
+    for (int64_t i = 0; i < m; ++i) {
+      const float* yr = y.data_as<float>() + i * d;
+      double* dst = &sum[size_t(rows[size_t(i)] * d)];
+      for (int64_t c = 0; c < d; ++c) dst[c] += double(yr[c]);
+    }
+    for (const int64_t e : chunk) slot[size_t(e)] = -1;
+  }
+  tensor::Tensor out = tensor::Tensor::empty(tensor::DType::kF64, {t, d});
+  std::copy(sum.begin(), sum.end(), out.mutable_data_as<double>());
+  return backend_.upload(glue::to_dtype(out, x.dtype()));
+}
+
 DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
   const Moe& m = arch_.text.moe;
   const DeviceTensor logits = linear(layer, TensorRole::kRouter, h,
@@ -709,11 +805,16 @@ DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {
   const Sharding* sh = options_.sharding;
   if (sh != nullptr && !sh->experts_split_by_tp)
     routed = local_routes(std::move(routed), sh->expert_begin, sh->expert_end);
-  const ExpertStack& e = weights_->experts(layer);
-  DeviceTensor y =
-      e.b_gate ? ops_.run1(op_.moe_experts, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down,
-                                             &*e.b_gate, &*e.b_up, &*e.b_down})
-               : ops_.run1(op_.moe_experts, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down});
+  DeviceTensor y;
+  if (const StoredExperts* stored = weights_->stored_experts(layer)) {
+    y = moe_stored(*stored, h, routed);
+  } else {
+    const ExpertStack& e = weights_->experts(layer);
+    y = e.b_gate
+            ? ops_.run1(op_.moe_experts, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down,
+                                          &*e.b_gate, &*e.b_up, &*e.b_down})
+            : ops_.run1(op_.moe_experts, {&h, &routed[0], &routed[1], &e.gate, &e.up, &e.down});
+  }
   // Combine: under EP each token's experts ran on their ranks; under TP each expert's partial sums.
   if (sh != nullptr) all_reduce(sh->experts_split_by_tp ? sh->tp.get() : sh->ep.get(), &y);
   if (m.num_shared_experts > 0) {

@@ -39,6 +39,12 @@ struct ExecutorOptions {
   bool act_quant = false;
   // This rank's part of a parallel plan (plan/execution_sharding.h); null: the whole model.
   const Sharding* sharding = nullptr;
+  // Routed experts that would take this many bytes or more widened to `dtype` (all MoE layers;
+  // 0: always) stay as the checkpoint stores them; a step widens the experts it routes to in
+  // groups of half of it (the host's stacks and the backend's copy of them: at most this many
+  // bytes at once). ModelWeights, StoredExperts. The environment's HARNESS_EXPERT_BYTES
+  // overrides it.
+  int64_t expert_bytes = ModelWeights::kExpertBytes;
   // The harness's own detection tests only: a deliberate bug in the executor's host glue, which
   // no plugin can inject. "qwen_window_not_inverted": Qwen2.5-VL's merged image tokens are left in
   // window order (tests/model/qwen_vl_model_test.cc). Empty: none.
@@ -159,6 +165,11 @@ class Executor {
                                          Step& step, const IndexerInputs* index = nullptr);
   backend::DeviceTensor mlp(int64_t layer, TensorRole gate, const backend::DeviceTensor& h);
   backend::DeviceTensor moe(int64_t layer, const backend::DeviceTensor& h);
+  // moe_experts over experts left as stored: the routed ones widened a group at a time, each
+  // group run on the tokens routed to it, the partial outputs summed in f64 (one group holding
+  // every routed expert: the whole-stack result, bit for bit).
+  backend::DeviceTensor moe_stored(const StoredExperts& experts, const backend::DeviceTensor& h,
+                                   const std::vector<backend::DeviceTensor>& routed);
   std::vector<backend::DeviceTensor> local_routes(std::vector<backend::DeviceTensor> routed,
                                                   int64_t first, int64_t last);
   // x·wᵀ (+ bias). `with_bias` false leaves a replicated bias out (a row-parallel rank other
@@ -204,6 +215,13 @@ class Executor {
   ExecutorOptions options_;
   OpRunner ops_;
   std::unique_ptr<ModelWeights> weights_;
+  int64_t expert_bytes_;  // options' expert_bytes or HARNESS_EXPERT_BYTES
+  struct ExpertScratch {  // moe_stored's group stacks, reused by every step and layer
+    int64_t capacity = 0;
+    std::vector<tensor::Tensor> host;
+    std::vector<backend::DeviceTensor> device;
+  };
+  ExpertScratch expert_scratch_;
   PagedKvCache cache_;
   std::string prefix_;
   double attention_scale_ = 0;

@@ -9,6 +9,7 @@
 #include "model/sharding.h"
 #include "model/weight_loader.h"
 #include "ops/op_list.h"
+#include "tensor/convert.h"
 
 namespace h0::model {
 namespace {
@@ -26,17 +27,17 @@ tensor::Tensor stack(const std::vector<tensor::Tensor>& parts) {
   return out;
 }
 
-// InputError unless scale covers the 2-D fp8 weight q in br x bc blocks (the last ragged).
-void check_block_scales(const tensor::Tensor& q, const tensor::Tensor& scale, int64_t br,
-                        int64_t bc, const std::string& where) {
-  if (q.shape().size() != 2 || scale.shape().size() != 2)
+// InputError unless a scale of shape `scale` covers the 2-D fp8 weight of shape `q` in br x bc
+// blocks (the last ragged).
+void check_block_scales(const tensor::Shape& q, const tensor::Shape& scale, int64_t br, int64_t bc,
+                        const std::string& where) {
+  if (q.size() != 2 || scale.size() != 2)
     throw InputError(where, "an fp8 weight and its scale must be 2-D");
-  const tensor::Shape want = {(q.shape()[0] + br - 1) / br, (q.shape()[1] + bc - 1) / bc};
-  if (scale.shape() != want) {
-    throw InputError(where, "weight_scale_inv is " + tensor::shape_string(scale.shape()) +
-                                ", but " + tensor::shape_string(q.shape()) + " in " +
-                                std::to_string(br) + "x" + std::to_string(bc) + " blocks needs " +
-                                tensor::shape_string(want));
+  const tensor::Shape want = {(q[0] + br - 1) / br, (q[1] + bc - 1) / bc};
+  if (scale != want) {
+    throw InputError(where, "weight_scale_inv is " + tensor::shape_string(scale) + ", but " +
+                                tensor::shape_string(q) + " in " + std::to_string(br) + "x" +
+                                std::to_string(bc) + " blocks needs " + tensor::shape_string(want));
   }
 }
 
@@ -103,8 +104,7 @@ std::array<tensor::Tensor, 6> unpack_fused(const FusedExperts& in, tensor::DType
 // [E, out, G], both u8), this rank's `part` of it (cut as the float layout [E, in, out] is: axis
 // 0 the experts, read alone; axes 1 and 2 swapped), out-major in f32: the catalogue's
 // dequantize_mxfp4 (its reference, on the host, as fp8 experts are dequantized on load).
-tensor::Tensor dequantize_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightInfo& w,
-                                const Architecture& arch, const WeightSlice& part) {
+void check_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightInfo& w, const Architecture& arch) {
   const std::string blocks_name = w.name + "_blocks", scales_name = w.name + "_scales";
   if (arch.quantization.method != "mxfp4") {
     throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored as MXFP4 (" + blocks_name +
@@ -127,6 +127,13 @@ tensor::Tensor dequantize_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightI
                                       tensor::shape_string(want_scales) + " (its float shape " +
                                       tensor::shape_string(w.shape) + ", out and in swapped)");
   }
+}
+
+tensor::Tensor dequantize_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightInfo& w,
+                                const Architecture& arch, const WeightSlice& part) {
+  check_mxfp4(ckpt, w, arch);
+  const std::string blocks_name = w.name + "_blocks", scales_name = w.name + "_scales";
+  const int64_t in = w.shape[1], out = w.shape[2];
   const bool by_expert = part.axis == 0;  // only this rank's experts are read and dequantized
   const tensor::Tensor blocks =
       by_expert ? ckpt.slice(blocks_name, 0, part.begin, part.end) : ckpt.get(blocks_name);
@@ -215,11 +222,63 @@ bool runs_by_linear(TensorRole role) {
   }
 }
 
+// An fp8 block-quantized weight and its block scales (weight_scale_inv), checked against the
+// config's weight_block_size.
+struct Fp8Weight {
+  tensor::Tensor q, scale;
+  int64_t block_rows, block_cols;
+};
+
+// InputError unless the fp8 weight `w` has block scales the config's weight_block_size covers.
+void check_fp8(const io::ShardedCheckpoint& ckpt, const Architecture& arch, const WeightInfo& w) {
+  const std::string scale = w.name + "_scale_inv";
+  const io::TensorEntry* s = ckpt.find(scale);
+  if (s == nullptr) {
+    throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8 with no '" + scale +
+                                      "' (block scales)");
+  }
+  if (arch.quantization.method != "fp8") {
+    throw InputError(ckpt.path(), "tensor '" + w.name +
+                                      "' is stored in fp8, but config.json has no fp8 "
+                                      "quantization_config (its weight_block_size says how the "
+                                      "scales apply)");
+  }
+  check_block_scales(ckpt.find(w.name)->shape, s->shape, arch.quantization.block_rows,
+                     arch.quantization.block_cols,
+                     ckpt.path() + ": " + w.name);  // > 0 for fp8 (architecture.cc)
+}
+
+Fp8Weight read_fp8(const io::ShardedCheckpoint& ckpt, const Architecture& arch,
+                   const WeightInfo& w) {
+  check_fp8(ckpt, arch, w);
+  return {ckpt.get(w.name), ckpt.get(w.name + "_scale_inv"), arch.quantization.block_rows,
+          arch.quantization.block_cols};
+}
+
+// A routed expert's weight (one expert's gate, up or down) as float: fp8 dequantized by its
+// block scales (moe_experts takes float weights), a float one as stored.
+tensor::Tensor read_expert_weight(const io::ShardedCheckpoint& ckpt, const Architecture& arch,
+                                  const WeightInfo& w) {
+  if (!is_fp8(ckpt.find(w.name)->dtype)) return ckpt.get(w.name);
+  const Fp8Weight f = read_fp8(ckpt, arch, w);
+  return dequantize_blocks(f.q, f.scale, f.block_rows, f.block_cols);
+}
+
+void release_tensor(const io::ShardedCheckpoint& ckpt, const std::string& name) {
+  for (const char* suffix : {"", "_scale_inv", "_blocks", "_scales"}) ckpt.release(name + suffix);
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
 }  // namespace
 
 ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
                            backend::Backend& backend, tensor::DType dtype, const Sharding* sharding,
-                           std::optional<tensor::DType> kept) {
+                           std::optional<tensor::DType> kept, int64_t expert_bytes) {
   const Inventory inv =
       build_inventory(arch, {.dtype = std::nullopt, .quantized = false, .include_mtp = false});
   for (const WeightInfo& w : inv.weights) {
@@ -233,6 +292,29 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
                                         ", expected " + tensor::shape_string(w.shape));
     }
   }
+  // Routed experts that would reach `expert_bytes` widened (all MoE layers together) stay as
+  // stored.
+  if (sharding == nullptr || !sharding->experts_split_by_tp) {
+    const int64_t first = sharding != nullptr ? sharding->expert_begin : 0;
+    const int64_t count =
+        sharding != nullptr ? sharding->expert_end - first : arch.text.moe.num_experts;
+    std::map<int64_t, int64_t> per_expert;  // layer -> one expert's elements
+    for (const WeightInfo& w : inv.weights) {
+      if (w.expert == 0) per_expert[w.layer] += numel(w.shape);
+      if (w.all_experts) per_expert[w.layer] += numel(w.shape) / w.shape[0];
+    }
+    int64_t widened = 0;
+    const auto size = int64_t(tensor::dtype_size(dtype));
+    for (const auto& [layer, n] : per_expert) widened += n * count * size;
+    if (widened >= expert_bytes) {
+      for (const auto& [layer, n] : per_expert) {
+        StoredExperts e(ckpt, arch, dtype, first, count);
+        e.widened_bytes_ = n * size;
+        e.per_expert_.resize(size_t(count));
+        stored_.emplace(layer, std::move(e));
+      }
+    }
+  }
   std::map<int64_t, std::array<std::vector<tensor::Tensor>, 3>> expert_parts;
   std::map<int64_t, FusedExperts> fused;
   for (const WeightInfo& w : inv.weights) {
@@ -241,58 +323,55 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
     struct Release {
       const io::ShardedCheckpoint& ckpt;
       const std::string& name;
-      ~Release() {
-        for (const char* suffix : {"", "_scale_inv", "_blocks", "_scales"})
-          ckpt.release(name + suffix);
-      }
+      ~Release() { release_tensor(ckpt, name); }
     } release{ckpt, w.name};
     std::optional<WeightSlice> part = WeightSlice{-1, 0, 0, {}};
     if (sharding != nullptr) part = sharding->slice(w);
     if (!part) continue;  // another rank's
+    if (auto it = stored_.find(w.layer); it != stored_.end() && (w.expert >= 0 || w.all_experts)) {
+      StoredExperts& e = it->second;  // read when a step routes to them; checked now
+      if (stored_as_mxfp4(ckpt, w)) {
+        check_mxfp4(ckpt, w, arch);
+      } else if (is_fp8(ckpt.find(w.name)->dtype)) {
+        check_fp8(ckpt, arch, w);
+      }
+      if (w.all_experts) {
+        const size_t slot = (w.tensor == TensorRole::kExpertsGateUp ? 0 : 2) +
+                            (w.piece == TensorPiece::kBias ? 1 : 0);
+        e.fused_[slot] = w;
+      } else {
+        e.per_expert_[size_t(w.expert - e.first_)]
+                     [size_t(int(w.tensor) - int(TensorRole::kExpertGate))] = w;
+      }
+      continue;
+    }
     tensor::Tensor stored;
     if (stored_as_mxfp4(ckpt, w)) {  // GPT-OSS's experts as released: this rank's part, out-major
       stored = dequantize_mxfp4(ckpt, w, arch, *part);
-    } else if (is_fp8(ckpt.find(w.name)->dtype)) {  // block-quantized, with its weight_scale_inv
+    } else if (w.expert >= 0 && is_fp8(ckpt.find(w.name)->dtype)) {
+      const tensor::Tensor full = read_expert_weight(ckpt, arch, w);
+      stored = part->axis < 0 ? full : full.slice(part->axis, part->begin, part->end);
+    } else if (is_fp8(ckpt.find(w.name)->dtype)) {  // run quantized by scaled_linear
       if (!part->pieces.empty()) {  // stored fp8 where the reference layout keeps it float (the
                                     // planner refuses the rest)
         throw InputError(ckpt.path(), "tensor '" + w.name +
                                           "' is stored in fp8 and cut by tp into q|k|v parts: "
                                           "not run yet (run it with tp 1, or pp)");
       }
-      const std::string scale = w.name + "_scale_inv";
-      if (ckpt.find(scale) == nullptr) {
-        throw InputError(ckpt.path(), "tensor '" + w.name + "' is stored in fp8 with no '" + scale +
-                                          "' (block scales)");
+      const Fp8Weight f = read_fp8(ckpt, arch, w);
+      // This rank's whole blocks of q and their scales.
+      tensor::Tensor q_part = f.q, s_part = f.scale;
+      if (part->axis >= 0) {
+        const int64_t block = part->axis == 0 ? f.block_rows : f.block_cols;
+        require_whole_blocks(w.name, sharding->tp ? sharding->tp->size() : 1, part->begin,
+                             part->end, f.q.shape()[size_t(part->axis)], block);
+        q_part = f.q.slice(part->axis, part->begin, part->end);
+        s_part = f.scale.slice(part->axis, part->begin / block, (part->end + block - 1) / block);
       }
-      if (arch.quantization.method != "fp8") {
-        throw InputError(
-            ckpt.path(),
-            "tensor '" + w.name +
-                "' is stored in fp8, but config.json has no fp8 "
-                "quantization_config (its weight_block_size says how the scales apply)");
-      }
-      const int64_t br = arch.quantization.block_rows,
-                    bc = arch.quantization.block_cols;  // > 0 for fp8 (architecture.cc)
-      const std::string where = ckpt.path() + ": " + w.name;
-      const tensor::Tensor q = ckpt.get(w.name), s = ckpt.get(scale);
-      check_block_scales(q, s, br, bc, where);
-      if (w.expert >= 0) {  // moe_experts takes float weights: routed experts are dequantized here
-        const tensor::Tensor full = dequantize_blocks(q, s, br, bc);
-        stored = part->axis < 0 ? full : full.slice(part->axis, part->begin, part->end);
-      } else {  // run quantized by scaled_linear: this rank's whole blocks of q and their scales
-        tensor::Tensor q_part = q, s_part = s;
-        if (part->axis >= 0) {
-          const int64_t block = part->axis == 0 ? br : bc;
-          require_whole_blocks(w.name, sharding->tp ? sharding->tp->size() : 1, part->begin,
-                               part->end, q.shape()[size_t(part->axis)], block);
-          q_part = q.slice(part->axis, part->begin, part->end);
-          s_part = s.slice(part->axis, part->begin / block, (part->end + block - 1) / block);
-        }
-        bytes_ += int64_t(q_part.nbytes() + s_part.nbytes());
-        add(w, w.name, backend.upload(q_part), TensorPiece::kWeight);
-        add(w, scale, backend.upload(s_part), TensorPiece::kScale);
-        continue;
-      }
+      bytes_ += int64_t(q_part.nbytes() + s_part.nbytes());
+      add(w, w.name, backend.upload(q_part), TensorPiece::kWeight);
+      add(w, w.name + "_scale_inv", backend.upload(s_part), TensorPiece::kScale);
+      continue;
     } else {
       stored = read_part(ckpt, w.name, *part);
     }
@@ -354,6 +433,84 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
         layer,
         ExpertStack{backend.upload(stack(parts[0])), backend.upload(stack(parts[1])),
                     backend.upload(stack(parts[2])), std::nullopt, std::nullopt, std::nullopt});
+  }
+}
+
+const StoredExperts* ModelWeights::stored_experts(int64_t layer) const {
+  auto it = stored_.find(layer);
+  return it == stored_.end() ? nullptr : &it->second;
+}
+
+StoredExperts::StoredExperts(const io::ShardedCheckpoint& ckpt, const Architecture& arch,
+                             tensor::DType dtype, int64_t first, int64_t count)
+    : ckpt_(ckpt), arch_(arch), dtype_(dtype), first_(first), count_(count) {}
+
+std::vector<tensor::Tensor> StoredExperts::stacks(int64_t capacity) const {
+  int64_t f = 0, d = 0;
+  if (fused_[0]) {  // gate_up as stored in float: [E, D, 2F]
+    d = fused_[0]->shape[1];
+    f = fused_[0]->shape[2] / 2;
+  } else {  // gate_proj [F, D]
+    H0_CHECK(!per_expert_.empty() && per_expert_[0][0].has_value()) << "no experts listed";
+    f = per_expert_[0][0]->shape[0];
+    d = per_expert_[0][0]->shape[1];
+  }
+  std::vector<tensor::Tensor> out = {tensor::Tensor::empty(dtype_, {capacity, f, d}),
+                                     tensor::Tensor::empty(dtype_, {capacity, f, d}),
+                                     tensor::Tensor::empty(dtype_, {capacity, d, f})};
+  if (biased()) {
+    out.push_back(tensor::Tensor::empty(dtype_, {capacity, f}));
+    out.push_back(tensor::Tensor::empty(dtype_, {capacity, f}));
+    out.push_back(tensor::Tensor::empty(dtype_, {capacity, d}));
+  }
+  return out;
+}
+
+void StoredExperts::widen(const std::vector<int64_t>& ids,
+                          std::vector<tensor::Tensor>* stacks) const {
+  H0_CHECK(!stacks->empty() && int64_t(ids.size()) <= (*stacks)[0].dim(0))
+      << ids.size() << " experts for stacks of " << (stacks->empty() ? 0 : (*stacks)[0].dim(0));
+  const auto put = [&](size_t which, size_t i, const tensor::Tensor& t) {
+    const tensor::Tensor dst = (*stacks)[which].slice_rows(int64_t(i), int64_t(i) + 1);
+    H0_CHECK(t.numel() == dst.numel())
+        << "an expert operand of " << t.numel() << " values for " << dst.numel();
+    tensor::convert(t.data(), t.dtype(), dst.mutable_data(), dst.dtype(), size_t(t.numel()));
+  };
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t id = ids[i];
+    H0_CHECK(id >= 0 && id < count_) << "expert " << id << " of " << count_;
+    if (fused_[0]) {  // GPT-OSS's: this expert's slice of each fused tensor, as on load
+      const WeightSlice one{0, first_ + id, first_ + id + 1, {}};
+      FusedExperts f;
+      tensor::Tensor* dst[4] = {&f.gate_up, &f.gate_up_bias, &f.down, &f.down_bias};
+      for (size_t slot = 0; slot < 4; ++slot) {
+        if (!fused_[slot]) continue;
+        const WeightInfo& w = *fused_[slot];
+        if (stored_as_mxfp4(ckpt_, w)) {
+          *dst[slot] = dequantize_mxfp4(ckpt_, w, arch_, one);
+        } else {
+          *dst[slot] = read_part(ckpt_, w.name, one);
+          if (w.piece == TensorPiece::kWeight) *dst[slot] = swap_last_two(*dst[slot]);
+        }
+        release_tensor(ckpt_, w.name);
+      }
+      if (!biased()) {  // unpack_fused reads biases: zeros, not kept
+        f.gate_up_bias = tensor::Tensor::zeros(tensor::DType::kF32, {1, f.gate_up.dim(1)});
+        f.down_bias = tensor::Tensor::zeros(tensor::DType::kF32, {1, f.down.dim(1)});
+      }
+      const std::array<tensor::Tensor, 6> t = unpack_fused(f, dtype_);
+      for (size_t which = 0; which < stacks->size(); ++which) put(which, i, t[which]);
+      continue;
+    }
+    for (size_t which = 0; which < 3; ++which) {
+      H0_CHECK(per_expert_[size_t(id)][which].has_value()) << "expert " << id << " not listed";
+      const WeightInfo& w = *per_expert_[size_t(id)][which];
+      // A float weight is converted from the mapped file straight into its stack.
+      put(which, i,
+          is_fp8(ckpt_.find(w.name)->dtype) ? read_expert_weight(ckpt_, arch_, w)
+                                            : ckpt_.get(w.name));
+      release_tensor(ckpt_, w.name);
+    }
   }
 }
 

@@ -83,6 +83,33 @@ TEST(ReferenceKernels, MatmulSumsEachOutputInKOrder) {
   }
 }
 
+// dequantize to f32 of 8-bit values runs in f32 (a 256-entry table): every 8-bit value times
+// scales from tiny (subnormal products) to huge (overflow) equals the f64 product rounded once.
+TEST(ReferenceKernels, DequantizeToF32IsTheF64ProductRoundedOnce) {
+  const Tensor scale = make(kF32, {4, 1}, {1.0 / 3.0, 3.1e-41, 1.7e35, 0.0123});
+  for (const DType q_dtype : {DType::kF8E4M3, DType::kF8E5M2, DType::kI8}) {
+    SCOPED_TRACE(tensor::dtype_name(q_dtype));
+    Tensor q = Tensor::zeros(q_dtype, {4, 256});
+    for (int i = 0; i < 4 * 256; ++i)
+      static_cast<uint8_t*>(q.mutable_data())[i] = static_cast<uint8_t>(i);
+    const auto got = run1("dequantize", {q, scale},
+                          {{"dtype", tensor::dtype_name(q_dtype)},
+                           {"granularity", "block2d"},
+                           {"block_rows", 1},
+                           {"block", 256},
+                           {"out_dtype", "f32"}});
+    const auto qv = values(q), sv = values(scale);
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double want = static_cast<float>(qv[i] * sv[i / 256]);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[i])) << i;
+      } else {
+        EXPECT_EQ(got[i], want) << "byte " << i % 256 << " scale " << sv[i / 256];
+      }
+    }
+  }
+}
+
 TEST(ReferenceKernels, EmbeddingGathersRows) {
   const Tensor table = make(DType::kBF16, {3, 2}, {0, 1, 2, 3, 4, 5});
   for (DType index : {DType::kI32, DType::kI64}) {
