@@ -397,8 +397,10 @@ class ModelCase : public PreparedCase {
     model::ExecutorOptions eo{s_.dtype, s_.fallback, 16, 4096, true};
     eo.sharding = sharding.get();
     eo.act_quant = s_.act_quant;
+    if (s_.kind == "layer") eo.only_layer = s_.layer;  // the other layers need not fit
     model::Executor ex(arch, ckpt, ctx.backend(), eo);
     r.details["checkpoint"] = src.synthesized ? "synthesized (seed 0)" : src.dir;
+    r.details["weights_bytes"] = ex.weights().bytes();
     std::vector<std::string> failures;
     // A chunked prefill captures each probe once per chunk: its rows appended.
     model::ProbeRecorder probes({}, s_.chunk > 0);

@@ -80,7 +80,7 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
                                               backend.supports("linear_widen", options.dtype)
                                                   ? widened_weight_dtype(arch, options.dtype)
                                                   : std::nullopt,
-                                              expert_bytes(options))),
+                                              expert_bytes(options), options.only_layer)),
       expert_bytes_(expert_bytes(options)),
       cache_(backend, kv_geometry(arch, options), options.dtype),
       prefix_(arch.has_vision ? "model.language_model." : "model."),

@@ -45,6 +45,9 @@ struct ExecutorOptions {
   // bytes at once). ModelWeights, StoredExperts. The environment's HARNESS_EXPERT_BYTES
   // overrides it.
   int64_t expert_bytes = ModelWeights::kExpertBytes;
+  // >= 0: load only decoder layer `only_layer`'s weights (a layer check at a real model's width:
+  // the others need not fit, nor be read); run_layer runs it, forward() has no embedding.
+  int64_t only_layer = -1;
   // The harness's own detection tests only: a deliberate bug in the executor's host glue, which
   // no plugin can inject. "qwen_window_not_inverted": Qwen2.5-VL's merged image tokens are left in
   // window order (tests/model/qwen_vl_model_test.cc). Empty: none.

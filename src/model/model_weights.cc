@@ -278,9 +278,15 @@ int64_t numel(const std::vector<int64_t>& shape) {
 
 ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
                            backend::Backend& backend, tensor::DType dtype, const Sharding* sharding,
-                           std::optional<tensor::DType> kept, int64_t expert_bytes) {
-  const Inventory inv =
+                           std::optional<tensor::DType> kept, int64_t expert_bytes,
+                           int64_t only_layer) {
+  Inventory inv =
       build_inventory(arch, {.dtype = std::nullopt, .quantized = false, .include_mtp = false});
+  if (only_layer >= 0) {
+    std::erase_if(inv.weights, [&](const WeightInfo& w) {
+      return w.layer != only_layer || is_vision_role(w.tensor);
+    });
+  }
   for (const WeightInfo& w : inv.weights) {
     if (stored_as_mxfp4(ckpt, w)) continue;  // checked where it is dequantized
     const io::TensorEntry* e = ckpt.find(w.name);

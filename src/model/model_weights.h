@@ -72,11 +72,12 @@ class ModelWeights {
   // Loads every non-MTP tensor of `inventory` from `ckpt` (verify_checkpoint first) and converts
   // floating weights to `dtype`. Throws InputError for a checkpoint that does not match.
   // With `sharding`, only this rank's part of each weight is loaded (routed experts: the
-  // rank's own, stacked in expert order).
+  // rank's own, stacked in expert order). With `only_layer` >= 0, only that decoder layer's
+  // weights are checked and loaded (no embedding, final norm or head).
   ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
                backend::Backend& backend, tensor::DType dtype, const Sharding* sharding = nullptr,
                std::optional<tensor::DType> kept = std::nullopt,
-               int64_t expert_bytes = kExpertBytes);
+               int64_t expert_bytes = kExpertBytes, int64_t only_layer = -1);
   // The default widened-experts budget (1 GiB).
   static constexpr int64_t kExpertBytes = int64_t{1} << 30;
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <random>
@@ -18,6 +19,7 @@
 #include "io/sharded_checkpoint.h"
 #include "model/generation.h"
 #include "model/synth.h"
+#include "tensor/philox.h"
 #include "test_util.h"
 
 namespace h0::model {
@@ -214,6 +216,33 @@ TEST(Executor, ProbesAreHfModuleNamesInExecutionOrder) {
   bool gate = false;
   for (const auto& s : ex.ops().profile()) gate = gate || (s.op == "moe_gate" && s.calls == 2);
   EXPECT_TRUE(gate);
+}
+
+// A layer check at a real model's width loads that layer alone: fewer bytes held, the layer's
+// output (prefill and decode steps) bit for bit the whole model's, and no embedding to forward.
+TEST(Executor, OneLayerLoadedAloneRunsAsInTheWholeModel) {
+  for (const char* name : {"tiny-qwen3-moe", "tiny-qwen3-next"}) {
+    SCOPED_TRACE(name);
+    Tiny m(name);
+    auto be = backend::Backend::open({"cpu", "", nlohmann::json::object()});
+    Executor whole(m.arch, m.ckpt, *be, {});
+    ExecutorOptions o;
+    o.only_layer = 1;
+    Executor alone(m.arch, m.ckpt, *be, o);
+    EXPECT_LT(alone.weights().bytes() * 2, whole.weights().bytes());
+    const int64_t d = m.arch.text.hidden_size;
+    std::vector<double> v(size_t(6 * d));
+    tensor::Philox(3, 0).fill_normal(v.data(), v.size());
+    tensor::Tensor hidden = tensor::Tensor::empty(tensor::DType::kF32, {6, d});
+    for (size_t i = 0; i < v.size(); ++i) hidden.mutable_data_as<float>()[i] = float(v[i]);
+    for (int64_t prefill : {6, 3}) {  // one prefill; a prefill of 3, then 3 decode steps
+      const tensor::Tensor a = whole.run_layer(1, hidden, nullptr, prefill);
+      const tensor::Tensor b = alone.run_layer(1, hidden, nullptr, prefill);
+      ASSERT_EQ(a.nbytes(), b.nbytes());
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.nbytes()), 0) << "prefill " << prefill;
+    }
+    EXPECT_THROW(alone.forward(alone.new_sequence(), kPrompt), InputError);
+  }
 }
 
 TEST(Generation, TopKLogprobsIsTheSortedHeadOfTheLogSoftmax) {
