@@ -4,7 +4,7 @@
 Usage:
   python3 golden/tools/dump_hf.py --model DIR (--prompt-ids 1000,5,7 | --prompt "text")
       [--prompt-id NAME] [--image FILE] [--dtype float32|bfloat16] [--device cpu|cuda]
-      [--greedy N] [--portable-cpu] --out DIR
+      [--greedy N] [--portable-cpu] [--layers N] --out DIR
 
 Loads any HF causal LM (AutoModelForCausalLM) or LLaVA-style model (a config with a
 vision_config) from DIR with attn_implementation="eager", in eval mode, and writes
@@ -40,6 +40,17 @@ Probes whose module does not exist in a given architecture are skipped.
 Safetensors metadata (strings): producer, model, prompt_id, versions (JSON), dtype, device,
 attn_implementation, greedy_steps, probes (JSON list, execution order), image (file name, if any).
 
+--layers N builds decoder layer N alone, for a model too big to load whole (a reference machine with
+one GPU making layer goldens of a 671B model): only the embedding, layer N's tensors, the final norm
+and the head are read from the checkpoint (fp8 ones dequantized by fp8_blocks' rule) into a
+temporary checkpoint of N + 1 layers that transformers loads with layers 0..N-1 replaced by
+pass-throughs, so layer N keeps its index (its type: sliding, linear attention, dense or MoE, by the
+config's own per-layer rules) and reads the embedding output as its input. The dump holds
+input_ids, <P>embed_tokens, <P>layers.{N-1} (that same input, named as the harness's layer check
+looks for it; absent for N = 0), layer N's sublayer probes and <P>layers.N; no logits or greedy
+tokens; metadata "layer" = N and "layer_input" = "embedding". `kind: layer` with `layer: N` checks
+the platform against it, as day0's layer stage does for a --golden holding such dumps.
+
 --portable-cpu pins PyTorch's CPU kernels to the portable scalar ones (ATEN_CPU_CAPABILITY=default)
 for results that do not depend on the CPU's vector extensions; it is slow on big models.
 golden/tools/gen_models.py imports this file and uses the same functions.
@@ -56,6 +67,7 @@ if "--portable-cpu" in sys.argv and "torch" not in sys.modules:
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
+import re  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -116,6 +128,113 @@ def load_model(model_dir, dtype=torch.float32, device="cpu"):
     model.to(device)
     model.eval()
     return model
+
+
+_LAYER_KEY = re.compile(r"^(?:model\.(?:language_model\.)?)?layers\.(\d+)\.")
+
+
+def load_layer_model(model_dir, layer: int, dtype=torch.float32, device="cpu"):
+    """Decoder layer `layer` of a causal LM alone (see --layers): the model class built for
+    layer + 1 layers, layers 0..layer-1 pass-throughs; the embedding, that layer, the final norm and
+    the head loaded from the checkpoint, nothing else read."""
+    import tempfile
+
+    from safetensors import safe_open
+    from safetensors.torch import save_file as save_plain
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    import fp8_blocks
+
+    raw = json.loads((Path(model_dir) / "config.json").read_text())
+    if raw.get("vision_config") is not None:
+        raise SystemExit("dump_hf: --layers takes a text model (this config has a vision_config)")
+    text = raw.get("text_config", raw)
+    n = int(text["num_hidden_layers"])
+    if not 0 <= layer < n:
+        raise SystemExit(f"dump_hf: --layers {layer}: the model has layers 0..{n - 1}")
+    text["num_hidden_layers"] = layer + 1
+    for key in ("layer_types", "mlp_layer_types"):  # per-layer lists follow the cut
+        if isinstance(text.get(key), list):
+            text[key] = text[key][: layer + 1]
+    blocks = fp8_blocks.block_size(raw)
+    if blocks is not None:  # written dequantized
+        del raw["quantization_config"]
+
+    def wanted(key: str) -> bool:
+        m = _LAYER_KEY.match(key)
+        return m is None or int(m.group(1)) == layer
+
+    tensors = {}
+    for f in sorted(Path(model_dir).glob("*.safetensors")):
+        with safe_open(str(f), "pt") as st:
+            for key in st.keys():
+                if wanted(key):
+                    tensors[key] = st.get_tensor(key)
+    if blocks is not None:
+        for key in [k for k, t in tensors.items() if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)]:
+            scale = tensors.pop(key + fp8_blocks.SCALE_SUFFIX, None)
+            if scale is None:
+                raise SystemExit(f"dump_hf: {model_dir}: {key} is fp8 with no {key}{fp8_blocks.SCALE_SUFFIX}")
+            tensors[key] = fp8_blocks.dequantize(tensors[key], scale, *blocks)
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "config.json").write_text(json.dumps(raw))
+        save_plain({k: v.contiguous() for k, v in tensors.items()}, str(Path(tmp) / "model.safetensors"),
+                   metadata={"format": "pt"})
+        del tensors
+        config = AutoConfig.from_pretrained(tmp)
+        with torch.device("meta"):
+            shape = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+        meta_layers = list(_module(shape, text_prefix(shape) + "layers"))
+        layer_cls = type(meta_layers[layer])
+        home = sys.modules[layer_cls.__module__]
+
+        class PassThrough(torch.nn.Module):
+            """A decoder layer before `layer`: its output is its input. Keeps the real layer's plain
+            attributes (attention_type, layer_type, ...) that the model's loop reads."""
+
+            def __init__(self, like):
+                super().__init__()
+                for k, v in vars(like).items():
+                    if not k.startswith("_") and k != "training" and isinstance(v, (str, int, float, bool)):
+                        setattr(self, k, v)
+
+            def forward(self, hidden_states, *args, **kwargs):
+                return hidden_states
+
+        class OnlyLayer(layer_cls):
+            def __new__(cls, config, layer_idx, *args, **kwargs):
+                if layer_idx < layer:
+                    return PassThrough(meta_layers[layer_idx])
+                return layer_cls(config, layer_idx, *args, **kwargs)
+
+        setattr(home, layer_cls.__name__, OnlyLayer)
+        try:
+            model, info = AutoModelForCausalLM.from_pretrained(tmp, dtype=dtype, attn_implementation="eager",
+                                                               output_loading_info=True)
+        finally:
+            setattr(home, layer_cls.__name__, layer_cls)
+    if info["missing_keys"] or info["mismatched_keys"]:
+        raise SystemExit(f"dump_hf: {model_dir}: layer {layer} did not load: {info}")
+    model.to(device)
+    model.eval()
+    return model
+
+
+@torch.no_grad()
+def dump_layer(model, input_ids: list[int], layer: int, device="cpu") -> tuple[dict[str, torch.Tensor], list[str]]:
+    """One forward pass of a load_layer_model model; the probes of layer `layer` and its input."""
+    ids = torch.tensor(input_ids, dtype=torch.int64, device=device)
+    p = text_prefix(model)
+    names = [n for n in probe_names(model, with_vision=False)
+             if n == p + "embed_tokens" or n == f"{p}layers.{layer - 1}" or n.startswith(f"{p}layers.{layer}")]
+    rec = ProbeRecorder(model, names)
+    try:
+        _forward_logits(model, ids, None)
+    finally:
+        rec.remove()
+    out = {"input_ids": ids.cpu().clone()}
+    out.update(rec.tensors)
+    return out, list(rec.order)
 
 
 def load_image_processor(model_dir):
@@ -436,8 +555,28 @@ def main(argv=None) -> None:
     ap.add_argument("--greedy", type=int, default=8, help="greedy steps (default 8)")
     ap.add_argument("--portable-cpu", action="store_true",
                     help="pin the portable scalar CPU kernels (ATEN_CPU_CAPABILITY=default)")
+    ap.add_argument("--layers", type=int, metavar="N",
+                    help="decoder layer N alone, its input the embedding output (see above)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
+
+    if args.layers is not None:
+        if args.image is not None:
+            raise SystemExit("dump_hf: --layers takes a text prompt (no --image)")
+        model = load_layer_model(args.model, args.layers, DTYPES[args.dtype], args.device)
+        input_ids = ([int(x) for x in args.prompt_ids.split(",") if x.strip()] if args.prompt is None
+                     else _prompt_from_text(args.model, args.prompt, None)[0])
+        tensors, probes = dump_layer(model, input_ids, args.layers, args.device)
+        out = Path(args.out)
+        md = metadata("golden/tools/dump_hf.py --layers", Path(args.model).resolve().name, args.prompt_id, probes,
+                      args.dtype, args.device, 0)
+        md["layer"] = str(args.layers)
+        md["layer_input"] = "embedding"
+        save(out / f"{args.prompt_id}.safetensors", tensors, md)
+        write_probes_json(out, args.prompt_id, probes)
+        print(f"{out / (args.prompt_id + '.safetensors')}: layer {args.layers}, {len(probes)} probes, "
+              f"T={len(tensors['input_ids'])}")
+        return
 
     model = load_model(args.model, DTYPES[args.dtype], args.device)
     pixel_values, rgb = None, None

@@ -4,6 +4,7 @@
 // (golden/tools/dump_hf.py output), as nodes a suite file would hold (suite::suite_of_checks),
 // never as YAML text. The service stages share one run of the e2e cases.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -116,41 +117,60 @@ std::string absolute(const std::string& path) {
   return fs::absolute(path).lexically_normal().string();
 }
 
-// The dumps of text prompts in --golden (dump_hf.py writes <prompt>.safetensors, its probes in the
-// metadata), sorted. A dump of an image prompt (metadata "image") is not one: the layer and model
-// cases feed the prompt's ids alone, so its image rows would differ from the start — counted in
-// *image_dumps, left to the image stage. Other safetensors files (gen_models' pixels_*) are
+// The dumps in --golden (dump_hf.py writes <prompt>.safetensors, its probes in the metadata),
+// sorted: whole-model dumps of text prompts, and layer dumps (dump_hf.py --layers N: metadata
+// "layer"; one decoder layer built alone, for a model too big to load whole). A dump of an image
+// prompt (metadata "image") is neither: the layer and model cases feed the prompt's ids alone, so
+// its image rows would differ from the start — counted, left to the image stage. Other
+// safetensors files (gen_models' pixels_*) and long-context goldens (the long stage's) are
 // skipped.
-std::vector<std::string> golden_files(const Context& ctx, int* image_dumps) {
-  std::vector<std::string> files;
-  if (ctx.options.golden.empty() || !fs::is_directory(ctx.options.golden)) return files;
+struct GoldenDumps {
+  std::vector<std::string> prompts;
+  std::vector<std::pair<std::string, int64_t>> layers;  // file, its layer
+  int image_dumps = 0;
+};
+
+GoldenDumps golden_dumps(const Context& ctx) {
+  GoldenDumps d;
+  if (ctx.options.golden.empty() || !fs::is_directory(ctx.options.golden)) return d;
   for (const auto& e : fs::directory_iterator(ctx.options.golden)) {
     if (e.path().extension() != ".safetensors") continue;
     const io::SafetensorsFile file = io::SafetensorsFile::open(e.path().string());
     const auto& md = file.metadata();
     if (!md.contains("probes")) continue;
-    if (file.find("positions") != nullptr) continue;  // a long-context golden: the long stage's
+    if (file.find("positions") != nullptr) continue;
     if (md.contains("image")) {
-      if (image_dumps != nullptr) ++*image_dumps;
-      continue;
+      ++d.image_dumps;
+    } else if (md.contains("layer")) {
+      int64_t layer = -1;
+      const std::string& text = md.at("layer");
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), layer);
+      if (ec != std::errc() || end != text.data() + text.size() || layer < 0 ||
+          layer >= ctx.arch->text.num_layers) {
+        throw InputError(e.path().string(),
+                         "metadata layer '" + text + "' is not a layer of this model (0.." +
+                             std::to_string(ctx.arch->text.num_layers - 1) + ")");
+      }
+      d.layers.emplace_back(absolute(e.path().string()), layer);
+    } else {
+      d.prompts.push_back(absolute(e.path().string()));
     }
-    files.push_back(absolute(e.path().string()));
   }
-  std::sort(files.begin(), files.end());
-  return files;
+  std::sort(d.prompts.begin(), d.prompts.end());
+  std::sort(d.layers.begin(), d.layers.end());
+  return d;
 }
 
 const char* kNoGoldens =
     "no goldens for this model: make them on the reference machine with golden/tools/dump_hf.py "
     "and pass --golden DIR";
 
-// Layer (`layer` true) or full-model cases against --golden's files.
+// Layer (`layer` true) or full-model cases against --golden's dumps: a whole-model dump gives a
+// layer case per decoder layer and a model case; a layer dump a case of its layer alone.
 StageResult golden_stage(Context& ctx, bool layer) {
-  int image_dumps = 0;
-  const std::vector<std::string> files = golden_files(ctx, &image_dumps);
-  if (files.empty()) return {StageStatus::kNotRun, kNoGoldens, {}, {}};
+  const GoldenDumps dumps = golden_dumps(ctx);
   std::vector<YAML::Node> checks;
-  for (const auto& f : files) {
+  for (const auto& f : dumps.prompts) {
     nlohmann::json fields = {{"model", absolute(ctx.options.model)}, {"golden", f}};
     if (!layer && !ctx.options.original_golden.empty())  // reported; thresholds are a suite's
       fields["quant_budget"] = {{"original", absolute(ctx.options.original_golden)}};
@@ -163,10 +183,33 @@ StageResult golden_stage(Context& ctx, bool layer) {
     checks.push_back(check_node(ctx.model_name + "/" + stem + (layer ? "-layers" : ""),
                                 layer ? "layer" : "model", fields));
   }
+  std::string alone;
+  if (layer) {
+    for (const auto& [f, l] : dumps.layers) {
+      checks.push_back(check_node(
+          ctx.model_name + "/" + fs::path(f).stem().string() + "-layer" + std::to_string(l),
+          "layer", {{"model", absolute(ctx.options.model)}, {"golden", f}, {"layer", l}}));
+      alone += (alone.empty() ? "" : ", ") + std::to_string(l);
+    }
+  }
+  if (checks.empty()) {
+    if (!dumps.layers.empty()) {
+      return {StageStatus::kNotRun,
+              "--golden holds layer dumps only (dump_hf.py --layers): the model stage needs a "
+              "whole-model dump",
+              {},
+              {}};
+    }
+    return {StageStatus::kNotRun, kNoGoldens, {}, {}};
+  }
   StageResult r = judge(run_built(ctx, layer ? "layers" : "model", checks),
                         layer ? "layer cases" : "model cases");
-  if (image_dumps > 0)
-    r.summary += "; " + std::to_string(image_dumps) +
+  if (!alone.empty()) {
+    r.summary += "; layer(s) " + alone +
+                 " alone from dump_hf.py --layers dumps (their input the embedding output)";
+  }
+  if (dumps.image_dumps > 0)
+    r.summary += "; " + std::to_string(dumps.image_dumps) +
                  " dump(s) of an image prompt in --golden not compared here (the image stage's)";
   return r;
 }

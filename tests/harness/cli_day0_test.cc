@@ -288,6 +288,29 @@ TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
       << stages["e2e_text"]["summary"];
 }
 
+// A model too big to load whole: --golden holds dump_hf.py --layers dumps (a layer built alone,
+// its input the embedding output). The layer stage checks those layers alone and says which;
+// the model stage has nothing to compare and says why.
+TEST(Day0, LayerDumpsInTheGoldenDirectoryAreCheckedLayerByLayer) {
+  test::TempDir dir;
+  std::filesystem::copy(test::source_path("tests/data/models/tiny-qwen2-moe"), dir.file("my-moe"));
+  std::filesystem::create_directories(dir.file("goldens"));
+  std::filesystem::copy_file(test::source_path("golden/layers/tiny-qwen2-moe/l1.safetensors"),
+                             dir.file("goldens/l1.safetensors"));
+  const auto r = run_harness("day0 --json --no-db --no-report --long 0 --model " +
+                             dir.file("my-moe") + " --golden " + dir.file("goldens"));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  auto stages = stages_of(r.out);
+  EXPECT_EQ(stages["layer_accuracy"]["status"], "pass") << stages["layer_accuracy"];
+  EXPECT_EQ(stages["layer_accuracy"]["summary"],
+            "1 layer cases, 0 failed; layer(s) 1 alone from dump_hf.py --layers dumps (their "
+            "input the embedding output)");
+  EXPECT_EQ(stages["model"]["status"], "not_run");
+  EXPECT_NE(stages["model"]["summary"].get<std::string>().find("layer dumps only"),
+            std::string::npos)
+      << stages["model"]["summary"];
+}
+
 // DeepSeek-V3's config alone, sized for 32 H200s (tp 8, pp 2, ep 16: dp 2): the stages that need no
 // weights run, the rest are reported as not run.
 TEST(Day0, DryRunOfAConfigOnlyLargeModel) {

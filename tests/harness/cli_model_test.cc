@@ -64,7 +64,20 @@ INSTANTIATE_TEST_SUITE_P(
         Fault{"suites/model.yaml", "tiny-deepseek-v3/logits[prompt=p13,dtype=f32]",
               "{op: rope, fault: scale, magnitude: 0.05, call: 4}", "model.layers.2.self_attn"},
         Fault{"suites/image.yaml", "tiny-llava/image[dtype=f32]",
-              "{op: mul, fault: scale, magnitude: 0.01, call: 0}", "pixel_values"}),
+              "{op: mul, fault: scale, magnitude: 0.01, call: 0}", "pixel_values"},
+        // A layer alone (dump_hf.py --layers: its golden made from that layer's tensors only,
+        // its input the embedding output; the check loads that layer alone): fp8 routed experts
+        // 1 % off, an indexer picking other keys, a delta rule decaying after its update, a
+        // paged_attention that drops GPT-OSS's sinks.
+        Fault{"suites/layers.yaml", "tiny-deepseek-v3-fp8/layer-alone",
+              "{op: moe_experts, fault: scale, magnitude: 0.01}", "model.layers.2.mlp"},
+        Fault{"suites/layers.yaml", "tiny-deepseek-v32/layer-alone",
+              "{op: lightning_indexer, fault: score_jitter, magnitude: 0.5}",
+              "model.layers.1.self_attn"},
+        Fault{"suites/layers.yaml", "tiny-qwen3-next/layer-alone",
+              "{op: gated_delta_rule, fault: decay_after}", "model.layers.2.linear_attn"},
+        Fault{"suites/layers.yaml", "tiny-gpt-oss-mxfp4/layer-alone",
+              "{op: paged_attention, fault: drop_inputs, keep: 4}", "model.layers.1.self_attn"}),
     [](const ::testing::TestParamInfo<Fault>& p) { return std::to_string(p.index); });
 
 TEST(CliModel, ModelLayerAndImageSuitesPassOnReference) {
