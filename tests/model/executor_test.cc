@@ -21,18 +21,12 @@
 #include "model/synth.h"
 #include "tensor/philox.h"
 #include "test_util.h"
+#include "tiny_checkpoint.h"
 
 namespace h0::model {
 namespace {
 
-// The checkpoint of `name`: the one transformers wrote (tests/data/models/<name>) if there is one,
-// else configs/models/<name> synthesized into `dir`.
-std::string checkpoint_of(const std::string& name, const std::string& dir) {
-  const std::string written = h0::test::source_path("tests/data/models/" + name);
-  if (std::filesystem::exists(written + "/config.json")) return written;
-  synthesize_checkpoint(h0::test::source_path("configs/models/" + name), dir, {0, 1});
-  return dir;
-}
+using tiny::checkpoint_of;
 
 struct Tiny {
   h0::test::TempDir dir;

@@ -16,16 +16,12 @@
 #include "model/model_weights.h"
 #include "model/synth.h"
 #include "test_util.h"
+#include "tiny_checkpoint.h"
 
 namespace h0::model {
 namespace {
 
-std::string checkpoint_of(const std::string& name, const std::string& dir) {
-  const std::string written = h0::test::source_path("tests/data/models/" + name);
-  if (std::filesystem::exists(written + "/config.json")) return written;
-  synthesize_checkpoint(h0::test::source_path("configs/models/" + name), dir, {0, 1});
-  return dir;
-}
+using tiny::checkpoint_of;
 
 const std::vector<int64_t> kPrompt = {1000, 17, 256, 3, 999, 42, 511, 8, 77, 300};
 
