@@ -728,8 +728,8 @@ DeviceTensor Executor::moe_stored(const StoredExperts& experts, const DeviceTens
   std::sort(used.begin(), used.end());
   used.erase(std::unique(used.begin(), used.end()), used.end());
   // A group's stacks on the host and their copy on the backend: half the budget each.
-  const int64_t group =
-      std::max<int64_t>(1, expert_bytes_ / 2 / std::max<int64_t>(1, experts.widened_bytes()));
+  const int64_t group = std::clamp<int64_t>(
+      expert_bytes_ / 2 / std::max<int64_t>(1, experts.widened_bytes()), 1, experts.count());
   std::vector<double> sum(size_t(t * d), 0.0);
   const size_t row_bytes = size_t(d) * tensor::dtype_size(x.dtype());
   std::vector<int64_t> slot(size_t(experts.count()), -1);
