@@ -233,6 +233,11 @@ void register_day0(CLI::App& app, Run* run) {
                   "512, then the service's continuation; what the budget leaves is named. 0: "
                   "the stage is not run")
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--op-cases", opt->op_cases,
+                  "The operator stage's cases: all (default: the op suite's cases of the "
+                  "model's ops, then those at its own shapes) or model (its own shapes only; "
+                  "`harness run suites/ops.yaml` covers the rest)")
+      ->check(CLI::IsMember({"all", "model"}));
   sub->add_option("--mesh", opt->mesh,
                   "The parallel plan the memory stage sizes, e.g. tp=8,pp=2,ep=16");
   sub->add_flag("--keep-going", opt->keep_going,

@@ -38,6 +38,10 @@ struct Options {
   std::string tool_reference;
   // The long-context stage's time budget in seconds (--long); 0: the stage is not run.
   double long_budget_s = 600;
+  // The op stage's cases (--op-cases): "all" (the op suite's cases for the model's ops, then
+  // those at its own shapes) or "model" (its own shapes only: the op suite run on its own, e.g.
+  // nightly, covers the rest; said in the stage's summary).
+  std::string op_cases = "all";
   std::string db = "reports/results.db";
   std::string out = "reports/day0";  // dashboard, day0.json, day0.xml
   std::vector<std::string> labels;
