@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "tensor/convert.h"
 #include "tensor/philox.h"
 
 namespace h0::checks {
@@ -114,7 +115,38 @@ Tensor synthesize(const json& dist, DType dtype, const tensor::Shape& shape, uin
   const int64_t n = tensor::numel(shape);
   const tensor::Philox rng(seed, stream);
   const json params = dist.begin().value().is_null() ? json::object() : dist.begin().value();
-  const std::vector<double> values = draw(dist.begin().key(), params, shape, n, rng);
+  const std::string kind = dist.begin().key();
+  if (tensor::is_float(dtype) && (kind == "normal" || kind == "uniform")) {
+    // Drawn in pieces straight into the tensor: each element's value depends on its index only,
+    // so these are draw()'s values, without its n-sized f64 copies (a vocabulary-wide table of a
+    // real model's op case is 128M values).
+    constexpr int64_t kPiece = int64_t{1} << 20;
+    Tensor out = Tensor::empty(dtype, shape);
+    const size_t size = tensor::dtype_size(dtype);
+    std::vector<double> normal(static_cast<size_t>(std::min(n, kPiece)));
+    std::vector<float> values(normal.size());
+    for (int64_t first = 0; first < n; first += kPiece) {
+      const int64_t m = std::min(kPiece, n - first);
+      if (kind == "normal") {
+        const double mean = param(params, "mean", 0), std = param(params, "std", 1);
+        rng.fill_normal(normal.data(), static_cast<size_t>(m), static_cast<uint64_t>(first));
+        for (int64_t i = 0; i < m; ++i)
+          values[static_cast<size_t>(i)] = static_cast<float>(mean + std * normal[size_t(i)]);
+      } else {
+        const double low = param(params, "low", 0), high = param(params, "high", 1);
+        for (int64_t i = 0; i < m; ++i) {
+          values[static_cast<size_t>(i)] = static_cast<float>(
+              low + (high - low) * static_cast<double>(rng.uniform(uint64_t(first + i))));
+        }
+      }
+      tensor::convert(
+          values.data(), DType::kF32,
+          static_cast<std::byte*>(out.mutable_data()) + static_cast<size_t>(first) * size, dtype,
+          static_cast<size_t>(m));
+    }
+    return out;
+  }
+  const std::vector<double> values = draw(kind, params, shape, n, rng);
   // f64 values -> f32 already (normal/uniform) -> the dtype once; integers are exact.
   Tensor f64 = Tensor::copy_of(DType::kF64, shape, values.data());
   return tensor::is_float(dtype) ? f64.to(DType::kF32).to(dtype) : f64.to(dtype);

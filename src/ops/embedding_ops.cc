@@ -13,6 +13,7 @@
 
 #include "ops/op_list.h"
 #include "ops/op_util.h"
+#include "tensor/convert.h"
 
 namespace h0::ops {
 namespace {
@@ -35,7 +36,9 @@ void embedding_reference(const std::vector<const Tensor*>& in, const std::vector
                          double scale) {
   const int64_t t = in[0]->dim(0), v = in[1]->dim(0), d = in[1]->dim(1);
   const auto ids = util::to_f64(*in[0]);
-  const auto table = util::to_f64(*in[1]);
+  // Only the gathered rows are widened (a vocabulary-wide table in f64 is GBs).
+  const size_t row_bytes = static_cast<size_t>(d) * tensor::dtype_size(in[1]->dtype());
+  std::vector<double> row(static_cast<size_t>(d));
   std::vector<double> y(static_cast<size_t>(t * d));
   for (int64_t i = 0; i < t; ++i) {
     const auto id = static_cast<int64_t>(ids[static_cast<size_t>(i)]);
@@ -43,9 +46,11 @@ void embedding_reference(const std::vector<const Tensor*>& in, const std::vector
       util::fail(embedding_op(), "id " + std::to_string(id) + " at position " + std::to_string(i) +
                                      " is outside [0, " + std::to_string(v) + ")");
     }
-    for (int64_t j = 0; j < d; ++j) {
-      y[static_cast<size_t>(i * d + j)] = table[static_cast<size_t>(id * d + j)] * scale;
-    }
+    tensor::convert(
+        static_cast<const std::byte*>(in[1]->data()) + static_cast<size_t>(id) * row_bytes,
+        in[1]->dtype(), row.data(), tensor::DType::kF64, row.size());
+    for (int64_t j = 0; j < d; ++j)
+      y[static_cast<size_t>(i * d + j)] = row[static_cast<size_t>(j)] * scale;
   }
   util::from_f64(y, out[0]);
 }
