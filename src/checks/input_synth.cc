@@ -20,20 +20,29 @@ double param(const json& p, const char* key, double fallback) {
   return p.contains(key) ? p.at(key).get<double>() : fallback;
 }
 
+// Values [first, first + n) of a normal or uniform draw, each rounded to f32 (held as f64):
+// every value depends on its index only, so a draw can be made in pieces.
+void draw_real(const std::string& kind, const json& p, const tensor::Philox& rng, int64_t first,
+               int64_t n, double* v) {
+  if (kind == "normal") {
+    const double mean = param(p, "mean", 0), std = param(p, "std", 1);
+    rng.fill_normal(v, static_cast<size_t>(n), static_cast<uint64_t>(first));
+    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(mean + std * v[i]);
+  } else {
+    const double low = param(p, "low", 0), high = param(p, "high", 1);
+    for (int64_t i = 0; i < n; ++i) {
+      v[i] = static_cast<float>(
+          low + (high - low) * static_cast<double>(rng.uniform(static_cast<uint64_t>(first + i))));
+    }
+  }
+}
+
 // Fills an f64 buffer of n values, then rounds once per the rules of the header.
 std::vector<double> draw(const std::string& kind, const json& p, const tensor::Shape& shape,
                          int64_t n, const tensor::Philox& rng) {
   std::vector<double> v(static_cast<size_t>(n));
-  if (kind == "normal") {
-    const double mean = param(p, "mean", 0), std = param(p, "std", 1);
-    rng.fill_normal(v.data(), v.size());
-    for (double& x : v) x = static_cast<float>(mean + std * x);
-  } else if (kind == "uniform") {
-    const double low = param(p, "low", 0), high = param(p, "high", 1);
-    for (int64_t i = 0; i < n; ++i) {
-      v[static_cast<size_t>(i)] = static_cast<float>(
-          low + (high - low) * static_cast<double>(rng.uniform(static_cast<uint64_t>(i))));
-    }
+  if (kind == "normal" || kind == "uniform") {
+    draw_real(kind, p, rng, 0, n, v.data());
   } else if (kind == "ints") {
     const int64_t low = static_cast<int64_t>(param(p, "low", 0)),
                   high = static_cast<int64_t>(param(p, "high", 2));
@@ -117,28 +126,19 @@ Tensor synthesize(const json& dist, DType dtype, const tensor::Shape& shape, uin
   const json params = dist.begin().value().is_null() ? json::object() : dist.begin().value();
   const std::string kind = dist.begin().key();
   if (tensor::is_float(dtype) && (kind == "normal" || kind == "uniform")) {
-    // Drawn in pieces straight into the tensor: each element's value depends on its index only,
-    // so these are draw()'s values, without its n-sized f64 copies (a vocabulary-wide table of a
-    // real model's op case is 128M values).
+    // Drawn in pieces straight into the tensor: draw()'s values, without its n-sized f64 copies
+    // (a vocabulary-wide table of a real model's op case is 128M values).
     constexpr int64_t kPiece = int64_t{1} << 20;
     Tensor out = Tensor::empty(dtype, shape);
     const size_t size = tensor::dtype_size(dtype);
-    std::vector<double> normal(static_cast<size_t>(std::min(n, kPiece)));
-    std::vector<float> values(normal.size());
+    std::vector<double> piece(static_cast<size_t>(std::min(n, kPiece)));
+    std::vector<float> values(piece.size());
     for (int64_t first = 0; first < n; first += kPiece) {
       const int64_t m = std::min(kPiece, n - first);
-      if (kind == "normal") {
-        const double mean = param(params, "mean", 0), std = param(params, "std", 1);
-        rng.fill_normal(normal.data(), static_cast<size_t>(m), static_cast<uint64_t>(first));
-        for (int64_t i = 0; i < m; ++i)
-          values[static_cast<size_t>(i)] = static_cast<float>(mean + std * normal[size_t(i)]);
-      } else {
-        const double low = param(params, "low", 0), high = param(params, "high", 1);
-        for (int64_t i = 0; i < m; ++i) {
-          values[static_cast<size_t>(i)] = static_cast<float>(
-              low + (high - low) * static_cast<double>(rng.uniform(uint64_t(first + i))));
-        }
-      }
+      draw_real(kind, params, rng, first, m, piece.data());
+      // f64 (already f32 values) -> f32 exactly -> the dtype once, as below.
+      tensor::convert(piece.data(), DType::kF64, values.data(), DType::kF32,
+                      static_cast<size_t>(m));
       tensor::convert(
           values.data(), DType::kF32,
           static_cast<std::byte*>(out.mutable_data()) + static_cast<size_t>(first) * size, dtype,

@@ -76,12 +76,12 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
       backend_(backend),
       options_(options),
       ops_(backend, options.fallback, options.profile),
+      expert_bytes_(expert_bytes(options)),
       weights_(std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype, options.sharding,
                                               backend.supports("linear_widen", options.dtype)
                                                   ? widened_weight_dtype(arch, options.dtype)
                                                   : std::nullopt,
-                                              expert_bytes(options), options.only_layer)),
-      expert_bytes_(expert_bytes(options)),
+                                              expert_bytes_, options.only_layer)),
       cache_(backend, kv_geometry(arch, options), options.dtype),
       prefix_(arch.has_vision ? "model.language_model." : "model."),
       attention_scale_(attention_scale(arch.text)),
@@ -740,13 +740,15 @@ DeviceTensor Executor::moe_stored(const StoredExperts& experts, const DeviceTens
     const std::vector<int64_t> chunk(used.begin() + long(g0),
                                      used.begin() + long(std::min(used.size(), g0 + per)));
     for (size_t j = 0; j < chunk.size(); ++j) slot[size_t(chunk[j])] = int64_t(j);
+    // Route i's expert in this group, or -1.
+    const auto slot_of = [&](int64_t i) { return wd[i] != 0 ? slot[size_t(id[i])] : -1; };
     // The tokens routed into this group, each with its routes there in their order (padded with
     // weight-0 routes to the group's first expert).
     std::vector<int64_t> rows;
     int64_t width = 1;
     for (int64_t r = 0; r < t; ++r) {
       int64_t n = 0;
-      for (int64_t j = 0; j < k; ++j) n += wd[r * k + j] != 0 && slot[size_t(id[r * k + j])] >= 0;
+      for (int64_t j = 0; j < k; ++j) n += slot_of(r * k + j) >= 0;
       if (n > 0) rows.push_back(r);
       width = std::max(width, n);
     }
@@ -760,7 +762,7 @@ DeviceTensor Executor::moe_stored(const StoredExperts& experts, const DeviceTens
                   static_cast<const std::byte*>(x.data()) + size_t(r) * row_bytes, row_bytes);
       int64_t n = 0;
       for (int64_t j = 0; j < k; ++j) {
-        const int64_t s = wd[r * k + j] != 0 ? slot[size_t(id[r * k + j])] : -1;
+        const int64_t s = slot_of(r * k + j);
         if (s < 0) continue;
         ws.mutable_data_as<float>()[i * width + n] = wd[r * k + j];
         is.mutable_data_as<int32_t>()[i * width + n] = int32_t(s);
@@ -790,9 +792,8 @@ DeviceTensor Executor::moe_stored(const StoredExperts& experts, const DeviceTens
     }
     for (const int64_t e : chunk) slot[size_t(e)] = -1;
   }
-  tensor::Tensor out = tensor::Tensor::empty(tensor::DType::kF64, {t, d});
-  std::copy(sum.begin(), sum.end(), out.mutable_data_as<double>());
-  return backend_.upload(glue::to_dtype(out, x.dtype()));
+  return backend_.upload(
+      glue::to_dtype(tensor::Tensor::copy_of(tensor::DType::kF64, {t, d}, sum.data()), x.dtype()));
 }
 
 DeviceTensor Executor::moe(int64_t layer, const DeviceTensor& h) {

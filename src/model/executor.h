@@ -217,8 +217,8 @@ class Executor {
   backend::Backend& backend_;
   ExecutorOptions options_;
   OpRunner ops_;
-  std::unique_ptr<ModelWeights> weights_;
   int64_t expert_bytes_;  // options' expert_bytes or HARNESS_EXPERT_BYTES
+  std::unique_ptr<ModelWeights> weights_;
   struct ExpertScratch {  // moe_stored's group stacks, reused by every step and layer
     int64_t capacity = 0;
     std::vector<tensor::Tensor> host;

@@ -268,12 +268,6 @@ void release_tensor(const io::ShardedCheckpoint& ckpt, const std::string& name) 
   for (const char* suffix : {"", "_scale_inv", "_blocks", "_scales"}) ckpt.release(name + suffix);
 }
 
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 }  // namespace
 
 ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
@@ -306,18 +300,15 @@ ModelWeights::ModelWeights(const Architecture& arch, const io::ShardedCheckpoint
         sharding != nullptr ? sharding->expert_end - first : arch.text.moe.num_experts;
     std::map<int64_t, int64_t> per_expert;  // layer -> one expert's elements
     for (const WeightInfo& w : inv.weights) {
-      if (w.expert == 0) per_expert[w.layer] += numel(w.shape);
-      if (w.all_experts) per_expert[w.layer] += numel(w.shape) / w.shape[0];
+      if (w.expert == 0) per_expert[w.layer] += tensor::numel(w.shape);
+      if (w.all_experts) per_expert[w.layer] += tensor::numel(w.shape) / w.shape[0];
     }
     int64_t widened = 0;
     const auto size = int64_t(tensor::dtype_size(dtype));
     for (const auto& [layer, n] : per_expert) widened += n * count * size;
     if (widened >= expert_bytes) {
       for (const auto& [layer, n] : per_expert) {
-        StoredExperts e(ckpt, arch, dtype, first, count);
-        e.widened_bytes_ = n * size;
-        e.per_expert_.resize(size_t(count));
-        stored_.emplace(layer, std::move(e));
+        stored_.emplace(layer, StoredExperts(ckpt, arch, dtype, first, count, n * size));
       }
     }
   }
@@ -448,8 +439,15 @@ const StoredExperts* ModelWeights::stored_experts(int64_t layer) const {
 }
 
 StoredExperts::StoredExperts(const io::ShardedCheckpoint& ckpt, const Architecture& arch,
-                             tensor::DType dtype, int64_t first, int64_t count)
-    : ckpt_(ckpt), arch_(arch), dtype_(dtype), first_(first), count_(count) {}
+                             tensor::DType dtype, int64_t first, int64_t count,
+                             int64_t widened_bytes)
+    : ckpt_(ckpt),
+      arch_(arch),
+      dtype_(dtype),
+      first_(first),
+      count_(count),
+      widened_bytes_(widened_bytes),
+      per_expert_(size_t(count)) {}
 
 std::vector<tensor::Tensor> StoredExperts::stacks(int64_t capacity) const {
   int64_t f = 0, d = 0;
@@ -512,9 +510,7 @@ void StoredExperts::widen(const std::vector<int64_t>& ids,
       H0_CHECK(per_expert_[size_t(id)][which].has_value()) << "expert " << id << " not listed";
       const WeightInfo& w = *per_expert_[size_t(id)][which];
       // A float weight is converted from the mapped file straight into its stack.
-      put(which, i,
-          is_fp8(ckpt_.find(w.name)->dtype) ? read_expert_weight(ckpt_, arch_, w)
-                                            : ckpt_.get(w.name));
+      put(which, i, read_expert_weight(ckpt_, arch_, w));
       release_tensor(ckpt_, w.name);
     }
   }

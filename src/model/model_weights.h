@@ -43,8 +43,9 @@ struct ExpertStack {
 // One MoE layer's routed experts left in the checkpoint (this rank's [first, first + count)).
 class StoredExperts {
  public:
+  // `widened_bytes`: one expert's operands in `dtype`.
   StoredExperts(const io::ShardedCheckpoint& ckpt, const Architecture& arch, tensor::DType dtype,
-                int64_t first, int64_t count);
+                int64_t first, int64_t count, int64_t widened_bytes);
   int64_t count() const { return count_; }
   bool biased() const { return fused_[1].has_value(); }
   // One expert's operands widened to the run dtype, in bytes.
@@ -62,7 +63,7 @@ class StoredExperts {
   const io::ShardedCheckpoint& ckpt_;
   const Architecture& arch_;
   tensor::DType dtype_;
-  int64_t first_, count_, widened_bytes_ = 0;
+  int64_t first_, count_, widened_bytes_;
   std::vector<std::array<std::optional<WeightInfo>, 3>> per_expert_;  // gate, up, down
   std::array<std::optional<WeightInfo>, 4> fused_;  // gate_up, gate_up bias, down, down bias
 };
