@@ -68,7 +68,8 @@ void write_safetensors(const std::string& path, std::vector<NamedTensor> tensors
 void write_safetensors_streamed(
     const std::string& path, std::vector<NamedTensor> specs,
     const std::map<std::string, std::string>& metadata,
-    const std::function<void(const NamedTensor&, const ByteSink&)>& produce) {
+    const std::function<void(const NamedTensor&, const ByteSink&)>& produce,
+    const std::function<bool(const NamedTensor&)>& later) {
   std::set<std::string> names;
   for (const auto& t : specs) {
     if (t.name == "__metadata__") throw InputError(path, "'__metadata__' is not a tensor name");
@@ -92,17 +93,39 @@ void write_safetensors_streamed(
   if (std::fwrite(length, 1, 8, f) != 8 ||
       std::fwrite(header.data(), 1, header.size(), f) != header.size())
     fail_with_errno();
+  // Each tensor's offset in the file, then the tensors in layout order with the deferred ones
+  // skipped over (a hole) and written in place after the rest.
+  std::vector<long> offsets;
+  long offset = 8 + static_cast<long>(header.size());
+  for (const auto& t : specs) {
+    offsets.push_back(offset);
+    offset += static_cast<long>(t.tensor.nbytes());
+  }
+  auto emit = [&](const NamedTensor& t) {
+    size_t written = 0;
+    produce(t, [&](const void* data, size_t bytes) {
+      if (!ok || bytes == 0) return;
+      if (std::fwrite(data, 1, bytes, f) != bytes) fail_with_errno();
+      written += bytes;
+    });
+    H0_CHECK(!ok || written == t.tensor.nbytes())
+        << t.name << ": " << written << " bytes produced for " << t.tensor.nbytes();
+  };
   try {
-    for (const auto& t : specs) {
+    std::vector<size_t> deferred;
+    for (size_t i = 0; i < specs.size() && ok; ++i) {
+      if (later && later(specs[i])) {
+        deferred.push_back(i);
+        if (std::fseek(f, offsets[i] + static_cast<long>(specs[i].tensor.nbytes()), SEEK_SET) != 0)
+          fail_with_errno();
+        continue;
+      }
+      emit(specs[i]);
+    }
+    for (size_t i : deferred) {
       if (!ok) break;
-      size_t written = 0;
-      produce(t, [&](const void* data, size_t bytes) {
-        if (!ok || bytes == 0) return;
-        if (std::fwrite(data, 1, bytes, f) != bytes) fail_with_errno();
-        written += bytes;
-      });
-      H0_CHECK(!ok || written == t.tensor.nbytes())
-          << t.name << ": " << written << " bytes produced for " << t.tensor.nbytes();
+      if (std::fseek(f, offsets[i], SEEK_SET) != 0) fail_with_errno();
+      emit(specs[i]);
     }
   } catch (...) {
     std::fclose(f);

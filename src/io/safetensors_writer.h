@@ -36,11 +36,15 @@ void write_safetensors(const std::string& path, std::vector<NamedTensor> tensors
 // in memory: the header is written first from `specs` (each a NamedTensor whose tensor is a view
 // with no data: name, dtype and shape), then, in layout order, `produce(spec, write)` is called
 // once per tensor and must pass exactly its nbytes() to `write`, in as many pieces as it likes.
-// The same bytes as write_safetensors for the same tensors.
+// The same bytes as write_safetensors for the same tensors. Tensors for which `later(spec)` is
+// true are produced after all the others (their bytes left as a hole, then written in place), for
+// a tensor computed along with another that the layout puts after it (an fp8 weight's f32 scales,
+// laid out first, come out of quantizing the weight).
 using ByteSink = std::function<void(const void* data, size_t bytes)>;
 void write_safetensors_streamed(
     const std::string& path, std::vector<NamedTensor> specs,
     const std::map<std::string, std::string>& metadata,
-    const std::function<void(const NamedTensor&, const ByteSink&)>& produce);
+    const std::function<void(const NamedTensor&, const ByteSink&)>& produce,
+    const std::function<bool(const NamedTensor&)>& later = nullptr);
 
 }  // namespace h0::io

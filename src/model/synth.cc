@@ -69,14 +69,9 @@ void synth_elements(const WeightInfo& w, uint64_t seed, size_t first, size_t n, 
   tensor::convert(values.data(), DType::kF32, out, w.dtype, n);
 }
 
-tensor::Tensor synth_tensor(const WeightInfo& w, uint64_t seed) {
-  tensor::Tensor t = tensor::Tensor::zeros(w.dtype, tensor::Shape(w.shape.begin(), w.shape.end()));
-  synth_elements(w, seed, 0, static_cast<size_t>(w.numel()), t.mutable_data());
-  return t;
-}
-
-// Tensor `w` written in pieces of at most kChunk elements (the same bytes as synth_tensor's),
-// so a 600-million-element embedding costs 13 bytes an element of one piece, not of the whole.
+// Tensor `w` written in pieces of at most kChunk elements (the same bytes as one synth_elements
+// call for all of it), so a 600-million-element embedding costs 13 bytes an element of one piece,
+// not of the whole.
 constexpr size_t kChunk = size_t{1} << 22;
 void stream_tensor(const WeightInfo& w, uint64_t seed, const io::ByteSink& write) {
   const size_t n = static_cast<size_t>(w.numel()), size = tensor::dtype_size(w.dtype);
@@ -88,38 +83,79 @@ void stream_tensor(const WeightInfo& w, uint64_t seed, const io::ByteSink& write
   }
 }
 
+// MXFP4 experts (GPT-OSS's released layout): blocks [E, out, in / 32, 16] of two E2M1 codes a
+// byte and E8M0 scales [E, out, in / 32], drawn directly rather than quantized from a float draw.
+// E2M1's magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6} drawn uniformly have RMS 2.93, so the scales are
+// 2^k around 1 / (2.93 sqrt(in)), giving the 1/sqrt(fan_in) of the float matrices, with k moved
+// by -1, 0 or +1 from block to block so that a kernel ignoring the scales is caught.
+void stream_mxfp4(const WeightInfo& w, uint64_t seed, const io::ByteSink& write) {
+  const bool blocks = w.role != WeightRole::kQuantScale;
+  H0_CHECK(w.shape.size() == (blocks ? 4u : 3u)) << w.name << ": not an MXFP4 tensor";
+  const tensor::Philox philox(seed, stream_of(w.name));
+  const size_t n = static_cast<size_t>(w.numel());
+  const double in = static_cast<double>(w.shape[2] * 32);
+  const int base = 127 + static_cast<int>(std::lround(std::log2(1.0 / (2.93 * std::sqrt(in)))));
+  std::vector<unsigned char> bytes(std::min(n, kChunk));
+  for (size_t first = 0; first < n; first += kChunk) {
+    const size_t m = std::min(kChunk, n - first);
+    for (size_t j = 0; j < m; ++j) {
+      const uint32_t word = philox.word(first + j);
+      bytes[j] = blocks ? static_cast<unsigned char>(word)
+                        : static_cast<unsigned char>(std::clamp(base + int(word % 3) - 1, 1, 254));
+    }
+    write(bytes.data(), m);
+  }
+}
+
 // A quantized projection of an fp8 checkpoint (quantization_config fp8): the weight drawn as the
 // unquantized checkpoint has it (the config's dtype, so the two checkpoints are one model before
 // and after quantization), then block-quantized by the catalogue's quantize (granularity block2d,
-// f8_e4m3: scale = f32(amax / 448) per br x bc block, q = f8(x / scale)). Returns q; *scale gets
-// the weight_scale_inv.
-tensor::Tensor synth_quantized(const WeightInfo& w, DType original, const Quantization& q,
-                               uint64_t seed, tensor::Tensor* scale) {
+// f8_e4m3: scale = f32(amax / 448) per br x bc block, q = f8(x / scale)). A block's scale covers
+// rows of one stripe of br rows, so the weight is made a stripe at a time (the same bytes as the
+// whole tensor quantized at once): q streamed to `write`, the weight_scale_inv returned.
+tensor::Tensor stream_quantized(const WeightInfo& w, DType original, const Quantization& q,
+                                uint64_t seed, const io::ByteSink& write) {
+  H0_CHECK(w.shape.size() == 2) << w.name << ": an fp8 projection is [out, in]";
+  const int64_t rows = w.shape[0], cols = w.shape[1], br = q.block_rows;
   WeightInfo dense = w;
   dense.dtype = original;
-  const tensor::Tensor x = synth_tensor(dense, seed);
   const ops::OpDef& op = ops::quantize_op();
   const ops::Json attrs = ops::validate_attrs(op, {{"dtype", "f8_e4m3"},
                                                    {"granularity", "block2d"},
                                                    {"block_rows", q.block_rows},
                                                    {"block", q.block_cols}});
-  const auto out = ops::infer_outputs(op, {{x.dtype(), x.shape(), true}}, attrs);
-  tensor::Tensor qt = tensor::Tensor::zeros(out[0].dtype, out[0].shape);
-  *scale = tensor::Tensor::zeros(out[1].dtype, out[1].shape);
-  op.reference({&x}, {&qt, scale}, attrs);
-  return qt;
+  tensor::Tensor scale;
+  for (int64_t r0 = 0; r0 < rows; r0 += br) {
+    const int64_t n = std::min(br, rows - r0);
+    tensor::Tensor x = tensor::Tensor::zeros(original, {n, cols});
+    synth_elements(dense, seed, static_cast<size_t>(r0 * cols), static_cast<size_t>(n * cols),
+                   x.mutable_data());
+    const auto out = ops::infer_outputs(op, {{x.dtype(), x.shape(), true}}, attrs);
+    tensor::Tensor qt = tensor::Tensor::zeros(out[0].dtype, out[0].shape);
+    tensor::Tensor st = tensor::Tensor::zeros(out[1].dtype, out[1].shape);
+    op.reference({&x}, {&qt, &st}, attrs);
+    write(qt.data(), qt.nbytes());
+    if (r0 == 0) scale = tensor::Tensor::zeros(st.dtype(), {(rows + br - 1) / br, st.shape()[1]});
+    std::memcpy(static_cast<char*>(scale.mutable_data()) + (r0 / br) * st.nbytes(), st.data(),
+                st.nbytes());
+  }
+  return scale;
 }
 
-// Splits the tensors, in inventory order, into `shards` groups of about equal bytes.
+// Splits the tensors, in inventory order, into `shards` groups of about equal bytes; a
+// quantization scale goes with the weight before it (both come out of one quantization).
 std::vector<std::vector<size_t>> assign_shards(const std::vector<WeightInfo>& weights, int shards) {
   int64_t total = 0;
   for (const WeightInfo& w : weights) total += w.bytes();
   std::vector<std::vector<size_t>> groups(static_cast<size_t>(shards));
   int64_t before = 0;
+  size_t g = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     const int64_t mid = before + weights[i].bytes() / 2;
-    size_t g = static_cast<size_t>(mid * shards / std::max<int64_t>(total, 1));
-    groups[std::min(g, groups.size() - 1)].push_back(i);
+    if (i == 0 || weights[i].role != WeightRole::kQuantScale)
+      g = std::min(static_cast<size_t>(mid * shards / std::max<int64_t>(total, 1)),
+                   groups.size() - 1);
+    groups[g].push_back(i);
     before += weights[i].bytes();
   }
   return groups;
@@ -165,15 +201,16 @@ SynthReport synthesize_checkpoint(const std::string& model_dir, const std::strin
     report.files.push_back(side);
   }
 
+  const bool mxfp4 = arch.quantization.method == "mxfp4";
   const auto groups = assign_shards(inv.weights, options.shards);
   nlohmann::json weight_map = nlohmann::json::object();
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::string file =
         options.shards == 1 ? "model.safetensors" : shard_name(int(g), options.shards);
     // The shard's tensors by name, dtype and shape; their bytes made one at a time as the writer
-    // asks for them in layout order. A quantized weight and its scale come from one
-    // quantization; the writer asks for the F32 scales before the F8 weights, so each pair is
-    // made twice (once for each) rather than every F8 weight held until its turn.
+    // asks for them in layout order. A quantized weight and its scale come from one quantization:
+    // the scales, laid out before the F8 weights, are written after them (kept until then: 1/4096
+    // of the weight's bytes for 128 x 128 blocks).
     std::vector<io::NamedTensor> specs;
     std::map<std::string, const WeightInfo*> by_name;
     for (size_t i : groups[g]) {
@@ -186,21 +223,26 @@ SynthReport synthesize_checkpoint(const std::string& model_dir, const std::strin
       report.bytes += w.bytes();
       ++report.tensors;
     }
+    std::map<std::string, tensor::Tensor> scales;  // by the scale's name
     io::write_safetensors_streamed(
         (fs::path(out_dir) / file).string(), std::move(specs), {{"format", "pt"}},
         [&](const io::NamedTensor& spec, const io::ByteSink& write) {
           const WeightInfo& w = *by_name.at(spec.name);
-          if (!w.quantized && w.role != WeightRole::kQuantScale)
-            return stream_tensor(w, options.seed, write);
-          const std::string weight = w.quantized ? w.name : w.name.substr(0, w.name.size() - 10);
-          const auto it = std::find_if(inv.weights.begin(), inv.weights.end(),
-                                       [&](const WeightInfo& x) { return x.name == weight; });
-          H0_CHECK(it != inv.weights.end() && it->quantized) << w.name << " has no weight";
-          tensor::Tensor scale;
-          const tensor::Tensor q =
-              synth_quantized(*it, original, arch.quantization, options.seed, &scale);
-          const tensor::Tensor& out = w.quantized ? q : scale;
-          write(out.data(), out.nbytes());
+          if (mxfp4 && (w.quantized || w.role == WeightRole::kQuantScale))
+            return stream_mxfp4(w, options.seed, write);
+          if (w.role == WeightRole::kQuantScale) {
+            const auto it = scales.find(w.name);
+            H0_CHECK(it != scales.end()) << w.name << " has no weight in " << file;
+            write(it->second.data(), it->second.nbytes());
+            scales.erase(it);
+            return;
+          }
+          if (!w.quantized) return stream_tensor(w, options.seed, write);
+          scales[w.name + "_scale_inv"] =
+              stream_quantized(w, original, arch.quantization, options.seed, write);
+        },
+        [&](const io::NamedTensor& spec) {
+          return !mxfp4 && by_name.at(spec.name)->role == WeightRole::kQuantScale;
         });
     report.files.push_back(file);
   }

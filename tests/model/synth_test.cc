@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -15,6 +16,7 @@
 #include "io/sharded_checkpoint.h"
 #include "model/inventory.h"
 #include "model/weight_loader.h"
+#include "ops/op_list.h"
 #include "test_util.h"
 
 namespace h0::model {
@@ -106,6 +108,43 @@ TEST(Synth, ShardsHaveAboutEqualBytes) {
     EXPECT_GT(bytes, r.bytes / 8) << "shard " << s;
     EXPECT_LT(bytes, r.bytes / 2) << "shard " << s;
   }
+}
+
+// A GPT-OSS config with quantization_config mxfp4 synthesizes the released layout (blocks of
+// E2M1 codes and E8M0 scales, drawn directly): it passes the loader's checks, its experts widen to
+// the spread of a float matrix (RMS about 1/sqrt(in)), and the scales differ from block to block.
+TEST(Synth, Mxfp4ExpertsAreBlocksAndScalesOfAFloatMatrixSpread) {
+  h0::test::TempDir dir;
+  synthesize_checkpoint(h0::test::source_path("tests/data/models/tiny-gpt-oss-mxfp4"), dir.path(),
+                        {3, 1});
+  const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(dir.path());
+  verify_checkpoint(ckpt, build_inventory(load_architecture(dir.path())));
+  const ops::OpDef& op = ops::dequantize_mxfp4_op();
+  const ops::Json attrs = ops::validate_attrs(op, {{"out_dtype", "f32"}});
+  int checked = 0;
+  for (const char* name :
+       {"model.layers.0.mlp.experts.gate_up_proj", "model.layers.1.mlp.experts.down_proj"}) {
+    SCOPED_TRACE(name);
+    const tensor::Tensor blocks = ckpt.get(std::string(name) + "_blocks");
+    const tensor::Tensor scales = ckpt.get(std::string(name) + "_scales");
+    ASSERT_EQ(blocks.dtype(), tensor::DType::kU8);
+    const auto out = ops::infer_outputs(
+        op, {{blocks.dtype(), blocks.shape(), true}, {scales.dtype(), scales.shape(), true}},
+        attrs);
+    tensor::Tensor x = tensor::Tensor::empty(out[0].dtype, out[0].shape);
+    op.reference({&blocks, &scales}, {&x}, attrs);
+    double squares = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) squares += x.at(i) * x.at(i);
+    const double rms = std::sqrt(squares / double(x.numel()));
+    const double in = double(blocks.shape()[2] * 32);
+    EXPECT_GT(rms * std::sqrt(in), 0.5);
+    EXPECT_LT(rms * std::sqrt(in), 2.0);
+    std::set<uint8_t> exponents(scales.data_as<uint8_t>(),
+                                scales.data_as<uint8_t>() + scales.numel());
+    EXPECT_EQ(exponents.size(), 3u);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
 }
 
 TEST(VerifyCheckpoint, ListsMissingUnexpectedAndMisshapenTensors) {
