@@ -4,7 +4,7 @@
 Usage:
   python3 golden/tools/dump_hf.py --model DIR (--prompt-ids 1000,5,7 | --prompt "text")
       [--prompt-id NAME] [--image FILE] [--dtype float32|bfloat16] [--device cpu|cuda]
-      [--greedy N] [--portable-cpu] [--layers N] --out DIR
+      [--greedy N] [--portable-cpu] [--layers N [--expert-budget GIB]] --out DIR
 
 Loads any HF causal LM (AutoModelForCausalLM) or LLaVA-style model (a config with a
 vision_config) from DIR with attn_implementation="eager", in eval mode, and writes
@@ -50,6 +50,9 @@ input_ids, <P>embed_tokens, <P>layers.{N-1} (that same input, named as the harne
 looks for it; absent for N = 0), layer N's sublayer probes and <P>layers.N; no logits or greedy
 tokens; metadata "layer" = N and "layer_input" = "embedding". `kind: layer` with `layer: N` checks
 the platform against it, as day0's layer stage does for a --golden holding such dumps.
+A MoE layer whose routed experts (stored one tensor per expert) pass --expert-budget GiB at --dtype
+(DeepSeek-V3: 45 GB in f32) reads only the experts the prompt routes to, into sparse file-mapped
+tensors, found by a first forward pass (see _RoutedExperts); the dump is the same.
 
 --portable-cpu pins PyTorch's CPU kernels to the portable scalar ones (ATEN_CPU_CAPABILITY=default)
 for results that do not depend on the CPU's vector extensions; it is slow on big models.
@@ -133,10 +136,11 @@ def load_model(model_dir, dtype=torch.float32, device="cpu"):
 _LAYER_KEY = re.compile(r"^(?:model\.(?:language_model\.)?)?layers\.(\d+)\.")
 
 
-def load_layer_model(model_dir, layer: int, dtype=torch.float32, device="cpu"):
+def load_layer_model(model_dir, layer: int, dtype=torch.float32, device="cpu", expert_budget=4.0):
     """Decoder layer `layer` of a causal LM alone (see --layers): the model class built for
     layer + 1 layers, layers 0..layer-1 pass-throughs; the embedding, that layer, the final norm and
-    the head loaded from the checkpoint, nothing else read."""
+    the head loaded from the checkpoint, nothing else read. Routed experts stored one per tensor
+    whose bytes at `dtype` pass `expert_budget` GiB are not loaded: see _RoutedExperts."""
     import tempfile
 
     from safetensors import safe_open
@@ -164,11 +168,12 @@ def load_layer_model(model_dir, layer: int, dtype=torch.float32, device="cpu"):
         m = _LAYER_KEY.match(key)
         return m is None or int(m.group(1)) == layer
 
+    experts = _RoutedExperts.scan(model_dir, layer, dtype, expert_budget, blocks)
     tensors = {}
     for f in sorted(Path(model_dir).glob("*.safetensors")):
         with safe_open(str(f), "pt") as st:
             for key in st.keys():
-                if wanted(key):
+                if wanted(key) and (experts is None or not experts.holds(key)):
                     tensors[key] = st.get_tensor(key)
     if blocks is not None:
         for key in [k for k, t in tensors.items() if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)]:
@@ -208,16 +213,155 @@ def load_layer_model(model_dir, layer: int, dtype=torch.float32, device="cpu"):
                 return layer_cls(config, layer_idx, *args, **kwargs)
 
         setattr(home, layer_cls.__name__, OnlyLayer)
+        restore = experts.placeholders(meta_layers[layer]) if experts is not None else None
         try:
             model, info = AutoModelForCausalLM.from_pretrained(tmp, dtype=dtype, attn_implementation="eager",
                                                                output_loading_info=True)
         finally:
             setattr(home, layer_cls.__name__, layer_cls)
-    if info["missing_keys"] or info["mismatched_keys"]:
+            if restore is not None:
+                restore()
+    missing = set(info["missing_keys"])
+    if experts is not None:
+        missing -= experts.attach(model, text_prefix(model))
+    if missing or info["mismatched_keys"]:
         raise SystemExit(f"dump_hf: {model_dir}: layer {layer} did not load: {info}")
     model.to(device)
     model.eval()
     return model
+
+
+class _RoutedExperts:
+    """A MoE layer's routed experts loaded only where the prompt routes to them, for a layer whose
+    experts do not fit in memory at the dump's dtype (DeepSeek-V3's 256 experts of layer 3 are 45 GB
+    in f32). Checkpoints storing one tensor per expert (mlp.experts.<e>.{gate,up,down}_proj.weight,
+    fp8 with their scales or not) and models fusing them (transformers 5's experts.gate_up_proj
+    [E, 2I, H] = gate over up, experts.down_proj [E, H, I]): the fused tensors are sparse files
+    mapped into memory (zeros, no disk or memory, where not written); one forward pass finds the
+    experts the prompt routes to (the router runs before the experts and does not read them), those
+    are read and dequantized into the fused tensors, and the dump's pass is the second, which
+    checks that it routed to no other expert. Unrouted experts never enter transformers' sums,
+    so the dump is the one a machine holding every expert would make."""
+
+    _KEY = r"^((?:model\.(?:language_model\.)?)?layers\.{layer}\.mlp\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj)\.weight$"
+
+    def __init__(self, layer, pattern, dtype, blocks, where, shapes):
+        self.layer, self.pattern, self.dtype, self.blocks = layer, pattern, dtype, blocks
+        self.where = where  # (expert, proj) -> (file, key)
+        self.count = 1 + max(e for e, _ in where)
+        self.inter, self.hidden = shapes["gate_proj"]
+        self.filled: set[int] = set()
+        self.routed: set[int] = set()
+
+    @classmethod
+    def scan(cls, model_dir, layer, dtype, budget_gib, blocks):
+        """The layer's per-expert tensors when they pass `budget_gib` at `dtype`, else None."""
+        from safetensors import safe_open
+
+        pattern = re.compile(cls._KEY.replace("{layer}", str(layer)))
+        where, shapes, numel = {}, {}, 0
+        for f in sorted(Path(model_dir).glob("*.safetensors")):
+            with safe_open(str(f), "pt") as st:
+                for key in st.keys():
+                    m = pattern.match(key)
+                    if m is None:
+                        continue
+                    shape = st.get_slice(key).get_shape()
+                    where[(int(m.group(2)), m.group(3))] = (f, key)
+                    shapes[m.group(3)] = tuple(shape)
+                    numel += int(np.prod(shape))
+        if not where or numel * torch.tensor([], dtype=dtype).element_size() <= budget_gib * 2**30:
+            return None
+        experts = cls(layer, pattern, dtype, blocks, where, shapes)
+        expected = {(e, p) for e in range(experts.count) for p in ("gate_proj", "up_proj", "down_proj")}
+        if set(where) != expected or shapes["down_proj"] != (experts.hidden, experts.inter):
+            raise SystemExit(f"dump_hf: {model_dir}: layer {layer}'s experts are not {experts.count} x "
+                             f"(gate, up [{experts.inter}, {experts.hidden}], down [{experts.hidden}, {experts.inter}])")
+        print(f"dump_hf: layer {layer}: {experts.count} routed experts, "
+              f"{numel * torch.tensor([], dtype=dtype).element_size() / 2**30:.1f} GiB at {dtype}, "
+              f"over --expert-budget {budget_gib} GiB: read only where the prompt routes", file=sys.stderr)
+        return experts
+
+    def holds(self, key: str) -> bool:
+        """Whether `key` is one of the experts' weights or their fp8 scales."""
+        return self.pattern.match(key.removesuffix("_scale_inv")) is not None
+
+    def placeholders(self, meta_layer):
+        """Makes the layer's fused experts class hold 1-expert tensors while transformers loads the
+        rest (it would otherwise allocate and initialise every expert); returns the undo."""
+        module = _module(meta_layer, "mlp.experts")
+        if module is None or getattr(module, "gate_up_proj", None) is None or module.gate_up_proj.dim() != 3:
+            raise SystemExit("dump_hf: routed experts read on demand need transformers' fused experts "
+                             "(mlp.experts.gate_up_proj [E, 2I, H]); this model has none")
+        real = type(module)
+        home = sys.modules[real.__module__]
+
+        class OneExpert(real):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.gate_up_proj = torch.nn.Parameter(torch.zeros(1, *self.gate_up_proj.shape[1:]),
+                                                       requires_grad=False)
+                self.down_proj = torch.nn.Parameter(torch.zeros(1, *self.down_proj.shape[1:]),
+                                                    requires_grad=False)
+
+        setattr(home, real.__name__, OneExpert)
+        return lambda: setattr(home, real.__name__, real)
+
+    def attach(self, model, prefix: str) -> set[str]:
+        """Puts sparse, file-mapped fused tensors in the loaded model; returns their names (which
+        transformers reported missing)."""
+        import atexit
+        import shutil
+        import tempfile
+
+        name = f"{prefix}layers.{self.layer}.mlp.experts"
+        self.module = _module(model, name)
+        scratch = tempfile.mkdtemp(prefix="dump_hf_experts.")
+        atexit.register(shutil.rmtree, scratch, True)
+
+        def sparse(name, shape):
+            n = int(np.prod(shape))
+            path = Path(scratch) / name
+            with open(path, "wb") as f:
+                f.truncate(n * torch.tensor([], dtype=self.dtype).element_size())
+            t = torch.from_file(str(path), shared=True, size=n, dtype=self.dtype).view(*shape)
+            return torch.nn.Parameter(t, requires_grad=False)
+
+        self.module.gate_up_proj = sparse("gate_up_proj", (self.count, 2 * self.inter, self.hidden))
+        self.module.down_proj = sparse("down_proj", (self.count, self.hidden, self.inter))
+        self.module.register_forward_pre_hook(self._record, with_kwargs=True)
+        model._h0_routed_experts = self
+        return {name + ".gate_up_proj", name + ".down_proj"}
+
+    def _record(self, module, args, kwargs):
+        index = kwargs.get("top_k_index", args[1] if len(args) > 1 else None)
+        if index is None:
+            raise SystemExit("dump_hf: cannot see the experts' routing (no top_k_index argument)")
+        self.routed.update(int(e) for e in index.unique().tolist())
+
+    def fill(self):
+        """Reads the routed experts not yet read into the fused tensors."""
+        from safetensors import safe_open
+
+        import fp8_blocks
+
+        for e in sorted(self.routed - self.filled):
+            for proj in ("gate_proj", "up_proj", "down_proj"):
+                f, key = self.where[(e, proj)]
+                with safe_open(str(f), "pt") as st:
+                    w = st.get_tensor(key)
+                    if w.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+                        if self.blocks is None or key + fp8_blocks.SCALE_SUFFIX not in st.keys():
+                            raise SystemExit(f"dump_hf: {f}: {key} is fp8 with no {key}{fp8_blocks.SCALE_SUFFIX}")
+                        w = fp8_blocks.dequantize(w, st.get_tensor(key + fp8_blocks.SCALE_SUFFIX), *self.blocks)
+                w = w.to(self.dtype)
+                with torch.no_grad():
+                    if proj == "down_proj":
+                        self.module.down_proj[e].copy_(w)
+                    else:
+                        row = 0 if proj == "gate_proj" else self.inter
+                        self.module.gate_up_proj[e, row:row + self.inter].copy_(w)
+            self.filled.add(e)
 
 
 @torch.no_grad()
@@ -227,11 +371,21 @@ def dump_layer(model, input_ids: list[int], layer: int, device="cpu") -> tuple[d
     p = text_prefix(model)
     names = [n for n in probe_names(model, with_vision=False)
              if n == p + "embed_tokens" or n == f"{p}layers.{layer - 1}" or n.startswith(f"{p}layers.{layer}")]
+    experts = getattr(model, "_h0_routed_experts", None)
+    if experts is not None:  # a first pass finds the routed experts, read before the dump's pass
+        _forward_logits(model, ids, None)
+        experts.fill()
+        routed = set(experts.routed)
+        print(f"dump_hf: layer {layer}: the prompt routes to {len(routed)} of {experts.count} experts",
+              file=sys.stderr)
     rec = ProbeRecorder(model, names)
     try:
         _forward_logits(model, ids, None)
     finally:
         rec.remove()
+    if experts is not None and experts.routed != routed:
+        raise SystemExit(f"dump_hf: layer {layer}: the second pass routed to experts the first did not "
+                         f"({sorted(experts.routed - routed)}): the dump is not valid")
     out = {"input_ids": ids.cpu().clone()}
     out.update(rec.tensors)
     return out, list(rec.order)
@@ -557,13 +711,16 @@ def main(argv=None) -> None:
                     help="pin the portable scalar CPU kernels (ATEN_CPU_CAPABILITY=default)")
     ap.add_argument("--layers", type=int, metavar="N",
                     help="decoder layer N alone, its input the embedding output (see above)")
+    ap.add_argument("--expert-budget", type=float, default=4.0, metavar="GIB",
+                    help="--layers: routed experts stored one per tensor that pass GIB at --dtype are read "
+                         "only where the prompt routes (default 4; 0: always)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
 
     if args.layers is not None:
         if args.image is not None:
             raise SystemExit("dump_hf: --layers takes a text prompt (no --image)")
-        model = load_layer_model(args.model, args.layers, DTYPES[args.dtype], args.device)
+        model = load_layer_model(args.model, args.layers, DTYPES[args.dtype], args.device, args.expert_budget)
         input_ids = ([int(x) for x in args.prompt_ids.split(",") if x.strip()] if args.prompt is None
                      else _prompt_from_text(args.model, args.prompt, None)[0])
         tensors, probes = dump_layer(model, input_ids, args.layers, args.device)

@@ -165,8 +165,41 @@ const char* kNoGoldens =
     "no goldens for this model: make them on the reference machine with golden/tools/dump_hf.py "
     "and pass --golden DIR";
 
+// The layers to check alone, one per block type (plan::representative_layers), as the layer
+// stage says them: "0 (MLA, dense MLP; 1.9 GiB), 1 (MLA, MoE; 12.1 GiB, over the device's 24.0
+// GiB)", and as details. `dumped`: the layers --golden has a dump of (said when one is missing).
+std::string layer_choices(const Context& ctx, const std::set<int64_t>& dumped,
+                          nlohmann::json* details) {
+  const double device = ctx.platform.device_memory_bytes;
+  std::string text, missing;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const plan::LayerChoice& c : plan::representative_layers(*ctx.arch)) {
+    char size[96];
+    std::snprintf(size, sizeof size, "%.1f GiB", static_cast<double>(c.bytes) / (1 << 30));
+    std::string note = size;
+    if (device > 0 && static_cast<double>(c.bytes) > device) {
+      std::snprintf(size, sizeof size, ", over the device's %.1f GiB", device / (1 << 30));
+      note += size;
+    }
+    if (c.layers_like_it > 1) note += "; " + std::to_string(c.layers_like_it) + " layers like it";
+    const std::string one = std::to_string(c.layer) + " (" + c.block + "; " + note + ")";
+    text += (text.empty() ? "" : ", ") + one;
+    if (!dumped.empty() && !dumped.count(c.layer)) missing += (missing.empty() ? "" : ", ") + one;
+    rows.push_back({{"layer", c.layer},
+                    {"block", c.block},
+                    {"bytes", c.bytes},
+                    {"layers_like_it", c.layers_like_it},
+                    {"dumped", dumped.count(c.layer) > 0}});
+    if (device > 0) rows.back()["fits_device"] = static_cast<double>(c.bytes) <= device;
+  }
+  (*details)["representative_layers"] = rows;
+  return dumped.empty() ? text : missing;
+}
+
 // Layer (`layer` true) or full-model cases against --golden's dumps: a whole-model dump gives a
-// layer case per decoder layer and a model case; a layer dump a case of its layer alone.
+// layer case per decoder layer and a model case; a layer dump a case of its layer alone. Without
+// a whole-model dump the layer stage names the layers to dump alone, one per block type, and
+// which of them --golden lacks.
 StageResult golden_stage(Context& ctx, bool layer) {
   const GoldenDumps dumps = golden_dumps(ctx);
   std::vector<YAML::Node> checks;
@@ -200,6 +233,13 @@ StageResult golden_stage(Context& ctx, bool layer) {
               {},
               {}};
     }
+    if (layer) {
+      StageResult r{StageStatus::kNotRun, kNoGoldens, {}, {}};
+      r.summary +=
+          "; the layers to check alone, one per block type: " + layer_choices(ctx, {}, &r.details) +
+          " (dump_hf.py --layers N for each)";
+      return r;
+    }
     return {StageStatus::kNotRun, kNoGoldens, {}, {}};
   }
   StageResult r = judge(run_built(ctx, layer ? "layers" : "model", checks),
@@ -207,6 +247,12 @@ StageResult golden_stage(Context& ctx, bool layer) {
   if (!alone.empty()) {
     r.summary += "; layer(s) " + alone +
                  " alone from dump_hf.py --layers dumps (their input the embedding output)";
+    if (dumps.prompts.empty()) {  // no whole-model dump covers every layer
+      std::set<int64_t> dumped;
+      for (const auto& [f, l] : dumps.layers) dumped.insert(l);
+      const std::string missing = layer_choices(ctx, dumped, &r.details);
+      if (!missing.empty()) r.summary += "; block types with no layer dump: " + missing;
+    }
   }
   if (dumps.image_dumps > 0)
     r.summary += "; " + std::to_string(dumps.image_dumps) +
@@ -308,6 +354,10 @@ std::string fixed(double v, int digits) {
 
 }  // namespace
 
+// The most bytes of expert weights (at the model's dtype) a moe_experts case at the model's
+// shapes holds.
+constexpr int64_t kMoeCaseBytes = int64_t{512} << 20;
+
 std::vector<YAML::Node> model_shape_checks(const Context& ctx) {
   using Json = nlohmann::json;
   const model::TextModel& t = ctx.arch->text;
@@ -372,8 +422,11 @@ std::vector<YAML::Node> model_shape_checks(const Context& ctx) {
       if (w.quantized && w.expert < 0 && !w.mtp) shapes.insert({w.shape[1], w.shape[0]});
     }
     for (const auto& [k, n] : shapes) {
-      add("scaled_linear", {T, k, n}, attrs_of(bound.scaled_linear),
-          "scaled_linear/" + std::to_string(k) + "x" + std::to_string(n));
+      for (const int64_t rows : {T, int64_t{1}}) {
+        add("scaled_linear", {rows, k, n}, attrs_of(bound.scaled_linear),
+            "scaled_linear/" + (rows == 1 ? std::string("1x") : std::string()) + std::to_string(k) +
+                "x" + std::to_string(n));
+      }
     }
   }
   if (ctx.model_ops.count("sigmoid"))
@@ -406,6 +459,11 @@ std::vector<YAML::Node> model_shape_checks(const Context& ctx) {
     if (a.sinks) fields["with"] = {"sinks"};  // GPT-OSS's attention sinks
     add("paged_attention", {T, T, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16},
         fields);
+    // A decode step: one query after the prompt's keys, the context past a block boundary.
+    Json step = fields;
+    step["attrs"] = with_scale({{"context_len", T + 1}});
+    add("paged_attention", {1, T + 1, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16},
+        step, "paged_attention/decode");
     if (a.sliding_window > 0) {  // the sliding layers': a context past the window, so the mask cuts
       const int64_t S = T + a.sliding_window;
       fields["attrs"] = with_scale({{"context_len", S}, {"sliding_window", a.sliding_window}});
@@ -443,12 +501,25 @@ std::vector<YAML::Node> model_shape_checks(const Context& ctx) {
   if (ctx.arch->is_moe()) {
     const model::Moe& m = t.moe;
     add("moe_gate", {T, m.num_experts}, attrs_of(bound.moe_gate));
+    // The experts' table cut to what kMoeCaseBytes holds (at least experts_per_token experts):
+    // each expert's [D, F] shapes are the model's, their number only the table's size (a
+    // DeepSeek-V3 layer's 256 experts are 22.5 GB in bf16, its f64 reference four times that).
+    const int64_t per_expert = 3 * t.hidden_size * m.expert_intermediate_size *
+                               static_cast<int64_t>(tensor::dtype_size(ctx.model_dtype));
+    const int64_t experts = std::clamp<int64_t>(kMoeCaseBytes / std::max<int64_t>(per_expert, 1),
+                                                m.experts_per_token, m.num_experts);
     Json fields = {
-        {"inputs", {{"ids", {{"arange", {{"start", 0}, {"step", 1}, {"mod", m.num_experts}}}}}}}};
+        {"inputs", {{"ids", {{"arange", {{"start", 0}, {"step", 1}, {"mod", experts}}}}}}}};
     if (!bound.moe_experts.attrs.empty()) fields["attrs"] = bound.moe_experts.attrs;
     if (m.fused_experts) fields["with"] = {"b_gate", "b_up", "b_down"};  // GPT-OSS's biased experts
-    add("moe_experts",
-        {T, t.hidden_size, m.expert_intermediate_size, m.num_experts, m.experts_per_token}, fields);
+    const std::string cut = experts < m.num_experts ? "/" + std::to_string(experts) + "-of-" +
+                                                          std::to_string(m.num_experts) + "-experts"
+                                                    : "";
+    for (const int64_t rows : {T, int64_t{1}}) {  // a prefill's tokens and a decode step's
+      add("moe_experts",
+          {rows, t.hidden_size, m.expert_intermediate_size, experts, m.experts_per_token}, fields,
+          "moe_experts" + cut + (rows == 1 ? "/decode" : ""));
+    }
   }
   return checks;
 }

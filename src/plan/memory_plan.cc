@@ -502,6 +502,41 @@ std::vector<KvLayerType> kv_by_layer_type(const Architecture& arch, const Memory
   return out;
 }
 
+std::vector<LayerChoice> representative_layers(const Architecture& arch) {
+  using Kind = model::TextModel::LayerKind;
+  const model::TextModel& t = arch.text;
+  const model::Inventory inv =
+      model::build_inventory(arch, {.dtype = std::nullopt, .quantized = true});
+  std::vector<int64_t> layer_bytes(static_cast<size_t>(std::max<int64_t>(t.num_layers, 0)), 0);
+  int64_t embedding = 0;
+  for (const WeightInfo& w : inv.weights) {
+    if (w.vision_layer >= 0 || w.mtp) continue;
+    if (w.layer >= 0 && w.layer < t.num_layers) {
+      layer_bytes[static_cast<size_t>(w.layer)] += w.bytes();
+    } else if (w.tensor == model::TensorRole::kEmbed) {
+      embedding += w.bytes();
+    }
+  }
+  std::vector<LayerChoice> out;
+  std::map<std::string, size_t> seen;
+  for (int64_t l = 0; l < t.num_layers; ++l) {
+    const Kind kind = t.layer_kind(l);
+    std::string attention = kind == Kind::kLinear ? "linear attention"
+                            : t.attn.mla          ? "MLA"
+                                                  : "attention";
+    if (kind != Kind::kLinear && t.indexer.n_heads > 0) attention += " + indexer";
+    if (kind == Kind::kSliding)
+      attention = "sliding-window " + attention;
+    else if (kind == Kind::kFull && attention == "attention")
+      attention = "full attention";
+    const std::string block = attention + ", " + (t.is_moe_layer(l) ? "MoE" : "dense MLP");
+    const auto [it, fresh] = seen.emplace(block, out.size());
+    if (fresh) out.push_back({l, block, layer_bytes[static_cast<size_t>(l)] + embedding, 0});
+    ++out[it->second].layers_like_it;
+  }
+  return out;
+}
+
 MemoryPlan plan_memory(const Architecture& arch, const ParallelPlan& plan, MemoryOptions options) {
   resolve_defaults(arch, options);
   MemoryPlan p;

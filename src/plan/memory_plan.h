@@ -150,6 +150,19 @@ struct KvLayerType {
 // kv_bytes_per_token.
 std::vector<KvLayerType> kv_by_layer_type(const model::Architecture& arch, const MemoryPlan& plan);
 
+// The decoder layers to check one at a time (day0's layer stage; golden/tools/dump_hf.py --layers
+// makes their goldens on a reference machine): the first layer of each block type, its attention
+// (full, sliding window, linear attention, MLA; DeepSeek-V3.2's lightning indexer added) by its
+// MLP (dense, MoE), with what a device checking it alone loads, as the checkpoint stores it: the
+// layer's tensors and the embedding its input comes from.
+struct LayerChoice {
+  int64_t layer = 0;
+  std::string block;  // "MLA + indexer attention, MoE MLP"
+  int64_t bytes = 0;
+  int64_t layers_like_it = 0;  // layers of the same block type, itself included
+};
+std::vector<LayerChoice> representative_layers(const model::Architecture& arch);
+
 // Plans `plan` (check_plan must accept it). Throws InputError for impossible options
 // (device_memory <= 0, block_size < 1, ...) and for weights the plan cannot cut (shard_of).
 MemoryPlan plan_memory(const model::Architecture& arch, const ParallelPlan& plan,

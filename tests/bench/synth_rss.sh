@@ -4,7 +4,7 @@
 # RSS <= 1 GB beyond the largest tensor: synthesis streams each tensor to disk in pieces).
 #
 # Each real config of tests/data/configs/ named below is cut to LAYERS decoder layers (default 2;
-# DeepSeek-V3 and Kimi-K2 then hold one dense and one MoE layer) and synthesized, seed 0, one
+# DeepSeek-V3 and Kimi-K2 then hold one dense and one MoE layer, and no MTP layer) and synthesized, seed 0, one
 # shard, under /usr/bin/time -v. Prints: config, layers, checkpoint bytes, largest tensor bytes,
 # wall s, peak RSS, RSS / checkpoint.
 #
@@ -49,6 +49,10 @@ for key in ("layer_types", "mlp_layer_types"):  # per-layer lists follow the cut
 # DeepSeek-V3's first 3 layers are dense: keep the last one of the cut a MoE layer.
 if text.get("first_k_dense_replace", 0) > int(sys.argv[3]) - 1:
     text["first_k_dense_replace"] = max(int(sys.argv[3]) - 1, 0)
+# The multi-token-prediction layer (a whole MoE layer more in DeepSeek-V3 and Kimi-K2; loaded
+# only for speculative decoding) is left out of a cut.
+if text.get("num_nextn_predict_layers"):
+    text["num_nextn_predict_layers"] = 0
 json.dump(c, open(sys.argv[2], "w"), indent=1)
 PY
   CKPT="$OUT/$NAME"

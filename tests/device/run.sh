@@ -49,6 +49,15 @@ for suite in layers model image; do
   [ "$src" -ne 0 ] && rc=$src
 done
 set -e
+# fp8 and MXFP4 weights dequantized on the device at real checkpoints' shapes.
+set +e
+timeout 180 "$build/bin/harness" run tests/device/quant_real_shapes.yaml --platform "$out/cuda.yaml" \
+  --json "$out/quant.json" --db "$out/results.db" >"$out/quant.txt" 2>&1
+src=$?
+set -e
+echo "quant real-shapes suite exit status: $src" | tee -a "$out/summary.txt"
+tail -n 1 "$out/quant.txt" | tee -a "$out/summary.txt"
+[ "$src" -ne 0 ] && rc=$src
 # The collective checks over a single-GPU NCCL communicator (its own build, with NCCL).
 OUT="$out/nccl" bash "$root/tests/device/nccl_check.sh" || rc=$?
 exit "$rc"

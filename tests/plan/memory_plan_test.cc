@@ -286,5 +286,40 @@ TEST(VisionActivations, Qwen25Vl7BAtTheLargestImage) {
             0);
 }
 
+// The layers day0 checks alone: the first of each block type, with what a device holding it alone
+// loads (its tensors as stored plus the embedding).
+TEST(RepresentativeLayers, TheFirstLayerOfEachBlockType) {
+  auto blocks = [](const Architecture& a) {
+    std::vector<std::string> out;
+    for (const LayerChoice& c : representative_layers(a))
+      out.push_back(std::to_string(c.layer) + ": " + c.block + " x" +
+                    std::to_string(c.layers_like_it));
+    return out;
+  };
+  // DeepSeek-V3: three dense layers, then 58 MoE ones (the MTP layer is not a decoder layer).
+  const Architecture v3 = arch_of("deepseek-v3");
+  EXPECT_EQ(blocks(v3), (std::vector<std::string>{"0: MLA, dense MLP x3", "3: MLA, MoE x58"}));
+  // Its MoE layer stored in fp8 (256 experts of 3 x 7168 x 2048 bytes, 11.3 GB) plus the bf16
+  // embedding (129,280 x 7,168 x 2 bytes).
+  const std::vector<LayerChoice> v3_layers = representative_layers(v3);
+  EXPECT_GT(v3_layers[1].bytes, int64_t{256} * 3 * 7168 * 2048 + int64_t{129280} * 7168 * 2);
+  EXPECT_LT(v3_layers[1].bytes, int64_t{13} << 30);
+  EXPECT_LT(v3_layers[0].bytes, int64_t{3} << 30);
+  // Gemma 3: five sliding-window layers to one full one.
+  EXPECT_EQ(blocks(arch_of("gemma-3-1b-it")),
+            (std::vector<std::string>{"0: sliding-window attention, dense MLP x22",
+                                      "5: full attention, dense MLP x4"}));
+  // Qwen3-Next: linear attention and full attention, every layer MoE; DeepSeek-V3.2: MLA with
+  // the lightning indexer.
+  auto tiny = [](const std::string& name) {
+    return model::load_architecture(std::string(H0_SOURCE_DIR) + "/tests/data/models/" + name);
+  };
+  EXPECT_EQ(blocks(tiny("tiny-qwen3-next")),
+            (std::vector<std::string>{"0: linear attention, MoE x2", "1: full attention, MoE x1"}));
+  EXPECT_EQ(
+      blocks(tiny("tiny-deepseek-v32")),
+      (std::vector<std::string>{"0: MLA + indexer, dense MLP x1", "1: MLA + indexer, MoE x1"}));
+}
+
 }  // namespace
 }  // namespace h0::plan

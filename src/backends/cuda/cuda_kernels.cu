@@ -19,6 +19,7 @@ typedef float T;
 #include "../portable/kernels/moe.inc"
 #include "../portable/kernels/linear_attention.inc"
 #include "../portable/kernels/sparse_attention.inc"
+#include "../portable/kernels/quant.inc"
 #undef LD
 #undef ST
 }  // namespace h0cu_f32
@@ -35,6 +36,7 @@ typedef __half T;
 #include "../portable/kernels/moe.inc"
 #include "../portable/kernels/linear_attention.inc"
 #include "../portable/kernels/sparse_attention.inc"
+#include "../portable/kernels/quant.inc"
 #undef LD
 #undef ST
 }  // namespace h0cu_f16
@@ -51,6 +53,7 @@ typedef u16 T;  // bf16 bits; f32 math (bf16_to_f32 / f32_to_bf16 in common.inc)
 #include "../portable/kernels/moe.inc"
 #include "../portable/kernels/linear_attention.inc"
 #include "../portable/kernels/sparse_attention.inc"
+#include "../portable/kernels/quant.inc"
 #undef LD
 #undef ST
 }  // namespace h0cu_bf16

@@ -12,7 +12,8 @@ struct OpEntry {
   const char* op;
   OpFn fn;
   int min_inputs, max_inputs, outputs;
-  int dtype_operand;  // the input whose dtype is the call's dtype
+  int dtype_operand;      // the input whose dtype is the call's dtype; -1: output 0's
+  bool f32_only = false;  // kernels for f32 calls only (the harness decomposes the others)
 };
 
 // The ops with kernels, as the catalogue names them. Absent: sample, quantize, dequantize.
@@ -42,6 +43,8 @@ constexpr OpEntry kOps[] = {
     {"gated_delta_rule", gated_delta_rule_op, 6, 6, 2, 0},
     {"lightning_indexer", lightning_indexer_op, 4, 4, 1, 0},
     {"sparse_attention", sparse_attention_op, 5, 5, 1, 0},
+    {"scaled_linear", scaled_linear_op, 3, 4, 1, 0, true},
+    {"dequantize_mxfp4", dequantize_mxfp4_op, 2, 2, 1, -1},
 };
 
 const OpEntry* find_op(const char* op) {
@@ -55,15 +58,19 @@ const OpEntry* find_op(const char* op) {
 // The counts, the operands and the call's dtype.
 void check_call(const OpEntry& e, const Call& call, const Device& dev) {
   require_operands(call, e.min_inputs, e.max_inputs, e.outputs);
-  const hb_dtype dtype = call.in[e.dtype_operand].dtype;
-  if (!is_float(dtype) || !dev.has_dtype(dtype))
+  const hb_dtype dtype = e.dtype_operand < 0 ? call.out[0].dtype : call.in[e.dtype_operand].dtype;
+  if (!is_float(dtype) || !dev.has_dtype(dtype) || (e.f32_only && dtype != HB_F32))
     unsupported(call, std::string("no kernels for ") + dtype_name(dtype) + " on this device");
 }
 
 }  // namespace
 
 int32_t device_supports(const Device& device, const char* op, hb_dtype dtype) {
-  return find_op(op) != nullptr && is_float(dtype) && device.has_dtype(dtype) ? 1 : 0;
+  const OpEntry* e = find_op(op);
+  return e != nullptr && is_float(dtype) && device.has_dtype(dtype) &&
+                 (!e->f32_only || dtype == HB_F32)
+             ? 1
+             : 0;
 }
 
 void run_device_op(Device& device, const char* op, const hb_tensor* inputs, int32_t n_inputs,

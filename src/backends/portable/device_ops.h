@@ -7,8 +7,8 @@
 
 namespace h0p {
 
-// Nonzero when `op` has kernels here and the device computes `dtype` (f32, f16, bf16).
-// sample, quantize and dequantize have none: the harness falls back for them.
+// Nonzero when `op` has kernels here and the device computes `dtype` (f32, f16, bf16;
+// scaled_linear f32 only). sample, quantize and dequantize have none: the harness falls back.
 int32_t device_supports(const Device& device, const char* op, hb_dtype dtype);
 
 // Runs one op; inputs and outputs hold device handles. Throws OpError (HB_UNSUPPORTED for an

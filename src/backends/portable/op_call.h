@@ -47,5 +47,7 @@ void attention_op(const Call& call);          // ops_attention.cc
 void paged_attention_op(const Call& call);    // ops_attention.cc
 void moe_gate_op(const Call& call);           // ops_moe.cc
 void moe_experts_op(const Call& call);        // ops_moe.cc
+void scaled_linear_op(const Call& call);      // ops_quant.cc
+void dequantize_mxfp4_op(const Call& call);   // ops_quant.cc
 
 }  // namespace h0p

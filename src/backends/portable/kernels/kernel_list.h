@@ -25,5 +25,9 @@
   X(l2norm_rows) \
   X(delta_rule) \
   X(indexer_scores) \
-  X(sparse_attention)
+  X(sparse_attention) \
+  X(dequant_fp8_blocks) \
+  X(place_columns) \
+  X(act_quant_fp8) \
+  X(dequant_mxfp4)
 // clang-format on

@@ -19,3 +19,4 @@
 typedef long long i64;
 typedef unsigned int u32;
 typedef unsigned short u16;
+typedef unsigned char u8;

@@ -16,6 +16,7 @@
 typedef long i64;
 typedef uint u32;
 typedef ushort u16;
+typedef uchar u8;
 #if H0_DTYPE == 1
 typedef float T;
 #define LD(p, i) ((p)[i])
