@@ -116,6 +116,18 @@ void print_header(const model::Architecture& arch, const plan::MemoryPlan& p,
                 t.note.empty() ? "" : ("  (" + t.note + ")").c_str());
   }
   for (const std::string& note : p.notes) std::printf("note     %s\n", note.c_str());
+  if (!arch.modelled) return;
+  // The layers day0's layer stage checks alone (dump_hf.py --layers makes their goldens).
+  std::string layers;
+  for (const plan::LayerChoice& c : plan::representative_layers(arch)) {
+    layers +=
+        (layers.empty() ? "" : ", ") + std::to_string(c.layer) + " (" + c.block + "; " +
+        human_bytes(static_cast<uint64_t>(c.bytes)) +
+        (static_cast<double>(c.bytes) > o.device_memory ? ", over one device" : "") +
+        (c.layers_like_it > 1 ? "; " + std::to_string(c.layers_like_it) + " layers like it" : "") +
+        ")";
+  }
+  std::printf("layers   checked alone, one per block type: %s\n", layers.c_str());
 }
 
 // A family the executor does not model is planned from its checkpoint's tensor headers.
@@ -170,6 +182,15 @@ int run_plan(const PlanOptions& opt) {
                        {"per", t.per_sequence ? "sequence" : "token"},
                        {"note", t.note}});
     j["kv_by_layer_type"] = types;
+    if (arch.modelled) {
+      nlohmann::json layers = nlohmann::json::array();
+      for (const plan::LayerChoice& c : plan::representative_layers(arch))
+        layers.push_back({{"layer", c.layer},
+                          {"block", c.block},
+                          {"bytes", c.bytes},
+                          {"layers_like_it", c.layers_like_it}});
+      j["representative_layers"] = layers;
+    }
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_header(arch, p, opt.model, source);

@@ -22,6 +22,22 @@ void mxfp4_reference(const std::vector<const Tensor*>& in, const std::vector<Ten
   const auto* blocks = static_cast<const uint8_t*>(in[0]->data());
   const auto* scales = static_cast<const uint8_t*>(in[1]->data());
   const int64_t groups = in[1]->numel();
+  if (out[0]->dtype() == tensor::DType::kF32) {
+    // Straight into f32 (GPT-OSS's stored experts are widened this way every step): each product
+    // is a power of two times an E2M1 value, exact in f32 as in f64 (2^-127 is an f32 subnormal),
+    // or past f32's range in both. The scale 2^128 (E8M0 255) is not an f32: applied as 2^127 · 2.
+    float* x = out[0]->mutable_data_as<float>();
+    for (int64_t g = 0; g < groups; ++g) {
+      const bool top = scales[g] == 255;
+      const float scale = std::ldexp(1.0f, top ? 127 : int(scales[g]) - 127);
+      for (int64_t i = 0; i < 32; ++i) {
+        const uint8_t b = blocks[g * 16 + i / 2];
+        const float v = static_cast<float>(kE2M1[i % 2 ? b >> 4 : b & 0xF]) * scale;
+        x[g * 32 + i] = top ? v * 2.0f : v;
+      }
+    }
+    return;
+  }
   std::vector<double> x(static_cast<size_t>(groups * 32));
   for (int64_t g = 0; g < groups; ++g) {
     const double scale = std::ldexp(1.0, int(scales[g]) - 127);

@@ -56,6 +56,36 @@ TEST(DequantizeMxfp4, LowNibbleFirstTimesTheE8M0Scale) {
   for (int i = 0; i < 64; ++i) EXPECT_EQ(std::memcmp(&v[i], back.data_as<float>() + i, 4), 0) << i;
 }
 
+// The reference's f32 output (computed in f32, GPT-OSS's experts widened every step) is its f64
+// product rounded, for every byte and the extreme scales: 2^-127 (subnormal in f32) and 2^128
+// (infinite in f32: ±0 stays ±0, the rest is ±inf).
+TEST(DequantizeMxfp4, F32OutputIsTheF64ProductRounded) {
+  const uint8_t kScales[] = {0, 1, 100, 127, 128, 200, 254, 255};
+  const int64_t groups = 16 * 8;  // 256 byte values (16 groups of 16 bytes) under each scale
+  Tensor blocks = Tensor::zeros(DType::kU8, {groups, 16}),
+         scales = Tensor::zeros(DType::kU8, {groups});
+  for (int64_t g = 0; g < groups; ++g) {
+    scales.mutable_data_as<uint8_t>()[g] = kScales[g / 16];
+    for (int64_t i = 0; i < 16; ++i)
+      blocks.mutable_data_as<uint8_t>()[g * 16 + i] = static_cast<uint8_t>((g % 16) * 16 + i);
+  }
+  const ops::OpDef& op = ops::dequantize_mxfp4_op();
+  Tensor x = Tensor::empty(DType::kF32, {groups * 32});
+  op.reference({&blocks, &scales}, {&x}, ops::validate_attrs(op, {{"out_dtype", "f32"}}));
+  static constexpr double kE2M1[16] = {0,    0.5,  1,  1.5,  2,  3,  4,  6,
+                                       -0.0, -0.5, -1, -1.5, -2, -3, -4, -6};
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t i = 0; i < 32; ++i) {
+      const uint8_t b = blocks.data_as<uint8_t>()[g * 16 + i / 2];
+      const double v = kE2M1[i % 2 ? b >> 4 : b & 0xF];
+      const float want = static_cast<float>(v * std::ldexp(1.0, int(kScales[g / 16]) - 127));
+      const float got = x.data_as<float>()[g * 32 + i];
+      EXPECT_EQ(std::memcmp(&want, &got, 4), 0)
+          << "group " << g << " element " << i << ": " << got << " for " << want;
+    }
+  }
+}
+
 // tiny-gpt-oss-mxfp4 with `edit` applied to its tensors (and its config's quantization_config
 // kept or dropped), in `dir`.
 void write_variant(const std::string& dir,

@@ -3,9 +3,10 @@
 // alone (loaded with dlopen; exports only hb_backend_entry). Options: {"device": 0}.
 // f32, f16 and bf16; fp8 scaled_linear in f32 with its weight dequantized on the device
 // (../portable/ops_quant.cc; bf16/f16 calls are decomposed) and dequantize_mxfp4; sample,
-// quantize, dequantize and f64 are answered unsupported, so the harness falls back for them. Without a device, init fails with
-// "cuda: no CUDA device (cudaGetDeviceCount: ...)" and nothing else is called.
-// Timing: the ABI has no device-timer hook, so op checks time run_op + synchronize on the host.
+// quantize, dequantize and f64 are answered unsupported, so the harness falls back for them.
+// Without a device, init fails with "cuda: no CUDA device (cudaGetDeviceCount: ...)" and nothing
+// else is called. Timing: the ABI has no device-timer hook, so op checks time run_op + synchronize
+// on the host.
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
