@@ -64,6 +64,16 @@ int64_t expert_bytes(const ExecutorOptions& o) {
   return v;
 }
 
+// The dtype the checkpoint stores its embedding table in, when config.json names none
+// (GPT-OSS-120B's): what its float weights are kept as in an f32 run.
+std::optional<tensor::DType> checkpoint_dtype(const Architecture& arch,
+                                              const io::ShardedCheckpoint& ckpt) {
+  if (arch.text.dtype) return std::nullopt;
+  const io::TensorEntry* e = ckpt.find(arch.text.prefix + "embed_tokens.weight");
+  if (e == nullptr || !tensor::is_float(e->dtype)) return std::nullopt;
+  return e->dtype;
+}
+
 tensor::Tensor index_tensor(const std::vector<int64_t>& v) {
   return tensor::Tensor::copy_of(tensor::DType::kI64, {int64_t(v.size())}, v.data());
 }
@@ -77,15 +87,16 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
       options_(options),
       ops_(backend, options.fallback, options.profile),
       expert_bytes_(expert_bytes(options)),
-      weights_(std::make_unique<ModelWeights>(arch, ckpt, backend, options.dtype, options.sharding,
-                                              backend.supports("linear_widen", options.dtype)
-                                                  ? widened_weight_dtype(arch, options.dtype)
-                                                  : std::nullopt,
-                                              expert_bytes_, options.only_layer)),
+      weights_(std::make_unique<ModelWeights>(
+          arch, ckpt, backend, options.dtype, options.sharding,
+          backend.supports("linear_widen", options.dtype)
+              ? widened_weight_dtype(arch, options.dtype, checkpoint_dtype(arch, ckpt))
+              : std::nullopt,
+          expert_bytes_, options.only_layer)),
       cache_(backend, kv_geometry(arch, options), options.dtype),
       prefix_(arch.has_vision ? "model.language_model." : "model."),
       attention_scale_(attention_scale(arch.text)),
-      op_(model_ops(arch, options.dtype, options.act_quant)),
+      op_(model_ops(arch, options.dtype, options.act_quant, checkpoint_dtype(arch, ckpt))),
       linear_(local_linear(arch, options)),
       fused_(linear_.fused_projections ? fused_columns(linear_) : FusedColumns{}) {}
 

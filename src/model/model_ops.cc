@@ -21,17 +21,19 @@ double rounded_to(double v, tensor::DType dtype) {
 
 }  // namespace
 
-std::optional<tensor::DType> widened_weight_dtype(const Architecture& arch, tensor::DType dtype) {
-  const std::optional<tensor::DType> stored = arch.text.dtype;
+std::optional<tensor::DType> widened_weight_dtype(const Architecture& arch, tensor::DType dtype,
+                                                  std::optional<tensor::DType> checkpoint) {
+  const std::optional<tensor::DType> stored = arch.text.dtype ? arch.text.dtype : checkpoint;
   if (dtype != tensor::DType::kF32 || !stored) return std::nullopt;
   if (*stored != tensor::DType::kBF16 && *stored != tensor::DType::kF16) return std::nullopt;
   return stored;
 }
 
-ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant) {
+ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant,
+                   std::optional<tensor::DType> checkpoint) {
   const TextModel& t = arch.text;
   ModelOps o;
-  if (const auto stored = widened_weight_dtype(arch, dtype))
+  if (const auto stored = widened_weight_dtype(arch, dtype, checkpoint))
     o.linear_widen = bind_op("linear_widen", {{"dtype", tensor::dtype_name(*stored)}});
   ops::Json norm = {{"eps", t.rms_norm_eps}};
   if (t.norm_offset != 0) norm["offset"] = t.norm_offset;

@@ -46,12 +46,16 @@ struct ModelOps {
 // The dtype in which a run in `dtype` keeps the projections' weights (and the embedding table)
 // as stored, for linear_widen: the checkpoint's bf16 or f16 (config torch_dtype) when the run is
 // f32; nullopt otherwise (the weights are converted to the run dtype on load).
-std::optional<tensor::DType> widened_weight_dtype(const Architecture& arch, tensor::DType dtype);
+// `stored`: the checkpoint's float dtype where config.json names none (GPT-OSS-120B's has no
+// torch_dtype; its tensors are bf16).
+std::optional<tensor::DType> widened_weight_dtype(const Architecture& arch, tensor::DType dtype,
+                                                  std::optional<tensor::DType> stored = {});
 
 // The ops of a modelled architecture (Architecture::modelled), run in `dtype` (the constants
 // HF rounds to the weights' dtype, Gemma 3's embedding scale, are rounded to it). `act_quant`:
 // scaled_linear's act_quant "dynamic" instead of "none". Throws InputError for what the ops
 // cannot express (an odd partial rotary dim; routed experts with an activation other than silu).
-ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant = false);
+ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant = false,
+                   std::optional<tensor::DType> stored = {});
 
 }  // namespace h0::model

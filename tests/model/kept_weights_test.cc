@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
 #include "io/sharded_checkpoint.h"
@@ -69,6 +72,31 @@ TEST(KeptWeights, RunAsTheConvertedWeightsDoAndOnlyWhereTheBackendHasLinearWiden
     scale = std::max(scale, std::abs(b.at(i)));
   }
   EXPECT_LT(worst, 1e-5 * std::max(scale, 1.0)) << "max |diff| " << worst;
+}
+
+// A config.json without torch_dtype (GPT-OSS-120B's as released) over a bf16 checkpoint: the
+// checkpoint's own dtype decides, so the weights are kept as stored all the same (its bf16
+// embedding and LM head would otherwise double in an f32 run).
+TEST(KeptWeights, AConfigWithoutADtypeKeepsTheCheckpointsBf16) {
+  const std::string from = h0::test::source_path(kModel);
+  h0::test::TempDir dir;
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(from + "/config.json"));
+  ASSERT_TRUE(config.erase("torch_dtype") + config.erase("dtype") > 0);
+  std::ofstream(dir.file("config.json")) << config.dump();
+  for (const auto& e : std::filesystem::directory_iterator(from)) {
+    if (e.path().extension() == ".safetensors")
+      std::filesystem::copy_file(e.path(), dir.file(e.path().filename().string()));
+  }
+  const Architecture arch = load_architecture(dir.path());
+  ASSERT_EQ(arch.text.dtype, std::nullopt);
+  EXPECT_EQ(widened_weight_dtype(arch, DType::kF32), std::nullopt);
+  EXPECT_EQ(widened_weight_dtype(arch, DType::kF32, DType::kBF16), DType::kBF16);
+  const auto ckpt = io::ShardedCheckpoint::open(dir.path());
+  auto cpu = backend::Backend::open({"cpu", "", nlohmann::json::object()});
+  Executor run(arch, ckpt, *cpu, {});
+  run.forward(run.new_sequence(), {1000, 17, 256});
+  EXPECT_EQ(run.ops().routes().count("linear"), 0u);
+  EXPECT_EQ(run.ops().routes().at("linear_widen"), "native");
 }
 
 }  // namespace
