@@ -370,21 +370,7 @@ void dequantize_mxfp4_kernel(const Operands& call) {
   static constexpr float kE2M1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                                       -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
   const hb_tensor &blocks = call.in[0], &scales = call.in[1], &out = call.out[0];
-  require(call, blocks.dtype == HB_U8 && scales.dtype == HB_U8,
-          "blocks and scales must be u8, got " + describe(blocks) + " and " + describe(scales));
-  require(call,
-          scales.ndim >= 1 && blocks.ndim == scales.ndim + 1 && blocks.shape[blocks.ndim - 1] == 16,
-          "blocks must be [..., G, 16] over scales [..., G], got " + describe(blocks) + " and " +
-              describe(scales));
-  for (int i = 0; i < scales.ndim; ++i) {
-    require(call, blocks.shape[i] == scales.shape[i],
-            "blocks " + describe(blocks) + " do not match scales " + describe(scales));
-  }
-  const size_t groups = static_cast<size_t>(numel(scales));
-  bool same = out.ndim == scales.ndim && is_float(out.dtype);
-  for (int i = 0; same && i < scales.ndim; ++i)
-    same = out.shape[i] == scales.shape[i] * (i == scales.ndim - 1 ? 32 : 1);
-  require(call, same, "x must be f32, bf16 or f16 of [..., G·32], got " + describe(out));
+  const size_t groups = static_cast<size_t>(dequantize_mxfp4_operands(call));
   const auto* b = static_cast<const uint8_t*>(blocks.data);
   const auto* s = static_cast<const uint8_t*>(scales.data);
   base::parallel_for(groups, 4096, [&](size_t, size_t first, size_t end) {

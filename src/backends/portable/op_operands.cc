@@ -387,4 +387,23 @@ MoeExperts moe_experts_operands(const Operands& call) {
   return m;
 }
 
+int64_t dequantize_mxfp4_operands(const Operands& call) {
+  const hb_tensor &blocks = call.in[0], &scales = call.in[1], &out = call.out[0];
+  require(call, blocks.dtype == HB_U8 && scales.dtype == HB_U8,
+          "blocks and scales must be u8, got " + describe(blocks) + " and " + describe(scales));
+  require(call,
+          scales.ndim >= 1 && blocks.ndim == scales.ndim + 1 && blocks.shape[blocks.ndim - 1] == 16,
+          "blocks must be [..., G, 16] over scales [..., G], got " + describe(blocks) + " and " +
+              describe(scales));
+  for (int i = 0; i < scales.ndim; ++i) {
+    require(call, blocks.shape[i] == scales.shape[i],
+            "blocks " + describe(blocks) + " do not match scales " + describe(scales));
+  }
+  bool same = out.ndim == scales.ndim && is_float(out.dtype);
+  for (int i = 0; same && i < scales.ndim; ++i)
+    same = out.shape[i] == scales.shape[i] * (i == scales.ndim - 1 ? 32 : 1);
+  require(call, same, "x must be f32, bf16 or f16 of [..., G·32], got " + describe(out));
+  return numel(scales);
+}
+
 }  // namespace h0p

@@ -34,6 +34,10 @@ Gemm linear_operands(const Operands& call);
 // y in x's float dtype.
 Gemm linear_widen_operands(const Operands& call);
 
+// dequantize_mxfp4(blocks[..., G, 16] u8, scales[..., G] u8) -> x[..., G·32] f32, bf16 or f16:
+// the number of 32-value groups.
+int64_t dequantize_mxfp4_operands(const Operands& call);
+
 // patch_embed(pixels[C,Hi,Wi], w[D,C,P,P], b[D]?) -> out[(Hi/P)·(Wi/P), D]; attr patch (P).
 struct PatchEmbed {
   int64_t c, hi, wi, p, d, np;

@@ -83,21 +83,7 @@ void scaled_linear_op(const Call& call) {
 
 void dequantize_mxfp4_op(const Call& call) {
   const hb_tensor &blocks = call.in[0], &scales = call.in[1], &out = call.out[0];
-  require(call, blocks.dtype == HB_U8 && scales.dtype == HB_U8,
-          "blocks and scales must be u8, got " + describe(blocks) + " and " + describe(scales));
-  require(call,
-          scales.ndim >= 1 && blocks.ndim == scales.ndim + 1 && blocks.shape[blocks.ndim - 1] == 16,
-          "blocks must be [..., G, 16] over scales [..., G], got " + describe(blocks) + " and " +
-              describe(scales));
-  for (int i = 0; i < scales.ndim; ++i) {
-    require(call, blocks.shape[i] == scales.shape[i],
-            "blocks " + describe(blocks) + " do not match scales " + describe(scales));
-  }
-  bool same = out.ndim == scales.ndim && is_float(out.dtype);
-  for (int i = 0; same && i < scales.ndim; ++i)
-    same = out.shape[i] == scales.shape[i] * (i == scales.ndim - 1 ? 32 : 1);
-  require(call, same, "x must be f32, bf16 or f16 of [..., G·32], got " + describe(out));
-  const int64_t groups = numel(scales);
+  const int64_t groups = dequantize_mxfp4_operands(call);
   if (groups == 0) return;
   const int gi = as_int(call, groups);
   as_int(call, groups * 32);
