@@ -55,6 +55,10 @@ TEST(OpenclPlugin, OpensPoclWithAFingerprintAndAnswersSupportHonestly) {
   }
   for (const char* op : {"sample", "quantize", "dequantize"})
     EXPECT_FALSE(b->supports(op, DType::kF32)) << op;
+  // fp8 weights dequantized on the device: f32 calls only (bf16 ones are decomposed).
+  EXPECT_TRUE(b->supports("scaled_linear", DType::kF32));
+  EXPECT_FALSE(b->supports("scaled_linear", DType::kBF16));
+  EXPECT_TRUE(b->supports("dequantize_mxfp4", DType::kBF16));
 }
 
 TEST(OpenclPlugin, BadSelectionsAndOptionsAreClearErrors) {
@@ -69,7 +73,7 @@ TEST(OpenclPlugin, BadSelectionsAndOptionsAreClearErrors) {
 }
 
 // The ops suite's f16 cases with the storage-only f16 kernels forced on: every one passes
-// natively (sample, quantize and dequantize run on the host).
+// natively (sample, quantize and dequantize run on the host; dequantize_mxfp4 has kernels).
 TEST(OpenclPlugin, F16StorageKernelsPassTheOpsSuitesF16Cases) {
   TempDir dir;
   const std::string platform = platform_file(dir, H0_OPENCL_PLUGIN, "{f16: true}");
@@ -82,7 +86,8 @@ TEST(OpenclPlugin, F16StorageKernelsPassTheOpsSuitesF16Cases) {
   for (const auto& c : run["cases"]) {
     const std::string check = c["check"], route = c["details"]["route"];
     const bool host_op = check.rfind("sample", 0) == 0 || check.rfind("quantize", 0) == 0 ||
-                         check.rfind("dequantize", 0) == 0;
+                         (check.rfind("dequantize", 0) == 0 &&
+                          check.rfind("dequantize_mxfp4", 0) != 0);  // which has kernels
     EXPECT_EQ(route, host_op ? "host" : "native") << c["id"];
     native += route == "native";
   }
