@@ -124,7 +124,7 @@ void print_header(const model::Architecture& arch, const plan::MemoryPlan& p,
         (layers.empty() ? "" : ", ") + std::to_string(c.layer) + " (" + c.block + "; " +
         human_bytes(static_cast<uint64_t>(c.bytes)) +
         (static_cast<double>(c.bytes) > o.device_memory ? ", over one device" : "") +
-        (c.layers_like_it > 1 ? "; " + std::to_string(c.layers_like_it) + " layers like it" : "") +
+        (c.layers.size() > 1 ? "; " + std::to_string(c.layers.size()) + " layers like it" : "") +
         ")";
   }
   std::printf("layers   checked alone, one per block type: %s\n", layers.c_str());
@@ -185,10 +185,8 @@ int run_plan(const PlanOptions& opt) {
     if (arch.modelled) {
       nlohmann::json layers = nlohmann::json::array();
       for (const plan::LayerChoice& c : plan::representative_layers(arch))
-        layers.push_back({{"layer", c.layer},
-                          {"block", c.block},
-                          {"bytes", c.bytes},
-                          {"layers_like_it", c.layers_like_it}});
+        layers.push_back(
+            {{"layer", c.layer}, {"block", c.block}, {"bytes", c.bytes}, {"layers", c.layers}});
       j["representative_layers"] = layers;
     }
     std::printf("%s\n", j.dump(2).c_str());

@@ -167,7 +167,8 @@ const char* kNoGoldens =
 
 // The layers to check alone, one per block type (plan::representative_layers), as the layer
 // stage says them: "0 (MLA, dense MLP; 1.9 GiB), 1 (MLA, MoE; 12.1 GiB, over the device's 24.0
-// GiB)", and as details. `dumped`: the layers --golden has a dump of (said when one is missing).
+// GiB)", and as details. `dumped`: the layers --golden has a dump of; with some, the block types
+// none of whose layers has one.
 std::string layer_choices(const Context& ctx, const std::set<int64_t>& dumped,
                           nlohmann::json* details) {
   const double device = ctx.platform.device_memory_bytes;
@@ -181,15 +182,17 @@ std::string layer_choices(const Context& ctx, const std::set<int64_t>& dumped,
       std::snprintf(size, sizeof size, ", over the device's %.1f GiB", device / (1 << 30));
       note += size;
     }
-    if (c.layers_like_it > 1) note += "; " + std::to_string(c.layers_like_it) + " layers like it";
+    if (c.layers.size() > 1) note += "; " + std::to_string(c.layers.size()) + " layers like it";
     const std::string one = std::to_string(c.layer) + " (" + c.block + "; " + note + ")";
     text += (text.empty() ? "" : ", ") + one;
-    if (!dumped.empty() && !dumped.count(c.layer)) missing += (missing.empty() ? "" : ", ") + one;
+    const bool covered = std::any_of(c.layers.begin(), c.layers.end(),
+                                     [&](int64_t l) { return dumped.count(l) > 0; });
+    if (!dumped.empty() && !covered) missing += (missing.empty() ? "" : ", ") + one;
     rows.push_back({{"layer", c.layer},
                     {"block", c.block},
                     {"bytes", c.bytes},
-                    {"layers_like_it", c.layers_like_it},
-                    {"dumped", dumped.count(c.layer) > 0}});
+                    {"layers", c.layers},
+                    {"dumped", covered}});
     if (device > 0) rows.back()["fits_device"] = static_cast<double>(c.bytes) <= device;
   }
   (*details)["representative_layers"] = rows;

@@ -531,8 +531,8 @@ std::vector<LayerChoice> representative_layers(const Architecture& arch) {
       attention = "full attention";
     const std::string block = attention + ", " + (t.is_moe_layer(l) ? "MoE" : "dense MLP");
     const auto [it, fresh] = seen.emplace(block, out.size());
-    if (fresh) out.push_back({l, block, layer_bytes[static_cast<size_t>(l)] + embedding, 0});
-    ++out[it->second].layers_like_it;
+    if (fresh) out.push_back({l, block, layer_bytes[static_cast<size_t>(l)] + embedding, {}});
+    out[it->second].layers.push_back(l);
   }
   return out;
 }

@@ -159,7 +159,7 @@ struct LayerChoice {
   int64_t layer = 0;
   std::string block;  // "MLA + indexer attention, MoE MLP"
   int64_t bytes = 0;
-  int64_t layers_like_it = 0;  // layers of the same block type, itself included
+  std::vector<int64_t> layers;  // every layer of this block type, `layer` first
 };
 std::vector<LayerChoice> representative_layers(const model::Architecture& arch);
 

@@ -311,6 +311,39 @@ TEST(Day0, LayerDumpsInTheGoldenDirectoryAreCheckedLayerByLayer) {
       << stages["model"]["summary"];
 }
 
+// With layer dumps alone, the layer stage says which block types none of them covers (a MoE
+// model's dump of layer 1 covers layer 0's type, above); without goldens it names the layers to
+// dump, one per block type. Gemma 3: a sliding-window layer, then a full-attention one.
+TEST(Day0, TheLayerStageNamesTheBlockTypesNoLayerDumpCovers) {
+  test::TempDir dir;
+  std::filesystem::copy(test::source_path("tests/data/models/tiny-gemma3"), dir.file("my-gemma"));
+  std::filesystem::create_directories(dir.file("goldens"));
+  std::filesystem::copy_file(test::source_path("golden/layers/tiny-gemma3/l1.safetensors"),
+                             dir.file("goldens/l1.safetensors"));
+  auto r = run_harness("day0 --json --no-db --no-report --long 0 --model " + dir.file("my-gemma") +
+                       " --golden " + dir.file("goldens"));
+  auto stages = stages_of(r.out);
+  EXPECT_EQ(stages["layer_accuracy"]["status"], "pass") << stages["layer_accuracy"];
+  const std::string summary = stages["layer_accuracy"]["summary"];
+  EXPECT_NE(summary.find("block types with no layer dump: 0 (sliding-window attention, dense MLP"),
+            std::string::npos)
+      << summary;
+  EXPECT_EQ(summary.find("1 (full attention"), std::string::npos) << summary;
+  const auto& rows = stages["layer_accuracy"]["details"]["representative_layers"];
+  ASSERT_EQ(rows.size(), 2u) << rows;
+  EXPECT_EQ(rows[0]["dumped"], false);
+  EXPECT_EQ(rows[1]["dumped"], true);
+
+  r = run_harness("day0 --json --no-db --no-report --long 0 --model " + dir.file("my-gemma"));
+  stages = stages_of(r.out);
+  EXPECT_EQ(stages["layer_accuracy"]["status"], "not_run");
+  EXPECT_NE(stages["layer_accuracy"]["summary"].get<std::string>().find(
+                "the layers to check alone, one per block type: 0 (sliding-window attention, "
+                "dense MLP; 0.0 GiB), 1 (full attention, dense MLP; 0.0 GiB)"),
+            std::string::npos)
+      << stages["layer_accuracy"]["summary"];
+}
+
 // DeepSeek-V3's config alone, sized for 32 H200s (tp 8, pp 2, ep 16: dp 2): the stages that need no
 // weights run, the rest are reported as not run.
 TEST(Day0, DryRunOfAConfigOnlyLargeModel) {

@@ -293,7 +293,7 @@ TEST(RepresentativeLayers, TheFirstLayerOfEachBlockType) {
     std::vector<std::string> out;
     for (const LayerChoice& c : representative_layers(a))
       out.push_back(std::to_string(c.layer) + ": " + c.block + " x" +
-                    std::to_string(c.layers_like_it));
+                    std::to_string(c.layers.size()));
     return out;
   };
   // DeepSeek-V3: three dense layers, then 58 MoE ones (the MTP layer is not a decoder layer).
