@@ -384,12 +384,26 @@ std::vector<YAML::Node> model_shape_checks(const Context& ctx) {
       model::model_ops(*ctx.arch, tensor::DType::kF32);  // the layer and model stages' run
   const auto attrs_of = [](const model::BoundOp& op) { return Json{{"attrs", op.attrs}}; };
   const Json positions = {{"positions", {{"arange", {{"start", 0}, {"step", 1}}}}}};
-  if (ctx.model_ops.count("rmsnorm")) add("rmsnorm", {T, t.hidden_size}, attrs_of(bound.rmsnorm));
+  const model::Inventory inventory = model::build_inventory(*ctx.arch);
+  if (ctx.model_ops.count("rmsnorm")) {
+    add("rmsnorm", {T, t.hidden_size}, attrs_of(bound.rmsnorm));
+    // The decoder's other RMSNorm widths: q/k norms (a head, or OLMo 2's whole projection) and
+    // MLA's latent norms (q_lora_rank, kv_lora_rank).
+    std::set<int64_t> widths;
+    for (const model::WeightInfo& w : inventory.weights) {
+      const bool inner =
+          w.tensor == model::TensorRole::kAttnQNorm || w.tensor == model::TensorRole::kAttnKNorm ||
+          w.tensor == model::TensorRole::kAttnQANorm || w.tensor == model::TensorRole::kAttnKVANorm;
+      if (inner && w.shape.size() == 1 && w.shape[0] != t.hidden_size && !w.mtp)
+        widths.insert(w.shape[0]);
+    }
+    for (const int64_t d : widths)
+      add("rmsnorm", {T, d}, attrs_of(bound.rmsnorm), "rmsnorm/" + std::to_string(d));
+  }
   if (ctx.model_ops.count("embedding")) {
     add("embedding", {T, std::min<int64_t>(t.vocab_size, 32768), t.hidden_size},
         attrs_of(bound.embedding));
   }
-  const model::Inventory inventory = model::build_inventory(*ctx.arch);
   // Every projection the decoder runs by linear, as its inventory has it (not the embedding and
   // the LM head: vocabulary-wide, their f64 references alone would take GBs at a real width).
   std::set<std::pair<int64_t, int64_t>> projections;

@@ -191,5 +191,33 @@ TEST(ModelShapeChecks, AreAValidSuiteAtTheModelsShapes) {
   EXPECT_GE(linears, 2u);  // q/k/v/o and the MLP's projections, by distinct shape
 }
 
+// At DeepSeek-V3's width (its released config): the MLA latent norms' widths, the fp8 projections
+// at a prefill's 16 tokens and a decode step's one, paged attention for one query after the
+// prompt, and moe_experts with its table cut to what 512 MiB of bf16 experts hold (8 of 256: each
+// at the model's [7168, 2048]), the cut said in the id.
+TEST(ModelShapeChecks, AtARealWidthDecodeSizesLatentNormsAndABoundedExpertTable) {
+  Fixture f;
+  f.ctx.model_name = "deepseek-v3";
+  f.ctx.arch =
+      model::load_any_architecture(test::source_path("tests/data/configs/deepseek-v3.json"));
+  f.ctx.model_ops = checks::ops_of_model(*f.ctx.arch);
+  f.ctx.model_dtype = tensor::DType::kBF16;
+  checks::register_kinds_with_suite_parser();
+  const suite::Suite s =
+      suite::suite_of_checks("day0-op-shapes", "day0 op cases", model_shape_checks(f.ctx));
+  std::map<std::string, nlohmann::json> shape;
+  for (const auto& c : s.checks) shape[c.id] = suite::yaml_to_json("", c.node["shape"]);
+  const std::string p = "deepseek-v3/shapes/";
+  EXPECT_EQ(shape[p + "rmsnorm/1536"], nlohmann::json({16, 1536}));  // q_a_layernorm
+  EXPECT_EQ(shape[p + "rmsnorm/512"], nlohmann::json({16, 512}));    // kv_a_layernorm
+  EXPECT_EQ(shape[p + "scaled_linear/7168x1536"], nlohmann::json({16, 7168, 1536}));
+  EXPECT_EQ(shape[p + "scaled_linear/1x7168x1536"], nlohmann::json({1, 7168, 1536}));
+  EXPECT_EQ(shape[p + "paged_attention/decode"], nlohmann::json({1, 17, 128, 128, 192, 128, 16}));
+  EXPECT_EQ(shape[p + "moe_experts/8-of-256-experts"], nlohmann::json({16, 7168, 2048, 8, 8}));
+  EXPECT_EQ(shape[p + "moe_experts/8-of-256-experts/decode"],
+            nlohmann::json({1, 7168, 2048, 8, 8}));
+  EXPECT_EQ(shape.count(p + "moe_experts"), 0u);  // never the whole table
+}
+
 }  // namespace
 }  // namespace h0::day0
