@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,9 +83,14 @@ Worker::Worker(Serve serve) {
   int down[2], up[2];
   H0_CHECK(::pipe(down) == 0 && ::pipe(up) == 0) << std::strerror(errno);
   std::fflush(nullptr);
+  const pid_t parent = ::getpid();
   pid_ = ::fork();
   H0_CHECK(pid_ >= 0) << "fork: " << std::strerror(errno);
   if (pid_ == 0) {
+    // The worker ends with the harness (a SIGTERM to it, a crash): SIGTERM when it dies, so the
+    // services a stage started are stopped (service/launcher.cc) rather than left running.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(0);
     ::close(down[1]);
     ::close(up[0]);
     stable_allocator();

@@ -4,17 +4,20 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "service/client.h"
@@ -29,6 +32,63 @@ using Clock = std::chrono::steady_clock;
 constexpr double kHealthPollS = 0.15;  // between health probes
 constexpr double kStopPollS = 0.02;    // between checks that the group is gone
 constexpr double kKillWaitS = 2;       // for the group to vanish after SIGKILL
+
+// The process groups of the services this process started and has not stopped, for the handler
+// of the signals that end a run from outside (a CI job's timeout sends SIGTERM, a terminal
+// SIGINT or SIGHUP): the engines must not outlive the harness. Each service leads its own
+// session (spawn's setsid), so nothing else would stop it.
+constexpr int kMaxLive = 32;
+std::atomic<pid_t> g_live[kMaxLive];
+constexpr int kEndingSignals[] = {SIGTERM, SIGINT, SIGHUP};
+
+// Async-signal-safe: SIGTERM to every live group, up to 2 s for them to go, SIGKILL to what is
+// left; then the signal's default action, so the harness still ends by it.
+void stop_live_services(int sig) {
+  for (auto& slot : g_live) {
+    if (const pid_t pg = slot.load(); pg > 0) ::kill(-pg, SIGTERM);
+  }
+  for (int i = 0; i < 200; ++i) {
+    bool alive = false;
+    for (auto& slot : g_live) {
+      const pid_t pg = slot.load();
+      if (pg <= 0) continue;
+      ::waitpid(pg, nullptr, WNOHANG);  // the leader, our child, reaped once it exits
+      alive = alive || ::kill(-pg, 0) == 0;
+    }
+    if (!alive) break;
+    const timespec tick{0, 10'000'000};
+    ::nanosleep(&tick, nullptr);
+  }
+  for (auto& slot : g_live) {
+    if (const pid_t pg = slot.load(); pg > 0) ::kill(-pg, SIGKILL);
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// Tracks a started service (0: untracks `pid`); the handler is installed on the first one, for
+// each ending signal still at its default action (a caller's own handler is left alone).
+void track(pid_t pid, bool live) {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    // A forked child (a stage worker) does not own its parent's services.
+    ::pthread_atfork(nullptr, nullptr, [] {
+      for (auto& slot : g_live) slot.store(0);
+    });
+    for (const int sig : kEndingSignals) {
+      struct sigaction old = {};
+      if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+      struct sigaction action = {};
+      action.sa_handler = &stop_live_services;
+      sigemptyset(&action.sa_mask);
+      ::sigaction(sig, &action, nullptr);
+    }
+  });
+  for (auto& slot : g_live) {
+    pid_t expected = live ? 0 : pid;
+    if (slot.compare_exchange_strong(expected, live ? pid : 0)) return;
+  }
+}
 
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -187,6 +247,7 @@ bool ServiceProcess::start(const LaunchSpec& spec) {
     pid_ = spawn(spec, &error_);
     reaped_ = false;
     if (pid_ < 0) return false;
+    track(pid_, true);
   }
 
   ClientOptions options;
@@ -242,6 +303,7 @@ void ServiceProcess::stop() {
     t0 = Clock::now();
     while (group_alive(pid_) && since(t0) < kKillWaitS) sleep_s(kStopPollS);
   }
+  track(pid_, false);
   pid_ = -1;
 }
 

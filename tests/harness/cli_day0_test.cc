@@ -2,14 +2,20 @@
 // JUnit, dashboard); a failing stage blocks its dependents, and --keep-going runs them anyway
 // (a faulty operator then shows as the layers' and the model's first divergence); --dry-run on a
 // config-only large model runs only what needs no weights.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "harness/cli_util.h"
 #include "store/sqlite_store.h"
@@ -394,6 +400,60 @@ TEST(Day0, TheMemoryPlanFollowsTheCheckpointsFormat) {
         << stages["memory_plan"]["summary"];
     EXPECT_EQ(stages["memory_plan"]["details"]["weight_format"], "fp8");
   }
+}
+
+// The processes whose command line holds `marker` (ours excluded).
+std::vector<pid_t> processes_with(const std::string& marker) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    const std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    if (cmdline.find(marker) != std::string::npos && std::stoi(name) != ::getpid())
+      out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+// A CI job's timeout sends SIGTERM: day0 must not leave its stage worker or the engine it
+// started running (the engine leads its own session, so nothing else would stop it).
+TEST(Day0, ASigtermStopsTheEngineItStarted) {
+  test::TempDir dir;
+  std::filesystem::copy(test::source_path("tests/data/models/tiny-mistral"),
+                        dir.file("tiny-mistral"));  // its shipped goldens, a path of its own
+  const std::string model = dir.file("tiny-mistral");
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    ::execl(H0_HARNESS_BIN, "harness", "day0", "--model", model.c_str(), "--no-db", "--no-report",
+            "--long", "0", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  auto engine_up = [&] {
+    for (const pid_t p : processes_with(model)) {
+      std::ifstream in("/proc/" + std::to_string(p) + "/cmdline", std::ios::binary);
+      const std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+      if (cmdline.find(std::string("serve") + '\0') != std::string::npos) return true;
+    }
+    return false;
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!engine_up() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(engine_up()) << "the service stages never started the engine";
+  ::kill(child, SIGTERM);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!processes_with(model).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::vector<pid_t> left = processes_with(model);
+  for (const pid_t p : left) ::kill(p, SIGKILL);
+  EXPECT_TRUE(left.empty()) << left.size() << " processes of the run left after SIGTERM";
 }
 
 }  // namespace
