@@ -207,7 +207,7 @@ class Server::Impl {
       tokens.push_back(text);
       lps.push_back(clamp_lp(t.logprob));
       json top = json::object();
-      for (const auto& [id, lp] : t.top) top[token_text(id, r.tokens_as_ids)] = clamp_lp(lp);
+      for (const auto& [alt, lp] : t.top) top[token_text(alt, r.tokens_as_ids)] = clamp_lp(lp);
       if (!top.contains(text)) top[text] = clamp_lp(t.logprob);
       tops.push_back(top);
       offsets.push_back(o->text_offset);
@@ -246,7 +246,7 @@ class Server::Impl {
       const TokenEvent& t = o->prompt[i - 1];
       lps.push_back(clamp_lp(t.logprob));
       json top = json::object();
-      for (const auto& [id, lp] : t.top) top[token_text(id, r.tokens_as_ids)] = clamp_lp(lp);
+      for (const auto& [alt, lp] : t.top) top[token_text(alt, r.tokens_as_ids)] = clamp_lp(lp);
       if (!top.contains(text)) top[text] = clamp_lp(t.logprob);
       tops.push_back(top);
     }
