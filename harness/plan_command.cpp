@@ -119,14 +119,8 @@ void print_header(const model::Architecture& arch, const plan::MemoryPlan& p,
   if (!arch.modelled) return;
   // The layers day0's layer stage checks alone (dump_hf.py --layers makes their goldens).
   std::string layers;
-  for (const plan::LayerChoice& c : plan::representative_layers(arch)) {
-    layers +=
-        (layers.empty() ? "" : ", ") + std::to_string(c.layer) + " (" + c.block + "; " +
-        human_bytes(static_cast<uint64_t>(c.bytes)) +
-        (static_cast<double>(c.bytes) > o.device_memory ? ", over one device" : "") +
-        (c.layers.size() > 1 ? "; " + std::to_string(c.layers.size()) + " layers like it" : "") +
-        ")";
-  }
+  for (const plan::LayerChoice& c : plan::representative_layers(arch))
+    layers += (layers.empty() ? "" : ", ") + plan::describe(c, o.device_memory);
   std::printf("layers   checked alone, one per block type: %s\n", layers.c_str());
 }
 
@@ -185,8 +179,7 @@ int run_plan(const PlanOptions& opt) {
     if (arch.modelled) {
       nlohmann::json layers = nlohmann::json::array();
       for (const plan::LayerChoice& c : plan::representative_layers(arch))
-        layers.push_back(
-            {{"layer", c.layer}, {"block", c.block}, {"bytes", c.bytes}, {"layers", c.layers}});
+        layers.push_back(plan::to_json(c, o.device_memory));
       j["representative_layers"] = layers;
     }
     std::printf("%s\n", j.dump(2).c_str());

@@ -270,7 +270,8 @@ class _RoutedExperts:
                     where[(int(m.group(2)), m.group(3))] = (f, key)
                     shapes[m.group(3)] = tuple(shape)
                     numel += int(np.prod(shape))
-        if not where or numel * torch.tensor([], dtype=dtype).element_size() <= budget_gib * 2**30:
+        size = numel * torch.tensor([], dtype=dtype).element_size()
+        if not where or size <= budget_gib * 2**30:
             return None
         experts = cls(layer, pattern, dtype, blocks, where, shapes)
         expected = {(e, p) for e in range(experts.count) for p in ("gate_proj", "up_proj", "down_proj")}
@@ -278,13 +279,15 @@ class _RoutedExperts:
             raise SystemExit(f"dump_hf: {model_dir}: layer {layer}'s experts are not {experts.count} x "
                              f"(gate, up [{experts.inter}, {experts.hidden}], down [{experts.hidden}, {experts.inter}])")
         print(f"dump_hf: layer {layer}: {experts.count} routed experts, "
-              f"{numel * torch.tensor([], dtype=dtype).element_size() / 2**30:.1f} GiB at {dtype}, "
+              f"{size / 2**30:.1f} GiB at {dtype}, "
               f"over --expert-budget {budget_gib} GiB: read only where the prompt routes", file=sys.stderr)
         return experts
 
     def holds(self, key: str) -> bool:
         """Whether `key` is one of the experts' weights or their fp8 scales."""
-        return self.pattern.match(key.removesuffix("_scale_inv")) is not None
+        import fp8_blocks
+
+        return self.pattern.match(key.removesuffix(fp8_blocks.SCALE_SUFFIX)) is not None
 
     def placeholders(self, meta_layer):
         """Makes the layer's fused experts class hold 1-expert tensors while transformers loads the
@@ -340,20 +343,23 @@ class _RoutedExperts:
         self.routed.update(int(e) for e in index.unique().tolist())
 
     def fill(self):
-        """Reads the routed experts not yet read into the fused tensors."""
+        """Reads the routed experts not yet read into the fused tensors (each file opened once)."""
         from safetensors import safe_open
 
         import fp8_blocks
 
+        files = {}
         for e in sorted(self.routed - self.filled):
             for proj in ("gate_proj", "up_proj", "down_proj"):
                 f, key = self.where[(e, proj)]
-                with safe_open(str(f), "pt") as st:
-                    w = st.get_tensor(key)
-                    if w.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
-                        if self.blocks is None or key + fp8_blocks.SCALE_SUFFIX not in st.keys():
-                            raise SystemExit(f"dump_hf: {f}: {key} is fp8 with no {key}{fp8_blocks.SCALE_SUFFIX}")
-                        w = fp8_blocks.dequantize(w, st.get_tensor(key + fp8_blocks.SCALE_SUFFIX), *self.blocks)
+                if f not in files:
+                    files[f] = safe_open(str(f), "pt")
+                st = files[f]
+                w = st.get_tensor(key)
+                if w.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+                    if self.blocks is None or key + fp8_blocks.SCALE_SUFFIX not in st.keys():
+                        raise SystemExit(f"dump_hf: {f}: {key} is fp8 with no {key}{fp8_blocks.SCALE_SUFFIX}")
+                    w = fp8_blocks.dequantize(w, st.get_tensor(key + fp8_blocks.SCALE_SUFFIX), *self.blocks)
                 w = w.to(self.dtype)
                 with torch.no_grad():
                     if proj == "down_proj":

@@ -165,38 +165,24 @@ const char* kNoGoldens =
     "no goldens for this model: make them on the reference machine with golden/tools/dump_hf.py "
     "and pass --golden DIR";
 
-// The layers to check alone, one per block type (plan::representative_layers), as the layer
-// stage says them: "0 (MLA, dense MLP; 1.9 GiB), 1 (MLA, MoE; 12.1 GiB, over the device's 24.0
-// GiB)", and as details. `dumped`: the layers --golden has a dump of; with some, the block types
-// none of whose layers has one.
-std::string layer_choices(const Context& ctx, const std::set<int64_t>& dumped,
-                          nlohmann::json* details) {
+// The layers to check alone, one per block type (plan::representative_layers), into `details`,
+// each marked dumped when --golden holds a dump of a layer of its type (`dumped`); returns those
+// not dumped, described: "0 (MLA, dense MLP; 1.9 GiB), 1 (MLA, MoE; 12.1 GiB, over the device's
+// 8.0 GiB; 58 layers like it)".
+std::string undumped_layers(const Context& ctx, const std::set<int64_t>& dumped,
+                            nlohmann::json* details) {
   const double device = ctx.platform.device_memory_bytes;
-  std::string text, missing;
+  std::string text;
   nlohmann::json rows = nlohmann::json::array();
   for (const plan::LayerChoice& c : plan::representative_layers(*ctx.arch)) {
-    char size[96];
-    std::snprintf(size, sizeof size, "%.1f GiB", static_cast<double>(c.bytes) / (1 << 30));
-    std::string note = size;
-    if (device > 0 && static_cast<double>(c.bytes) > device) {
-      std::snprintf(size, sizeof size, ", over the device's %.1f GiB", device / (1 << 30));
-      note += size;
-    }
-    if (c.layers.size() > 1) note += "; " + std::to_string(c.layers.size()) + " layers like it";
-    const std::string one = std::to_string(c.layer) + " (" + c.block + "; " + note + ")";
-    text += (text.empty() ? "" : ", ") + one;
     const bool covered = std::any_of(c.layers.begin(), c.layers.end(),
                                      [&](int64_t l) { return dumped.count(l) > 0; });
-    if (!dumped.empty() && !covered) missing += (missing.empty() ? "" : ", ") + one;
-    rows.push_back({{"layer", c.layer},
-                    {"block", c.block},
-                    {"bytes", c.bytes},
-                    {"layers", c.layers},
-                    {"dumped", covered}});
-    if (device > 0) rows.back()["fits_device"] = static_cast<double>(c.bytes) <= device;
+    if (!covered) text += (text.empty() ? "" : ", ") + plan::describe(c, device);
+    rows.push_back(plan::to_json(c, device));
+    rows.back()["dumped"] = covered;
   }
   (*details)["representative_layers"] = rows;
-  return dumped.empty() ? text : missing;
+  return text;
 }
 
 // Layer (`layer` true) or full-model cases against --golden's dumps: a whole-model dump gives a
@@ -238,9 +224,8 @@ StageResult golden_stage(Context& ctx, bool layer) {
     }
     if (layer) {
       StageResult r{StageStatus::kNotRun, kNoGoldens, {}, {}};
-      r.summary +=
-          "; the layers to check alone, one per block type: " + layer_choices(ctx, {}, &r.details) +
-          " (dump_hf.py --layers N for each)";
+      r.summary += "; the layers to check alone, one per block type: " +
+                   undumped_layers(ctx, {}, &r.details) + " (dump_hf.py --layers N for each)";
       return r;
     }
     return {StageStatus::kNotRun, kNoGoldens, {}, {}};
@@ -253,7 +238,7 @@ StageResult golden_stage(Context& ctx, bool layer) {
     if (dumps.prompts.empty()) {  // no whole-model dump covers every layer
       std::set<int64_t> dumped;
       for (const auto& [f, l] : dumps.layers) dumped.insert(l);
-      const std::string missing = layer_choices(ctx, dumped, &r.details);
+      const std::string missing = undumped_layers(ctx, dumped, &r.details);
       if (!missing.empty()) r.summary += "; block types with no layer dump: " + missing;
     }
   }

@@ -116,7 +116,7 @@ void stream_mxfp4(const WeightInfo& w, uint64_t seed, const io::ByteSink& write)
 tensor::Tensor stream_quantized(const WeightInfo& w, DType original, const Quantization& q,
                                 uint64_t seed, const io::ByteSink& write) {
   H0_CHECK(w.shape.size() == 2) << w.name << ": an fp8 projection is [out, in]";
-  const int64_t rows = w.shape[0], cols = w.shape[1], br = q.block_rows;
+  const int64_t rows = w.shape[0], cols = w.shape[1], br = q.block_rows, bc = q.block_cols;
   WeightInfo dense = w;
   dense.dtype = original;
   const ops::OpDef& op = ops::quantize_op();
@@ -124,7 +124,8 @@ tensor::Tensor stream_quantized(const WeightInfo& w, DType original, const Quant
                                                    {"granularity", "block2d"},
                                                    {"block_rows", q.block_rows},
                                                    {"block", q.block_cols}});
-  tensor::Tensor scale;
+  tensor::Tensor scale =
+      tensor::Tensor::zeros(DType::kF32, {(rows + br - 1) / br, (cols + bc - 1) / bc});
   for (int64_t r0 = 0; r0 < rows; r0 += br) {
     const int64_t n = std::min(br, rows - r0);
     tensor::Tensor x = tensor::Tensor::zeros(original, {n, cols});
@@ -135,7 +136,6 @@ tensor::Tensor stream_quantized(const WeightInfo& w, DType original, const Quant
     tensor::Tensor st = tensor::Tensor::zeros(out[1].dtype, out[1].shape);
     op.reference({&x}, {&qt, &st}, attrs);
     write(qt.data(), qt.nbytes());
-    if (r0 == 0) scale = tensor::Tensor::zeros(st.dtype(), {(rows + br - 1) / br, st.shape()[1]});
     std::memcpy(static_cast<char*>(scale.mutable_data()) + (r0 / br) * st.nbytes(), st.data(),
                 st.nbytes());
   }

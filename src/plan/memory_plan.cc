@@ -525,16 +525,29 @@ std::vector<LayerChoice> representative_layers(const Architecture& arch) {
                             : t.attn.mla          ? "MLA"
                                                   : "attention";
     if (kind != Kind::kLinear && t.indexer.n_heads > 0) attention += " + indexer";
-    if (kind == Kind::kSliding)
-      attention = "sliding-window " + attention;
-    else if (kind == Kind::kFull && attention == "attention")
-      attention = "full attention";
+    if (kind == Kind::kSliding) attention = "sliding-window " + attention;
+    if (kind == Kind::kFull && !t.attn.mla) attention = "full " + attention;
     const std::string block = attention + ", " + (t.is_moe_layer(l) ? "MoE" : "dense MLP");
     const auto [it, fresh] = seen.emplace(block, out.size());
     if (fresh) out.push_back({l, block, layer_bytes[static_cast<size_t>(l)] + embedding, {}});
     out[it->second].layers.push_back(l);
   }
   return out;
+}
+
+std::string describe(const LayerChoice& c, double device_memory) {
+  std::string text = std::to_string(c.layer) + " (" + c.block + "; " + gib(c.bytes);
+  if (device_memory > 0 && static_cast<double>(c.bytes) > device_memory)
+    text += ", over the device's " + gib(static_cast<int64_t>(device_memory));
+  if (c.layers.size() > 1) text += "; " + std::to_string(c.layers.size()) + " layers like it";
+  return text + ")";
+}
+
+nlohmann::json to_json(const LayerChoice& c, double device_memory) {
+  nlohmann::json j = {
+      {"layer", c.layer}, {"block", c.block}, {"bytes", c.bytes}, {"layers", c.layers}};
+  if (device_memory > 0) j["fits_device"] = static_cast<double>(c.bytes) <= device_memory;
+  return j;
 }
 
 MemoryPlan plan_memory(const Architecture& arch, const ParallelPlan& plan, MemoryOptions options) {

@@ -162,6 +162,11 @@ struct LayerChoice {
   std::vector<int64_t> layers;  // every layer of this block type, `layer` first
 };
 std::vector<LayerChoice> representative_layers(const model::Architecture& arch);
+// "3 (MLA, MoE; 12.4 GiB; 58 layers like it)", with ", over the device's 24.0 GiB" after the
+// size when `device_memory` (> 0: stated) is smaller; and as JSON (layer, block, bytes, layers,
+// fits_device when stated).
+std::string describe(const LayerChoice& c, double device_memory);
+nlohmann::json to_json(const LayerChoice& c, double device_memory);
 
 // Plans `plan` (check_plan must accept it). Throws InputError for impossible options
 // (device_memory <= 0, block_size < 1, ...) and for weights the plan cannot cut (shard_of).

@@ -294,17 +294,26 @@ TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
       << stages["e2e_text"]["summary"];
 }
 
+// Tiny model `model` copied to `dir`/`as` (no shipped goldens under that name) with its layer
+// dump golden/layers/<model>/l<layer>.safetensors alone in `dir`/goldens; the day0 arguments for
+// them.
+std::string with_layer_dump(const test::TempDir& dir, const std::string& model,
+                            const std::string& as, int layer) {
+  std::filesystem::copy(test::source_path("tests/data/models/" + model), dir.file(as));
+  std::filesystem::create_directories(dir.file("goldens"));
+  const std::string dump = "l" + std::to_string(layer) + ".safetensors";
+  std::filesystem::copy_file(test::source_path("golden/layers/" + model + "/" + dump),
+                             dir.file("goldens/" + dump));
+  return "--model " + dir.file(as) + " --golden " + dir.file("goldens");
+}
+
 // A model too big to load whole: --golden holds dump_hf.py --layers dumps (a layer built alone,
 // its input the embedding output). The layer stage checks those layers alone and says which;
 // the model stage has nothing to compare and says why.
 TEST(Day0, LayerDumpsInTheGoldenDirectoryAreCheckedLayerByLayer) {
   test::TempDir dir;
-  std::filesystem::copy(test::source_path("tests/data/models/tiny-qwen2-moe"), dir.file("my-moe"));
-  std::filesystem::create_directories(dir.file("goldens"));
-  std::filesystem::copy_file(test::source_path("golden/layers/tiny-qwen2-moe/l1.safetensors"),
-                             dir.file("goldens/l1.safetensors"));
-  const auto r = run_harness("day0 --json --no-db --no-report --long 0 --model " +
-                             dir.file("my-moe") + " --golden " + dir.file("goldens"));
+  const auto r = run_harness("day0 --json --no-db --no-report --long 0 " +
+                             with_layer_dump(dir, "tiny-qwen2-moe", "my-moe", 1));
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages["layer_accuracy"]["status"], "pass") << stages["layer_accuracy"];
@@ -322,12 +331,8 @@ TEST(Day0, LayerDumpsInTheGoldenDirectoryAreCheckedLayerByLayer) {
 // dump, one per block type. Gemma 3: a sliding-window layer, then a full-attention one.
 TEST(Day0, TheLayerStageNamesTheBlockTypesNoLayerDumpCovers) {
   test::TempDir dir;
-  std::filesystem::copy(test::source_path("tests/data/models/tiny-gemma3"), dir.file("my-gemma"));
-  std::filesystem::create_directories(dir.file("goldens"));
-  std::filesystem::copy_file(test::source_path("golden/layers/tiny-gemma3/l1.safetensors"),
-                             dir.file("goldens/l1.safetensors"));
-  auto r = run_harness("day0 --json --no-db --no-report --long 0 --model " + dir.file("my-gemma") +
-                       " --golden " + dir.file("goldens"));
+  auto r = run_harness("day0 --json --no-db --no-report --long 0 " +
+                       with_layer_dump(dir, "tiny-gemma3", "my-gemma", 1));
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages["layer_accuracy"]["status"], "pass") << stages["layer_accuracy"];
   const std::string summary = stages["layer_accuracy"]["summary"];

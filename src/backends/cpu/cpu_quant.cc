@@ -291,27 +291,18 @@ float dot(const float* a, const float* b, int64_t k) {
 
 void scaled_linear_kernel(const Operands& call) {
   const hb_tensor &x = call.in[0], &w = call.in[1], &w_scale = call.in[2];
-  const hb_dtype dt = x.dtype;
-  require_tensor(call, x, "x", {-1, -1}, dt);
-  const int64_t t = x.shape[0], k = x.shape[1];
   const std::string wname = attr_s(call.attrs, "dtype", "f8_e4m3");
   const QuantFormat* format = find_format(wname);
   require(call, format != nullptr,
           "attr dtype must be f8_e4m3, f8_e5m2 or i8, got '" + wname + "'");
-  require_tensor(call, w, "w", {-1, k}, format->dtype);
-  const int64_t n = w.shape[0];
-  const int64_t bn = attr_i(call.attrs, "block_n", 128), bk = attr_i(call.attrs, "block_k", 128);
-  require(call, bn > 0 && bk > 0, "attrs block_n and block_k must be positive");
-  require_tensor(call, w_scale, "w_scale", {(n + bn - 1) / bn, (k + bk - 1) / bk}, HB_F32);
-  const hb_tensor* bias = call.n_in > 3 ? &call.in[3] : nullptr;
-  if (bias != nullptr) require_tensor(call, *bias, "bias", {n}, dt);
+  const h0p::ScaledLinear s = scaled_linear_operands(call, format->dtype);
+  const int64_t t = s.t, k = s.k, n = s.n, bn = s.bn, bk = s.bk;
+  const hb_tensor* bias = s.bias;
   const hb_tensor& out = call.out[0];
-  require_tensor(call, out, "y", {t, n}, dt);
-  const std::string act = h0p::attr_either(call, "act_quant", "none", "none", "dynamic");
 
   std::vector<float> xs(static_cast<size_t>(t * k));
   load_f32(x, 0, xs.size(), xs.data());
-  if (act == "dynamic") fake_quantize_activations(&xs, t, k, bk);
+  if (s.dynamic) fake_quantize_activations(&xs, t, k, bk);
   std::vector<float> owned;
   float* y = static_cast<float*>(out.data);
   if (out.dtype != HB_F32) {

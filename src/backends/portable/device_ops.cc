@@ -55,11 +55,16 @@ const OpEntry* find_op(const char* op) {
   return nullptr;
 }
 
+// Whether `e` has kernels for calls in `dtype` on `dev`.
+bool runs(const OpEntry& e, const Device& dev, hb_dtype dtype) {
+  return is_float(dtype) && dev.has_dtype(dtype) && (!e.f32_only || dtype == HB_F32);
+}
+
 // The counts, the operands and the call's dtype.
 void check_call(const OpEntry& e, const Call& call, const Device& dev) {
   require_operands(call, e.min_inputs, e.max_inputs, e.outputs);
   const hb_dtype dtype = e.dtype_operand < 0 ? call.out[0].dtype : call.in[e.dtype_operand].dtype;
-  if (!is_float(dtype) || !dev.has_dtype(dtype) || (e.f32_only && dtype != HB_F32))
+  if (!runs(e, dev, dtype))
     unsupported(call, std::string("no kernels for ") + dtype_name(dtype) + " on this device");
 }
 
@@ -67,10 +72,7 @@ void check_call(const OpEntry& e, const Call& call, const Device& dev) {
 
 int32_t device_supports(const Device& device, const char* op, hb_dtype dtype) {
   const OpEntry* e = find_op(op);
-  return e != nullptr && is_float(dtype) && device.has_dtype(dtype) &&
-                 (!e->f32_only || dtype == HB_F32)
-             ? 1
-             : 0;
+  return e != nullptr && runs(*e, device, dtype) ? 1 : 0;
 }
 
 void run_device_op(Device& device, const char* op, const hb_tensor* inputs, int32_t n_inputs,

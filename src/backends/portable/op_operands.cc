@@ -387,6 +387,27 @@ MoeExperts moe_experts_operands(const Operands& call) {
   return m;
 }
 
+ScaledLinear scaled_linear_operands(const Operands& call, hb_dtype w_dtype) {
+  const hb_tensor &x = call.in[0], &w = call.in[1], &w_scale = call.in[2];
+  const hb_dtype dt = x.dtype;
+  require_tensor(call, x, "x", {-1, -1}, dt);
+  ScaledLinear s{x.shape[0], x.shape[1], 0, 0, 0, nullptr, false};
+  require_tensor(call, w, "w", {-1, s.k}, w_dtype);
+  s.n = w.shape[0];
+  s.bn = attr_i(call.attrs, "block_n", 128);
+  s.bk = attr_i(call.attrs, "block_k", 128);
+  require(call, s.bn > 0 && s.bk > 0, "attrs block_n and block_k must be positive");
+  require_tensor(call, w_scale, "w_scale", {(s.n + s.bn - 1) / s.bn, (s.k + s.bk - 1) / s.bk},
+                 HB_F32);
+  if (call.n_in > 3) {
+    s.bias = &call.in[3];
+    require_tensor(call, *s.bias, "bias", {s.n}, dt);
+  }
+  require_tensor(call, call.out[0], "y", {s.t, s.n}, dt);
+  s.dynamic = attr_either(call, "act_quant", "none", "none", "dynamic") == "dynamic";
+  return s;
+}
+
 int64_t dequantize_mxfp4_operands(const Operands& call) {
   const hb_tensor &blocks = call.in[0], &scales = call.in[1], &out = call.out[0];
   require(call, blocks.dtype == HB_U8 && scales.dtype == HB_U8,

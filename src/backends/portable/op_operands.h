@@ -34,6 +34,16 @@ Gemm linear_operands(const Operands& call);
 // y in x's float dtype.
 Gemm linear_widen_operands(const Operands& call);
 
+// scaled_linear(x[T,K], w[N,K] of `w_dtype` (the attr dtype's), w_scale[ceil(N/bn),
+// ceil(K/bk)] f32, bias[N]?) -> y[T,N], x, bias and y in x's dtype; attrs block_n, block_k (> 0)
+// and act_quant (none or dynamic).
+struct ScaledLinear {
+  int64_t t, k, n, bn, bk;
+  const hb_tensor* bias;  // null when absent
+  bool dynamic;           // act_quant dynamic
+};
+ScaledLinear scaled_linear_operands(const Operands& call, hb_dtype w_dtype);
+
 // dequantize_mxfp4(blocks[..., G, 16] u8, scales[..., G] u8) -> x[..., G·32] f32, bf16 or f16:
 // the number of 32-value groups.
 int64_t dequantize_mxfp4_operands(const Operands& call);

@@ -29,35 +29,25 @@ int64_t stripe_bytes() {
 
 void scaled_linear_op(const Call& call) {
   const hb_tensor &x = call.in[0], &w = call.in[1], &w_scale = call.in[2];
-  require_tensor(call, x, "x", {-1, -1}, HB_F32);
-  const int64_t t = x.shape[0], k = x.shape[1];
   const std::string wdtype = attr_s(call.attrs, "dtype", "f8_e4m3");
   if (wdtype != "f8_e4m3") unsupported(call, "no kernels for " + wdtype + " weights");
-  require_tensor(call, w, "w", {-1, k}, HB_F8_E4M3);
-  const int64_t n = w.shape[0];
-  const int64_t bn = attr_i(call.attrs, "block_n", 128), bk = attr_i(call.attrs, "block_k", 128);
-  require(call, bn > 0 && bk > 0, "attrs block_n and block_k must be positive");
-  const int64_t kb = (k + bk - 1) / bk;
-  require_tensor(call, w_scale, "w_scale", {(n + bn - 1) / bn, kb}, HB_F32);
-  const hb_tensor* bias = call.n_in > 3 ? &call.in[3] : nullptr;
-  if (bias != nullptr) require_tensor(call, *bias, "bias", {n}, HB_F32);
+  const ScaledLinear s = scaled_linear_operands(call, HB_F8_E4M3);  // x is f32 (f32_only)
+  const int64_t t = s.t, k = s.k, n = s.n, bn = s.bn, kb = (k + s.bk - 1) / s.bk;
   hb_tensor& y = call.out[0];
-  require_tensor(call, y, "y", {t, n}, HB_F32);
-  const bool dynamic = attr_either(call, "act_quant", "none", "none", "dynamic") == "dynamic";
   if (t == 0 || n == 0) return;
   const int ti = as_int(call, t), ki = as_int(call, k), ni = as_int(call, n),
-            bni = as_int(call, bn), bki = as_int(call, bk);
+            bni = as_int(call, bn), bki = as_int(call, s.bk);
   as_int(call, t * n);
   as_int(call, n * k);
 
   const void* xs = x.data;
-  Scratch quantized(call.dev, dynamic ? static_cast<size_t>(t * k) * sizeof(float) : 0);
-  if (dynamic) {
+  Scratch quantized(call.dev, s.dynamic ? static_cast<size_t>(t * k) * sizeof(float) : 0);
+  if (s.dynamic) {
     call.dev.launch("act_quant_fp8", HB_F32, grid_1d(t * kb, 64),
                     {buffer(x.data), buffer(quantized.handle()), i32(ti), i32(ki), i32(bki)});
     xs = quantized.handle();
   }
-  const void* bias_data = bias != nullptr ? bias->data : nullptr;
+  const void* bias_data = s.bias != nullptr ? s.bias->data : nullptr;
   const int has_bias = bias_data != nullptr ? 1 : 0;
   // Whole block rows per stripe, at least one block row.
   const int64_t rows =
