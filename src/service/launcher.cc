@@ -66,8 +66,8 @@ void stop_live_services(int sig) {
   ::raise(sig);
 }
 
-// Tracks a started service (0: untracks `pid`); the handler is installed on the first one, for
-// each ending signal still at its default action (a caller's own handler is left alone).
+// Tracks a started service (`live`) or forgets a stopped one; the handler is installed on the
+// first, for each ending signal still at its default action (a caller's own handler is left alone).
 void track(pid_t pid, bool live) {
   static std::once_flag installed;
   std::call_once(installed, [] {
