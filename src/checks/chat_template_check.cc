@@ -74,7 +74,8 @@ std::string token_named(const tokenizer::Tokenizer* tok, int64_t id) {
   std::string out = std::to_string(id);
   if (tok != nullptr && id >= 0 && id <= INT32_MAX) {
     const int32_t one = int32_t(id);
-    out += " " + nlohmann::json(tok->decode(std::span<const int32_t>(&one, 1))).dump();
+    out += ' ';
+    out += nlohmann::json(tok->decode(std::span<const int32_t>(&one, 1))).dump();
   }
   return out;
 }
@@ -118,8 +119,7 @@ class ChatTemplateCase final : public PreparedCase {
     if (!h.error.empty()) return service_unavailable(h);
     const tokenizer::Tokenizer* tok = tokenizer_of(spec_.model_dir);
     const bool extensions = h.info.dialect.name != "openai";
-    CheckResult out;
-    out.details = h.evidence;
+    CheckResult out = result_for(h);
     nlohmann::json rows = nlohmann::json::array();
     int by_ids = 0, by_count = 0;
     std::string first_failure;

@@ -24,16 +24,15 @@ class DeterminismCase final : public PreparedCase {
   std::string service_model() const override { return spec_.req.model_dir; }
 
   CheckResult run(RunContext& ctx) override {
-    ServiceHandle h = connect_service(ctx);
-    if (!h.error.empty()) return service_unavailable(h);
-    CheckResult out = result_for(h, spec_.req);
-    service::Request request = spec_.req.request;
-    request.model = h.model;
-    const AdaptedRequest adapted = adapt_request(h, spec_.req.model_dir, &request);
-    if (!adapted.notes.empty()) out.details["adapted"] = adapted.notes;
-    if (!adapted.cannot.empty()) {
+    StartedRequest started = start_request(ctx, spec_.req);
+    if (!started.usable()) return started.out;
+    const ServiceHandle& h = started.h;
+    CheckResult& out = started.out;
+    const service::Request& request = started.request;
+    if (!started.adapted.notes.empty()) out.details["adapted"] = started.adapted.notes;
+    if (!started.adapted.cannot.empty()) {
       out.status = Status::kSkip;
-      out.message = "not run: " + adapted.cannot;
+      out.message = "not run: " + started.adapted.cannot;
       return out;
     }
 

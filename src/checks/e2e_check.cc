@@ -52,48 +52,25 @@ class E2eCase final : public PreparedCase {
   std::string service_model() const override { return spec_.req.model_dir; }
 
   CheckResult run(RunContext& ctx) override {
-    ServiceHandle h = connect_service(ctx);
-    if (!h.error.empty()) return service_unavailable(h);
-    CheckResult out = result_for(h, spec_.req);
-    service::Request request = spec_.req.request;
-    request.model = h.model;
-    const AdaptedRequest adapted = adapt_request(h, spec_.req.model_dir, &request);
-    std::vector<std::string> notes = adapted.notes;
-    if (!adapted.cannot.empty()) {
+    StartedRequest started = start_request(ctx, spec_.req);
+    if (!started.usable()) return started.out;
+    CheckResult& out = started.out;
+    service::Request& request = started.request;
+    std::vector<std::string> notes = started.adapted.notes;
+    if (!started.adapted.cannot.empty()) {
       out.status = Status::kSkip;
-      out.message = "not compared: " + adapted.cannot;
+      out.message = "not compared: " + started.adapted.cannot;
       return out;
     }
 
     std::vector<service::Result> results;
-    nlohmann::json responses = nlohmann::json::object();
-    for (bool stream : spec_.streams) {
-      request.stream = stream;
-      results.push_back(h.client->complete(request));
-      const char* mode = stream ? "streamed" : "not streamed";
-      responses[mode] = response_evidence(results.back());
-      if (!results.back().ok()) {
-        out.details["responses"] = responses;
-        out.status = Status::kFail;
-        out.message = std::string(mode) + " request: " + failure_message(results.back());
-        return out;
-      }
-    }
-    out.details["responses"] = responses;
+    if (!send_in_each_mode(started.h, &request, &results, &out)) return out;
     out.status = Status::kPass;
     const tokenizer::Tokenizer* tok = tokenizer_of(spec_.req.model_dir);
-    // Every response counts what it returned (MLPerf TEST06; compare/serving_compare.h), before
-    // the harness fills in a count the engine did not give.
-    for (size_t i = 0; i < results.size() && tok != nullptr; ++i) {
-      const std::string problem = compare::integrity_problem(
-          results[i], request.sampling.max_tokens, end_tokens(spec_.req.model_dir, *tok),
-          request.sampling.ignore_eos && request.dialect.ignore_eos, -1);
-      if (!problem.empty()) {
-        out.status = Status::kFail;
-        out.message =
-            std::string(spec_.streams[i] ? "streamed" : "not streamed") + " response: " + problem;
-        return out;
-      }
+    if (const std::string problem = integrity_failure(results, request, tok); !problem.empty()) {
+      out.status = Status::kFail;
+      out.message = problem;
+      return out;
     }
     const bool ids = std::all_of(results.begin(), results.end(), has_token_ids);
     // What the verdict rests on, recorded with it.
@@ -111,70 +88,15 @@ class E2eCase final : public PreparedCase {
                     ", so compare: logprobs cannot be judged here (compare: exact can)";
       return out;
     }
-    if (!ids && tok != nullptr) {  // no ids and no usage: the harness counts the tokens itself
-      bool counted = false;
-      for (auto& r : results) {
-        if (r.completion_tokens >= 0) continue;
-        r.completion_tokens = int64_t(tok->encode(r.text, false).size());
-        counted = true;
-      }
-      if (counted)
-        notes.push_back(
-            "tokens counted by the harness's tokenizer (equal to HF's): the engine "
-            "reported neither ids nor usage");
-    }
-    auto judge = [&](const compare::ResponseVerdict& v, const std::string& what) {
-      if (!v.pass && out.status == Status::kPass) {
-        out.status = Status::kFail;
-        out.message = what + ": " + v.message;
-        out.details["first_difference"] = v.first_difference;
-      } else if (v.pass && !v.message.empty()) {
-        const bool known = std::any_of(notes.begin(), notes.end(), [&](const std::string& n) {
-          return n.size() >= v.message.size() &&
-                 n.compare(n.size() - v.message.size(), v.message.size(), v.message) == 0;
-        });
-        if (!known) notes.push_back(what + ": " + v.message);  // once, not per mode
-      }
-    };
+    if (!ids && tok != nullptr) count_tokens(*tok, &results, &notes);
     for (const auto& r : results) {  // the dialect's leniencies that applied
       for (const auto& n : r.notes) {
         if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
       }
     }
-    double max_logprob_diff = 0;
-    if (results.size() == 2)
-      judge(compare::compare_responses(results[0], results[1]), "streamed vs not streamed");
-    for (size_t i = 0; i < results.size(); ++i) {
-      const std::string mode = spec_.streams[i] ? "streamed" : "not streamed";
-      if (compare != "none")
-        judge(compare::compare_prompt(spec_.req.golden, results[i]), mode + " prompt");
-      if (compare == "exact")
-        judge(compare::compare_exact(spec_.req.golden, results[i], tok), mode + " vs golden");
-      if (compare == "logprobs") {
-        const compare::ResponseVerdict v =
-            compare::compare_logprobs(spec_.req.golden, results[i], spec_.logprob_atol);
-        max_logprob_diff = std::max(max_logprob_diff, v.max_logprob_diff);
-        judge(v, mode + " vs golden");
-      }
-      if (const std::string why = expectation_failure(spec_.expect, results[i]);
-          !why.empty() && out.status == Status::kPass) {
-        out.status = Status::kFail;
-        out.message = mode + ": " + why;
-      }
-    }
-    if (compare == "logprobs") out.metrics.push_back({"max_logprob_diff", max_logprob_diff});
+    judge_responses(results, compare, tok, &out, &notes);
     // Latency of the streamed response (else of the plain one: e2e only).
-    const service::Result& timed = spec_.streams.back() ? results.back() : results.front();
-    const Latency l = latency_of(timed);
-    if (l.ttft_ms >= 0) out.metrics.push_back({"ttft_ms", l.ttft_ms});
-    if (l.tpot_ms >= 0) out.metrics.push_back({"tpot_ms", l.tpot_ms});
-    out.metrics.push_back({"e2e_ms", l.e2e_ms});
-    out.metrics.push_back({"completion_tokens", double(l.tokens)});
-    if (!l.itl_ms.empty()) {
-      std::vector<double> ns;
-      for (double ms : l.itl_ms) ns.push_back(ms * 1e6);
-      out.profile.push_back(summarize("itl", "inter-token latency", ns));
-    }
+    const Latency l = record_latency(spec_.streams.back() ? results.back() : results.front(), &out);
     if (out.status == Status::kPass) {
       out.message =
           std::to_string(l.tokens) + " tokens" +
@@ -194,6 +116,123 @@ class E2eCase final : public PreparedCase {
   }
 
  private:
+  // Sends `request` once per mode of spec_.streams, in order, into `results`, the responses'
+  // evidence into out's details. Returns false, with `out` failed, at the first that fails.
+  bool send_in_each_mode(const ServiceHandle& h, service::Request* request,
+                         std::vector<service::Result>* results, CheckResult* out) const {
+    nlohmann::json responses = nlohmann::json::object();
+    for (bool stream : spec_.streams) {
+      request->stream = stream;
+      results->push_back(h.client->complete(*request));
+      const char* mode = stream ? "streamed" : "not streamed";
+      responses[mode] = response_evidence(results->back());
+      if (!results->back().ok()) {
+        out->details["responses"] = responses;
+        out->status = Status::kFail;
+        out->message = std::string(mode) + " request: " + failure_message(results->back());
+        return false;
+      }
+    }
+    out->details["responses"] = responses;
+    return true;
+  }
+
+  // Every response counts what it returned (MLPerf TEST06; compare/serving_compare.h), before
+  // the harness fills in a count the engine did not give. Returns "" or the first problem,
+  // naming its mode. Nothing is checked without a tokenizer.
+  std::string integrity_failure(const std::vector<service::Result>& results,
+                                const service::Request& request,
+                                const tokenizer::Tokenizer* tok) const {
+    for (size_t i = 0; i < results.size() && tok != nullptr; ++i) {
+      const std::string problem = compare::integrity_problem(
+          results[i], request.sampling.max_tokens, end_tokens(spec_.req.model_dir, *tok),
+          request.sampling.ignore_eos && request.dialect.ignore_eos, -1);
+      if (!problem.empty()) {
+        return std::string(spec_.streams[i] ? "streamed" : "not streamed") +
+               " response: " + problem;
+      }
+    }
+    return "";
+  }
+
+  // No ids and no usage: the harness counts the tokens of each response without a count.
+  static void count_tokens(const tokenizer::Tokenizer& tok, std::vector<service::Result>* results,
+                           std::vector<std::string>* notes) {
+    bool counted = false;
+    for (auto& r : *results) {
+      if (r.completion_tokens >= 0) continue;
+      r.completion_tokens = int64_t(tok.encode(r.text, false).size());
+      counted = true;
+    }
+    if (counted)
+      notes->push_back(
+          "tokens counted by the harness's tokenizer (equal to HF's): the engine "
+          "reported neither ids nor usage");
+  }
+
+  // Applies one verdict: the first failure fails `out`; a passing verdict's remark is noted
+  // once (not per mode).
+  static void judge(const compare::ResponseVerdict& v, const std::string& what, CheckResult* out,
+                    std::vector<std::string>* notes) {
+    if (!v.pass && out->status == Status::kPass) {
+      out->status = Status::kFail;
+      out->message = what + ": " + v.message;
+      out->details["first_difference"] = v.first_difference;
+    } else if (v.pass && !v.message.empty()) {
+      const bool known = std::any_of(notes->begin(), notes->end(), [&](const std::string& n) {
+        return n.size() >= v.message.size() &&
+               n.compare(n.size() - v.message.size(), v.message.size(), v.message) == 0;
+      });
+      if (!known) notes->push_back(what + ": " + v.message);  // once, not per mode
+    }
+  }
+
+  // Judges the responses: streamed against not streamed, each against the golden as `compare`
+  // says (exact | logprobs | none), and each against the expectation.
+  void judge_responses(const std::vector<service::Result>& results, const std::string& compare,
+                       const tokenizer::Tokenizer* tok, CheckResult* out,
+                       std::vector<std::string>* notes) const {
+    double max_logprob_diff = 0;
+    if (results.size() == 2)
+      judge(compare::compare_responses(results[0], results[1]), "streamed vs not streamed", out,
+            notes);
+    for (size_t i = 0; i < results.size(); ++i) {
+      const std::string mode = spec_.streams[i] ? "streamed" : "not streamed";
+      if (compare != "none")
+        judge(compare::compare_prompt(spec_.req.golden, results[i]), mode + " prompt", out, notes);
+      if (compare == "exact")
+        judge(compare::compare_exact(spec_.req.golden, results[i], tok), mode + " vs golden", out,
+              notes);
+      if (compare == "logprobs") {
+        const compare::ResponseVerdict v =
+            compare::compare_logprobs(spec_.req.golden, results[i], spec_.logprob_atol);
+        max_logprob_diff = std::max(max_logprob_diff, v.max_logprob_diff);
+        judge(v, mode + " vs golden", out, notes);
+      }
+      if (const std::string why = expectation_failure(spec_.expect, results[i]);
+          !why.empty() && out->status == Status::kPass) {
+        out->status = Status::kFail;
+        out->message = mode + ": " + why;
+      }
+    }
+    if (compare == "logprobs") out->metrics.push_back({"max_logprob_diff", max_logprob_diff});
+  }
+
+  // The latency metrics of `timed` (TTFT, TPOT, E2E, tokens; the ITLs as a profile row).
+  static Latency record_latency(const service::Result& timed, CheckResult* out) {
+    const Latency l = latency_of(timed);
+    if (l.ttft_ms >= 0) out->metrics.push_back({"ttft_ms", l.ttft_ms});
+    if (l.tpot_ms >= 0) out->metrics.push_back({"tpot_ms", l.tpot_ms});
+    out->metrics.push_back({"e2e_ms", l.e2e_ms});
+    out->metrics.push_back({"completion_tokens", double(l.tokens)});
+    if (!l.itl_ms.empty()) {
+      std::vector<double> ns;
+      for (double ms : l.itl_ms) ns.push_back(ms * 1e6);
+      out->profile.push_back(summarize("itl", "inter-token latency", ns));
+    }
+    return l;
+  }
+
   std::string kind_;
   E2eSpec spec_;
 };

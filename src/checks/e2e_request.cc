@@ -460,12 +460,31 @@ AdaptedRequest adapt_request(const ServiceHandle& h, const std::string& model_di
   return out;
 }
 
-CheckResult result_for(const ServiceHandle& h, const E2eRequest& request) {
+CheckResult result_for(const ServiceHandle& h) {
   CheckResult r;
   r.details = h.evidence;
+  return r;
+}
+
+CheckResult result_for(const ServiceHandle& h, const E2eRequest& request) {
+  CheckResult r = result_for(h);
   r.details["request"] = request.description;
   if (!request.golden_path.empty()) r.details["golden"] = request.golden_path;
   return r;
+}
+
+StartedRequest start_request(RunContext& ctx, const E2eRequest& req) {
+  StartedRequest s;
+  s.h = connect_service(ctx);
+  if (!s.usable()) {
+    s.out = service_unavailable(s.h);
+    return s;
+  }
+  s.out = result_for(s.h, req);
+  s.request = req.request;
+  s.request.model = s.h.model;
+  s.adapted = adapt_request(s.h, req.model_dir, &s.request);
+  return s;
 }
 
 CheckResult service_unavailable(const ServiceHandle& h) {

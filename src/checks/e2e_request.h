@@ -52,6 +52,8 @@ struct ServiceHandle {
 ServiceHandle connect_service(RunContext& ctx);
 // The same for a service described as JSON (ServiceInfo::to_json; e.g. ServiceInfo::base).
 ServiceHandle connect_service(const nlohmann::json& service);
+// The result a check on the service starts from: its evidence (url, command, log tail).
+CheckResult result_for(const ServiceHandle& h);
 // The result a check of `request` starts from: the service's evidence and the request.
 CheckResult result_for(const ServiceHandle& h, const E2eRequest& request);
 // A failing result for an unusable service, with its evidence.
@@ -71,6 +73,19 @@ struct AdaptedRequest {
 };
 AdaptedRequest adapt_request(const ServiceHandle& h, const std::string& model_dir,
                              service::Request* r);
+
+// A check of one E2eRequest begun: the case's service connected (connect_service) and, when it
+// is usable, the result the check starts from (result_for) and the case's request addressed to
+// the served model and adapted to the engine (adapt_request). When it is not, `out` is
+// service_unavailable(h), for the check to return.
+struct StartedRequest {
+  ServiceHandle h;
+  CheckResult out;
+  service::Request request;
+  AdaptedRequest adapted;
+  bool usable() const { return h.error.empty(); }
+};
+StartedRequest start_request(RunContext& ctx, const E2eRequest& req);
 
 // The tokenizer of a model directory (tokenizer.json), loaded once per process; nullptr when
 // the directory has none or it does not load.

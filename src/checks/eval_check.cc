@@ -154,8 +154,7 @@ class EvalCase final : public PreparedCase {
     }
     ServiceHandle h = connect_service(ctx);
     if (!h.error.empty()) return service_unavailable(h);
-    CheckResult out;
-    out.details = h.evidence;
+    CheckResult out = result_for(h);
     const eval::Task& task = spec_.task;
     out.details["task"] = {{"file", task.path},
                            {"sha256", task.sha256},
@@ -175,87 +174,12 @@ class EvalCase final : public PreparedCase {
           "cannot score " + std::string(eval::scorer_name(task.spec.scorer)) + " here: " + cannot;
       return out;
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    std::atomic<size_t> next{1};
-    std::vector<std::thread> threads;
-    for (int w = 0; w < std::min<int>(spec_.num_concurrent, int(order.size())); ++w) {
-      threads.emplace_back([&] {
-        std::string ignored;
-        for (size_t k = next++; k < order.size(); k = next++)
-          score_item(h, task.items[order[k]], &items[k], &counters, &ignored);
-      });
-    }
-    for (auto& t : threads) t.join();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-    int64_t answered = 0, right = 0, failed = 0;
-    for (const auto& it : items) {
-      if (!it.error.empty()) {
-        ++failed;
-        continue;
-      }
-      ++answered;
-      right += it.correct;
-    }
-    const bool has_reference = !spec_.reference_path.empty();
+    const double seconds = score_rest(h, order, &items, &counters);
+    const Tally tally = tally_of(items);
     const eval::Comparison cmp = eval::compare(items, spec_.reference, spec_.gate);
-    const eval::Verdict v = eval::judge(cmp, spec_.gate, has_reference, answered, right);
-    out.status = v.outcome == "pass"             ? Status::kPass
-                 : v.outcome == "fail"           ? Status::kFail
-                 : spec_.gate.inconclusive_fails ? Status::kFail
-                                                 : Status::kSkip;
-    out.message = v.message;
-    if (failed > 0) {
-      out.status = Status::kFail;
-      out.message = std::to_string(failed) + " of " + std::to_string(items.size()) +
-                    " items got no answer after " + std::to_string(spec_.retries) +
-                    " retries (first: " + first_error(items) + "); " + out.message;
-    }
-    if (has_reference) {
-      int64_t missing = 0;
-      for (const auto& it : items) missing += spec_.reference.count(it.id) == 0;
-      if (missing > 0 && out.status != Status::kFail) {
-        out.status = Status::kFail;
-        out.message = std::to_string(missing) + " items have no reference result in " +
-                      spec_.reference_path + " (a different task file?); " + out.message;
-      }
-    }
-
-    const diff::Interval own = diff::wilson_interval(right, answered, spec_.gate.alpha);
-    auto metric = [&](const char* name, double value) { out.metrics.push_back({name, value}); };
-    metric("items", double(items.size()));
-    metric("score", answered ? double(right) / double(answered) : 0);
-    metric("score_lo", own.lo);
-    metric("score_hi", own.hi);
-    if (has_reference) {
-      metric("ref_score", cmp.ref_score);
-      metric("delta", cmp.delta);
-      metric("delta_lo", cmp.delta_lo);
-      metric("delta_hi", cmp.delta_hi);
-      metric("agreement", cmp.agreement);
-      metric("items_lost", double(cmp.lost));
-      metric("items_gained", double(cmp.gained));
-      metric("mcnemar_p", cmp.mcnemar_p);
-      metric("unpaired_p", cmp.unpaired_p);
-      metric("max_logprob_diff", cmp.max_logprob_diff);
-      if (cmp.with_text > 0) metric("output_agreement", cmp.output_agreement);
-    }
-    metric("failed_items", double(failed));
-    metric("retries", double(counters.retries.load()));
-    metric("requests", double(counters.requests.load()));
-    metric("items_per_s", seconds > 0 ? double(items.size() - 1) / seconds : 0);
-
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& it : items) {
-      nlohmann::json row = it.to_json();
-      if (auto r = spec_.reference.find(it.id); r != spec_.reference.end()) {
-        row["ref_answer"] = r->second.answer;
-        row["ref_correct"] = r->second.correct;
-      }
-      rows.push_back(std::move(row));
-    }
-    out.details["items"] = std::move(rows);
+    set_verdict(items, cmp, tally, &out);
+    record_metrics(items.size(), cmp, tally, counters, seconds, &out);
+    out.details["items"] = item_rows(items);
     out.details["flipped"] = cmp.flipped;
     if (!cmp.text_differs.empty()) out.details["completions_differ"] = cmp.text_differs;
     out.details["gate"] = gate_json();
@@ -276,6 +200,114 @@ class EvalCase final : public PreparedCase {
   struct Counters {
     std::atomic<int64_t> requests{0}, retries{0};
   };
+
+  // How the items went: answered (right or wrong) or failed (no answer after the retries).
+  struct Tally {
+    int64_t answered = 0, right = 0, failed = 0;
+  };
+
+  static Tally tally_of(const std::vector<ItemResult>& items) {
+    Tally t;
+    for (const auto& it : items) {
+      if (!it.error.empty()) {
+        ++t.failed;
+        continue;
+      }
+      ++t.answered;
+      t.right += it.correct;
+    }
+    return t;
+  }
+
+  // Scores items[1..] (the items `order` picks) on spec_.num_concurrent threads. Returns the
+  // seconds it took.
+  double score_rest(const ServiceHandle& h, const std::vector<size_t>& order,
+                    std::vector<ItemResult>* items, Counters* counters) const {
+    const eval::Task& task = spec_.task;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::atomic<size_t> next{1};
+    std::vector<std::thread> threads;
+    for (int w = 0; w < std::min<int>(spec_.num_concurrent, int(order.size())); ++w) {
+      threads.emplace_back([&] {
+        std::string ignored;
+        for (size_t k = next++; k < order.size(); k = next++)
+          score_item(h, task.items[order[k]], &(*items)[k], counters, &ignored);
+      });
+    }
+    for (auto& t : threads) t.join();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  // The gate's verdict (eval/accuracy.h), failed where items got no answer or, against a
+  // reference, have no reference result.
+  void set_verdict(const std::vector<ItemResult>& items, const eval::Comparison& cmp,
+                   const Tally& t, CheckResult* out) const {
+    const bool has_reference = !spec_.reference_path.empty();
+    const eval::Verdict v = eval::judge(cmp, spec_.gate, has_reference, t.answered, t.right);
+    out->status = v.outcome == "pass"             ? Status::kPass
+                  : v.outcome == "fail"           ? Status::kFail
+                  : spec_.gate.inconclusive_fails ? Status::kFail
+                                                  : Status::kSkip;
+    out->message = v.message;
+    if (t.failed > 0) {
+      out->status = Status::kFail;
+      out->message = std::to_string(t.failed) + " of " + std::to_string(items.size()) +
+                     " items got no answer after " + std::to_string(spec_.retries) +
+                     " retries (first: " + first_error(items) + "); " + out->message;
+    }
+    if (has_reference) {
+      int64_t missing = 0;
+      for (const auto& it : items) missing += spec_.reference.count(it.id) == 0;
+      if (missing > 0 && out->status != Status::kFail) {
+        out->status = Status::kFail;
+        out->message = std::to_string(missing) + " items have no reference result in " +
+                       spec_.reference_path + " (a different task file?); " + out->message;
+      }
+    }
+  }
+
+  // The score with its interval, the comparison with the reference (where there is one), and
+  // the request counts and rate, over `n` items.
+  void record_metrics(size_t n, const eval::Comparison& cmp, const Tally& t,
+                      const Counters& counters, double seconds, CheckResult* out) const {
+    const diff::Interval own = diff::wilson_interval(t.right, t.answered, spec_.gate.alpha);
+    auto metric = [&](const char* name, double value) { out->metrics.push_back({name, value}); };
+    metric("items", double(n));
+    metric("score", t.answered ? double(t.right) / double(t.answered) : 0);
+    metric("score_lo", own.lo);
+    metric("score_hi", own.hi);
+    if (!spec_.reference_path.empty()) {
+      metric("ref_score", cmp.ref_score);
+      metric("delta", cmp.delta);
+      metric("delta_lo", cmp.delta_lo);
+      metric("delta_hi", cmp.delta_hi);
+      metric("agreement", cmp.agreement);
+      metric("items_lost", double(cmp.lost));
+      metric("items_gained", double(cmp.gained));
+      metric("mcnemar_p", cmp.mcnemar_p);
+      metric("unpaired_p", cmp.unpaired_p);
+      metric("max_logprob_diff", cmp.max_logprob_diff);
+      if (cmp.with_text > 0) metric("output_agreement", cmp.output_agreement);
+    }
+    metric("failed_items", double(t.failed));
+    metric("retries", double(counters.retries.load()));
+    metric("requests", double(counters.requests.load()));
+    metric("items_per_s", seconds > 0 ? double(n - 1) / seconds : 0);
+  }
+
+  // Each item's result, with the reference's answer beside it where there is one.
+  nlohmann::json item_rows(const std::vector<ItemResult>& items) const {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& it : items) {
+      nlohmann::json row = it.to_json();
+      if (auto r = spec_.reference.find(it.id); r != spec_.reference.end()) {
+        row["ref_answer"] = r->second.answer;
+        row["ref_correct"] = r->second.correct;
+      }
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
 
   std::vector<size_t> chosen_items() const {
     std::vector<size_t> order(spec_.task.items.size());

@@ -22,7 +22,7 @@
 #include "base/text_format.h"
 #include "checks/e2e_request.h"
 #include "checks/service_checks.h"
-#include "model/architecture.h"
+#include "model/config/architecture.h"
 #include "plan/memory_plan.h"
 #include "plan/parallel_plan.h"
 #include "service/metrics.h"
@@ -78,8 +78,7 @@ class KvCapacityCase final : public PreparedCase {
   CheckResult run(RunContext& ctx) override {
     ServiceHandle h = connect_service(ctx);
     if (!h.error.empty()) return service_unavailable(h);
-    CheckResult out;
-    out.details = h.evidence;
+    CheckResult out = result_for(h);
     std::string why;
     const std::optional<EngineKv> engine = read_engine(h, &why);
     if (!engine) {
@@ -89,94 +88,20 @@ class KvCapacityCase final : public PreparedCase {
     }
     const model::Architecture arch = model::load_architecture(spec_.model_dir);
     std::string dtype_from;
-    tensor::DType kv = tensor::DType::kBF16;
-    if (spec_.kv_dtype) {
-      kv = *spec_.kv_dtype, dtype_from = "the case's kv_dtype";
-    } else if (const auto d = cache_dtype(engine->dtype_label)) {
-      kv = *d, dtype_from = "the engine's cache_dtype";
-    } else {
-      kv = arch.text.dtype.value_or(tensor::DType::kBF16);
-      dtype_from = "the model's torch_dtype (the engine's cache_dtype is '" + engine->dtype_label +
-                   "': a run in another dtype changes it; set kv_dtype)";
+    const tensor::DType kv = kv_dtype_for(*engine, arch, &dtype_from);
+    KvPlan plan;
+    if (!plan_capacity(*engine, arch, kv, dtype_from, &plan)) {
+      out.status = Status::kSkip;
+      out.message =
+          "not exercised: the engine reports no KV memory and the platform states no "
+          "device_memory to plan with";
+      return out;
     }
-    plan::MemoryOptions o;
-    o.kv_dtype = kv;
-    o.block_size = engine->block_size.value_or(16);
-    o.device_memory = spec_.device_memory;
-    o.utilization = engine->utilization.value_or(0.9);
-    // The plan's accounting (harness plan): sliding layers at their window of a max_model_len
-    // sequence (min(max_position_embeddings, 8192), the plan's default).
-    const int64_t max_pos = arch.text.max_position_embeddings;
-    const int64_t len = max_pos > 0 ? std::min<int64_t>(max_pos, 8192) : 8192;
-    const int64_t per_token = plan::model_kv_bytes_per_token(arch, kv, len);
-    const int64_t every_layer_full = plan::model_kv_bytes_per_token(arch, kv);
-    auto tokens_in = [&](int64_t memory, int64_t bytes) {
-      return bytes > 0 ? (memory / (bytes * o.block_size)) * o.block_size : int64_t(0);
-    };
-    int64_t planned = 0;
-    std::string how;
-    if (engine->memory && per_token > 0) {
-      planned = tokens_in(*engine->memory, per_token);
-      how = "the engine's " + human_bytes(uint64_t(*engine->memory)) + " of KV memory at " +
-            plan::with_commas(per_token) + " B/token (" + tensor::dtype_name(kv) + ", from " +
-            dtype_from + ") in blocks of " + std::to_string(o.block_size);
-    } else {
-      if (o.device_memory <= 0) {
-        out.status = Status::kSkip;
-        out.message =
-            "not exercised: the engine reports no KV memory and the platform states no "
-            "device_memory to plan with";
-        return out;
-      }
-      const plan::MemoryPlan p = plan::plan_memory(arch, plan::ParallelPlan{}, o);
-      planned = p.kv_tokens;
-      how = "the whole plan on " + human_bytes(uint64_t(o.device_memory)) + " x " +
-            printf_string("%.2f", o.utilization) + " (weights, activations, reserve estimated), " +
-            plan::with_commas(per_token) + " B/token (" + tensor::dtype_name(kv) + ", from " +
-            dtype_from + ")";
-    }
-    const double diff =
-        planned > 0 ? std::abs(double(engine->tokens) - double(planned)) / double(planned) : 1.0;
-    out.metrics = {{"engine_kv_tokens", double(engine->tokens)},
-                   {"plan_kv_tokens", double(planned)},
-                   {"plan_kv_bytes_per_token", double(per_token)},
-                   {"relative_difference", diff}};
-    if (engine->memory && engine->tokens > 0)
-      out.metrics.push_back(
-          {"engine_kv_bytes_per_token", double(*engine->memory) / double(engine->tokens)});
-    out.details["engine"] = {{"kv_tokens", engine->tokens},
-                             {"source", engine->source},
-                             {"cache_dtype", engine->dtype_label}};
-    if (engine->memory) out.details["engine"]["kv_memory_bytes"] = *engine->memory;
-    out.details["plan"] = {{"kv_tokens", planned},
-                           {"kv_bytes_per_token", per_token},
-                           {"kv_dtype", tensor::dtype_name(kv)},
-                           {"how", how}};
-    const std::string numbers = "the engine reports " + plan::with_commas(engine->tokens) +
-                                " KV tokens (" + engine->source + "), the plan " +
-                                plan::with_commas(planned) + " from " + how;
-    if (diff <= spec_.max_diff) {
-      out.status = Status::kPass;
-      out.message = numbers + ": within " + printf_string("%.1f", 100 * diff) + " %";
-    } else {
-      out.status = Status::kFail;
-      out.message = numbers + ": they differ by " + printf_string("%.1f", 100 * diff) + " % (> " +
-                    printf_string("%g", 100 * spec_.max_diff) + " %)";
-      // A sliding-window model: does the engine size its pools as if every layer held every
-      // token? Say so, with that count, rather than leave two bare numbers.
-      if (engine->memory && every_layer_full != per_token) {
-        const int64_t full = tokens_in(*engine->memory, every_layer_full);
-        const double full_diff =
-            full > 0 ? std::abs(double(engine->tokens) - double(full)) / double(full) : 1.0;
-        out.metrics.push_back({"plan_kv_tokens_every_layer_full", double(full)});
-        if (full_diff <= spec_.max_diff)
-          out.message += "; counting every layer as full (" + plan::with_commas(every_layer_full) +
-                         " B/token) gives " + plan::with_commas(full) + ", within " +
-                         printf_string("%.1f", 100 * full_diff) +
-                         " %: the engine sizes its KV as if the sliding-window layers held every "
-                         "token, where the plan holds their window only";
-      }
-    }
+    const double diff = plan.tokens > 0 ? std::abs(double(engine->tokens) - double(plan.tokens)) /
+                                              double(plan.tokens)
+                                        : 1.0;
+    record_evidence(*engine, plan, kv, diff, &out);
+    set_verdict(*engine, plan, diff, &out);
     return out;
   }
 
@@ -185,6 +110,118 @@ class KvCapacityCase final : public PreparedCase {
   }
 
  private:
+  // The plan's side: its KV token count, its bytes per token (sliding layers at their window,
+  // and with every layer full), the engine's block size, and how the count was reached.
+  struct KvPlan {
+    int64_t tokens = 0, per_token = 0, every_layer_full = 0, block_size = 16;
+    std::string how;
+  };
+
+  // `memory` in whole blocks of `block_size` tokens at `bytes` per token.
+  static int64_t tokens_in(int64_t memory, int64_t bytes, int64_t block_size) {
+    return bytes > 0 ? (memory / (bytes * block_size)) * block_size : int64_t(0);
+  }
+
+  // The KV dtype: the case's, else the engine's cache_dtype, else the model's torch_dtype;
+  // *from says which.
+  tensor::DType kv_dtype_for(const EngineKv& engine, const model::Architecture& arch,
+                             std::string* from) const {
+    if (spec_.kv_dtype) {
+      *from = "the case's kv_dtype";
+      return *spec_.kv_dtype;
+    }
+    if (const auto d = cache_dtype(engine.dtype_label)) {
+      *from = "the engine's cache_dtype";
+      return *d;
+    }
+    *from = "the model's torch_dtype (the engine's cache_dtype is '" + engine.dtype_label +
+            "': a run in another dtype changes it; set kv_dtype)";
+    return arch.text.dtype.value_or(tensor::DType::kBF16);
+  }
+
+  // The plan's KV capacity: the engine's KV memory in blocks where it reports it, else the
+  // whole memory plan on the platform's device_memory. False when neither is known.
+  bool plan_capacity(const EngineKv& engine, const model::Architecture& arch, tensor::DType kv,
+                     const std::string& dtype_from, KvPlan* p) const {
+    plan::MemoryOptions o;
+    o.kv_dtype = kv;
+    o.block_size = engine.block_size.value_or(16);
+    o.device_memory = spec_.device_memory;
+    o.utilization = engine.utilization.value_or(0.9);
+    // The plan's accounting (harness plan): sliding layers at their window of a max_model_len
+    // sequence (min(max_position_embeddings, 8192), the plan's default).
+    const int64_t max_pos = arch.text.max_position_embeddings;
+    const int64_t len = max_pos > 0 ? std::min<int64_t>(max_pos, 8192) : 8192;
+    p->per_token = plan::model_kv_bytes_per_token(arch, kv, len);
+    p->every_layer_full = plan::model_kv_bytes_per_token(arch, kv);
+    p->block_size = o.block_size;
+    if (engine.memory && p->per_token > 0) {
+      p->tokens = tokens_in(*engine.memory, p->per_token, o.block_size);
+      p->how = "the engine's " + human_bytes(uint64_t(*engine.memory)) + " of KV memory at " +
+               plan::with_commas(p->per_token) + " B/token (" + tensor::dtype_name(kv) + ", from " +
+               dtype_from + ") in blocks of " + std::to_string(o.block_size);
+      return true;
+    }
+    if (o.device_memory <= 0) return false;
+    const plan::MemoryPlan mp = plan::plan_memory(arch, plan::ParallelPlan{}, o);
+    p->tokens = mp.kv_tokens;
+    p->how = "the whole plan on " + human_bytes(uint64_t(o.device_memory)) + " x " +
+             printf_string("%.2f", o.utilization) + " (weights, activations, reserve estimated), " +
+             plan::with_commas(p->per_token) + " B/token (" + tensor::dtype_name(kv) + ", from " +
+             dtype_from + ")";
+    return true;
+  }
+
+  // Both sides' numbers into out's metrics and details.
+  static void record_evidence(const EngineKv& engine, const KvPlan& p, tensor::DType kv,
+                              double diff, CheckResult* out) {
+    out->metrics = {{"engine_kv_tokens", double(engine.tokens)},
+                    {"plan_kv_tokens", double(p.tokens)},
+                    {"plan_kv_bytes_per_token", double(p.per_token)},
+                    {"relative_difference", diff}};
+    if (engine.memory && engine.tokens > 0)
+      out->metrics.push_back(
+          {"engine_kv_bytes_per_token", double(*engine.memory) / double(engine.tokens)});
+    out->details["engine"] = {{"kv_tokens", engine.tokens},
+                              {"source", engine.source},
+                              {"cache_dtype", engine.dtype_label}};
+    if (engine.memory) out->details["engine"]["kv_memory_bytes"] = *engine.memory;
+    out->details["plan"] = {{"kv_tokens", p.tokens},
+                            {"kv_bytes_per_token", p.per_token},
+                            {"kv_dtype", tensor::dtype_name(kv)},
+                            {"how", p.how}};
+  }
+
+  // Pass within max_diff; else fail naming both numbers, and for a sliding-window model whether
+  // the engine's count matches every layer held full.
+  void set_verdict(const EngineKv& engine, const KvPlan& p, double diff, CheckResult* out) const {
+    const std::string numbers = "the engine reports " + plan::with_commas(engine.tokens) +
+                                " KV tokens (" + engine.source + "), the plan " +
+                                plan::with_commas(p.tokens) + " from " + p.how;
+    if (diff <= spec_.max_diff) {
+      out->status = Status::kPass;
+      out->message = numbers + ": within " + printf_string("%.1f", 100 * diff) + " %";
+      return;
+    }
+    out->status = Status::kFail;
+    out->message = numbers + ": they differ by " + printf_string("%.1f", 100 * diff) + " % (> " +
+                   printf_string("%g", 100 * spec_.max_diff) + " %)";
+    // A sliding-window model: does the engine size its pools as if every layer held every
+    // token? Say so, with that count, rather than leave two bare numbers.
+    if (engine.memory && p.every_layer_full != p.per_token) {
+      const int64_t full = tokens_in(*engine.memory, p.every_layer_full, p.block_size);
+      const double full_diff =
+          full > 0 ? std::abs(double(engine.tokens) - double(full)) / double(full) : 1.0;
+      out->metrics.push_back({"plan_kv_tokens_every_layer_full", double(full)});
+      if (full_diff <= spec_.max_diff)
+        out->message += "; counting every layer as full (" + plan::with_commas(p.every_layer_full) +
+                        " B/token) gives " + plan::with_commas(full) + ", within " +
+                        printf_string("%.1f", 100 * full_diff) +
+                        " %: the engine sizes its KV as if the sliding-window layers held every "
+                        "token, where the plan holds their window only";
+    }
+  }
+
   std::optional<EngineKv> read_engine(ServiceHandle& h, std::string* why) const {
     const std::string& source = h.info.kv_source;
     if (source == "none") {

@@ -106,25 +106,23 @@ Problem make_problem(const suite::Case& c, const YAML::Node& where, const OpCase
   return p;
 }
 
-OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
-  OpCaseSpec s;
-  s.id = c.id;
-  s.check_id = c.check->id;
-  s.file = c.check->file;
+// The op the case names (`op:`), required.
+const ops::OpDef* parse_op(const suite::Case& c) {
   const YAML::Node op_node = case_field(c, "op");
   if (!op_node.IsDefined()) fail(c, c.check->node, "kind op needs an `op` field");
   try {
-    s.op = &ops::require_op(as_string(c, op_node, "op"));
+    return &ops::require_op(as_string(c, op_node, "op"));
   } catch (const InputError& e) {
     fail(c, op_node, e.what());
   }
-  const ops::OpDef& op = *s.op;
+}
 
-  // attrs: validate as a whole; on error find the offending key for the location.
+// attrs: validated as a whole; on error the offending key is found for the location.
+Json parse_attrs(const suite::Case& c, const ops::OpDef& op) {
   const YAML::Node attrs = case_field(c, "attrs");
   Json attrs_json = attrs.IsDefined() ? suite::yaml_to_json(c.check->file, attrs) : Json::object();
   try {
-    s.attrs = ops::validate_attrs(op, attrs_json);
+    return ops::validate_attrs(op, attrs_json);
   } catch (const InputError& e) {
     if (attrs.IsMap()) {
       for (const auto& kv : attrs) {
@@ -140,7 +138,11 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
     }
     fail(c, attrs, e.what());
   }
+}
 
+// dtype, index_dtype and the optional operands asked for (`with:`).
+void parse_operand_types(const suite::Case& c, OpCaseSpec& s) {
+  const ops::OpDef& op = *s.op;
   if (const YAML::Node d = case_field(c, "dtype"); d.IsDefined()) {
     const auto dt = tensor::parse_dtype(as_string(c, d, "dtype"));
     if (!dt || !tensor::is_float(*dt) || tensor::dtype_size(*dt) == 1) {
@@ -165,7 +167,11 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
       s.with.insert(name);
     }
   }
+}
 
+// The case's own problem (`shape:` or `dims:`), then one per `dynamic_shapes` entry.
+void parse_problems(const suite::Case& c, OpCaseSpec& s) {
+  const ops::OpDef& op = *s.op;
   const YAML::Node shape = case_field(c, "shape"), dims = case_field(c, "dims");
   s.problems.push_back(
       make_problem(c, shape.IsDefined() ? shape : dims, s, parse_dims(c, op, shape, dims)));
@@ -175,34 +181,33 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
     for (const auto& item : dyn)
       s.problems.push_back(make_problem(c, item, s, parse_dims(c, op, item, YAML::Node())));
   }
+}
 
-  // inputs: seed and per-operand distributions over the op's defaults.
+// inputs: seed and per-operand distributions over the op's defaults.
+void parse_inputs(const suite::Case& c, OpCaseSpec& s) {
+  const ops::OpDef& op = *s.op;
   s.dists = op.default_inputs ? op.default_inputs(s.problems[0].dims, s.attrs) : Json::object();
-  if (const YAML::Node in = case_field(c, "inputs"); in.IsDefined()) {
-    if (!in.IsMap()) fail(c, in, "inputs must be a mapping: {seed: N, <operand>: <distribution>}");
-    for (const auto& kv : in) {
-      const std::string key = kv.first.Scalar();
-      if (key == "seed") {
-        s.seed = static_cast<uint64_t>(as_int(c, kv.second, "seed"));
-        continue;
-      }
-      bool known = false;
-      for (const auto& operand : op.inputs) known = known || key == operand.name;
-      if (!known) fail(c, kv.first, std::string("op '") + op.name + "' has no input '" + key + "'");
-      const Json dist = suite::yaml_to_json(c.check->file, kv.second);
-      if (const std::string err = check_distribution(dist); !err.empty()) fail(c, kv.second, err);
-      s.dists[key] = dist;
+  const YAML::Node in = case_field(c, "inputs");
+  if (!in.IsDefined()) return;
+  if (!in.IsMap()) fail(c, in, "inputs must be a mapping: {seed: N, <operand>: <distribution>}");
+  for (const auto& kv : in) {
+    const std::string key = kv.first.Scalar();
+    if (key == "seed") {
+      s.seed = static_cast<uint64_t>(as_int(c, kv.second, "seed"));
+      continue;
     }
+    bool known = false;
+    for (const auto& operand : op.inputs) known = known || key == operand.name;
+    if (!known) fail(c, kv.first, std::string("op '") + op.name + "' has no input '" + key + "'");
+    const Json dist = suite::yaml_to_json(c.check->file, kv.second);
+    if (const std::string err = check_distribution(dist); !err.empty()) fail(c, kv.second, err);
+    s.dists[key] = dist;
   }
+}
 
-  if (const YAML::Node g = case_field(c, "golden"); g.IsDefined()) {
-    s.golden = as_string(c, g, "golden");
-    if (s.golden != "reference" && s.golden != "perturbation") {
-      s.golden_path = resolve_case_path(c, s.golden);
-    }
-  }
-
-  // Tolerance: the platform's (for this op or `*`) under the check's, key by key.
+// Tolerance: the platform's (for this op or `*`) under the check's, key by key.
+void parse_tolerance(const suite::Case& c, const suite::Platform& platform, OpCaseSpec& s) {
+  const ops::OpDef& op = *s.op;
   if (platform.tolerance.IsDefined() && platform.tolerance.IsMap()) {
     for (const char* key : {"*", op.name}) {
       if (const YAML::Node t = platform.tolerance[key]; t.IsDefined())
@@ -218,6 +223,10 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
       fail(c, t, e.message());
     }
   }
+}
+
+// warmup, repeats and the diff's perf_threshold.
+void parse_timing(const suite::Case& c, OpCaseSpec& s) {
   if (const YAML::Node n = case_field(c, "warmup"); n.IsDefined())
     s.warmup = static_cast<int>(as_int(c, n, "warmup"));
   if (const YAML::Node n = case_field(c, "repeats"); n.IsDefined()) {
@@ -230,7 +239,10 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
       fail(c, t, "perf_threshold must be a number >= 0 (0.05 = 5%)");
     s.perf_threshold = v.get<double>();
   }
-  // The platform's default (a partial backend asks for host fallback), then the check's own.
+}
+
+// The platform's default fallback (a partial backend asks for host fallback), then the check's.
+void parse_fallback_mode(const suite::Case& c, const suite::Platform& platform, OpCaseSpec& s) {
   if (!platform.fallback.empty()) {
     H0_CHECK(backend::parse_fallback(platform.fallback, &s.fallback)) << platform.fallback;
   }
@@ -239,6 +251,27 @@ OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
       fail(c, f, "fallback must be none, decompose or host, got '" + f.Scalar() + "'");
     }
   }
+}
+
+OpCaseSpec parse(const suite::Case& c, const suite::Platform& platform) {
+  OpCaseSpec s;
+  s.id = c.id;
+  s.check_id = c.check->id;
+  s.file = c.check->file;
+  s.op = parse_op(c);
+  s.attrs = parse_attrs(c, *s.op);
+  parse_operand_types(c, s);
+  parse_problems(c, s);
+  parse_inputs(c, s);
+  if (const YAML::Node g = case_field(c, "golden"); g.IsDefined()) {
+    s.golden = as_string(c, g, "golden");
+    if (s.golden != "reference" && s.golden != "perturbation") {
+      s.golden_path = resolve_case_path(c, s.golden);
+    }
+  }
+  parse_tolerance(c, platform, s);
+  parse_timing(c, s);
+  parse_fallback_mode(c, platform, s);
   if (s.problems.size() > 1 && s.golden != "reference" && s.golden != "perturbation") {
     fail(c, case_field(c, "dynamic_shapes"),
          "dynamic_shapes needs `golden: reference` (golden files hold one shape per case)");
@@ -447,7 +480,27 @@ class OpCase : public PreparedCase {
                           nlohmann::json* detail) const {
     const std::vector<Tensor> inputs = make_inputs(p);
     const ops::Cost cost = s_.op->cost(p.inputs, p.outputs, s_.attrs);
+    std::vector<Tensor> actual = time_repetitions(be, p, inputs, cost, label_rows, r);
+    (*detail)["shape"] = p.label;
+    if (s_.golden == "perturbation") {
+      const std::string metric_suffix = shape_suffix(p, label_rows);
+      std::string failure = perturbation_failure(be, p, inputs, actual, r, detail, metric_suffix);
+      if (!failure.empty() && label_rows) failure = "shape " + p.label + ": " + failure;
+      return failure;
+    }
+    return compare_outputs(p, inputs, cost, label_rows, &actual, r, detail);
+  }
 
+  // "[shape=7x4096]" where a case's rows are labelled by problem, else "".
+  static std::string shape_suffix(const Problem& p, bool label_rows) {
+    return label_rows ? "[shape=" + p.label + "]" : "";
+  }
+
+  // Runs the problem's warmup and timed repetitions, records their profile rows and timing
+  // metrics in `r`, and returns the outputs downloaded.
+  std::vector<Tensor> time_repetitions(backend::Backend& be, const Problem& p,
+                                       const std::vector<Tensor>& inputs, const ops::Cost& cost,
+                                       bool label_rows, CheckResult* r) const {
     // Timings depend on where buffers and temporaries land in memory (cache sets, page and
     // 4 KiB-aliasing boundaries), and one process gets one layout: two runs of the same stack
     // could then differ by tens of percent. So the repetitions rotate over several copies of
@@ -481,65 +534,68 @@ class OpCase : public PreparedCase {
       return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0)
           .count();
     };
-    const std::string name = std::string(s_.op->name) + "[" + p.label + "]";
-    const std::string suffix = label_rows ? "[shape=" + p.label + "]" : "";
-    ProfileRow first_call = summarize("first_call" + suffix, name, {timed()});
+    const double first_call_ns = timed();
     for (int i = 1; i < s_.warmup; ++i) timed();
     std::vector<double> samples, calibration;
     for (int i = 0; i < s_.repeats; ++i) {
       samples.push_back(timed());
       calibration.push_back(calibration_ns());
     }
+    record_timings(p, cost, label_rows, first_call_ns, samples, calibration, r);
+    std::vector<Tensor> actual;
+    for (const auto& t : dev_out[0]) actual.push_back(be.download(t));
+    return actual;
+  }
+
+  // The profile rows (first call, steady state, host calibration) and the timing metrics.
+  void record_timings(const Problem& p, const ops::Cost& cost, bool label_rows,
+                      double first_call_ns, const std::vector<double>& samples,
+                      const std::vector<double>& calibration, CheckResult* r) const {
+    const std::string name = std::string(s_.op->name) + "[" + p.label + "]";
+    const std::string suffix = shape_suffix(p, label_rows);
+    ProfileRow first_call = summarize("first_call" + suffix, name, {first_call_ns});
     ProfileRow steady = summarize("steady" + suffix, name, samples);
     r->profile.push_back(summarize("calibration" + suffix, "host", calibration));
     for (ProfileRow* row : {&first_call, &steady}) row->bytes = cost.bytes, row->flops = cost.flops;
     r->profile.push_back(first_call);
     r->profile.push_back(steady);
-    const std::string metric_suffix = label_rows ? suffix : "";
     if (steady.median_ns > 0) {
-      r->metrics.emplace_back("gbps" + metric_suffix, cost.bytes / steady.median_ns);
-      r->metrics.emplace_back("gflops" + metric_suffix, cost.flops / steady.median_ns);
+      r->metrics.emplace_back("gbps" + suffix, cost.bytes / steady.median_ns);
+      r->metrics.emplace_back("gflops" + suffix, cost.flops / steady.median_ns);
     }
-    r->metrics.emplace_back("first_call_ms" + metric_suffix, first_call.median_ns * 1e-6);
-    r->metrics.emplace_back("median_ms" + metric_suffix, steady.median_ns * 1e-6);
+    r->metrics.emplace_back("first_call_ms" + suffix, first_call.median_ns * 1e-6);
+    r->metrics.emplace_back("median_ms" + suffix, steady.median_ns * 1e-6);
+  }
 
-    std::vector<Tensor> actual;
-    for (const auto& t : dev_out[0]) actual.push_back(be.download(t));
-    (*detail)["shape"] = p.label;
-    if (s_.golden == "perturbation") {
-      std::string failure = perturbation_failure(be, p, inputs, actual, r, detail, metric_suffix);
-      if (!failure.empty() && label_rows) failure = "shape " + p.label + ": " + failure;
-      return failure;
-    }
+  // Compares `actual` with the golden outputs (near-tied top-k ids accepted first), output by
+  // output, into r's metrics and detail["outputs"]. Returns "" or the first failure.
+  std::string compare_outputs(const Problem& p, const std::vector<Tensor>& inputs,
+                              const ops::Cost& cost, bool label_rows, std::vector<Tensor>* actual,
+                              CheckResult* r, nlohmann::json* detail) const {
+    const std::string metric_suffix = shape_suffix(p, label_rows);
     std::vector<Tensor> golden;
     if (const std::string why = golden_outputs(p, inputs, &golden); !why.empty()) {
       throw InputError(s_.id, why);
     }
     int64_t near_ties = -1;
     if (s_.op->selection_scores != nullptr && golden[0].dtype() == DType::kI32 &&
-        actual[0].dtype() == DType::kI32) {
+        (*actual)[0].dtype() == DType::kI32) {
       near_ties =
-          accept_near_ties(*s_.op, inputs, s_.attrs, cost, s_.tolerance, golden[0], &actual[0]);
+          accept_near_ties(*s_.op, inputs, s_.attrs, cost, s_.tolerance, golden[0], &(*actual)[0]);
     }
     std::string failure;
     (*detail)["outputs"] = nlohmann::json::array();
-    for (size_t i = 0; i < actual.size(); ++i) {
+    for (size_t i = 0; i < actual->size(); ++i) {
       const char* out_name = s_.op->outputs[i].name;
       const compare::Tolerance tol =
           op_tolerance(*s_.op, p.outputs[i].dtype, cost, s_.tolerance, rms(golden[i]));
-      const compare::Comparison c = compare::compare_tensors(actual[i], golden[i], tol);
-      const std::string prefix = (actual.size() > 1 ? std::string(out_name) + "." : "");
+      const compare::Comparison c = compare::compare_tensors((*actual)[i], golden[i], tol);
+      const std::string prefix = (actual->size() > 1 ? std::string(out_name) + "." : "");
       if (c.metrics_valid) {
         for (const auto& [k, v] : compare::metric_values(c.metrics))
           r->metrics.emplace_back(prefix + k + metric_suffix, v);
       }
-      nlohmann::json o = {{"name", out_name},
-                          {"dtype", tensor::dtype_name(p.outputs[i].dtype)},
-                          {"preset", c.tolerance.preset},
-                          {"rtol", c.tolerance.element.rtol},
-                          {"atol", c.tolerance.element.atol},
-                          {"pass", c.pass},
-                          {"failures", c.failures}};
+      nlohmann::json o = output_detail(out_name, p.outputs[i].dtype, c);
       if (i == 0 && near_ties >= 0) o["near_ties_accepted"] = near_ties;
       if (c.metrics_valid && c.metrics.worst_index >= 0) {
         o["worst_index"] = c.metrics.worst_index;
@@ -548,11 +604,23 @@ class OpCase : public PreparedCase {
       }
       (*detail)["outputs"].push_back(o);
       if (!c.pass && failure.empty()) {
-        failure = (actual.size() > 1 ? std::string(out_name) + ": " : "") + c.failures.front();
+        failure = (actual->size() > 1 ? std::string(out_name) + ": " : "") + c.failures.front();
         if (label_rows) failure = "shape " + p.label + ": " + failure;
       }
     }
     return failure;
+  }
+
+  // One output's comparison as the case's detail lists it.
+  static nlohmann::json output_detail(const char* out_name, DType dtype,
+                                      const compare::Comparison& c) {
+    return {{"name", out_name},
+            {"dtype", tensor::dtype_name(dtype)},
+            {"preset", c.tolerance.preset},
+            {"rtol", c.tolerance.element.rtol},
+            {"atol", c.tolerance.element.atol},
+            {"pass", c.pass},
+            {"failures", c.failures}};
   }
 
   // The op once on the platform: `inputs` uploaded, outputs as `descs` say, downloaded. Empty

@@ -13,7 +13,7 @@
 #include "checks/e2e_request.h"
 #include "checks/service_checks.h"
 #include "io/safetensors_reader.h"
-#include "model/host_glue.h"
+#include "model/exec/host_glue.h"
 #include "plan/memory_plan.h"
 #include "suite/location.h"
 
@@ -36,8 +36,7 @@ class PromptLogprobsCase final : public PreparedCase {
   CheckResult run(RunContext& ctx) override {
     ServiceHandle h = connect_service(ctx);
     if (!h.error.empty()) return service_unavailable(h);
-    CheckResult out;
-    out.details = h.evidence;
+    CheckResult out = result_for(h);
     auto not_exercised = [&](const std::string& why) {
       out.status = Status::kSkip;
       out.message = "not exercised: " + why;

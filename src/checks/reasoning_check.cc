@@ -125,8 +125,7 @@ class ReasoningCase final : public PreparedCase {
     ServiceHandle h = connect_service(ctx);
     if (!h.error.empty()) return service_unavailable(h);
     const tokenizer::Tokenizer* tok = tokenizer_of(spec_.model_dir);
-    CheckResult out;
-    out.details = h.evidence;
+    CheckResult out = result_for(h);
     nlohmann::json rows = nlohmann::json::array();
     std::map<std::string, int> shapes;  // the equal answers by shape
     std::string first_failure;

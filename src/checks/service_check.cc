@@ -29,8 +29,7 @@ class ServiceCase final : public PreparedCase {
     } else {
       listed = h.client->models(&ids);
     }
-    CheckResult out;
-    out.details = h.evidence;
+    CheckResult out = result_for(h);
     out.details["models"] = ids;
     out.metrics.push_back({"startup_s", info.startup_s});
     if (listed && !listed->ok()) {

@@ -96,107 +96,16 @@ class StructuredOutputCase final : public PreparedCase {
   CheckResult run(RunContext& ctx) override {
     ServiceHandle h = connect_service(ctx);
     if (!h.error.empty()) return service_unavailable(h);
-    CheckResult out;
-    out.details = h.evidence;
+    CheckResult out = result_for(h);
     nlohmann::json items = nlohmann::json::array();
-    int judged = 0, refused_invalid = 0, cut = 0, unsupported = 0, refused_valid_count = 0;
-    std::string first_failure, refused_valid;
-    for (const Item& item : spec_.items) {
-      nlohmann::json row = {{"id", item.id}};
-      auto failed = [&](const std::string& why) {
-        row["verdict"] = "fail";
-        row["why"] = why;
-        if (first_failure.empty()) first_failure = item.id + ": " + why;
-      };
-      if (item.fields.contains("structured_outputs") && h.info.dialect.name != "vllm") {
-        row["verdict"] = "not sent";
-        row["why"] =
-            "structured_outputs is vLLM's extension; the engine speaks " + h.info.dialect.name;
-        ++unsupported;
-        items.push_back(row);
-        continue;
-      }
-      nlohmann::json fields = spec_.request;
-      fields.update(item.fields);  // the item's constraint over the case's fields
-      service::Request r = chat_request(h, spec_.model_dir, item.prompt, spec_.max_tokens, fields);
-      const service::Result plain = h.client->complete(r);
-      if (item.refused) {
-        if (refused(plain)) {
-          row["verdict"] = "refused";
-          row["status"] = plain.http_status;
-          row["error"] = plain.error.substr(0, 300);
-          ++refused_invalid;
-        } else {
-          failed(plain.ok() ? "an invalid constraint was accepted and answered \"" +
-                                  plain.text.substr(0, 100) + "\" (a 4xx was due)"
-                            : "refused as " + failure_message(plain) + " (a 4xx was due)");
-        }
-        items.push_back(row);
-        continue;
-      }
-      if (refused(plain)) {  // the engine does not take this constraint: said, not judged
-        row["verdict"] = "refused";
-        row["error"] = plain.error.substr(0, 300);
-        if (refused_valid.empty()) refused_valid = item.id + ": " + plain.error.substr(0, 200);
-        ++refused_valid_count;
-        items.push_back(row);
-        continue;
-      }
-      if (!plain.ok()) {
-        failed(failure_message(plain));
-        items.push_back(row);
-        continue;
-      }
-      row["text"] = plain.text.substr(0, 300);
-      row["finish_reason"] = plain.finish_reason;
-      r.stream = true;
-      const service::Result streamed = h.client->complete(r);
-      if (!streamed.ok()) {
-        failed("streamed: " + failure_message(streamed));
-      } else if (const compare::ResponseVerdict v = compare::compare_responses(plain, streamed);
-                 !v.pass) {
-        failed("streamed differs from not streamed: " + v.message);
-      } else if (plain.finish_reason == "length") {
-        row["verdict"] = "cut";
-        row["why"] = "cut at max_tokens " + std::to_string(spec_.max_tokens) + ": not judged";
-        ++cut;
-      } else if (const std::string why = invalid(item, plain.text); !why.empty()) {
-        failed("the complete answer does not validate: " + why);
-      } else {
-        row["verdict"] = "valid";
-        ++judged;
-      }
-      items.push_back(row);
-    }
+    Tally t;
+    for (const Item& item : spec_.items) items.push_back(judge_item(h, item, &t));
     out.details["items"] = items;
-    out.metrics = {{"valid", double(judged)},
-                   {"refused", double(refused_invalid)},
-                   {"cut", double(cut)},
+    out.metrics = {{"valid", double(t.judged)},
+                   {"refused", double(t.refused_invalid)},
+                   {"cut", double(t.cut)},
                    {"items", double(spec_.items.size())}};
-    const std::string counts =
-        std::to_string(judged) + " complete answers valid, " + std::to_string(refused_invalid) +
-        " invalid constraints refused with a 4xx" +
-        (cut ? ", " + std::to_string(cut) + " cut at max_tokens (not judged)" : "") +
-        (unsupported
-             ? ", " + std::to_string(unsupported) + " not sent (the dialect lacks the extension)"
-             : "");
-    if (first_failure.empty() && refused_valid_count > 0 && judged > 0) {
-      // Some constraints answered, some refused: the engine's guided decoding is partial.
-      first_failure = refused_valid + " (a valid constraint refused while others were answered)";
-    }
-    if (!first_failure.empty()) {
-      out.status = Status::kFail;
-      out.message = first_failure + " (" + counts + ")";
-    } else if (refused_valid_count > 0 && judged == 0) {
-      out.status = Status::kSkip;
-      out.message = "not exercised: the engine refuses guided decoding (" + refused_valid + ")";
-    } else if (judged == 0) {
-      out.status = Status::kSkip;
-      out.message = "not exercised: no complete answer to validate (" + counts + ")";
-    } else {
-      out.status = Status::kPass;
-      out.message = counts + "; streamed equals not streamed";
-    }
+    set_verdict(t, &out);
     return out;
   }
 
@@ -209,6 +118,119 @@ class StructuredOutputCase final : public PreparedCase {
   }
 
  private:
+  // What the items came to, and the first failure and first refused valid constraint.
+  struct Tally {
+    int judged = 0, refused_invalid = 0, cut = 0, unsupported = 0, refused_valid_count = 0;
+    std::string first_failure, refused_valid;
+  };
+
+  // Marks `row` failed for `why`, the first failure kept in `t`.
+  static void fail_row(const Item& item, const std::string& why, nlohmann::json* row, Tally* t) {
+    (*row)["verdict"] = "fail";
+    (*row)["why"] = why;
+    if (t->first_failure.empty()) t->first_failure = item.id + ": " + why;
+  }
+
+  // Sends one item (not streamed first) and returns its row: not sent, refused, failed, or the
+  // answer judged by judge_answer.
+  nlohmann::json judge_item(const ServiceHandle& h, const Item& item, Tally* t) const {
+    nlohmann::json row = {{"id", item.id}};
+    if (item.fields.contains("structured_outputs") && h.info.dialect.name != "vllm") {
+      row["verdict"] = "not sent";
+      row["why"] =
+          "structured_outputs is vLLM's extension; the engine speaks " + h.info.dialect.name;
+      ++t->unsupported;
+      return row;
+    }
+    nlohmann::json fields = spec_.request;
+    fields.update(item.fields);  // the item's constraint over the case's fields
+    service::Request r = chat_request(h, spec_.model_dir, item.prompt, spec_.max_tokens, fields);
+    const service::Result plain = h.client->complete(r);
+    if (item.refused) {
+      if (refused(plain)) {
+        row["verdict"] = "refused";
+        row["status"] = plain.http_status;
+        row["error"] = plain.error.substr(0, 300);
+        ++t->refused_invalid;
+      } else {
+        fail_row(item,
+                 plain.ok() ? "an invalid constraint was accepted and answered \"" +
+                                  plain.text.substr(0, 100) + "\" (a 4xx was due)"
+                            : "refused as " + failure_message(plain) + " (a 4xx was due)",
+                 &row, t);
+      }
+      return row;
+    }
+    if (refused(plain)) {  // the engine does not take this constraint: said, not judged
+      row["verdict"] = "refused";
+      row["error"] = plain.error.substr(0, 300);
+      if (t->refused_valid.empty()) t->refused_valid = item.id + ": " + plain.error.substr(0, 200);
+      ++t->refused_valid_count;
+      return row;
+    }
+    if (!plain.ok()) {
+      fail_row(item, failure_message(plain), &row, t);
+      return row;
+    }
+    judge_answer(h, item, plain, &r, &row, t);
+    return row;
+  }
+
+  // An answered item: sent again streamed, which must give the same answer; then the complete
+  // answer must validate (one cut at max_tokens is not judged).
+  void judge_answer(const ServiceHandle& h, const Item& item, const service::Result& plain,
+                    service::Request* r, nlohmann::json* row, Tally* t) const {
+    (*row)["text"] = plain.text.substr(0, 300);
+    (*row)["finish_reason"] = plain.finish_reason;
+    r->stream = true;
+    const service::Result streamed = h.client->complete(*r);
+    if (!streamed.ok()) {
+      fail_row(item, "streamed: " + failure_message(streamed), row, t);
+    } else if (const compare::ResponseVerdict v = compare::compare_responses(plain, streamed);
+               !v.pass) {
+      fail_row(item, "streamed differs from not streamed: " + v.message, row, t);
+    } else if (plain.finish_reason == "length") {
+      (*row)["verdict"] = "cut";
+      (*row)["why"] = "cut at max_tokens " + std::to_string(spec_.max_tokens) + ": not judged";
+      ++t->cut;
+    } else if (const std::string why = invalid(item, plain.text); !why.empty()) {
+      fail_row(item, "the complete answer does not validate: " + why, row, t);
+    } else {
+      (*row)["verdict"] = "valid";
+      ++t->judged;
+    }
+  }
+
+  // The verdict over the items: the first failure (a valid constraint refused while others were
+  // answered counts as one), else a skip when nothing was judged, else a pass.
+  static void set_verdict(Tally& t, CheckResult* out) {
+    const std::string counts =
+        std::to_string(t.judged) + " complete answers valid, " + std::to_string(t.refused_invalid) +
+        " invalid constraints refused with a 4xx" +
+        (t.cut ? ", " + std::to_string(t.cut) + " cut at max_tokens (not judged)" : "") +
+        (t.unsupported
+             ? ", " + std::to_string(t.unsupported) + " not sent (the dialect lacks the extension)"
+             : "");
+    if (t.first_failure.empty() && t.refused_valid_count > 0 && t.judged > 0) {
+      // Some constraints answered, some refused: the engine's guided decoding is partial.
+      t.first_failure =
+          t.refused_valid + " (a valid constraint refused while others were answered)";
+    }
+    if (!t.first_failure.empty()) {
+      out->status = Status::kFail;
+      out->message = t.first_failure + " (" + counts + ")";
+    } else if (t.refused_valid_count > 0 && t.judged == 0) {
+      out->status = Status::kSkip;
+      out->message = "not exercised: the engine refuses guided decoding (" + t.refused_valid + ")";
+    } else if (t.judged == 0) {
+      out->status = Status::kSkip;
+      out->message = "not exercised: no complete answer to validate (" + counts + ")";
+    } else {
+      out->status = Status::kPass;
+      out->message = counts + "; streamed equals not streamed";
+    }
+  }
+
   Spec spec_;
 };
 

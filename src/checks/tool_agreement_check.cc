@@ -121,105 +121,23 @@ class ToolAgreementCase final : public PreparedCase {
     ServiceHandle h = connect_service(ctx);
     if (!h.error.empty()) return service_unavailable(h);
     ServiceHandle ref = connect_service(spec_.reference);
-    CheckResult out;
-    out.details = h.evidence;
+    CheckResult out = result_for(h);
     out.details["reference"] = ref.evidence;
     if (!ref.error.empty()) {
       out.status = Status::kError;
       out.message = "the reference endpoint " + ref.info.url + ": " + ref.error;
       return out;
     }
-    int64_t n = 0, agree = 0, tp = 0, fp = 0, fn = 0, platform_calls = 0, schema_ok = 0;
-    nlohmann::json rows = nlohmann::json::array();
-    std::vector<std::string> disagreeing;
-    std::string error;
-    for (const Item& item : spec_.items) {
-      // No tool_choice: "auto" is OpenAI's default with tools, and transformers serve refuses the
-      // field (one of its unsupported fields).
-      const nlohmann::json extra = {{"tools", item.tools}};
-      const Answer mine =
-          answer_of(item, h.client->complete(chat_request(h, spec_.model_dir, item.prompt,
-                                                          spec_.max_tokens, extra)));
-      const Answer theirs =
-          answer_of(item, ref.client->complete(chat_request(ref, spec_.model_dir, item.prompt,
-                                                            spec_.max_tokens, extra)));
-      nlohmann::json row = {
-          {"id", item.id}, {"answer", mine.summary}, {"ref_answer", theirs.summary}};
-      if (!mine.ok || !theirs.ok) {
-        row["error"] = !mine.ok ? "platform: " + mine.error : "reference: " + theirs.error;
-        if (error.empty()) error = item.id + ": " + row["error"].get<std::string>();
-        row["correct"] = false;
-        rows.push_back(row);
-        continue;
-      }
-      ++n;
-      const bool same_trigger = mine.triggered == theirs.triggered;
-      agree += same_trigger;
-      tp += mine.triggered && theirs.triggered;
-      fp += mine.triggered && !theirs.triggered;
-      fn += !mine.triggered && theirs.triggered;
-      if (mine.triggered) {
-        ++platform_calls;
-        schema_ok += mine.schema_ok;
-        if (!mine.schema_ok) row["schema_error"] = mine.why_invalid;
-      }
-      const bool same = same_trigger && mine.names == theirs.names;
-      row["correct"] = same && mine.schema_ok;
-      row["ref_correct"] = theirs.schema_ok;
-      row["triggered"] = mine.triggered;
-      row["ref_triggered"] = theirs.triggered;
-      if (!same || !mine.schema_ok)
-        disagreeing.push_back(item.id + " (" + mine.summary.substr(0, 60) + " vs " +
-                              theirs.summary.substr(0, 60) + ")");
-      rows.push_back(row);
-    }
-    out.details["items"] = rows;
-    out.details["disagreeing"] = disagreeing;
-    if (!error.empty()) {
+    Tally t;
+    for (const Item& item : spec_.items) t.rows.push_back(compare_item(h, ref, item, &t));
+    out.details["items"] = t.rows;
+    out.details["disagreeing"] = t.disagreeing;
+    if (!t.error.empty()) {
       out.status = Status::kFail;
-      out.message = "no answer to compare: " + error;
+      out.message = "no answer to compare: " + t.error;
       return out;
     }
-    const double alpha = 0.05;
-    std::vector<std::string> parts, failures;
-    auto measure = [&](const std::string& name, int64_t hits, int64_t total, double gate,
-                       const std::string& unmeasured) {
-      if (total == 0) {
-        parts.push_back(name + " not measured (" + unmeasured + ")");
-        return;
-      }
-      const double value = double(hits) / double(total);
-      const diff::Interval i = diff::wilson_interval(hits, total, alpha);
-      out.metrics.push_back({name, value});
-      out.metrics.push_back({name + "_lo", i.lo});
-      out.metrics.push_back({name + "_hi", i.hi});
-      parts.push_back(name + " " + with_interval(value, i));
-      if (value < gate)
-        failures.push_back(name + " " + printf_string("%.3f", value) + " is below its gate " +
-                           printf_string("%.3f", gate));
-    };
-    measure("trigger_agreement", agree, n, spec_.gates.trigger_agreement, "no items");
-    measure("tool_call_f1", 2 * tp, 2 * tp + fp + fn, spec_.gates.tool_call_f1,
-            "neither endpoint called a tool");
-    measure("schema_accuracy", schema_ok, platform_calls, spec_.gates.schema_accuracy,
-            "the platform called no tool");
-    out.metrics.push_back({"items", double(n)});
-    out.metrics.push_back({"platform_calls", double(platform_calls)});
-    out.metrics.push_back({"reference_calls", double(tp + fn)});
-    std::string summary;
-    for (const std::string& p : parts) summary += (summary.empty() ? "" : ", ") + p;
-    summary += " over " + std::to_string(n) + " items (platform called tools on " +
-               std::to_string(platform_calls) + ", the reference on " + std::to_string(tp + fn) +
-               ")";
-    std::string listed;
-    for (const std::string& d : disagreeing) listed += (listed.empty() ? "" : "; ") + d;
-    if (!failures.empty()) {
-      out.status = Status::kFail;
-      out.message = failures[0] + ": " + summary + "; disagreeing: " + listed.substr(0, 600);
-    } else {
-      out.status = Status::kPass;
-      out.message = summary + (listed.empty() ? "" : "; disagreeing: " + listed.substr(0, 400));
-    }
+    set_verdict(t, &out);
     return out;
   }
 
@@ -235,6 +153,108 @@ class ToolAgreementCase final : public PreparedCase {
   }
 
  private:
+  // The items compared so far: counts over those both endpoints answered, every item's row, the
+  // disagreeing ones ("id (mine vs theirs)") and the first item an endpoint did not answer.
+  struct Tally {
+    int64_t n = 0, agree = 0, tp = 0, fp = 0, fn = 0, platform_calls = 0, schema_ok = 0;
+    nlohmann::json rows = nlohmann::json::array();
+    std::vector<std::string> disagreeing;
+    std::string error;
+  };
+
+  // Sends `item` to the platform and the reference, counts the pair into `t` and returns the
+  // item's row.
+  nlohmann::json compare_item(const ServiceHandle& h, const ServiceHandle& ref, const Item& item,
+                              Tally* t) const {
+    // No tool_choice: "auto" is OpenAI's default with tools, and transformers serve refuses the
+    // field (one of its unsupported fields).
+    const nlohmann::json extra = {{"tools", item.tools}};
+    const Answer mine = answer_of(
+        item,
+        h.client->complete(chat_request(h, spec_.model_dir, item.prompt, spec_.max_tokens, extra)));
+    const Answer theirs =
+        answer_of(item, ref.client->complete(chat_request(ref, spec_.model_dir, item.prompt,
+                                                          spec_.max_tokens, extra)));
+    nlohmann::json row = {
+        {"id", item.id}, {"answer", mine.summary}, {"ref_answer", theirs.summary}};
+    if (!mine.ok || !theirs.ok) {
+      row["error"] = !mine.ok ? "platform: " + mine.error : "reference: " + theirs.error;
+      if (t->error.empty()) t->error = item.id + ": " + row["error"].get<std::string>();
+      row["correct"] = false;
+      return row;
+    }
+    ++t->n;
+    const bool same_trigger = mine.triggered == theirs.triggered;
+    t->agree += same_trigger;
+    t->tp += mine.triggered && theirs.triggered;
+    t->fp += mine.triggered && !theirs.triggered;
+    t->fn += !mine.triggered && theirs.triggered;
+    if (mine.triggered) {
+      ++t->platform_calls;
+      t->schema_ok += mine.schema_ok;
+      if (!mine.schema_ok) row["schema_error"] = mine.why_invalid;
+    }
+    const bool same = same_trigger && mine.names == theirs.names;
+    row["correct"] = same && mine.schema_ok;
+    row["ref_correct"] = theirs.schema_ok;
+    row["triggered"] = mine.triggered;
+    row["ref_triggered"] = theirs.triggered;
+    if (!same || !mine.schema_ok)
+      t->disagreeing.push_back(item.id + " (" + mine.summary.substr(0, 60) + " vs " +
+                               theirs.summary.substr(0, 60) + ")");
+    return row;
+  }
+
+  // One share with its Wilson interval into out's metrics and `parts` ("name value [lo, hi]",
+  // or "name not measured (unmeasured)" when total is 0); below `gate`, a line in `failures`.
+  static void measure(const std::string& name, int64_t hits, int64_t total, double gate,
+                      const std::string& unmeasured, CheckResult* out,
+                      std::vector<std::string>* parts, std::vector<std::string>* failures) {
+    const double alpha = 0.05;
+    if (total == 0) {
+      parts->push_back(name + " not measured (" + unmeasured + ")");
+      return;
+    }
+    const double value = double(hits) / double(total);
+    const diff::Interval i = diff::wilson_interval(hits, total, alpha);
+    out->metrics.push_back({name, value});
+    out->metrics.push_back({name + "_lo", i.lo});
+    out->metrics.push_back({name + "_hi", i.hi});
+    parts->push_back(name + " " + with_interval(value, i));
+    if (value < gate)
+      failures->push_back(name + " " + printf_string("%.3f", value) + " is below its gate " +
+                          printf_string("%.3f", gate));
+  }
+
+  // The three shares against their gates, the counts, and the message listing the disagreeing
+  // items.
+  void set_verdict(const Tally& t, CheckResult* out) const {
+    std::vector<std::string> parts, failures;
+    measure("trigger_agreement", t.agree, t.n, spec_.gates.trigger_agreement, "no items", out,
+            &parts, &failures);
+    measure("tool_call_f1", 2 * t.tp, 2 * t.tp + t.fp + t.fn, spec_.gates.tool_call_f1,
+            "neither endpoint called a tool", out, &parts, &failures);
+    measure("schema_accuracy", t.schema_ok, t.platform_calls, spec_.gates.schema_accuracy,
+            "the platform called no tool", out, &parts, &failures);
+    out->metrics.push_back({"items", double(t.n)});
+    out->metrics.push_back({"platform_calls", double(t.platform_calls)});
+    out->metrics.push_back({"reference_calls", double(t.tp + t.fn)});
+    std::string summary;
+    for (const std::string& p : parts) summary += (summary.empty() ? "" : ", ") + p;
+    summary += " over " + std::to_string(t.n) + " items (platform called tools on " +
+               std::to_string(t.platform_calls) + ", the reference on " +
+               std::to_string(t.tp + t.fn) + ")";
+    std::string listed;
+    for (const std::string& d : t.disagreeing) listed += (listed.empty() ? "" : "; ") + d;
+    if (!failures.empty()) {
+      out->status = Status::kFail;
+      out->message = failures[0] + ": " + summary + "; disagreeing: " + listed.substr(0, 600);
+    } else {
+      out->status = Status::kPass;
+      out->message = summary + (listed.empty() ? "" : "; disagreeing: " + listed.substr(0, 400));
+    }
+  }
+
   Spec spec_;
 };
 

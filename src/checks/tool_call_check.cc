@@ -96,8 +96,7 @@ class ToolCallCase final : public PreparedCase {
   CheckResult run(RunContext& ctx) override {
     ServiceHandle h = connect_service(ctx);
     if (!h.error.empty()) return service_unavailable(h);
-    CheckResult out;
-    out.details = h.evidence;
+    CheckResult out = result_for(h);
     nlohmann::json rows = nlohmann::json::array();
     int valid = 0, cut = 0;
     std::string first_failure, refusal;

@@ -144,89 +144,80 @@ uint64_t ulp_block_with_nans(detail::UlpKernel ulp, size_t size, const std::byte
   return best;
 }
 
-}  // namespace
+// What every block of one comparison shares: the tensors' raw bytes and dtypes, the kernels
+// chosen for the dtype pair, the tolerance and whether the rounding bias is measured.
+struct BlockContext {
+  const std::byte* a_raw;
+  const std::byte* e_raw;
+  DType da, de;
+  size_t sa, se;               // element sizes in bytes
+  detail::BlockKernel direct;  // nullptr: upcast to f64 and use `upcast`
+  detail::BlockKernel upcast;
+  detail::UlpKernel ulp;  // nullptr unless both sides are the same float dtype
+  detail::KernelParams params;
+  bool bias;
+  int mantissa, emin;  // of the actual dtype, for accumulate_bias
+};
 
-Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expected,
-                        const ElementTolerance& tolerance, bool with_bias) {
-  const DType da = actual.dtype(), de = expected.dtype();
-  if (actual.numel() != expected.numel()) {
-    throw InputError("", "element counts differ: actual " + tensor::shape_string(actual.shape()) +
-                             ", expected " + tensor::shape_string(expected.shape()));
+// Adds the fast kernel's sums over `m` all-finite elements to `p`.
+void add_block_sums(const detail::BlockSums& s, size_t m, Partial& p) {
+  p.finite += static_cast<double>(m);
+  p.lt_1e3 += s.lt_1e3, p.lt_5e3 += s.lt_5e3, p.violations += s.violations;
+  p.sum_d += s.sum_d, p.sum_d2 += s.sum_d2;
+  p.sum_aa += s.sum_aa, p.sum_ee += s.sum_ee, p.sum_ae += s.sum_ae;
+  p.max_rel = std::max(p.max_rel, s.max_rel);
+}
+
+// Adds the `m` elements from element `off` to `p`. a_buf and e_buf (kBlock each) receive the
+// block upcast to f64, done only where a path needs it.
+void scan_block(const BlockContext& c, size_t off, size_t m, double* a_buf, double* e_buf,
+                Partial& p) {
+  const double eps_e = c.params.eps_e, rtol = c.params.rtol, atol = c.params.atol;
+  const std::byte* a_blk = c.a_raw + off * c.sa;
+  const std::byte* e_blk = c.e_raw + off * c.se;
+  bool upcast_done = false;
+  auto upcast_block = [&] {
+    if (upcast_done) return;
+    tensor::convert(a_blk, c.da, a_buf, DType::kF64, m);
+    tensor::convert(e_blk, c.de, e_buf, DType::kF64, m);
+    upcast_done = true;
+  };
+  detail::BlockSums s;
+  if (c.direct != nullptr) {
+    s = c.direct(a_blk, e_blk, m, c.params);
+  } else {
+    upcast_block();
+    s = c.upcast(a_buf, e_buf, m, c.params);
   }
-  const size_t n = static_cast<size_t>(actual.numel());
-  // Integer expected values are exact: a zero there gets a unit denominator.
-  const double eps_e = tensor::is_float(de) ? tensor::info(de).epsilon : 1.0;
-  const bool same_dtype = da == de && tensor::is_float(da);
-  const auto* a_raw = static_cast<const std::byte*>(actual.data());
-  const auto* e_raw = static_cast<const std::byte*>(expected.data());
-  const size_t sa = tensor::dtype_size(da), se = tensor::dtype_size(de);
-
-  const detail::BlockKernel direct = detail::block_kernel(da, de, same_dtype);
-  const detail::BlockKernel upcast = detail::block_kernel(DType::kF64, DType::kF64);
-  const detail::UlpKernel ulp = same_dtype ? detail::ulp_kernel(da) : nullptr;
-  // Disabled element-wise check: an infinite atol means no position ever exceeds it.
-  const double rtol = tolerance.enabled ? tolerance.rtol : 0.0;
-  const double atol = tolerance.enabled ? tolerance.atol : kInf;
-  const detail::KernelParams params{eps_e, rtol, atol};
-  // The rounding bias of outputs of 16 bits or fewer (f16, bf16, f8), where it is judged.
-  const bool bias = with_bias && tensor::is_float(da) && tensor::is_float(de) &&
-                    tensor::info(da).mantissa_bits <= 10;
-  const int mantissa = tensor::info(da).mantissa_bits, emin = tensor::min_normal_exponent(da);
-
-  std::vector<Partial> partials((n + kChunk - 1) / kChunk);
-  base::parallel_for(n, kChunk, [&](size_t chunk, size_t begin, size_t end) {
-    Partial& p = partials[chunk];
-    alignas(64) double a_buf[kBlock], e_buf[kBlock];
-    for (size_t off = begin; off < end; off += kBlock) {
-      const size_t m = std::min(kBlock, end - off);
-      const std::byte* a_blk = a_raw + off * sa;
-      const std::byte* e_blk = e_raw + off * se;
-      bool upcast_done = false;
-      auto upcast_block = [&] {
-        if (upcast_done) return;
-        tensor::convert(a_blk, da, a_buf, DType::kF64, m);
-        tensor::convert(e_blk, de, e_buf, DType::kF64, m);
-        upcast_done = true;
-      };
-      detail::BlockSums s;
-      if (direct != nullptr) {
-        s = direct(a_blk, e_blk, m, params);
-      } else {
-        upcast_block();
-        s = upcast(a_buf, e_buf, m, params);
-      }
-      const int64_t base = static_cast<int64_t>(off);
-      const double nan_count = p.nan_a + p.nan_e;
-      double block_max_d = s.max_d, block_max_excess = s.max_excess;
-      if (!std::isfinite(s.sum_aa) || !std::isfinite(s.sum_ee)) {
-        upcast_block();
-        std::tie(block_max_d, block_max_excess) = accumulate(a_buf, e_buf, m, eps_e, rtol, atol, p);
-      } else {
-        p.finite += static_cast<double>(m);
-        p.lt_1e3 += s.lt_1e3, p.lt_5e3 += s.lt_5e3, p.violations += s.violations;
-        p.sum_d += s.sum_d, p.sum_d2 += s.sum_d2;
-        p.sum_aa += s.sum_aa, p.sum_ee += s.sum_ee, p.sum_ae += s.sum_ae;
-        p.max_rel = std::max(p.max_rel, s.max_rel);
-      }
-      if (block_max_d > p.max_d || block_max_excess > p.max_excess) {
-        upcast_block();
-        locate_maxima(a_buf, e_buf, m, base, block_max_d, block_max_excess, rtol, atol, p);
-      }
-      if (bias) {
-        upcast_block();
-        accumulate_bias(a_buf, e_buf, m, mantissa, emin, p);
-      }
-      if (ulp != nullptr) {
-        if (nan_count != p.nan_a + p.nan_e) {
-          p.max_ulp =
-              std::max(p.max_ulp, ulp_block_with_nans(ulp, sa, a_blk, e_blk, a_buf, e_buf, m));
-        } else {
-          p.max_ulp = std::max(p.max_ulp, direct != nullptr ? s.max_ulp : ulp(a_blk, e_blk, m));
-        }
-      }
+  const int64_t base = static_cast<int64_t>(off);
+  const double nan_count = p.nan_a + p.nan_e;
+  double block_max_d = s.max_d, block_max_excess = s.max_excess;
+  if (!std::isfinite(s.sum_aa) || !std::isfinite(s.sum_ee)) {
+    upcast_block();
+    std::tie(block_max_d, block_max_excess) = accumulate(a_buf, e_buf, m, eps_e, rtol, atol, p);
+  } else {
+    add_block_sums(s, m, p);
+  }
+  if (block_max_d > p.max_d || block_max_excess > p.max_excess) {
+    upcast_block();
+    locate_maxima(a_buf, e_buf, m, base, block_max_d, block_max_excess, rtol, atol, p);
+  }
+  if (c.bias) {
+    upcast_block();
+    accumulate_bias(a_buf, e_buf, m, c.mantissa, c.emin, p);
+  }
+  if (c.ulp != nullptr) {
+    if (nan_count != p.nan_a + p.nan_e) {
+      p.max_ulp =
+          std::max(p.max_ulp, ulp_block_with_nans(c.ulp, c.sa, a_blk, e_blk, a_buf, e_buf, m));
+    } else {
+      p.max_ulp = std::max(p.max_ulp, c.direct != nullptr ? s.max_ulp : c.ulp(a_blk, e_blk, m));
     }
-  });
+  }
+}
 
+// The chunks' partials merged in chunk order (so the sums do not depend on the thread count).
+Partial merge_partials(const std::vector<Partial>& partials) {
   Partial t;
   for (const Partial& p : partials) {
     t.finite += p.finite, t.lt_1e3 += p.lt_1e3, t.lt_5e3 += p.lt_5e3, t.violations += p.violations;
@@ -242,7 +233,20 @@ Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expe
     if (p.max_excess > t.max_excess)
       t.max_excess = p.max_excess, t.max_excess_index = p.max_excess_index;
   }
+  return t;
+}
 
+// The cosine similarity of the two tensors from their sums of products; 1 when both are zero.
+double cosine_of(const Partial& t) {
+  if (t.sum_aa == 0 && t.sum_ee == 0) return 1;
+  if (t.sum_aa == 0 || t.sum_ee == 0) return 0;
+  return std::clamp(t.sum_ae / (std::sqrt(t.sum_aa) * std::sqrt(t.sum_ee)), -1.0, 1.0);
+}
+
+// The metrics of `n` compared elements from their merged partial `t`.
+Metrics metrics_from(const Partial& t, size_t n, const tensor::Tensor& actual,
+                     const tensor::Tensor& expected, const ElementTolerance& tolerance,
+                     bool same_dtype) {
   Metrics m;
   m.count = static_cast<int64_t>(n);
   m.finite_count = static_cast<int64_t>(t.finite);
@@ -258,12 +262,7 @@ Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expe
     m.worst_actual = actual.at(t.max_d_index);
     m.worst_expected = expected.at(t.max_d_index);
   }
-  if (t.sum_aa == 0 && t.sum_ee == 0)
-    m.cosine = 1;
-  else if (t.sum_aa == 0 || t.sum_ee == 0)
-    m.cosine = 0;
-  else
-    m.cosine = std::clamp(t.sum_ae / (std::sqrt(t.sum_aa) * std::sqrt(t.sum_ee)), -1.0, 1.0);
+  m.cosine = cosine_of(t);
   m.rel_l2 = t.sum_ee > 0 ? std::sqrt(t.sum_d2) / std::sqrt(t.sum_ee) : std::sqrt(t.sum_d2);
   if (same_dtype) m.max_ulp = t.max_ulp;
   m.nan_actual = static_cast<int64_t>(t.nan_a);
@@ -290,6 +289,46 @@ Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expe
     m.mismatch_count = m.nan_mismatch + m.inf_mismatch;
   }
   return m;
+}
+
+}  // namespace
+
+Metrics compute_metrics(const tensor::Tensor& actual, const tensor::Tensor& expected,
+                        const ElementTolerance& tolerance, bool with_bias) {
+  const DType da = actual.dtype(), de = expected.dtype();
+  if (actual.numel() != expected.numel()) {
+    throw InputError("", "element counts differ: actual " + tensor::shape_string(actual.shape()) +
+                             ", expected " + tensor::shape_string(expected.shape()));
+  }
+  const size_t n = static_cast<size_t>(actual.numel());
+  // Integer expected values are exact: a zero there gets a unit denominator.
+  const double eps_e = tensor::is_float(de) ? tensor::info(de).epsilon : 1.0;
+  const bool same_dtype = da == de && tensor::is_float(da);
+  // Disabled element-wise check: an infinite atol means no position ever exceeds it.
+  const double rtol = tolerance.enabled ? tolerance.rtol : 0.0;
+  const double atol = tolerance.enabled ? tolerance.atol : kInf;
+  BlockContext c;
+  c.a_raw = static_cast<const std::byte*>(actual.data());
+  c.e_raw = static_cast<const std::byte*>(expected.data());
+  c.da = da, c.de = de;
+  c.sa = tensor::dtype_size(da), c.se = tensor::dtype_size(de);
+  c.direct = detail::block_kernel(da, de, same_dtype);
+  c.upcast = detail::block_kernel(DType::kF64, DType::kF64);
+  c.ulp = same_dtype ? detail::ulp_kernel(da) : nullptr;
+  c.params = detail::KernelParams{eps_e, rtol, atol};
+  // The rounding bias of outputs of 16 bits or fewer (f16, bf16, f8), where it is judged.
+  c.bias = with_bias && tensor::is_float(da) && tensor::is_float(de) &&
+           tensor::info(da).mantissa_bits <= 10;
+  c.mantissa = tensor::info(da).mantissa_bits, c.emin = tensor::min_normal_exponent(da);
+
+  std::vector<Partial> partials((n + kChunk - 1) / kChunk);
+  base::parallel_for(n, kChunk, [&](size_t chunk, size_t begin, size_t end) {
+    alignas(64) double a_buf[kBlock], e_buf[kBlock];
+    for (size_t off = begin; off < end; off += kBlock) {
+      scan_block(c, off, std::min(kBlock, end - off), a_buf, e_buf, partials[chunk]);
+    }
+  });
+  return metrics_from(merge_partials(partials), n, actual, expected, tolerance, same_dtype);
 }
 
 std::vector<std::pair<std::string, double>> metric_values(const Metrics& m) {

@@ -1,8 +1,8 @@
 // The Day-0 readiness run (`harness day0`): the stages a platform team clears on release day,
-// in order, each gating the ones that need it. stages.cc runs one stage each, building the
-// cases it runs for the model directly; checklist.h orders them and makes the run record;
-// harness/day0_command.cpp prints the checklist and hands the record to the store, JSON, JUnit
-// and the dashboard.
+// in order, each gating the ones that need it. stages.cc runs one stage each, the cases it runs
+// for the model built by case_builders.cc (case_builders.h); checklist.h orders them and makes
+// the run record; run_day0.h runs the whole checklist, prints it and hands the record to the
+// store, JSON, JUnit and the dashboard (harness/day0_command.cpp parses the options).
 #pragma once
 
 #include <map>
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "model/architecture.h"
-#include "model/inventory.h"
+#include "model/config/architecture.h"
+#include "model/weights/inventory.h"
 #include "plan/parallel_plan.h"
 #include "run/runner.h"
 #include "suite/platform.h"
@@ -95,9 +95,9 @@ plan::ParallelPlan parse_mesh(const std::string& text);
 // skipped (nothing was compared).
 StageResult judge(std::vector<run::CaseOutcome> cases, const std::string& what);
 
-// The op cases at the shapes this model runs them (16 tokens; the vocabulary capped at 32,768
-// rows), in its dtype, against the reference kernels: checks as a suite's `checks:` entries
-// (suite::suite_of_checks). Needs the config stage's ctx.arch and ctx.model_ops.
+// The op cases at the shapes this model runs them (case_builders.cc; 16 tokens; the vocabulary
+// capped at 32,768 rows), in its dtype, against the reference kernels: checks as a suite's
+// `checks:` entries (suite::suite_of_checks). Needs the config stage's ctx.arch and ctx.model_ops.
 std::vector<YAML::Node> model_shape_checks(const Context& ctx);
 
 // The rounding probes (kind: rounding) of add and mul in the model's dtype (f32, bf16 or f16):

@@ -1,10 +1,10 @@
-// The Day-0 stages, one function each (the order and the gating are checklist.cc's).
+// The Day-0 stage runners, one function each (the order and the gating are checklist.cc's):
+// each runs its cases and judges them into a status and a summary with the key numbers.
 // Accuracy stages run the shipped suites' cases for the model (suites/*.yaml, ids
-// "<model name>/..."); a model without shipped goldens gets cases built here against --golden
-// (golden/tools/dump_hf.py output), as nodes a suite file would hold (suite::suite_of_checks),
-// never as YAML text. The service stages share one run of the e2e cases.
+// "<model name>/..."); a model without shipped goldens runs the cases case_builders.cc builds
+// against --golden (golden/tools/dump_hf.py output). The service stages share one run of the e2e
+// cases.
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,26 +12,21 @@
 
 #include "backend/backend.h"
 #include "base/error.h"
-#include "base/json_read.h"
 #include "base/text_format.h"
 #include "checks/coverage.h"
-#include "compare/rounding.h"
+#include "day0/case_builders.h"
 #include "day0/day0.h"
-#include "io/safetensors_reader.h"
 #include "io/sharded_checkpoint.h"
-#include "model/checkpoint_inventory.h"
-#include "model/executor.h"
-#include "model/generation.h"
-#include "model/image.h"
-#include "model/inventory.h"
-#include "model/model_ops.h"
-#include "model/model_source.h"
+#include "model/exec/executor.h"
+#include "model/exec/generation.h"
+#include "model/vision/image.h"
+#include "model/weights/checkpoint_inventory.h"
+#include "model/weights/inventory.h"
+#include "model/weights/model_source.h"
 #include "plan/memory_plan.h"
 #include "plan/plan_report.h"
 #include "plan/rank_loader.h"
 #include "run/isolation.h"
-#include "service/chat_template.h"
-#include "suite/location.h"
 #include "suite/suite.h"
 
 namespace h0::day0 {
@@ -70,15 +65,6 @@ std::vector<run::CaseOutcome> run_built(Context& ctx, const std::string& name,
                    "");
 }
 
-// A check as a suite file's entry: id and kind, then `fields`.
-YAML::Node check_node(const std::string& id, const std::string& kind,
-                      const nlohmann::json& fields = nlohmann::json::object()) {
-  nlohmann::json check = fields;
-  check["id"] = id;
-  check["kind"] = kind;
-  return suite::yaml_of(check);
-}
-
 }  // namespace
 
 StageResult judge(std::vector<run::CaseOutcome> cases, const std::string& what) {
@@ -113,54 +99,6 @@ bool shipped(const Context& ctx, const std::string& suite) {
   return !run::list_cases(suite::load_suite(suite_path(ctx, suite)), ctx.model_name + "/*").empty();
 }
 
-std::string absolute(const std::string& path) {
-  return fs::absolute(path).lexically_normal().string();
-}
-
-// The dumps in --golden (dump_hf.py writes <prompt>.safetensors, its probes in the metadata),
-// sorted: whole-model dumps of text prompts, and layer dumps (dump_hf.py --layers N: metadata
-// "layer"; one decoder layer built alone, for a model too big to load whole). A dump of an image
-// prompt (metadata "image") is neither: the layer and model cases feed the prompt's ids alone, so
-// its image rows would differ from the start — counted, left to the image stage. Other
-// safetensors files (gen_models' pixels_*) and long-context goldens (the long stage's) are
-// skipped.
-struct GoldenDumps {
-  std::vector<std::string> prompts;
-  std::vector<std::pair<std::string, int64_t>> layers;  // file, its layer
-  int image_dumps = 0;
-};
-
-GoldenDumps golden_dumps(const Context& ctx) {
-  GoldenDumps d;
-  if (ctx.options.golden.empty() || !fs::is_directory(ctx.options.golden)) return d;
-  for (const auto& e : fs::directory_iterator(ctx.options.golden)) {
-    if (e.path().extension() != ".safetensors") continue;
-    const io::SafetensorsFile file = io::SafetensorsFile::open(e.path().string());
-    const auto& md = file.metadata();
-    if (!md.contains("probes")) continue;
-    if (file.find("positions") != nullptr) continue;
-    if (md.contains("image")) {
-      ++d.image_dumps;
-    } else if (md.contains("layer")) {
-      int64_t layer = -1;
-      const std::string& text = md.at("layer");
-      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), layer);
-      if (ec != std::errc() || end != text.data() + text.size() || layer < 0 ||
-          layer >= ctx.arch->text.num_layers) {
-        throw InputError(e.path().string(),
-                         "metadata layer '" + text + "' is not a layer of this model (0.." +
-                             std::to_string(ctx.arch->text.num_layers - 1) + ")");
-      }
-      d.layers.emplace_back(absolute(e.path().string()), layer);
-    } else {
-      d.prompts.push_back(absolute(e.path().string()));
-    }
-  }
-  std::sort(d.prompts.begin(), d.prompts.end());
-  std::sort(d.layers.begin(), d.layers.end());
-  return d;
-}
-
 const char* kNoGoldens =
     "no goldens for this model: make them on the reference machine with golden/tools/dump_hf.py "
     "and pass --golden DIR";
@@ -185,34 +123,16 @@ std::string undumped_layers(const Context& ctx, const std::set<int64_t>& dumped,
   return text;
 }
 
-// Layer (`layer` true) or full-model cases against --golden's dumps: a whole-model dump gives a
-// layer case per decoder layer and a model case; a layer dump a case of its layer alone. Without
-// a whole-model dump the layer stage names the layers to dump alone, one per block type, and
-// which of them --golden lacks.
+// Layer (`layer` true) or full-model cases against --golden's dumps (golden_checks). Without a
+// whole-model dump the layer stage names the layers to dump alone, one per block type, and which
+// of them --golden lacks.
 StageResult golden_stage(Context& ctx, bool layer) {
   const GoldenDumps dumps = golden_dumps(ctx);
-  std::vector<YAML::Node> checks;
-  for (const auto& f : dumps.prompts) {
-    nlohmann::json fields = {{"model", absolute(ctx.options.model)}, {"golden", f}};
-    if (!layer && !ctx.options.original_golden.empty())  // reported; thresholds are a suite's
-      fields["quant_budget"] = {{"original", absolute(ctx.options.original_golden)}};
-    if (layer) {
-      nlohmann::json layers = nlohmann::json::array();
-      for (int64_t l = 0; l < ctx.arch->text.num_layers; ++l) layers.push_back(l);
-      fields["matrix"] = {{"layer", layers}};
-    }
-    const std::string stem = fs::path(f).stem().string();
-    checks.push_back(check_node(ctx.model_name + "/" + stem + (layer ? "-layers" : ""),
-                                layer ? "layer" : "model", fields));
-  }
-  std::string alone;
+  const std::vector<YAML::Node> checks = golden_checks(ctx, dumps, layer);
+  std::string alone;  // the layers of layer dumps, checked alone
   if (layer) {
-    for (const auto& [f, l] : dumps.layers) {
-      checks.push_back(check_node(
-          ctx.model_name + "/" + fs::path(f).stem().string() + "-layer" + std::to_string(l),
-          "layer", {{"model", absolute(ctx.options.model)}, {"golden", f}, {"layer", l}}));
+    for (const auto& [f, l] : dumps.layers)
       alone += (alone.empty() ? "" : ", ") + std::to_string(l);
-    }
   }
   if (checks.empty()) {
     if (!dumps.layers.empty()) {
@@ -248,73 +168,17 @@ StageResult golden_stage(Context& ctx, bool layer) {
   return r;
 }
 
-// The e2e goldens of --golden: the gen_e2e.py files (<case>.json with a request and the
-// reference's token ids), sorted; each with whether its request holds an image.
-std::vector<std::pair<std::string, bool>> e2e_golden_files(const Context& ctx) {
-  std::vector<std::pair<std::string, bool>> files;
-  if (ctx.options.golden.empty() || !fs::is_directory(ctx.options.golden)) return files;
-  for (const auto& e : fs::directory_iterator(ctx.options.golden)) {
-    if (e.path().extension() != ".json") continue;
-    const std::optional<std::string> text = suite::read_text_file(e.path().string());
-    const nlohmann::json j = base::parse_json_or_discarded(text ? *text : "");
-    if (!j.is_object() || !j.contains("request") || !j.contains("token_ids")) continue;
-    files.emplace_back(absolute(e.path().string()),
-                       j["request"].dump().find("image_url") != std::string::npos);
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 const char* kNoE2eGoldens =
     "not compared: no e2e goldens for this model (on the reference machine: "
     "golden/tools/gen_e2e.py --model DIR --out G, then day0 --golden G)";
 
-// The e2e cases for this model: the shipped ones, else generated ones: the service, one
-// e2e_text / e2e_image case per golden of --golden (compare: auto — exact tokens; a parting
-// only at a near tie, as vLLM's check_logprobs_close, when the engine returns logprobs),
-// determinism on the first
-// golden's request, a small load. Without goldens a chat request still runs, as evidence that
-// the service answers, but the text stage reports "not compared". Run once.
+// The e2e cases for this model: the shipped ones, else the generated ones (e2e_checks). Without
+// goldens a chat request still runs, as evidence that the service answers, but the text stage
+// reports "not compared". Run once.
 const std::vector<run::CaseOutcome>& e2e_cases(Context& ctx) {
   if (ctx.e2e) return *ctx.e2e;
-  if (shipped(ctx, "e2e.yaml")) {
-    ctx.e2e = run_cases(ctx, "e2e.yaml", ctx.model_name + "/*");
-    return *ctx.e2e;
-  }
-  const nlohmann::json model = {{"model", absolute(ctx.options.model)}};
-  const std::string& name = ctx.model_name;
-  const auto goldens = e2e_golden_files(ctx);
-  std::vector<YAML::Node> checks = {check_node(name + "/service", "service", model)};
-  std::string determinism_golden;
-  for (const auto& [file, image] : goldens) {
-    nlohmann::json fields = model;
-    fields["golden"] = file;
-    fields["compare"] = "auto";
-    checks.push_back(check_node(name + "/" + fs::path(file).stem().string(),
-                                image ? "e2e_image" : "e2e_text", fields));
-    if (determinism_golden.empty() && !image) determinism_golden = file;
-  }
-  nlohmann::json chat = model;
-  chat["messages"] = {{{"role", "user"}, {"content", "Hello! Who are you?"}}};
-  chat["max_tokens"] = 16;
-  if (goldens.empty()) {
-    nlohmann::json fields = chat;
-    fields["expect"] = {{"min_tokens", 1}};
-    checks.push_back(check_node(name + "/chat_uncompared", "e2e_text", fields));
-  }
-  nlohmann::json determinism = chat;
-  if (!determinism_golden.empty()) {
-    determinism = model;
-    determinism["golden"] = determinism_golden;
-  }
-  checks.push_back(check_node(name + "/determinism", "determinism", determinism));
-  nlohmann::json load = model;
-  load["prompt"] = "The quick brown fox jumps over the lazy dog.";
-  load["max_tokens"] = 32;
-  load["requests"] = 8;
-  load["concurrency"] = 4;
-  checks.push_back(check_node(name + "/load", "e2e_load", load));
-  ctx.e2e = run_built(ctx, "e2e", checks);
+  ctx.e2e = shipped(ctx, "e2e.yaml") ? run_cases(ctx, "e2e.yaml", ctx.model_name + "/*")
+                                     : run_built(ctx, "e2e", e2e_checks(ctx));
   return *ctx.e2e;
 }
 
@@ -339,205 +203,6 @@ std::string fixed(double v, int digits) {
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
 }
-
-}  // namespace
-
-// The most bytes of expert weights (at the model's dtype) a moe_experts case at the model's
-// shapes holds.
-constexpr int64_t kMoeCaseBytes = int64_t{512} << 20;
-
-std::vector<YAML::Node> model_shape_checks(const Context& ctx) {
-  using Json = nlohmann::json;
-  const model::TextModel& t = ctx.arch->text;
-  const model::Attention& a = t.attn;
-  const std::string dtype = tensor::dtype_name(ctx.model_dtype);
-  const int64_t T = 16, heads = a.num_heads;
-  std::vector<YAML::Node> checks;
-  // One case of `op` at `shape`, with `fields` (attrs, inputs, with); `id` defaults to the op.
-  auto add = [&](const std::string& op, const Json& shape, Json fields = Json::object(),
-                 const std::string& id = "") {
-    fields["op"] = op;
-    fields["golden"] = "reference";
-    if (!fields.contains("dtype")) fields["dtype"] = dtype;
-    fields["shape"] = shape;
-    checks.push_back(
-        check_node(ctx.model_name + "/shapes/" + (id.empty() ? op : id), "op", fields));
-  };
-  const model::ModelOps bound = model::model_ops(
-      *ctx.arch, *tensor::parse_dtype(dtype));  // the attrs the executor runs them with
-  const model::ModelOps bound_f32 =
-      model::model_ops(*ctx.arch, tensor::DType::kF32);  // the layer and model stages' run
-  const auto attrs_of = [](const model::BoundOp& op) { return Json{{"attrs", op.attrs}}; };
-  const Json positions = {{"positions", {{"arange", {{"start", 0}, {"step", 1}}}}}};
-  const model::Inventory inventory = model::build_inventory(*ctx.arch);
-  if (ctx.model_ops.count("rmsnorm")) {
-    add("rmsnorm", {T, t.hidden_size}, attrs_of(bound.rmsnorm));
-    // The decoder's other RMSNorm widths: q/k norms (a head, or OLMo 2's whole projection) and
-    // MLA's latent norms (q_lora_rank, kv_lora_rank).
-    std::set<int64_t> widths;
-    for (const model::WeightInfo& w : inventory.weights) {
-      const bool inner =
-          w.tensor == model::TensorRole::kAttnQNorm || w.tensor == model::TensorRole::kAttnKNorm ||
-          w.tensor == model::TensorRole::kAttnQANorm || w.tensor == model::TensorRole::kAttnKVANorm;
-      if (inner && w.shape.size() == 1 && w.shape[0] != t.hidden_size && !w.mtp)
-        widths.insert(w.shape[0]);
-    }
-    for (const int64_t d : widths)
-      add("rmsnorm", {T, d}, attrs_of(bound.rmsnorm), "rmsnorm/" + std::to_string(d));
-  }
-  if (ctx.model_ops.count("embedding")) {
-    add("embedding", {T, std::min<int64_t>(t.vocab_size, 32768), t.hidden_size},
-        attrs_of(bound.embedding));
-  }
-  // Every projection the decoder runs by linear, as its inventory has it (not the embedding and
-  // the LM head: vocabulary-wide, their f64 references alone would take GBs at a real width).
-  std::set<std::pair<int64_t, int64_t>> projections;
-  for (const model::WeightInfo& w : inventory.weights) {
-    const bool by_role = w.tensor != model::TensorRole::kOther &&
-                         w.tensor != model::TensorRole::kEmbed &&
-                         w.tensor != model::TensorRole::kHead;
-    if (by_role && w.shape.size() == 2 && w.piece == model::TensorPiece::kWeight && !w.quantized &&
-        w.expert < 0 && !w.mtp)
-      projections.insert({w.shape[1], w.shape[0]});
-  }
-  if (ctx.model_ops.count("linear")) {
-    for (const auto& [k, n] : projections)
-      add("linear", {T, k, n}, Json::object(),
-          "linear/" + std::to_string(k) + "x" + std::to_string(n));
-    // The layer and model stages run in f32 with the projections kept as stored (bf16):
-    // linear_widen at the same shapes, at a prefill's T and a decode step's (the cpu kernel's two
-    // paths).
-    if (bound_f32.linear_widen.def != nullptr) {
-      for (const auto& [k, n] : projections) {
-        for (const int64_t rows : {T, int64_t{1}}) {
-          add("linear_widen", {rows, k, n},
-              {{"attrs", bound_f32.linear_widen.attrs}, {"dtype", "f32"}},
-              "linear_widen/" + std::to_string(rows) + "x" + std::to_string(k) + "x" +
-                  std::to_string(n));
-        }
-      }
-    }
-  }
-  if (ctx.model_ops.count("scaled_linear")) {  // the fp8 block-quantized projections, as stored
-    std::set<std::pair<int64_t, int64_t>> shapes;
-    for (const model::WeightInfo& w : inventory.weights) {
-      if (w.quantized && w.expert < 0 && !w.mtp) shapes.insert({w.shape[1], w.shape[0]});
-    }
-    for (const auto& [k, n] : shapes) {
-      for (const int64_t rows : {T, int64_t{1}}) {
-        add("scaled_linear", {rows, k, n}, attrs_of(bound.scaled_linear),
-            "scaled_linear/" + (rows == 1 ? std::string("1x") : std::string()) + std::to_string(k) +
-                "x" + std::to_string(n));
-      }
-    }
-  }
-  if (ctx.model_ops.count("sigmoid"))
-    add("sigmoid", {T, 1});  // the shared-expert gate, a value per token
-  if (ctx.model_ops.count("swiglu") && t.intermediate_size > 0)
-    add("swiglu", {T, t.intermediate_size});
-  if (bound.mlp_act.def != nullptr && t.intermediate_size > 0) {  // a gelu MLP: act(gate) · up
-    add("gelu", {T, t.intermediate_size}, attrs_of(bound.mlp_act));
-    add("mul", {T, t.intermediate_size});
-  }
-  const auto with_positions = [&](const model::BoundOp& op) {
-    Json fields = attrs_of(op);
-    fields["inputs"] = positions;
-    return fields;
-  };
-  if (ctx.model_ops.count("rope")) {
-    const int64_t rot = a.mla ? a.qk_rope_head_dim : a.head_dim;
-    add("rope", {T, heads, rot}, with_positions(bound.rope));
-    if (bound.local_rope.def != nullptr)  // the sliding layers' own base
-      add("rope", {T, heads, rot}, with_positions(bound.local_rope), "rope/local");
-  }
-  // The config's softmax scale (Gemma 3's query_pre_attn_scalar), else the op's default.
-  const auto with_scale = [&](Json attrs) {
-    if (a.scale > 0) attrs["scale"] = a.scale;
-    return attrs;
-  };
-  if (ctx.model_ops.count("paged_attention")) {
-    const int64_t kv_heads = a.mla ? heads : a.num_kv_heads;
-    Json fields = {{"attrs", with_scale({{"context_len", T}})}};
-    if (a.sinks) fields["with"] = {"sinks"};  // GPT-OSS's attention sinks
-    add("paged_attention", {T, T, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16},
-        fields);
-    // A decode step: one query after the prompt's keys, the context past a block boundary.
-    Json step = fields;
-    step["attrs"] = with_scale({{"context_len", T + 1}});
-    add("paged_attention", {1, T + 1, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16},
-        step, "paged_attention/decode");
-    if (a.sliding_window > 0) {  // the sliding layers': a context past the window, so the mask cuts
-      const int64_t S = T + a.sliding_window;
-      fields["attrs"] = with_scale({{"context_len", S}, {"sliding_window", a.sliding_window}});
-      add("paged_attention", {T, S, heads, kv_heads, a.qk_head_dim(), a.value_head_dim(), 16},
-          fields, "paged_attention/sliding");
-    }
-  }
-  if (bound.index_select.def !=
-      nullptr) {  // DeepSeek-V3.2: T queries after topk keys, so the selection cuts
-    const model::Indexer& x = t.indexer;
-    const int64_t S = T + x.topk;
-    add("layernorm", {T, x.head_dim}, attrs_of(bound.index_norm), "layernorm/indexer_keys");
-    add("rope", {T, x.n_heads, x.head_dim}, with_positions(bound.index_rope), "rope/indexer");
-    const Json& select = bound.index_select.attrs;
-    add("lightning_indexer", {T, S, x.n_heads, x.head_dim, 16},
-        {{"attrs",
-          {{"topk", select.at("topk")}, {"scale", select.at("scale")}, {"context_len", S}}}});
-    add("sparse_attention", {T, S, heads, heads, a.qk_head_dim(), a.value_head_dim(), 16, x.topk},
-        {{"attrs", with_scale({{"context_len", S}})}});
-  }
-  if (bound.delta_rule.def !=
-      nullptr) {  // Gated DeltaNet: the conv over q|k|v, the gating, the rule, the gated norm
-    const model::LinearAttention& la = t.linear;
-    add("causal_conv1d", {T, la.conv_dim(), la.conv_kernel}, attrs_of(bound.conv1d));
-    add("gdn_gating", {T, la.num_v_heads});
-    add("gated_delta_rule", {T, la.num_k_heads, la.k_head_dim, la.num_v_heads, la.v_head_dim},
-        attrs_of(bound.delta_rule));
-    add("rmsnorm_gated", {T * la.num_v_heads, la.v_head_dim}, attrs_of(bound.norm_gated));
-  }
-  if (ctx.model_ops.count(
-          "dequantize_mxfp4")) {  // one expert's gate_up as stored: [2F, D / 32] scales
-    add("dequantize_mxfp4", {2 * t.moe.expert_intermediate_size, t.hidden_size / 32},
-        {{"attrs", {{"out_dtype", dtype}}}});
-  }
-  if (ctx.arch->is_moe()) {
-    const model::Moe& m = t.moe;
-    add("moe_gate", {T, m.num_experts}, attrs_of(bound.moe_gate));
-    // The experts' table cut to what kMoeCaseBytes holds (at least experts_per_token experts):
-    // each expert's [D, F] shapes are the model's, their number only the table's size (a
-    // DeepSeek-V3 layer's 256 experts are 22.5 GB in bf16, its f64 reference four times that).
-    const int64_t per_expert = 3 * t.hidden_size * m.expert_intermediate_size *
-                               static_cast<int64_t>(tensor::dtype_size(ctx.model_dtype));
-    const int64_t experts = std::clamp<int64_t>(kMoeCaseBytes / std::max<int64_t>(per_expert, 1),
-                                                m.experts_per_token, m.num_experts);
-    Json fields = {
-        {"inputs", {{"ids", {{"arange", {{"start", 0}, {"step", 1}, {"mod", experts}}}}}}}};
-    if (!bound.moe_experts.attrs.empty()) fields["attrs"] = bound.moe_experts.attrs;
-    if (m.fused_experts) fields["with"] = {"b_gate", "b_up", "b_down"};  // GPT-OSS's biased experts
-    const std::string cut = experts < m.num_experts ? "/" + std::to_string(experts) + "-of-" +
-                                                          std::to_string(m.num_experts) + "-experts"
-                                                    : "";
-    for (const int64_t rows : {T, int64_t{1}}) {  // a prefill's tokens and a decode step's
-      add("moe_experts",
-          {rows, t.hidden_size, m.expert_intermediate_size, experts, m.experts_per_token}, fields,
-          "moe_experts" + cut + (rows == 1 ? "/decode" : ""));
-    }
-  }
-  return checks;
-}
-
-std::vector<YAML::Node> rounding_checks(const Context& ctx) {
-  const std::string dtype = tensor::dtype_name(ctx.model_dtype);
-  std::vector<YAML::Node> checks;
-  for (const char* op : {"add", "mul"}) {
-    if (compare::rounding_probes(op, ctx.model_dtype).empty()) continue;
-    checks.push_back(
-        check_node(ctx.model_name + "/rounding/" + op, "rounding", {{"op", op}, {"dtype", dtype}}));
-  }
-  return checks;
-}
-
-namespace {
 
 // A stage that needs the executor, for a family it does not model.
 StageResult not_modelled(const Context& ctx, const std::string& what) {
@@ -887,16 +552,6 @@ bool accuracy_stage_applies(const Context& ctx) {
   return !ctx.options.eval_tasks.empty() || shipped(ctx, "eval.yaml");
 }
 
-// The reference of an --eval task: --eval-reference (a store selector for every task; a file for
-// the only one), else <task stem>.json in --golden (gen_eval.py --out); "" when there is none.
-std::string eval_reference(const Context& ctx, const std::string& task) {
-  const std::string& ref = ctx.options.eval_reference;
-  if (!ref.empty()) return fs::exists(ref) ? absolute(ref) : ref;
-  if (ctx.options.golden.empty()) return "";
-  const fs::path file = fs::path(ctx.options.golden) / (fs::path(task).stem().string() + ".json");
-  return fs::is_regular_file(file) ? absolute(file.string()) : "";
-}
-
 const char* kNoEvalReference =
     "no reference to compare with: make one on the reference machine with golden/tools/gen_eval.py "
     "--model DIR --task FILE --out G/<task>.json and pass --golden G, or run day0 on the reference "
@@ -916,23 +571,9 @@ std::string accuracy_line(const run::CaseOutcome& c) {
 }
 
 StageResult run_accuracy_stage(Context& ctx) {
-  std::vector<run::CaseOutcome> cases;
-  if (!ctx.options.eval_tasks.empty()) {
-    // The default gate (max_drop 0.02 by the paired test, alpha 0.05): a real model on another
-    // platform agrees with its reference on most items, not on every one.
-    std::vector<YAML::Node> checks;
-    for (const std::string& task : ctx.options.eval_tasks) {
-      nlohmann::json fields = {
-          {"model", absolute(ctx.options.model)}, {"task", absolute(task)}, {"num_concurrent", 4}};
-      if (const std::string ref = eval_reference(ctx, task); !ref.empty())
-        fields["reference"] = ref;
-      checks.push_back(
-          check_node(ctx.model_name + "/" + fs::path(task).stem().string(), "eval", fields));
-    }
-    cases = run_built(ctx, "accuracy", checks);
-  } else {
-    cases = run_cases(ctx, "eval.yaml", ctx.model_name + "/*");
-  }
+  std::vector<run::CaseOutcome> cases = !ctx.options.eval_tasks.empty()
+                                            ? run_built(ctx, "accuracy", eval_checks(ctx))
+                                            : run_cases(ctx, "eval.yaml", ctx.model_name + "/*");
   std::string lines;
   nlohmann::json tasks = nlohmann::json::object();
   bool unreferenced = false;
@@ -956,13 +597,7 @@ StageResult run_determinism_stage(Context& ctx) {
 }
 
 StageResult run_serving_stage(Context& ctx) {
-  std::vector<YAML::Node> checks;
-  for (const char* feature : {"prefix_cache", "decode_prefill", "batch", "chunked_prefill",
-                              "preemption", "integrity", "spec_decode"}) {
-    checks.push_back(check_node(ctx.model_name + "/" + feature, "serving",
-                                {{"model", absolute(ctx.options.model)}, {"feature", feature}}));
-  }
-  StageResult r = judge(run_built(ctx, "serving", checks), "serving features");
+  StageResult r = judge(run_built(ctx, "serving", serving_checks(ctx)), "serving features");
   if (r.status != StageStatus::kPass) return r;
   // Which features were used and equal, and why the others were not exercised (the features
   // one reason holds for, together).
@@ -997,51 +632,13 @@ StageResult run_serving_stage(Context& ctx) {
   return r;
 }
 
-// The conversation layer on the served model: prompt rendering against golden/chat/<model>/
-// (when shipped), the reasoning split (when the model's template has <think>), structured output,
-// tool calls, and with --tool-reference the tool_choice auto comparison. The summary names what
-// passed and why the rest was not exercised.
+// The conversation layer on the served model (conversation_cases). The summary names what passed
+// and why the rest was not exercised.
 StageResult run_conversation_stage(Context& ctx) {
-  const std::string model = absolute(ctx.options.model);
-  const std::string& name = ctx.model_name;
-  std::vector<YAML::Node> checks;
-  std::vector<std::string> absent;  // what has nothing to run on this model
-  const fs::path root = fs::path(ctx.suites_dir).parent_path();
-  const fs::path goldens = root / "golden" / "chat" / name;
-  if (fs::is_directory(goldens)) {
-    checks.push_back(check_node(name + "/chat_template", "chat_template",
-                                {{"model", model}, {"goldens", goldens.string()}}));
-  } else {
-    absent.push_back("prompt rendering (no golden/chat/" + name +
-                     "/: make them with golden/tools/gen_chat.py)");
-  }
-  std::string chat_template;  // none (no tokenizer_config.json): no reasoning format either
-  try {
-    chat_template = service::chat_template_text(model);
-  } catch (const InputError&) {
-  }
-  if (chat_template.find("<think>") != std::string::npos) {
-    // Qwen3's switch is enable_thinking (on by default), DeepSeek-V3.1's thinking (off).
-    const char* tasks = chat_template.find("enable_thinking") != std::string::npos
-                            ? "tasks/reasoning.jsonl"
-                            : "tasks/reasoning_deepseek.jsonl";
-    checks.push_back(
-        check_node(name + "/reasoning", "reasoning",
-                   {{"model", model}, {"tasks", (fs::path(ctx.suites_dir) / tasks).string()}}));
-  } else {
-    absent.push_back("reasoning split (the chat template has no <think>)");
-  }
-  for (const char* kind : {"structured_output", "tool_calls"})
-    checks.push_back(check_node(name + "/" + kind, kind, {{"model", model}}));
-  if (!ctx.options.tool_reference.empty()) {
-    checks.push_back(check_node(name + "/tool_agreement", "tool_agreement",
-                                {{"model", model}, {"reference", ctx.options.tool_reference}}));
-  } else {
-    absent.push_back("tool_choice auto against a reference (no --tool-reference)");
-  }
-  StageResult r = judge(run_built(ctx, "conversation", checks), "conversation checks");
+  const ConversationCases built = conversation_cases(ctx);
+  StageResult r = judge(run_built(ctx, "conversation", built.checks), "conversation checks");
   std::string also;
-  for (const std::string& a : absent) also += (also.empty() ? "" : "; ") + a;
+  for (const std::string& a : built.absent) also += (also.empty() ? "" : "; ") + a;
   if (r.status != StageStatus::kPass && r.status != StageStatus::kNotRun) {
     if (!also.empty()) r.summary += "; not run: " + also;
     return r;
@@ -1070,35 +667,54 @@ StageResult run_conversation_stage(Context& ctx) {
 
 namespace {
 
-// The long-context goldens (gen_long.py: rows at sampled `positions`) for this model: those of
-// --golden, else the shipped golden/models/<model>/long.safetensors.
-std::vector<std::string> long_golden_files(const Context& ctx, const fs::path& root) {
-  std::vector<std::string> files;
-  const std::string dir = !ctx.options.golden.empty()
-                              ? ctx.options.golden
-                              : (root / "golden" / "models" / ctx.model_name).string();
-  if (!fs::is_directory(dir)) return files;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() != ".safetensors") continue;
-    if (io::SafetensorsFile::open(e.path().string()).find("positions") != nullptr)
-      files.push_back(absolute(e.path().string()));
+// Runs `checks` one at a time while the --long budget lasts; the ids of those it leaves unrun go
+// to `left`.
+std::vector<run::CaseOutcome> run_within_budget(Context& ctx, const std::vector<YAML::Node>& checks,
+                                                std::vector<std::string>* left) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<run::CaseOutcome> cases;
+  for (const YAML::Node& check : checks) {
+    const double spent =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (spent >= ctx.options.long_budget_s) {
+      left->push_back(check["id"].as<std::string>());
+      continue;
+    }
+    for (run::CaseOutcome& c : run_built(ctx, "long", {check})) cases.push_back(std::move(c));
   }
-  std::sort(files.begin(), files.end());
-  return files;
+  return cases;
 }
 
-// The service's long goldens: <--golden>/long/*.json, else the shipped
-// golden/e2e/<model>/long/*.json (gen_long.py writes completion_long.json there).
-std::vector<std::string> long_e2e_files(const Context& ctx, const fs::path& root) {
-  std::vector<std::string> files;
-  fs::path dir = root / "golden" / "e2e" / ctx.model_name / "long";
-  if (!ctx.options.golden.empty() && fs::is_directory(fs::path(ctx.options.golden) / "long"))
-    dir = fs::path(ctx.options.golden) / "long";
-  if (!fs::is_directory(dir)) return files;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().extension() == ".json") files.push_back(absolute(e.path().string()));
-  std::sort(files.begin(), files.end());
-  return files;
+// The long stage's summary after judge: what passed at which lengths (else the lengths), what
+// the budget left, the notes, and what ran but was not exercised.
+void summarize_long(const Context& ctx, const LongCases& built,
+                    const std::vector<std::string>& left, StageResult* r) {
+  std::string ran, skipped;
+  for (int64_t n : built.lengths) ran += (ran.empty() ? "" : ", ") + plan::with_commas(n);
+  if (r->status == StageStatus::kPass) {  // name what passed: executor, chunked, service
+    std::string passed;
+    for (const run::CaseOutcome& c : r->cases) {
+      const std::string what = c.id.substr(c.id.rfind('/') + 1);
+      if (c.result.status == checks::Status::kPass)
+        passed += (passed.empty() ? "" : ", ") + what;
+      else
+        skipped += "; " + what + " " + c.result.message.substr(0, 200);
+    }
+    r->summary = "passed at " + ran + " tokens: " + passed;
+  } else {
+    r->summary += "; lengths: " + ran + " tokens";
+  }
+  if (!left.empty()) {
+    std::string names;
+    for (const std::string& l : left) names += (names.empty() ? "" : ", ") + l;
+    r->summary += "; not run within --long " + printf_string("%g", ctx.options.long_budget_s) +
+                  " s: " + names;
+  }
+  for (const std::string& n : built.notes) r->summary += "; " + n;
+  r->summary +=
+      skipped;  // what ran and was not exercised (kv_capacity on an engine reporting none)
+  r->details["lengths"] = built.lengths;
+  r->details["not_run"] = left;
 }
 
 }  // namespace
@@ -1111,100 +727,14 @@ std::vector<std::string> long_e2e_files(const Context& ctx, const fs::path& root
 // spent the rest is named, not run. The summary says which lengths ran.
 StageResult run_long_stage(Context& ctx) {
   if (ctx.options.long_budget_s <= 0) return {StageStatus::kNotRun, "not run: --long 0", {}, {}};
-  const std::string model = absolute(ctx.options.model);
-  const std::string& name = ctx.model_name;
-  const fs::path root = fs::path(ctx.suites_dir).parent_path();
-  std::vector<YAML::Node> checks;
-  std::vector<std::string> notes;
-  std::set<int64_t> lengths;
-  const std::vector<std::string> goldens = long_golden_files(ctx, root);
-  if (!ctx.arch->modelled) {
-    notes.push_back("executor not run: family " + ctx.arch->family + " is not modelled");
-  } else if (!goldens.empty()) {
-    for (const std::string& g : goldens) {
-      const std::string stem = fs::path(g).stem().string();
-      nlohmann::json fields = {{"model", model}, {"golden", g}};
-      checks.push_back(check_node(name + "/" + stem, "model", fields));
-      fields["chunk"] = 512;
-      checks.push_back(check_node(name + "/" + stem + "_chunked", "model", fields));
-      lengths.insert(io::SafetensorsFile::open(g).get("input_ids").numel());
-    }
-  } else {
-    const int64_t max_pos = ctx.arch->text.max_position_embeddings;
-    const int64_t tokens = std::min<int64_t>(2048, max_pos > 0 ? max_pos : 2048) - 8;
-    checks.push_back(check_node(name + "/prefill_consistency", "prefill_consistency",
-                                {{"model", model}, {"tokens", tokens}, {"chunk", 512}}));
-    notes.push_back(
-        "no long-context goldens (golden/tools/gen_long.py): chunked against one "
-        "pass only, no reference compared");
-    lengths.insert(tokens);
-  }
-  const std::vector<std::string> e2e = long_e2e_files(ctx, root);
-  const auto service = ctx.stage_status.find("service");
-  if (e2e.empty()) {
-    notes.push_back("service not run: no long e2e golden (<golden>/long/*.json, golden/e2e/" +
-                    name + "/long/)");
-  } else if (service == ctx.stage_status.end() || service->second != StageStatus::kPass) {
-    notes.push_back("service not run: the service stage did not pass");
-  } else {
-    for (const std::string& g : e2e) {
-      checks.push_back(check_node(name + "/" + fs::path(g).stem().string(), "e2e_text",
-                                  {{"model", model}, {"golden", g}, {"compare", "auto"}}));
-      const nlohmann::json j = base::read_json_file(g);
-      if (j.contains("prompt_token_ids")) lengths.insert(int64_t(j["prompt_token_ids"].size()));
-    }
-  }
-  // The engine's logprobs of the long prompt's own tokens at the golden's sampled positions.
-  if (service != ctx.stage_status.end() && service->second == StageStatus::kPass)
-    for (const std::string& g : goldens)
-      checks.push_back(check_node(name + "/" + fs::path(g).stem().string() + "_prompt_logprobs",
-                                  "prompt_logprobs", {{"model", model}, {"golden", g}}));
-  if (checks.empty()) {  // no long prompt to run here
+  const LongCases built = long_cases(ctx);
+  if (built.checks.empty()) {  // no long prompt to run here
     if (!ctx.arch->modelled) return not_modelled(ctx, "no long e2e golden for the service");
-    return {StageStatus::kNotRun, "not run: " + notes.front(), {}, {}};
+    return {StageStatus::kNotRun, "not run: " + built.notes.front(), {}, {}};
   }
-  // The plan's KV capacity against the engine's own report (platform service.kv_source).
-  if (service != ctx.stage_status.end() && service->second == StageStatus::kPass)
-    checks.push_back(check_node(name + "/kv_capacity", "kv_capacity", {{"model", model}}));
-  // One case at a time within the budget.
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<run::CaseOutcome> cases;
   std::vector<std::string> left;
-  for (const YAML::Node& check : checks) {
-    const double spent =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (spent >= ctx.options.long_budget_s) {
-      left.push_back(check["id"].as<std::string>());
-      continue;
-    }
-    for (run::CaseOutcome& c : run_built(ctx, "long", {check})) cases.push_back(std::move(c));
-  }
-  StageResult r = judge(std::move(cases), "long-context cases");
-  std::string ran, skipped;
-  for (int64_t n : lengths) ran += (ran.empty() ? "" : ", ") + plan::with_commas(n);
-  if (r.status == StageStatus::kPass) {  // name what passed: executor, chunked, service
-    std::string passed;
-    for (const run::CaseOutcome& c : r.cases) {
-      const std::string what = c.id.substr(c.id.rfind('/') + 1);
-      if (c.result.status == checks::Status::kPass)
-        passed += (passed.empty() ? "" : ", ") + what;
-      else
-        skipped += "; " + what + " " + c.result.message.substr(0, 200);
-    }
-    r.summary = "passed at " + ran + " tokens: " + passed;
-  } else {
-    r.summary += "; lengths: " + ran + " tokens";
-  }
-  if (!left.empty()) {
-    std::string names;
-    for (const std::string& l : left) names += (names.empty() ? "" : ", ") + l;
-    r.summary += "; not run within --long " + printf_string("%g", ctx.options.long_budget_s) +
-                 " s: " + names;
-  }
-  for (const std::string& n : notes) r.summary += "; " + n;
-  r.summary += skipped;  // what ran and was not exercised (kv_capacity on an engine reporting none)
-  r.details["lengths"] = lengths;
-  r.details["not_run"] = left;
+  StageResult r = judge(run_within_budget(ctx, built.checks, &left), "long-context cases");
+  summarize_long(ctx, built, left, &r);
   return r;
 }
 

@@ -339,6 +339,142 @@ std::string p_string(double p) {
   return std::isnan(p) ? std::string("p n/a") : printf_string("p=%.2g", p);
 }
 
+// One section per status kind, in this order; a section only when it has entries.
+std::string statuses_text(const std::vector<StatusChange>& statuses, bool color) {
+  struct Section {
+    const char* kind;
+    const char* title;
+    const char* color;
+  };
+  constexpr Section kSections[] = {{"regression", "regressions", "31"},
+                                   {"fixed", "fixed", "32"},
+                                   {"changed", "changed", "33"},
+                                   {"new", "new", "36"},
+                                   {"removed", "removed", "36"}};
+  std::string out;
+  for (const auto& section : kSections) {
+    std::string lines;
+    int n = 0;
+    for (const auto& c : statuses) {
+      if (c.kind != section.kind) continue;
+      ++n;
+      lines += "  " + c.case_id + "  ";
+      if (c.kind == "new")
+        lines += c.head_status;
+      else if (c.kind == "removed")
+        lines += "was " + c.base_status;
+      else
+        lines += c.base_status + " -> " + paint(c.head_status, section.color, color);
+      if (!c.message.empty() && c.kind != "removed") lines += "  " + c.message;
+      lines += "\n";
+    }
+    if (n == 0) continue;
+    out +=
+        "\n" +
+        paint(std::string(section.title) + " (" + std::to_string(n) + ")", section.color, color) +
+        "\n" + lines;
+  }
+  return out;
+}
+
+// The metric drift section; "" when there is none.
+std::string drifts_text(const std::vector<MetricDrift>& drifts, bool color) {
+  if (drifts.empty()) return "";
+  std::string out =
+      "\n" + paint("metric drift (" + std::to_string(drifts.size()) + ")", "31", color) + "\n";
+  for (const auto& d : drifts) {
+    out += "  " + d.case_id + "  " + d.metric + "  " + printf_string("%.6g", d.base) + " -> " +
+           printf_string("%.6g", d.head) + "  (error x" + printf_string("%.3g", d.factor) + ")\n";
+  }
+  return out;
+}
+
+// The accuracy section: the eval cases whose answers flipped (the first 8 ids each); "" when
+// none did.
+std::string accuracy_text(const std::vector<AccuracyChange>& accuracy, const DiffSummary& summary,
+                          bool color) {
+  bool flips = false;
+  for (const auto& a : accuracy) flips = flips || !a.flipped.empty();
+  if (!flips) return "";
+  std::string out =
+      "\n" + paint("accuracy", summary.accuracy_regressions > 0 ? "31" : "33", color) + "\n";
+  for (const auto& a : accuracy) {
+    if (a.flipped.empty()) continue;
+    const char* c = a.verdict == "regression" ? "31" : a.verdict == "improvement" ? "32" : "33";
+    std::string ids;
+    for (size_t i = 0; i < a.flipped.size() && i < 8; ++i) ids += (i ? ", " : "") + a.flipped[i];
+    if (a.flipped.size() > 8) ids += ", ...";
+    out += "  " + paint(a.verdict, c, color) + "  " + a.case_id + "  " +
+           printf_string("%.3f", a.base_score) + " -> " + printf_string("%.3f", a.head_score) +
+           " on " + std::to_string(a.items) + " items, " + std::to_string(a.lost) + " lost, " +
+           std::to_string(a.gained) + " gained (McNemar exact " + p_string(a.p_value) +
+           "); answers changed: " + ids + "\n";
+  }
+  return out;
+}
+
+// One slower, faster or unreliable performance row.
+std::string perf_row_text(const PerfChange& p, bool color) {
+  const bool unreliable = p.verdict == "unreliable machine";
+  const char* word = unreliable                  ? "unreliable machine"
+                     : p.verdict == "regression" ? "slower"
+                                                 : "faster";
+  return "  " +
+         paint(word,
+               unreliable                  ? "33"
+               : p.verdict == "regression" ? "31"
+                                           : "32",
+               color) +
+         "  " + p.case_id + "  " + p.phase + " " + p.name + "  " + format_ns(p.base_median_ns) +
+         " -> " + format_ns(p.head_median_ns) + "  " + percent(p.change) + "  " +
+         p_string(p.p_value) +
+         (p.base_runs > 1 || p.head_runs > 1
+              ? "  (" + std::to_string(p.base_runs) + " vs " + std::to_string(p.head_runs) +
+                    " runs, " + p.test + ", noise " + percent(p.noise) + ")"
+              : std::string()) +
+         (unreliable ? "  the calibration moved " + percent(p.calibration_change) : std::string()) +
+         "\n";
+}
+
+// The performance section: the counts, then the rows that changed or ran on an unreliable
+// machine; "" when there are none.
+std::string perf_text(const std::vector<PerfChange>& perf, const DiffSummary& s, bool color) {
+  if (s.perf_regressions + s.perf_improvements + s.perf_unreliable <= 0) return "";
+  std::string out =
+      "\n" + paint("performance", s.perf_regressions > 0 ? "31" : "32", color) + " (" +
+      std::to_string(s.perf_regressions) + " slower, " + std::to_string(s.perf_improvements) +
+      " faster, " + std::to_string(s.perf_unchanged) + " unchanged, " +
+      (s.perf_unreliable > 0 ? std::to_string(s.perf_unreliable) + " on an unreliable machine, "
+                             : std::string()) +
+      std::to_string(s.perf_not_enough_samples) + " with too few samples)\n";
+  for (const auto& p : perf) {
+    const bool unreliable = p.verdict == "unreliable machine";
+    if (p.verdict != "regression" && p.verdict != "improvement" && !unreliable) continue;
+    out += perf_row_text(p, color);
+  }
+  return out;
+}
+
+// The geomean line and the one-line summary ending in REGRESSION or OK.
+std::string summary_text(const DiffSummary& s, bool regression, bool color) {
+  std::string out;
+  if (s.perf_rows > 0) {
+    out += "geomean head/base over " + count(s.perf_rows, "steady row") + ": " +
+           printf_string("%.4f", s.geomean_ratio) + " (" + percent(s.geomean_ratio - 1) + ")\n";
+  } else {
+    out += "geomean head/base: no steady rows on both sides\n";
+  }
+  out += count(s.compared, "case") + " compared: " + count(s.regressions, "regression") + ", " +
+         std::to_string(s.fixed) + " fixed, " + std::to_string(s.changed) + " changed, " +
+         std::to_string(s.added) + " new, " + std::to_string(s.removed) + " removed, " +
+         count(s.metric_drift, "metric drift") + ", " +
+         count(s.accuracy_regressions, "accuracy regression") + ", " +
+         std::to_string(s.perf_regressions) + " slower, " + std::to_string(s.perf_improvements) +
+         " faster: " + (regression ? paint("REGRESSION", "31", color) : paint("OK", "32", color)) +
+         "\n";
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json DiffReport::to_json() const {
@@ -425,118 +561,9 @@ nlohmann::json DiffReport::to_json() const {
 }
 
 std::string DiffReport::to_text(bool color) const {
-  std::string out = run_line("base", base) + run_line("head", head);
-
-  // One section per status kind, in this order; a section only when it has entries.
-  struct Section {
-    const char* kind;
-    const char* title;
-    const char* color;
-  };
-  constexpr Section kSections[] = {{"regression", "regressions", "31"},
-                                   {"fixed", "fixed", "32"},
-                                   {"changed", "changed", "33"},
-                                   {"new", "new", "36"},
-                                   {"removed", "removed", "36"}};
-  for (const auto& section : kSections) {
-    std::string lines;
-    int n = 0;
-    for (const auto& c : statuses) {
-      if (c.kind != section.kind) continue;
-      ++n;
-      lines += "  " + c.case_id + "  ";
-      if (c.kind == "new")
-        lines += c.head_status;
-      else if (c.kind == "removed")
-        lines += "was " + c.base_status;
-      else
-        lines += c.base_status + " -> " + paint(c.head_status, section.color, color);
-      if (!c.message.empty() && c.kind != "removed") lines += "  " + c.message;
-      lines += "\n";
-    }
-    if (n == 0) continue;
-    out +=
-        "\n" +
-        paint(std::string(section.title) + " (" + std::to_string(n) + ")", section.color, color) +
-        "\n" + lines;
-  }
-
-  if (!drifts.empty()) {
-    out += "\n" + paint("metric drift (" + std::to_string(drifts.size()) + ")", "31", color) + "\n";
-    for (const auto& d : drifts) {
-      out += "  " + d.case_id + "  " + d.metric + "  " + printf_string("%.6g", d.base) + " -> " +
-             printf_string("%.6g", d.head) + "  (error x" + printf_string("%.3g", d.factor) + ")\n";
-    }
-  }
-
-  bool flips = false;
-  for (const auto& a : accuracy) flips = flips || !a.flipped.empty();
-  if (flips) {
-    out += "\n" + paint("accuracy", summary.accuracy_regressions > 0 ? "31" : "33", color) + "\n";
-    for (const auto& a : accuracy) {
-      if (a.flipped.empty()) continue;
-      const char* c = a.verdict == "regression" ? "31" : a.verdict == "improvement" ? "32" : "33";
-      std::string ids;
-      for (size_t i = 0; i < a.flipped.size() && i < 8; ++i) ids += (i ? ", " : "") + a.flipped[i];
-      if (a.flipped.size() > 8) ids += ", ...";
-      out += "  " + paint(a.verdict, c, color) + "  " + a.case_id + "  " +
-             printf_string("%.3f", a.base_score) + " -> " + printf_string("%.3f", a.head_score) +
-             " on " + std::to_string(a.items) + " items, " + std::to_string(a.lost) + " lost, " +
-             std::to_string(a.gained) + " gained (McNemar exact " + p_string(a.p_value) +
-             "); answers changed: " + ids + "\n";
-    }
-  }
-
-  const DiffSummary& s = summary;
-  if (s.perf_regressions + s.perf_improvements + s.perf_unreliable > 0) {
-    out +=
-        "\n" + paint("performance", s.perf_regressions > 0 ? "31" : "32", color) + " (" +
-        std::to_string(s.perf_regressions) + " slower, " + std::to_string(s.perf_improvements) +
-        " faster, " + std::to_string(s.perf_unchanged) + " unchanged, " +
-        (s.perf_unreliable > 0 ? std::to_string(s.perf_unreliable) + " on an unreliable machine, "
-                               : std::string()) +
-        std::to_string(s.perf_not_enough_samples) + " with too few samples)\n";
-    for (const auto& p : perf) {
-      const bool unreliable = p.verdict == "unreliable machine";
-      if (p.verdict != "regression" && p.verdict != "improvement" && !unreliable) continue;
-      const char* word = unreliable                  ? "unreliable machine"
-                         : p.verdict == "regression" ? "slower"
-                                                     : "faster";
-      out += "  " +
-             paint(word,
-                   unreliable                  ? "33"
-                   : p.verdict == "regression" ? "31"
-                                               : "32",
-                   color) +
-             "  " + p.case_id + "  " + p.phase + " " + p.name + "  " + format_ns(p.base_median_ns) +
-             " -> " + format_ns(p.head_median_ns) + "  " + percent(p.change) + "  " +
-             p_string(p.p_value) +
-             (p.base_runs > 1 || p.head_runs > 1
-                  ? "  (" + std::to_string(p.base_runs) + " vs " + std::to_string(p.head_runs) +
-                        " runs, " + p.test + ", noise " + percent(p.noise) + ")"
-                  : std::string()) +
-             (unreliable ? "  the calibration moved " + percent(p.calibration_change)
-                         : std::string()) +
-             "\n";
-    }
-  }
-
-  out += "\n";
-  if (s.perf_rows > 0) {
-    out += "geomean head/base over " + count(s.perf_rows, "steady row") + ": " +
-           printf_string("%.4f", s.geomean_ratio) + " (" + percent(s.geomean_ratio - 1) + ")\n";
-  } else {
-    out += "geomean head/base: no steady rows on both sides\n";
-  }
-  out += count(s.compared, "case") + " compared: " + count(s.regressions, "regression") + ", " +
-         std::to_string(s.fixed) + " fixed, " + std::to_string(s.changed) + " changed, " +
-         std::to_string(s.added) + " new, " + std::to_string(s.removed) + " removed, " +
-         count(s.metric_drift, "metric drift") + ", " +
-         count(s.accuracy_regressions, "accuracy regression") + ", " +
-         std::to_string(s.perf_regressions) + " slower, " + std::to_string(s.perf_improvements) +
-         " faster: " +
-         (has_regression() ? paint("REGRESSION", "31", color) : paint("OK", "32", color)) + "\n";
-  return out;
+  return run_line("base", base) + run_line("head", head) + statuses_text(statuses, color) +
+         drifts_text(drifts, color) + accuracy_text(accuracy, summary, color) +
+         perf_text(perf, summary, color) + "\n" + summary_text(summary, has_regression(), color);
 }
 
 }  // namespace h0::diff

@@ -163,6 +163,153 @@ int64_t gold_choice(const json& answer, const std::vector<std::string>& choices,
   fail_at(path, line, "answer must be a choice index, letter or text");
 }
 
+// `text` split into lines numbered from 1, each without its "\n" or "\r\n".
+std::vector<std::pair<int, std::string>> numbered_lines(const std::string& text) {
+  std::vector<std::pair<int, std::string>> lines;
+  size_t at = 0;
+  int n = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.emplace_back(++n, std::move(line));
+    at = end + 1;
+  }
+  return lines;
+}
+
+// The header: the leading blank and `#` lines, with their "# " (or "#") taken off. Sets
+// `first_item` to the index of the first line after it.
+std::string header_text(const std::vector<std::pair<int, std::string>>& lines, size_t* first_item) {
+  size_t i = 0;
+  std::string header;
+  while (i < lines.size() && (lines[i].second.empty() || lines[i].second[0] == '#')) {
+    const std::string& l = lines[i].second;
+    header += (l.size() >= 2 && l[1] == ' ') ? l.substr(2) : l.empty() ? "" : l.substr(1);
+    header += '\n';
+    ++i;
+  }
+  *first_item = i;
+  return header;
+}
+
+// Applies the keys of the YAML `header` of the task file at `path`.
+void apply_header(TaskSpec* spec, const std::string& header, const std::string& path) {
+  if (header.empty()) return;
+  YAML::Node h;
+  try {
+    h = YAML::Load(header);
+  } catch (const YAML::Exception& e) {
+    fail_at(path, e.mark.line + 1, "the header is not YAML: " + e.msg);
+  }
+  if (!h.IsDefined() || h.IsNull()) return;
+  if (!h.IsMap()) fail_at(path, 1, "the header must be a YAML mapping (# key: value lines)");
+  for (const auto& kv : h)
+    apply_key(spec, kv.first.Scalar(), kv.second,
+              path + ":" + std::to_string(kv.first.Mark().line + 1));
+}
+
+// Applies the suite's keys for this task (a mapping in `overrides_file`), over the header's.
+void apply_overrides(TaskSpec* spec, const YAML::Node& overrides,
+                     const std::string& overrides_file) {
+  if (!overrides.IsDefined() || !overrides.IsMap()) return;
+  for (const auto& kv : overrides) {
+    const YAML::Mark m = kv.first.Mark();
+    apply_key(
+        spec, kv.first.Scalar(), kv.second,
+        overrides_file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1));
+  }
+}
+
+// A multiple_choice item's gold index and its rendered continuations, one per choice.
+void set_choices(const TaskSpec& spec, const json& fields, const json& answer,
+                 const std::string& path, int number, Item* item) {
+  if (!fields.contains(spec.choices_field) || !fields.at(spec.choices_field).is_array() ||
+      fields.at(spec.choices_field).size() < 2)
+    fail_at(path, number,
+            "a multiple_choice item needs \"" + spec.choices_field +
+                "\": a list of at least 2 choices");
+  std::vector<std::string> choices;
+  for (const json& c : fields.at(spec.choices_field)) {
+    std::optional<std::string> t = field_text(c);
+    if (!t) fail_at(path, number, "a choice must be a string or a number");
+    choices.push_back(*t);
+  }
+  item->gold = gold_choice(answer, choices, path, number);
+  for (const std::string& c : choices) {
+    json with = fields;
+    with["choice"] = c;
+    item->continuations.push_back(
+        render(spec.choice_template, with, path, number, "choice_template"));
+  }
+}
+
+// A generate or logprob_target item's target (GSM8K's "#### <answer>" tail where present) and,
+// for logprob_target, its rendered continuation.
+void set_target(const TaskSpec& spec, const json& fields, const json& answer,
+                const std::string& path, int number, Item* item) {
+  std::optional<std::string> t = field_text(answer);
+  if (!t) fail_at(path, number, "answer must be a string or a number");
+  // GSM8K: the worked solution, then "#### <final answer>".
+  if (const size_t hash = t->rfind("####"); hash != std::string::npos) {
+    *t = t->substr(hash + 4);
+    t->erase(0, t->find_first_not_of(" \t"));
+    t->erase(t->find_last_not_of(" \t\n") + 1);
+  }
+  item->target = *t;
+  if (spec.scorer == Scorer::kLogprobTarget) {
+    json with = fields;
+    with[spec.answer_field] = *t;
+    item->continuations.push_back(
+        render(spec.target_template, with, path, number, "target_template"));
+  }
+}
+
+// The item on line `number` of `path` (a JSON object), its prompt without few-shot examples.
+Item parse_item(const TaskSpec& spec, const std::string& line, int number,
+                const std::string& path) {
+  if (line[0] == '#')
+    fail_at(path, number,
+            "a comment after the first item (the header is the file's leading # lines)");
+  json fields = json::parse(line, nullptr, false);
+  if (fields.is_discarded()) fail_at(path, number, "not a JSON object: " + line.substr(0, 80));
+  if (!fields.is_object()) fail_at(path, number, "an item must be a JSON object");
+  Item item;
+  item.line = number;
+  if (fields.contains(spec.id_field)) {
+    std::optional<std::string> id = field_text(fields.at(spec.id_field));
+    if (!id) fail_at(path, number, spec.id_field + " must be a string or a number");
+    item.id = *id;
+  } else {
+    item.id = "line " + std::to_string(number);
+  }
+  if (!fields.contains(spec.answer_field))
+    fail_at(path, number, "the item has no \"" + spec.answer_field + "\" (its answer)");
+  const json& answer = fields.at(spec.answer_field);
+  if (spec.scorer == Scorer::kMultipleChoice) {
+    set_choices(spec, fields, answer, path, number, &item);
+  } else {
+    set_target(spec, fields, answer, path, number, &item);
+  }
+  item.prompt = render(spec.prompt_template, fields, path, number, "the template");
+  item.fields = std::move(fields);
+  return item;
+}
+
+// Few-shot: the first spec.fewshot items, solved, each followed by the separator.
+std::string fewshot_prefix(const TaskSpec& spec, const std::vector<Item>& all) {
+  std::string shots;
+  for (int64_t k = 0; k < spec.fewshot; ++k) {
+    const Item& e = all[size_t(k)];
+    const std::string solved = spec.scorer == Scorer::kGenerate
+                                   ? " " + e.target
+                                   : e.continuations[size_t(std::max<int64_t>(e.gold, 0))];
+    shots += e.prompt + solved + spec.fewshot_separator;
+  }
+  return shots;
+}
+
 }  // namespace
 
 const char* scorer_name(Scorer s) {
@@ -248,126 +395,22 @@ Task load_task(const std::string& path, const YAML::Node& overrides,
   task.spec.name = std::filesystem::path(path).stem().string();
 
   // The header: the `#` lines before the first item, as YAML.
-  std::vector<std::pair<int, std::string>> lines;  // 1-based line numbers
-  {
-    size_t at = 0;
-    int n = 0;
-    while (at < text.size()) {
-      size_t end = text.find('\n', at);
-      if (end == std::string::npos) end = text.size();
-      std::string line = text.substr(at, end - at);
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      lines.emplace_back(++n, std::move(line));
-      at = end + 1;
-    }
-  }
+  const std::vector<std::pair<int, std::string>> lines = numbered_lines(text);
   size_t first_item = 0;
-  std::string header;
-  while (first_item < lines.size() &&
-         (lines[first_item].second.empty() || lines[first_item].second[0] == '#')) {
-    const std::string& l = lines[first_item].second;
-    header += (l.size() >= 2 && l[1] == ' ') ? l.substr(2) : l.empty() ? "" : l.substr(1);
-    header += '\n';
-    ++first_item;
-  }
-  if (!header.empty()) {
-    YAML::Node h;
-    try {
-      h = YAML::Load(header);
-    } catch (const YAML::Exception& e) {
-      fail_at(path, e.mark.line + 1, "the header is not YAML: " + e.msg);
-    }
-    if (h.IsDefined() && !h.IsNull()) {
-      if (!h.IsMap()) fail_at(path, 1, "the header must be a YAML mapping (# key: value lines)");
-      for (const auto& kv : h)
-        apply_key(&task.spec, kv.first.Scalar(), kv.second,
-                  path + ":" + std::to_string(kv.first.Mark().line + 1));
-    }
-  }
-  if (overrides.IsDefined() && overrides.IsMap()) {
-    for (const auto& kv : overrides) {
-      const YAML::Mark m = kv.first.Mark();
-      apply_key(
-          &task.spec, kv.first.Scalar(), kv.second,
-          overrides_file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1));
-    }
-  }
+  apply_header(&task.spec, header_text(lines, &first_item), path);
+  apply_overrides(&task.spec, overrides, overrides_file);
   const TaskSpec& spec = task.spec;
 
   std::vector<Item> all;
   for (size_t i = first_item; i < lines.size(); ++i) {
     const auto& [number, line] = lines[i];
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    if (line[0] == '#')
-      fail_at(path, number,
-              "a comment after the first item (the header is the file's leading # lines)");
-    json fields = json::parse(line, nullptr, false);
-    if (fields.is_discarded()) fail_at(path, number, "not a JSON object: " + line.substr(0, 80));
-    if (!fields.is_object()) fail_at(path, number, "an item must be a JSON object");
-    Item item;
-    item.line = number;
-    if (fields.contains(spec.id_field)) {
-      std::optional<std::string> id = field_text(fields.at(spec.id_field));
-      if (!id) fail_at(path, number, spec.id_field + " must be a string or a number");
-      item.id = *id;
-    } else {
-      item.id = "line " + std::to_string(number);
-    }
-    if (!fields.contains(spec.answer_field))
-      fail_at(path, number, "the item has no \"" + spec.answer_field + "\" (its answer)");
-    const json& answer = fields.at(spec.answer_field);
-    if (spec.scorer == Scorer::kMultipleChoice) {
-      if (!fields.contains(spec.choices_field) || !fields.at(spec.choices_field).is_array() ||
-          fields.at(spec.choices_field).size() < 2)
-        fail_at(path, number,
-                "a multiple_choice item needs \"" + spec.choices_field +
-                    "\": a list of at least 2 choices");
-      std::vector<std::string> choices;
-      for (const json& c : fields.at(spec.choices_field)) {
-        std::optional<std::string> t = field_text(c);
-        if (!t) fail_at(path, number, "a choice must be a string or a number");
-        choices.push_back(*t);
-      }
-      item.gold = gold_choice(answer, choices, path, number);
-      for (const std::string& c : choices) {
-        json with = fields;
-        with["choice"] = c;
-        item.continuations.push_back(
-            render(spec.choice_template, with, path, number, "choice_template"));
-      }
-    } else {
-      std::optional<std::string> t = field_text(answer);
-      if (!t) fail_at(path, number, "answer must be a string or a number");
-      // GSM8K: the worked solution, then "#### <final answer>".
-      if (const size_t hash = t->rfind("####"); hash != std::string::npos) {
-        *t = t->substr(hash + 4);
-        t->erase(0, t->find_first_not_of(" \t"));
-        t->erase(t->find_last_not_of(" \t\n") + 1);
-      }
-      item.target = *t;
-      if (spec.scorer == Scorer::kLogprobTarget) {
-        json with = fields;
-        with[spec.answer_field] = *t;
-        item.continuations.push_back(
-            render(spec.target_template, with, path, number, "target_template"));
-      }
-    }
-    item.prompt = render(spec.prompt_template, fields, path, number, "the template");
-    item.fields = std::move(fields);
-    all.push_back(std::move(item));
+    all.push_back(parse_item(spec, line, number, path));
   }
   if (int64_t(all.size()) <= spec.fewshot)
     throw InputError(path, "no items to score (" + std::to_string(all.size()) + " items, fewshot " +
                                std::to_string(spec.fewshot) + ")");
-  // Few-shot: the first K items, solved, before every prompt.
-  std::string shots;
-  for (int64_t k = 0; k < spec.fewshot; ++k) {
-    const Item& e = all[size_t(k)];
-    const std::string solved = spec.scorer == Scorer::kGenerate
-                                   ? " " + e.target
-                                   : e.continuations[size_t(std::max<int64_t>(e.gold, 0))];
-    shots += e.prompt + solved + spec.fewshot_separator;
-  }
+  const std::string shots = fewshot_prefix(spec, all);
   std::set<std::string> seen;
   for (size_t k = size_t(spec.fewshot); k < all.size(); ++k) {
     Item& item = all[k];

@@ -223,122 +223,168 @@ class PickleMachine {
  public:
   PickleMachine(std::string_view code, std::string where) : code_(code), where_(std::move(where)) {}
 
+  // Runs the pickle to its STOP, which must leave a rebuilt tensor.
   RebuiltTensor run() {
     while (true) {
       const uint8_t op = byte();
-      switch (op) {
-        case 0x80:
-          byte();
-          break;  // PROTO
-        case 0x95:
-          bytes(8);
-          break;     // FRAME
-        case 'c': {  // GLOBAL
-          Global g{line(), line()};
-          const bool rebuild = g.module == "torch._utils" &&
-                               (g.name == "_rebuild_tensor_v2" || g.name == "_rebuild_tensor_v3");
-          const bool dict = g.module == "collections" && g.name == "OrderedDict";
-          const bool storage = (g.module == "torch" && storage_dtype(g.name).has_value()) ||
-                               (g.module == "torch.storage" && g.name == kUntyped);
-          const bool dtype = g.module == "torch" && torch_dtype(g.name).has_value();
-          if (g.module == "torch" &&
-              (g.name == "ShortStorage" || g.name == "int16" || g.name == "uint16")) {
-            fail(op, "a " + g.name + " tensor: 16-bit integers are not a dtype of this harness");
-          }
-          if (!rebuild && !dict && !storage && !dtype) {
-            fail(op, "GLOBAL '" + g.module + " " + g.name + "' is not a tensor rebuild");
-          }
-          push(Value{g});
-          break;
-        }
-        case '(':
-          push(Value{Mark{}});
-          break;  // MARK
-        case ')':
-          push(Value{Tuple{}});
-          break;  // EMPTY_TUPLE
-        case 't':
-          push(Value{pop_to_mark()});
-          break;  // TUPLE
-        case 0x85:
-        case 0x86:
-        case 0x87: {  // TUPLE1..3
-          Tuple t(op - 0x84);
-          for (size_t i = t.size(); i-- > 0;) t[i] = pop();
-          push(Value{std::move(t)});
-          break;
-        }
-        case 'X':
-          push(Value{std::string(bytes(uint32_t(le_bytes(4))))});
-          break;  // BINUNICODE
-        case 0x8c:
-          push(Value{std::string(bytes(le_bytes(1)))});
-          break;  // SHORT_BINUNICODE
-        case 'K':
-          push(Value{int64_t(le_bytes(1))});
-          break;  // BININT1
-        case 'M':
-          push(Value{int64_t(le_bytes(2))});
-          break;  // BININT2
-        case 'J':
-          push(Value{int64_t(int32_t(uint32_t(le_bytes(4))))});
-          break;      // BININT
-        case 0x8a: {  // LONG1
-          const uint64_t n = le_bytes(1);
-          if (n > 8) fail(op, "LONG1 of " + std::to_string(n) + " bytes");
-          uint64_t v = n ? le_bytes(int(n)) : 0;
-          if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t(0) << (8 * n);
-          push(Value{int64_t(v)});
-          break;
-        }
-        case 0x88:
-          push(Value{true});
-          break;  // NEWTRUE
-        case 0x89:
-          push(Value{false});
-          break;  // NEWFALSE
-        case 'N':
-          push(Value{});
-          break;  // NONE
-        case '}':
-          push(Value{Tuple{}});
-          break;  // EMPTY_DICT (an empty OrderedDict's stand-in)
-        case 'q':
-          memo_[le_bytes(1)] = top();
-          break;  // BINPUT
-        case 'r':
-          memo_[le_bytes(4)] = top();
-          break;  // LONG_BINPUT
-        case 0x94:
-          memo_[memo_.size()] = top();
-          break;  // MEMOIZE
-        case 'h':
-          push(memo(le_bytes(1)));
-          break;  // BINGET
-        case 'j':
-          push(memo(le_bytes(4)));
-          break;  // LONG_BINGET
-        case 'Q':
-          push(persistent(pop()));
-          break;     // BINPERSID
-        case 'R': {  // REDUCE
-          Value args = pop(), callable = pop();
-          push(reduce(callable, args));
-          break;
-        }
-        case '.': {  // STOP
-          Value v = pop();
-          auto* t = std::get_if<RebuiltTensor>(&v.v);
-          if (t == nullptr) fail(op, "the pickle does not end in a tensor");
-          return *t;
-        }
-        default:
-          fail(op, "an opcode a single saved tensor does not use");
+      if (op == '.') {  // STOP
+        Value v = pop();
+        auto* t = std::get_if<RebuiltTensor>(&v.v);
+        if (t == nullptr) fail(op, "the pickle does not end in a tensor");
+        return *t;
       }
+      if (!framing_op(op) && !call_op(op) && !tuple_op(op) && !scalar_op(op) && !memo_op(op))
+        fail(op, "an opcode a single saved tensor does not use");
     }
   }
 
  private:
+  // Each *_op runs one opcode of its family and returns true, or returns false for an opcode
+  // of another family (reading nothing).
+
+  // PROTO, FRAME: skipped.
+  bool framing_op(uint8_t op) {
+    switch (op) {
+      case 0x80:  // PROTO
+        byte();
+        return true;
+      case 0x95:  // FRAME
+        bytes(8);
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // GLOBAL (only the globals a saved tensor names), BINPERSID (a storage), REDUCE (a rebuild).
+  bool call_op(uint8_t op) {
+    switch (op) {
+      case 'c':  // GLOBAL
+        push_global(op);
+        return true;
+      case 'Q':  // BINPERSID
+        push(persistent(pop()));
+        return true;
+      case 'R': {  // REDUCE
+        Value args = pop(), callable = pop();
+        push(reduce(callable, args));
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  // MARK, EMPTY_TUPLE, TUPLE, TUPLE1..3, EMPTY_DICT.
+  bool tuple_op(uint8_t op) {
+    switch (op) {
+      case '(':  // MARK
+        push(Value{Mark{}});
+        return true;
+      case ')':  // EMPTY_TUPLE
+        push(Value{Tuple{}});
+        return true;
+      case 't':  // TUPLE
+        push(Value{pop_to_mark()});
+        return true;
+      case 0x85:
+      case 0x86:
+      case 0x87: {  // TUPLE1..3
+        Tuple t(op - 0x84);
+        for (size_t i = t.size(); i-- > 0;) t[i] = pop();
+        push(Value{std::move(t)});
+        return true;
+      }
+      case '}':  // EMPTY_DICT (an empty OrderedDict's stand-in)
+        push(Value{Tuple{}});
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // Strings, integers, booleans and None.
+  bool scalar_op(uint8_t op) {
+    switch (op) {
+      case 'X':  // BINUNICODE
+        push(Value{std::string(bytes(uint32_t(le_bytes(4))))});
+        return true;
+      case 0x8c:  // SHORT_BINUNICODE
+        push(Value{std::string(bytes(le_bytes(1)))});
+        return true;
+      case 'K':  // BININT1
+        push(Value{int64_t(le_bytes(1))});
+        return true;
+      case 'M':  // BININT2
+        push(Value{int64_t(le_bytes(2))});
+        return true;
+      case 'J':  // BININT
+        push(Value{int64_t(int32_t(uint32_t(le_bytes(4))))});
+        return true;
+      case 0x8a: {  // LONG1
+        const uint64_t n = le_bytes(1);
+        if (n > 8) fail(op, "LONG1 of " + std::to_string(n) + " bytes");
+        uint64_t v = n ? le_bytes(int(n)) : 0;
+        if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t(0) << (8 * n);
+        push(Value{int64_t(v)});
+        return true;
+      }
+      case 0x88:  // NEWTRUE
+        push(Value{true});
+        return true;
+      case 0x89:  // NEWFALSE
+        push(Value{false});
+        return true;
+      case 'N':  // NONE
+        push(Value{});
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // BINPUT, LONG_BINPUT, MEMOIZE, BINGET, LONG_BINGET.
+  bool memo_op(uint8_t op) {
+    switch (op) {
+      case 'q':  // BINPUT
+        memo_[le_bytes(1)] = top();
+        return true;
+      case 'r':  // LONG_BINPUT
+        memo_[le_bytes(4)] = top();
+        return true;
+      case 0x94:  // MEMOIZE
+        memo_[memo_.size()] = top();
+        return true;
+      case 'h':  // BINGET
+        push(memo(le_bytes(1)));
+        return true;
+      case 'j':  // LONG_BINGET
+        push(memo(le_bytes(4)));
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // GLOBAL's "module\nname\n": only a tensor rebuild, an OrderedDict, a storage type or a dtype.
+  void push_global(uint8_t op) {
+    Global g{line(), line()};
+    const bool rebuild = g.module == "torch._utils" &&
+                         (g.name == "_rebuild_tensor_v2" || g.name == "_rebuild_tensor_v3");
+    const bool dict = g.module == "collections" && g.name == "OrderedDict";
+    const bool storage = (g.module == "torch" && storage_dtype(g.name).has_value()) ||
+                         (g.module == "torch.storage" && g.name == kUntyped);
+    const bool dtype = g.module == "torch" && torch_dtype(g.name).has_value();
+    if (g.module == "torch" &&
+        (g.name == "ShortStorage" || g.name == "int16" || g.name == "uint16")) {
+      fail(op, "a " + g.name + " tensor: 16-bit integers are not a dtype of this harness");
+    }
+    if (!rebuild && !dict && !storage && !dtype) {
+      fail(op, "GLOBAL '" + g.module + " " + g.name + "' is not a tensor rebuild");
+    }
+    push(Value{g});
+  }
+
   [[noreturn]] void fail(uint8_t op, const std::string& what) const {
     char buf[16];
     std::snprintf(buf, sizeof buf, "0x%02x", op);

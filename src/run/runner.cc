@@ -108,6 +108,114 @@ std::string service_log_dir(const RunOptions& options) {
   return ((ec ? fs::path("/tmp") : tmp) / ("h0-services-" + std::to_string(::getpid()))).string();
 }
 
+// A report of no cases yet: which suite and platform, by name, file and content.
+RunReport report_for(const suite::Suite& suite, const suite::Platform& platform) {
+  RunReport report;
+  report.suite_name = suite.name;
+  report.suite_file = suite.file;
+  report.suite_sha256 = suite.sha256;
+  report.platform_name = platform.name;
+  report.platform_file = platform.file;
+  report.platform_sha256 = platform.sha256;
+  return report;
+}
+
+// The worker's side: request "stack" -> stack info; request "<case index>" or
+// "<case index>\n<service info JSON>" -> that case's result, as JSON.
+std::string serve_request(checks::RunContext& ctx, std::vector<Prepared>& cases,
+                          const std::string& request) {
+  if (request == "stack") {
+    try {
+      return nlohmann::json{{"stack", ctx.backend().stack_info()}}.dump();
+    } catch (const InputError& e) {
+      return nlohmann::json{{"input_error", e.what()}}.dump();
+    } catch (const std::exception& e) {
+      return nlohmann::json{{"error", e.what()}}.dump();
+    }
+  }
+  const size_t newline = request.find('\n');
+  ctx.set_service(newline == std::string::npos
+                      ? nlohmann::json()
+                      : nlohmann::json::parse(request.substr(newline + 1)));
+  // Invalid UTF-8 in a result (a model's text cut mid-character) is replaced, never thrown on.
+  return run_here(*cases[std::stoul(request.substr(0, newline))].prepared, ctx)
+      .to_json()
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Where requests are answered: in this process, or (isolated) by a worker process, started on
+// the first request and again after one crashed or timed out.
+class CaseChannel {
+ public:
+  CaseChannel(bool isolate, Worker::Serve serve) : isolate_(isolate), serve_(std::move(serve)) {}
+
+  // The reply to `request`; "" when the worker crashed or timed out, with `result`'s status,
+  // message and duration saying so.
+  std::string ask(const std::string& request, double timeout_s, checks::CheckResult* result) {
+    if (!isolate_) return serve_(request);
+    if (!worker_ || !worker_->alive()) worker_ = std::make_unique<Worker>(serve_);
+    std::string response, why;
+    const auto t0 = Clock::now();
+    switch (worker_->call(request, timeout_s, &response, &why)) {
+      case Worker::Reply::kOk:
+        return response;
+      case Worker::Reply::kCrashed:
+        result->status = checks::Status::kCrash;
+        break;
+      case Worker::Reply::kTimedOut:
+        result->status = checks::Status::kTimeout;
+        break;
+    }
+    result->message = "the platform's process " + why;
+    result->duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    return "";
+  }
+
+ private:
+  bool isolate_;
+  Worker::Serve serve_;
+  std::unique_ptr<Worker> worker_;
+};
+
+// The report's stack from the worker's reply to "stack" (an error when it gave none). A
+// platform file the backend cannot open with is the user's mistake: InputError.
+nlohmann::json stack_of(const std::string& reply, const checks::CheckResult& failure,
+                        const suite::Platform& platform) {
+  if (reply.empty()) return {{"error", "opening the backend: " + failure.message}};
+  const auto j = nlohmann::json::parse(reply);
+  if (j.contains("input_error"))
+    throw InputError(platform.file, j["input_error"].get<std::string>());
+  return j.contains("stack") ? j["stack"] : nlohmann::json{{"error", j.value("error", "")}};
+}
+
+// The request for case `i`: its index, and the info of the service it needs (started now).
+std::string case_request(size_t i, const checks::PreparedCase& prepared,
+                         const suite::Platform& platform, const RunOptions& options,
+                         std::unique_ptr<ServiceRegistry>* services) {
+  std::string request = std::to_string(i);
+  if (const std::string model = prepared.service_model(); !model.empty()) {
+    if (!*services)
+      *services = std::make_unique<ServiceRegistry>(platform, service_log_dir(options));
+    const std::string variant = prepared.service_variant();
+    checks::ServiceInfo info = (*services)->ensure(model, variant);
+    if (prepared.needs_base_service() && !variant.empty())
+      info.base = (*services)->ensure(model).to_json();
+    request += "\n" + info.to_json().dump();
+  }
+  return request;
+}
+
+// An expected failure: a pass becomes xpass, a failure xfail (its message saying it was expected).
+void apply_xfail(const std::string& reason, checks::CheckResult* r) {
+  if (r->status == checks::Status::kPass) {
+    r->status = checks::Status::kXpass;
+    r->message = "expected to fail (" + reason + ") but passed";
+  } else if (checks::is_failing(r->status)) {
+    r->message = "expected failure (" + reason + "): " + r->message;
+    r->status = checks::Status::kXfail;
+  }
+}
+
 }  // namespace
 
 bool RunReport::failed() const {
@@ -128,75 +236,21 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform,
                     const StartListener& on_start) {
   const auto start = Clock::now();
   std::vector<Prepared> cases = prepare_all(suite, platform, options.filter);
-  RunReport report;
-  report.suite_name = suite.name;
-  report.suite_file = suite.file;
-  report.suite_sha256 = suite.sha256;
-  report.platform_name = platform.name;
-  report.platform_file = platform.file;
-  report.platform_sha256 = platform.sha256;
+  RunReport report = report_for(suite, platform);
   if (!options.dump_dir.empty()) dump(cases, suite, options.dump_dir);
   if (!options.run) return report;
 
-  // The worker's side: request "stack" -> stack info; request "<index>" -> that case's result.
   checks::RunContext ctx(platform);
   ctx.set_world(options.world);
   ctx.set_store_path(options.store_path);
-  auto serve = [&](const std::string& request) -> std::string {
-    if (request == "stack") {
-      try {
-        return nlohmann::json{{"stack", ctx.backend().stack_info()}}.dump();
-      } catch (const InputError& e) {
-        return nlohmann::json{{"input_error", e.what()}}.dump();
-      } catch (const std::exception& e) {
-        return nlohmann::json{{"error", e.what()}}.dump();
-      }
-    }
-    // "<case index>" or "<case index>\n<service info JSON>".
-    const size_t newline = request.find('\n');
-    ctx.set_service(newline == std::string::npos
-                        ? nlohmann::json()
-                        : nlohmann::json::parse(request.substr(newline + 1)));
-    // Invalid UTF-8 in a result (a model's text cut mid-character) is replaced, never thrown on.
-    return run_here(*cases[std::stoul(request.substr(0, newline))].prepared, ctx)
-        .to_json()
-        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  };
   std::unique_ptr<ServiceRegistry> services;  // started on the first case that needs one
-
-  std::unique_ptr<Worker> worker;
-  auto ask = [&](const std::string& request, double timeout_s,
-                 checks::CheckResult* result) -> std::string {
-    if (!options.isolate) return serve(request);
-    if (!worker || !worker->alive()) worker = std::make_unique<Worker>(serve);
-    std::string response, why;
-    const auto t0 = Clock::now();
-    switch (worker->call(request, timeout_s, &response, &why)) {
-      case Worker::Reply::kOk:
-        return response;
-      case Worker::Reply::kCrashed:
-        result->status = checks::Status::kCrash;
-        break;
-      case Worker::Reply::kTimedOut:
-        result->status = checks::Status::kTimeout;
-        break;
-    }
-    result->message = "the platform's process " + why;
-    result->duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    return "";
-  };
+  CaseChannel channel(options.isolate, [&](const std::string& request) {
+    return serve_request(ctx, cases, request);
+  });
 
   checks::CheckResult stack_failure;
-  const std::string stack_reply = ask("stack", platform.case_timeout_s, &stack_failure);
-  if (!stack_reply.empty()) {
-    const auto j = nlohmann::json::parse(stack_reply);
-    if (j.contains("input_error"))
-      throw InputError(platform.file, j["input_error"].get<std::string>());
-    report.stack =
-        j.contains("stack") ? j["stack"] : nlohmann::json{{"error", j.value("error", "")}};
-  } else {
-    report.stack = {{"error", "opening the backend: " + stack_failure.message}};
-  }
+  const std::string stack_reply = channel.ask("stack", platform.case_timeout_s, &stack_failure);
+  report.stack = stack_of(stack_reply, stack_failure, platform);
 
   if (on_start) on_start(report, cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -206,32 +260,15 @@ RunReport run_suite(const suite::Suite& suite, const suite::Platform& platform,
       outcome.result.status = checks::Status::kSkip;
       outcome.result.message = c.check->skip_reason;
     } else {
-      const double timeout = options.timeout_s > 0              ? options.timeout_s
-                             : cases[i].prepared->timeout_s > 0 ? cases[i].prepared->timeout_s
-                                                                : platform.case_timeout_s;
-      std::string request = std::to_string(i);
-      if (const std::string model = cases[i].prepared->service_model(); !model.empty()) {
-        if (!services)
-          services = std::make_unique<ServiceRegistry>(platform, service_log_dir(options));
-        const std::string variant = cases[i].prepared->service_variant();
-        checks::ServiceInfo info = services->ensure(model, variant);
-        if (cases[i].prepared->needs_base_service() && !variant.empty())
-          info.base = services->ensure(model).to_json();
-        request += "\n" + info.to_json().dump();
-      }
-      const std::string reply = ask(request, timeout, &outcome.result);
+      const checks::PreparedCase& prepared = *cases[i].prepared;
+      const double timeout = options.timeout_s > 0    ? options.timeout_s
+                             : prepared.timeout_s > 0 ? prepared.timeout_s
+                                                      : platform.case_timeout_s;
+      const std::string request = case_request(i, prepared, platform, options, &services);
+      const std::string reply = channel.ask(request, timeout, &outcome.result);
       if (!reply.empty())
         outcome.result = checks::CheckResult::from_json(nlohmann::json::parse(reply));
-      if (!c.check->xfail_reason.empty()) {
-        if (outcome.result.status == checks::Status::kPass) {
-          outcome.result.status = checks::Status::kXpass;
-          outcome.result.message = "expected to fail (" + c.check->xfail_reason + ") but passed";
-        } else if (checks::is_failing(outcome.result.status)) {
-          outcome.result.message =
-              "expected failure (" + c.check->xfail_reason + "): " + outcome.result.message;
-          outcome.result.status = checks::Status::kXfail;
-        }
-      }
+      if (!c.check->xfail_reason.empty()) apply_xfail(c.check->xfail_reason, &outcome.result);
     }
     report.cases.push_back(std::move(outcome));
     if (listener) listener(i + 1, cases.size(), report.cases.back());

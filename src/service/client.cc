@@ -179,29 +179,24 @@ struct Limits {
   bool done_required = true;  // a stream must end in data: [DONE] (else: after a finish_reason)
 };
 
-// One HTTP exchange: fills `result` (outcome, error, status, timing and, for completions, the
-// response) and `raw_body` (the body unless it was a 2xx stream). Returns whether the failure
-// is one to retry: no connection, or a connection reset before any byte came back.
-bool attempt(const ClientOptions& options, const std::string& path, const std::string* post,
-             Kind kind, bool stream, const Limits& limits, Result* result, std::string* raw_body) {
-  CURL* easy = curl_easy_init();
-  H0_CHECK(easy != nullptr) << "curl_easy_init failed";
-  std::string base = options.base_url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  std::string url = base + path;
+// The request's headers: no "Expect: 100-continue", the body's and the stream's types, and the
+// API key. The caller frees the list.
+curl_slist* request_headers(const ClientOptions& options, bool post, bool stream) {
   curl_slist* headers = curl_slist_append(nullptr, "Expect:");
-  if (post != nullptr) headers = curl_slist_append(headers, "Content-Type: application/json");
+  if (post) headers = curl_slist_append(headers, "Content-Type: application/json");
   if (stream) headers = curl_slist_append(headers, "Accept: text/event-stream");
   if (!options.api_key.empty()) {
     headers = curl_slist_append(headers, ("Authorization: Bearer " + options.api_key).c_str());
   }
-  std::string no_proxy = no_proxy_list();
-  char curl_error[CURL_ERROR_SIZE] = {};
-  Transfer t;
-  t.easy = easy;
-  t.kind = kind;
-  t.stream = stream;
-  t.result = result;
+  return headers;
+}
+
+// Sets up `t.easy` for one exchange with `url`; the strings, `headers`, `curl_error` and `t`
+// must outlive the transfer.
+void set_options(Transfer& t, const std::string& url, const std::string& no_proxy,
+                 curl_slist* headers, char* curl_error, const Limits& limits,
+                 const std::string* post) {
+  CURL* easy = t.easy;
   curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
   curl_easy_setopt(easy, CURLOPT_VERBOSE, 0L);
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
@@ -220,52 +215,63 @@ bool attempt(const ClientOptions& options, const std::string& path, const std::s
     curl_easy_setopt(easy, CURLOPT_POSTFIELDS, post->data());
     curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(post->size()));
   }
+}
 
-  // Drive the transfer, checking the idle timeout between waits. A stream is idle from the
-  // start (no first token is a hang too); a plain response only once it has begun.
+// How a driven transfer ended, as libcurl saw it.
+struct Ended {
+  CURLcode code = CURLE_OK;
+  bool idle = false;  // stopped by the idle timeout
+  double end_s = 0;   // seconds since the start
+  curl_off_t connect_us = 0, pretransfer_us = 0;
+};
+
+// Drives the transfer, checking the idle timeout between waits. A stream is idle from the
+// start (no first token is a hang too); a plain response only once it has begun.
+Ended drive(Transfer& t, const Limits& limits) {
+  Ended e;
   CURLM* multi = curl_multi_init();
   H0_CHECK(multi != nullptr) << "curl_multi_init failed";
-  curl_multi_add_handle(multi, easy);
+  curl_multi_add_handle(multi, t.easy);
   t.start = t.last_byte = Clock::now();
-  bool idle = false;
   int running = 1;
   while (curl_multi_perform(multi, &running) == CURLM_OK && running > 0) {
     double quiet = seconds(Clock::now() - t.last_byte);
-    bool idle_applies = limits.idle_s > 0 && (stream || t.bytes > 0);
+    bool idle_applies = limits.idle_s > 0 && (t.stream || t.bytes > 0);
     if (idle_applies && quiet >= limits.idle_s) {
-      idle = true;
+      e.idle = true;
       break;
     }
     int wait_ms = kPollMs;
     if (idle_applies) wait_ms = std::clamp(int((limits.idle_s - quiet) * 1e3) + 1, 1, kPollMs);
     curl_multi_poll(multi, nullptr, 0, wait_ms, nullptr);
   }
-  CURLcode code = CURLE_OK;
   int queued = 0;
   while (CURLMsg* message = curl_multi_info_read(multi, &queued)) {
-    if (message->msg == CURLMSG_DONE) code = message->data.result;
+    if (message->msg == CURLMSG_DONE) e.code = message->data.result;
   }
-  double end_s = seconds(Clock::now() - t.start);
-  curl_off_t connect_us = 0, pretransfer_us = 0;
-  curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &connect_us);
-  curl_easy_getinfo(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
-  if (t.status == 0) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t.status);
-  curl_multi_remove_handle(multi, easy);
+  e.end_s = seconds(Clock::now() - t.start);
+  curl_easy_getinfo(t.easy, CURLINFO_CONNECT_TIME_T, &e.connect_us);
+  curl_easy_getinfo(t.easy, CURLINFO_PRETRANSFER_TIME_T, &e.pretransfer_us);
+  if (t.status == 0) curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.status);
+  curl_multi_remove_handle(multi, t.easy);
   curl_multi_cleanup(multi);
-  curl_easy_cleanup(easy);
-  curl_slist_free_all(headers);
+  return e;
+}
 
-  result->http_status = result->http_status ? result->http_status : int(t.status);
-  result->e2e_s = end_s;
-  if (!stream) result->ttft_s = t.first_byte_s;
-  *raw_body = std::move(t.body);
+// The exchange's outcome and error into `result`, from how it ended. Returns whether the
+// failure is one to retry: no connection, or a connection reset before any byte came back.
+bool set_outcome(const Transfer& t, const Ended& e, const Limits& limits, const std::string& url,
+                 const std::string& path, const char* curl_error, const std::string& raw_body,
+                 Result* result) {
+  const bool stream = t.stream;
+  const CURLcode code = e.code;
   const std::string tokens = count(result->tokens.size(), "token");
-  bool connected = connect_us > 0 || pretransfer_us > 0 || t.bytes > 0;
+  bool connected = e.connect_us > 0 || e.pretransfer_us > 0 || t.bytes > 0;
   bool retry = false;
   if (t.failed) {
     result->outcome = *t.failed;
     result->error = t.failure;
-  } else if (idle) {
+  } else if (e.idle) {
     result->outcome = Outcome::kTimeout;
     result->error = "no data for " + format_s(limits.idle_s) + " s after " +
                     (stream ? tokens : count(t.bytes, "byte") + " of the response");
@@ -281,9 +287,9 @@ bool attempt(const ClientOptions& options, const std::string& path, const std::s
             code == CURLE_COULDNT_RESOLVE_PROXY || code == CURLE_OPERATION_TIMEDOUT ||
             code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING;
   } else if (t.status < 200 || t.status >= 300) {
-    json body = parse_json(*raw_body);
+    json body = parse_json(raw_body);
     std::string message = body.is_discarded() ? "" : error_message(body);
-    if (message.empty()) message = raw_body->empty() ? "(empty body)" : *raw_body;
+    if (message.empty()) message = raw_body.empty() ? "(empty body)" : raw_body;
     result->outcome = Outcome::kHttpError;
     result->error =
         "HTTP " + std::to_string(t.status) + " from " + path + ": " + clean_utf8(message, 500);
@@ -303,6 +309,37 @@ bool attempt(const ClientOptions& options, const std::string& path, const std::s
   } else {
     result->outcome = Outcome::kOk;
   }
+  return retry;
+}
+
+// One HTTP exchange: fills `result` (outcome, error, status, timing and, for completions, the
+// response) and `raw_body` (the body unless it was a 2xx stream). Returns whether the failure
+// is one to retry: no connection, or a connection reset before any byte came back.
+bool attempt(const ClientOptions& options, const std::string& path, const std::string* post,
+             Kind kind, bool stream, const Limits& limits, Result* result, std::string* raw_body) {
+  CURL* easy = curl_easy_init();
+  H0_CHECK(easy != nullptr) << "curl_easy_init failed";
+  std::string base = options.base_url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  std::string url = base + path;
+  curl_slist* headers = request_headers(options, post != nullptr, stream);
+  std::string no_proxy = no_proxy_list();
+  char curl_error[CURL_ERROR_SIZE] = {};
+  Transfer t;
+  t.easy = easy;
+  t.kind = kind;
+  t.stream = stream;
+  t.result = result;
+  set_options(t, url, no_proxy, headers, curl_error, limits, post);
+  const Ended ended = drive(t, limits);
+  curl_easy_cleanup(easy);
+  curl_slist_free_all(headers);
+
+  result->http_status = result->http_status ? result->http_status : int(t.status);
+  result->e2e_s = ended.end_s;
+  if (!stream) result->ttft_s = t.first_byte_s;
+  *raw_body = std::move(t.body);
+  const bool retry = set_outcome(t, ended, limits, url, path, curl_error, *raw_body, result);
   if (result->outcome != Outcome::kOk) result->body_tail = tail_of(t.tail);
   return retry;
 }

@@ -26,6 +26,11 @@
 #include "compare/tensor_compare.h"
 #include "ops/op.h"
 
+namespace h0::tensor {
+// A dtype in gtest's messages by its name ("bf16"), not by its bytes.
+static void PrintTo(DType d, std::ostream* os) { *os << dtype_name(d); }
+}  // namespace h0::tensor
+
 namespace h0::test {
 namespace {
 

@@ -42,6 +42,8 @@ struct Family {
   int64_t hf_parameters;  // transformers' num_parameters() of the checkpoint (5.24)
 };
 
+void PrintTo(const Family& f, std::ostream* os) { *os << f.dir << " (" << f.family << ")"; }
+
 class Day0Unmodelled : public ::testing::TestWithParam<Family> {};
 
 TEST_P(Day0Unmodelled, EstablishedAtTheServiceLevel) {

@@ -1,13 +1,14 @@
-// The families added as one file each (src/model/families/mistral.cc, qwen2_moe.cc, glm4_moe.cc,
-// gemma3_text.cc, gpt_oss.cc) on checkpoints
-// transformers wrote itself (tests/data/models/, golden/tools/gen_tiny_hf_models.py): day0 passes
-// every stage on cpu, the reference backend and PoCL; the op stage runs the model's own cases (the
-// sliding-window attention at Mistral's window, the shared-expert gate's sigmoid, Gemma 3's local
-// RoPE); faults in the blocks they brought — a kernel that ignores sliding_window, a wrong sigmoid,
-// an embedding that drops its scale, a norm without its offset — and the catalogue's
-// old faults are caught at the op stage and localized at the layer stage, as on the old models.
+// The families added as one file each (src/model/config/families/mistral.cc, qwen2_moe.cc,
+// glm4_moe.cc, gemma3_text.cc, gpt_oss.cc) on checkpoints transformers wrote itself
+// (tests/data/models/, golden/tools/gen_tiny_hf_models.py): day0 passes every stage on cpu, the
+// reference backend and PoCL; the op stage runs the model's own cases (the sliding-window attention
+// at Mistral's window, the shared-expert gate's sigmoid, Gemma 3's local RoPE); faults in the
+// blocks they brought — a kernel that ignores sliding_window, a wrong sigmoid, an embedding that
+// drops its scale, a norm without its offset — and the catalogue's old faults are caught at the op
+// stage and localized at the layer stage, as on the old models.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -32,6 +33,8 @@ struct NewFamily {
   int64_t hf_parameters;   // transformers' num_parameters() (golden/models/<name>.json)
   const char* model_case;  // an op case at this model's shapes that only its block brings
 };
+
+void PrintTo(const NewFamily& f, std::ostream* os) { *os << f.name; }
 
 class Day0NewFamily : public ::testing::TestWithParam<std::tuple<NewFamily, const char*>> {};
 
@@ -201,6 +204,8 @@ struct OldFault {
   const char* first_divergence;
 };
 
+void PrintTo(const OldFault& f, std::ostream* os) { *os << f.options; }
+
 class Day0OldFaults : public ::testing::TestWithParam<std::tuple<const char*, OldFault>> {};
 
 TEST_P(Day0OldFaults, AreCaughtAndLocalized) {
@@ -217,10 +222,14 @@ TEST_P(Day0OldFaults, AreCaughtAndLocalized) {
       << stages["model"]["summary"];
 }
 
+// "tiny_mistral_rmsnorm": the model and the fault's op.
 std::string old_fault_name(
     const ::testing::TestParamInfo<std::tuple<const char*, OldFault>>& info) {
-  std::string n = std::string(std::get<0>(info.param)) + "_" + std::to_string(info.index);
-  for (char& c : n) c = c == '-' ? '_' : c;
+  const std::string options = std::get<1>(info.param).options;
+  const size_t op = options.find("op: ") + 4;
+  std::string n =
+      std::string(std::get<0>(info.param)) + "_" + options.substr(op, options.find(',', op) - op);
+  for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return n;
 }
 

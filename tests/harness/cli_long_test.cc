@@ -86,8 +86,8 @@ INSTANTIATE_TEST_SUITE_P(Backends, LongOnBackend,
                          ::testing::Values(LongBackend{"cpu", "", 48},
                                            LongBackend{"reference", "*/long", 12},
                                            LongBackend{"opencl-pocl", "*/long", 12}),
-                         [](const ::testing::TestParamInfo<LongBackend>& info) {
-                           std::string name = info.param.platform;
+                         [](const ::testing::TestParamInfo<LongBackend>& param_info) {
+                           std::string name = param_info.param.platform;
                            for (char& ch : name)
                              if (ch == '-') ch = '_';
                            return name;
@@ -102,6 +102,8 @@ struct LongFault {
   const char* own_case = "";      // a case whose message must also say...
   const char* own_where = "";     // ...this (the fault's own fixture)
 };
+
+void PrintTo(const LongFault& f, std::ostream* os) { *os << f.name << " " << f.options; }
 
 class LongFaults : public ::testing::TestWithParam<LongFault> {};
 
@@ -186,7 +188,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "(layer model.layers.0, sublayer self_attn), first at position ",
                   "tiny-mistral-w512/long",
                   "first at position 512 of 2040"}),
-    [](const ::testing::TestParamInfo<LongFault>& info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<LongFault>& param_info) {
+      return std::string(param_info.param.name);
+    });
 
 // The service side: harness serve on the faulty plugin with RoPE scaling lost from position 256.
 // The tiny model's 8 greedy tokens survive it; the prompt's own logprobs (echo) at the sampled

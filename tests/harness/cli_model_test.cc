@@ -3,9 +3,11 @@
 // sublayer where that call happens.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "harness/cli_util.h"
 #include "io/safetensors_reader.h"
@@ -39,6 +41,18 @@ struct Fault {
   const char* options;
   const char* divergence;
 };
+
+void PrintTo(const Fault& f, std::ostream* os) { *os << f.filter << " " << f.options; }
+
+// "tiny_llama_rope": the filter's model and the fault's op.
+std::string fault_name(const ::testing::TestParamInfo<Fault>& info) {
+  const std::string filter = info.param.filter, options = info.param.options;
+  const size_t op = options.find("op: ") + 4;
+  std::string n =
+      filter.substr(0, filter.find('/')) + "_" + options.substr(op, options.find(',', op) - op);
+  for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return n;
+}
 
 class FirstDivergence : public ::testing::TestWithParam<Fault> {};
 
@@ -78,7 +92,7 @@ INSTANTIATE_TEST_SUITE_P(
               "{op: gated_delta_rule, fault: decay_after}", "model.layers.2.linear_attn"},
         Fault{"suites/layers.yaml", "tiny-gpt-oss-mxfp4/layer-alone",
               "{op: paged_attention, fault: drop_inputs, keep: 4}", "model.layers.1.self_attn"}),
-    [](const ::testing::TestParamInfo<Fault>& p) { return std::to_string(p.index); });
+    fault_name);
 
 TEST(CliModel, ModelLayerAndImageSuitesPassOnReference) {
   for (const char* suite : {"suites/model.yaml", "suites/layers.yaml", "suites/image.yaml"}) {

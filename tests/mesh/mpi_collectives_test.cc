@@ -8,12 +8,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ostream>
 #include <vector>
 
 #include "mesh/collective_suite_util.h"
 #include "mesh/communicator.h"
 #include "mesh/faulty_communicator.h"
 #include "tensor/convert.h"
+
+namespace h0::tensor {
+// A dtype in gtest's messages by its name ("bf16"), not by its bytes.
+static void PrintTo(DType d, std::ostream* os) { *os << dtype_name(d); }
+}  // namespace h0::tensor
 
 namespace h0::mesh {
 namespace {

@@ -635,10 +635,8 @@ hb_status copy_at(void*, void* dst, size_t offset, const void* src, size_t bytes
   return HB_OK;
 }
 
-hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, hb_tensor* out,
-                 int32_t n_out, const char* attrs) {
-  Faulty& f = *static_cast<Faulty*>(self);
-  // The faults that apply to this call (each counts the calls of its own op).
+// The faults that apply to this call of `op` (each counts the calls of its own op).
+std::vector<const Fault*> active_faults(Faulty& f, const char* op) {
   std::vector<const Fault*> active;
   for (Fault& fault : f.faults) {
     if (fault.op != "*" && fault.op != op) continue;
@@ -646,50 +644,75 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
       active.push_back(&fault);
     ++fault.calls;
   }
-  for (const Fault* fault : active) {
-    if (fault->fault == "crash") abort();
-    if (fault->fault == "hang") {
-      for (;;) pause();
-    }
-  }
-  std::vector<hb_tensor> inputs(in, in + n_in);
+  return active;
+}
+
+// What the kernel is called with: the inputs (some pointing into the buffers here, which hold
+// altered copies), their count and the attrs.
+struct KernelCall {
+  std::vector<hb_tensor> inputs;
+  int32_t n_in = 0;
+  std::string attrs;
   std::vector<float> shifted;
   std::vector<int32_t> wrapped;
   std::vector<unsigned char> zeros;
-  std::string call_attrs = attrs != nullptr ? attrs : "{}";
+};
+
+// Applies the faults that alter what the kernel sees: its inputs, their count, its attrs.
+void fault_inputs(const std::vector<const Fault*>& active, const char* op, KernelCall* c) {
+  std::vector<hb_tensor>& inputs = c->inputs;
+  int32_t& n_in = c->n_in;  // drop_inputs lowers it for the faults after it too
   for (const Fault* fault : active) {
-    if (fault->fault == "wrong_block" && n_in >= 3) shift_scale_blocks(&inputs[2], &shifted);
+    if (fault->fault == "wrong_block" && n_in >= 3) shift_scale_blocks(&inputs[2], &c->shifted);
     if (fault->fault == "block_wrap" && strcmp(op, "paged_attention") == 0 && n_in >= 4 &&
         inputs[3].dtype == HB_I32 && fault->blocks > 0)
-      wrap_block_table(&inputs[3], fault->blocks, &wrapped);
+      wrap_block_table(&inputs[3], fault->blocks, &c->wrapped);
     if (fault->fault == "prefill_drops_state" && n_in >= 1 && inputs[0].shape[0] > 1) {
       const int state = strcmp(op, "gated_delta_rule") == 0 && n_in == 6 ? 5
                         : strcmp(op, "causal_conv1d") == 0 && n_in >= 3  ? 2
                                                                          : -1;
-      if (state >= 0) zero_input(&inputs[size_t(state)], &zeros);
+      if (state >= 0) zero_input(&inputs[size_t(state)], &c->zeros);
     }
-    if (fault->fault == "drop_attr") call_attrs = without_attr(call_attrs, fault->attr);
-    if (fault->fault == "set_attr") call_attrs = with_attr(call_attrs, fault->attr, fault->value);
+    if (fault->fault == "drop_attr") c->attrs = without_attr(c->attrs, fault->attr);
+    if (fault->fault == "set_attr") c->attrs = with_attr(c->attrs, fault->attr, fault->value);
     if (fault->fault == "window_off_by_one") {
       std::string window;
-      if (json_value(call_attrs.c_str(), "sliding_window", &window) && atol(window.c_str()) > 0)
-        call_attrs =
-            with_attr(call_attrs, "sliding_window", std::to_string(atol(window.c_str()) + 1));
+      if (json_value(c->attrs.c_str(), "sliding_window", &window) && atol(window.c_str()) > 0)
+        c->attrs = with_attr(c->attrs, "sliding_window", std::to_string(atol(window.c_str()) + 1));
     }
     if (fault->fault == "drop_inputs" && fault->keep < n_in) n_in = int32_t(fault->keep);
   }
-  const auto start = std::chrono::steady_clock::now();
-  bool truncate = false;
-  for (const Fault* fault : active) truncate = truncate || fault->fault == "truncate";
-  const hb_status s =
-      truncate && run_truncated(f.host, op, inputs.data(), n_in, out, n_out, call_attrs.c_str())
-          ? HB_OK
-          : f.host->reference_op(op, inputs.data(), n_in, out, n_out, call_attrs.c_str());
-  if (s != HB_OK) {
-    f.last_error = std::string("reference_op failed for ") + op;
-    return s;
+}
+
+// amplify: a scale fault whose magnitude leans by a hash of the inputs' bytes (FNV-1a) into
+// [-1, 1] of the fault's, so that a small input change moves the outputs far.
+void amplify(const Fault& fault, const hb_tensor* inputs, int32_t n_in, hb_tensor* out,
+             int32_t n_out) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the inputs' bytes
+  for (int32_t k = 0; k < n_in; ++k) {
+    size_t bytes = static_cast<size_t>(numel(inputs[k]));
+    bytes *= inputs[k].dtype == HB_F64 || inputs[k].dtype == HB_I64    ? 8
+             : inputs[k].dtype == HB_F32 || inputs[k].dtype == HB_I32  ? 4
+             : inputs[k].dtype == HB_BF16 || inputs[k].dtype == HB_F16 ? 2
+                                                                       : 1;
+    const unsigned char* b = static_cast<const unsigned char*>(inputs[k].data);
+    for (size_t i = 0; i < bytes; ++i) h = (h ^ b[i]) * 1099511628211ull;
   }
-  const auto took = std::chrono::steady_clock::now() - start;
+  const double lean = double(h % 2001) / 1000.0 - 1.0;
+  Fault scaled = fault;
+  scaled.fault = "scale";
+  scaled.magnitude = fault.magnitude * lean;
+  inject(scaled, out, n_out);
+}
+
+// Applies the faults that act after the kernel ran: a slower call (`took` stretched from
+// `start`), or outputs altered.
+void fault_outputs(const hb_host_api* host, const std::vector<const Fault*>& active, const char* op,
+                   const KernelCall& c, hb_tensor* out, int32_t n_out,
+                   std::chrono::steady_clock::time_point start,
+                   std::chrono::steady_clock::duration took) {
+  const hb_tensor* inputs = c.inputs.data();
+  const int32_t n_in = c.n_in;
   for (const Fault* fault : active) {
     if (fault->fault == "slow") {
       const auto until = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -697,44 +720,59 @@ hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, 
       while (std::chrono::steady_clock::now() < until) {
       }
     } else if (fault->fault == "conv_state_lag") {
-      if (strcmp(op, "causal_conv1d") == 0 && n_in >= 3 && n_out == 2)
-        lag_conv_state(inputs.data(), out);
+      if (strcmp(op, "causal_conv1d") == 0 && n_in >= 3 && n_out == 2) lag_conv_state(inputs, out);
     } else if (fault->fault == "decay_after") {
       if (strcmp(op, "gated_delta_rule") == 0 && n_in == 6 && n_out == 2)
-        delta_decay_after(inputs.data(), out, call_attrs);
+        delta_decay_after(inputs, out, c.attrs);
     } else if (fault->fault == "amplify") {
-      uint64_t h = 1469598103934665603ull;  // FNV-1a over the inputs' bytes
-      for (int32_t k = 0; k < n_in; ++k) {
-        size_t bytes = static_cast<size_t>(numel(inputs[k]));
-        bytes *= inputs[k].dtype == HB_F64 || inputs[k].dtype == HB_I64    ? 8
-                 : inputs[k].dtype == HB_F32 || inputs[k].dtype == HB_I32  ? 4
-                 : inputs[k].dtype == HB_BF16 || inputs[k].dtype == HB_F16 ? 2
-                                                                           : 1;
-        const unsigned char* b = static_cast<const unsigned char*>(inputs[k].data);
-        for (size_t i = 0; i < bytes; ++i) h = (h ^ b[i]) * 1099511628211ull;
-      }
-      const double lean = double(h % 2001) / 1000.0 - 1.0;
-      Fault scaled = *fault;
-      scaled.fault = "scale";
-      scaled.magnitude = fault->magnitude * lean;
-      inject(scaled, out, n_out);
+      amplify(*fault, inputs, n_in, out, n_out);
     } else if (fault->fault == "scaling_lost_past") {
       if (strcmp(op, "rope") == 0 && n_in >= 2 && n_out == 1)
-        rope_unscaled_past(f.host, inputs.data(), n_in, out, call_attrs, fault->at);
+        rope_unscaled_past(host, inputs, n_in, out, c.attrs, fault->at);
     } else if (fault->fault == "block_wrap" || fault->fault == "prefill_drops_state" ||
                fault->fault == "window_off_by_one") {
-      // applied to the inputs above
+      // applied to the inputs (fault_inputs)
     } else if (fault->fault == "tie_high") {
       if (strcmp(op, "lightning_indexer") == 0 && n_in == 4 && n_out == 1)
-        indexer_reselect(inputs.data(), out, call_attrs, true, 0);
+        indexer_reselect(inputs, out, c.attrs, true, 0);
     } else if (fault->fault == "score_jitter") {
       if (strcmp(op, "lightning_indexer") == 0 && n_in == 4 && n_out == 1) {
-        indexer_reselect(inputs.data(), out, call_attrs, false, fault->magnitude);
+        indexer_reselect(inputs, out, c.attrs, false, fault->magnitude);
       }
     } else {
       inject(*fault, out, n_out);
     }
   }
+}
+
+hb_status run_op(void* self, const char* op, const hb_tensor* in, int32_t n_in, hb_tensor* out,
+                 int32_t n_out, const char* attrs) {
+  Faulty& f = *static_cast<Faulty*>(self);
+  const std::vector<const Fault*> active = active_faults(f, op);
+  for (const Fault* fault : active) {
+    if (fault->fault == "crash") abort();
+    if (fault->fault == "hang") {
+      for (;;) pause();
+    }
+  }
+  KernelCall c;
+  c.inputs.assign(in, in + n_in);
+  c.n_in = n_in;
+  c.attrs = attrs != nullptr ? attrs : "{}";
+  fault_inputs(active, op, &c);
+  const auto start = std::chrono::steady_clock::now();
+  bool truncate = false;
+  for (const Fault* fault : active) truncate = truncate || fault->fault == "truncate";
+  const hb_status s =
+      truncate && run_truncated(f.host, op, c.inputs.data(), c.n_in, out, n_out, c.attrs.c_str())
+          ? HB_OK
+          : f.host->reference_op(op, c.inputs.data(), c.n_in, out, n_out, c.attrs.c_str());
+  if (s != HB_OK) {
+    f.last_error = std::string("reference_op failed for ") + op;
+    return s;
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  fault_outputs(f.host, active, op, c, out, n_out, start, took);
   return HB_OK;
 }
 
