@@ -9,7 +9,7 @@
 #include "checks/coverage.h"
 #include "cli_output.h"
 #include "commands.h"
-#include "model/architecture.h"
+#include "model/config/architecture.h"
 #include "ops/op.h"
 #include "suite/platform.h"
 

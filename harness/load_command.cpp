@@ -12,7 +12,7 @@
 #include "base/error.h"
 #include "cli_output.h"
 #include "commands.h"
-#include "model/model_source.h"
+#include "model/weights/model_source.h"
 #include "plan/rank_loader.h"
 
 namespace h0::cli {

@@ -16,11 +16,11 @@
 #include "base/error.h"
 #include "cli_output.h"
 #include "io/sharded_checkpoint.h"
-#include "model/dump_file.h"
-#include "model/executor.h"
-#include "model/generation.h"
-#include "model/image.h"
-#include "model/model_source.h"
+#include "model/exec/dump_file.h"
+#include "model/exec/executor.h"
+#include "model/exec/generation.h"
+#include "model/vision/image.h"
+#include "model/weights/model_source.h"
 #include "suite/platform.h"
 
 namespace h0::cli {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "model/architecture.h"
+#include "model/config/architecture.h"
 
 namespace CLI {
 class App;

@@ -79,7 +79,7 @@ from safetensors.torch import save_file  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 TOPK = 5
-# In execution order (src/model/probes.h kDecoderSublayers); Gemma 3's sandwich norms add the
+# In execution order (src/model/exec/probes.h kDecoderSublayers); Gemma 3's sandwich norms add the
 # pre/post-feedforward ones, and its post_attention_layernorm is the attention output's norm.
 # A linear-attention layer (Qwen3-Next) has linear_attn in place of self_attn.
 LAYER_PROBES = ("input_layernorm", "self_attn", "linear_attn", "post_attention_layernorm", "pre_feedforward_layernorm", "mlp",

@@ -1,7 +1,7 @@
 #include "checks/coverage.h"
 
 #include "base/error.h"
-#include "model/model_ops.h"
+#include "model/exec/model_ops.h"
 #include "ops/op.h"
 
 namespace h0::checks {

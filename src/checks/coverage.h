@@ -10,7 +10,7 @@
 
 #include "backend/backend.h"
 #include "backend/fallback.h"
-#include "model/architecture.h"
+#include "model/config/architecture.h"
 
 namespace h0::checks {
 

@@ -12,7 +12,7 @@
 
 #include "base/error.h"
 #include "checks/plan_check.h"
-#include "model/model_source.h"
+#include "model/weights/model_source.h"
 #include "plan/rank_loader.h"
 #include "suite/location.h"
 

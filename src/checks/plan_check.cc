@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "base/error.h"
-#include "model/architecture.h"
+#include "model/config/architecture.h"
 #include "plan/memory_plan.h"
 #include "plan/plan_report.h"
 #include "suite/location.h"

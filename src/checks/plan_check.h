@@ -23,7 +23,7 @@
 #include <string>
 
 #include "checks/check.h"
-#include "model/architecture.h"
+#include "model/config/architecture.h"
 #include "plan/parallel_plan.h"
 
 namespace h0::checks {

@@ -1,4 +1,4 @@
-// The executor's view of one rank of a parallel plan (model/sharding.h): its slices of every
+// The executor's view of one rank of a parallel plan (model/exec/sharding.h): its slices of every
 // weight (shard_of), its heads, vocabulary rows, layers and experts, and the communicators of
 // its tensor-parallel group, expert-parallel group and pipeline, split from `world`.
 #pragma once
@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "mesh/communicator.h"
-#include "model/architecture.h"
-#include "model/sharding.h"
+#include "model/config/architecture.h"
+#include "model/exec/sharding.h"
 #include "plan/parallel_plan.h"
 
 namespace h0::plan {

@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "base/error.h"
-#include "model/inventory.h"
+#include "model/weights/inventory.h"
 
 namespace h0::plan {
 namespace {

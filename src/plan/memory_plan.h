@@ -9,9 +9,9 @@
 //   fp8           1 byte + an f32 scale per 128×128 block (DeepSeek-V3's checkpoint layout)
 //   int8          1 byte + a bf16 scale per output channel
 //   int4          ½ byte + a bf16 scale and a bf16 zero per group of 128 along the input dim
-// With `checkpoint` (a model the executor does not model: model/checkpoint_inventory.h), the
-// weights are the checkpoint's own tensors as stored, every byte of them (the format is ignored).
-// KV cache, bytes per token of one layer: 2·kv_heads_per_rank·head_dim·size(kv dtype) for
+// With `checkpoint` (a model the executor does not model: model/weights/checkpoint_inventory.h),
+// the weights are the checkpoint's own tensors as stored, every byte of them (the format is
+// ignored). KV cache, bytes per token of one layer: 2·kv_heads_per_rank·head_dim·size(kv dtype) for
 // standard attention; (kv_lora_rank + qk_rope_head_dim)·size for MLA (one latent, held whole by
 // every tp rank). A layer's KV lives on the stage holding the layer; MTP layers hold none.
 // A sliding-window layer holds at most `sliding_window` tokens of a sequence: over a sequence of
@@ -54,8 +54,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/architecture.h"
-#include "model/inventory.h"
+#include "model/config/architecture.h"
+#include "model/weights/inventory.h"
 #include "plan/parallel_plan.h"
 #include "tensor/dtype.h"
 

@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/architecture.h"
-#include "model/inventory.h"
+#include "model/config/architecture.h"
+#include "model/weights/inventory.h"
 
 namespace h0::plan {
 

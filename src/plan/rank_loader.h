@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "io/sharded_checkpoint.h"
-#include "model/architecture.h"
-#include "model/inventory.h"
-#include "model/weight_loader.h"
+#include "model/config/architecture.h"
+#include "model/weights/inventory.h"
+#include "model/weights/weight_loader.h"
 #include "plan/parallel_plan.h"
 
 namespace h0::plan {

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "base/error.h"
-#include "model/generation.h"
-#include "model/host_glue.h"
+#include "model/exec/generation.h"
+#include "model/exec/host_glue.h"
 
 namespace h0::service {
 

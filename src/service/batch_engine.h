@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/executor.h"
+#include "model/exec/executor.h"
 #include "tensor/tensor.h"
 
 namespace h0::service {

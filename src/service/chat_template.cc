@@ -7,7 +7,7 @@
 #include "base/error.h"
 #include "base/input_file.h"
 #include "base/json_read.h"
-#include "model/architecture.h"
+#include "model/config/architecture.h"
 
 namespace h0::service {
 namespace {

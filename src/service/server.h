@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "model/image.h"
+#include "model/vision/image.h"
 #include "service/batch_engine.h"
 #include "service/chat_template.h"
 #include "tokenizer/tokenizer.h"

@@ -6,7 +6,7 @@
 #include "base/base64.h"
 #include "base/error.h"
 #include "base/json_read.h"
-#include "model/image.h"
+#include "model/vision/image.h"
 #include "service/json_util.h"
 
 namespace h0::service {

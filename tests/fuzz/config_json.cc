@@ -1,8 +1,8 @@
 // A model's config.json: the architecture (a modelled family or the generic description), then
 // what is sized by it: the weight inventory and a memory plan on one 80 GB device.
 #include "fuzz_util.h"
-#include "model/architecture.h"
-#include "model/inventory.h"
+#include "model/config/architecture.h"
+#include "model/weights/inventory.h"
 #include "plan/memory_plan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

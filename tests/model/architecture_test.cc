@@ -1,6 +1,6 @@
 // Architectures from real config.json files (tests/data/configs, see SOURCES.md there) and their
 // exact parameter counts against the published figures.
-#include "model/architecture.h"
+#include "model/config/architecture.h"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 
 #include "base/error.h"
 #include "io/safetensors_reader.h"
-#include "model/inventory.h"
-#include "model/model_ops.h"
+#include "model/exec/model_ops.h"
+#include "model/weights/inventory.h"
 
 namespace h0::model {
 namespace {
@@ -37,6 +37,8 @@ struct Published {
   // DeepSeek's and Moonshot's cards count activated parameters without the embedding (a lookup).
   bool card_active_without_embedding = false;
 };
+
+void PrintTo(const Published& p, std::ostream* os) { *os << p.file; }
 
 double allowed(double published, double rounding) {
   return std::max(0.005 * published, rounding / 2);
@@ -166,9 +168,9 @@ TEST(Architecture, GptOssFields) {
   EXPECT_EQ(d.layer_kind(1), TextModel::LayerKind::kFull);
   // GptOssExperts gates by its clamped SwiGLU whatever hidden_act says.
   c["hidden_act"] = "gelu";
-  EXPECT_EQ(model_ops(parse_architecture(c, "config.json"), tensor::DType::kBF16)
-                .moe_experts.attrs["activation"],
-            "clamped_swiglu");
+  const ModelOps ops = model_ops(parse_architecture(c, "config.json"), tensor::DType::kBF16);
+  ASSERT_NE(ops.find("moe_experts"), nullptr);
+  EXPECT_EQ(ops.find("moe_experts")->attrs["activation"], "clamped_swiglu");
   c["swiglu_limit"] = 0;
   EXPECT_THROW(parse_architecture(c, "config.json"), InputError);
 }

@@ -1,7 +1,7 @@
 // The checkpoint-derived inventory of an unmodelled family: the name-pattern TP rules, layer and
 // expert placement, exact counts by dtype (MXFP4 blocks, scales), and the memory plan from the
 // stored bytes.
-#include "model/checkpoint_inventory.h"
+#include "model/weights/checkpoint_inventory.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include "base/error.h"
 #include "io/safetensors_writer.h"
 #include "io/sharded_checkpoint.h"
-#include "model/architecture.h"
+#include "model/config/architecture.h"
 #include "plan/memory_plan.h"
 #include "test_util.h"
 

@@ -1,6 +1,6 @@
 // The executor on the tiny synthetic models: prefill equals token-by-token decode over the
 // paged cache, probes are named as HF modules, and the profile covers every op.
-#include "model/executor.h"
+#include "model/exec/executor.h"
 
 #include <gtest/gtest.h>
 
@@ -17,8 +17,8 @@
 #include "compare/metrics.h"
 #include "io/safetensors_reader.h"
 #include "io/sharded_checkpoint.h"
-#include "model/generation.h"
-#include "model/synth.h"
+#include "model/exec/generation.h"
+#include "model/weights/synth.h"
 #include "tensor/philox.h"
 #include "test_util.h"
 #include "tiny_checkpoint.h"

@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 #include "base/json_depth.h"
-#include "model/architecture.h"
+#include "model/config/architecture.h"
 #include "plan/memory_plan.h"
 #include "test_util.h"
 

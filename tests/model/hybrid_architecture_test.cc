@@ -8,8 +8,8 @@
 #include <map>
 
 #include "base/error.h"
-#include "model/architecture.h"
-#include "model/inventory.h"
+#include "model/config/architecture.h"
+#include "model/weights/inventory.h"
 
 namespace h0::model {
 namespace {

@@ -1,6 +1,6 @@
 // The LLaVA image path against transformers: stb_image decoding vs PIL, the CLIP processor's
 // PIL bicubic resize + crop + rescale, and the vision tower + projector + language model.
-#include "model/image.h"
+#include "model/vision/image.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include "backend/backend.h"
 #include "compare/metrics.h"
 #include "io/safetensors_reader.h"
-#include "model/executor.h"
-#include "model/generation.h"
-#include "model/synth.h"
+#include "model/exec/executor.h"
+#include "model/exec/generation.h"
+#include "model/weights/synth.h"
 #include "test_util.h"
 
 namespace h0::model {

@@ -13,10 +13,10 @@
 
 #include "backend/backend.h"
 #include "io/sharded_checkpoint.h"
-#include "model/executor.h"
-#include "model/inventory.h"
-#include "model/model_ops.h"
-#include "model/model_weights.h"
+#include "model/exec/executor.h"
+#include "model/exec/model_ops.h"
+#include "model/exec/model_weights.h"
+#include "model/weights/inventory.h"
 #include "test_util.h"
 
 namespace h0::model {

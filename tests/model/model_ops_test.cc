@@ -1,7 +1,7 @@
 // The ops a model "needs" (model::model_ops, what coverage and day0 list) are exactly the ops its
 // run takes: each tiny model runs a prompt (LLaVA with an image), greedy and a sampled step, and
 // the ops the executor actually ran equal ModelOps::names().
-#include "model/model_ops.h"
+#include "model/exec/model_ops.h"
 
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 
 #include "backend/backend.h"
 #include "io/sharded_checkpoint.h"
-#include "model/executor.h"
-#include "model/image.h"
-#include "model/synth.h"
+#include "model/exec/executor.h"
+#include "model/vision/image.h"
+#include "model/weights/synth.h"
 #include "test_util.h"
 
 namespace h0::model {

@@ -13,7 +13,7 @@
 #include "base/error.h"
 #include "io/safetensors_writer.h"
 #include "io/sharded_checkpoint.h"
-#include "model/executor.h"
+#include "model/exec/executor.h"
 #include "ops/op_list.h"
 #include "test_util.h"
 

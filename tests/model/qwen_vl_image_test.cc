@@ -10,7 +10,7 @@
 #include "base/error.h"
 #include "base/json_read.h"
 #include "base/sha256.h"
-#include "model/image.h"
+#include "model/vision/image.h"
 #include "test_util.h"
 
 namespace h0::model {

@@ -11,11 +11,11 @@
 #include "compare/model_compare.h"
 #include "io/safetensors_reader.h"
 #include "io/sharded_checkpoint.h"
-#include "model/executor.h"
-#include "model/generation.h"
-#include "model/host_glue.h"
-#include "model/image.h"
-#include "model/qwen_vision.h"
+#include "model/exec/executor.h"
+#include "model/exec/generation.h"
+#include "model/exec/host_glue.h"
+#include "model/vision/image.h"
+#include "model/vision/qwen_vision.h"
 #include "test_util.h"
 
 namespace h0::model {

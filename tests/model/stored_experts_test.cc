@@ -12,9 +12,9 @@
 #include "backend/backend.h"
 #include "base/error.h"
 #include "io/sharded_checkpoint.h"
-#include "model/executor.h"
-#include "model/model_weights.h"
-#include "model/synth.h"
+#include "model/exec/executor.h"
+#include "model/exec/model_weights.h"
+#include "model/weights/synth.h"
 #include "test_util.h"
 #include "tiny_checkpoint.h"
 

@@ -1,7 +1,7 @@
 // The tiny synthetic models against transformers (golden/models/<name>.json, written by
 // golden/tools/gen_models.py): parameter counts, tensor names and shapes, and the bytes of a
 // synthesized checkpoint as HF loads it.
-#include "model/synth.h"
+#include "model/weights/synth.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include "base/sha256.h"
 #include "io/safetensors_writer.h"
 #include "io/sharded_checkpoint.h"
-#include "model/inventory.h"
-#include "model/weight_loader.h"
+#include "model/weights/inventory.h"
+#include "model/weights/weight_loader.h"
 #include "ops/op_list.h"
 #include "test_util.h"
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <string>
 
-#include "model/synth.h"
+#include "model/weights/synth.h"
 #include "test_util.h"
 
 namespace h0::model::tiny {

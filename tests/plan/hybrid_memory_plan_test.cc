@@ -4,7 +4,7 @@
 // configs transformers 5 saves (tests/data/configs/transformers5/).
 #include <gtest/gtest.h>
 
-#include "model/architecture.h"
+#include "model/config/architecture.h"
 #include "plan/memory_plan.h"
 #include "plan/plan_report.h"
 

@@ -7,8 +7,8 @@
 #include <numeric>
 
 #include "base/error.h"
-#include "model/architecture.h"
-#include "model/inventory.h"
+#include "model/config/architecture.h"
+#include "model/weights/inventory.h"
 #include "plan/plan_report.h"
 
 namespace h0::plan {

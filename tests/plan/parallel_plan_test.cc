@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
-#include "model/architecture.h"
-#include "model/inventory.h"
+#include "model/config/architecture.h"
+#include "model/weights/inventory.h"
 
 namespace h0::plan {
 namespace {

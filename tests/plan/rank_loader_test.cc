@@ -9,7 +9,7 @@
 
 #include "base/error.h"
 #include "io/safetensors_writer.h"
-#include "model/synth.h"
+#include "model/weights/synth.h"
 #include "test_util.h"
 
 namespace h0::plan {

@@ -9,8 +9,8 @@
 
 #include "backend/backend.h"
 #include "io/sharded_checkpoint.h"
-#include "model/generation.h"
-#include "model/synth.h"
+#include "model/exec/generation.h"
+#include "model/weights/synth.h"
 #include "test_util.h"
 
 namespace h0::service {

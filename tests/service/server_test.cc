@@ -20,9 +20,9 @@
 
 #include "backend/backend.h"
 #include "io/sharded_checkpoint.h"
-#include "model/executor.h"
-#include "model/generation.h"
-#include "model/model_source.h"
+#include "model/exec/executor.h"
+#include "model/exec/generation.h"
+#include "model/weights/model_source.h"
 #include "test_util.h"
 
 namespace h0::service {

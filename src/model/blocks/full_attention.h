@@ -1,0 +1,19 @@
+// Grouped-query attention with RoPE (blocks/full_attention.cc), the same on full and sliding-window
+// layers (blocks/sliding_window.cc) but for the window and the sliding layers' own RoPE base.
+// Internal to src/model/blocks/.
+#pragma once
+
+#include "model/exec/layer_run.h"
+#include "model/weights/inventory_builder.h"
+
+namespace h0::model {
+
+// Not MLA, not linear attention: a layer of `kind` runs grouped-query attention.
+bool gqa_runs(const TextModel& t, int64_t layer, TextModel::LayerKind kind);
+void gqa_weights(InventoryBuilder& b);
+void bind_gqa(const Architecture& arch, tensor::DType dtype, BlockOps* ops);
+// `sliding`: the layer's keys are the last sliding_window (the KV cache's op for a sliding
+// layer) and its RoPE is the sliding layers' own when the config gives one.
+backend::DeviceTensor run_gqa(LayerRun& r, const backend::DeviceTensor& h, bool sliding);
+
+}  // namespace h0::model

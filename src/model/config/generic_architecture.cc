@@ -1,0 +1,111 @@
+// The architecture-independent description of a model whose family the executor does not model
+// (Gemma 3, GPT-OSS, Mistral, Qwen2-MoE, Qwen2.5-VL, ... on the day they are released): only the
+// fields that every decoder config of transformers spells the same way, enough for the memory
+// planner's KV-cache and activation terms. The weights themselves come from the checkpoint's
+// headers (model/weights/checkpoint_inventory.h).
+#include "base/error.h"
+#include "model/config/architecture.h"
+#include "model/config/config_fields.h"
+#include "model/config/families/families.h"
+
+namespace h0::model {
+namespace {
+
+// Far above any released model; a larger value is a malformed config, not a model to plan.
+// The first of `keys` present (not null) in `f`, else `def`.
+int64_t first_int(const ConfigFields& f, std::initializer_list<const char*> keys, int64_t def) {
+  for (const char* k : keys) {
+    const int64_t v = f.opt_int(k, INT64_MIN);
+    if (v != INT64_MIN) return v;
+  }
+  return def;
+}
+
+int64_t positive(const ConfigFields& f, const char* key, int64_t value) {
+  if (value < 1)
+    throw InputError(f.where(key), "must be a positive integer, got " + std::to_string(value));
+  return value;
+}
+
+Architecture generic_architecture(const nlohmann::json& config, const std::string& where) {
+  if (!config.is_object()) throw InputError(where, "not a JSON object");
+  const ConfigFields top(config, where);
+  const bool nested = config.contains("text_config") && config["text_config"].is_object();
+  const ConfigFields f = nested ? top.req_object("text_config") : top;
+  Architecture a;
+  a.modelled = false;
+  a.family = f.opt_string("model_type", top.opt_string("model_type", "unknown"));
+  if (nested) a.family = top.opt_string("model_type", a.family);
+  if (config.contains("architectures") && config["architectures"].is_array() &&
+      !config["architectures"].empty() && config["architectures"][0].is_string()) {
+    a.architecture = config["architectures"][0].get<std::string>();
+  }
+  a.has_vision = config.contains("vision_config");
+  TextModel& t = a.text;
+  t.model_type = f.opt_string("model_type", a.family);
+  t.hidden_size = positive(f, "hidden_size", f.req_int("hidden_size"));
+  t.num_layers = positive(f, "num_hidden_layers", f.req_int("num_hidden_layers"));
+  if (t.num_layers > kMaxDecoderLayers) {
+    throw InputError(f.where("num_hidden_layers"), std::to_string(t.num_layers) +
+                                                       " is not a plausible layer count (at most " +
+                                                       std::to_string(kMaxDecoderLayers) + ")");
+  }
+  Attention& at = t.attn;
+  at.num_heads = positive(f, "num_attention_heads", f.req_int("num_attention_heads"));
+  at.num_kv_heads =
+      positive(f, "num_key_value_heads", f.opt_int("num_key_value_heads", at.num_heads));
+  at.head_dim = positive(f, "head_dim", f.opt_int("head_dim", t.hidden_size / at.num_heads));
+  if (at.num_heads % at.num_kv_heads != 0) {
+    throw InputError(f.where("num_key_value_heads"),
+                     "must divide num_attention_heads (" + std::to_string(at.num_heads) + ")");
+  }
+  if (f.opt_int("kv_lora_rank", 0) > 0) {  // multi-head latent attention (DeepSeek-V2/V3 layout)
+    at.mla = true;
+    at.kv_lora_rank = f.req_int("kv_lora_rank");
+    at.q_lora_rank = f.opt_int("q_lora_rank", 0);
+    at.qk_rope_head_dim = f.req_int("qk_rope_head_dim");
+    at.qk_nope_head_dim = f.opt_int("qk_nope_head_dim", 0);
+    at.v_head_dim = f.opt_int("v_head_dim", at.head_dim);
+    at.num_kv_heads = at.num_heads;
+  }
+  at.sliding_window = f.opt_int("sliding_window", 0);
+  t.layer_kinds = read_layer_kinds(f, t.num_layers, at.sliding_window);
+  t.intermediate_size = f.opt_int("intermediate_size", 0);
+  t.vocab_size = first_int(f, {"vocab_size"}, top.opt_int("vocab_size", 0));
+  t.max_position_embeddings = f.opt_int("max_position_embeddings", 0);
+  t.tie_word_embeddings =
+      top.opt_bool("tie_word_embeddings", f.opt_bool("tie_word_embeddings", false));
+  t.rms_norm_eps = f.opt_double("rms_norm_eps", 1e-6);
+  const std::string dtype =
+      f.opt_string("torch_dtype", f.opt_string("dtype", top.opt_string("torch_dtype", "")));
+  if (!dtype.empty()) t.dtype = tensor::parse_dtype(dtype);
+  Moe& m = t.moe;
+  m.num_experts = first_int(f, {"num_experts", "num_local_experts", "n_routed_experts"}, 0);
+  if (m.num_experts > 0) {
+    m.experts_per_token = first_int(f, {"num_experts_per_tok", "experts_per_token", "moe_topk"}, 1);
+    m.expert_intermediate_size = first_int(f, {"moe_intermediate_size"}, t.intermediate_size);
+    m.num_shared_experts = first_int(f, {"n_shared_experts", "num_shared_experts"}, 0);
+    m.first_k_dense = f.opt_int("first_k_dense_replace", 0);
+    m.layer_freq = first_int(f, {"moe_layer_freq", "decoder_sparse_step"}, 1);
+    if (m.layer_freq < 1) m.layer_freq = 1;
+    m.dense_layers = f.opt_int_list("mlp_only_layers");
+  }
+  if (config.contains("quantization_config") && config["quantization_config"].is_object()) {
+    const ConfigFields q(config["quantization_config"], where + ": quantization_config");
+    a.quantization.method = q.opt_string("quant_method", "");
+  }
+  return a;
+}
+
+}  // namespace
+
+Architecture describe_architecture(const nlohmann::json& config, const std::string& where) {
+  if (is_modelled(config)) return parse_architecture(config, where);
+  return generic_architecture(config, where);
+}
+
+Architecture load_any_architecture(const std::string& path) {
+  return describe_architecture(read_config_file(path), config_path(path));
+}
+
+}  // namespace h0::model
