@@ -76,7 +76,7 @@ CONFIG_DIRS = {"tiny-mistral-w512": "tests/data/models/tiny-mistral-w512"}
 # the short suite runs the same family.
 SHORT = {"tiny-mistral-w512": [1000, 42, 7, 999, 318, 64, 512, 3, 870, 233, 101, 676, 45]}
 HF_MODELS = ("tiny-gemma3", "tiny-mistral", "tiny-gpt-oss", "tiny-qwen2-moe", "tiny-glm4-moe",
-             "tiny-qwen3-next", "tiny-qwen3-5")
+             "tiny-glm4-moe-lite", "tiny-qwen3-next", "tiny-qwen3-5")
 # Probes kept (suffixes of the HF module names); the norms inside a layer are left out.
 KEEP = (".self_attn", ".linear_attn", ".mlp", "embed_tokens", "norm")
 

@@ -11,9 +11,9 @@ offset so that a reader that drops a bias or a norm weight is caught (turn it of
 --plain-init), model.to(torch.bfloat16) and save_pretrained(dir, safe_serialization=True),
 which writes config.json, generation_config.json and model.safetensors.  The tokenizer
 (tokenizer.json, tokenizer_config.json, copied byte for byte; vocabulary 1024) is tiny-llama's
-for tiny-gemma3, tiny-mistral, tiny-glm4-moe, tiny-gpt-oss and tiny-olmo2 (<|begin_of_text|> 1019 =
-bos, <|eot_id|> 1023 = eos, a Llama-3 style chat template; config.json's pad is <|end_of_text|> 1020:
-the tokenizer names no pad token)
+for tiny-gemma3, tiny-mistral, tiny-glm4-moe, tiny-glm4-moe-lite, tiny-gpt-oss and tiny-olmo2
+(<|begin_of_text|> 1019 = bos, <|eot_id|> 1023 = eos, a Llama-3 style chat template; config.json's
+pad is <|end_of_text|> 1020: the tokenizer names no pad token)
 and tiny-qwen3-moe's for tiny-qwen2-moe (ChatML template, no bos token, <|im_end|> 1021 = eos,
 <|endoftext|> 1019 = pad; config.json's bos is 1019 as in Qwen's own configs).  A Qwen-family model
 needs the ChatML template: `transformers serve` picks its Qwen response parser by model_type,
@@ -35,6 +35,14 @@ Each checkpoint is loaded back (AutoModelForCausalLM.from_pretrained, f32, eager
                   sigmoid scores with the correction bias, routed scaling 2.5, one shared expert,
                   q/k/v biases, QK-norm, head_dim 32 with partial rotary 0.5 (16 dims turn);
                   initializer_range 0.2, embeddings not tied.
+  tiny-glm4-moe-lite glm4_moe_lite, Glm4MoeLiteForCausalLM (GLM-4.7-Flash): MLA (4 heads, q_lora 32,
+                  kv_lora 16, qk_nope 16, qk_rope 8 interleaved, v 16) over GLM-4.5's MoE: 3 layers,
+                  mlp_layer_types [dense, sparse, sparse], 8 experts in 2 groups (topk_group 1), top-2,
+                  sigmoid scores with the correction bias, routed scaling 1.8, one shared expert;
+                  rms_norm_eps 1e-5 (its default); initializer_range 0.24 (at 0.2 a router's top-2
+                  boundary on p13 is 0.0015 apart and bf16 routes that token otherwise, transformers'
+                  own bf16 too; at 0.24 every choice on p7/p13 is at least 0.014 apart), embeddings
+                  not tied.
   tiny-gpt-oss    gpt_oss: 4 fused experts (intermediate_size 32; gate_up_proj interleaved, biases,
                   clamped SwiGLU), top-2 router with bias, attention sinks, attention biases,
                   layer_types [sliding_attention, full_attention], sliding_window 4, head_dim 16,
@@ -79,7 +87,8 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 LLAMA3_TOKENIZER = ("tiny-llama", 1019, 1023, 1020)
 QWEN_TOKENIZER = ("tiny-qwen3-moe", 1019, 1021, 1019)
 TOKENIZERS = {"tiny-gemma3": LLAMA3_TOKENIZER, "tiny-qwen2-moe": QWEN_TOKENIZER, "tiny-gpt-oss": LLAMA3_TOKENIZER,
-              "tiny-mistral": LLAMA3_TOKENIZER, "tiny-glm4-moe": LLAMA3_TOKENIZER, "tiny-olmo2": LLAMA3_TOKENIZER,
+              "tiny-mistral": LLAMA3_TOKENIZER, "tiny-glm4-moe": LLAMA3_TOKENIZER,
+              "tiny-glm4-moe-lite": LLAMA3_TOKENIZER, "tiny-olmo2": LLAMA3_TOKENIZER,
               "tiny-qwen3-next": QWEN_TOKENIZER, "tiny-deepseek-v32": LLAMA3_TOKENIZER, "tiny-qwen3-5": QWEN_TOKENIZER,
               "tiny-qwen2-5-vl": QWEN_TOKENIZER}
 # tiny-qwen2-5-vl: Qwen's vision tokens added to tiny-qwen3-moe's tokenizer after its 1024 ids.
@@ -113,8 +122,9 @@ def common(name: str) -> dict:
 
 
 def configs():
-    from transformers import (DeepseekV32Config, Gemma3TextConfig, Glm4MoeConfig, GptOssConfig, MistralConfig, Olmo2Config,
-                              Qwen2_5_VLConfig, Qwen2MoeConfig, Qwen3_5TextConfig, Qwen3NextConfig)
+    from transformers import (DeepseekV32Config, Gemma3TextConfig, Glm4MoeConfig, Glm4MoeLiteConfig, GptOssConfig,
+                              MistralConfig, Olmo2Config, Qwen2_5_VLConfig, Qwen2MoeConfig, Qwen3_5TextConfig,
+                              Qwen3NextConfig)
 
     return {
         "tiny-glm4-moe": Glm4MoeConfig(
@@ -123,6 +133,12 @@ def configs():
             n_group=2, topk_group=1, routed_scaling_factor=2.5, norm_topk_prob=True, use_qk_norm=True,
             attention_bias=True, num_nextn_predict_layers=0, tie_word_embeddings=False, initializer_range=0.2,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
+        "tiny-glm4-moe-lite": Glm4MoeLiteConfig(
+            **{**common("tiny-glm4-moe-lite"), "num_hidden_layers": 3, "num_key_value_heads": 4}, q_lora_rank=32,
+            kv_lora_rank=16, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=8,
+            num_experts_per_tok=2, moe_intermediate_size=32, n_shared_experts=1,
+            mlp_layer_types=["dense", "sparse", "sparse"], n_group=2, topk_group=1, routed_scaling_factor=1.8,
+            norm_topk_prob=True, tie_word_embeddings=False, initializer_range=0.24),
         "tiny-mistral": MistralConfig(
             **common("tiny-mistral"), sliding_window=4, tie_word_embeddings=False, initializer_range=0.2),
         "tiny-gemma3": Gemma3TextConfig(
@@ -223,8 +239,8 @@ def offset_constant_params(model, seed: int) -> list[str]:
         if p.numel() > 1 and bool((p == p.flatten()[0]).all()):
             p.add_(torch.randn(p.shape, generator=g, dtype=torch.float32).to(p.dtype) * 0.1)
             touched.append(name)
-    # The router's correction bias (DeepSeek-V3-style routing, GLM-4.5) is a zero buffer: offset it
-    # too, so that a router that ignores it selects other experts.  No other family has one.
+    # The router's correction bias (DeepSeek-V3-style routing: GLM-4.5, GLM-4.7-Flash, DeepSeek-V3.2) is a zero
+    # buffer: offset it too, so that a router that ignores it selects other experts.  No other family has one.
     for name, b in model.named_buffers():
         if name.endswith("e_score_correction_bias") and bool((b == 0).all()):
             b.add_(torch.randn(b.shape, generator=g, dtype=torch.float32).to(b.dtype) * 0.1)

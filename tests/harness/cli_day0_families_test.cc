@@ -1,11 +1,11 @@
 // The families added as one file each (src/model/config/families/mistral.cc, qwen2_moe.cc,
-// glm4_moe.cc, gemma3_text.cc, gpt_oss.cc) on checkpoints transformers wrote itself
-// (tests/data/models/, golden/tools/gen_tiny_hf_models.py): day0 passes every stage on cpu, the
-// reference backend and PoCL; the op stage runs the model's own cases (the sliding-window attention
-// at Mistral's window, the shared-expert gate's sigmoid, Gemma 3's local RoPE); faults in the
-// blocks they brought — a kernel that ignores sliding_window, a wrong sigmoid, an embedding that
-// drops its scale, a norm without its offset — and the catalogue's old faults are caught at the op
-// stage and localized at the layer stage, as on the old models.
+// glm4_moe.cc, gemma3_text.cc, gpt_oss.cc, glm4_moe_lite.cc) on checkpoints transformers wrote
+// itself (tests/data/models/, golden/tools/gen_tiny_hf_models.py): day0 passes every stage on cpu,
+// the reference backend and PoCL; the op stage runs the model's own cases (the sliding-window
+// attention at Mistral's window, the shared-expert gate's sigmoid, Gemma 3's local RoPE); faults in
+// the blocks they brought — a kernel that ignores sliding_window, a wrong sigmoid, an embedding
+// that drops its scale, a norm without its offset — and the catalogue's old faults are caught at
+// the op stage and localized at the layer stage, as on the old models.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -72,7 +72,9 @@ INSTANTIATE_TEST_SUITE_P(
                           NewFamily{"tiny-gpt-oss-mxfp4", 141520, "dequantize_mxfp4"},
                           NewFamily{"tiny-qwen3-next", 294352, "gated_delta_rule"},
                           NewFamily{"tiny-qwen3-5", 256528, "gated_delta_rule"},
-                          NewFamily{"tiny-deepseek-v32", 223968, "lightning_indexer"}),
+                          NewFamily{"tiny-deepseek-v32", 223968, "lightning_indexer"},
+                          // MLA's kv latent norm (kv_lora_rank 16 wide)
+                          NewFamily{"tiny-glm4-moe-lite", 306256, "rmsnorm/16"}),
         ::testing::Values("cpu", "reference", "opencl-pocl")),
     [](const auto& param_info) {
       std::string n =
@@ -210,9 +212,11 @@ class Day0OldFaults : public ::testing::TestWithParam<std::tuple<const char*, Ol
 
 TEST_P(Day0OldFaults, AreCaughtAndLocalized) {
   const auto& [name, fault] = GetParam();
-  // GLM-4.5's first layer is dense (first_k_dense_replace): its first MoE block is layer 1's.
+  // GLM-4.5's and GLM-4.7-Flash's first layer is dense (first_k_dense_replace, mlp_layer_types):
+  // their first MoE block is layer 1's.
   std::string where = fault.first_divergence;
-  if (std::string(name) == "tiny-glm4-moe" && where == "model.layers.0.mlp")
+  const std::string model = name;
+  if ((model == "tiny-glm4-moe" || model == "tiny-glm4-moe-lite") && where == "model.layers.0.mlp")
     where = "model.layers.1.mlp";
   auto stages = faulty_day0(name, fault.options);
   EXPECT_EQ(stages["op_accuracy"]["status"], "fail");
@@ -236,19 +240,20 @@ std::string old_fault_name(
 INSTANTIATE_TEST_SUITE_P(
     NewModels, Day0OldFaults,
     ::testing::Combine(::testing::Values("tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe",
-                                         "tiny-gemma3", "tiny-gpt-oss"),
+                                         "tiny-gemma3", "tiny-gpt-oss", "tiny-glm4-moe-lite"),
                        ::testing::Values(OldFault{"{op: rmsnorm, fault: scale, magnitude: 0.01}",
                                                   "model.layers.0.input_layernorm"},
                                          OldFault{
                                              "{op: paged_attention, fault: scale, magnitude: 0.01}",
                                              "model.layers.0.self_attn"})),
     old_fault_name);
-INSTANTIATE_TEST_SUITE_P(
-    NewMoeModels, Day0OldFaults,
-    ::testing::Combine(::testing::Values("tiny-qwen2-moe", "tiny-glm4-moe", "tiny-gpt-oss"),
-                       ::testing::Values(OldFault{"{op: moe_experts, fault: nan}",
-                                                  "model.layers.0.mlp"})),
-    old_fault_name);
+INSTANTIATE_TEST_SUITE_P(NewMoeModels, Day0OldFaults,
+                         ::testing::Combine(::testing::Values("tiny-qwen2-moe", "tiny-glm4-moe",
+                                                              "tiny-gpt-oss", "tiny-glm4-moe-lite"),
+                                            ::testing::Values(OldFault{
+                                                "{op: moe_experts, fault: nan}",
+                                                "model.layers.0.mlp"})),
+                         old_fault_name);
 
 // day0 on `name` with the fault `options`: caught at the op stage, the layer stage fails with
 // its first divergence at `where`.

@@ -78,14 +78,14 @@ TEST_P(LongOnBackend, EveryFamilyMatchesTransformersAtEverySampledPosition) {
   }
 }
 
-// 11 families and tiny-mistral-w512: long, long_chunked, completion_long, prompt_logprobs on cpu.
+// 12 families and tiny-mistral-w512: long, long_chunked, completion_long, prompt_logprobs on cpu.
 // PoCL and the reference backend (the slowest in CI) run the one-pass prefill of each: their
 // kernels at 2,040 tokens; the chunked and served cases run the same kernels in smaller pieces,
 // checked on cpu.
 INSTANTIATE_TEST_SUITE_P(Backends, LongOnBackend,
-                         ::testing::Values(LongBackend{"cpu", "", 48},
-                                           LongBackend{"reference", "*/long", 12},
-                                           LongBackend{"opencl-pocl", "*/long", 12}),
+                         ::testing::Values(LongBackend{"cpu", "", 52},
+                                           LongBackend{"reference", "*/long", 13},
+                                           LongBackend{"opencl-pocl", "*/long", 13}),
                          [](const ::testing::TestParamInfo<LongBackend>& param_info) {
                            std::string name = param_info.param.platform;
                            for (char& ch : name)
@@ -122,7 +122,7 @@ TEST_P(LongFaults, FailTheLongSuiteWhereTheyStartAndPassTheShortOne) {
   // The executor's cases (the faulty platform has no service).
   const auto long_cases = run_suite(dir, "suites/long.yaml", platform, "*/long*", &code);
   EXPECT_EQ(code, 1);
-  ASSERT_EQ(long_cases.size(), 24u);
+  ASSERT_EQ(long_cases.size(), 26u);
   for (const auto& [id, c] : long_cases) {
     if (!f.failing.count(id)) {
       EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
@@ -151,22 +151,24 @@ INSTANTIATE_TEST_SUITE_P(
             "model.layers.0.self_attn (layer model.layers.0, sublayer self_attn), first at "
             "position 256 of "},
         // The block table wraps after 64 entries (1,024 tokens of 16-token pages): every family
-        // on paged attention with a context past it (DeepSeek-V3's MLA keeps 1,016 tokens), at
-        // the first full-attention layer (the hybrids' layer 1), from position 1,024.
+        // on paged attention with a context past it (tiny-deepseek-v3's MLA keeps 1,016 tokens,
+        // tiny-glm4-moe-lite's 2,040), at the first full-attention layer (the hybrids' layer 1),
+        // from position 1,024.
         LongFault{"block_wrap",
                   "{op: paged_attention, fault: block_wrap, blocks: 64}",
                   "tiny-llama/logits*f32*:tiny-mistral/logits*f32*:tiny-qwen3-next/logits*",
-                  {"tiny-llama/long",        "tiny-llama/long_chunked",
-                   "tiny-llava/long",        "tiny-llava/long_chunked",
-                   "tiny-qwen3-moe/long",    "tiny-qwen3-moe/long_chunked",
-                   "tiny-gemma3/long",       "tiny-gemma3/long_chunked",
-                   "tiny-mistral/long",      "tiny-mistral/long_chunked",
-                   "tiny-mistral-w512/long", "tiny-mistral-w512/long_chunked",
-                   "tiny-gpt-oss/long",      "tiny-gpt-oss/long_chunked",
-                   "tiny-qwen2-moe/long",    "tiny-qwen2-moe/long_chunked",
-                   "tiny-glm4-moe/long",     "tiny-glm4-moe/long_chunked",
-                   "tiny-qwen3-next/long",   "tiny-qwen3-next/long_chunked",
-                   "tiny-qwen3-5/long",      "tiny-qwen3-5/long_chunked"},
+                  {"tiny-llama/long",         "tiny-llama/long_chunked",
+                   "tiny-llava/long",         "tiny-llava/long_chunked",
+                   "tiny-qwen3-moe/long",     "tiny-qwen3-moe/long_chunked",
+                   "tiny-gemma3/long",        "tiny-gemma3/long_chunked",
+                   "tiny-mistral/long",       "tiny-mistral/long_chunked",
+                   "tiny-mistral-w512/long",  "tiny-mistral-w512/long_chunked",
+                   "tiny-gpt-oss/long",       "tiny-gpt-oss/long_chunked",
+                   "tiny-qwen2-moe/long",     "tiny-qwen2-moe/long_chunked",
+                   "tiny-glm4-moe/long",      "tiny-glm4-moe/long_chunked",
+                   "tiny-glm4-moe-lite/long", "tiny-glm4-moe-lite/long_chunked",
+                   "tiny-qwen3-next/long",    "tiny-qwen3-next/long_chunked",
+                   "tiny-qwen3-5/long",       "tiny-qwen3-5/long_chunked"},
                   "sublayer self_attn), first at position 1024 of 2040"},
         // Linear-attention state dropped at each prefill chunk: only the chunked runs of the
         // hybrid families, at layer 0's linear attention, from the second chunk (position 512).

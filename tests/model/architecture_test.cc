@@ -321,6 +321,83 @@ TEST(Architecture, Glm4MoeFields) {
   EXPECT_EQ(parse_architecture(c, "config.json").text.attn.rotary_dim, 32);
 }
 
+// GLM-4.7-Flash (glm4_moe_lite): DeepSeek-V3's MLA over GLM-4.5's routing, the dense layers
+// from transformers 5's mlp_layer_types. The tiny checkpoint transformers wrote
+// (gen_tiny_hf_models.py) is the inventory, tensor for tensor, and counts as its num_parameters();
+// transformers 5's default config (GLM-4.7-Flash's sizes) as the counts file says.
+TEST(Architecture, Glm4MoeLiteFields) {
+  const std::string dir = std::string(H0_SOURCE_DIR) + "/tests/data/models/tiny-glm4-moe-lite";
+  const Architecture a = load_architecture(dir);
+  EXPECT_EQ(a.family, "glm4_moe_lite");
+  EXPECT_EQ(a.architecture, "Glm4MoeLiteForCausalLM");
+  const Attention& at = a.text.attn;
+  EXPECT_TRUE(at.mla);
+  EXPECT_EQ(at.num_heads, 4);
+  EXPECT_EQ(at.q_lora_rank, 32);
+  EXPECT_EQ(at.kv_lora_rank, 16);
+  EXPECT_EQ(at.qk_nope_head_dim, 16);
+  EXPECT_EQ(at.qk_rope_head_dim, 8);
+  EXPECT_EQ(at.head_dim, 8);  // Glm4MoeLiteConfig maps head_dim to qk_rope_head_dim
+  EXPECT_EQ(at.qk_head_dim(), 24);
+  EXPECT_EQ(at.v_head_dim, 16);
+  EXPECT_FALSE(at.qkv_bias);
+  const Moe& m = a.text.moe;
+  EXPECT_EQ(m.num_experts, 8);
+  EXPECT_EQ(m.experts_per_token, 2);
+  EXPECT_EQ(m.expert_intermediate_size, 32);
+  EXPECT_EQ(m.shared_inter(), 32);
+  EXPECT_EQ(m.n_group, 2);
+  EXPECT_EQ(m.topk_group, 1);
+  EXPECT_EQ(m.scoring, "sigmoid");
+  EXPECT_TRUE(m.correction_bias);
+  EXPECT_TRUE(m.norm_topk_prob);
+  EXPECT_DOUBLE_EQ(m.routed_scaling_factor, 1.8);
+  EXPECT_DOUBLE_EQ(a.text.rms_norm_eps, 1e-5);
+  EXPECT_FALSE(a.text.is_moe_layer(0));  // mlp_layer_types [dense, sparse, sparse]
+  EXPECT_TRUE(a.text.is_moe_layer(1));
+  EXPECT_TRUE(a.text.is_moe_layer(2));
+  const Inventory inv = build_inventory(a);
+  const io::SafetensorsFile ckpt = io::SafetensorsFile::open(dir + "/model.safetensors");
+  std::map<std::string, tensor::Shape> want;
+  for (const io::TensorEntry& e : ckpt.entries()) want[e.name] = e.shape;
+  std::map<std::string, tensor::Shape> got;
+  for (const WeightInfo& w : inv.weights)
+    got[w.name] = tensor::Shape(w.shape.begin(), w.shape.end());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(inv.counts.total, 306256);  // transformers' num_parameters()
+
+  // transformers 5's Glm4MoeLiteConfig(): 47 layers, the first dense (no mlp_layer_types needed).
+  const std::string tf5 = config("transformers5/glm4_moe_lite");
+  const Architecture d = load_architecture(tf5);
+  EXPECT_EQ(d.text.num_layers, 47);
+  EXPECT_EQ(d.text.attn.q_lora_rank, 768);
+  EXPECT_EQ(d.text.attn.kv_lora_rank, 512);
+  EXPECT_EQ(d.text.attn.qk_head_dim(), 256);
+  EXPECT_EQ(d.text.attn.v_head_dim, 256);
+  EXPECT_EQ(d.text.moe.num_experts, 64);
+  EXPECT_EQ(d.text.moe.experts_per_token, 4);
+  EXPECT_EQ(d.text.moe.shared_inter(), 1536);
+  EXPECT_DOUBLE_EQ(d.text.moe.routed_scaling_factor, 1.8);
+  EXPECT_FALSE(d.text.is_moe_layer(0));
+  EXPECT_TRUE(d.text.is_moe_layer(1));
+  EXPECT_TRUE(d.text.is_moe_layer(46));
+  EXPECT_EQ(build_inventory(d).counts.total, 29943390976);  // transformers' num_parameters()
+  nlohmann::json c = nlohmann::json::parse(std::ifstream(tf5));
+  c.erase("mlp_layer_types");  // Glm4MoeLiteConfig's default: the first layer dense
+  const Architecture e = parse_architecture(c, "config.json");
+  EXPECT_FALSE(e.text.is_moe_layer(0));
+  EXPECT_TRUE(e.text.is_moe_layer(1));
+  EXPECT_EQ(build_inventory(e).counts.total, 29943390976);
+  c["rope_interleave"] = false;  // the half-split rotary layout: not modelled, refused
+  try {
+    parse_architecture(c, "config.json");
+    FAIL() << "rope_interleave false was accepted";
+  } catch (const InputError& err) {
+    EXPECT_NE(std::string(err.what()).find("config.json: rope_interleave"), std::string::npos)
+        << err.what();
+  }
+}
+
 TEST(Architecture, DeepseekV3Fields) {
   const Architecture a = load_architecture(config("deepseek-v3"));
   EXPECT_EQ(a.family, "deepseek_v3");
@@ -471,7 +548,7 @@ TEST(ArchitectureErrors, NameTheField) {
 TEST(Transformers5Configs, ParseAndCountAsTransformersDoes) {
   std::ifstream in(std::string(H0_SOURCE_DIR) + "/golden/models/transformers5-counts.json");
   const nlohmann::json golden = nlohmann::json::parse(in);
-  ASSERT_EQ(golden["models"].size(), 17u);
+  ASSERT_EQ(golden["models"].size(), 18u);
   for (const auto& [type, want] : golden["models"].items()) {
     const Architecture a =
         load_architecture(std::string(H0_SOURCE_DIR) + "/" + want["config"].get<std::string>());
@@ -514,7 +591,7 @@ TEST(Inventory, EveryDecoderWeightHasOneRole) {
         "deepseek-v3", "kimi-k2-instruct", "llava-1.5-7b-hf", "mistral-7b-v0.1",
         "qwen1.5-moe-a2.7b", "glm-4.5", "gemma-3-1b-it", "gpt-oss-120b", "transformers5/qwen3_next",
         "transformers5/qwen3_5_text", "transformers5/qwen3_5_moe_text",
-        "transformers5/deepseek_v32", "qwen2.5-vl-7b-instruct"}) {
+        "transformers5/deepseek_v32", "transformers5/glm4_moe_lite", "qwen2.5-vl-7b-instruct"}) {
     SCOPED_TRACE(name);
     const Inventory inv = build_inventory(load_architecture(config(name)));
     std::set<std::tuple<int64_t, TensorRole, TensorPiece, int64_t, int64_t>> keys;
