@@ -96,6 +96,16 @@ std::vector<TensorDesc> linear_infer(const OpDef& op, const std::vector<TensorDe
   return {util::linear_output(op, in[0], in[1], bias)};
 }
 
+// linear's and linear_widen's: x·wᵀ (+ bias), w as [N, K].
+Cost linear_cost(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
+                 const Json&) {
+  return util::linear_cost(in, out, in.size() > 2 && in[2].present);
+}
+void linear_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                      const Json&) {
+  gemm_reference(in, out, true);
+}
+
 }  // namespace
 
 const OpDef& matmul_op() {
@@ -159,12 +169,8 @@ const OpDef& linear_op() {
           },
       .infer = [](const std::vector<TensorDesc>& in,
                   const Json&) { return linear_infer(linear_op(), in); },
-      .cost =
-          [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
-            return util::linear_cost(in, out, in.size() > 2 && in[2].present);
-          },
-      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
-                      const Json&) { gemm_reference(in, out, true); },
+      .cost = linear_cost,
+      .reference = linear_reference,
       .default_inputs = [](const Dims& dims,
                            const Json&) { return linear_default_inputs(linear_op(), dims); },
   };
@@ -191,12 +197,8 @@ const OpDef& linear_widen_op() {
           },
       .infer = [](const std::vector<TensorDesc>& in,
                   const Json&) { return linear_infer(linear_widen_op(), in); },
-      .cost =
-          [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json&) {
-            return util::linear_cost(in, out, in.size() > 2 && in[2].present);
-          },
-      .reference = [](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
-                      const Json&) { gemm_reference(in, out, true); },
+      .cost = linear_cost,
+      .reference = linear_reference,
       .default_inputs = [](const Dims& dims,
                            const Json&) { return linear_default_inputs(linear_widen_op(), dims); },
   };

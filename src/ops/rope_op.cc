@@ -27,6 +27,7 @@
 #include <numbers>
 #include <optional>
 
+#include "base/yarn_range.h"
 #include "ops/op_list.h"
 #include "ops/op_util.h"
 
@@ -124,18 +125,8 @@ RopeFrequencies rope_frequencies(const Json& attrs, int64_t rd) {
       }
       truncate = s.at("truncate").get<bool>();
     }
-    const double dim = static_cast<double>(rd);
-    const auto correction_dim = [&](double rotations) {
-      return dim * std::log(orig / (rotations * 2 * std::numbers::pi)) / (2 * std::log(theta));
-    };
-    double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
-    if (truncate) {
-      low = std::floor(low);
-      high = std::ceil(high);
-    }
-    low = std::max(low, 0.0);
-    high = std::min(high, dim - 1);
-    if (low == high) high += 0.001;
+    const auto [low, high] =
+        yarn_correction_range(static_cast<double>(rd), orig, theta, beta_fast, beta_slow, truncate);
     for (size_t i = 0; i < f.inv_freq.size(); ++i) {
       const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
       const double extrapolation_factor = 1 - ramp;

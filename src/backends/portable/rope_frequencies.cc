@@ -6,6 +6,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "../../base/yarn_range.h"  // header-only: no link to the harness library
+
 namespace h0p {
 namespace {
 
@@ -71,18 +73,8 @@ std::string apply_yarn(const Json& s, double theta, int64_t rd, RopeFrequencies*
   if (beta_slow == 0) beta_slow = 1;
   const bool truncate =
       !s.contains("truncate") || !s["truncate"].is_boolean() || s["truncate"].get<bool>();
-  const double dim = static_cast<double>(rd);
-  auto correction_dim = [&](double rotations) {
-    return dim * std::log(orig_len / (rotations * 2 * std::numbers::pi)) / (2 * std::log(theta));
-  };
-  double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
-  if (truncate) {
-    low = std::floor(low);
-    high = std::ceil(high);
-  }
-  low = std::max(low, 0.0);
-  high = std::min(high, dim - 1);
-  if (low == high) high += 0.001;  // HF: prevent a singular ramp
+  const auto [low, high] = h0::yarn_correction_range(static_cast<double>(rd), orig_len, theta,
+                                                     beta_fast, beta_slow, truncate);
   for (size_t i = 0; i < f->inv_freq.size(); ++i) {
     const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
     const double extrapolation = 1 - ramp;  // weight of the unscaled frequency
