@@ -17,6 +17,9 @@ std::string printf_string(const char* format, double v);
 // `v` as a JSON number, or null when it is not finite (JSON has no NaN or infinity).
 nlohmann::json number_or_null(double v);
 
+// 1234567 -> "1,234,567".
+std::string with_commas(int64_t v);
+
 // 1536 -> "1.5 KiB".
 std::string human_bytes(uint64_t bytes);
 

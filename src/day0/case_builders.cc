@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -106,17 +107,19 @@ void add_norm_cases(ShapeCases& s) {
   if (s.uses("rmsnorm")) {
     s.add("rmsnorm", {T, s.t.hidden_size}, attrs_of(s.bound.rmsnorm));
     // The decoder's other RMSNorm widths: q/k norms (a head, or OLMo 2's whole projection) and
-    // MLA's latent norms (q_lora_rank, kv_lora_rank).
-    std::set<int64_t> widths;
+    // MLA's latent norms (q_lora_rank, kv_lora_rank; at the block's own eps).
+    const model::BoundOp* latent = s.bound.find("latent_norm");
+    std::map<int64_t, const model::BoundOp*> widths;
     for (const model::WeightInfo& w : s.inventory.weights) {
-      const bool inner =
-          w.tensor == model::TensorRole::kAttnQNorm || w.tensor == model::TensorRole::kAttnKNorm ||
+      const bool head =
+          w.tensor == model::TensorRole::kAttnQNorm || w.tensor == model::TensorRole::kAttnKNorm;
+      const bool lora =
           w.tensor == model::TensorRole::kAttnQANorm || w.tensor == model::TensorRole::kAttnKVANorm;
-      if (inner && w.shape.size() == 1 && w.shape[0] != s.t.hidden_size && !w.mtp)
-        widths.insert(w.shape[0]);
+      if ((head || lora) && w.shape.size() == 1 && w.shape[0] != s.t.hidden_size && !w.mtp)
+        widths.emplace(w.shape[0], lora && latent != nullptr ? latent : &s.bound.rmsnorm);
     }
-    for (const int64_t d : widths)
-      s.add("rmsnorm", {T, d}, attrs_of(s.bound.rmsnorm), "rmsnorm/" + std::to_string(d));
+    for (const auto& [d, op] : widths)
+      s.add("rmsnorm", {T, d}, attrs_of(*op), "rmsnorm/" + std::to_string(d));
   }
   if (s.uses("embedding")) {
     s.add("embedding", {T, std::min<int64_t>(s.t.vocab_size, 32768), s.t.hidden_size},

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "model/config/block.h"
 #include "model/weights/inventory.h"
 
 namespace h0::plan {
@@ -117,52 +118,38 @@ class WeightTally {
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, int64_t> cache_;
 };
 
-int64_t kv_bytes_per_layer(const Architecture& arch, int64_t kv_heads, DType kv) {
-  return (arch.text.attn.kv_cache_width(kv_heads) + arch.text.indexer.head_dim) *
-         static_cast<int64_t>(tensor::dtype_size(kv));
+// Layer `l`'s mixer block (config/block.h; every layer of a parsed config has one).
+const model::Block& mixer_of(const Architecture& arch, int64_t l) {
+  return model::block_of(arch.text, l, model::BlockSlot::kMixer);
 }
 
-// Of layers [begin, end), how many are linear attention.
-int64_t linear_layers(const Architecture& arch, std::pair<int64_t, int64_t> layers) {
-  int64_t n = 0;
-  for (int64_t l = layers.first; l < layers.second; ++l)
-    n += arch.text.layer_kind(l) == model::TextModel::LayerKind::kLinear;
-  return n;
-}
-
-// One sequence's linear-attention state on a rank holding `layers`.
+// One sequence's fixed state (linear attention) on a rank holding `layers`.
 int64_t state_bytes_of_layers(const Architecture& arch, std::pair<int64_t, int64_t> layers,
                               int64_t tp, DType act) {
-  const model::LinearAttention& l = arch.text.linear;
-  if (l.num_v_heads == 0) return 0;
-  const int64_t per_layer =
-      l.conv_state_bytes(tp, int64_t(tensor::dtype_size(act))) + l.recurrent_state_bytes(tp);
-  return linear_layers(arch, layers) * per_layer;
+  int64_t bytes = 0;
+  for (int64_t l = layers.first; l < layers.second; ++l)
+    bytes += mixer_of(arch, l).state_bytes(arch.text, tp, int64_t(tensor::dtype_size(act)));
+  return bytes;
 }
 
-// Layers [begin, end)'s KV bytes per token of a sequence of `len` tokens (0: as if every layer
-// were full): sliding layers at min(window, len) / len, linear-attention layers at none;
-// `index_only`: the indexer keys' part alone.
+// Layers [begin, end)'s KV bytes per token of a sequence of `len` tokens (0: as if no window
+// cut), each block's cache per its mixer: a windowed layer at min(window, len) / len, a linear
+// attention at none; `index_only`: the indexer keys' part alone.
 int64_t kv_bytes_of_layers(const Architecture& arch, std::pair<int64_t, int64_t> layers,
                            int64_t kv_heads, DType kv, int64_t len, bool index_only = false) {
-  const int64_t full = index_only ? arch.text.indexer.head_dim * int64_t(tensor::dtype_size(kv))
-                                  : kv_bytes_per_layer(arch, kv_heads, kv);
-  const int64_t window = arch.text.attn.sliding_window;
-  int64_t n_full = 0, n_sliding = 0;
+  const int64_t size = int64_t(tensor::dtype_size(kv));
+  int64_t whole = 0, windowed = 0, window = 0;
   for (int64_t l = layers.first; l < layers.second; ++l) {
-    switch (arch.text.layer_kind(l)) {
-      case model::TextModel::LayerKind::kFull:
-        ++n_full;
-        break;
-      case model::TextModel::LayerKind::kSliding:
-        ++n_sliding;
-        break;
-      case model::TextModel::LayerKind::kLinear:
-        break;
+    const model::BlockCache c = mixer_of(arch, l).cache(arch.text, l, kv_heads);
+    const int64_t bytes = (index_only ? c.index_elements : c.elements) * size;
+    if (len > 0 && c.window > 0 && c.window < len) {
+      windowed += bytes;
+      window = c.window;
+    } else {
+      whole += bytes;
     }
   }
-  if (len <= 0 || window <= 0 || window >= len) return (n_full + n_sliding) * full;
-  return n_full * full + ceil_div(n_sliding * full * window, len);
+  return whole + (windowed > 0 ? ceil_div(windowed * window, len) : 0);
 }
 
 bool stage_has_moe(const Architecture& arch, std::pair<int64_t, int64_t> layers) {
@@ -288,36 +275,17 @@ std::vector<std::string> plan_notes(const Architecture& arch, const ParallelPlan
     notes.push_back("tied embedding: held by the first stage and, as the LM head, by the last");
   if (t.num_nextn_predict_layers > 0 && !o.include_mtp)
     notes.push_back("MTP layers not loaded (speculative decoding off)");
-  const int64_t linear = linear_layers(arch, {0, t.num_layers});
-  int64_t sliding = 0;
-  for (int64_t l = 0; l < t.num_layers; ++l)
-    sliding += t.layer_kind(l) == model::TextModel::LayerKind::kSliding;
-  if (sliding > 0 && t.attn.sliding_window > 0) {
-    notes.push_back(std::to_string(sliding) + " of " + std::to_string(t.num_layers) +
-                    " layers use a sliding window of " + with_commas(t.attn.sliding_window) +
-                    " tokens: their KV holds at most that many per sequence");
-  }
-  if (linear > 0 &&
-      t.linear.num_v_heads == 0) {  // a family not modelled: its state's size is not read
-    notes.push_back(std::to_string(linear) +
-                    " linear-attention layers hold a fixed-size state per sequence (not counted: "
-                    "the family is not modelled)");
-  } else if (linear > 0) {
-    const model::LinearAttention& l = t.linear;
-    const int64_t act = int64_t(tensor::dtype_size(compute_dtype(o.weights)));
-    const int64_t seqs = ceil_div(o.concurrency, plan.dp);
-    notes.push_back(std::to_string(linear) + " of " + std::to_string(t.num_layers) +
-                    " layers are linear attention: no KV, a state per sequence of " +
-                    with_commas(l.conv_state_bytes(plan.tp, act)) + " conv + " +
-                    with_commas(l.recurrent_state_bytes(plan.tp)) +
-                    " recurrent (f32) bytes per layer and rank, held for " + std::to_string(seqs) +
-                    " concurrent sequence" + (seqs == 1 ? "" : "s") +
-                    (plan.dp > 1 ? " per replica" : ""));
-  }
-  if (t.indexer.n_heads > 0) {
-    notes.push_back("the lightning indexer caches " + std::to_string(t.indexer.head_dim) +
-                    " key elements per token per layer beside the MLA latent (whole on every tp "
-                    "rank; idx B/tok)");
+  // What each block says of itself (a window, a state, an indexer), in the registry's order.
+  for (const model::Block* b : model::blocks()) {
+    model::PlanFacts facts{0,
+                           t.num_layers,
+                           plan.tp,
+                           plan.dp,
+                           ceil_div(o.concurrency, plan.dp),
+                           int64_t(tensor::dtype_size(compute_dtype(o.weights)))};
+    for (int64_t l = 0; l < t.num_layers; ++l)
+      facts.layers += model::block_at(t, l, b->slot()) == b;
+    if (facts.layers > 0) b->plan_notes(t, facts, &notes);
   }
   if (o.checkpoint != nullptr)
     notes.push_back("weights as the checkpoint stores them (" +
@@ -453,15 +421,6 @@ std::optional<DType> parse_kv_dtype(std::string_view name) {
   return d;
 }
 
-std::string with_commas(int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return (v < 0 ? "-" : "") + out;
-}
-
 int64_t model_kv_bytes_per_token(const Architecture& arch, DType kv_dtype, int64_t max_model_len) {
   return kv_bytes_of_layers(arch, {0, arch.text.num_layers}, arch.text.attn.num_kv_heads, kv_dtype,
                             max_model_len);
@@ -471,39 +430,38 @@ std::vector<KvLayerType> kv_by_layer_type(const Architecture& arch, const Memory
   std::vector<KvLayerType> out;
   if (p.ranks.empty()) return out;
   const RankMemory& r = p.ranks.front();
-  const MemoryOptions& o = p.options;
-  const int64_t size = int64_t(tensor::dtype_size(o.kv_dtype));
-  const int64_t attn = arch.text.attn.kv_cache_width(r.kv_heads) * size;
-  const int64_t index = arch.text.indexer.head_dim * size;
-  const int64_t window = arch.text.attn.sliding_window, len = o.max_model_len;
-  int64_t full = 0, sliding = 0;
+  const int64_t size = int64_t(tensor::dtype_size(p.options.kv_dtype)),
+                len = p.options.max_model_len;
+  int64_t whole = 0, windowed = 0, window = 0, with_state = 0, attn = 0, index = 0;
+  const char* kind = "";
   for (int64_t l = r.layers.first; l < r.layers.second; ++l) {
-    const auto kind = arch.text.layer_kind(l);
-    full += kind == model::TextModel::LayerKind::kFull;
-    sliding += kind == model::TextModel::LayerKind::kSliding;
+    const model::Block& b = mixer_of(arch, l);
+    with_state += b.keeps_state();
+    const model::BlockCache c = b.cache(arch.text, l, r.kv_heads);
+    if (c.elements == 0) continue;
+    attn = (c.elements - c.index_elements) * size;
+    index = c.index_elements * size;
+    if (len > 0 && c.window > 0 && c.window < len) {
+      ++windowed;
+      window = c.window;
+    } else {
+      if (whole++ == 0) kind = c.kind;
+    }
   }
-  const bool windowed = window > 0 && len > 0 && window < len;
-  if (full > 0 || (sliding > 0 && !windowed))
-    out.push_back({arch.text.attn.mla ? "MLA latent" : "full attention",
-                   full + (windowed ? 0 : sliding), attn, (full + (windowed ? 0 : sliding)) * attn,
-                   false, ""});
-  if (sliding > 0 && windowed)
-    out.push_back({"sliding window", sliding, attn, ceil_div(sliding * attn * window, len), false,
+  if (whole > 0) out.push_back({kind, whole, attn, whole * attn, false, ""});
+  if (windowed > 0)
+    out.push_back({"sliding window", windowed, attn, ceil_div(windowed * attn * window, len), false,
                    "window " + with_commas(window) + " of " + with_commas(len) + " tokens"});
-  if (index > 0 && full + sliding > 0) {
-    // The indexer keys follow the same layers (their sliding share rounded with the rest).
-    const int64_t keys = r.index_bytes_per_token;
-    out.push_back({"indexer keys", full + sliding, index, keys, false, ""});
-  }
-  const int64_t linear = linear_layers(arch, r.layers);
-  if (linear > 0)
-    out.push_back({"linear-attention state", linear, r.state_bytes_per_sequence / linear,
+  // The indexer keys follow the same layers (their sliding share rounded with the rest).
+  if (index > 0 && whole + windowed > 0)
+    out.push_back({"indexer keys", whole + windowed, index, r.index_bytes_per_token, false, ""});
+  if (with_state > 0)
+    out.push_back({"linear-attention state", with_state, r.state_bytes_per_sequence / with_state,
                    r.state_bytes_per_sequence, true, ""});
   return out;
 }
 
 std::vector<LayerChoice> representative_layers(const Architecture& arch) {
-  using Kind = model::TextModel::LayerKind;
   const model::TextModel& t = arch.text;
   const model::Inventory inv =
       model::build_inventory(arch, {.dtype = std::nullopt, .quantized = true});
@@ -520,14 +478,8 @@ std::vector<LayerChoice> representative_layers(const Architecture& arch) {
   std::vector<LayerChoice> out;
   std::map<std::string, size_t> seen;
   for (int64_t l = 0; l < t.num_layers; ++l) {
-    const Kind kind = t.layer_kind(l);
-    std::string attention = kind == Kind::kLinear ? "linear attention"
-                            : t.attn.mla          ? "MLA"
-                                                  : "attention";
-    if (kind != Kind::kLinear && t.indexer.n_heads > 0) attention += " + indexer";
-    if (kind == Kind::kSliding) attention = "sliding-window " + attention;
-    if (kind == Kind::kFull && !t.attn.mla) attention = "full " + attention;
-    const std::string block = attention + ", " + (t.is_moe_layer(l) ? "MoE" : "dense MLP");
+    const std::string block = mixer_of(arch, l).describe(t, l) + ", " +
+                              model::block_of(t, l, model::BlockSlot::kFeedForward).describe(t, l);
     const auto [it, fresh] = seen.emplace(block, out.size());
     if (fresh) out.push_back({l, block, layer_bytes[static_cast<size_t>(l)] + embedding, {}});
     out[it->second].layers.push_back(l);

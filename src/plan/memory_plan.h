@@ -54,6 +54,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/text_format.h"
 #include "model/config/architecture.h"
 #include "model/weights/inventory.h"
 #include "plan/parallel_plan.h"
@@ -173,7 +174,6 @@ nlohmann::json to_json(const LayerChoice& c, double device_memory);
 MemoryPlan plan_memory(const model::Architecture& arch, const ParallelPlan& plan,
                        MemoryOptions options);
 
-// 1234567 -> "1,234,567".
-std::string with_commas(int64_t v);
+using h0::with_commas;  // base/text_format.h: 1234567 -> "1,234,567"
 
 }  // namespace h0::plan

@@ -2,6 +2,7 @@
 
 #include "base/check.h"
 #include "base/error.h"
+#include "model/config/block.h"
 
 namespace h0::plan {
 namespace {
@@ -118,11 +119,12 @@ std::optional<PlanIssue> check_plan(const model::Architecture& arch, const Paral
                                str(kv) +
                                " (each kv head must be replicated over the same number of ranks)"};
   }
-  if (t.linear.num_v_heads > 0 &&
-      t.linear.num_k_heads % tp != 0) {  // Gated DeltaNet: split by key-head group
-    return PlanIssue{"tp", "linear_num_key_heads " + str(t.linear.num_k_heads) +
-                               " is not divisible by tp " + str(tp) +
-                               " (the linear-attention layers split by key-head group)"};
+  for (const model::Block* b : model::blocks()) {  // what a block's own split needs
+    bool runs = false;
+    for (int64_t l = 0; l < t.num_layers && !runs; ++l)
+      runs = model::block_at(t, l, b->slot()) == b;
+    if (!runs) continue;
+    if (std::string issue = b->tp_issue(t, tp); !issue.empty()) return PlanIssue{"tp", issue};
   }
   if (plan.pp > t.num_layers) {
     return PlanIssue{

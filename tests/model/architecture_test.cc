@@ -388,6 +388,11 @@ TEST(Architecture, Glm4MoeLiteFields) {
   EXPECT_FALSE(e.text.is_moe_layer(0));
   EXPECT_TRUE(e.text.is_moe_layer(1));
   EXPECT_EQ(build_inventory(e).counts.total, 29943390976);
+  // attention_bias: transformers' DeepseekV3Attention biases q_a_proj, kv_a_proj_with_mqa and
+  // o_proj (not q_b_proj, kv_b_proj): num_parameters() of Glm4MoeLiteConfig(attention_bias=True).
+  c["attention_bias"] = true;
+  EXPECT_EQ(build_inventory(parse_architecture(c, "config.json")).counts.total, 29943550400);
+  c["attention_bias"] = false;
   c["rope_interleave"] = false;  // the half-split rotary layout: not modelled, refused
   try {
     parse_architecture(c, "config.json");

@@ -114,14 +114,32 @@ TEST(ProbePlace, FollowsTheExecutionOrder) {
                       : arch.text.linear.num_v_heads > 0 ? hybrid
                                                          : llama);
   }
-  EXPECT_EQ(probe_place("model.layers.3.post_attention_layernorm").step, 3);
-  EXPECT_EQ(probe_place("model.layers.3.post_feedforward_layernorm").step, 6);
-  // A linear-attention layer's linear_attn sits where self_attn does, before the MLP's norm.
-  EXPECT_TRUE(probe_place("model.layers.3.linear_attn") <
-              probe_place("model.layers.3.post_attention_layernorm"));
+  // A layer's probes in order, each block in its slot: a linear-attention layer's linear_attn
+  // sits where self_attn does (the mixer's), before the MLP's norm.
+  const auto step = [](const char* sub) {
+    return probe_place(std::string("model.layers.3.") + sub).step;
+  };
+  EXPECT_EQ(step("linear_attn"), step("self_attn"));
+  const std::vector<int32_t> order = {
+      step("input_layernorm"),           step("self_attn"), step("post_attention_layernorm"),
+      step("pre_feedforward_layernorm"), step("mlp"),       step("post_feedforward_layernorm"),
+      probe_place("model.layers.3").step};
+  for (size_t i = 1; i < order.size(); ++i) EXPECT_LT(order[i - 1], order[i]) << i;
   EXPECT_EQ(probe_place("model.layers.3").step, kLayerOutputStep);
   EXPECT_EQ(probe_place("model.embed_tokens").layer, -1);
   EXPECT_EQ(probe_place("logits").layer, ProbePlace::kAfterLayers);
+}
+
+// MLA's latent norms (q_a_layernorm, kv_a_layernorm) run at transformers' DeepseekV3RMSNorm
+// default eps, 1e-6, whatever rms_norm_eps says; the decoder's norms at rms_norm_eps
+// (GLM-4.7-Flash's 1e-5).
+TEST(ModelOps, MlaLatentNormsKeepTheirOwnEps) {
+  const Architecture a =
+      load_architecture(h0::test::source_path("tests/data/models/tiny-glm4-moe-lite"));
+  const ModelOps ops = model_ops(a, tensor::DType::kF32);
+  ASSERT_NE(ops.find("latent_norm"), nullptr);
+  EXPECT_DOUBLE_EQ(ops.find("latent_norm")->attrs["eps"].get<double>(), 1e-6);
+  EXPECT_DOUBLE_EQ(ops.rmsnorm.attrs["eps"].get<double>(), 1e-5);
 }
 
 }  // namespace

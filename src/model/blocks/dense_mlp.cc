@@ -63,6 +63,7 @@ class DenseMlp : public Block {
   backend::DeviceTensor run(LayerRun& r, const backend::DeviceTensor& h) const override {
     return run_gated_mlp(r, TensorRole::kFfnGate, h);
   }
+  std::string describe(const TextModel&, int64_t) const override { return "dense MLP"; }
 };
 
 }  // namespace

@@ -106,6 +106,16 @@ DeviceTensor run_gqa(LayerRun& r, const DeviceTensor& h, bool sliding) {
   return r.row_parallel(TensorRole::kAttnO, o);
 }
 
+std::string describe_gqa(const TextModel& t, bool sliding) {
+  const std::string attention = t.indexer.n_heads > 0 ? "attention + indexer" : "attention";
+  return (sliding ? "sliding-window " : "full ") + attention;
+}
+
+BlockCache gqa_cache(const TextModel& t, int64_t kv_heads, bool sliding) {
+  return {t.attn.kv_cache_width(kv_heads) + t.indexer.head_dim, t.indexer.head_dim,
+          sliding ? t.attn.sliding_window : 0, "full attention"};
+}
+
 namespace {
 
 class FullAttention : public Block {
@@ -122,6 +132,12 @@ class FullAttention : public Block {
   }
   DeviceTensor run(LayerRun& r, const DeviceTensor& h) const override {
     return run_gqa(r, h, false);
+  }
+  std::string describe(const TextModel& t, int64_t) const override {
+    return describe_gqa(t, false);
+  }
+  BlockCache cache(const TextModel& t, int64_t, int64_t kv_heads) const override {
+    return gqa_cache(t, kv_heads, false);
   }
 };
 

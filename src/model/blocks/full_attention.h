@@ -15,5 +15,9 @@ void bind_gqa(const Architecture& arch, tensor::DType dtype, BlockOps* ops);
 // `sliding`: the layer's keys are the last sliding_window (the KV cache's op for a sliding
 // layer) and its RoPE is the sliding layers' own when the config gives one.
 backend::DeviceTensor run_gqa(LayerRun& r, const backend::DeviceTensor& h, bool sliding);
+// "full attention", "sliding-window attention" (" + indexer" where the config has one).
+std::string describe_gqa(const TextModel& t, bool sliding);
+// K and V of `kv_heads` heads (and an indexer's key), the window on a sliding layer.
+BlockCache gqa_cache(const TextModel& t, int64_t kv_heads, bool sliding);
 
 }  // namespace h0::model

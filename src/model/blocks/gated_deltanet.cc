@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/text_format.h"
 #include "model/config/block.h"
 #include "model/exec/host_glue.h"
 #include "model/exec/layer_run.h"
@@ -123,6 +124,13 @@ class GatedDeltaNet : public Block {
     b.proj(TensorRole::kLinOut, h, hv * l.v_head_dim, TpSplit::kRow, l.v_head_dim);
   }
 
+  // The depthwise conv1d is stored [C, 1, K]; causal_conv1d takes w [C, K].
+  tensor::Tensor op_layout(TensorRole role, tensor::Tensor t) const override {
+    if (role == TensorRole::kLinConv && t.shape().size() == 3)
+      return t.reshape({t.dim(0), t.dim(2)});
+    return t;
+  }
+
   void bind(const Architecture& arch, tensor::DType dtype, BlockOps* ops) const override {
     const TextModel& t = arch.text;
     if (t.hidden_act != "silu") {
@@ -139,6 +147,40 @@ class GatedDeltaNet : public Block {
 
   std::unique_ptr<BlockState> state(const Architecture& arch, int64_t tp) const override {
     return std::make_unique<DeltaNetState>(arch.text.linear, tp);
+  }
+
+  std::string describe(const TextModel&, int64_t) const override { return "linear attention"; }
+  // Split by key-head group (weights above).
+  std::string tp_issue(const TextModel& t, int64_t tp) const override {
+    const LinearAttention& l = t.linear;
+    if (l.num_v_heads <= 0 || l.num_k_heads % tp == 0) return "";
+    return "linear_num_key_heads " + std::to_string(l.num_k_heads) + " is not divisible by tp " +
+           std::to_string(tp) + " (the linear-attention layers split by key-head group)";
+  }
+  bool keeps_state() const override { return true; }
+  // The conv window in the activation dtype and the recurrent state in f32 (0 for a family not
+  // modelled: its state's size is not read).
+  int64_t state_bytes(const TextModel& t, int64_t tp, int64_t act_bytes) const override {
+    const LinearAttention& l = t.linear;
+    if (l.num_v_heads == 0) return 0;
+    return l.conv_state_bytes(tp, act_bytes) + l.recurrent_state_bytes(tp);
+  }
+  void plan_notes(const TextModel& t, const PlanFacts& p,
+                  std::vector<std::string>* notes) const override {
+    const LinearAttention& l = t.linear;
+    if (l.num_v_heads == 0) {
+      notes->push_back(std::to_string(p.layers) +
+                       " linear-attention layers hold a fixed-size state per sequence (not "
+                       "counted: the family is not modelled)");
+      return;
+    }
+    notes->push_back(std::to_string(p.layers) + " of " + std::to_string(p.num_layers) +
+                     " layers are linear attention: no KV, a state per sequence of " +
+                     with_commas(l.conv_state_bytes(p.tp, p.act_bytes)) + " conv + " +
+                     with_commas(l.recurrent_state_bytes(p.tp)) +
+                     " recurrent (f32) bytes per layer and rank, held for " +
+                     std::to_string(p.sequences) + " concurrent sequence" +
+                     (p.sequences == 1 ? "" : "s") + (p.dp > 1 ? " per replica" : ""));
   }
 
   // The input projections (Qwen3-Next's fused ones regrouped on the host), the gating g and beta,

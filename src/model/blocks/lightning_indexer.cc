@@ -45,6 +45,13 @@ void bind_indexer(const Architecture& arch, BlockOps* ops) {
                     {"scale", 1.0 / std::sqrt(double(x.head_dim) * double(x.n_heads))}}));
 }
 
+void indexer_plan_notes(const TextModel& t, std::vector<std::string>* notes) {
+  if (t.indexer.n_heads <= 0) return;
+  notes->push_back("the lightning indexer caches " + std::to_string(t.indexer.head_dim) +
+                   " key elements per token per layer beside the MLA latent (whole on every tp "
+                   "rank; idx B/tok)");
+}
+
 // Queries wq_b(q latent) and one key k_norm(wk(x)) per token, both with half-split RoPE over their
 // first qk_rope_head_dim dims, and the heads' weights weights_proj(x) (their H^-0.5 is in the
 // bound indexer's scale).

@@ -12,6 +12,8 @@ void indexer_weights(InventoryBuilder& b);
 void bind_indexer(const Architecture& arch, BlockOps* ops);
 // Its inputs of the step: queries from the MLA layer's q latent, one key per token, and the heads'
 // weights; LayerRun::cached_attention caches the keys and attends over the keys they pick.
+// The memory plan's note on its keys (nothing without an indexer).
+void indexer_plan_notes(const TextModel& t, std::vector<std::string>* notes);
 IndexerInputs indexer_inputs(LayerRun& r, const backend::DeviceTensor& h,
                              const backend::DeviceTensor& q_latent);
 

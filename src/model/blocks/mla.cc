@@ -26,18 +26,23 @@ class Mla : public Block {
   void weights(InventoryBuilder& b) const override {
     const Attention& a = b.text().attn;
     const int64_t h = b.text().hidden_size, qk = a.qk_head_dim();
+    // attention_bias (Attention::qkv_bias / o_bias) puts a bias on q_a, kv_a and o only.
     if (a.q_lora_rank > 0) {
       b.proj(TensorRole::kAttnQA, a.q_lora_rank, h, TpSplit::kReplicated, 1);
+      if (a.qkv_bias) b.bias(TensorRole::kAttnQA, a.q_lora_rank, TpSplit::kReplicated);
       b.norm(TensorRole::kAttnQANorm, a.q_lora_rank);
       b.proj(TensorRole::kAttnQB, a.num_heads * qk, a.q_lora_rank, TpSplit::kColumn, qk);
     } else {
       b.proj(TensorRole::kAttnQ, a.num_heads * qk, h, TpSplit::kColumn, qk);
     }
-    b.proj(TensorRole::kAttnKVA, a.kv_lora_rank + a.qk_rope_head_dim, h, TpSplit::kReplicated, 1);
+    const int64_t kv_a = a.kv_lora_rank + a.qk_rope_head_dim;
+    b.proj(TensorRole::kAttnKVA, kv_a, h, TpSplit::kReplicated, 1);
+    if (a.qkv_bias) b.bias(TensorRole::kAttnKVA, kv_a, TpSplit::kReplicated);
     b.norm(TensorRole::kAttnKVANorm, a.kv_lora_rank);
     const int64_t kv_b = a.qk_nope_head_dim + a.v_head_dim;
     b.proj(TensorRole::kAttnKVB, a.num_heads * kv_b, a.kv_lora_rank, TpSplit::kColumn, kv_b);
     b.proj(TensorRole::kAttnO, h, a.num_heads * a.v_head_dim, TpSplit::kRow, a.v_head_dim);
+    if (a.o_bias) b.bias(TensorRole::kAttnO, h, TpSplit::kReplicated);
     indexer_weights(b);
   }
 
@@ -46,6 +51,9 @@ class Mla : public Block {
     ops->add("rope", bind_op("rope", {{"theta", t.rope_theta},
                                       {"style", "gptj"},
                                       {"scaling", t.rope_scaling_json}}));
+    // The q and kv latents' RMSNorms at transformers' DeepseekV3RMSNorm default, whatever
+    // rms_norm_eps says (GLM-4.7-Flash's 1e-5 is the decoder norms' only).
+    ops->add("latent_norm", bind_op("rmsnorm", {{"eps", 1e-6}}));
     bind_indexer(arch, ops);
   }
 
@@ -55,7 +63,7 @@ class Mla : public Block {
     const int64_t T = r.tokens(), nope = at.qk_nope_head_dim, rot = at.qk_rope_head_dim;
     const int64_t H = r.sharding() ? r.sharding()->heads : at.num_heads;
     backend::Backend& be = r.backend();
-    const BoundOp& norm = r.model_ops().rmsnorm;
+    const BoundOp& norm = r.ops().at("latent_norm");
     DeviceTensor q, qa;  // qa: the q latent (q_lora_rank > 0)
     if (at.q_lora_rank > 0) {
       qa = r.linear(TensorRole::kAttnQA, h);
@@ -84,6 +92,23 @@ class Mla : public Block {
     DeviceTensor o = r.cached_attention(query, key, value, index ? &*index : nullptr);
     o.reshape({T, H * at.v_head_dim});
     return r.row_parallel(TensorRole::kAttnO, o);
+  }
+
+  std::string describe(const TextModel& t, int64_t layer) const override {
+    const bool sliding = t.layer_kind(layer) == TextModel::LayerKind::kSliding;
+    return std::string(sliding ? "sliding-window " : "") + "MLA" +
+           (t.indexer.n_heads > 0 ? " + indexer" : "");
+  }
+  // One latent (kv_lora_rank + qk_rope_head_dim) per token, held whole by every rank, and the
+  // indexer's key.
+  BlockCache cache(const TextModel& t, int64_t layer, int64_t kv_heads) const override {
+    const bool sliding = t.layer_kind(layer) == TextModel::LayerKind::kSliding;
+    return {t.attn.kv_cache_width(kv_heads) + t.indexer.head_dim, t.indexer.head_dim,
+            sliding ? t.attn.sliding_window : 0, "MLA latent"};
+  }
+  void plan_notes(const TextModel& t, const PlanFacts&,
+                  std::vector<std::string>* notes) const override {
+    indexer_plan_notes(t, notes);
   }
 };
 

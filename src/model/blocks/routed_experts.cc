@@ -285,6 +285,8 @@ class RoutedExperts : public Block {
     if (sh != nullptr) r.all_reduce(sh->experts_split_by_tp ? sh->tp.get() : sh->ep.get(), &y);
     return add_shared_expert(r, h, std::move(y));
   }
+
+  std::string describe(const TextModel&, int64_t) const override { return "MoE"; }
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // keys (the KV cache's paged_attention with the window), with the sliding layers' own RoPE base
 // where the config gives one (Gemma 3's rope_local_base_freq). Config: Attention::sliding_window,
 // TextModel::layer_kinds (kSliding), local_rope_theta.
+#include "base/text_format.h"
 #include "model/blocks/full_attention.h"
 
 namespace h0::model {
@@ -22,6 +23,17 @@ class SlidingWindow : public Block {
   }
   backend::DeviceTensor run(LayerRun& r, const backend::DeviceTensor& h) const override {
     return run_gqa(r, h, true);
+  }
+  std::string describe(const TextModel& t, int64_t) const override { return describe_gqa(t, true); }
+  BlockCache cache(const TextModel& t, int64_t, int64_t kv_heads) const override {
+    return gqa_cache(t, kv_heads, true);
+  }
+  void plan_notes(const TextModel& t, const PlanFacts& p,
+                  std::vector<std::string>* notes) const override {
+    if (t.attn.sliding_window <= 0) return;
+    notes->push_back(std::to_string(p.layers) + " of " + std::to_string(p.num_layers) +
+                     " layers use a sliding window of " + with_commas(t.attn.sliding_window) +
+                     " tokens: their KV holds at most that many per sequence");
   }
 };
 

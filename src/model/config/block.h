@@ -15,10 +15,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "model/config/architecture.h"
+#include "tensor/tensor.h"
 
 namespace h0::model {
 
@@ -29,6 +31,26 @@ struct BlockOps;         // exec/layer_run.h: the ops a block bound, by its own 
 // Where a block sits in a decoder layer: the token mixer (after the input norm, before the first
 // residual add) or the feed-forward part (after the second norm).
 enum class BlockSlot { kMixer, kFeedForward };
+
+// What a block caches per token of a sequence in one layer (the planner's KV bytes).
+struct BlockCache {
+  // Elements per token on a rank holding `kv_heads` kv heads: K and V, a latent; with an indexer's
+  // keys, which `index_elements` counts apart.
+  int64_t elements = 0, index_elements = 0;
+  // The tokens of a sequence it holds at most (a sliding window); 0: all of them.
+  int64_t window = 0;
+  // What the cache is, for the plan's table: "full attention", "MLA latent".
+  const char* kind = "";
+};
+
+// A plan's facts a block's notes speak of (plan/memory_plan.cc's notes).
+struct PlanFacts {
+  int64_t layers = 0;      // the layers that run the block
+  int64_t num_layers = 0;  // the model's
+  int64_t tp = 1, dp = 1;  // tensor-parallel ranks, data-parallel replicas
+  int64_t sequences = 1;   // concurrent sequences per replica
+  int64_t act_bytes = 2;   // bytes of an activation element
+};
 
 // What one executor keeps for a block between steps (per-sequence caches, tables computed once).
 class BlockState {
@@ -52,6 +74,9 @@ class Block {
 
   // Appends its weights of the builder's current layer, in checkpoint order.
   virtual void weights(InventoryBuilder& b) const = 0;
+  // A weight of its role `role` as read from the checkpoint, in the layout its ops take (the
+  // loader's; the same tensor by default).
+  virtual tensor::Tensor op_layout(TensorRole role, tensor::Tensor t) const { return t; }
   // Binds the catalogue ops it runs at `arch` in `dtype`. Throws InputError for a config the
   // ops cannot express (naming the field).
   virtual void bind(const Architecture& arch, tensor::DType dtype, BlockOps* ops) const = 0;
@@ -61,6 +86,22 @@ class Block {
   }
   // Its step on the layer's normed input h [T, D]: its output [T, D] (all-reduced under TP).
   virtual backend::DeviceTensor run(LayerRun& run, const backend::DeviceTensor& h) const = 0;
+
+  // --- for the planner (plan/): a layer of `t` running it, on one rank.
+  // How the plan names it in layer `layer` ("MLA + indexer", "sliding-window attention", "MoE").
+  virtual std::string describe(const TextModel& t, int64_t layer) const = 0;
+  // Its cache per token in layer `layer` on a rank holding `kv_heads` of the kv heads (none by
+  // default).
+  virtual BlockCache cache(const TextModel& t, int64_t layer, int64_t kv_heads) const { return {}; }
+  // Whether it keeps a fixed state per sequence instead (a linear attention), and its bytes on
+  // one of `tp` ranks (`act_bytes` an activation element; 0 where the config does not say).
+  virtual bool keeps_state() const { return false; }
+  virtual int64_t state_bytes(const TextModel& t, int64_t tp, int64_t act_bytes) const { return 0; }
+  // Why `tp` tensor-parallel ranks cannot split it ("" when they can): the parallel plan's check.
+  virtual std::string tp_issue(const TextModel& t, int64_t tp) const { return ""; }
+  // What the memory plan should say of it (a window, a state, an indexer), appended to `notes`.
+  virtual void plan_notes(const TextModel& t, const PlanFacts& facts,
+                          std::vector<std::string>* notes) const {}
 };
 
 // Every block this build has, in the order their `runs` is asked (model/blocks/registry.cc).

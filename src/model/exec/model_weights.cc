@@ -5,6 +5,7 @@
 
 #include "base/check.h"
 #include "base/error.h"
+#include "model/config/block.h"
 #include "model/exec/host_glue.h"
 #include "model/exec/sharding.h"
 #include "model/weights/weight_loader.h"
@@ -305,14 +306,16 @@ void add_fused_part(const io::ShardedCheckpoint& ckpt, const WeightInfo& w,
   }
 }
 
-// The layout the ops take a weight in: Gated DeltaNet's depthwise conv1d is stored [C, 1, K],
-// causal_conv1d takes w [C, K]; Qwen2.5-VL's Conv3d patch embedding [D, C, T, P, P] is a linear
-// over flattened patches, [D, C·T·P·P].
-tensor::Tensor in_op_layout(const WeightInfo& w, tensor::Tensor host) {
-  if (w.tensor == TensorRole::kLinConv && host.shape().size() == 3)
-    return host.reshape({host.dim(0), host.dim(2)});
+// The layout the ops take a weight in: a decoder layer's as its blocks say (Block::op_layout);
+// Qwen2.5-VL's Conv3d patch embedding [D, C, T, P, P] is a linear over flattened patches,
+// [D, C·T·P·P].
+tensor::Tensor in_op_layout(const TextModel& t, const WeightInfo& w, tensor::Tensor host) {
   if (w.tensor == TensorRole::kVisPatchEmbed && host.shape().size() == 5)
     return host.reshape({host.dim(0), host.numel() / host.dim(0)});
+  if (w.layer < 0 || w.layer >= t.num_layers || is_vision_role(w.tensor)) return host;
+  for (const BlockSlot slot : {BlockSlot::kMixer, BlockSlot::kFeedForward}) {
+    if (const Block* b = block_at(t, w.layer, slot)) host = b->op_layout(w.tensor, std::move(host));
+  }
   return host;
 }
 
@@ -460,7 +463,7 @@ void ModelWeights::load(Loading& l, const WeightInfo& w, const WeightSlice& part
     add_fused_part(ckpt, w, l.sharding, stored, &l.fused[w.layer]);
     return;
   }
-  tensor::Tensor host = in_op_layout(w, stored);
+  tensor::Tensor host = in_op_layout(l.arch.text, w, stored);
   const bool keep = l.kept && host.dtype() == *l.kept && w.piece == TensorPiece::kWeight &&
                     w.expert < 0 && host.shape().size() == 2 && runs_by_linear(w.tensor);
   if (tensor::is_float(host.dtype()) && !keep) host = glue::to_dtype(host, l.dtype);

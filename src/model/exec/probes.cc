@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "model/config/block.h"
 
 namespace h0::model {
 
@@ -20,9 +21,18 @@ ProbePlace probe_place(const std::string& name) {
   }
   p.layer = std::atoi(name.c_str() + at + 7);
   p.step = kLayerOutputStep;
-  for (int32_t k = 0; k < kLayerOutputStep; ++k) {
-    const char* sub = kDecoderSublayers[k];
-    if (name.size() > std::strlen(sub) && name.ends_with(std::string(".") + sub)) p.step = k;
+  const auto ends_with = [&](const char* sub) {
+    return name.size() > std::strlen(sub) && name.ends_with(std::string(".") + sub);
+  };
+  for (int32_t k = 0, slot = 0; k < kLayerOutputStep; ++k) {
+    if (const char* norm = kDecoderSublayers[k]) {
+      if (ends_with(norm)) p.step = k;
+      continue;
+    }
+    const auto here = slot++ == 0 ? BlockSlot::kMixer : BlockSlot::kFeedForward;
+    for (const Block* b : blocks()) {
+      if (b->slot() == here && ends_with(b->probe())) p.step = k;
+    }
   }
   return p;
 }

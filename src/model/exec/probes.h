@@ -18,14 +18,14 @@ namespace h0::model {
 // the layer has, then "<prefix>layers.<i>" itself (the residual stream after the layer). The norms
 // are named by their weights' stems (the family's TensorNames): Llama's pre-MLP norm is
 // post_attention_layernorm; with sandwich norms (Gemma 3) that name is the attention output's
-// norm and the MLP has a norm before and after it.
-// A linear-attention layer (Qwen3-Next) has linear_attn where the others have self_attn.
+// norm and the MLP has a norm before and after it. A null entry is a block's slot, probed under
+// the name of the block the layer runs there (config/block.h Block::probe: self_attn or
+// linear_attn for the mixer, mlp for the feed-forward part).
 inline constexpr const char* kDecoderSublayers[] = {"input_layernorm",
-                                                    "self_attn",
-                                                    "linear_attn",
+                                                    nullptr,  // the mixer block
                                                     "post_attention_layernorm",
                                                     "pre_feedforward_layernorm",
-                                                    "mlp",
+                                                    nullptr,  // the feed-forward block
                                                     "post_feedforward_layernorm"};
 inline constexpr int32_t kLayerOutputStep = int32_t(std::size(kDecoderSublayers));
 
