@@ -6,6 +6,7 @@
 // every full attention layer of a family without MLA.
 #include "model/blocks/full_attention.h"
 
+#include <cmath>
 #include <optional>
 
 #include "base/error.h"
@@ -111,6 +112,15 @@ std::string describe_gqa(const TextModel& t, bool sliding) {
   return (sliding ? "sliding-window " : "full ") + attention;
 }
 
+KvLayout gqa_kv_layout(const TextModel& t, int64_t kv_heads) {
+  return {kv_heads, t.attn.qk_head_dim(), t.attn.value_head_dim(),
+          t.indexer.n_heads > 0 ? t.indexer.head_dim : 0};
+}
+
+double gqa_attention_scale(const TextModel& t) {
+  return t.attn.scale > 0 ? t.attn.scale : 1.0 / std::sqrt(double(t.attn.qk_head_dim()));
+}
+
 BlockCache gqa_cache(const TextModel& t, int64_t kv_heads, bool sliding) {
   return {t.attn.kv_cache_width(kv_heads) + t.indexer.head_dim, t.indexer.head_dim,
           sliding ? t.attn.sliding_window : 0, "full attention"};
@@ -136,6 +146,10 @@ class FullAttention : public Block {
   std::string describe(const TextModel& t, int64_t) const override {
     return describe_gqa(t, false);
   }
+  KvLayout kv_layout(const TextModel& t, int64_t, int64_t kv_heads) const override {
+    return gqa_kv_layout(t, kv_heads);
+  }
+  double attention_scale(const TextModel& t) const override { return gqa_attention_scale(t); }
   BlockCache cache(const TextModel& t, int64_t, int64_t kv_heads) const override {
     return gqa_cache(t, kv_heads, false);
   }

@@ -17,6 +17,10 @@ void bind_gqa(const Architecture& arch, tensor::DType dtype, BlockOps* ops);
 backend::DeviceTensor run_gqa(LayerRun& r, const backend::DeviceTensor& h, bool sliding);
 // "full attention", "sliding-window attention" (" + indexer" where the config has one).
 std::string describe_gqa(const TextModel& t, bool sliding);
+// The paged cache's layout (K and V of this rank's kv heads) and the softmax scale: the config's
+// (Gemma 3's query_pre_attn_scalar), else head_dim^-0.5.
+KvLayout gqa_kv_layout(const TextModel& t, int64_t kv_heads);
+double gqa_attention_scale(const TextModel& t);
 // K and V of `kv_heads` heads (and an indexer's key), the window on a sliding layer.
 BlockCache gqa_cache(const TextModel& t, int64_t kv_heads, bool sliding);
 

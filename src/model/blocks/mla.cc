@@ -4,6 +4,7 @@
 // (interleaved); keys and values cached per head, expanded from the latent. The low-rank down
 // projections and their norms are replicated under TP; the up projections split by heads. Config:
 // Attention's MLA fields (architecture.h), read by families/deepseek_v3.cc.
+#include <cmath>
 #include <optional>
 
 #include "model/blocks/lightning_indexer.h"
@@ -92,6 +93,23 @@ class Mla : public Block {
     DeviceTensor o = r.cached_attention(query, key, value, index ? &*index : nullptr);
     o.reshape({T, H * at.v_head_dim});
     return r.row_parallel(TensorRole::kAttnO, o);
+  }
+
+  // Keys and values cached per head, expanded from the latent (every query head of this rank).
+  KvLayout kv_layout(const TextModel& t, int64_t heads, int64_t) const override {
+    return {heads, t.attn.qk_head_dim(), t.attn.value_head_dim(),
+            t.indexer.n_heads > 0 ? t.indexer.head_dim : 0};
+  }
+  // The config's scale, else qk_head_dim^-0.5; transformers' DeepseekV3Attention: times mscale²
+  // under yarn with mscale_all_dim.
+  double attention_scale(const TextModel& t) const override {
+    double scale = t.attn.scale > 0 ? t.attn.scale : 1.0 / std::sqrt(double(t.attn.qk_head_dim()));
+    const RopeScaling& r = t.rope_scaling;
+    if (r.type == "yarn" && r.mscale_all_dim != 0 && r.factor > 1) {
+      const double m = 0.1 * r.mscale_all_dim * std::log(r.factor) + 1.0;
+      scale *= m * m;
+    }
+    return scale;
   }
 
   std::string describe(const TextModel& t, int64_t layer) const override {

@@ -25,6 +25,10 @@ class SlidingWindow : public Block {
     return run_gqa(r, h, true);
   }
   std::string describe(const TextModel& t, int64_t) const override { return describe_gqa(t, true); }
+  KvLayout kv_layout(const TextModel& t, int64_t, int64_t kv_heads) const override {
+    return gqa_kv_layout(t, kv_heads);
+  }
+  double attention_scale(const TextModel& t) const override { return gqa_attention_scale(t); }
   BlockCache cache(const TextModel& t, int64_t, int64_t kv_heads) const override {
     return gqa_cache(t, kv_heads, true);
   }

@@ -43,6 +43,12 @@ struct BlockCache {
   const char* kind = "";
 };
 
+// The executor's paged KV cache per token of one layer: this rank's cached heads, their key and
+// value widths, and an indexer's key width (0: none).
+struct KvLayout {
+  int64_t heads = 0, k_dim = 0, v_dim = 0, index_dim = 0;
+};
+
 // A plan's facts a block's notes speak of (plan/memory_plan.cc's notes).
 struct PlanFacts {
   int64_t layers = 0;      // the layers that run the block
@@ -86,6 +92,12 @@ class Block {
   }
   // Its step on the layer's normed input h [T, D]: its output [T, D] (all-reduced under TP).
   virtual backend::DeviceTensor run(LayerRun& run, const backend::DeviceTensor& h) const = 0;
+  // The paged KV cache it keeps on a rank running `heads` query heads and `kv_heads` kv heads,
+  // and the softmax scale of its attention (none and 0 by default: a block that caches no keys).
+  virtual KvLayout kv_layout(const TextModel& t, int64_t heads, int64_t kv_heads) const {
+    return {};
+  }
+  virtual double attention_scale(const TextModel& t) const { return 0; }
 
   // --- for the planner (plan/): a layer of `t` running it, on one rank.
   // How the plan names it in layer `layer` ("MLA + indexer", "sliding-window attention", "MoE").

@@ -18,29 +18,29 @@ using backend::DeviceTensor;
 
 namespace {
 
+// The paged cache's geometry: the layout of the first layer whose block caches keys
+// (Block::kv_layout), on this rank's heads.
 KvGeometry kv_geometry(const Architecture& a, const ExecutorOptions& o) {
-  const Attention& at = a.text.attn;
-  int64_t kv = at.mla ? at.num_heads : at.num_kv_heads;
-  if (o.sharding != nullptr) kv = at.mla ? o.sharding->heads : o.sharding->kv_heads;
-  return {a.text.num_layers,
-          (o.max_tokens + o.block_size - 1) / o.block_size,
-          o.block_size,
-          kv,
-          at.qk_head_dim(),
-          at.value_head_dim(),
-          a.text.indexer.n_heads > 0 ? a.text.indexer.head_dim : 0};
+  const TextModel& t = a.text;
+  const int64_t heads = o.sharding != nullptr ? o.sharding->heads : t.attn.num_heads;
+  const int64_t kv_heads = o.sharding != nullptr ? o.sharding->kv_heads : t.attn.num_kv_heads;
+  KvLayout k;
+  for (int64_t l = 0; l < t.num_layers && k.heads == 0; ++l)
+    k = block_of(t, l, BlockSlot::kMixer).kv_layout(t, heads, kv_heads);
+  return {t.num_layers, (o.max_tokens + o.block_size - 1) / o.block_size,
+          o.block_size, k.heads,
+          k.k_dim,      k.v_dim,
+          k.index_dim};
 }
 
-// The config's (Attention::scale), else qk_head_dim^-0.5; HF DeepseekV3Attention: times mscale²
-// under yarn with mscale_all_dim.
+// The softmax scale of the model's attention (Block::attention_scale of its first attention
+// layer).
 double attention_scale(const TextModel& t) {
-  double scale = t.attn.scale > 0 ? t.attn.scale : 1.0 / std::sqrt(double(t.attn.qk_head_dim()));
-  const RopeScaling& r = t.rope_scaling;
-  if (t.attn.mla && r.type == "yarn" && r.mscale_all_dim != 0 && r.factor > 1) {
-    const double m = 0.1 * r.mscale_all_dim * std::log(r.factor) + 1.0;
-    scale *= m * m;
+  for (int64_t l = 0; l < t.num_layers; ++l) {
+    const double scale = block_of(t, l, BlockSlot::kMixer).attention_scale(t);
+    if (scale > 0) return scale;
   }
-  return scale;
+  return 0;
 }
 
 // options.expert_bytes, or HARNESS_EXPERT_BYTES when set (an integer; anything else is an
