@@ -1,8 +1,8 @@
 // The Day-0 readiness run (`harness day0`): the stages a platform team clears on release day,
-// in order, each gating the ones that need it. stages.cc runs one stage each, the cases it runs
-// for the model built by case_builders.cc (case_builders.h); checklist.h orders them and makes
-// the run record; run_day0.h runs the whole checklist, prints it and hands the record to the
-// store, JSON, JUnit and the dashboard (harness/day0_command.cpp parses the options).
+// in order, each gating the ones that need it. stages.cc and service_stages.cc run one stage each,
+// the cases it runs for the model built by case_builders.cc (case_builders.h); checklist.h orders
+// them and makes the run record; run_day0.h runs the whole checklist, prints it and hands the
+// record to the store, JSON, JUnit and the dashboard (harness/day0_command.cpp parses the options).
 #pragma once
 
 #include <map>

@@ -106,18 +106,10 @@ std::optional<PlanIssue> check_plan(const model::Architecture& arch, const Paral
     if (value < 1) return PlanIssue{name, std::string(name) + " must be >= 1, got " + str(value)};
   }
   const model::TextModel& t = arch.text;
-  const int64_t heads = t.attn.num_heads, kv = t.attn.num_kv_heads, tp = plan.tp;
+  const int64_t heads = t.attn.num_heads, tp = plan.tp;
   if (heads % tp != 0) {
     return PlanIssue{"tp",
                      "num_attention_heads " + str(heads) + " is not divisible by tp " + str(tp)};
-  }
-  if (t.attn.kv_split_by_heads() && kv >= tp && kv % tp != 0) {
-    return PlanIssue{"tp", "num_key_value_heads " + str(kv) + " is not divisible by tp " + str(tp)};
-  }
-  if (t.attn.kv_split_by_heads() && kv < tp && tp % kv != 0) {
-    return PlanIssue{"tp", "tp " + str(tp) + " is not a multiple of num_key_value_heads " +
-                               str(kv) +
-                               " (each kv head must be replicated over the same number of ranks)"};
   }
   for (const model::Block* b : model::blocks()) {  // what a block's own split needs
     bool runs = false;

@@ -48,8 +48,9 @@ struct PlanIssue {
   std::string message;    // "num_attention_heads 64 is not divisible by tp 3"
 };
 
-// Every dimension >= 1, heads divisible by tp, kv heads divisible by tp or tp by kv heads,
-// pp <= layers, ep <= experts and ep dividing tp·dp. nullopt when the plan is valid.
+// Every dimension >= 1, heads divisible by tp, what each block the layers run needs of tp
+// (Block::tp_issue: kv heads divisible by tp or tp by kv heads; Gated DeltaNet's key-head
+// groups), pp <= layers, ep <= experts and ep dividing tp·dp. nullopt when the plan is valid.
 std::optional<PlanIssue> check_plan(const model::Architecture& arch, const ParallelPlan& plan);
 
 struct RankCoord {

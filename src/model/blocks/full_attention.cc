@@ -41,6 +41,18 @@ void gqa_weights(InventoryBuilder& b) {
         TensorRole::kAttnSinks;
 }
 
+std::string gqa_tp_issue(const TextModel& t, int64_t tp) {
+  const int64_t kv = t.attn.num_kv_heads;
+  const std::string kvs = std::to_string(kv), tps = std::to_string(tp);
+  if (kv >= tp && kv % tp != 0)
+    return "num_key_value_heads " + kvs + " is not divisible by tp " + tps;
+  if (kv < tp && tp % kv != 0) {
+    return "tp " + tps + " is not a multiple of num_key_value_heads " + kvs +
+           " (each kv head must be replicated over the same number of ranks)";
+  }
+  return "";
+}
+
 void bind_gqa(const Architecture& arch, tensor::DType, BlockOps* ops) {
   const TextModel& t = arch.text;
   ops::Json rope = {{"theta", t.rope_theta}, {"style", "neox"}, {"scaling", t.rope_scaling_json}};
@@ -150,6 +162,9 @@ class FullAttention : public Block {
     return gqa_kv_layout(t, kv_heads);
   }
   double attention_scale(const TextModel& t) const override { return gqa_attention_scale(t); }
+  std::string tp_issue(const TextModel& t, int64_t tp) const override {
+    return gqa_tp_issue(t, tp);
+  }
   BlockCache cache(const TextModel& t, int64_t, int64_t kv_heads) const override {
     return gqa_cache(t, kv_heads, false);
   }

@@ -11,6 +11,9 @@ namespace h0::model {
 // Not MLA, not linear attention: a layer of `kind` runs grouped-query attention.
 bool gqa_runs(const TextModel& t, int64_t layer, TextModel::LayerKind kind);
 void gqa_weights(InventoryBuilder& b);
+// TP splits the kv heads: they must divide over the ranks, or the ranks over them (each kv head
+// replicated over the same number of ranks). "" when they do.
+std::string gqa_tp_issue(const TextModel& t, int64_t tp);
 void bind_gqa(const Architecture& arch, tensor::DType dtype, BlockOps* ops);
 // `sliding`: the layer's keys are the last sliding_window (the KV cache's op for a sliding
 // layer) and its RoPE is the sliding layers' own when the config gives one.

@@ -29,6 +29,9 @@ class SlidingWindow : public Block {
     return gqa_kv_layout(t, kv_heads);
   }
   double attention_scale(const TextModel& t) const override { return gqa_attention_scale(t); }
+  std::string tp_issue(const TextModel& t, int64_t tp) const override {
+    return gqa_tp_issue(t, tp);
+  }
   BlockCache cache(const TextModel& t, int64_t, int64_t kv_heads) const override {
     return gqa_cache(t, kv_heads, true);
   }
