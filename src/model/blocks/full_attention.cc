@@ -138,42 +138,8 @@ BlockCache gqa_cache(const TextModel& t, int64_t kv_heads, bool sliding) {
           sliding ? t.attn.sliding_window : 0, "full attention"};
 }
 
-namespace {
-
-class FullAttention : public Block {
- public:
-  const char* name() const override { return "full_attention"; }
-  BlockSlot slot() const override { return BlockSlot::kMixer; }
-  bool runs(const TextModel& t, int64_t layer) const override {
-    return gqa_runs(t, layer, TextModel::LayerKind::kFull);
-  }
-  const char* probe() const override { return "self_attn"; }
-  void weights(InventoryBuilder& b) const override { gqa_weights(b); }
-  void bind(const Architecture& arch, tensor::DType dtype, BlockOps* ops) const override {
-    bind_gqa(arch, dtype, ops);
-  }
-  DeviceTensor run(LayerRun& r, const DeviceTensor& h) const override {
-    return run_gqa(r, h, false);
-  }
-  std::string describe(const TextModel& t, int64_t) const override {
-    return describe_gqa(t, false);
-  }
-  KvLayout kv_layout(const TextModel& t, int64_t, int64_t kv_heads) const override {
-    return gqa_kv_layout(t, kv_heads);
-  }
-  double attention_scale(const TextModel& t) const override { return gqa_attention_scale(t); }
-  std::string tp_issue(const TextModel& t, int64_t tp) const override {
-    return gqa_tp_issue(t, tp);
-  }
-  BlockCache cache(const TextModel& t, int64_t, int64_t kv_heads) const override {
-    return gqa_cache(t, kv_heads, false);
-  }
-};
-
-}  // namespace
-
 const Block& full_attention_block() {
-  static const FullAttention block;
+  static const GqaBlock block("full_attention", TextModel::LayerKind::kFull);
   return block;
 }
 

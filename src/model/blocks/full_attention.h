@@ -27,4 +27,41 @@ double gqa_attention_scale(const TextModel& t);
 // K and V of `kv_heads` heads (and an indexer's key), the window on a sliding layer.
 BlockCache gqa_cache(const TextModel& t, int64_t kv_heads, bool sliding);
 
+// Grouped-query attention on the layers of `kind` (kFull or kSliding): the full-attention block
+// as it is, the sliding-window block with its notes added (blocks/sliding_window.cc).
+class GqaBlock : public Block {
+ public:
+  GqaBlock(const char* name, TextModel::LayerKind kind) : name_(name), kind_(kind) {}
+  const char* name() const override { return name_; }
+  BlockSlot slot() const override { return BlockSlot::kMixer; }
+  bool runs(const TextModel& t, int64_t layer) const override { return gqa_runs(t, layer, kind_); }
+  const char* probe() const override { return "self_attn"; }
+  void weights(InventoryBuilder& b) const override { gqa_weights(b); }
+  void bind(const Architecture& arch, tensor::DType dtype, BlockOps* ops) const override {
+    bind_gqa(arch, dtype, ops);
+  }
+  backend::DeviceTensor run(LayerRun& r, const backend::DeviceTensor& h) const override {
+    return run_gqa(r, h, sliding());
+  }
+  std::string describe(const TextModel& t, int64_t) const override {
+    return describe_gqa(t, sliding());
+  }
+  KvLayout kv_layout(const TextModel& t, int64_t, int64_t kv_heads) const override {
+    return gqa_kv_layout(t, kv_heads);
+  }
+  double attention_scale(const TextModel& t) const override { return gqa_attention_scale(t); }
+  std::string tp_issue(const TextModel& t, int64_t tp) const override {
+    return gqa_tp_issue(t, tp);
+  }
+  BlockCache cache(const TextModel& t, int64_t, int64_t kv_heads) const override {
+    return gqa_cache(t, kv_heads, sliding());
+  }
+
+ private:
+  bool sliding() const { return kind_ == TextModel::LayerKind::kSliding; }
+
+  const char* name_;
+  TextModel::LayerKind kind_;
+};
+
 }  // namespace h0::model
