@@ -277,14 +277,12 @@ std::vector<std::string> plan_notes(const Architecture& arch, const ParallelPlan
     notes.push_back("MTP layers not loaded (speculative decoding off)");
   // What each block says of itself (a window, a state, an indexer), in the registry's order.
   for (const model::Block* b : model::blocks()) {
-    model::PlanFacts facts{0,
-                           t.num_layers,
-                           plan.tp,
-                           plan.dp,
-                           ceil_div(o.concurrency, plan.dp),
-                           int64_t(tensor::dtype_size(compute_dtype(o.weights)))};
-    for (int64_t l = 0; l < t.num_layers; ++l)
-      facts.layers += model::block_at(t, l, b->slot()) == b;
+    const model::PlanFacts facts{model::layers_running(t, *b),
+                                 t.num_layers,
+                                 plan.tp,
+                                 plan.dp,
+                                 ceil_div(o.concurrency, plan.dp),
+                                 int64_t(tensor::dtype_size(compute_dtype(o.weights)))};
     if (facts.layers > 0) b->plan_notes(t, facts, &notes);
   }
   if (o.checkpoint != nullptr)

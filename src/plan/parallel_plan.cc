@@ -112,10 +112,7 @@ std::optional<PlanIssue> check_plan(const model::Architecture& arch, const Paral
                      "num_attention_heads " + str(heads) + " is not divisible by tp " + str(tp)};
   }
   for (const model::Block* b : model::blocks()) {  // what a block's own split needs
-    bool runs = false;
-    for (int64_t l = 0; l < t.num_layers && !runs; ++l)
-      runs = model::block_at(t, l, b->slot()) == b;
-    if (!runs) continue;
+    if (model::layers_running(t, *b) == 0) continue;
     if (std::string issue = b->tp_issue(t, tp); !issue.empty()) return PlanIssue{"tp", issue};
   }
   if (plan.pp > t.num_layers) {

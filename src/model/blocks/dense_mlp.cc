@@ -36,9 +36,8 @@ backend::DeviceTensor run_gated_mlp(LayerRun& r, TensorRole gate, const backend:
   const auto up = TensorRole(uint8_t(gate) + 1), down = TensorRole(uint8_t(gate) + 2);
   const backend::DeviceTensor g = r.linear(gate, h), u = r.linear(up, h);
   backend::DeviceTensor a;
-  const auto swiglu = r.ops().ops.find("swiglu");
-  if (swiglu != r.ops().ops.end()) {
-    a = r.run1(swiglu->second, {&g, &u});
+  if (const BoundOp* swiglu = r.ops().find("swiglu")) {
+    a = r.run1(*swiglu, {&g, &u});
   } else {  // act(gate) · up (Gemma 3: gelu_pytorch_tanh)
     const backend::DeviceTensor act = r.run1(r.ops().at("mlp_act"), {&g});
     a = r.run1(r.ops().at("mlp_mul"), {&act, &u});

@@ -105,9 +105,8 @@ DeviceTensor run_gqa(LayerRun& r, const DeviceTensor& h, bool sliding) {
   q.reshape({T, H, hd});
   k.reshape({T, Hkv, hd});
   v.reshape({T, Hkv, hd});
-  const auto local = r.ops().ops.find("local_rope");
-  // Gemma 3: the sliding layers' own base
-  const BoundOp& rope = sliding && local != r.ops().ops.end() ? local->second : r.ops().at("rope");
+  const BoundOp* local = sliding ? r.ops().find("local_rope") : nullptr;  // Gemma 3's own base
+  const BoundOp& rope = local != nullptr ? *local : r.ops().at("rope");
   q = r.run1(rope, {&q, &r.positions()});
   k = r.run1(rope, {&k, &r.positions()});
   DeviceTensor o = r.cached_attention(q, be.download(k), be.download(v));

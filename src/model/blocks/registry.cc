@@ -27,6 +27,12 @@ const Block* block_at(const TextModel& t, int64_t layer, BlockSlot slot) {
   return nullptr;
 }
 
+int64_t layers_running(const TextModel& t, const Block& b) {
+  int64_t n = 0;
+  for (int64_t l = 0; l < t.num_layers; ++l) n += block_at(t, l, b.slot()) == &b;
+  return n;
+}
+
 const Block& block_of(const TextModel& t, int64_t layer, BlockSlot slot) {
   const Block* b = block_at(t, layer, slot);
   H0_CHECK(b != nullptr) << "no block runs layer " << layer << "'s "

@@ -123,5 +123,7 @@ const std::vector<const Block*>& blocks();
 const Block* block_at(const TextModel& t, int64_t layer, BlockSlot slot);
 // The same for a modelled architecture, where every layer has both: a bug (H0_CHECK) otherwise.
 const Block& block_of(const TextModel& t, int64_t layer, BlockSlot slot);
+// How many of `t`'s layers run `b` (0: the model does not use it).
+int64_t layers_running(const TextModel& t, const Block& b);
 
 }  // namespace h0::model

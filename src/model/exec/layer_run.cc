@@ -32,8 +32,6 @@ const Architecture& LayerRun::arch() const { return executor_.arch_; }
 
 const Sharding* LayerRun::sharding() const { return executor_.options_.sharding; }
 
-bool LayerRun::first_tp_rank() const { return executor_.first_tp_rank(); }
-
 void LayerRun::all_reduce(mesh::Communicator* comm, backend::DeviceTensor* t) {
   executor_.all_reduce(comm, t);
 }
@@ -52,11 +50,6 @@ backend::DeviceTensor LayerRun::cached_attention(const backend::DeviceTensor& q,
                                                  const tensor::Tensor& k, const tensor::Tensor& v,
                                                  const IndexerInputs* index) {
   return executor_.cached_attention(layer_, q, k, v, step_, index);
-}
-
-int64_t LayerRun::tp() const {
-  const Sharding* sh = executor_.options_.sharding;
-  return sh != nullptr && sh->tp ? sh->tp->size() : 1;
 }
 
 const backend::DeviceTensor& LayerRun::weight(TensorRole role, TensorPiece piece) const {

@@ -39,11 +39,8 @@ class LayerRun {
   // This block's state in this executor (Block::state; a bug when it made none).
   BlockState& state();
   const Architecture& arch() const;
-  // This rank's part of a parallel plan (null: the whole model); tp() its tensor-parallel ranks
-  // (1 without TP); first_tp_rank() whether it is tp rank 0 (or there is no TP).
+  // This rank's part of a parallel plan (null: the whole model).
   const Sharding* sharding() const;
-  int64_t tp() const;
-  bool first_tp_rank() const;
   // Sums `t` over `comm` (in place; nothing for null or one rank).
   void all_reduce(mesh::Communicator* comm, backend::DeviceTensor* t);
   // The layer's weights as loaded (routed experts: widened stacks or left as stored).

@@ -54,11 +54,7 @@ ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant
           ? bind_op("embedding", {{"scale", rounded_to(std::sqrt(double(t.hidden_size)), dtype)}})
           : bind_op("embedding");
   for (const Block* b : blocks()) {  // the blocks some layer runs bind their own ops
-    for (int64_t l = 0; l < t.num_layers; ++l) {
-      if (block_at(t, l, b->slot()) != b) continue;
-      b->bind(arch, dtype, &o.blocks[b]);
-      break;
-    }
+    if (layers_running(t, *b) > 0) b->bind(arch, dtype, &o.blocks[b]);
   }
   o.argmax = bind_op("argmax");
   if (arch.vision && arch.vision->tower == "qwen2_5_vl") {
@@ -116,8 +112,7 @@ const BoundOp* ModelOps::find(const std::string& label) const {
   for (const Block* b : model::blocks()) {
     const auto bound = blocks.find(b);
     if (bound == blocks.end()) continue;
-    const auto it = bound->second.ops.find(label);
-    if (it != bound->second.ops.end()) return &it->second;
+    if (const BoundOp* op = bound->second.find(label)) return op;
   }
   return nullptr;
 }

@@ -23,6 +23,11 @@ struct BlockOps {
   void add(const std::string& label, BoundOp op) { ops[label] = std::move(op); }
   // The op bound under `label`; a bug (H0_CHECK) when the block bound none.
   const BoundOp& at(const std::string& label) const;
+  // The op bound under `label`, or null (an op the config does not need).
+  const BoundOp* find(const std::string& label) const {
+    const auto it = ops.find(label);
+    return it == ops.end() ? nullptr : &it->second;
+  }
 };
 
 // The model's ops outside its blocks (the norms between them, the embedding and head, the
