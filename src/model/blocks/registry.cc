@@ -1,23 +1,46 @@
 // The registry of blocks (config/block.h): one row per block file under blocks/. A layer runs, in
-// each slot, the first block here whose `runs` says so (their `runs` exclude one another); their
-// ops are bound in this order.
+// each slot, the first block here whose `runs` says so: a block a family turns on (use_block)
+// comes before the one it stands in for; their ops are bound in this order.
+#include <cstring>
+
 #include "base/check.h"
 #include "model/config/block.h"
 
 namespace h0::model {
 
-const Block& full_attention_block();  // blocks/full_attention.cc
-const Block& sliding_window_block();  // blocks/sliding_window.cc
-const Block& mla_block();             // blocks/mla.cc (with blocks/lightning_indexer.cc)
-const Block& gated_deltanet_block();  // blocks/gated_deltanet.cc
-const Block& dense_mlp_block();       // blocks/dense_mlp.cc
-const Block& routed_experts_block();  // blocks/routed_experts.cc (with blocks/shared_expert.cc)
+// Each block's file under blocks/ defines its <name>_block() (lightning_indexer.cc and
+// shared_expert.cc are called by mla.cc and routed_experts.cc).
+const Block& full_attention_block();
+const Block& sliding_window_block();
+const Block& mla_block();
+const Block& gated_deltanet_block();
+const Block& dense_mlp_block();
+const Block& routed_experts_block();
 
 const std::vector<const Block*>& blocks() {
+  // One row per block.
+  // clang-format off
   static const std::vector<const Block*> all = {
-      &full_attention_block(), &sliding_window_block(), &mla_block(),
-      &gated_deltanet_block(), &dense_mlp_block(),      &routed_experts_block()};
+      &full_attention_block(),
+      &sliding_window_block(),
+      &mla_block(),
+      &gated_deltanet_block(),
+      &dense_mlp_block(),
+      &routed_experts_block(),
+  };
+  // clang-format on
   return all;
+}
+
+void Block::configure(const ConfigFields&, TextModel*) const {
+  H0_CHECK(false) << "block " << name() << " reads no config fields of its own";
+}
+
+void use_block(const char* name, const ConfigFields& f, TextModel* t) {
+  for (const Block* b : blocks()) {
+    if (std::strcmp(b->name(), name) == 0) return b->configure(f, t);
+  }
+  H0_CHECK(false) << "no block is named " << name;
 }
 
 const Block* block_at(const TextModel& t, int64_t layer, BlockSlot slot) {

@@ -4,7 +4,9 @@
 // memory plan, executor) reads only this struct.
 #pragma once
 
+#include <any>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -181,6 +183,9 @@ struct TextModel {
     kLinear
   };  // kLinear: a fixed-size recurrent state, no KV
   std::vector<LayerKind> layer_kinds;
+  // The blocks that keep their config fields in their own file (config/block.h use_block): each
+  // one's struct under its name. A block added since holds its fields there, not above.
+  std::map<std::string, std::any> block_config;
 
   bool is_moe_layer(int64_t layer) const;
   LayerKind layer_kind(int64_t layer) const;

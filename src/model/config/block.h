@@ -6,13 +6,14 @@
 // the model's ops, the executor) ask the registry which block a layer runs and call it; they name
 // no block. Blocks that only run inside another (the lightning indexer in MLA, the shared experts
 // beside the routed ones) are files of their own that their host calls. Adding one: its file under
-// blocks/, its row in blocks/registry.cc, its config fields (architecture.h) and the family that
-// reads them — docs/blocks.md.
+// blocks/ (with its config fields, read by its `configure`), its row in blocks/registry.cc, and the
+// family that turns it on with use_block — docs/blocks.md.
 //
 // Declared here, below the modules that call it (weights/, exec/); defined in model/blocks/, above
 // them: a hub includes this header only, never a block's file.
 #pragma once
 
+#include <any>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "model/config/architecture.h"
+#include "model/config/config_fields.h"
 #include "tensor/tensor.h"
 
 namespace h0::model {
@@ -77,6 +79,10 @@ class Block {
   // The probe of its output under the layer's name ("linear_attn": model.layers.3.linear_attn),
   // as transformers names the submodule.
   virtual const char* probe() const = 0;
+  // Reads its own config fields from `f` into t->block_config[name()] (a struct declared in its
+  // file), for a family that turns it on with use_block; throws InputError naming a field. Blocks
+  // whose fields are Architecture's (those before use_block existed) have none: a bug to call.
+  virtual void configure(const ConfigFields& f, TextModel* t) const;
 
   // Appends its weights of the builder's current layer, in checkpoint order.
   virtual void weights(InventoryBuilder& b) const = 0;
@@ -115,6 +121,16 @@ class Block {
   virtual void plan_notes(const TextModel& t, const PlanFacts& facts,
                           std::vector<std::string>* notes) const {}
 };
+
+// A family's parse function turning on block `name` (registry.cc): the block reads its own fields
+// from `f` (Block::configure). A bug when no block has that name.
+void use_block(const char* name, const ConfigFields& f, TextModel* t);
+// The config block `name` stored with its configure, or null where the model does not use it.
+template <class Config>
+const Config* block_config(const TextModel& t, const char* name) {
+  const auto it = t.block_config.find(name);
+  return it == t.block_config.end() ? nullptr : std::any_cast<Config>(&it->second);
+}
 
 // Every block this build has, in the order their `runs` is asked (model/blocks/registry.cc).
 const std::vector<const Block*>& blocks();
