@@ -10,6 +10,7 @@ namespace h0::model {
 
 // Each block's file under blocks/ defines its <name>_block() (lightning_indexer.cc and
 // shared_expert.cc are called by mla.cc and routed_experts.cc).
+const Block& per_layer_qk_norm_block();
 const Block& full_attention_block();
 const Block& sliding_window_block();
 const Block& mla_block();
@@ -21,6 +22,7 @@ const std::vector<const Block*>& blocks() {
   // One row per block.
   // clang-format off
   static const std::vector<const Block*> all = {
+      &per_layer_qk_norm_block(),
       &full_attention_block(),
       &sliding_window_block(),
       &mla_block(),

@@ -31,6 +31,7 @@ Architecture arch_qwen3_5_moe_text(const ConfigFields& f);  // families/qwen3_ne
 Architecture arch_deepseek_v32(const ConfigFields& f);      // families/deepseek_v32.cc
 Architecture arch_qwen2_5_vl(const ConfigFields& f);        // families/qwen2_5_vl.cc
 Architecture arch_glm4_moe_lite(const ConfigFields& f);     // families/glm4_moe_lite.cc
+Architecture arch_minimax_m2(const ConfigFields& f);        // families/minimax_m2.cc
 
 namespace {
 
@@ -63,6 +64,7 @@ constexpr Family kFamilies[] = {
     {"DeepseekV32ForCausalLM", "deepseek_v32", "deepseek_v32", arch_deepseek_v32},
     {"Qwen2_5_VLForConditionalGeneration", "qwen2_5_vl", "qwen2_5_vl", arch_qwen2_5_vl},
     {"Glm4MoeLiteForCausalLM", "glm4_moe_lite", "glm4_moe_lite", arch_glm4_moe_lite},
+    {"MiniMaxM2ForCausalLM", "minimax_m2", "minimax_m2", arch_minimax_m2},
 };
 
 const Family* find_family(const nlohmann::json& config) {
