@@ -72,8 +72,8 @@ MODELS = ["tiny-llama", "tiny-qwen3-moe", "tiny-deepseek-v3", "tiny-llava",
           "tiny-llava-hd32"]
 # Checkpoints written by transformers itself (gen_tiny_hf_models.py: from_config + save_pretrained),
 # under tests/data/models/: their goldens come from the checkpoint as it is, no synth.
-HF_MODELS = ["tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe", "tiny-glm4-moe-lite", "tiny-gemma3", "tiny-gpt-oss",
-             "tiny-gpt-oss-mxfp4", "tiny-qwen3-next", "tiny-deepseek-v32", "tiny-qwen3-5", "tiny-qwen2-5-vl",
+HF_MODELS = ["tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe", "tiny-glm4-moe-lite", "tiny-minimax-m2", "tiny-gemma3",
+             "tiny-gpt-oss", "tiny-gpt-oss-mxfp4", "tiny-qwen3-next", "tiny-deepseek-v32", "tiny-qwen3-5", "tiny-qwen2-5-vl",
              # gen_tiny_hf_models.py --vllm-variants: the same families at sizes vLLM's CPU build takes
              "tiny-mistral-hd32", "tiny-qwen2-moe-hd32", "tiny-qwen3-next-hd32",
              "tiny-qwen3-5-hd32", "tiny-qwen2-5-vl-hd32", "tiny-deepseek-v3-mla"]

@@ -26,7 +26,7 @@ from manifest import update_manifest  # noqa: E402
 
 TYPES = ["llama", "qwen2", "qwen3", "qwen3_moe", "mixtral", "deepseek_v3", "llava", "mistral", "qwen2_moe", "glm4_moe",
          "gemma3_text", "gpt_oss", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v32", "qwen2_5_vl",
-         "glm4_moe_lite"]
+         "glm4_moe_lite", "minimax_m2"]
 ROOT = Path(__file__).resolve().parents[2]
 # Defaults that describe no runnable model, aligned before saving and recorded in the counts file.
 # Qwen2_5_VLConfig() pairs the vision merger's out_hidden_size 3584 (7B) with an 8192-wide language

@@ -11,7 +11,7 @@ offset so that a reader that drops a bias or a norm weight is caught (turn it of
 --plain-init), model.to(torch.bfloat16) and save_pretrained(dir, safe_serialization=True),
 which writes config.json, generation_config.json and model.safetensors.  The tokenizer
 (tokenizer.json, tokenizer_config.json, copied byte for byte; vocabulary 1024) is tiny-llama's
-for tiny-gemma3, tiny-mistral, tiny-glm4-moe, tiny-glm4-moe-lite, tiny-gpt-oss and tiny-olmo2
+for tiny-gemma3, tiny-mistral, tiny-glm4-moe, tiny-glm4-moe-lite, tiny-gpt-oss, tiny-minimax-m2 and tiny-olmo2
 (<|begin_of_text|> 1019 = bos, <|eot_id|> 1023 = eos, a Llama-3 style chat template; config.json's
 pad is <|end_of_text|> 1020: the tokenizer names no pad token)
 and tiny-qwen3-moe's for tiny-qwen2-moe (ChatML template, no bos token, <|im_end|> 1021 = eos,
@@ -53,6 +53,14 @@ Each checkpoint is loaded back (AutoModelForCausalLM.from_pretrained, f32, eager
                   projection (64 and 32 wide, before the split into heads), GQA 4/2, head_dim 16,
                   rms_norm_eps 1e-6; initializer_range 0.3 (0.2 greedily emits <|begin_of_text|> in
                   chat_hello), embeddings not tied.
+  tiny-minimax-m2 minimax_m2, MiniMaxM2ForCausalLM: QK-norm over the whole q and k projections (128 and
+                  64 wide), head_dim 32 (!= hidden/heads = 16) with rotary_dim 16 (released configs'
+                  legacy field; transformers turns it into partial_rotary_factor 0.5), GQA 4/2, 4
+                  experts (intermediate_size 32) top-2 by sigmoid scores with the correction bias,
+                  renormalized; initializer_range 0.35 (at 0.2 completion_text's first step is 0.003
+                  apart; at 0.3 a bf16 decode of p13 routes one token otherwise: here every router's
+                  top-2 boundary on p7/p13 is at least 0.006 apart, every e2e step 0.011), embeddings
+                  not tied.
   tiny-qwen3-next qwen3_next: layer_types [linear, full, linear]; Gated DeltaNet with 2 key heads and 4
                   value heads of 16, conv kernel 4; gated full attention (head_dim 16, partial rotary
                   0.5, QK-norm); 4 experts top-2 plus the gated shared expert.
@@ -88,7 +96,7 @@ LLAMA3_TOKENIZER = ("tiny-llama", 1019, 1023, 1020)
 QWEN_TOKENIZER = ("tiny-qwen3-moe", 1019, 1021, 1019)
 TOKENIZERS = {"tiny-gemma3": LLAMA3_TOKENIZER, "tiny-qwen2-moe": QWEN_TOKENIZER, "tiny-gpt-oss": LLAMA3_TOKENIZER,
               "tiny-mistral": LLAMA3_TOKENIZER, "tiny-glm4-moe": LLAMA3_TOKENIZER,
-              "tiny-glm4-moe-lite": LLAMA3_TOKENIZER, "tiny-olmo2": LLAMA3_TOKENIZER,
+              "tiny-glm4-moe-lite": LLAMA3_TOKENIZER, "tiny-olmo2": LLAMA3_TOKENIZER, "tiny-minimax-m2": LLAMA3_TOKENIZER,
               "tiny-qwen3-next": QWEN_TOKENIZER, "tiny-deepseek-v32": LLAMA3_TOKENIZER, "tiny-qwen3-5": QWEN_TOKENIZER,
               "tiny-qwen2-5-vl": QWEN_TOKENIZER}
 # tiny-qwen2-5-vl: Qwen's vision tokens added to tiny-qwen3-moe's tokenizer after its 1024 ids.
@@ -123,7 +131,7 @@ def common(name: str) -> dict:
 
 def configs():
     from transformers import (DeepseekV32Config, Gemma3TextConfig, Glm4MoeConfig, Glm4MoeLiteConfig, GptOssConfig,
-                              MistralConfig, Olmo2Config, Qwen2_5_VLConfig, Qwen2MoeConfig, Qwen3_5TextConfig,
+                              MiniMaxM2Config, MistralConfig, Olmo2Config, Qwen2_5_VLConfig, Qwen2MoeConfig, Qwen3_5TextConfig,
                               Qwen3NextConfig)
 
     return {
@@ -185,6 +193,9 @@ def configs():
             image_token_id=VISION_TOKENS["<|image_pad|>"], video_token_id=VISION_TOKENS["<|video_pad|>"],
             vision_start_token_id=VISION_TOKENS["<|vision_start|>"], vision_end_token_id=VISION_TOKENS["<|vision_end|>"],
             tie_word_embeddings=False),
+        "tiny-minimax-m2": MiniMaxM2Config(
+            **{**common("tiny-minimax-m2"), "intermediate_size": 32}, head_dim=32, rotary_dim=16,
+            num_local_experts=4, num_experts_per_tok=2, tie_word_embeddings=False, initializer_range=0.35),
         "tiny-olmo2": Olmo2Config(
             **common("tiny-olmo2"), rms_norm_eps=1e-6, tie_word_embeddings=False, initializer_range=0.3),
     }
@@ -239,7 +250,7 @@ def offset_constant_params(model, seed: int) -> list[str]:
         if p.numel() > 1 and bool((p == p.flatten()[0]).all()):
             p.add_(torch.randn(p.shape, generator=g, dtype=torch.float32).to(p.dtype) * 0.1)
             touched.append(name)
-    # The router's correction bias (DeepSeek-V3-style routing: GLM-4.5, GLM-4.7-Flash, DeepSeek-V3.2) is a zero
+    # The router's correction bias (DeepSeek-V3-style routing: GLM-4.5, GLM-4.7-Flash, DeepSeek-V3.2, MiniMax-M2) is a zero
     # buffer: offset it too, so that a router that ignores it selects other experts.  No other family has one.
     for name, b in model.named_buffers():
         if name.endswith("e_score_correction_bias") and bool((b == 0).all()):

@@ -1,6 +1,7 @@
 // The families added as one file each (src/model/config/families/mistral.cc, qwen2_moe.cc,
-// glm4_moe.cc, gemma3_text.cc, gpt_oss.cc, glm4_moe_lite.cc) on checkpoints transformers wrote
-// itself (tests/data/models/, golden/tools/gen_tiny_hf_models.py): day0 passes every stage on cpu,
+// glm4_moe.cc, gemma3_text.cc, gpt_oss.cc, glm4_moe_lite.cc; minimax_m2.cc with its block) on
+// checkpoints transformers wrote itself (tests/data/models/, golden/tools/gen_tiny_hf_models.py):
+// day0 passes every stage on cpu,
 // the reference backend and PoCL; the op stage runs the model's own cases (the sliding-window
 // attention at Mistral's window, the shared-expert gate's sigmoid, Gemma 3's local RoPE); faults in
 // the blocks they brought — a kernel that ignores sliding_window, a wrong sigmoid, an embedding
@@ -74,7 +75,9 @@ INSTANTIATE_TEST_SUITE_P(
                           NewFamily{"tiny-qwen3-5", 256528, "gated_delta_rule"},
                           NewFamily{"tiny-deepseek-v32", 223968, "lightning_indexer"},
                           // MLA's kv latent norm (kv_lora_rank 16 wide)
-                          NewFamily{"tiny-glm4-moe-lite", 306256, "rmsnorm/16"}),
+                          NewFamily{"tiny-glm4-moe-lite", 306256, "rmsnorm/16"},
+                          // the QK-norm over the whole q projection (4 heads of 32)
+                          NewFamily{"tiny-minimax-m2", 230592, "rmsnorm/128"}),
         ::testing::Values("cpu", "reference", "opencl-pocl")),
     [](const auto& param_info) {
       std::string n =
@@ -239,21 +242,21 @@ std::string old_fault_name(
 
 INSTANTIATE_TEST_SUITE_P(
     NewModels, Day0OldFaults,
-    ::testing::Combine(::testing::Values("tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe",
-                                         "tiny-gemma3", "tiny-gpt-oss", "tiny-glm4-moe-lite"),
-                       ::testing::Values(OldFault{"{op: rmsnorm, fault: scale, magnitude: 0.01}",
-                                                  "model.layers.0.input_layernorm"},
-                                         OldFault{
-                                             "{op: paged_attention, fault: scale, magnitude: 0.01}",
-                                             "model.layers.0.self_attn"})),
+    ::testing::Combine(
+        ::testing::Values("tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe", "tiny-gemma3",
+                          "tiny-gpt-oss", "tiny-glm4-moe-lite", "tiny-minimax-m2"),
+        ::testing::Values(OldFault{"{op: rmsnorm, fault: scale, magnitude: 0.01}",
+                                   "model.layers.0.input_layernorm"},
+                          OldFault{"{op: paged_attention, fault: scale, magnitude: 0.01}",
+                                   "model.layers.0.self_attn"})),
     old_fault_name);
-INSTANTIATE_TEST_SUITE_P(NewMoeModels, Day0OldFaults,
-                         ::testing::Combine(::testing::Values("tiny-qwen2-moe", "tiny-glm4-moe",
-                                                              "tiny-gpt-oss", "tiny-glm4-moe-lite"),
-                                            ::testing::Values(OldFault{
-                                                "{op: moe_experts, fault: nan}",
-                                                "model.layers.0.mlp"})),
-                         old_fault_name);
+INSTANTIATE_TEST_SUITE_P(
+    NewMoeModels, Day0OldFaults,
+    ::testing::Combine(::testing::Values("tiny-qwen2-moe", "tiny-glm4-moe", "tiny-gpt-oss",
+                                         "tiny-glm4-moe-lite", "tiny-minimax-m2"),
+                       ::testing::Values(OldFault{"{op: moe_experts, fault: nan}",
+                                                  "model.layers.0.mlp"})),
+    old_fault_name);
 
 // day0 on `name` with the fault `options`: caught at the op stage, the layer stage fails with
 // its first divergence at `where`.

@@ -61,9 +61,11 @@ TEST(CliMesh, ShardedModelsMatchTheSingleRankGoldensOnTwoAndFourRanks) {
                                            "tiny-qwen3-next/layer-tp2[layer=1]",
                                            "tiny-qwen3-5/tp2",
                                            "tiny-qwen2-5-vl/image-tp2",
-                                           "tiny-qwen2-5-vl/image-pp2"}
+                                           "tiny-qwen2-5-vl/image-pp2",
+                                           "tiny-minimax-m2/tp2[prompt=p13]",
+                                           "tiny-minimax-m2/tp2-ep2"}
                 : std::vector<std::string>{"tiny-llama/tp4[prompt=p13]", "tiny-llama/tp2-pp2",
-                                           "tiny-qwen3-moe/ep4"};
+                                           "tiny-qwen3-moe/ep4", "tiny-minimax-m2/tp4"};
     for (const std::string& id : must_pass) EXPECT_EQ(find_case(run, id)["status"], "pass") << id;
   }
 }

@@ -177,8 +177,8 @@ TEST(CliPlan, ModelInfoOfAnUnmodelledFamily) {
 // The families added as one file each count from the config alone, exactly as transformers'
 // num_parameters() of the checkpoints transformers wrote (golden/models/<name>.json).
 TEST(CliPlan, ModelInfoOfTheNewFamiliesEqualsTransformersCount) {
-  for (const char* name :
-       {"tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe", "tiny-gemma3", "tiny-glm4-moe-lite"}) {
+  for (const char* name : {"tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe", "tiny-gemma3",
+                           "tiny-glm4-moe-lite", "tiny-minimax-m2"}) {
     SCOPED_TRACE(name);
     const auto r = run_harness(std::string("model info --json --model tests/data/models/") + name);
     ASSERT_EQ(r.code, 0) << r.err;

@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "io/safetensors_reader.h"
+#include "model/config/block.h"
 #include "model/exec/model_ops.h"
 #include "model/weights/inventory.h"
 
@@ -403,6 +404,65 @@ TEST(Architecture, Glm4MoeLiteFields) {
   }
 }
 
+// MiniMax-M2 (minimax_m2): the family that brought a block (blocks/per_layer_qk_norm.cc, whose
+// config field the block reads itself). The tiny checkpoint transformers wrote is the inventory,
+// tensor for tensor, and counts as its num_parameters(); transformers 5's default config as the
+// counts file says.
+TEST(Architecture, MiniMaxM2Fields) {
+  const std::string dir = std::string(H0_SOURCE_DIR) + "/tests/data/models/tiny-minimax-m2";
+  const Architecture a = load_architecture(dir);
+  EXPECT_EQ(a.family, "minimax_m2");
+  const Attention& at = a.text.attn;
+  EXPECT_EQ(at.head_dim, 32);
+  EXPECT_EQ(at.rotary_dim, 16);  // rotary_dim 16 and partial_rotary_factor 0.5 agree
+  EXPECT_FALSE(at.qk_norm);      // not Qwen3's per-head norm: the block's
+  EXPECT_DOUBLE_EQ(a.text.rope_theta, 5e6);
+  for (int64_t l = 0; l < 2; ++l) {
+    EXPECT_STREQ(block_of(a.text, l, BlockSlot::kMixer).name(), "per_layer_qk_norm");
+    EXPECT_STREQ(block_of(a.text, l, BlockSlot::kFeedForward).name(), "routed_experts");
+  }
+  const Moe& m = a.text.moe;
+  EXPECT_EQ(m.num_experts, 4);
+  EXPECT_EQ(m.experts_per_token, 2);
+  EXPECT_EQ(m.expert_intermediate_size, 32);
+  EXPECT_EQ(m.scoring, "sigmoid");
+  EXPECT_TRUE(m.correction_bias);
+  EXPECT_TRUE(m.norm_topk_prob);
+  const Inventory inv = build_inventory(a);
+  const io::SafetensorsFile ckpt = io::SafetensorsFile::open(dir + "/model.safetensors");
+  std::map<std::string, tensor::Shape> want;
+  for (const io::TensorEntry& e : ckpt.entries()) want[e.name] = e.shape;
+  std::map<std::string, tensor::Shape> got;
+  for (const WeightInfo& w : inv.weights)
+    got[w.name] = tensor::Shape(w.shape.begin(), w.shape.end());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(inv.counts.total, 230592);  // transformers' num_parameters()
+
+  // A released config's legacy field alone (no partial_rotary_factor) says the same.
+  nlohmann::json c = nlohmann::json::parse(std::ifstream(dir + "/config.json"));
+  c["rope_parameters"].erase("partial_rotary_factor");
+  EXPECT_EQ(parse_architecture(c, "config.json").text.attn.rotary_dim, 16);
+  c["use_qk_norm"] = false;  // plain full attention then
+  EXPECT_STREQ(block_of(parse_architecture(c, "config.json").text, 0, BlockSlot::kMixer).name(),
+               "full_attention");
+  c["use_qk_norm"] = true;
+  c["qk_norm_type"] = "per_head";  // the block reads its own field, and refuses what it is not
+  try {
+    parse_architecture(c, "config.json");
+    FAIL() << "qk_norm_type per_head was accepted";
+  } catch (const InputError& err) {
+    EXPECT_NE(std::string(err.what()).find("config.json: qk_norm_type"), std::string::npos)
+        << err.what();
+  }
+
+  // transformers 5's MiniMaxM2Config(): 62 layers of 256 experts, top-8.
+  const Architecture d = load_architecture(config("transformers5/minimax_m2"));
+  EXPECT_EQ(d.text.num_layers, 62);
+  EXPECT_EQ(d.text.attn.rotary_dim, 128);  // no rotary_dim: all of head_dim
+  EXPECT_EQ(d.text.moe.num_experts, 256);
+  EXPECT_EQ(build_inventory(d).counts.total, 228689748992);  // transformers' num_parameters()
+}
+
 TEST(Architecture, DeepseekV3Fields) {
   const Architecture a = load_architecture(config("deepseek-v3"));
   EXPECT_EQ(a.family, "deepseek_v3");
@@ -553,7 +613,7 @@ TEST(ArchitectureErrors, NameTheField) {
 TEST(Transformers5Configs, ParseAndCountAsTransformersDoes) {
   std::ifstream in(std::string(H0_SOURCE_DIR) + "/golden/models/transformers5-counts.json");
   const nlohmann::json golden = nlohmann::json::parse(in);
-  ASSERT_EQ(golden["models"].size(), 18u);
+  ASSERT_EQ(golden["models"].size(), 19u);
   for (const auto& [type, want] : golden["models"].items()) {
     const Architecture a =
         load_architecture(std::string(H0_SOURCE_DIR) + "/" + want["config"].get<std::string>());
@@ -591,12 +651,26 @@ namespace {
 // names exactly one tensor: what the executor and the loader look weights up by (the vision
 // tower's too, by vision layer: nothing is looked up by name).
 TEST(Inventory, EveryDecoderWeightHasOneRole) {
-  for (const char* name :
-       {"llama-3.1-8b", "qwen2.5-72b", "qwen3-8b", "qwen3-235b-a22b", "mixtral-8x7b-v0.1",
-        "deepseek-v3", "kimi-k2-instruct", "llava-1.5-7b-hf", "mistral-7b-v0.1",
-        "qwen1.5-moe-a2.7b", "glm-4.5", "gemma-3-1b-it", "gpt-oss-120b", "transformers5/qwen3_next",
-        "transformers5/qwen3_5_text", "transformers5/qwen3_5_moe_text",
-        "transformers5/deepseek_v32", "transformers5/glm4_moe_lite", "qwen2.5-vl-7b-instruct"}) {
+  for (const char* name : {"llama-3.1-8b",
+                           "qwen2.5-72b",
+                           "qwen3-8b",
+                           "qwen3-235b-a22b",
+                           "mixtral-8x7b-v0.1",
+                           "deepseek-v3",
+                           "kimi-k2-instruct",
+                           "llava-1.5-7b-hf",
+                           "mistral-7b-v0.1",
+                           "qwen1.5-moe-a2.7b",
+                           "glm-4.5",
+                           "gemma-3-1b-it",
+                           "gpt-oss-120b",
+                           "transformers5/qwen3_next",
+                           "transformers5/qwen3_5_text",
+                           "transformers5/qwen3_5_moe_text",
+                           "transformers5/deepseek_v32",
+                           "transformers5/glm4_moe_lite",
+                           "transformers5/minimax_m2",
+                           "qwen2.5-vl-7b-instruct"}) {
     SCOPED_TRACE(name);
     const Inventory inv = build_inventory(load_architecture(config(name)));
     std::set<std::tuple<int64_t, TensorRole, TensorPiece, int64_t, int64_t>> keys;

@@ -66,7 +66,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "tests/data/models/tiny-gemma3", "tests/data/models/tiny-gpt-oss",
                       "tests/data/models/tiny-gpt-oss-mxfp4", "tests/data/models/tiny-qwen3-next",
                       "tests/data/models/tiny-qwen3-5", "tests/data/models/tiny-deepseek-v32",
-                      "tests/data/models/tiny-glm4-moe-lite"),
+                      "tests/data/models/tiny-glm4-moe-lite", "tests/data/models/tiny-minimax-m2"),
     [](const ::testing::TestParamInfo<std::string>& p) {
       std::string n = p.param.substr(p.param.rfind('/') + 1);
       for (char& c : n)
