@@ -62,14 +62,20 @@ Json normal_inputs(std::initializer_list<const char*> names) {
   return out;
 }
 
+// y = f(x): one operand of the op's shape.
+std::vector<TensorDesc> unary_operands(const Dims& dims, const Json&, DType dtype, DType,
+                                       const std::set<std::string>&) {
+  return {desc(dtype, util::full_shape(dims))};
+}
+
 std::vector<TensorDesc> unary_infer(const std::vector<TensorDesc>& in) {
   return {desc(in[0].dtype, in[0].shape)};
 }
 
-// add and mul differ only in their name and their scalar function.
+// add and mul differ only in their name and their scalar function; one definition each.
 template <const OpDef& (*kSelf)(), double (*kFn)(double, double)>
-OpDef binary_op(const char* name) {
-  return {
+const OpDef& binary_op(const char* name) {
+  static const OpDef op = {
       .name = name,
       .inputs = {{"a", OperandKind::kFloat}, {"b", OperandKind::kFloat}},
       .outputs = {{"c", OperandKind::kFloat}},
@@ -90,6 +96,7 @@ OpDef binary_op(const char* name) {
             return normal_inputs({"a", "b"});
           },
   };
+  return op;
 }
 
 double plus(double a, double b) { return a + b; }
@@ -99,8 +106,8 @@ double sigmoid_of(double x, double) { return util::sigmoid(x); }
 
 // silu and sigmoid: y = f(x), one transcendental of each element (4 flops), no attrs.
 template <const OpDef& (*kSelf)(), double (*kFn)(double, double)>
-OpDef transcendental_op(const char* name) {
-  return {
+const OpDef& transcendental_op(const char* name) {
+  static const OpDef op = {
       .name = name,
       .inputs = {{"x", OperandKind::kFloat}},
       .outputs = {{"y", OperandKind::kFloat}},
@@ -108,10 +115,7 @@ OpDef transcendental_op(const char* name) {
       .dims = {"*"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kTranscendental,
-      .operands =
-          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
-            return std::vector<TensorDesc>{desc(dtype, util::full_shape(dims))};
-          },
+      .operands = unary_operands,
       .infer = [](const std::vector<TensorDesc>& in, const Json&) { return unary_infer(in); },
       .cost = [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out,
                  const Json&) { return elementwise_cost(in, out, 4); },
@@ -119,29 +123,15 @@ OpDef transcendental_op(const char* name) {
                       const Json&) { map_reference(in, out, kFn); },
       .default_inputs = [](const Dims&, const Json&) { return normal_inputs({"x"}); },
   };
+  return op;
 }
 
 }  // namespace
 
-const OpDef& add_op() {
-  static const OpDef op = binary_op<&add_op, &plus>("add");
-  return op;
-}
-
-const OpDef& mul_op() {
-  static const OpDef op = binary_op<&mul_op, &times>("mul");
-  return op;
-}
-
-const OpDef& silu_op() {
-  static const OpDef op = transcendental_op<&silu_op, &silu_of>("silu");
-  return op;
-}
-
-const OpDef& sigmoid_op() {
-  static const OpDef op = transcendental_op<&sigmoid_op, &sigmoid_of>("sigmoid");
-  return op;
-}
+const OpDef& add_op() { return binary_op<&add_op, &plus>("add"); }
+const OpDef& mul_op() { return binary_op<&mul_op, &times>("mul"); }
+const OpDef& silu_op() { return transcendental_op<&silu_op, &silu_of>("silu"); }
+const OpDef& sigmoid_op() { return transcendental_op<&sigmoid_op, &sigmoid_of>("sigmoid"); }
 
 const OpDef& gelu_op() {
   static const OpDef op = {
@@ -154,10 +144,7 @@ const OpDef& gelu_op() {
       .dims = {"*"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kTranscendental,
-      .operands =
-          [](const Dims& dims, const Json&, DType dtype, DType, const std::set<std::string>&) {
-            return std::vector<TensorDesc>{desc(dtype, util::full_shape(dims))};
-          },
+      .operands = unary_operands,
       .infer = [](const std::vector<TensorDesc>& in, const Json&) { return unary_infer(in); },
       .cost =
           [](const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out, const Json& a) {

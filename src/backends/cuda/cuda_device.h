@@ -20,11 +20,10 @@ class CudaDevice : public h0p::Device {
   explicit CudaDevice(int index);
   ~CudaDevice() override;
 
-  // {"device", "driver", "runtime", "op_library", "compiler"} as JSON text.
-  const std::string& stack_info() const { return stack_info_; }
-  bool has_dtype(hb_dtype dtype) const override;
+  bool has_dtype(hb_dtype dtype) const override;  // f32, f16, bf16
   void launch(const char* name, hb_dtype dtype, const h0p::Grid& grid,
               std::initializer_list<h0p::Arg> args) override;
+  // cudaMalloc / cudaFree; blocking cudaMemcpy each way.
   void* alloc(size_t bytes) override;
   void release(void* handle) override;
   void write(void* handle, const void* src, size_t bytes) override;
@@ -41,7 +40,6 @@ class CudaDevice : public h0p::Device {
   cublasHandle_t blas_ = nullptr;
   void* scratch_ = nullptr;  // f32 GEMM results before the bias (grown as needed)
   size_t scratch_bytes_ = 0;
-  std::string stack_info_;
 };
 
 }  // namespace h0cuda

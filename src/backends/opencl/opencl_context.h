@@ -39,11 +39,11 @@ class ClContext : public h0p::Device {
   ClContext(const Selection& selection, Logger log);
   ~ClContext() override;
 
-  // {"device", "driver", "runtime", "op_library", "compiler"} as JSON text.
-  const std::string& stack_info() const { return stack_info_; }
-  bool has_dtype(hb_dtype dtype) const override;
+  bool has_dtype(hb_dtype dtype) const override;  // f32, bf16; f16 with cl_khr_fp16
   void launch(const char* name, hb_dtype dtype, const h0p::Grid& grid,
               std::initializer_list<h0p::Arg> args) override;
+  // clCreateBuffer (HB_OUT_OF_MEMORY when it cannot) / clReleaseMemObject; blocking enqueued
+  // writes and reads on the context's queue.
   void* alloc(size_t bytes) override;
   void release(void* handle) override;
   void write(void* handle, const void* src, size_t bytes) override;
@@ -68,7 +68,6 @@ class ClContext : public h0p::Device {
   cl_command_queue queue_ = nullptr;
   bool fp16_ = false;
   size_t total_memory_ = 0, max_group_ = 0;
-  std::string stack_info_;
   std::map<std::pair<std::string, std::string>, BuiltProgram> programs_;  // (options, source)
   cl_program program_of_dtype_[HB_BOOL + 1] = {};  // kernel()'s shortcut into programs_
   std::map<std::pair<cl_program, std::string>, cl_kernel> kernels_;

@@ -60,6 +60,12 @@ class Device : public OperandMemory {
   // call its vendor BLAS instead.
   virtual void gemm(hb_dtype dtype, const void* a, const void* b, const void* bias, void* c, int m,
                     int n, int k, bool b_trans);
+  // {"device", "driver", "runtime", "op_library", "compiler"} as JSON text (the plugin's
+  // stack_info_json), set by the device when it opens.
+  const std::string& stack_info() const { return stack_info_; }
+
+ protected:
+  std::string stack_info_;
 };
 
 // A device buffer owned for the length of an op call.

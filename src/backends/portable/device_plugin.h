@@ -1,9 +1,9 @@
 // The plugin ABI's functions over one h0p::Device class, for the device plugins built on the
 // portable kernels (opencl, cuda): the ABI table, last_error, option parsing up to a JSON object,
 // "not initialized" guards and exceptions turned into statuses. A plugin supplies its name and
-// how to open its device from the options; DeviceT derives from h0p::Device and has
-// stack_info(), synchronize() and memory_info(free, total) (throwing OpError(HB_UNSUPPORTED)
-// when it cannot tell).
+// how to open its device from the options; DeviceT derives from h0p::Device (whose stack_info()
+// it fills when it opens) and has synchronize() and memory_info(free, total) (throwing
+// OpError(HB_UNSUPPORTED) when it cannot tell).
 #pragma once
 
 #include <memory>
