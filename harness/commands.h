@@ -30,5 +30,6 @@ void register_load(CLI::App& app, Run* run);
 void register_report(CLI::App& app, Run* run);
 void register_serve(CLI::App& app, Run* run);
 void register_ab(CLI::App& app, Run* run);
+void register_profile(CLI::App& app, Run* run);
 
 }  // namespace h0::cli

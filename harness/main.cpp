@@ -24,7 +24,7 @@ constexpr Subcommand kSubcommands[] = {
     {h0::cli::register_history},  {h0::cli::register_ab},      {h0::cli::register_db},
     {h0::cli::register_model},    {h0::cli::register_load},    {h0::cli::register_report},
     {h0::cli::register_inspect},  {h0::cli::register_compare}, {h0::cli::register_compare_dumps},
-    {h0::cli::register_day0},     {h0::cli::register_serve},
+    {h0::cli::register_day0},     {h0::cli::register_serve},   {h0::cli::register_profile},
 };
 
 std::string version_string() {

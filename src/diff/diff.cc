@@ -60,16 +60,23 @@ std::vector<double> scaled(const std::vector<double>& v, double by) {
   return out;
 }
 
+// The head's perf_threshold, else the base's, else the options'.
+double threshold_of(const store::ResultData& base, const store::ResultData& head,
+                    const DiffOptions& options) {
+  if (auto t = threshold_override(head)) return *t;
+  if (auto t = threshold_override(base)) return *t;
+  return options.perf_threshold;
+}
+
 void diff_profiles(const store::ResultData& base, const store::ResultData& head,
                    const DiffOptions& options, std::vector<PerfChange>* out) {
-  double threshold = options.perf_threshold;
-  if (auto t = threshold_override(head))
-    threshold = *t;
-  else if (auto tb = threshold_override(base))
-    threshold = *tb;
+  const double threshold = threshold_of(base, head, options);
+  diff_engine_kernels(base, head, options, threshold, out);
   std::set<std::pair<std::string, std::string>> seen;
   for (const auto& h : head.profiles) {
-    if (!h.phase.starts_with("steady") || !seen.emplace(h.phase, h.name).second) continue;
+    if (!h.phase.starts_with("steady") || is_engine_phase(h.phase) ||
+        !seen.emplace(h.phase, h.name).second)
+      continue;
     const store::ProfileData* b = nullptr;
     for (const auto& candidate : base.profiles) {
       if (candidate.phase == h.phase && candidate.name == h.name) {
@@ -191,6 +198,10 @@ DiffSummary summarize(const DiffReport& r) {
       ++s.perf_unchanged;
     else if (p.verdict == "unreliable machine")
       ++s.perf_unreliable;
+    else if (p.verdict == "appeared")
+      ++s.perf_appeared;
+    else if (p.verdict == "vanished")
+      ++s.perf_vanished;
     else
       ++s.perf_not_enough_samples;
     if (p.base_median_ns > 0 && p.head_median_ns > 0) ratios.push_back(p.change + 1);
@@ -279,8 +290,11 @@ DiffReport diff_runs(const store::RunData& base, const store::RunData& head,
 }
 
 bool DiffReport::has_regression() const {
+  const bool kernel_appeared = std::any_of(perf.begin(), perf.end(), [&](const PerfChange& p) {
+    return p.verdict == "appeared" && p.share >= options.kernel_share;
+  });
   return summary.regressions > 0 || summary.metric_drift > 0 || summary.perf_regressions > 0 ||
-         summary.accuracy_regressions > 0;
+         summary.accuracy_regressions > 0 || kernel_appeared;
 }
 
 std::string format_ns(double ns) {
@@ -433,22 +447,45 @@ std::string perf_row_text(const PerfChange& p, bool color) {
                     " runs, " + p.test + ", noise " + percent(p.noise) + ")"
               : std::string()) +
          (unreliable ? "  the calibration moved " + percent(p.calibration_change) : std::string()) +
+         (!unreliable && !std::isnan(p.share) && p.normalized
+              ? "  (engine calibration " + percent(p.calibration_change) + ")"
+              : std::string()) +
          "\n";
 }
 
+// An engine kernel on one side only.
+std::string presence_row_text(const PerfChange& p, bool color) {
+  const bool appeared = p.verdict == "appeared";
+  return "  " + paint(p.verdict, appeared ? "31" : "33", color) + "  " + p.case_id + "  " +
+         p.phase + " " + p.name + "  " + format_ns(appeared ? p.head_median_ns : p.base_median_ns) +
+         " a step, " + printf_string("%.1f%%", 100 * p.share) + " of the " +
+         (appeared ? "head's" : "base's") + " step time\n";
+}
+
 // The performance section: the counts, then the rows that changed or ran on an unreliable
-// machine; "" when there are none.
+// machine, then the engine kernels on one side only; "" when there are none.
 std::string perf_text(const std::vector<PerfChange>& perf, const DiffSummary& s, bool color) {
-  if (s.perf_regressions + s.perf_improvements + s.perf_unreliable <= 0) return "";
+  if (s.perf_regressions + s.perf_improvements + s.perf_unreliable + s.perf_appeared +
+          s.perf_vanished <=
+      0)
+    return "";
   std::string out =
       "\n" + paint("performance", s.perf_regressions > 0 ? "31" : "32", color) + " (" +
       std::to_string(s.perf_regressions) + " slower, " + std::to_string(s.perf_improvements) +
       " faster, " + std::to_string(s.perf_unchanged) + " unchanged, " +
       (s.perf_unreliable > 0 ? std::to_string(s.perf_unreliable) + " on an unreliable machine, "
                              : std::string()) +
+      (s.perf_appeared + s.perf_vanished > 0
+           ? std::to_string(s.perf_appeared) + " kernels appeared, " +
+                 std::to_string(s.perf_vanished) + " vanished, "
+           : std::string()) +
       std::to_string(s.perf_not_enough_samples) + " with too few samples)\n";
   for (const auto& p : perf) {
     const bool unreliable = p.verdict == "unreliable machine";
+    if (p.verdict == "appeared" || p.verdict == "vanished") {
+      out += presence_row_text(p, color);
+      continue;
+    }
     if (p.verdict != "regression" && p.verdict != "improvement" && !unreliable) continue;
     out += perf_row_text(p, color);
   }
@@ -470,8 +507,12 @@ std::string summary_text(const DiffSummary& s, bool regression, bool color) {
          count(s.metric_drift, "metric drift") + ", " +
          count(s.accuracy_regressions, "accuracy regression") + ", " +
          std::to_string(s.perf_regressions) + " slower, " + std::to_string(s.perf_improvements) +
-         " faster: " + (regression ? paint("REGRESSION", "31", color) : paint("OK", "32", color)) +
-         "\n";
+         " faster" +
+         (s.perf_appeared + s.perf_vanished > 0
+              ? ", " + count(s.perf_appeared, "kernel") + " appeared, " +
+                    std::to_string(s.perf_vanished) + " vanished"
+              : std::string()) +
+         ": " + (regression ? paint("REGRESSION", "31", color) : paint("OK", "32", color)) + "\n";
   return out;
 }
 
@@ -514,6 +555,7 @@ nlohmann::json DiffReport::to_json() const {
                          {"noise", p.noise},
                          {"test", p.test},
                          {"calibration_change", number_or_null(p.calibration_change)},
+                         {"share", number_or_null(p.share)},
                          {"verdict", p.verdict}});
   }
   nlohmann::json accuracy_json = nlohmann::json::array();
@@ -555,6 +597,8 @@ nlohmann::json DiffReport::to_json() const {
             {"perf_improvements", s.perf_improvements},
             {"perf_unchanged", s.perf_unchanged},
             {"perf_not_enough_samples", s.perf_not_enough_samples},
+            {"perf_appeared", s.perf_appeared},
+            {"perf_vanished", s.perf_vanished},
             {"perf_rows", s.perf_rows},
             {"geomean_ratio", number_or_null(s.geomean_ratio)}}},
           {"has_regression", has_regression()}};

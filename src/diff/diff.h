@@ -27,6 +27,9 @@ struct DiffOptions {
   double perf_threshold = 0.05;
   double alpha = 0.05;
   int min_samples = 5;  // fewer raw samples on either side: "not enough samples"
+  // An engine kernel that appeared in the head (`harness profile import`) is a regression when it
+  // takes at least this share of its phase's step time (a fused kernel split into unfused ones).
+  double kernel_share = 0.01;
 };
 
 // Who the run is, for the report header.
@@ -57,7 +60,8 @@ struct MetricDrift {
 
 // verdict: "regression", "improvement", "unchanged", "not enough samples", or "unreliable
 // machine": significant and beyond the threshold, but the host-loop calibration moved more than
-// the change itself between the sides, so the machine, not the stack, may be what changed.
+// the change itself between the sides, so the machine, not the stack, may be what changed. An
+// engine's kernels (phases steady/engine*) may also be "appeared" or "vanished": on one side only.
 struct PerfChange {
   std::string case_id, phase, name;
   double base_median_ns = 0, head_median_ns = 0;
@@ -73,6 +77,8 @@ struct PerfChange {
   double noise = 0;
   std::string test = "mann-whitney";  // "mann-whitney" (samples), "welch" (runs), "paired" (rounds)
   double calibration_change = std::numeric_limits<double>::quiet_NaN();  // head / base - 1
+  // An engine kernel's share of its phase's step time (the head's; the base's when vanished).
+  double share = std::numeric_limits<double>::quiet_NaN();
   std::string verdict;
 };
 
@@ -97,7 +103,8 @@ struct DiffSummary {
   int accuracy_regressions = 0, accuracy_improvements = 0;
   int perf_regressions = 0, perf_improvements = 0, perf_unchanged = 0, perf_not_enough_samples = 0;
   int perf_unreliable = 0;
-  int perf_rows = 0;  // steady rows in the geometric mean
+  int perf_appeared = 0, perf_vanished = 0;  // engine kernels on one side only
+  int perf_rows = 0;                         // steady rows in the geometric mean
   // Of head/base medians over those rows; NaN when there are none.
   double geomean_ratio = std::numeric_limits<double>::quiet_NaN();
 };
@@ -152,6 +159,17 @@ using h0::is_good;
 
 // 1234567 -> "1.235 ms"; for timings in reports.
 std::string format_ns(double ns);
+
+// Whether a profile row's phase is a serving engine's (steady/engine, steady/engine-prefill,
+// steady/engine-decode: io/trace_profile.h).
+bool is_engine_phase(const std::string& phase);
+// The engine kernels of two results (diff/engine_kernels.cc): each kernel on both sides judged
+// relative to the engine's own calibration (the time-weighted median of the kernels' head/base
+// ratios), Mann-Whitney over its time per step, beyond `threshold`; the kernels on one side only
+// as "appeared" / "vanished" with their share of the step.
+void diff_engine_kernels(const store::ResultData& base, const store::ResultData& head,
+                         const DiffOptions& options, double threshold,
+                         std::vector<PerfChange>* out);
 
 // A profile row's median: of its raw samples when it has them, else the stored median.
 double row_median(const store::ProfileData& p);

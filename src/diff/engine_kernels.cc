@@ -1,0 +1,144 @@
+// The serving engine's kernels (phases "steady/engine*": `harness profile import`,
+// io/trace_profile.h) compared between two runs. A kernel's row holds its time in each engine step;
+// the machine under the engine is calibrated by the engine's own kernels: the time-weighted
+// median of the kernels' head/base ratios is the machine's (or the whole stack's) speed change,
+// and each kernel is judged relative to it, so a uniformly slower host moves no kernel while one
+// kernel that alone became 30 % slower is named, and only it. Kernels on one side only are
+// "appeared" or "vanished", with their share of their side's step time.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "diff/diff.h"
+#include "diff/statistics.h"
+
+namespace h0::diff {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr const char* kStepRow = "(step)";
+constexpr size_t kMinCalibrationKernels = 3;
+
+using Rows = std::map<std::pair<std::string, std::string>, const store::ProfileData*>;
+
+Rows engine_rows(const store::ResultData& r) {
+  Rows out;
+  for (const auto& p : r.profiles)
+    if (is_engine_phase(p.phase)) out.emplace(std::make_pair(p.phase, p.name), &p);
+  return out;
+}
+
+// A phase's time: its steps' total, or its kernels' without steps.
+std::map<std::string, double> phase_times(const Rows& rows) {
+  std::map<std::string, double> steps, kernels;
+  for (const auto& [key, p] : rows)
+    (key.second == kStepRow ? steps : kernels)[key.first] += p->total_ns;
+  for (const auto& [phase, t] : steps) kernels[phase] = t;
+  return kernels;
+}
+
+// The time-weighted median of head/base over the kernels of `phase` on both sides; 1 with fewer
+// than kMinCalibrationKernels of them.
+double machine_factor(const Rows& base, const Rows& head, const std::string& phase) {
+  std::vector<std::pair<double, double>> ratios;  // (ratio, weight)
+  double weight = 0;
+  for (const auto& [key, b] : base) {
+    if (key.first != phase || key.second == kStepRow) continue;
+    const auto h = head.find(key);
+    if (h == head.end()) continue;
+    const double bm = row_median(*b), hm = row_median(*h->second);
+    if (bm <= 0 || hm <= 0) continue;
+    ratios.emplace_back(hm / bm, b->total_ns);
+    weight += b->total_ns;
+  }
+  if (ratios.size() < kMinCalibrationKernels || weight <= 0) return 1;
+  std::sort(ratios.begin(), ratios.end());
+  double acc = 0;
+  for (const auto& [ratio, w] : ratios) {
+    acc += w;
+    if (acc >= weight / 2) return ratio;
+  }
+  return ratios.back().first;
+}
+
+std::vector<double> scaled(const std::vector<double>& v, double by) {
+  std::vector<double> out(v);
+  for (double& x : out) x /= by;
+  return out;
+}
+
+PerfChange one_side(const std::string& case_id, const store::ProfileData& p, double phase_ns,
+                    bool head) {
+  PerfChange c;
+  c.case_id = case_id;
+  c.phase = p.phase;
+  c.name = p.name;
+  (head ? c.head_median_ns : c.base_median_ns) = row_median(p);
+  (head ? c.head_samples : c.base_samples) = p.samples_ns.size();
+  c.p_value = kNaN;
+  c.change = kNaN;
+  c.share = phase_ns > 0 ? p.total_ns / phase_ns : kNaN;
+  c.verdict = head ? "appeared" : "vanished";
+  c.test = "presence";
+  return c;
+}
+
+}  // namespace
+
+bool is_engine_phase(const std::string& phase) { return phase.starts_with("steady/engine"); }
+
+void diff_engine_kernels(const store::ResultData& base, const store::ResultData& head,
+                         const DiffOptions& options, double threshold,
+                         std::vector<PerfChange>* out) {
+  const Rows b_rows = engine_rows(base), h_rows = engine_rows(head);
+  if (b_rows.empty() && h_rows.empty()) return;
+  const auto b_time = phase_times(b_rows), h_time = phase_times(h_rows);
+  std::map<std::string, double> factors;
+  const size_t min_samples = static_cast<size_t>(std::max(options.min_samples, 1));
+  for (const auto& [key, h] : h_rows) {
+    if (key.second == kStepRow) continue;
+    const auto b = b_rows.find(key);
+    if (b == b_rows.end()) {
+      out->push_back(
+          one_side(head.case_id, *h, h_time.count(key.first) ? h_time.at(key.first) : 0, true));
+      continue;
+    }
+    if (!factors.count(key.first)) factors[key.first] = machine_factor(b_rows, h_rows, key.first);
+    const double factor = factors[key.first];
+    PerfChange c;
+    c.case_id = head.case_id;
+    c.phase = key.first;
+    c.name = key.second;
+    c.base_median_ns = row_median(*b->second);
+    c.head_median_ns = row_median(*h);
+    c.base_samples = b->second->samples_ns.size();
+    c.head_samples = h->samples_ns.size();
+    c.threshold = threshold;
+    c.normalized = factor != 1;
+    c.calibration_change = factor - 1;
+    c.test = "mann-whitney, engine-calibrated";
+    c.share = h_time.count(key.first) && h_time.at(key.first) > 0
+                  ? h->total_ns / h_time.at(key.first)
+                  : kNaN;
+    c.change = c.base_median_ns > 0 ? c.head_median_ns / c.base_median_ns / factor - 1 : kNaN;
+    if (c.base_samples < min_samples || c.head_samples < min_samples) {
+      c.p_value = kNaN;
+      c.verdict = "not enough samples";
+    } else {
+      c.p_value = mann_whitney_u(scaled(h->samples_ns, factor), b->second->samples_ns).p_value;
+      const bool significant = c.p_value < options.alpha;
+      c.verdict = significant && c.change > threshold    ? "regression"
+                  : significant && c.change < -threshold ? "improvement"
+                                                         : "unchanged";
+    }
+    out->push_back(std::move(c));
+  }
+  for (const auto& [key, b] : b_rows) {
+    if (key.second == kStepRow || h_rows.count(key)) continue;
+    out->push_back(
+        one_side(base.case_id, *b, b_time.count(key.first) ? b_time.at(key.first) : 0, false));
+  }
+}
+
+}  // namespace h0::diff
