@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "base/error.h"
 #include "base/sha256.h"
@@ -34,6 +36,18 @@ struct ProfileImportOptions {
   int top = 10;
   bool json = false;
 };
+
+// The sha256 of the file at `path`, read in pieces (a mapped file would count toward the memory a
+// large trace's import takes).
+std::string file_sha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "cannot read the trace");
+  base::Sha256 h;
+  std::vector<char> buf(1 << 20);
+  while (in.read(buf.data(), std::streamsize(buf.size())) || in.gcount() > 0)
+    h.update(buf.data(), size_t(in.gcount()));
+  return h.hex_digest();
+}
 
 // The step total of `phase`'s rows ((step)), or the phase's kernel total without steps.
 double phase_time(const std::vector<store::ProfileData>& rows, const std::string& phase) {
@@ -77,12 +91,17 @@ int run_import(const ProfileImportOptions& opt) {
   store::RunStart start;
   start.suite = "engine-profile";
   start.suite_file = opt.trace;
-  start.suite_sha256 = base::sha256_file(opt.trace);
+  start.suite_sha256 = file_sha256(opt.trace);
   start.platform = opt.platform;
   start.platform_file = "";
   start.platform_content = "";
   start.backend = "engine";
-  start.versions_json = nlohmann::json{{"source", "engine trace"}, {"labels", labels}}.dump();
+  // The stack: the labels and what the trace says of its engine (vLLM writes vllm_version).
+  nlohmann::json engine = nlohmann::json::object();
+  for (const auto& [key, value] : p.metadata)
+    if (key.find("version") != std::string::npos) engine[key] = value;
+  start.versions_json =
+      nlohmann::json{{"source", "engine trace"}, {"engine", engine}, {"labels", labels}}.dump();
   start.mesh = "";
   start.labels = labels;
   const nlohmann::json top = top_kernels(p.rows, opt.top);
@@ -103,6 +122,7 @@ int run_import(const ProfileImportOptions& opt) {
       {"prefill_steps", p.prefill_steps},
       {"decode_steps", p.decode_steps},
       {"notes", p.notes},
+      {"engine", p.metadata},
       {"parse_s", parse_s},
       {"phases", top}}.dump();
   r.profiles = p.rows;
@@ -122,12 +142,15 @@ int run_import(const ProfileImportOptions& opt) {
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }
+  const std::string mixed =
+      p.mixed_steps > 0 ? ", " + std::to_string(p.mixed_steps) + " mixed" : std::string();
   std::printf(
       "%s: %s events (%s bytes), %s kernel calls on the %s, %lld steps (%lld prefill, "
-      "%lld decode), read in %.2f s\n",
+      "%lld decode%s), read in %.2f s\n",
       opt.trace.c_str(), with_commas(p.events).c_str(), with_commas(p.bytes).c_str(),
       with_commas(p.kernel_calls).c_str(), p.stream.c_str(), static_cast<long long>(p.steps),
-      static_cast<long long>(p.prefill_steps), static_cast<long long>(p.decode_steps), parse_s);
+      static_cast<long long>(p.prefill_steps), static_cast<long long>(p.decode_steps),
+      mixed.c_str(), parse_s);
   for (const auto& note : p.notes) std::printf("  note: %s\n", note.c_str());
   for (const auto& [phase, ph] : top.items()) {
     std::printf("  %s: %lld kernels, %.3f ms\n", phase.c_str(),

@@ -27,9 +27,10 @@ struct DiffOptions {
   double perf_threshold = 0.05;
   double alpha = 0.05;
   int min_samples = 5;  // fewer raw samples on either side: "not enough samples"
-  // An engine kernel that appeared in the head (`harness profile import`) is a regression when it
-  // takes at least this share of its phase's step time (a fused kernel split into unfused ones).
-  double kernel_share = 0.01;
+  // An engine's kernels (`harness profile import`): a kernel's change is named only when it moves
+  // its phase's step time by at least this share, and a kernel that appeared in the head is a
+  // regression when it takes at least this share (a fused kernel split into unfused ones).
+  double kernel_share = 0.005;
 };
 
 // Who the run is, for the report header.

@@ -2,10 +2,9 @@
 
 #include <zlib.h>
 
-#include <istream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <streambuf>
 #include <vector>
 
 #include "base/error.h"
@@ -15,38 +14,63 @@ namespace {
 
 using Json = nlohmann::json;
 
-// A std::streambuf over zlib's gzread, which reads gzipped and plain files alike.
-class GzBuf : public std::streambuf {
+// The file's bytes through zlib's gzread (which reads gzipped and plain files alike), in 256 KiB
+// pieces, as an input iterator for the JSON parser: one inlined step a character, where an
+// istream costs a virtual call.
+class GzChars {
  public:
-  explicit GzBuf(const std::string& path) : path_(path), buf_(1 << 18) {
+  explicit GzChars(const std::string& path) : path_(path), buf_(1 << 18) {
     file_ = gzopen(path.c_str(), "rb");
     if (file_ == nullptr) throw InputError(path, "cannot open the trace");
     gzbuffer(file_, 1 << 18);
   }
-  ~GzBuf() override { gzclose(file_); }
-  GzBuf(const GzBuf&) = delete;
-  GzBuf& operator=(const GzBuf&) = delete;
-  int64_t bytes() const { return bytes_; }
+  ~GzChars() { gzclose(file_); }
+  GzChars(const GzChars&) = delete;
+  GzChars& operator=(const GzChars&) = delete;
 
- protected:
-  int_type underflow() override {
-    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+  // Reads the next piece; false at the end of the file.
+  bool fill() {
     const int n = gzread(file_, buf_.data(), static_cast<unsigned>(buf_.size()));
     if (n < 0) {
       int code = 0;
       const char* what = gzerror(file_, &code);
       throw InputError(path_, std::string("cannot read the trace: ") + (what ? what : "gzread"));
     }
-    if (n == 0) return traits_type::eof();
     bytes_ += n;
-    setg(buf_.data(), buf_.data(), buf_.data() + n);
-    return traits_type::to_int_type(*gptr());
+    pos_ = 0;
+    len_ = size_t(n);
+    return n > 0;
   }
+  int64_t bytes() const { return bytes_; }
+
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = char;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const char*;
+    using reference = const char&;
+
+    explicit Iterator(GzChars* src) : src_(src) {}  // null: the end
+    reference operator*() const { return src_->buf_[src_->pos_]; }
+    Iterator& operator++() {
+      if (++src_->pos_ == src_->len_ && !src_->fill()) src_ = nullptr;
+      return *this;
+    }
+    bool operator==(const Iterator& o) const { return src_ == o.src_; }
+    bool operator!=(const Iterator& o) const { return src_ != o.src_; }
+
+   private:
+    GzChars* src_;
+  };
+  Iterator begin() { return Iterator(fill() ? this : nullptr); }
+  static Iterator end() { return Iterator(nullptr); }
 
  private:
   std::string path_;
   gzFile file_ = nullptr;
   std::vector<char> buf_;
+  size_t pos_ = 0, len_ = 0;
   int64_t bytes_ = 0;
 };
 
@@ -59,11 +83,15 @@ class TraceSax : public nlohmann::json_sax<Json> {
 
   bool null() override { return value({}); }
   bool boolean(bool) override { return value({}); }
-  bool number_integer(number_integer_t v) override { return number(double(v), std::to_string(v)); }
-  bool number_unsigned(number_unsigned_t v) override {
-    return number(double(v), std::to_string(v));
+  bool number_integer(number_integer_t v) override {
+    return number(double(v), [v] { return std::to_string(v); });
   }
-  bool number_float(number_float_t v, const string_t& s) override { return number(v, s); }
+  bool number_unsigned(number_unsigned_t v) override {
+    return number(double(v), [v] { return std::to_string(v); });
+  }
+  bool number_float(number_float_t v, const string_t& s) override {
+    return number(v, [&s] { return s; });
+  }
   bool string(string_t& v) override { return value(v); }
   bool binary(binary_t&) override { return value({}); }
 
@@ -126,20 +154,28 @@ class TraceSax : public nlohmann::json_sax<Json> {
 
   bool in_event_array() const { return events_depth_ >= 0 && !events_done_; }
 
-  bool number(double v, const std::string& text) {
+  // A number; `text()` makes its text, wanted for the ids only.
+  template <typename Text>
+  bool number(double v, const Text& text) {
+    if (depth_ == 1 && top_ == Top::kObject) top_field(text());
     if (in_event_ && depth_ == events_depth_ + 2) {
       if (arg_key_ == "ts")
         event_.ts = v;
       else if (arg_key_ == "dur")
         event_.dur = v;
       else if (arg_key_ == "pid")
-        event_.pid = text;
+        event_.pid = text();
       else if (arg_key_ == "tid")
-        event_.tid = text;
+        event_.tid = text();
     }
     return true;
   }
+  // A string or number at the top level of the object form.
+  void top_field(const std::string& v) {
+    if (stats_.metadata.size() < 64) stats_.metadata[key_] = v.substr(0, 256);
+  }
   bool value(const std::string& v) {
+    if (depth_ == 1 && top_ == Top::kObject) top_field(v);
     if (!in_event_) return true;
     if (depth_ == events_depth_ + 2) {
       std::string cut = v.size() > kMaxNameBytes ? v.substr(0, kMaxNameBytes) : v;
@@ -176,12 +212,11 @@ class TraceSax : public nlohmann::json_sax<Json> {
 
 TraceReadStats read_trace_events(const std::string& path,
                                  const std::function<void(const TraceEvent&)>& on_event) {
-  GzBuf buf(path);
-  std::istream in(&buf);
+  GzChars chars(path);
   TraceSax sax(on_event);
-  const bool ok = Json::sax_parse(in, &sax);
+  const bool ok = Json::sax_parse(chars.begin(), GzChars::end(), &sax);
   TraceReadStats stats = sax.stats();
-  stats.bytes = buf.bytes();
+  stats.bytes = chars.bytes();
   if (!ok) {
     // The array form may end without its closing bracket: a trace cut after a whole event.
     const bool cut_at_end = sax.top_is_array() && !sax.events_done() &&

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 
 namespace h0::io {
@@ -25,6 +26,9 @@ struct TraceReadStats {
   int64_t events = 0;         // trace events handed to the callback
   int64_t bytes = 0;          // uncompressed JSON bytes read
   bool unterminated = false;  // the array form without its closing bracket (accepted)
+  // The top-level object's string and number fields (vLLM writes vllm_version, the profiler
+  // schemaVersion, trace_id): at most 64, values cut at 256 bytes.
+  std::map<std::string, std::string> metadata;
 };
 
 // Calls `on_event` for each event in file order. Throws InputError naming the file and the byte

@@ -39,10 +39,20 @@ struct Step {
   int phase = 0;  // index into kPhases
 };
 
-constexpr const char* kPhases[] = {"steady/engine", "steady/engine-prefill",
-                                   "steady/engine-decode"};
+constexpr const char* kPhases[] = {"steady/engine", "steady/engine-prefill", "steady/engine-decode",
+                                   "steady/engine-mixed"};
+constexpr int kPhaseCount = 4;
 
+// A step's phase from its annotation: vLLM's "execute_context_N(..)_generation_M(..)" (N requests
+// in prefill, M in decode: prefill, decode or mixed; neither: the generic phase), else a name
+// saying prefill or decode.
 int phase_of(const std::string& step_name) {
+  static const std::regex vllm("execute_context_(\\d+)\\(.*_generation_(\\d+)\\(.*");
+  std::smatch m;
+  if (std::regex_match(step_name, m, vllm)) {
+    const bool prefill = m[1] != "0", decode = m[2] != "0";
+    return prefill && decode ? 3 : prefill ? 1 : decode ? 2 : 0;
+  }
   if (step_name.find("prefill") != std::string::npos) return 1;
   if (step_name.find("decode") != std::string::npos) return 2;
   return 0;
@@ -107,6 +117,7 @@ Layout read_layout(const std::string& path, const std::regex& step_re, TraceProf
   });
   out->events = stats.events;
   out->bytes = stats.bytes;
+  out->metadata = stats.metadata;
   if (stats.unterminated)
     out->notes.push_back("the event array has no closing bracket (accepted, as the format allows)");
   for (auto* steps : {&l.host_steps, &l.device_steps}) {
@@ -277,13 +288,22 @@ TraceProfile profile_trace(const std::string& path, const TraceProfileOptions& o
   out.steps = int64_t(steps.size());
   // Each phase's steps, numbered within it.
   std::vector<int64_t> index_in_phase(steps.size());
-  int64_t per_phase[3] = {0, 0, 0};
+  int64_t per_phase[kPhaseCount] = {0, 0, 0, 0};
   for (size_t i = 0; i < steps.size(); ++i) index_in_phase[i] = per_phase[steps[i].phase]++;
   out.prefill_steps = per_phase[1];
   out.decode_steps = per_phase[2];
+  out.mixed_steps = per_phase[3];
 
   std::map<std::pair<int, std::string>, Kernel> kernels;
   int64_t outside = 0;
+  // Names repeat: each normalized once (the cache bounded, for traces whose names never repeat).
+  std::unordered_map<std::string, std::string> names;
+  auto normalized = [&names](const std::string& raw) -> const std::string& {
+    if (names.size() > 100000) names.clear();
+    auto [it, fresh] = names.try_emplace(raw);
+    if (fresh) it->second = normalize_kernel_name(raw);
+    return it->second;
+  };
   auto add_call = [&](const std::string& raw, double ts_us, double dur_us) {
     ++out.kernel_calls;
     int phase = 0;
@@ -299,7 +319,7 @@ TraceProfile profile_trace(const std::string& path, const TraceProfileOptions& o
       phase = steps[i].phase;
       step = index_in_phase[i];
     }
-    Kernel& k = kernels[{phase, normalize_kernel_name(raw)}];
+    Kernel& k = kernels[{phase, normalized(raw)}];
     const double ns = dur_us * kNsPerUs;
     ++k.count;
     k.total_ns += ns;
