@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "checks/e2e_request.h"
+#include "checks/engine_profile.h"
 #include "checks/service_checks.h"
 
 namespace h0::checks {
@@ -43,6 +44,22 @@ bool meets(const Slo& slo, const Latency& l) {
   return (slo.ttft_ms <= 0 || (l.ttft_ms >= 0 && l.ttft_ms <= slo.ttft_ms)) &&
          (slo.tpot_ms <= 0 || l.tpot_ms < 0 || l.tpot_ms <= slo.tpot_ms) &&
          (slo.e2e_ms <= 0 || l.e2e_ms <= slo.e2e_ms);
+}
+
+// The engine's own profile (the platform's service.profiler), after the load has warmed it up:
+// a fixed workload — kProfiledRequests of the load's requests, one at a time, so every run of
+// it makes the same steps (one prefill, then decode steps of one sequence) — bracketed by the
+// profiler's start and stop.
+constexpr int64_t kProfiledRequests = 4;
+
+void profile_engine(const ServiceHandle& h, const service::Request& base, CheckResult* out) {
+  EngineProfileCapture engine(h);
+  if (!engine.active()) return;
+  for (int64_t i = 0; i < kProfiledRequests; ++i) h.client->complete(request_variant(base, i));
+  engine.finish(h, out);
+  if (out->details.contains("engine_profile"))
+    out->details["engine_profile"]["workload"] =
+        std::to_string(kProfiledRequests) + " of the load's requests, one at a time";
 }
 
 class LoadCase final : public PreparedCase {
@@ -92,6 +109,8 @@ class LoadCase final : public PreparedCase {
     }
     for (auto& t : threads) t.join();
     const double wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    CheckResult out = result_for(h, spec_.req);
+    profile_engine(h, base, &out);
 
     std::vector<double> ttft, tpot, itl, e2e;
     int64_t failed = 0, good = 0;
@@ -110,7 +129,6 @@ class LoadCase final : public PreparedCase {
       tokens += double(l.tokens);
       good += meets(spec_.slo, l);
     }
-    CheckResult out = result_for(h, spec_.req);
     if (!adapted.notes.empty()) out.details["adapted"] = adapted.notes;
     out.details["mode"] = spec_.rate > 0 ? "poisson rate " + std::to_string(spec_.rate) + "/s"
                                          : "concurrency " + std::to_string(spec_.concurrency);

@@ -19,6 +19,7 @@ nlohmann::json ServiceInfo::to_json() const {
           {"variant", variant},
           {"prefill_chunk", prefill_chunk},
           {"kv_source", kv_source},
+          {"profiler", profiler.to_json()},
           {"request", request},
           {"base", base}};
 }
@@ -39,6 +40,7 @@ ServiceInfo ServiceInfo::from_json(const nlohmann::json& j) {
   s.variant = j.value("variant", "");
   s.prefill_chunk = j.value("prefill_chunk", int64_t(0));
   s.kv_source = j.value("kv_source", "metrics");
+  if (j.contains("profiler")) s.profiler = suite::EngineProfiler::from_json(j["profiler"]);
   if (j.contains("request") && j["request"].is_object()) s.request = j["request"];
   if (j.contains("base")) s.base = j["base"];
   return s;

@@ -8,6 +8,7 @@
 
 #include "service/client.h"
 #include "service/dialect.h"
+#include "suite/platform.h"
 
 namespace h0::checks {
 
@@ -26,6 +27,7 @@ struct ServiceInfo {
   std::string variant;        // the platform's `service.variants` entry it runs; "" the base
   int64_t prefill_chunk = 0;  // tokens per prefill step, as the platform states; 0 unknown
   std::string kv_source = "metrics";  // where the engine reports its KV cache (ServiceConfig)
+  suite::EngineProfiler profiler;     // how the engine profiles itself (ServiceConfig)
   nlohmann::json request = nlohmann::json::object();  // fields added to every request's body
   // The base service (a ServiceInfo as JSON) for a case that compares a variant against it
   // (checks/check.h, PreparedCase::needs_base_service); null otherwise.

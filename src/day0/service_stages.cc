@@ -263,6 +263,22 @@ StageResult run_long_stage(Context& ctx) {
   return r;
 }
 
+// What the served load captured of the engine's own profile (service.profiler): "" when the
+// platform names no profiler.
+std::string engine_profile_text(const run::CaseOutcome& load) {
+  const nlohmann::json& d = load.result.details;
+  if (!d.contains("engine_profile")) return "";
+  const nlohmann::json& p = d["engine_profile"];
+  if (p.contains("error")) return "; engine profile not captured: " + p["error"].get<std::string>();
+  std::string top;
+  if (!p["top"].empty()) {
+    top = ", heaviest " + p["top"][0]["name"].get<std::string>() + " " +
+          fixed(100 * p["top"][0]["share"].get<double>(), 0) + "%";
+  }
+  return "; engine profile: " + std::to_string(p["steps"].get<int64_t>()) + " steps, " +
+         std::to_string(p["rows"].get<int64_t>()) + " kernel rows" + top;
+}
+
 // Prefill and decode tokens/s of the executor on the platform (64-token prompt, 32 greedy
 // steps, best of 3), TTFT/TPOT of the served load, and the costliest ops with the bandwidth
 // they achieved against the platform's peak.
@@ -277,8 +293,9 @@ StageResult served_performance(Context& ctx) {
                  tps = metric(c, "output_tokens_per_s");
     r.status = StageStatus::kPass;
     r.summary = "served TTFT p50 " + fixed(ttft, 1) + " ms, TPOT p50 " + fixed(tpot, 2) + " ms, " +
-                fixed(tps, 0) + " output tok/s; executor prefill/decode not measured (family " +
-                ctx.arch->family + " is not modelled)";
+                fixed(tps, 0) + " output tok/s" + engine_profile_text(c) +
+                "; executor prefill/decode not measured (family " + ctx.arch->family +
+                " is not modelled)";
     r.details = {{"ttft_p50_ms", ttft}, {"tpot_p50_ms", tpot}, {"served_tokens_per_s", tps}};
     r.cases = loads;
     return r;
@@ -351,7 +368,8 @@ StageResult run_performance_stage(Context& ctx) {
       perf.result.metrics.push_back({"ttft_p50_ms", ttft});
       perf.result.metrics.push_back({"tpot_p50_ms", tpot});
       perf.result.metrics.push_back({"served_tokens_per_s", metric(c, "output_tokens_per_s")});
-      served = "; served TTFT p50 " + fixed(ttft, 1) + " ms, TPOT p50 " + fixed(tpot, 2) + " ms";
+      served = "; served TTFT p50 " + fixed(ttft, 1) + " ms, TPOT p50 " + fixed(tpot, 2) + " ms" +
+               engine_profile_text(c);
       break;
     }
   }

@@ -93,6 +93,7 @@ checks::ServiceInfo ServiceRegistry::ensure(const std::string& model_dir,
     known.variant = variant;
     known.prefill_chunk = cfg.prefill_chunk;
     known.kv_source = cfg.kv_source;
+    known.profiler = cfg.profiler;
     known.request = cfg.request;
     if (known.ok && it->second.process && !it->second.process->running()) {
       known.ok = false;
@@ -135,6 +136,7 @@ checks::ServiceInfo ServiceRegistry::ensure(const std::string& model_dir,
   info.request_timeout_s = cfg.request_timeout_s;
   info.prefill_chunk = cfg.prefill_chunk;
   info.kv_source = cfg.kv_source;
+  info.profiler = cfg.profiler;
   info.request = cfg.request;
   info.ok = entry.process->start(spec);
   info.startup_s = entry.process->startup_s();

@@ -80,8 +80,9 @@ void init_curl_once() {
   std::call_once(once, [] { H0_CHECK(curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK); });
 }
 
-// GET, or POST of a completion whose 2xx body is read into the Result.
-enum class Kind { kGet, kCompletion, kChat };
+// GET, a POST whose body is only kept (an engine's control endpoint), or POST of a completion
+// whose 2xx body is read into the Result.
+enum class Kind { kGet, kPost, kCompletion, kChat };
 
 // One attempt's state, shared with libcurl's write callback.
 struct Transfer {
@@ -405,7 +406,8 @@ Result exchange(const ClientOptions& options, const std::string& path, const std
     result.error = "cannot connect to " + result.error + " (" + std::to_string(result.attempts) +
                    (result.attempts == 1 ? " attempt)" : " attempts)");
   }
-  if (result.ok() && kind != Kind::kGet) finish_completion(kind, stream, *raw_body, &result);
+  if (result.ok() && (kind == Kind::kCompletion || kind == Kind::kChat))
+    finish_completion(kind, stream, *raw_body, &result);
   scrub_result(options.api_key, &result);
   return result;
 }
@@ -446,6 +448,12 @@ Result Client::get(const std::string& path, std::string* body) {
       exchange(options_, path, nullptr, Kind::kGet, false, limits, options_.retries, body);
   if (!result.ok()) body->clear();
   return result;
+}
+
+Result Client::post(const std::string& path, const std::string& body, std::string* response) {
+  Limits limits{options_.connect_timeout_s, options_.request_timeout_s, options_.idle_timeout_s};
+  response->clear();
+  return exchange(options_, path, &body, Kind::kPost, false, limits, 0, response);
 }
 
 Result Client::models(std::vector<std::string>* ids) {

@@ -140,6 +140,9 @@ class Client {
   bool probe(const std::string& path, double timeout_s);
   // GET `path` (e.g. "/metrics"): the body of a 2xx answer in `body`; an error result otherwise.
   Result get(const std::string& path, std::string* body);
+  // POST `body` (JSON text) to `path` (an engine's control endpoint, e.g. vLLM's /start_profile):
+  // the answer's body in `response`. Not retried: such a call is not idempotent.
+  Result post(const std::string& path, const std::string& body, std::string* response);
   // GET /v1/models: the model ids; an error result when the server did not answer properly.
   Result models(std::vector<std::string>* ids);
   // One request (thread-safe: concurrent calls on one Client are fine).

@@ -13,6 +13,23 @@ namespace h0::suite {
 // How the platform serves models over the OpenAI-compatible API (`service:`). Placeholders in
 // `start` and `url`: {harness} (this harness binary), {model} (the model directory a check
 // names, absolute), {port} (a free port picked at start), {platform} (this file's path).
+// How the engine profiles itself (`service: {profiler: {...}}`): the endpoints that start and stop
+// its profiler (POSTed: vLLM's and SGLang's /start_profile and /stop_profile, vLLM started with
+// --profiler-config '{"profiler": "torch", "torch_profiler_dir": DIR}'), the directory its traces
+// appear in, and how long one may take to appear after the stop. The served load (kind
+// e2e_load) brackets its workload with them and stores the engine's kernels
+// (io/trace_profile.h) with its result.
+struct EngineProfiler {
+  bool present = false;
+  std::string start = "/start_profile", stop = "/stop_profile";
+  std::string dir;           // required
+  double wait_s = 60;        // for the trace file after the stop
+  std::string step_pattern;  // the annotations that mark a step; empty: the reader's default
+
+  nlohmann::json to_json() const;  // null when not present
+  static EngineProfiler from_json(const nlohmann::json& j);
+};
+
 struct ServiceConfig {
   bool present = false;
   std::string start;  // shell command; empty: a service already running at `url`
@@ -33,6 +50,7 @@ struct ServiceConfig {
   // vllm:cache_config_info in /metrics; the default), "log:REGEX" (the service's output, REGEX
   // with one group capturing the token count, e.g. "KV cache size: ([0-9,]+) tokens"), "none".
   std::string kv_source = "metrics";
+  EngineProfiler profiler;
 };
 
 struct Platform {
@@ -73,7 +91,9 @@ struct Platform {
 //   ops service: {start: "vllm serve {model} --port {port}", url: "http://127.0.0.1:{port}",
 //             health: /v1/models, startup_timeout: 600s, stop_grace: 10s, request_timeout: 300s,
 //             env: {VAR: value}, api_key_env: MY_KEY, model: served-name, prefill_chunk: 2048,
-//             request: {field: value}, variants: {NAME: {start: ..., prefill_chunk: 64}}}
+//             request: {field: value}, variants: {NAME: {start: ..., prefill_chunk: 64}},
+//             profiler: {dir: /tmp/vllm_profile, start: /start_profile, stop: /stop_profile,
+//                        wait: 60s, step_pattern: REGEX}}
 // Throws InputError naming file:line:col on any mistake.
 Platform load_platform(const std::string& path);
 

@@ -12,7 +12,7 @@ namespace {
 
 const char* const kVariantFields =
     "start, url, health, startup_timeout, stop_grace, request_timeout, env, api_key_env, model, "
-    "dialect, prefill_chunk, request, kv_source";
+    "dialect, prefill_chunk, request, kv_source, profiler";
 const std::string kServiceFields = std::string(kVariantFields) + ", variants";
 
 std::string string_value(const std::string& file, const YAML::Node& value,
@@ -26,6 +26,38 @@ double positive_duration(const std::string& file, const YAML::Node& value,
   const double s = parse_duration_s(file, value);
   if (!(s > 0)) fail_at(file, value, "bad " + what + ": expected a duration > 0, e.g. 600s");
   return s;
+}
+
+// `profiler: {dir: ..., start: ..., stop: ..., wait: ..., step_pattern: ...}`.
+EngineProfiler read_profiler(const std::string& file, const YAML::Node& node) {
+  if (!node.IsMap())
+    fail_at(file, node, "bad profiler: expected a mapping, e.g. {dir: /tmp/vllm_profile}");
+  EngineProfiler p;
+  p.present = true;
+  for_each_entry(
+      file, node, [&](const std::string& key, const YAML::Node& key_node, const YAML::Node& v) {
+        if (key == "dir") {
+          p.dir = string_value(file, v, "profiler.dir");
+        } else if (key == "start" || key == "stop") {
+          std::string& path = key == "start" ? p.start : p.stop;
+          path = string_value(file, v, "profiler." + key);
+          if (path.empty() || path[0] != '/')
+            fail_at(file, v,
+                    "bad profiler." + key + ": expected a path such as /" + key + "_profile");
+        } else if (key == "wait") {
+          p.wait_s = positive_duration(file, v, "profiler.wait");
+        } else if (key == "step_pattern") {
+          p.step_pattern = string_value(file, v, "profiler.step_pattern");
+        } else {
+          fail_at(file, key_node,
+                  "unknown field '" + key +
+                      "' in profiler (expected one of: dir, start, stop, wait, "
+                      "step_pattern)");
+        }
+      });
+  if (p.dir.empty())
+    fail_at(file, node, "profiler needs `dir`: where the engine writes its traces");
+  return p;
 }
 
 // Reads the fields of `node` over `s` (a variant starts from its base's). `variants`: where the
@@ -85,6 +117,8 @@ void read_fields(const std::string& file, const YAML::Node& node, ServiceConfig&
                         "': expected metrics, none, or log:REGEX (one group capturing the "
                         "token count, e.g. \"log:KV cache size: ([0-9,]+) tokens\")");
           }
+        } else if (key == "profiler") {
+          s.profiler = read_profiler(file, value);
         } else if (key == "request") {
           const nlohmann::json extra = yaml_to_json(file, value);
           if (!extra.is_object())
@@ -125,6 +159,27 @@ void validate(const std::string& file, const YAML::Node& node, const ServiceConf
 }
 
 }  // namespace
+
+nlohmann::json EngineProfiler::to_json() const {
+  if (!present) return nullptr;
+  return {{"start", start},
+          {"stop", stop},
+          {"dir", dir},
+          {"wait_s", wait_s},
+          {"step_pattern", step_pattern}};
+}
+
+EngineProfiler EngineProfiler::from_json(const nlohmann::json& j) {
+  EngineProfiler p;
+  if (!j.is_object()) return p;
+  p.present = true;
+  p.start = j.value("start", p.start);
+  p.stop = j.value("stop", p.stop);
+  p.dir = j.value("dir", "");
+  p.wait_s = j.value("wait_s", p.wait_s);
+  p.step_pattern = j.value("step_pattern", "");
+  return p;
+}
 
 ServiceConfig read_service_config(const std::string& file, const YAML::Node& node,
                                   std::map<std::string, ServiceConfig>* variants) {

@@ -48,6 +48,10 @@
 //                     the conversation layer's: template_drops_system (with --chat-goldens),
 //                     reasoning_off_by_one (with --reasoning), auto_tool_miss, auto_args_invalid,
 //                     ignores_constraints (free text for guided decoding and tool calls)
+//   --profile-trace F --profile-dir D  (any mode) vLLM's profiler endpoints: POST /start_profile
+//                     answers 200, POST /stop_profile writes F (a trace a real vLLM wrote) into D
+//                     as rank0.<n>.pt.trace.json.gz, as vLLM writes its trace at the stop; without
+//                     them both are 404, as vLLM started without --profiler-config
 //   --kv-cache-info T,M,B  (any mode) /metrics carries vllm:cache_config_info with
 //                     kv_cache_size_tokens T, kv_cache_memory_bytes M, block_size B, and the
 //                     startup log says "CPU KV cache size: T tokens" (vLLM 0.32's line)
@@ -121,6 +125,7 @@ struct Flags {
   // --kv-cache-info TOKENS,MEMORY,BLOCK: the KV cache vLLM 0.32 reports, as its /metrics
   // vllm:cache_config_info gauge and its startup log line "CPU KV cache size: N tokens".
   std::string kv_cache_info;
+  std::string profile_trace, profile_dir;  // --profile-trace, --profile-dir
   int64_t corrupt_at = -1;
   double known = 0.6, lose = 0;   // mode answers
   fake_serving::Options serving;  // the serving modes' engine
@@ -960,6 +965,16 @@ void serve(int fd) {
     send_all(fd, head(200, "text/plain; version=0.0.4",
                       "Content-Length: " + std::to_string(text.size()) + "\r\n") +
                      text);
+  } else if (request.method == "POST" && !g_flags.profile_dir.empty() &&
+             (request.path == "/start_profile" || request.path == "/stop_profile")) {
+    if (request.path == "/stop_profile") {  // the trace appears at the stop
+      static int traces = 0;
+      const std::string out =
+          g_flags.profile_dir + "/rank0." + std::to_string(++traces) + ".pt.trace.json.gz";
+      std::ifstream in(g_flags.profile_trace, std::ios::binary);
+      std::ofstream(out, std::ios::binary) << in.rdbuf();
+    }
+    respond(fd, 200, json::object());
   } else if (request.method == "POST" && request.path == "/v1/completions") {
     completion(fd, request, false);
   } else if (request.method == "POST" && request.path == "/v1/chat/completions") {
@@ -1009,6 +1024,10 @@ bool parse_flags(int argc, char** argv) {
       g_flags.chat_goldens = argv[++i];
     } else if (flag == "--reasoning") {
       g_flags.reasoning = true;
+    } else if (flag == "--profile-trace" && has_value) {
+      g_flags.profile_trace = argv[++i];
+    } else if (flag == "--profile-dir" && has_value) {
+      g_flags.profile_dir = argv[++i];
     } else if (flag == "--kv-cache-info" && has_value) {
       g_flags.kv_cache_info = argv[++i];
     } else if (flag == "--model-name" && has_value) {

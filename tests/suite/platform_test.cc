@@ -336,17 +336,38 @@ TEST_F(PlatformTest, ServiceErrorsNameThePlace) {
   EXPECT_EQ(error_in(head + "service: {start: s, port: 1}\n"),
             "p.yaml:3:21: unknown field 'port' in service (expected one of: start, url, health, "
             "startup_timeout, stop_grace, request_timeout, env, api_key_env, model, dialect, "
-            "prefill_chunk, request, kv_source, variants)");
+            "prefill_chunk, request, kv_source, profiler, variants)");
   EXPECT_EQ(error_in(head + "service: {start: s, prefill_chunk: 0}\n"),
             "p.yaml:3:36: bad prefill_chunk: expected a number of tokens >= 1, e.g. 64");
   EXPECT_EQ(error_in(head + "service: {start: s, variants: {big: {start: t, port: 1}}}\n"),
             "p.yaml:3:48: unknown field 'port' in a service variant (expected one of: start, url, "
             "health, startup_timeout, stop_grace, request_timeout, env, api_key_env, model, "
-            "dialect, prefill_chunk, request, kv_source)");
+            "dialect, prefill_chunk, request, kv_source, profiler)");
   EXPECT_EQ(error_in(head + "service: {start: s, variants: {big: {start: t, variants: {}}}}\n"),
             "p.yaml:3:48: unknown field 'variants' in a service variant (expected one of: start, "
             "url, health, startup_timeout, stop_grace, request_timeout, env, api_key_env, model, "
-            "dialect, prefill_chunk, request, kv_source)");
+            "dialect, prefill_chunk, request, kv_source, profiler)");
+}
+
+// The engine's own profiler (service.profiler): its endpoints, its trace directory, the wait.
+TEST_F(PlatformTest, ReadsTheEnginesProfiler) {
+  const std::string head = "platform: x\nbackend: cpu\nservice:\n  url: http://h:8000\n";
+  write("p.yaml", head + "  profiler: {dir: /tmp/vllm_profile, wait: 30s}\n");
+  const EngineProfiler p = load_platform(dir_.file("p.yaml")).service.profiler;
+  EXPECT_TRUE(p.present);
+  EXPECT_EQ(p.dir, "/tmp/vllm_profile");
+  EXPECT_EQ(p.start, "/start_profile");
+  EXPECT_EQ(p.stop, "/stop_profile");
+  EXPECT_DOUBLE_EQ(p.wait_s, 30);
+  EXPECT_EQ(EngineProfiler::from_json(p.to_json()).to_json(), p.to_json());
+  EXPECT_FALSE(load_platform(H0_SOURCE_DIR "/configs/platforms/cpu.yaml").service.profiler.present);
+  EXPECT_EQ(error_in(head + "  profiler: {wait: 30s}\n"),
+            "p.yaml:5:13: profiler needs `dir`: where the engine writes its traces");
+  EXPECT_EQ(error_in(head + "  profiler: {dir: d, start: start_profile}\n"),
+            "p.yaml:5:29: bad profiler.start: expected a path such as /start_profile");
+  EXPECT_EQ(error_in(head + "  profiler: {dir: d, every: 1}\n"),
+            "p.yaml:5:22: unknown field 'every' in profiler (expected one of: dir, start, stop, "
+            "wait, step_pattern)");
 }
 
 // A variant is its base service with the fields it writes changed: the serving checks start it
