@@ -46,6 +46,37 @@ bool meets(const Slo& slo, const Latency& l) {
          (slo.e2e_ms <= 0 || l.e2e_ms <= slo.e2e_ms);
 }
 
+// Sends the load's requests: open loop (Poisson arrivals at `rate`) or closed loop
+// (`concurrency` clients, each sending its next request when one ends).
+void send_load(const ServiceHandle& h, const service::Request& base, const LoadSpec& spec,
+               std::vector<service::Result>* results) {
+  const size_t n = results->size();
+  auto send = [&](size_t i) {
+    (*results)[i] = h.client->complete(request_variant(base, int64_t(i)));
+  };
+  const auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  if (spec.rate > 0) {
+    std::mt19937_64 rng(spec.arrival_seed);
+    std::exponential_distribution<double> gap(spec.rate);
+    double at = 0;
+    for (size_t i = 0; i < n; ++i) {
+      std::this_thread::sleep_until(
+          t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(at)));
+      threads.emplace_back(send, i);
+      at += gap(rng);
+    }
+  } else {
+    std::atomic<size_t> next{0};
+    for (int64_t c = 0; c < spec.concurrency; ++c) {
+      threads.emplace_back([&] {
+        for (size_t i = next++; i < n; i = next++) send(i);
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+}
+
 // The engine's own profile (the platform's service.profiler), after the load has warmed it up:
 // a fixed workload — kProfiledRequests of the load's requests, one at a time, so every run of
 // it makes the same steps (one prefill, then decode steps of one sequence) — bracketed by the
@@ -84,30 +115,8 @@ class LoadCase final : public PreparedCase {
 
     const size_t n = size_t(spec_.requests);
     std::vector<service::Result> results(n);
-    auto send = [&](size_t i) {
-      results[i] = h.client->complete(request_variant(base, int64_t(i)));
-    };
     const auto t0 = Clock::now();
-    std::vector<std::thread> threads;
-    if (spec_.rate > 0) {  // open loop: Poisson arrivals
-      std::mt19937_64 rng(spec_.arrival_seed);
-      std::exponential_distribution<double> gap(spec_.rate);
-      double at = 0;
-      for (size_t i = 0; i < n; ++i) {
-        std::this_thread::sleep_until(
-            t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(at)));
-        threads.emplace_back(send, i);
-        at += gap(rng);
-      }
-    } else {  // closed loop: `concurrency` clients, each sending its next request when one ends
-      std::atomic<size_t> next{0};
-      for (int64_t c = 0; c < spec_.concurrency; ++c) {
-        threads.emplace_back([&] {
-          for (size_t i = next++; i < n; i = next++) send(i);
-        });
-      }
-    }
-    for (auto& t : threads) t.join();
+    send_load(h, base, spec_, &results);
     const double wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     CheckResult out = result_for(h, spec_.req);
     profile_engine(h, base, &out);

@@ -447,7 +447,7 @@ std::string perf_row_text(const PerfChange& p, bool color) {
                     " runs, " + p.test + ", noise " + percent(p.noise) + ")"
               : std::string()) +
          (unreliable ? "  the calibration moved " + percent(p.calibration_change) : std::string()) +
-         (!unreliable && !std::isnan(p.share) && p.normalized
+         (!unreliable && !std::isnan(p.share) && p.normalized && !std::isnan(p.calibration_change)
               ? "  (engine calibration " + percent(p.calibration_change) + ")"
               : std::string()) +
          "\n";

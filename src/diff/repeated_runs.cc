@@ -34,7 +34,7 @@ std::map<Key, std::vector<std::optional<RunValue>>> run_values(
     for (const auto& r : runs[i].results) {
       if (!seen.insert(r.case_id).second || !is_good(r.status)) continue;
       for (const auto& p : r.profiles) {
-        if (!p.phase.starts_with("steady")) continue;
+        if (!p.phase.starts_with("steady") || p.name == "(step)") continue;
         auto& slots = out[{r.case_id, p.phase, p.name}];
         slots.resize(runs.size());
         if (!slots[i]) slots[i] = RunValue{row_median(p), calibration_median(r, p.phase, 1)};
@@ -42,6 +42,50 @@ std::map<Key, std::vector<std::optional<RunValue>>> run_values(
     }
   }
   return out;
+}
+
+// An engine's kernels (steady/engine* rows) have no host loop beside them: each run's calibration
+// is the engine's own — the time-weighted median, over the kernels of that case and phase, of the
+// run's median against the kernel's median over all the runs of both sides — so a run on a slower
+// machine moves no kernel, as in a pairwise diff (diff_engine_kernels).
+void calibrate_engine_rows(std::map<Key, std::vector<std::optional<RunValue>>>* base,
+                           std::map<Key, std::vector<std::optional<RunValue>>>* head) {
+  std::map<std::pair<std::string, std::string>, std::vector<Key>> groups;
+  for (const auto& [key, slots] : *base) {
+    if (is_engine_phase(std::get<1>(key)) && head->count(key))
+      groups[{std::get<0>(key), std::get<1>(key)}].push_back(key);
+  }
+  for (const auto& [group, keys] : groups) {
+    for (auto* side : {base, head}) {
+      const size_t runs = side->at(keys[0]).size();
+      for (size_t i = 0; i < runs; ++i) {
+        std::vector<std::pair<double, double>> ratios;  // (run / all runs, weight)
+        double weight = 0;
+        for (const Key& key : keys) {
+          std::vector<double> all;
+          for (auto* s : {base, head})
+            for (const auto& v : s->at(key))
+              if (v) all.push_back(v->median_ns);
+          const auto& mine = side->at(key)[i];
+          const double m = median(all);
+          if (!mine || m <= 0 || mine->median_ns <= 0) continue;
+          ratios.emplace_back(mine->median_ns / m, m);
+          weight += m;
+        }
+        if (ratios.empty()) continue;
+        std::sort(ratios.begin(), ratios.end());
+        double acc = 0, factor = ratios.back().first;
+        for (const auto& [ratio, w] : ratios) {
+          if ((acc += w) >= weight / 2) {
+            factor = ratio;
+            break;
+          }
+        }
+        for (const Key& key : keys)
+          if (auto& v = side->at(key)[i]) v->calibration_ns = factor;
+      }
+    }
+  }
 }
 
 double mean(const std::vector<double>& v) {
@@ -114,7 +158,7 @@ PerfChange compare(const Key& key, const std::vector<std::optional<RunValue>>& b
   c.verdict = significant && c.change > c.threshold    ? "regression"
               : significant && c.change < -c.threshold ? "improvement"
                                                        : "unchanged";
-  if (c.normalized) {
+  if (c.normalized && !is_engine_phase(c.phase)) {
     std::vector<double> cb, ch;
     for (const auto& x : b) cb.push_back(std::log(x.calibration_ns));
     for (const auto& x : h) ch.push_back(std::log(x.calibration_ns));
@@ -132,18 +176,35 @@ DiffReport diff_repeated_runs(const std::vector<store::RunData>& base,
                               bool paired) {
   H0_CHECK(!base.empty() && !head.empty()) << "diff_repeated_runs needs a run on each side";
   DiffReport r = diff_runs(base.back(), head.back(), options);
-  r.perf.clear();
-  const auto base_values = run_values(base), head_values = run_values(head);
+  // The engine kernels on one side only, as the newest runs show them; every timing else by run.
+  std::erase_if(r.perf, [](const PerfChange& p) {
+    return p.verdict != "appeared" && p.verdict != "vanished";
+  });
+  auto base_values = run_values(base), head_values = run_values(head);
+  calibrate_engine_rows(&base_values, &head_values);
   // The newest head run's rows, in its order; thresholds from its results' details.
   std::set<Key> done;
   for (const auto& res : head.back().results) {
     const double threshold = threshold_override(res).value_or(options.perf_threshold);
+    std::map<std::string, double> steps_ns;  // an engine phase's step time, for kernel shares
+    for (const auto& p : res.profiles)
+      if (p.name == "(step)") steps_ns[p.phase] = p.total_ns;
     for (const auto& p : res.profiles) {
       const Key key{res.case_id, p.phase, p.name};
-      if (!p.phase.starts_with("steady") || !done.insert(key).second) continue;
+      if (!p.phase.starts_with("steady") || p.name == "(step)" || !done.insert(key).second)
+        continue;
       const auto b = base_values.find(key), h = head_values.find(key);
       if (b == base_values.end() || h == head_values.end()) continue;
-      r.perf.push_back(compare(key, b->second, h->second, threshold, options, paired));
+      PerfChange c = compare(key, b->second, h->second, threshold, options, paired);
+      // An engine kernel's change is named where it moves its step by kernel_share, as in a
+      // pairwise diff (diff_engine_kernels).
+      if (is_engine_phase(p.phase) && steps_ns[p.phase] > 0) {
+        c.share = p.total_ns / steps_ns[p.phase];
+        if ((c.verdict == "regression" || c.verdict == "improvement") &&
+            std::abs(c.change) * c.share < options.kernel_share)
+          c.verdict = "unchanged";
+      }
+      r.perf.push_back(std::move(c));
     }
   }
   const int compared = r.summary.compared;

@@ -266,17 +266,92 @@ class SelfTimes {
   std::unordered_map<std::string, Thread> threads_;
 };
 
+// The kernel calls by phase and step: each call goes to the last step that began at or before
+// it (before the first: not counted), its name normalized once.
+class KernelTable {
+ public:
+  explicit KernelTable(const std::vector<Step>& steps) : steps_(steps), index_(steps.size()) {
+    for (size_t i = 0; i < steps.size(); ++i) index_[i] = per_phase_[steps[i].phase]++;
+  }
+  int64_t steps_of(int phase) const { return per_phase_[phase]; }
+  int64_t calls() const { return calls_; }
+  int64_t outside() const { return outside_; }
+
+  void add(const std::string& raw, double ts_us, double dur_us) {
+    ++calls_;
+    int phase = 0;
+    int64_t step = -1;
+    if (!steps_.empty()) {
+      const auto it = std::upper_bound(steps_.begin(), steps_.end(), ts_us,
+                                       [](double t, const Step& s) { return t < s.begin_us; });
+      if (it == steps_.begin()) {
+        ++outside_;
+        return;
+      }
+      const size_t i = size_t(it - steps_.begin()) - 1;
+      phase = steps_[i].phase;
+      step = index_[i];
+    }
+    Kernel& k = kernels_[{phase, normalized(raw)}];
+    const double ns = dur_us * kNsPerUs;
+    ++k.count;
+    k.total_ns += ns;
+    k.calls.add(ns);
+    if (step >= 0) {
+      if (k.per_step.empty()) k.per_step.assign(size_t(per_phase_[phase]), 0.0);
+      k.per_step[size_t(step)] += ns;
+    }
+  }
+
+  // The kernels' rows, then each phase's step durations as "(step)" (a kernel's share of them).
+  std::vector<store::ProfileData> rows() const {
+    std::vector<store::ProfileData> out;
+    for (const auto& [key, k] : kernels_)
+      out.push_back(row_of(kPhases[key.first], key.second, k, !steps_.empty()));
+    std::map<int, Kernel> step_rows;
+    for (const Step& s : steps_) {
+      Kernel& k = step_rows[s.phase];
+      const double ns = (s.end_us - s.begin_us) * kNsPerUs;
+      ++k.count;
+      k.total_ns += ns;
+      k.calls.add(ns);
+      k.per_step.push_back(ns);
+    }
+    for (const auto& [phase, k] : step_rows)
+      out.push_back(row_of(kPhases[phase], "(step)", k, true));
+    return out;
+  }
+
+ private:
+  // Names repeat: each normalized once (the cache bounded, for traces whose names never repeat).
+  const std::string& normalized(const std::string& raw) {
+    if (names_.size() > 100000) names_.clear();
+    auto [it, fresh] = names_.try_emplace(raw);
+    if (fresh) it->second = normalize_kernel_name(raw);
+    return it->second;
+  }
+
+  const std::vector<Step>& steps_;
+  std::vector<int64_t> index_;  // a step's number within its phase
+  int64_t per_phase_[kPhaseCount] = {0, 0, 0, 0};
+  std::map<std::pair<int, std::string>, Kernel> kernels_;
+  std::unordered_map<std::string, std::string> names_;
+  int64_t calls_ = 0, outside_ = 0;
+};
+
+std::regex step_regex(const std::string& pattern) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    throw InputError("--step-pattern", pattern + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 TraceProfile profile_trace(const std::string& path, const TraceProfileOptions& options) {
-  std::regex step_re;
-  try {
-    step_re = std::regex(options.step_pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    throw InputError("--step-pattern", options.step_pattern + ": " + e.what());
-  }
   TraceProfile out;
-  Layout layout = read_layout(path, step_re, &out);
+  const Layout layout = read_layout(path, step_regex(options.step_pattern), &out);
   std::set<std::string> device_pids;
   for (const auto& [pid, name] : layout.process_names) {
     if (is_device_process(name) && layout.complete_by_pid.count(pid)) device_pids.insert(pid);
@@ -285,49 +360,14 @@ TraceProfile profile_trace(const std::string& path, const TraceProfileOptions& o
   out.stream = device ? "device" : "host";
   const std::vector<Step>& steps =
       device && !layout.device_steps.empty() ? layout.device_steps : layout.host_steps;
+  KernelTable table(steps);
   out.steps = int64_t(steps.size());
-  // Each phase's steps, numbered within it.
-  std::vector<int64_t> index_in_phase(steps.size());
-  int64_t per_phase[kPhaseCount] = {0, 0, 0, 0};
-  for (size_t i = 0; i < steps.size(); ++i) index_in_phase[i] = per_phase[steps[i].phase]++;
-  out.prefill_steps = per_phase[1];
-  out.decode_steps = per_phase[2];
-  out.mixed_steps = per_phase[3];
+  out.prefill_steps = table.steps_of(1);
+  out.decode_steps = table.steps_of(2);
+  out.mixed_steps = table.steps_of(3);
 
-  std::map<std::pair<int, std::string>, Kernel> kernels;
-  int64_t outside = 0;
-  // Names repeat: each normalized once (the cache bounded, for traces whose names never repeat).
-  std::unordered_map<std::string, std::string> names;
-  auto normalized = [&names](const std::string& raw) -> const std::string& {
-    if (names.size() > 100000) names.clear();
-    auto [it, fresh] = names.try_emplace(raw);
-    if (fresh) it->second = normalize_kernel_name(raw);
-    return it->second;
-  };
-  auto add_call = [&](const std::string& raw, double ts_us, double dur_us) {
-    ++out.kernel_calls;
-    int phase = 0;
-    int64_t step = -1;
-    if (!steps.empty()) {
-      const auto it = std::upper_bound(steps.begin(), steps.end(), ts_us,
-                                       [](double t, const Step& s) { return t < s.begin_us; });
-      if (it == steps.begin()) {
-        ++outside;
-        return;
-      }
-      const size_t i = size_t(it - steps.begin()) - 1;
-      phase = steps[i].phase;
-      step = index_in_phase[i];
-    }
-    Kernel& k = kernels[{phase, normalized(raw)}];
-    const double ns = dur_us * kNsPerUs;
-    ++k.count;
-    k.total_ns += ns;
-    k.calls.add(ns);
-    if (step >= 0) {
-      if (k.per_step.empty()) k.per_step.assign(size_t(per_phase[phase]), 0.0);
-      k.per_step[size_t(step)] += ns;
-    }
+  auto add_call = [&table](const std::string& name, double ts, double dur) {
+    table.add(name, ts, dur);
   };
   Spans device_spans;
   SelfTimes host_ops;
@@ -344,33 +384,21 @@ TraceProfile profile_trace(const std::string& path, const TraceProfileOptions& o
     }
   });
   host_ops.finish(add_call);
+  out.kernel_calls = table.calls();
   if (out.kernel_calls == 0) {
     throw InputError(path,
                      "no kernel events: neither device kernels (cat kernel, gpu_memcpy, a "
                      "device process) nor host operators (cat cpu_op)");
   }
-  if (outside > 0) {
-    out.notes.push_back(std::to_string(outside) +
+  if (table.outside() > 0) {
+    out.notes.push_back(std::to_string(table.outside()) +
                         " kernel calls before the first step (warm-up) not counted");
   }
   if (const int64_t n = host_ops.unordered_threads(); n > 0) {
     out.notes.push_back(std::to_string(n) +
                         " threads' events not in start order: their operators' inclusive time");
   }
-  for (const auto& [key, k] : kernels)
-    out.rows.push_back(row_of(kPhases[key.first], key.second, k, !steps.empty()));
-  // Each phase's step durations, for the share of a step a kernel takes.
-  std::map<int, Kernel> step_rows;
-  for (const Step& s : steps) {
-    Kernel& k = step_rows[s.phase];
-    const double ns = (s.end_us - s.begin_us) * kNsPerUs;
-    ++k.count;
-    k.total_ns += ns;
-    k.calls.add(ns);
-    k.per_step.push_back(ns);
-  }
-  for (const auto& [phase, k] : step_rows)
-    out.rows.push_back(row_of(kPhases[phase], "(step)", k, true));
+  out.rows = table.rows();
   return out;
 }
 

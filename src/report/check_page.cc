@@ -1,7 +1,9 @@
 // checks/<stem>.html: one case across runs.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "base/json_read.h"
@@ -182,6 +184,65 @@ std::string latest_tables(const SiteModel& model, const SiteCase& c) {
   return html + "</section>\n";
 }
 
+// An engine's kernels per stack version: per phase, its heaviest kernels' time per step on each
+// stack (the latest run of each column), the ones that moved most against the first stack first;
+// a kernel absent from a stack shows "–" (it appeared or vanished there).
+std::string engine_table(const SiteModel& model, const SiteCase& c) {
+  constexpr size_t kRows = 15;
+  std::map<std::string, std::map<std::string, std::map<int, std::pair<double, double>>>> phases;
+  for (const auto& [column, e] : c.engine)
+    for (const auto& [key, v] : e.kernels) phases[key.first][key.second][column] = v;
+  std::string html =
+      "<section id=\"engine\"><h2>Engine kernels per stack version</h2>\n"
+      "<p class=\"muted\">Median time per engine step (its share of the step), the latest run of "
+      "each stack; the kernels that moved most against the first stack first.</p>\n";
+  for (const auto& [phase, kernels] : phases) {
+    struct Row {
+      std::string name;
+      double moved = 0, share = 0;
+    };
+    std::vector<Row> rows;
+    const int first = c.engine.begin()->first;
+    for (const auto& [name, by_column] : kernels) {
+      Row row{name};
+      const auto base = by_column.find(first);
+      for (const auto& [column, v] : by_column) {
+        row.share = std::max(row.share, v.second);
+        if (base == by_column.end() || base->second.first <= 0) {
+          row.moved = std::numeric_limits<double>::infinity();  // not on the first stack
+        } else {
+          row.moved = std::max(row.moved, std::abs(std::log(v.first / base->second.first)));
+        }
+      }
+      if (by_column.size() < c.engine.size()) row.moved = std::numeric_limits<double>::infinity();
+      rows.push_back(row);
+    }
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+      return a.moved * a.share != b.moved * b.share ? a.moved * a.share > b.moved * b.share
+                                                    : a.share > b.share;
+    });
+    std::vector<std::string> head = {"kernel"};
+    for (const auto& [column, e] : c.engine)
+      head.push_back(html_escape(model.columns[static_cast<size_t>(column)].label));
+    html += "<h3>" + html_escape(phase) + "</h3>\n<table class=\"grid engine\">\n" +
+            html_row(head, "th");
+    for (size_t i = 0; i < rows.size() && i < kRows; ++i) {
+      std::vector<std::string> cells = {html_escape(rows[i].name)};
+      for (const auto& [column, e] : c.engine) {
+        const auto& by_column = kernels.at(rows[i].name);
+        const auto it = by_column.find(column);
+        cells.push_back(it == by_column.end()
+                            ? "–"
+                            : ns_text(it->second.first) +
+                                  printf_string(" (%.1f%%)", 100 * it->second.second));
+      }
+      html += html_row(cells);
+    }
+    html += "</table>\n";
+  }
+  return html + "</section>\n";
+}
+
 // An eval check's score per stack version: "0.612 [0.543, 0.677]" with its Wilson interval, the
 // reference's score, the paired delta with its interval, agreement and the discordant items.
 std::string accuracy_table(const SiteModel& model, const SiteCase& c) {
@@ -281,6 +342,7 @@ std::string check_page(const SiteModel& model, size_t case_index) {
       "<div class=\"chart\"><canvas id=\"chart-key\"></canvas></div>"
       "<div class=\"chart\"><canvas id=\"chart-latency\"></canvas></div></div></section>\n";
   if (!c.accuracy.empty()) html += accuracy_table(model, c) + flipped_items(model, c);
+  if (!c.engine.empty()) html += engine_table(model, c);
   html += evidence(model, c) + latest_tables(model, c);
   return html + page_end(page);
 }

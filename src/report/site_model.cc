@@ -106,6 +106,21 @@ std::string tolerance_text(const std::string& details_json) {
   return text;
 }
 
+// A result's engine kernels: each one's median time per step and share of its phase's steps.
+EngineKernels engine_kernels(const store::ResultData& r, int run_index) {
+  EngineKernels e;
+  e.run = run_index;
+  std::map<std::string, double> phase_ns;
+  for (const auto& p : r.profiles)
+    if (diff::is_engine_phase(p.phase) && p.name == "(step)") phase_ns[p.phase] = p.total_ns;
+  for (const auto& p : r.profiles) {
+    if (!diff::is_engine_phase(p.phase) || p.name == "(step)") continue;
+    const double whole = phase_ns.count(p.phase) ? phase_ns[p.phase] : 0;
+    e.kernels[{p.phase, p.name}] = {diff::row_median(p), whole > 0 ? p.total_ns / whole : 0};
+  }
+  return e;
+}
+
 const store::ProfileData* steady_row(const store::ResultData& r) {
   for (const auto& p : r.profiles) {
     if (p.phase.starts_with("steady")) return &p;
@@ -287,6 +302,9 @@ class Gatherer {
     c.params_json = r.params_json;
     c.latest_run = run_index;
     c.latest = r;
+    if (std::any_of(r.profiles.begin(), r.profiles.end(),
+                    [](const auto& p) { return diff::is_engine_phase(p.phase); }))
+      c.engine[column] = engine_kernels(r, run_index);
     for (auto& p : c.latest.profiles) p.samples_ns = {};
     if (diff::is_failing(r.status)) {
       c.failure_run = run_index;

@@ -88,6 +88,14 @@ struct AccuracyPoint {
   std::map<std::string, double> metrics;
 };
 
+// An engine's kernels on one stack version (profile rows of phases steady/engine*, `harness
+// profile import` or the served load's capture): per (phase, kernel) its median time per step and
+// its share of the phase's step time.
+struct EngineKernels {
+  int run = -1;  // into SiteModel::runs
+  std::map<std::pair<std::string, std::string>, std::pair<double, double>> kernels;
+};
+
 struct SiteCase {
   std::string case_id, check_id, kind, suite, params_json;
   std::string layer;       // layer_of(kind)
@@ -99,6 +107,7 @@ struct SiteCase {
   int failure_run = -1;  // its last failing result, if any
   store::ResultData last_failure;
   std::map<int, AccuracyPoint> accuracy;  // kind eval: column -> its latest result there
+  std::map<int, EngineKernels> engine;    // column -> its latest result's engine kernels
 };
 
 // The current timing level of a check on a platform came from a slowdown (the last change point

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -152,6 +153,19 @@ TEST_P(CliProfileDiff, NamesTheSlowedKernelAndOnlyIt) {
   EXPECT_NE(text.out.find("slower  engine_profile  steady/engine-decode " + e.kernel),
             std::string::npos)
       << text.out;
+
+  // Two runs a side (diff --runs 2: the run the unit, each run calibrated by the engine's own
+  // kernels): the same kernel, and only it.
+  const std::string slow1 =
+      write_json(dir, "slow1.json", slowed(read_trace(e.run1), e.kernel, 1.3));
+  const int64_t d = import(dir, slow1, "--label stack=b");
+  const auto runs = run_harness("diff --json --runs 2 --db " + dir.file("r.db") + " --base " +
+                                std::to_string(b) + " --head " + std::to_string(d));
+  const json two = json::parse(runs.out);
+  EXPECT_EQ(kernels_with(two, "regression"),
+            (std::vector<std::string>{"steady/engine-decode " + e.kernel}))
+      << two.dump(1);
+  EXPECT_EQ(kernels_with(two, "improvement"), std::vector<std::string>{});
 }
 
 // The PyTorch profiler around transformers' forward (gen_profile_trace.py), and vLLM 0.32's CPU
@@ -184,8 +198,36 @@ TEST(CliProfile, DiffNamesTheKernelsThatAppearedAndVanished) {
                                       "steady/engine-prefill aten::mm"}));
   EXPECT_EQ(kernels_with(d, "regression"), std::vector<std::string>{});
   EXPECT_EQ(d["summary"]["perf_appeared"], 2);
-  for (const auto& p : d["performance"])
-    if (p["verdict"] == "appeared") EXPECT_GT(p["share"].get<double>(), 0.01);
+  for (const auto& p : d["performance"]) {
+    if (p["verdict"] == "appeared") {
+      EXPECT_GT(p["share"].get<double>(), 0.01);
+    }
+  }
+}
+
+// The dashboard's check page: the engine's kernels per stack version, the one that moved first.
+TEST(CliProfile, TheDashboardShowsTheKernelsPerStackTheMovedOneFirst) {
+  TempDir dir;
+  import(dir, kRun1, "--label stack=driver-550");
+  const std::string slow = write_json(dir, "slow.json", slowed(read_trace(kRun1), "aten::mm", 2.0));
+  import(dir, slow, "--label stack=driver-560");
+  const auto r = run_harness("report --db " + dir.file("r.db") + " --out " + dir.file("site"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string page;  // checks/engine_profile-<hash>.html
+  for (const auto& f : std::filesystem::directory_iterator(dir.file("site/checks")))
+    if (f.path().filename().string().rfind("engine_profile", 0) == 0) page = f.path().string();
+  std::ifstream in(page);
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t section = html.find("Engine kernels per stack version");
+  ASSERT_NE(section, std::string::npos) << html.substr(0, 2000);
+  const size_t decode = html.find("<h3>steady/engine-decode</h3>", section);
+  ASSERT_NE(decode, std::string::npos);
+  EXPECT_NE(html.find("driver-550", section), std::string::npos);
+  EXPECT_NE(html.find("driver-560", section), std::string::npos);
+  // The first kernel row of the decode table is aten::mm, the one that moved.
+  const size_t first_row = html.find("<tr><td>", decode);
+  ASSERT_NE(first_row, std::string::npos);
+  EXPECT_EQ(html.substr(first_row, 17), "<tr><td>aten::mm<") << html.substr(decode, 600);
 }
 
 TEST(CliProfile, AMalformedTraceIsAnInputErrorAndCreatesNoStore) {

@@ -106,10 +106,10 @@ TEST(TraceProfile, DeviceKernelsByStep) {
     {"ph":"M","name":"process_name","pid":0,"tid":0,"args":{"name":"GPU 0"}},
     {"ph":"X","cat":"cpu_op","name":"aten::mm","pid":9,"tid":9,"ts":0,"dur":500},
     {"ph":"X","cat":"kernel","name":"warmup_kernel","pid":0,"tid":7,"ts":1,"dur":3},
-    {"ph":"X","cat":"gpu_user_annotation","name":"execute_model","pid":0,"tid":7,"ts":10,"dur":40},
+    {"ph":"X","cat":"gpu_user_annotation","name":"execute_context_1(5)_generation_0(0)","pid":0,"tid":7,"ts":10,"dur":40},
     {"ph":"X","cat":"kernel","name":"void gemm<float, 128>(float*, int)","pid":0,"tid":7,"ts":11,"dur":10},
     {"ph":"X","cat":"kernel","name":"void gemm<float, 64>(float*, int)","pid":0,"tid":7,"ts":22,"dur":6},
-    {"ph":"X","cat":"gpu_user_annotation","name":"execute_model","pid":0,"tid":7,"ts":60,"dur":30},
+    {"ph":"X","cat":"gpu_user_annotation","name":"execute_context_0(0)_generation_1(1)","pid":0,"tid":7,"ts":60,"dur":30},
     {"ph":"X","cat":"kernel","name":"void gemm<float, 128>(float*, int)","pid":0,"tid":7,"ts":61,"dur":12},
     {"ph":"X","cat":"gpu_memcpy","name":"Memcpy DtoH (Device -> Pageable)","pid":0,"tid":8,"ts":80,"dur":2}
   ]})js");
@@ -117,12 +117,16 @@ TEST(TraceProfile, DeviceKernelsByStep) {
   EXPECT_EQ(p.stream, "device");
   EXPECT_EQ(p.steps, 2);
   const auto rows = by_key(p);
-  const auto& gemm = rows.at({"steady/engine", "gemm"});  // both launches: one kernel
-  EXPECT_EQ(gemm.count, 3);
-  EXPECT_EQ(gemm.samples_ns, (std::vector<double>{16000, 12000}));
-  EXPECT_EQ(rows.count({"steady/engine", "aten::mm"}), 0u);       // the host's
-  EXPECT_EQ(rows.count({"steady/engine", "warmup_kernel"}), 0u);  // before the first step
-  EXPECT_EQ(rows.at({"steady/engine", "Memcpy DtoH (Device -> Pageable)"}).count, 1);
+  // vLLM's step names: a prefill step (1 request of 5 tokens), then a decode step.
+  EXPECT_EQ(p.prefill_steps, 1);
+  EXPECT_EQ(p.decode_steps, 1);
+  const auto& gemm = rows.at({"steady/engine-prefill", "gemm"});  // both launches: one kernel
+  EXPECT_EQ(gemm.count, 2);
+  EXPECT_EQ(gemm.samples_ns, (std::vector<double>{16000}));
+  EXPECT_EQ(rows.at({"steady/engine-decode", "gemm"}).samples_ns, (std::vector<double>{12000}));
+  EXPECT_EQ(rows.count({"steady/engine-prefill", "aten::mm"}), 0u);       // the host's
+  EXPECT_EQ(rows.count({"steady/engine-prefill", "warmup_kernel"}), 0u);  // before the first step
+  EXPECT_EQ(rows.at({"steady/engine-decode", "Memcpy DtoH (Device -> Pageable)"}).count, 1);
   ASSERT_EQ(p.notes.size(), 1u);
   EXPECT_NE(p.notes[0].find("1 kernel calls before the first step"), std::string::npos);
 }
