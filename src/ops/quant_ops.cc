@@ -335,6 +335,21 @@ int64_t positive_attr(const OpDef& op, const Json& attrs, const char* name) {
   return v;
 }
 
+// scaled_linear's operands: x [T, K], w [N, K] in its quantized dtype, one f32 scale per
+// block_n x block_k tile of w, and the bias [N] when asked for.
+std::vector<TensorDesc> scaled_linear_operands(const Dims& dims, const Json& attrs, DType dtype,
+                                               DType, const std::set<std::string>& with) {
+  const OpDef& self = scaled_linear_op();
+  const int64_t t = util::dim(self, dims, "T"), k = util::dim(self, dims, "K"),
+                n = util::dim(self, dims, "N");
+  const int64_t bn = positive_attr(self, attrs, "block_n"),
+                bk = positive_attr(self, attrs, "block_k");
+  std::vector<TensorDesc> in = {desc(dtype, {t, k}), desc(quant_dtype(attrs), {n, k}),
+                                desc(DType::kF32, {(n + bn - 1) / bn, (k + bk - 1) / bk})};
+  if (with.count("bias")) in.push_back(desc(dtype, {n}));
+  return in;
+}
+
 }  // namespace
 
 const OpDef& scaled_linear_op() {
@@ -354,20 +369,7 @@ const OpDef& scaled_linear_op() {
       .dims = {"T", "K", "N"},
       .dim_defaults = {},
       .tolerance = ToleranceClass::kReduction,
-      .operands =
-          [](const Dims& dims, const Json& attrs, DType dtype, DType,
-             const std::set<std::string>& with) {
-            const OpDef& self = scaled_linear_op();
-            const int64_t t = util::dim(self, dims, "T"), k = util::dim(self, dims, "K"),
-                          n = util::dim(self, dims, "N");
-            const int64_t bn = positive_attr(self, attrs, "block_n"),
-                          bk = positive_attr(self, attrs, "block_k");
-            std::vector<TensorDesc> in = {
-                desc(dtype, {t, k}), desc(quant_dtype(attrs), {n, k}),
-                desc(DType::kF32, {(n + bn - 1) / bn, (k + bk - 1) / bk})};
-            if (with.count("bias")) in.push_back(desc(dtype, {n}));
-            return in;
-          },
+      .operands = scaled_linear_operands,
       .infer =
           [](const std::vector<TensorDesc>& in, const Json& attrs) {
             const OpDef& self = scaled_linear_op();

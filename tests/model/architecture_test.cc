@@ -322,6 +322,20 @@ TEST(Architecture, Glm4MoeFields) {
   EXPECT_EQ(parse_architecture(c, "config.json").text.attn.rotary_dim, 32);
 }
 
+// The inventory of `a` is the checkpoint transformers wrote in `dir`, tensor for tensor (names
+// and shapes); returns its parameter count.
+int64_t inventory_of_checkpoint(const Architecture& a, const std::string& dir) {
+  const Inventory inv = build_inventory(a);
+  const io::SafetensorsFile ckpt = io::SafetensorsFile::open(dir + "/model.safetensors");
+  std::map<std::string, tensor::Shape> want;
+  for (const io::TensorEntry& e : ckpt.entries()) want[e.name] = e.shape;
+  std::map<std::string, tensor::Shape> got;
+  for (const WeightInfo& w : inv.weights)
+    got[w.name] = tensor::Shape(w.shape.begin(), w.shape.end());
+  EXPECT_EQ(got, want);
+  return inv.counts.total;
+}
+
 // GLM-4.7-Flash (glm4_moe_lite): DeepSeek-V3's MLA over GLM-4.5's routing, the dense layers
 // from transformers 5's mlp_layer_types. The tiny checkpoint transformers wrote
 // (gen_tiny_hf_models.py) is the inventory, tensor for tensor, and counts as its num_parameters();
@@ -357,15 +371,7 @@ TEST(Architecture, Glm4MoeLiteFields) {
   EXPECT_FALSE(a.text.is_moe_layer(0));  // mlp_layer_types [dense, sparse, sparse]
   EXPECT_TRUE(a.text.is_moe_layer(1));
   EXPECT_TRUE(a.text.is_moe_layer(2));
-  const Inventory inv = build_inventory(a);
-  const io::SafetensorsFile ckpt = io::SafetensorsFile::open(dir + "/model.safetensors");
-  std::map<std::string, tensor::Shape> want;
-  for (const io::TensorEntry& e : ckpt.entries()) want[e.name] = e.shape;
-  std::map<std::string, tensor::Shape> got;
-  for (const WeightInfo& w : inv.weights)
-    got[w.name] = tensor::Shape(w.shape.begin(), w.shape.end());
-  EXPECT_EQ(got, want);
-  EXPECT_EQ(inv.counts.total, 306256);  // transformers' num_parameters()
+  EXPECT_EQ(inventory_of_checkpoint(a, dir), 306256);  // transformers' num_parameters()
 
   // transformers 5's Glm4MoeLiteConfig(): 47 layers, the first dense (no mlp_layer_types needed).
   const std::string tf5 = config("transformers5/glm4_moe_lite");
@@ -428,15 +434,7 @@ TEST(Architecture, MiniMaxM2Fields) {
   EXPECT_EQ(m.scoring, "sigmoid");
   EXPECT_TRUE(m.correction_bias);
   EXPECT_TRUE(m.norm_topk_prob);
-  const Inventory inv = build_inventory(a);
-  const io::SafetensorsFile ckpt = io::SafetensorsFile::open(dir + "/model.safetensors");
-  std::map<std::string, tensor::Shape> want;
-  for (const io::TensorEntry& e : ckpt.entries()) want[e.name] = e.shape;
-  std::map<std::string, tensor::Shape> got;
-  for (const WeightInfo& w : inv.weights)
-    got[w.name] = tensor::Shape(w.shape.begin(), w.shape.end());
-  EXPECT_EQ(got, want);
-  EXPECT_EQ(inv.counts.total, 230592);  // transformers' num_parameters()
+  EXPECT_EQ(inventory_of_checkpoint(a, dir), 230592);  // transformers' num_parameters()
 
   // A released config's legacy field alone (no partial_rotary_factor) says the same.
   nlohmann::json c = nlohmann::json::parse(std::ifstream(dir + "/config.json"));
