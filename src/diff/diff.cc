@@ -69,9 +69,10 @@ double threshold_of(const store::ResultData& base, const store::ResultData& head
 }
 
 void diff_profiles(const store::ResultData& base, const store::ResultData& head,
-                   const DiffOptions& options, std::vector<PerfChange>* out) {
+                   const DiffOptions& options, std::vector<PerfChange>* out,
+                   std::vector<EngineShift>* shifts) {
   const double threshold = threshold_of(base, head, options);
-  diff_engine_kernels(base, head, options, threshold, out);
+  diff_engine_kernels(base, head, options, threshold, out, shifts);
   std::set<std::pair<std::string, std::string>> seen;
   for (const auto& h : head.profiles) {
     if (!h.phase.starts_with("steady") || is_engine_phase(h.phase) ||
@@ -277,7 +278,7 @@ DiffReport diff_runs(const store::RunData& base, const store::RunData& head,
     diff_items(b, h, options, &r.accuracy);
     // Timings are compared only where the case passes on both sides: a case that fails has
     // its status flip as the finding, and a broken kernel's speed means nothing.
-    if (is_good(b.status) && is_good(h.status)) diff_profiles(b, h, options, &r.perf);
+    if (is_good(b.status) && is_good(h.status)) diff_profiles(b, h, options, &r.perf, &r.engine);
   }
   for (const auto& b : base.results) {
     if (head_by_case.contains(b.case_id) || !done.insert(b.case_id).second) continue;
@@ -492,6 +493,25 @@ std::string perf_text(const std::vector<PerfChange>& perf, const DiffSummary& s,
   return out;
 }
 
+// Each engine phase as a whole: its step time and the engine's calibration.
+std::string engine_text(const std::vector<EngineShift>& engine) {
+  std::string out;
+  for (const auto& e : engine) {
+    out += "  engine  " + e.case_id + "  " + e.phase + ": " +
+           (e.base_step_ns > 0 && e.head_step_ns > 0
+                ? "step median " + format_ns(e.base_step_ns) + " -> " + format_ns(e.head_step_ns) +
+                      " (" + percent(e.step_change) + "), "
+                : std::string()) +
+           (std::isnan(e.calibration_change)
+                ? "its kernels not calibrated (too few steps to compare: judged as timed)"
+                : "its kernels as a whole " + percent(e.calibration_change) +
+                      " (a slower machine or a stack slower for every kernel alike; each kernel "
+                      "is judged against it)") +
+           "\n";
+  }
+  return out.empty() ? "" : "\nengine phases\n" + out;
+}
+
 // The geomean line and the one-line summary ending in REGRESSION or OK.
 std::string summary_text(const DiffSummary& s, bool regression, bool color) {
   std::string out;
@@ -513,6 +533,19 @@ std::string summary_text(const DiffSummary& s, bool regression, bool color) {
                     std::to_string(s.perf_vanished) + " vanished"
               : std::string()) +
          ": " + (regression ? paint("REGRESSION", "31", color) : paint("OK", "32", color)) + "\n";
+  return out;
+}
+
+nlohmann::json engine_json(const std::vector<EngineShift>& engine) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : engine) {
+    out.push_back({{"case_id", e.case_id},
+                   {"phase", e.phase},
+                   {"base_step_ns", e.base_step_ns},
+                   {"head_step_ns", e.head_step_ns},
+                   {"step_change", number_or_null(e.step_change)},
+                   {"calibration_change", number_or_null(e.calibration_change)}});
+  }
   return out;
 }
 
@@ -583,6 +616,7 @@ nlohmann::json DiffReport::to_json() const {
           {"metric_drift", drift_json},
           {"performance", perf_json},
           {"accuracy", accuracy_json},
+          {"engine", engine_json(engine)},
           {"summary",
            {{"compared", s.compared},
             {"regressions", s.regressions},
@@ -607,7 +641,8 @@ nlohmann::json DiffReport::to_json() const {
 std::string DiffReport::to_text(bool color) const {
   return run_line("base", base) + run_line("head", head) + statuses_text(statuses, color) +
          drifts_text(drifts, color) + accuracy_text(accuracy, summary, color) +
-         perf_text(perf, summary, color) + "\n" + summary_text(summary, has_regression(), color);
+         perf_text(perf, summary, color) + engine_text(engine) + "\n" +
+         summary_text(summary, has_regression(), color);
 }
 
 }  // namespace h0::diff

@@ -97,6 +97,17 @@ struct AccuracyChange {
   std::string verdict;
 };
 
+// An engine phase as a whole (`harness profile import`, the served load's capture): its step
+// time on each side and the engine's calibration — the time-weighted median change of its
+// kernels. A machine that ran slower and a stack slower for every kernel alike look the same in
+// the engine's own trace: this says how much the whole moved, the kernels are judged against it.
+struct EngineShift {
+  std::string case_id, phase;
+  double base_step_ns = 0, head_step_ns = 0;  // median step time; 0 without steps
+  double step_change = std::numeric_limits<double>::quiet_NaN();
+  double calibration_change = std::numeric_limits<double>::quiet_NaN();  // NaN: not calibrated
+};
+
 struct DiffSummary {
   int compared = 0;  // cases present on both sides
   int regressions = 0, fixed = 0, changed = 0, added = 0, removed = 0;
@@ -117,6 +128,7 @@ struct DiffReport {
   std::vector<MetricDrift> drifts;
   std::vector<PerfChange> perf;          // every steady row present on both sides
   std::vector<AccuracyChange> accuracy;  // every eval case with items on both sides
+  std::vector<EngineShift> engine;       // every engine phase on both sides
   DiffSummary summary;
 
   // A status regression, a metric drift, an accuracy or a performance regression.
@@ -169,8 +181,8 @@ bool is_engine_phase(const std::string& phase);
 // ratios), Mann-Whitney over its time per step, beyond `threshold`; the kernels on one side only
 // as "appeared" / "vanished" with their share of the step.
 void diff_engine_kernels(const store::ResultData& base, const store::ResultData& head,
-                         const DiffOptions& options, double threshold,
-                         std::vector<PerfChange>* out);
+                         const DiffOptions& options, double threshold, std::vector<PerfChange>* out,
+                         std::vector<EngineShift>* shifts);
 
 // A profile row's median: of its raw samples when it has them, else the stored median.
 double row_median(const store::ProfileData& p);

@@ -41,7 +41,7 @@ std::map<std::string, double> phase_times(const Rows& rows) {
 }
 
 // The time-weighted median of head/base over the kernels of `phase` on both sides with enough
-// samples; 1 with fewer than kMinCalibrationKernels of them.
+// samples; NaN with fewer than kMinCalibrationKernels of them (the kernels then judged as timed).
 double machine_factor(const Rows& base, const Rows& head, const std::string& phase,
                       size_t min_samples) {
   std::vector<std::pair<double, double>> ratios;  // (ratio, weight)
@@ -57,7 +57,7 @@ double machine_factor(const Rows& base, const Rows& head, const std::string& pha
     ratios.emplace_back(hm / bm, b->total_ns);
     weight += b->total_ns;
   }
-  if (ratios.size() < kMinCalibrationKernels || weight <= 0) return 1;
+  if (ratios.size() < kMinCalibrationKernels || weight <= 0) return kNaN;
   std::sort(ratios.begin(), ratios.end());
   double acc = 0;
   for (const auto& [ratio, w] : ratios) {
@@ -94,8 +94,8 @@ PerfChange one_side(const std::string& case_id, const store::ProfileData& p, dou
 bool is_engine_phase(const std::string& phase) { return phase.starts_with("steady/engine"); }
 
 void diff_engine_kernels(const store::ResultData& base, const store::ResultData& head,
-                         const DiffOptions& options, double threshold,
-                         std::vector<PerfChange>* out) {
+                         const DiffOptions& options, double threshold, std::vector<PerfChange>* out,
+                         std::vector<EngineShift>* shifts) {
   const Rows b_rows = engine_rows(base), h_rows = engine_rows(head);
   if (b_rows.empty() && h_rows.empty()) return;
   const auto b_time = phase_times(b_rows), h_time = phase_times(h_rows);
@@ -111,7 +111,7 @@ void diff_engine_kernels(const store::ResultData& base, const store::ResultData&
     }
     if (!factors.count(key.first))
       factors[key.first] = machine_factor(b_rows, h_rows, key.first, min_samples);
-    const double factor = factors[key.first];
+    const double factor = std::isnan(factors[key.first]) ? 1 : factors[key.first];
     PerfChange c;
     c.case_id = head.case_id;
     c.phase = key.first;
@@ -121,8 +121,8 @@ void diff_engine_kernels(const store::ResultData& base, const store::ResultData&
     c.base_samples = b->second->samples_ns.size();
     c.head_samples = h->samples_ns.size();
     c.threshold = threshold;
-    c.normalized = factor != 1;
-    c.calibration_change = factor - 1;
+    c.normalized = !std::isnan(factors[key.first]);
+    c.calibration_change = factors[key.first] - 1;
     c.test = "mann-whitney, engine-calibrated";
     c.share = h_time.count(key.first) && h_time.at(key.first) > 0
                   ? h->total_ns / h_time.at(key.first)
@@ -151,6 +151,17 @@ void diff_engine_kernels(const store::ResultData& base, const store::ResultData&
     if (key.second == kStepRow || h_rows.count(key)) continue;
     out->push_back(
         one_side(base.case_id, *b, b_time.count(key.first) ? b_time.at(key.first) : 0, false));
+  }
+  for (const auto& [phase, factor] : factors) {
+    EngineShift e{head.case_id, phase};
+    e.calibration_change = factor - 1;
+    const auto b = b_rows.find({phase, kStepRow}), h = h_rows.find({phase, kStepRow});
+    if (b != b_rows.end() && h != h_rows.end()) {
+      e.base_step_ns = row_median(*b->second);
+      e.head_step_ns = row_median(*h->second);
+      if (e.base_step_ns > 0) e.step_change = e.head_step_ns / e.base_step_ns - 1;
+    }
+    shifts->push_back(e);
   }
 }
 

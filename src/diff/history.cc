@@ -74,6 +74,42 @@ void add_platform_run(
   }
 }
 
+// An engine's kernels (steady/engine* rows) have no host loop beside them: each run's calibration
+// is the engine's own, the time-weighted median over the case's kernels of that phase of the run's
+// median against the kernel's median over every run, so change points name a kernel that moved
+// against the others, not a slower machine (as harness diff judges them). The phase's "(step)"
+// row stays as timed: the whole step.
+void calibrate_engine_series(
+    std::map<std::tuple<std::string, std::string, std::string>, TimingSeries>* series) {
+  std::map<std::pair<std::string, std::string>, std::vector<TimingSeries*>> groups;
+  for (auto& [key, s] : *series)
+    if (is_engine_phase(s.phase) && s.name != "(step)") groups[{s.case_id, s.phase}].push_back(&s);
+  for (auto& [group, members] : groups) {
+    std::map<int64_t, std::vector<std::pair<double, double>>> by_run;  // run -> (ratio, weight)
+    for (const TimingSeries* s : members) {
+      const double m = median(s->medians);
+      if (m <= 0) continue;
+      for (size_t i = 0; i < s->run_ids.size(); ++i)
+        if (s->medians[i] > 0) by_run[s->run_ids[i]].emplace_back(s->medians[i] / m, m);
+    }
+    std::map<int64_t, double> factor;
+    for (auto& [run, ratios] : by_run) {
+      std::sort(ratios.begin(), ratios.end());
+      double weight = 0, acc = 0;
+      for (const auto& r : ratios) weight += r.second;
+      factor[run] = ratios.back().first;
+      for (const auto& [ratio, w] : ratios) {
+        if ((acc += w) >= weight / 2) {
+          factor[run] = ratio;
+          break;
+        }
+      }
+    }
+    for (TimingSeries* s : members)
+      for (size_t i = 0; i < s->run_ids.size(); ++i) s->calibrations[i] = factor[s->run_ids[i]];
+  }
+}
+
 // The medians as the series' first run's machine would have timed them: each scaled by the
 // first run's calibration over its own (the host loop timed next to it), as harness diff
 // normalizes a pair. Machine-wide speed changes (a noisy neighbour, frequency) then cancel.
@@ -205,6 +241,7 @@ HistoryReport history(const std::vector<store::RunData>& runs_oldest_first,
       by_platform;
   for (const auto& run : runs_oldest_first)
     add_platform_run(run, check_glob, &by_platform[run.platform]);
+  for (auto& [platform, series] : by_platform) calibrate_engine_series(&series);
   for (const auto& [platform, series] : by_platform)
     for (const auto& [key, s] : series) {
       for (ChangeReport& c : change_points_of(platform, s, last_n))

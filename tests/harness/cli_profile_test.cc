@@ -230,6 +230,46 @@ TEST(CliProfile, TheDashboardShowsTheKernelsPerStackTheMovedOneFirst) {
   EXPECT_EQ(html.substr(first_row, 17), "<tr><td>aten::mm<") << html.substr(decode, 600);
 }
 
+// Every duration times `factor`, as a machine that ran the engine slower would time it.
+json scaled_all(json t, double factor) {
+  for (json& e : t["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    e["ts"] = e["ts"].get<double>() * factor;
+    e["dur"] = e["dur"].get<double>() * factor;
+  }
+  return t;
+}
+
+// The nightly history over engine profiles: eight nights of one stack, then eight where one
+// kernel got 1.3x slower on a machine 20 % slower (8 a side: the change points' Mann-Whitney
+// p < 0.001 needs 7): they name that kernel in both phases (each run calibrated by the engine's
+// kernels), no other kernel; the machine shows in the steps.
+TEST(CliProfile, HistoryNamesTheKernelThatMovedNotTheMachine) {
+  TempDir dir;
+  const std::string vllm = "tests/data/traces/vllm_cpu_tiny_llama_run1.json.gz";
+  for (int night = 0; night < 8; ++night) import(dir, vllm, "--label stack=a");
+  const std::string later = write_json(
+      dir, "later.json", scaled_all(slowed(read_trace(vllm), "_C::onednn_mm", 1.3), 1.2));
+  for (int night = 0; night < 8; ++night) import(dir, later, "--label stack=b");
+  const auto r = run_harness("history --json --db " + dir.file("r.db"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> kernels;
+  int steps = 0;
+  const json history = json::parse(r.out);
+  for (const auto& c : history["changes"]) {
+    if (c["name"] == "(step)") {
+      ++steps;
+      EXPECT_GT(c["change"].get<double>(), 0.19);  // the machine's 20 %, and the kernel's share
+    } else {
+      kernels.push_back(c["phase"].get<std::string>() + " " + c["name"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"steady/engine-decode _C::onednn_mm",
+                                               "steady/engine-prefill _C::onednn_mm"}))
+      << r.out;
+  EXPECT_EQ(steps, 3);
+}
+
 TEST(CliProfile, AMalformedTraceIsAnInputErrorAndCreatesNoStore) {
   TempDir dir;
   std::ofstream(dir.file("cut.json")) << R"js({"traceEvents":[{"ph":"X","name":"a")js";
