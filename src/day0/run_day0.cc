@@ -98,7 +98,8 @@ Recorded record(const Context& ctx, const Checklist& checklist, const Launch& la
   recorder.start(run::run_start(report, ctx.platform, launch.labels, launch.mesh_name),
                  report.cases.size(), launch.started_at);
   for (const auto& c : report.cases) recorder.add(c);
-  recorder.finish();
+  // The run's status is its verdict: not established is a failed run, whatever its cases say.
+  recorder.finish(std::string(checklist.verdict()) == "not_established");
   Recorded out;
   out.stored = db != nullptr;
   out.run_id = db ? db->run_id() : 0;

@@ -23,8 +23,8 @@ void RunRecorder::add(const CaseOutcome& outcome) {
   for (RunListener* l : listeners_) l->case_finished(run_, run_.results.back(), total_);
 }
 
-void RunRecorder::finish() {
-  bool failed = false;
+void RunRecorder::finish(bool verdict_failed) {
+  bool failed = verdict_failed;
   for (const store::ResultData& r : run_.results) failed = failed || is_failing(r.status);
   run_.status = failed ? "fail" : "pass";
   run_.finished_at = store::utc_now();

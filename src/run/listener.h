@@ -41,8 +41,10 @@ class RunRecorder {
   // `started_at` empty: now.
   void start(const store::RunStart& start, size_t total_cases, const std::string& started_at = "");
   void add(const CaseOutcome& outcome);
-  // Pass unless a case is failing (base/status.h); finished now.
-  void finish();
+  // Pass unless a case is failing (base/status.h) or `verdict_failed` (a day0 run whose
+  // readiness is not established though no case failed: stages blocked or inconclusive); finished
+  // now.
+  void finish(bool verdict_failed = false);
 
   bool started() const { return started_; }
   const store::RunData& run() const { return run_; }
