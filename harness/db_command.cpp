@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "cli_output.h"
 #include "commands.h"
 #include "store/sqlite_store.h"
 
@@ -19,12 +20,17 @@ struct MergeOptions {
 };
 
 int run_merge(const MergeOptions& opt) {
+  // A merge reads its sources: each must be a store already (opening a missing one would create
+  // it empty), checked before anything is opened or created.
+  for (const auto& path : opt.inputs) {
+    if (path == opt.out) throw InputError(path, "cannot merge a store into itself");
+    require_store_file(path);
+  }
   auto out = store::SqliteStore::open(opt.out);
   nlohmann::json report = nlohmann::json::array();
   int total = 0;
   std::vector<std::string> conflicts;
   for (const auto& path : opt.inputs) {
-    if (path == opt.out) throw InputError(path, "cannot merge a store into itself");
     const auto in = store::SqliteStore::open(path);
     std::vector<std::string> these;
     const int copied = out->merge_from(*in, &these);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -86,6 +87,28 @@ TEST(Cli, NamesNoFileSystemHoldsAndBadUtf8AreInputErrors) {
 
 // A filter that matches no case used to run nothing and report "0 cases: PASS" (exit 0): a silent
 // pass. Now it is an input error naming the filter.
+// db merge reads its sources: a missing one is an input error that creates nothing (it created
+// the missing sources as empty stores, and the output, and said "0 runs copied", exit 0).
+TEST(Cli, DbMergeOfAMissingSourceCreatesNothing) {
+  test::TempDir dir;
+  const auto r = test::run_harness("db merge " + dir.file("all.db") + " " + dir.file("node1.db") +
+                                   " " + dir.file("node2.db"));
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(dir.file("node1.db") + ": no results store here"), std::string::npos)
+      << r.err;
+  for (const char* name : {"all.db", "node1.db", "node2.db"})
+    EXPECT_FALSE(std::filesystem::exists(dir.file(name))) << name;
+  // A real source merges.
+  ASSERT_EQ(
+      test::run_harness("profile import tests/data/traces/vllm_cpu_tiny_llama_run1.json.gz --db " +
+                        dir.file("node1.db"))
+          .code,
+      0);
+  const auto ok = test::run_harness("db merge " + dir.file("all.db") + " " + dir.file("node1.db"));
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("1 runs copied"), std::string::npos) << ok.out;
+}
+
 TEST(Cli, AFilterThatMatchesNothingIsAnInputError) {
   const Result r = run("run suites/ops.yaml --filter 'no_such_op*' --no-db -q");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
