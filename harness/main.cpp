@@ -2,9 +2,11 @@
 // the command line and turns errors into exit codes: 0 ok, 1 a check failed or tensors differ,
 // 2 a usage or input error (printed as "where: what").
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "base/version.h"
@@ -26,6 +28,31 @@ constexpr Subcommand kSubcommands[] = {
     {h0::cli::register_inspect},  {h0::cli::register_compare}, {h0::cli::register_compare_dumps},
     {h0::cli::register_day0},     {h0::cli::register_serve},   {h0::cli::register_profile},
 };
+
+// The subcommand nearest to `word` by edit distance (at most 2 edits), or "".
+std::string nearest_subcommand(const CLI::App& app, const std::string& word) {
+  std::string best;
+  size_t best_d = 3;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    const std::string& name = sub->get_name();
+    std::vector<size_t> row(name.size() + 1);
+    for (size_t j = 0; j <= name.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= word.size(); ++i) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= name.size(); ++j) {
+        const size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (word[i - 1] != name[j - 1])});
+        diag = up;
+      }
+    }
+    if (row[name.size()] < best_d) {
+      best_d = row[name.size()];
+      best = name;
+    }
+  }
+  return best;
+}
 
 std::string version_string() {
   return std::string("harness ") + h0::base::kHarnessVersion + " (git " + h0::base::kGitSha + ", " +
@@ -53,6 +80,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // A word where a subcommand goes that names none: say which, and the nearest one.
+    if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty()) {
+      const std::string word = argv[1], near = nearest_subcommand(app, word);
+      std::fprintf(stderr,
+                   "harness: error: unknown subcommand '%s'%s (harness --help lists them)\n",
+                   word.c_str(), near.empty() ? "" : (" (did you mean " + near + "?)").c_str());
+      return h0::kExitInput;
+    }
     app.exit(e);
     return h0::kExitInput;
   }

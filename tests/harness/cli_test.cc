@@ -37,6 +37,13 @@ TEST(Cli, VersionAndHelp) {
 TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(run("").code, 2);
   EXPECT_EQ(run("frobnicate").code, 2);
+  // A misspelled subcommand is named, with the nearest one.
+  const Result typo = run("dya0 --model configs/models/tiny-llama");
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.err.find("unknown subcommand 'dya0' (did you mean day0?)"), std::string::npos)
+      << typo.err;
+  EXPECT_NE(run("frobnicate").err.find("unknown subcommand 'frobnicate' (harness --help"),
+            std::string::npos);
   EXPECT_EQ(run("inspect").code, 2);
   EXPECT_EQ(run("inspect " + kAllDtypes + " --bogus").code, 2);
   const Result bad_preset = run("compare " + kAllDtypes + " " + kAllDtypes + " --preset fp99");
