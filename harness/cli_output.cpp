@@ -7,11 +7,12 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "report/terminal.h"
 
 namespace h0::cli {
 
 bool use_color() {
-  static const bool color = ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+  static const bool color = report::color_enabled(STDOUT_FILENO);
   return color;
 }
 

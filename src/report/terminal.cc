@@ -14,6 +14,7 @@
 #include "base/json_read.h"
 #include "base/text_format.h"
 #include "diff/diff.h"
+#include "mesh/communicator.h"
 
 namespace h0::report {
 namespace {
@@ -128,10 +129,17 @@ std::string counter(size_t done, size_t total) {
 
 }  // namespace
 
+bool user_terminal(int fd) {
+  // Under a launcher (mpirun, srun, torchrun) the terminal a rank sees is the launcher's pty
+  // (Open MPI forwards output through one), not the user's: its output is collected, often into
+  // a file.
+  return ::isatty(fd) == 1 && mesh::detect_rank_env().launcher == "none";
+}
+
 bool color_enabled(int fd) {
   const char* no_color = std::getenv("NO_COLOR");
   const char* term = std::getenv("TERM");
-  return ::isatty(fd) == 1 && (no_color == nullptr || *no_color == '\0') &&
+  return user_terminal(fd) && (no_color == nullptr || *no_color == '\0') &&
          (term == nullptr || std::string(term) != "dumb");
 }
 
@@ -186,7 +194,7 @@ std::string summary_line(const store::RunData& run, bool color) {
   return out + paint("PASS", "32", color) + "\n";
 }
 
-ProgressLine::ProgressLine(std::FILE* out) : ProgressLine(out, ::isatty(::fileno(out)) == 1, 0) {}
+ProgressLine::ProgressLine(std::FILE* out) : ProgressLine(out, user_terminal(::fileno(out)), 0) {}
 
 ProgressLine::ProgressLine(std::FILE* out, bool active, size_t width)
     : out_(out), active_(active), fixed_width_(width) {}

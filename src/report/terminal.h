@@ -14,8 +14,11 @@
 
 namespace h0::report {
 
-// Whether output to `fd` gets ANSI colors: `fd` is a terminal, NO_COLOR is unset or empty
-// (no-color.org), and TERM is not "dumb".
+// Whether `fd` is the user's terminal: a terminal, and no launcher started this process (a
+// rank's terminal is the launcher's pty, its output collected): progress lines redraw there.
+bool user_terminal(int fd);
+// Whether output to `fd` gets ANSI colors: the user's terminal, NO_COLOR unset or empty
+// (no-color.org), TERM not "dumb".
 bool color_enabled(int fd);
 
 // One case, ending in "\n": "[done/total]" (done padded to the width of total), the status in

@@ -70,6 +70,16 @@ TEST(CliMesh, ShardedModelsMatchTheSingleRankGoldensOnTwoAndFourRanks) {
   }
 }
 
+// Under mpirun a rank's stdout is the launcher's pty, not the user's terminal: its collected
+// output carries no ANSI colors and no redrawn progress lines (it did both: issue 49).
+TEST(CliMesh, OutputUnderALauncherHasNoColorsOrProgressRedraws) {
+  const auto r = mpirun(2, "suites/mesh.yaml --no-db --filter 'tiny-llama/tp2*'");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("PASS    tiny-llama/tp2[prompt=p7]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\x1b["), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
+}
+
 TEST(CliMesh, ADroppedAllReduceNamesTheRankAndLayer) {
   test::TempDir dir;
   // tiny-llama on tp 2: all-reduces 1 (embedding), 2 and 3 (layer 0 attention, MLP), 4 (layer 1
