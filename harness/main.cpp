@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,27 @@ std::string nearest_subcommand(const CLI::App& app, const std::string& word) {
   return best;
 }
 
+// Whether the chosen subcommand was asked for JSON on stdout (its --json flag; `run`'s --json
+// names a file instead): its errors are then JSON too.
+bool json_output(const CLI::App& app) {
+  const CLI::App* sub = &app;
+  while (!sub->get_subcommands().empty()) sub = sub->get_subcommands().front();
+  const CLI::Option* json = sub->get_option_no_throw("--json");
+  return json != nullptr && json->count() > 0 && json->get_expected_max() == 0;  // a flag
+}
+
+// An error on stderr as ever and, in --json mode, as {"error": {...}} on stdout.
+int fail(const CLI::App& app, int code, const char* kind, const std::string& where,
+         const std::string& message, const std::string& text) {
+  std::fprintf(stderr, "harness: %s: %s\n", kind, text.c_str());
+  if (json_output(app)) {
+    const nlohmann::json j = {
+        {"error", {{"kind", kind}, {"where", where}, {"message", message}, {"exit_code", code}}}};
+    std::printf("%s\n", j.dump(2).c_str());
+  }
+  return code;
+}
+
 std::string version_string() {
   return std::string("harness ") + h0::base::kHarnessVersion + " (git " + h0::base::kGitSha + ", " +
          h0::base::kCompiler + ", " + h0::base::kBuildType + ")";
@@ -95,13 +117,10 @@ int main(int argc, char** argv) {
   try {
     return run ? run() : h0::kExitInput;
   } catch (const h0::InputError& e) {
-    std::fprintf(stderr, "harness: error: %s\n", e.what());
-    return h0::kExitInput;
+    return fail(app, h0::kExitInput, "error", e.where(), e.message(), e.what());
   } catch (const h0::mesh::MeshError& e) {
-    std::fprintf(stderr, "harness: mesh error: %s\n", e.what());
-    return 4;
+    return fail(app, 4, "mesh error", "", e.what(), e.what());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "harness: internal error: %s\n", e.what());
-    return 3;
+    return fail(app, 3, "internal error", "", e.what(), e.what());
   }
 }

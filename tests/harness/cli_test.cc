@@ -116,6 +116,24 @@ TEST(Cli, DbMergeOfAMissingSourceCreatesNothing) {
   EXPECT_NE(ok.out.find("1 runs copied"), std::string::npos) << ok.out;
 }
 
+// With --json, an error is JSON on stdout too (inspect --json printed plain text), still exit 2
+// with the plain line on stderr; `run --json FILE` names a file, so its errors stay text.
+TEST(Cli, ErrorsInJsonModeAreJson) {
+  const Result r = run("inspect --json no/such/file.safetensors");
+  EXPECT_EQ(r.code, 2);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["error"]["where"], "no/such/file.safetensors") << r.out;
+  EXPECT_EQ(j["error"]["exit_code"], 2);
+  EXPECT_FALSE(j["error"]["message"].get<std::string>().empty());
+  EXPECT_NE(r.err.find("harness: error: no/such/file.safetensors"), std::string::npos) << r.err;
+  const Result profile = run("profile import --json no/such/trace.json --db /nonexistent/x.db");
+  EXPECT_EQ(profile.code, 2);
+  EXPECT_EQ(nlohmann::json::parse(profile.out)["error"]["where"], "no/such/trace.json");
+  const Result plain = run("inspect no/such/file.safetensors");
+  EXPECT_EQ(plain.code, 2);
+  EXPECT_EQ(plain.out, "");
+}
+
 TEST(Cli, AFilterThatMatchesNothingIsAnInputError) {
   const Result r = run("run suites/ops.yaml --filter 'no_such_op*' --no-db -q");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
