@@ -139,6 +139,16 @@ int run_compare(const CompareOptions& opt) {
     for (const auto& n : actual.names()) {
       if (!expected.find(n)) only_actual.push_back(n);
     }
+    // Nothing in common: the files name their tensors differently (another converter, another
+    // prefix), an input to fix, not a numerical mismatch.
+    if (names.empty() && !only_expected.empty() && !only_actual.empty()) {
+      throw InputError(opt.actual, "no tensor name in common with " + opt.expected + " (" +
+                                       std::to_string(only_actual.size()) + " here, e.g. '" +
+                                       only_actual.front() + "'; " +
+                                       std::to_string(only_expected.size()) + " there, e.g. '" +
+                                       only_expected.front() +
+                                       "'): compare named pairs with --tensors, or rename");
+    }
   }
 
   nlohmann::json results = nlohmann::json::array();

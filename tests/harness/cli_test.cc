@@ -134,6 +134,18 @@ TEST(Cli, ErrorsInJsonModeAreJson) {
   EXPECT_EQ(plain.out, "");
 }
 
+// compare of files with no tensor name in common is an input error naming both sides (it was a
+// numerical mismatch, exit 1: "0 compared, ... FAIL").
+TEST(Cli, CompareOfDisjointNamesIsAnInputError) {
+  const Result r =
+      run("compare " + kAllDtypes + " tests/data/models/tiny-mistral/model.safetensors");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("no tensor name in common with tests/data/models/tiny-mistral/"
+                       "model.safetensors (13 here, e.g. 'bf16'; 21 there, e.g. "),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(Cli, AFilterThatMatchesNothingIsAnInputError) {
   const Result r = run("run suites/ops.yaml --filter 'no_such_op*' --no-db -q");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
