@@ -19,6 +19,7 @@
 #include "base/sha256.h"
 #include "base/text_format.h"
 #include "commands.h"
+#include "diff/diff.h"
 #include "io/trace_profile.h"
 #include "mesh_run.h"
 #include "store/sqlite_store.h"
@@ -49,26 +50,17 @@ std::string file_sha256(const std::string& path) {
   return h.hex_digest();
 }
 
-// The step total of `phase`'s rows ((step)), or the phase's kernel total without steps.
-double phase_time(const std::vector<store::ProfileData>& rows, const std::string& phase) {
-  double steps = 0, kernels = 0;
-  for (const auto& r : rows) {
-    if (r.phase != phase) continue;
-    (r.name == "(step)" ? steps : kernels) += r.total_ns;
-  }
-  return steps > 0 ? steps : kernels;
-}
-
 // The heaviest kernels of each phase, with their share of the phase's step time.
 nlohmann::json top_kernels(const std::vector<store::ProfileData>& rows, int top) {
   std::map<std::string, std::vector<const store::ProfileData*>> by_phase;
   for (const auto& r : rows)
     if (r.name != "(step)") by_phase[r.phase].push_back(&r);
+  const std::map<std::string, double> phase_ns = diff::engine_phase_ns(rows);
   nlohmann::json out = nlohmann::json::object();
   for (auto& [phase, list] : by_phase) {
     std::sort(list.begin(), list.end(),
               [](const auto* a, const auto* b) { return a->total_ns > b->total_ns; });
-    const double whole = phase_time(rows, phase);
+    const double whole = phase_ns.count(phase) ? phase_ns.at(phase) : 0;
     nlohmann::json items = nlohmann::json::array();
     for (size_t i = 0; i < list.size() && int(i) < top; ++i) {
       items.push_back({{"name", list[i]->name},

@@ -176,6 +176,9 @@ std::string format_ns(double ns);
 // Whether a profile row's phase is a serving engine's (steady/engine, steady/engine-prefill,
 // steady/engine-decode: io/trace_profile.h).
 bool is_engine_phase(const std::string& phase);
+// Each engine phase's time in `rows` (a result's profile rows): its steps' total (the "(step)"
+// row), or its kernels' total where the trace marked no steps — what a kernel's share is of.
+std::map<std::string, double> engine_phase_ns(const std::vector<store::ProfileData>& rows);
 // The engine kernels of two results (diff/engine_kernels.cc): each kernel on both sides judged
 // relative to the engine's own calibration (the time-weighted median of the kernels' head/base
 // ratios), Mann-Whitney over its time per step, beyond `threshold`; the kernels on one side only

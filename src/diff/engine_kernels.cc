@@ -31,21 +31,11 @@ Rows engine_rows(const store::ResultData& r) {
   return out;
 }
 
-// A phase's time: its steps' total, or its kernels' without steps.
-std::map<std::string, double> phase_times(const Rows& rows) {
-  std::map<std::string, double> steps, kernels;
-  for (const auto& [key, p] : rows)
-    (key.second == kStepRow ? steps : kernels)[key.first] += p->total_ns;
-  for (const auto& [phase, t] : steps) kernels[phase] = t;
-  return kernels;
-}
-
 // The time-weighted median of head/base over the kernels of `phase` on both sides with enough
 // samples; NaN with fewer than kMinCalibrationKernels of them (the kernels then judged as timed).
 double machine_factor(const Rows& base, const Rows& head, const std::string& phase,
                       size_t min_samples) {
   std::vector<std::pair<double, double>> ratios;  // (ratio, weight)
-  double weight = 0;
   for (const auto& [key, b] : base) {
     if (key.first != phase || key.second == kStepRow) continue;
     const auto h = head.find(key);
@@ -53,18 +43,9 @@ double machine_factor(const Rows& base, const Rows& head, const std::string& pha
         h->second->samples_ns.size() < min_samples)
       continue;
     const double bm = row_median(*b), hm = row_median(*h->second);
-    if (bm <= 0 || hm <= 0) continue;
-    ratios.emplace_back(hm / bm, b->total_ns);
-    weight += b->total_ns;
+    if (bm > 0 && hm > 0) ratios.emplace_back(hm / bm, b->total_ns);
   }
-  if (ratios.size() < kMinCalibrationKernels || weight <= 0) return kNaN;
-  std::sort(ratios.begin(), ratios.end());
-  double acc = 0;
-  for (const auto& [ratio, w] : ratios) {
-    acc += w;
-    if (acc >= weight / 2) return ratio;
-  }
-  return ratios.back().first;
+  return ratios.size() < kMinCalibrationKernels ? kNaN : weighted_median(std::move(ratios));
 }
 
 std::vector<double> scaled(const std::vector<double>& v, double by) {
@@ -93,12 +74,21 @@ PerfChange one_side(const std::string& case_id, const store::ProfileData& p, dou
 
 bool is_engine_phase(const std::string& phase) { return phase.starts_with("steady/engine"); }
 
+std::map<std::string, double> engine_phase_ns(const std::vector<store::ProfileData>& rows) {
+  std::map<std::string, double> steps, kernels;
+  for (const auto& p : rows) {
+    if (is_engine_phase(p.phase)) (p.name == kStepRow ? steps : kernels)[p.phase] += p.total_ns;
+  }
+  for (const auto& [phase, t] : steps) kernels[phase] = t;
+  return kernels;
+}
+
 void diff_engine_kernels(const store::ResultData& base, const store::ResultData& head,
                          const DiffOptions& options, double threshold, std::vector<PerfChange>* out,
                          std::vector<EngineShift>* shifts) {
   const Rows b_rows = engine_rows(base), h_rows = engine_rows(head);
   if (b_rows.empty() && h_rows.empty()) return;
-  const auto b_time = phase_times(b_rows), h_time = phase_times(h_rows);
+  const auto b_time = engine_phase_ns(base.profiles), h_time = engine_phase_ns(head.profiles);
   std::map<std::string, double> factors;
   const size_t min_samples = static_cast<size_t>(std::max(options.min_samples, 1));
   for (const auto& [key, h] : h_rows) {

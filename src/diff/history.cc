@@ -93,18 +93,7 @@ void calibrate_engine_series(
         if (s->medians[i] > 0) by_run[s->run_ids[i]].emplace_back(s->medians[i] / m, m);
     }
     std::map<int64_t, double> factor;
-    for (auto& [run, ratios] : by_run) {
-      std::sort(ratios.begin(), ratios.end());
-      double weight = 0, acc = 0;
-      for (const auto& r : ratios) weight += r.second;
-      factor[run] = ratios.back().first;
-      for (const auto& [ratio, w] : ratios) {
-        if ((acc += w) >= weight / 2) {
-          factor[run] = ratio;
-          break;
-        }
-      }
-    }
+    for (auto& [run, ratios] : by_run) factor[run] = weighted_median(std::move(ratios));
     for (TimingSeries* s : members)
       for (size_t i = 0; i < s->run_ids.size(); ++i) s->calibrations[i] = factor[s->run_ids[i]];
   }

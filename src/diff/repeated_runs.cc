@@ -56,31 +56,25 @@ void calibrate_engine_rows(std::map<Key, std::vector<std::optional<RunValue>>>* 
       groups[{std::get<0>(key), std::get<1>(key)}].push_back(key);
   }
   for (const auto& [group, keys] : groups) {
+    // Each kernel's median over every run of both sides, once.
+    std::vector<double> overall;
+    for (const Key& key : keys) {
+      std::vector<double> all;
+      for (auto* s : {base, head})
+        for (const auto& v : s->at(key))
+          if (v) all.push_back(v->median_ns);
+      overall.push_back(median(all));
+    }
     for (auto* side : {base, head}) {
-      const size_t runs = side->at(keys[0]).size();
-      for (size_t i = 0; i < runs; ++i) {
+      for (size_t i = 0; i < side->at(keys[0]).size(); ++i) {
         std::vector<std::pair<double, double>> ratios;  // (run / all runs, weight)
-        double weight = 0;
-        for (const Key& key : keys) {
-          std::vector<double> all;
-          for (auto* s : {base, head})
-            for (const auto& v : s->at(key))
-              if (v) all.push_back(v->median_ns);
-          const auto& mine = side->at(key)[i];
-          const double m = median(all);
-          if (!mine || m <= 0 || mine->median_ns <= 0) continue;
-          ratios.emplace_back(mine->median_ns / m, m);
-          weight += m;
+        for (size_t k = 0; k < keys.size(); ++k) {
+          const auto& mine = side->at(keys[k])[i];
+          if (mine && overall[k] > 0 && mine->median_ns > 0)
+            ratios.emplace_back(mine->median_ns / overall[k], overall[k]);
         }
-        if (ratios.empty()) continue;
-        std::sort(ratios.begin(), ratios.end());
-        double acc = 0, factor = ratios.back().first;
-        for (const auto& [ratio, w] : ratios) {
-          if ((acc += w) >= weight / 2) {
-            factor = ratio;
-            break;
-          }
-        }
+        const double factor = weighted_median(std::move(ratios));
+        if (std::isnan(factor)) continue;
         for (const Key& key : keys)
           if (auto& v = side->at(key)[i]) v->calibration_ns = factor;
       }
@@ -186,9 +180,7 @@ DiffReport diff_repeated_runs(const std::vector<store::RunData>& base,
   std::set<Key> done;
   for (const auto& res : head.back().results) {
     const double threshold = threshold_override(res).value_or(options.perf_threshold);
-    std::map<std::string, double> steps_ns;  // an engine phase's step time, for kernel shares
-    for (const auto& p : res.profiles)
-      if (p.name == "(step)") steps_ns[p.phase] = p.total_ns;
+    std::map<std::string, double> phase_ns = engine_phase_ns(res.profiles);
     for (const auto& p : res.profiles) {
       const Key key{res.case_id, p.phase, p.name};
       if (!p.phase.starts_with("steady") || p.name == "(step)" || !done.insert(key).second)
@@ -198,8 +190,8 @@ DiffReport diff_repeated_runs(const std::vector<store::RunData>& base,
       PerfChange c = compare(key, b->second, h->second, threshold, options, paired);
       // An engine kernel's change is named where it moves its step by kernel_share, as in a
       // pairwise diff (diff_engine_kernels).
-      if (is_engine_phase(p.phase) && steps_ns[p.phase] > 0) {
-        c.share = p.total_ns / steps_ns[p.phase];
+      if (is_engine_phase(p.phase) && phase_ns[p.phase] > 0) {
+        c.share = p.total_ns / phase_ns[p.phase];
         if ((c.verdict == "regression" || c.verdict == "improvement") &&
             std::abs(c.change) * c.share < options.kernel_share)
           c.verdict = "unchanged";

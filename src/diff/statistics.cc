@@ -108,6 +108,17 @@ double mann_whitney_exact_p(const std::vector<double>& x, const std::vector<doub
   return std::min(1.0, 2 * exact_u_survival(std::max(u, mn - u), small.size(), large.size()));
 }
 
+double weighted_median(std::vector<std::pair<double, double>> values) {
+  double total = 0;
+  for (const auto& v : values) total += v.second;
+  if (values.empty() || !(total > 0)) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(values.begin(), values.end());
+  double acc = 0;
+  for (const auto& [value, weight] : values)
+    if ((acc += weight) >= total / 2) return value;
+  return values.back().first;
+}
+
 double median(std::vector<double> values) {
   if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
   const size_t mid = values.size() / 2;

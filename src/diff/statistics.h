@@ -31,6 +31,9 @@ double mann_whitney_exact_p(const std::vector<double>& x, const std::vector<doub
 
 // The middle value; the mean of the two middle values for an even count; NaN when empty.
 double median(std::vector<double> values);
+// The weighted median of (value, weight) pairs: the smallest value at which the weights of the
+// values up to it reach half the total. NaN when empty or the weights sum to 0.
+double weighted_median(std::vector<std::pair<double, double>> values);
 
 // exp(mean(log v)). NaN when empty or when any value is not positive.
 double geometric_mean(const std::vector<double>& values);

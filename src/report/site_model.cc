@@ -110,12 +110,10 @@ std::string tolerance_text(const std::string& details_json) {
 EngineKernels engine_kernels(const store::ResultData& r, int run_index) {
   EngineKernels e;
   e.run = run_index;
-  std::map<std::string, double> phase_ns;
-  for (const auto& p : r.profiles)
-    if (diff::is_engine_phase(p.phase) && p.name == "(step)") phase_ns[p.phase] = p.total_ns;
+  const std::map<std::string, double> phase_ns = diff::engine_phase_ns(r.profiles);
   for (const auto& p : r.profiles) {
     if (!diff::is_engine_phase(p.phase) || p.name == "(step)") continue;
-    const double whole = phase_ns.count(p.phase) ? phase_ns[p.phase] : 0;
+    const double whole = phase_ns.count(p.phase) ? phase_ns.at(p.phase) : 0;
     e.kernels[{p.phase, p.name}] = {diff::row_median(p), whole > 0 ? p.total_ns / whole : 0};
   }
   return e;

@@ -189,3 +189,19 @@ TEST(AccuracyStatistics, PairedBootstrapReproducesNumpyDrawForDraw) {
 
 }  // namespace
 }  // namespace h0::diff
+
+namespace h0::diff {
+namespace {
+
+// The engine's calibration (diff_engine_kernels, diff --runs, history): a heavy kernel outweighs
+// many light ones.
+TEST(WeightedMedian, TheValueWhereHalfTheWeightIsReached) {
+  EXPECT_DOUBLE_EQ(weighted_median({{1.3, 10}, {1.0, 1}, {1.0, 1}, {1.0, 1}}), 1.3);
+  EXPECT_DOUBLE_EQ(weighted_median({{1.3, 1}, {1.0, 5}, {2.0, 1}}), 1.0);
+  EXPECT_DOUBLE_EQ(weighted_median({{0.5, 1}, {2.0, 1}}), 0.5);
+  EXPECT_TRUE(std::isnan(weighted_median({})));
+  EXPECT_TRUE(std::isnan(weighted_median({{1.0, 0}})));
+}
+
+}  // namespace
+}  // namespace h0::diff
