@@ -8,7 +8,8 @@
 
 namespace h0::cli {
 
-// True when stdout is a terminal and NO_COLOR is unset.
+// Whether stdout gets ANSI colours: --color always / never, else (auto) the user's terminal with
+// NO_COLOR unset (report::color_enabled).
 bool use_color();
 // Wraps `text` in an ANSI color when use_color(); `code` is e.g. "32" (green), "31" (red).
 std::string colored(const std::string& text, const char* code);

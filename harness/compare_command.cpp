@@ -1,7 +1,9 @@
 // harness compare ACTUAL EXPECTED [--tensor NAME]... [--preset P] [--rtol R] [--atol A]
-//                 [--threshold KEY=VALUE]... [--json]
+//                 [--threshold KEY=VALUE]... [--map FILE] [--rename FROM=TO]... [--json]
 // Argument order as torch.testing.assert_close(actual, expected). Every tensor present in both
-// files is compared; a tensor missing from ACTUAL fails; one only in ACTUAL is listed.
+// files is compared; a tensor missing from ACTUAL fails; one only in ACTUAL is listed. Files that
+// name their tensors otherwise pair through a map (compare-dumps' YAML: names and prefixes,
+// expected -> actual) or --rename prefixes.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -12,6 +14,7 @@
 #include "base/error.h"
 #include "cli_output.h"
 #include "commands.h"
+#include "compare/dump_compare.h"
 #include "compare/tensor_compare.h"
 #include "io/sharded_checkpoint.h"
 
@@ -24,8 +27,22 @@ struct CompareOptions {
   std::string preset = "auto";
   std::optional<double> rtol, atol;
   std::vector<std::string> thresholds;
+  std::string map;                   // a name map file (compare-dumps' format)
+  std::vector<std::string> renames;  // "EXPECTED_PREFIX=ACTUAL_PREFIX"
   bool json = false;
 };
+
+// The expected -> actual name map of --map and --rename (none: names pair as they are).
+compare::NameMap name_map(const CompareOptions& opt) {
+  compare::NameMap map = opt.map.empty() ? compare::NameMap{} : compare::load_name_map(opt.map);
+  for (const auto& r : opt.renames) {
+    const auto eq = r.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError("--rename " + r, "expected EXPECTED_PREFIX=ACTUAL_PREFIX, e.g. model.=");
+    map.prefixes.emplace_back(r.substr(0, eq), r.substr(eq + 1));
+  }
+  return map;
+}
 
 compare::Tolerance build_tolerance(const CompareOptions& opt) {
   auto tol = compare::preset(opt.preset);
@@ -127,17 +144,24 @@ int run_compare(const CompareOptions& opt) {
   const auto actual = io::ShardedCheckpoint::open(opt.actual);
   const auto expected = io::ShardedCheckpoint::open(opt.expected);
 
+  // Pairs by the expected file's names; `renamed` holds the actual name where the map differs.
+  const compare::NameMap map = name_map(opt);
   std::vector<std::string> names, only_actual, only_expected;
+  std::set<std::string> paired;
   if (!opt.tensors.empty()) {
     for (const auto& n : opt.tensors) {
-      if (!actual.find(n)) throw InputError(opt.actual, "no tensor '" + n + "'");
       if (!expected.find(n)) throw InputError(opt.expected, "no tensor '" + n + "'");
+      if (!actual.find(map.map(n))) throw InputError(opt.actual, "no tensor '" + map.map(n) + "'");
       names.push_back(n);
     }
   } else {
-    for (const auto& n : expected.names()) (actual.find(n) ? names : only_expected).push_back(n);
+    for (const auto& n : expected.names()) {
+      const bool found = actual.find(map.map(n)) != nullptr;
+      (found ? names : only_expected).push_back(n);
+      if (found) paired.insert(map.map(n));
+    }
     for (const auto& n : actual.names()) {
-      if (!expected.find(n)) only_actual.push_back(n);
+      if (!paired.count(n)) only_actual.push_back(n);
     }
     // Nothing in common: the files name their tensors differently (another converter, another
     // prefix), an input to fix, not a numerical mismatch.
@@ -147,17 +171,19 @@ int run_compare(const CompareOptions& opt) {
                                        only_actual.front() + "'; " +
                                        std::to_string(only_expected.size()) + " there, e.g. '" +
                                        only_expected.front() +
-                                       "'): compare named pairs with --tensors, or rename");
+                                       "'): pair them with --rename EXPECTED_PREFIX=ACTUAL_PREFIX "
+                                       "or --map FILE, or name pairs with --tensor");
     }
   }
 
   nlohmann::json results = nlohmann::json::array();
   int failed = 0;
   for (const auto& n : names) {
-    const tensor::Tensor a = actual.get(n), e = expected.get(n);
+    const tensor::Tensor a = actual.get(map.map(n)), e = expected.get(n);
     const auto c = compare::compare_tensors(a, e, tolerance);
     failed += c.pass ? 0 : 1;
     results.push_back(comparison_json(n, a, e, c));
+    if (map.map(n) != n) results.back()["actual_name"] = map.map(n);
   }
   const bool pass = failed == 0 && only_expected.empty();
 
@@ -212,6 +238,11 @@ void register_compare(CLI::App& app, Run* run) {
   sub->add_option(
       "--threshold", opt->thresholds,
       "Metric bound KEY=VALUE, e.g. cosine_min=0.9999 or max_abs_max=0.01 (repeatable)");
+  sub->add_option("--map", opt->map,
+                  "YAML name map, expected -> actual: {names: {a: b}, prefixes: {model.: ''}}");
+  sub->add_option("--rename", opt->renames,
+                  "Pair expected names starting FROM with actual names starting TO: FROM=TO "
+                  "(repeatable)");
   sub->add_flag("--json", opt->json, "Machine-readable output");
   sub->callback([run, opt] { *run = [opt] { return run_compare(*opt); }; });
 }

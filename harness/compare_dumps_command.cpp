@@ -32,7 +32,8 @@ int run_compare_dumps(const DumpOptions& opt) {
     return c.ok() ? kExitOk : kExitMismatch;
   }
   for (const auto& f : c.files) {
-    std::printf("%s: %zu probes compared\n", f.file.c_str(), f.report.rows.size());
+    std::printf("%s: %zu probes compared%s%s\n", f.file.c_str(), f.report.rows.size(),
+                f.inputs.empty() ? "" : "; inputs: ", f.inputs.c_str());
     std::printf("  %-56s %12s %12s %12s\n", "probe", "cosine", "max_abs_err", "rel_l2");
     for (size_t i = 0; i < f.report.rows.size(); ++i) {
       const auto& r = f.report.rows[i];

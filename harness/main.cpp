@@ -13,6 +13,7 @@
 #include "base/version.h"
 #include "commands.h"
 #include "mesh/communicator.h"
+#include "report/terminal.h"
 
 namespace {
 
@@ -89,7 +90,14 @@ int main(int argc, char** argv) {
       "layer, against golden outputs."};
   app.set_version_flag("--version", version_string());
   app.require_subcommand(1);
-  app.fallthrough(false);
+  // --color (and --help, --version) also after the subcommand: `harness day0 --color never`.
+  app.fallthrough(true);
+  std::string color = "auto";
+  app.add_option("--color", color,
+                 "ANSI colours: auto (the user's terminal, NO_COLOR unset, not under a launcher), "
+                 "always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
   h0::cli::Run run;
   for (const auto& sub : kSubcommands) sub.add(app, &run);
 
@@ -114,6 +122,9 @@ int main(int argc, char** argv) {
     return h0::kExitInput;
   }
 
+  h0::report::set_color_mode(color == "always"  ? h0::report::ColorMode::kAlways
+                             : color == "never" ? h0::report::ColorMode::kNever
+                                                : h0::report::ColorMode::kAuto);
   try {
     return run ? run() : h0::kExitInput;
   } catch (const h0::InputError& e) {

@@ -1,10 +1,13 @@
-// harness model info --model DIR_OR_CONFIG [--tensors] [--json]
+// harness model info --model DIR_OR_CONFIG [--tensors [GLOB]] [--json]
 // harness model synth --model DIR --out DIR [--seed N] [--shards N] [--json]
 // harness model run ... (model_run.cpp)
 // `info`: the architecture read from config.json, exact parameter counts and the tensor
 // inventory with sharding rules. `synth`: a complete HF checkpoint with Philox weights.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -16,6 +19,8 @@
 #include "model/weights/inventory.h"
 #include "model/weights/synth.h"
 #include "model_run.h"
+#include "report/terminal.h"
+#include "suite/filter.h"
 #include "tensor/tensor.h"
 
 namespace h0::cli {
@@ -26,7 +31,12 @@ struct ModelOptions {
   uint64_t seed = 0;
   int shards = 1;
   bool tensors = false, json = false;
+  std::string tensor_glob = "*";  // --tensors GLOB: the tensors whose names match
 };
+
+// Rows of `model info --tensors` a user's terminal gets before the rest is summarized: Kimi K2's
+// 139,587 tensors scroll by uselessly; a pipe or a file gets them all.
+constexpr size_t kTerminalRows = 40;
 
 nlohmann::json counts_json(const model::ParamCounts& c) {
   return {{"total", c.total}, {"active", c.active},         {"buffers", c.buffers},
@@ -52,6 +62,28 @@ std::string billions(int64_t n) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.3fB", double(n) / 1e9);
   return buf;
+}
+
+// The tensors matching `glob`, one a line; on the user's terminal the first kTerminalRows and
+// how to see the rest.
+void print_tensors(const model::Inventory& inv, const std::string& glob) {
+  const size_t cap =
+      report::user_terminal(STDOUT_FILENO) ? kTerminalRows : std::numeric_limits<size_t>::max();
+  size_t shown = 0, matched = 0;
+  for (const auto& w : inv.weights) {
+    if (!suite::glob_match(glob, w.name) || ++matched > cap) continue;
+    ++shown;
+    std::printf("  %-64s %-8s %-20s %s%s\n", w.name.c_str(), tensor::dtype_name(w.dtype),
+                tensor::shape_string(w.shape).c_str(), model::tp_split_name(w.tp),
+                w.expert >= 0 ? " expert" : "");
+  }
+  if (matched == 0) std::printf("  no tensor matches '%s'\n", glob.c_str());
+  if (shown < matched) {
+    std::printf(
+        "  ... %zu more of the %zu: --tensors 'GLOB' selects (e.g. 'model.layers.3.*'), "
+        "a pipe or a file gets them all, --json too\n",
+        matched - shown, matched);
+  }
 }
 
 int run_info(const ModelOptions& opt) {
@@ -84,7 +116,9 @@ int run_info(const ModelOptions& opt) {
                         {"counted", counted}};
     if (opt.tensors) {
       j["inventory"] = nlohmann::json::array();
-      for (const auto& w : inv.weights) j["inventory"].push_back(weight_json(w));
+      for (const auto& w : inv.weights) {
+        if (suite::glob_match(opt.tensor_glob, w.name)) j["inventory"].push_back(weight_json(w));
+      }
     }
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
@@ -126,13 +160,7 @@ int run_info(const ModelOptions& opt) {
   }
   std::printf("checkpoint: %zu tensors, %s\n", inv.weights.size(),
               human_bytes(uint64_t(bytes)).c_str());
-  if (opt.tensors) {
-    for (const auto& w : inv.weights) {
-      std::printf("  %-64s %-8s %-20s %s%s\n", w.name.c_str(), tensor::dtype_name(w.dtype),
-                  tensor::shape_string(w.shape).c_str(), model::tp_split_name(w.tp),
-                  w.expert >= 0 ? " expert" : "");
-    }
-  }
+  if (opt.tensors) print_tensors(inv, opt.tensor_glob);
   return kExitOk;
 }
 
@@ -168,10 +196,19 @@ void register_model(CLI::App& app, Run* run) {
   CLI::App* info = sub->add_subcommand(
       "info", "Architecture, exact parameter counts and tensor inventory of a config.json");
   info->add_option("--model", opt->model, "A model directory or its config.json")->required();
-  info->add_flag("--tensors", opt->tensors,
-                 "List every tensor with its shape, dtype and sharding rule");
+  CLI::Option* tensors =
+      info->add_option(
+              "--tensors", opt->tensor_glob,
+              "List the tensors (those matching GLOB, e.g. 'model.layers.0.*') with shape, "
+              "dtype and sharding rule; a terminal gets the first 40")
+          ->expected(0, 1)
+          ->default_str("*");
   info->add_flag("--json", opt->json, "Machine-readable output");
-  info->callback([run, opt] { *run = [opt] { return run_info(*opt); }; });
+  info->callback([run, opt, tensors] {
+    opt->tensors = tensors->count() > 0;
+    if (opt->tensor_glob.empty()) opt->tensor_glob = "*";
+    *run = [opt] { return run_info(*opt); };
+  });
   CLI::App* synth = sub->add_subcommand(
       "synth", "Write a complete HF checkpoint with deterministic Philox weights");
   synth->add_option("--model", opt->model, "A model directory (config.json, tokenizer files)")

@@ -1,6 +1,7 @@
 // harness op OP --inputs IN.safetensors [--attrs JSON] [--platform P] --out OUT.safetensors
 //              [--fallback none|decompose|host] [--repeats N] [--json]
-// Runs one op on given inputs (tensors in0, in1, ... in operand order) and writes its outputs
+// Runs one op on given inputs (tensors in0, in1, ... in operand order, or named by operand as
+// `run --dump-cases` writes them: x, w) and writes its outputs
 // (out0, ...): the replay tool for inputs dumped from a failing model, and a way to check the
 // reference kernels against one's own framework (`--platform configs/platforms/reference.yaml`).
 #include <CLI/CLI.hpp>
@@ -28,6 +29,17 @@ struct OpOptions {
   bool json = false;
 };
 
+// The tensor names a file holds, for an error: "'a', 'b'" (the first 8).
+std::string held_names(const io::SafetensorsFile& file) {
+  std::string out;
+  size_t n = 0;
+  for (const auto& t : file.entries()) {
+    if (n++ == 8) return out + ", ...";
+    out += (out.empty() ? "'" : ", '") + t.name + "'";
+  }
+  return out.empty() ? "no tensor" : out;
+}
+
 int run_op(const OpOptions& opt) {
   const ops::OpDef& op = ops::require_op(opt.op);
   ops::Json attrs;
@@ -46,11 +58,14 @@ int run_op(const OpOptions& opt) {
   std::vector<tensor::Tensor> inputs;
   std::vector<ops::TensorDesc> descs;
   for (size_t i = 0; i < op.inputs.size(); ++i) {
-    const std::string name = "in" + std::to_string(i);
+    // By position (in0, in1, ...) or by operand name, as `run --dump-cases` writes them.
+    const std::string position = "in" + std::to_string(i), operand = op.inputs[i].name;
+    const std::string name = file.find(position) != nullptr ? position : operand;
     if (file.find(name) == nullptr) {
       if (op.inputs[i].optional) break;
-      throw InputError(opt.inputs, "no tensor '" + name + "' (input '" + op.inputs[i].name +
-                                       "' of " + op.name + ")");
+      throw InputError(opt.inputs, "no tensor '" + position + "' or '" + operand + "' (input " +
+                                       std::to_string(i) + " of " + op.name + "); it holds " +
+                                       held_names(file));
     }
     inputs.push_back(file.get(name));
     descs.push_back({inputs.back().dtype(), inputs.back().shape(), true});
@@ -118,7 +133,9 @@ void register_op(CLI::App& app, Run* run) {
   CLI::App* sub =
       app.add_subcommand("op", "Run one op on given inputs and write its outputs (replay tool)");
   sub->add_option("op", opt->op, "Operator name from the catalogue")->required();
-  sub->add_option("--inputs", opt->inputs, "Safetensors file with in0, in1, ... in operand order")
+  sub->add_option("--inputs", opt->inputs,
+                  "Safetensors file with in0, in1, ... in operand order, or the operands' names "
+                  "(x, w: as run --dump-cases writes them)")
       ->required();
   sub->add_option("--attrs", opt->attrs, "Attributes as JSON, e.g. '{\"eps\":1e-6}'");
   sub->add_option("--platform", opt->platform,

@@ -133,6 +133,45 @@ DumpComparison compare_msprobe(const std::string& golden_dir, const std::string&
   return out;
 }
 
+// "ids 1, 2, 3" (the first 8, then how many more).
+std::string ids_text(const std::vector<int64_t>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size() && i < 8; ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
+  if (ids.size() > 8) out += ", ... (" + std::to_string(ids.size()) + " in all)";
+  return out.empty() ? "no id" : out;
+}
+
+std::vector<int64_t> input_ids(const io::SafetensorsFile& f) {
+  const tensor::Tensor t = f.get("input_ids").to(tensor::DType::kI64);
+  return {t.data_as<int64_t>(), t.data_as<int64_t>() + t.numel()};
+}
+
+// Two dumps of one forward pass compare only when they saw the same input: a prompt tokenized
+// otherwise diverges at the embedding, which would blame the embedding. Throws InputError naming
+// both files and the first position where the ids differ; returns what was checked.
+std::string check_same_inputs(const io::SafetensorsFile& g, const io::SafetensorsFile& a,
+                              const std::string& golden_path, const std::string& actual_path) {
+  const bool in_g = g.find("input_ids") != nullptr, in_a = a.find("input_ids") != nullptr;
+  if (!in_g || !in_a) {
+    return std::string("not checked: the ") +
+           (in_g   ? "actual"
+            : in_a ? "golden"
+                   : "two") +
+           (in_g || in_a ? " dump has" : " dumps have") + " no input_ids";
+  }
+  const std::vector<int64_t> gi = input_ids(g), ai = input_ids(a);
+  if (gi == ai) return "the same " + std::to_string(gi.size()) + " input ids";
+  size_t at = 0;
+  while (at < gi.size() && at < ai.size() && gi[at] == ai[at]) ++at;
+  throw InputError(actual_path,
+                   "the dumps saw different inputs, so their probes cannot be compared: input_ids "
+                   "has " +
+                       std::to_string(ai.size()) + " ids (" + ids_text(ai) + "), " + golden_path +
+                       " has " + std::to_string(gi.size()) + " (" + ids_text(gi) +
+                       "); they first differ at position " + std::to_string(at) +
+                       " (dump both with the same --prompt-ids)");
+}
+
 }  // namespace
 
 std::string NameMap::map(const std::string& golden) const {
@@ -188,6 +227,7 @@ nlohmann::json DumpComparison::to_json() const {
     nlohmann::json fj = f.report.to_json();
     fj["file"] = f.file;
     fj["unmatched"] = f.unmatched;
+    if (!f.inputs.empty()) fj["inputs"] = f.inputs;
     if (!f.not_dumped.empty()) fj["not_dumped"] = f.not_dumped;
     j["files"].push_back(fj);
   }
@@ -209,6 +249,8 @@ DumpComparison compare_dump_dirs(const std::string& golden_dir, const std::strin
     const io::SafetensorsFile a = io::SafetensorsFile::open((fs::path(actual_dir) / name).string());
     DumpFileResult r;
     r.file = name;
+    r.inputs = check_same_inputs(g, a, (fs::path(golden_dir) / name).string(),
+                                 (fs::path(actual_dir) / name).string());
     // Actual tensors, named as the golden's, in the golden's execution order.
     std::vector<std::pair<std::string, tensor::Tensor>> actual;
     for (const std::string& probe : execution_order(g)) {

@@ -31,6 +31,8 @@ struct DumpFileResult {
   // An msprobe dump: golden probes outside the dump's scope (its `list` / `scope` config left
   // them out). Reported, not failing: what was compared is listed, and at least one probe must be.
   std::vector<std::string> not_dumped;
+  // What was checked of the inputs both dumps saw: "the same 7 input ids", or why not.
+  std::string inputs;
 };
 struct DumpComparison {
   std::vector<DumpFileResult> files;
@@ -43,7 +45,8 @@ struct DumpComparison {
 // `actual_dir` may also be an msprobe dump (io/msprobe_dump.h): its module entries are the
 // probes, named as HF's modules, compared with the golden file of the same prompt by tensor, or
 // by statistics (max, min, mean, norm within rel_l2_max) when the dump holds statistics only.
-// Throws InputError when a directory does not exist or holds no .safetensors file.
+// Throws InputError when a directory does not exist or holds no .safetensors file, and when a
+// pair of files saw different input_ids (no probe of theirs is comparable).
 DumpComparison compare_dump_dirs(const std::string& golden_dir, const std::string& actual_dir,
                                  const NameMap& map, double cosine_min, double rel_l2_max);
 

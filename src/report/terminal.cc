@@ -136,7 +136,14 @@ bool user_terminal(int fd) {
   return ::isatty(fd) == 1 && mesh::detect_rank_env().launcher == "none";
 }
 
+namespace {
+ColorMode color_mode = ColorMode::kAuto;
+}  // namespace
+
+void set_color_mode(ColorMode mode) { color_mode = mode; }
+
 bool color_enabled(int fd) {
+  if (color_mode != ColorMode::kAuto) return color_mode == ColorMode::kAlways;
   const char* no_color = std::getenv("NO_COLOR");
   const char* term = std::getenv("TERM");
   return user_terminal(fd) && (no_color == nullptr || *no_color == '\0') &&

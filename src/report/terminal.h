@@ -17,8 +17,12 @@ namespace h0::report {
 // Whether `fd` is the user's terminal: a terminal, and no launcher started this process (a
 // rank's terminal is the launcher's pty, its output collected): progress lines redraw there.
 bool user_terminal(int fd);
-// Whether output to `fd` gets ANSI colors: the user's terminal, NO_COLOR unset or empty
-// (no-color.org), TERM not "dumb".
+// `harness --color`: auto (the default) decides by color_enabled's rules; always and never
+// override them for the whole process.
+enum class ColorMode { kAuto, kAlways, kNever };
+void set_color_mode(ColorMode mode);
+// Whether output to `fd` gets ANSI colors: --color always or never; else (auto) the user's
+// terminal, NO_COLOR unset or empty (no-color.org), TERM not "dumb".
 bool color_enabled(int fd);
 
 // One case, ending in "\n": "[done/total]" (done padded to the width of total), the status in

@@ -141,6 +141,20 @@ TEST(CliCompareDumps, MatchDivergeAndMap) {
   const auto same = run_harness("compare-dumps " + golden + " " + ours + " --json");
   EXPECT_EQ(same.code, 0) << same.out;
   EXPECT_EQ(nlohmann::json::parse(same.out)["files"][0]["probes"].size(), 13u);
+  EXPECT_EQ(nlohmann::json::parse(same.out)["files"][0]["inputs"], "the same 7 input ids");
+
+  // A dump of another prompt diverges at the embedding: the inputs are named, not the embedding.
+  const std::string other = dir.file("other");
+  ASSERT_EQ(run_harness("model run --model configs/models/tiny-llama --prompt-ids "
+                        "1000,17,263,951,4,589,120 --dump " +
+                        other)
+                .code,
+            0);
+  const auto inputs = run_harness("compare-dumps " + golden + " " + other);
+  EXPECT_EQ(inputs.code, 2) << inputs.out;
+  EXPECT_NE(inputs.err.find("the dumps saw different inputs"), std::string::npos) << inputs.err;
+  EXPECT_NE(inputs.err.find("first differ at position 5"), std::string::npos) << inputs.err;
+  EXPECT_EQ(inputs.err.find("embed_tokens"), std::string::npos) << inputs.err;
 
   std::ofstream(dir.file("faulty.yaml"))
       << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
@@ -208,6 +222,37 @@ TEST(CliModel, CompareDumpsReadsMsprobeDumps) {
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find(dir.file("step0/rank0/dump.json") + ": not JSON"), std::string::npos)
       << bad.err;
+}
+
+}  // namespace
+}  // namespace h0
+
+namespace h0 {
+namespace {
+
+// `model info --tensors` on Kimi K2 (139,583 tensors): a GLOB selects; the user's terminal (a pty
+// here, through script(1)) gets the first 40 rows and how to see the rest; a pipe gets them all.
+TEST(CliModel, ModelInfoTensorsSelectsAndKeepsATerminalReadable) {
+  const std::string info = "model info --model tests/data/configs/kimi-k2-instruct.json --tensors";
+  const auto some = test::run_harness(info + " 'model.layers.3.mlp.experts.1*.gate_proj.weight'");
+  ASSERT_EQ(some.code, 0) << some.err;
+  size_t rows = 0;
+  for (size_t at = some.out.find("\n  model."); at != std::string::npos;
+       at = some.out.find("\n  model.", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, 111u) << some.out;  // experts 1, 10-19, 100-199
+  const auto piped = test::run_shell(std::string(H0_HARNESS_BIN) + " " + info + " | wc -l");
+  ASSERT_EQ(piped.code, 0);
+  EXPECT_EQ(std::stol(piped.out), 4 + 139583L) << piped.out;  // the header lines, every tensor
+  const auto tty =
+      test::run_shell("script -qec \"" + std::string(H0_HARNESS_BIN) + " " + info + "\" /dev/null");
+  ASSERT_EQ(tty.code, 0) << tty.out;
+  EXPECT_NE(tty.out.find("... 139543 more of the 139583: --tensors 'GLOB' selects"),
+            std::string::npos)
+      << tty.out.substr(0, 2000);
+  EXPECT_LT(tty.out.size(), 10000u);
+  const auto none = test::run_harness(info + " 'no.such.*'");
+  EXPECT_NE(none.out.find("no tensor matches 'no.such.*'"), std::string::npos) << none.out;
 }
 
 }  // namespace

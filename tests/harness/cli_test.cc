@@ -146,6 +146,68 @@ TEST(Cli, CompareOfDisjointNamesIsAnInputError) {
       << r.err;
 }
 
+// Another converter's names ("transformer.h.0..." for "model.layers.0...", no "model." prefix)
+// pair through --rename or a --map file; the pairs are then compared for real (a perturbed one
+// fails).
+TEST(Cli, CompareMapsNamesBetweenConverters) {
+  test::TempDir dir;
+  const std::string golden = "tests/data/models/tiny-mistral/model.safetensors";
+  const io::SafetensorsFile src = io::SafetensorsFile::open(golden);
+  std::vector<io::NamedTensor> renamed;
+  for (const auto& e : src.entries()) {
+    std::string name = e.name;
+    if (name.rfind("model.layers.", 0) == 0) {
+      name = "transformer.h." + name.substr(13);
+    } else if (name.rfind("model.", 0) == 0) {
+      name = name.substr(6);
+    }
+    tensor::Tensor t = src.get(e.name).clone();
+    if (name == "transformer.h.1.mlp.up_proj.weight") t.mutable_data_as<uint16_t>()[3] ^= 0x4000;
+    renamed.push_back({name, t});
+  }
+  io::write_safetensors(dir.file("renamed.safetensors"), renamed);
+  const std::string cmp = "compare " + dir.file("renamed.safetensors") + " " + golden;
+  EXPECT_EQ(run(cmp).code, 1);  // lm_head alone pairs: the other 20 are missing from actual
+  const Result r = run(cmp + " --rename model.layers.=transformer.h. --rename model.= --json");
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["compared"], src.entries().size());
+  EXPECT_EQ(j["failed"], 1);
+  EXPECT_TRUE(j["only_in_actual"].empty() && j["only_in_expected"].empty()) << j.dump();
+  for (const auto& t : j["tensors"]) {
+    if (t["status"] == "fail") {
+      EXPECT_EQ(t["name"], "model.layers.1.mlp.up_proj.weight");
+      EXPECT_EQ(t["actual_name"], "transformer.h.1.mlp.up_proj.weight");
+    }
+  }
+  std::ofstream(dir.file("map.yaml"))
+      << "names: {model.layers.1.mlp.up_proj.weight: transformer.h.1.mlp.up_proj.weight}\n"
+         "prefixes: {model.layers.: transformer.h., model.: ''}\n";
+  const Result one =
+      run(cmp + " --map " + dir.file("map.yaml") + " --tensor model.layers.0.mlp.up_proj.weight");
+  EXPECT_EQ(one.code, 0) << one.out << one.err;
+  EXPECT_NE(one.out.find("1 compared, 0 failed"), std::string::npos) << one.out;
+  const Result bad = run(cmp + " --rename model.layers.");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--rename model.layers.: expected EXPECTED_PREFIX=ACTUAL_PREFIX"),
+            std::string::npos)
+      << bad.err;
+}
+
+// Colour only on the user's terminal unless --color says otherwise, before or after the
+// subcommand; a redirected run (every test's) gets none.
+TEST(Cli, ColorFollowsTheColorFlag) {
+  const std::string cmp = "compare " + kAllDtypes + " " + kAllDtypes;
+  const std::string esc = "\x1b[";
+  EXPECT_EQ(run(cmp).out.find(esc), std::string::npos);
+  EXPECT_NE(run(cmp + " --color always").out.find(esc + "32mPASS"), std::string::npos);
+  EXPECT_NE(run("--color always " + cmp).out.find(esc), std::string::npos);
+  EXPECT_EQ(run(cmp + " --color never").out.find(esc), std::string::npos);
+  const Result bad = run(cmp + " --color sometimes");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--color"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, AFilterThatMatchesNothingIsAnInputError) {
   const Result r = run("run suites/ops.yaml --filter 'no_such_op*' --no-db -q");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
