@@ -122,6 +122,35 @@ std::string one_line(std::string why) {
   return why;
 }
 
+// The run's verdict as a case of its own (kind day0_verdict): failed when readiness is not
+// established, so that JUnit, the dashboard's counts and `history` see a failed run as one however
+// its other cases went (blocked stages are skips).
+run::CaseOutcome verdict_case(const Checklist& checklist) {
+  run::CaseOutcome c{"verdict", "verdict", "day0_verdict", {"day0"}, {}};
+  const std::string verdict = checklist.verdict();
+  c.result.status = verdict == "not_established" ? Status::kFail : Status::kPass;
+  std::string missing;
+  for (const StageRun& s : checklist.stages) {
+    if (s.result.status == StageStatus::kPass || s.result.status == StageStatus::kNotApplicable ||
+        (s.result.status == StageStatus::kNotModelled && checklist.service_level()))
+      continue;
+    missing += std::string(missing.empty() ? "" : ", ") + s.stage.id + " (" +
+               stage_status_name(s.result.status) + ")";
+  }
+  c.result.message = "Day-0 readiness " +
+                     std::string(verdict == "established"     ? "established"
+                                 : verdict == "service_level" ? "established at the service level"
+                                                              : "NOT established") +
+                     ": " + std::to_string(checklist.passed) + " of " +
+                     std::to_string(checklist.applicable()) + " applicable stages passed" +
+                     (missing.empty() ? "" : "; not passed: " + missing);
+  c.result.details = {{"verdict", verdict},
+                      {"passed", checklist.passed},
+                      {"applicable", checklist.applicable()},
+                      {"not_modelled", checklist.not_modelled}};
+  return c;
+}
+
 }  // namespace
 
 Checklist run_checklist(Context& ctx, const std::vector<Stage>& table,
@@ -194,9 +223,8 @@ run::RunReport run_record(const Context& ctx, const Checklist& checklist,
       o.id = std::string(s.id) + "/" + c.id;
       report.cases.push_back(std::move(o));
     }
-    char id[64];
-    std::snprintf(id, sizeof id, "stage/%02zu-%s", i + 1, s.id);
-    run::CaseOutcome stage{id, s.id, "day0_stage", {"day0"}, {}};
+    // By id, not number: a stage keeps its row across models whose checklists differ.
+    run::CaseOutcome stage{std::string("stage/") + s.id, s.id, "day0_stage", {"day0"}, {}};
     stage.result.status = r.status == StageStatus::kPass   ? Status::kPass
                           : r.status == StageStatus::kFail ? Status::kFail
                                                            : Status::kSkip;
@@ -206,8 +234,10 @@ run::RunReport run_record(const Context& ctx, const Checklist& checklist,
     stage.result.details["stage_status"] = stage_status_name(r.status);
     stage.result.details["verdict"] =
         verdict;  // the run's, on every stage (the dashboard shows it)
+    stage.result.details["number"] = i + 1;
     report.cases.push_back(std::move(stage));
   }
+  report.cases.push_back(verdict_case(checklist));
   return report;
 }
 

@@ -54,10 +54,10 @@ Checklist run_checklist(Context& ctx, const std::vector<Stage>& table,
                         const std::function<void(size_t index, const StageRun&)>& on_stage = {});
 
 // The run record of a checklist: every stage's checks ("<stage>/<case>"), then the stage itself
-// ("stage/<NN>-<id>", kind day0_stage: its title, summary, status and the run's verdict); pass
+// ("stage/<id>", kind day0_stage: its title, number, summary, status and the run's verdict); pass
 // for a passed stage, fail for a failed one, skip otherwise (a not-applicable stage included;
-// details.stage_status names which). `stack` is the backend's
-// stack_info.
+// details.stage_status names which); last the case "verdict" (kind day0_verdict), failed when
+// readiness is not established. `stack` is the backend's stack_info.
 run::RunReport run_record(const Context& ctx, const Checklist& checklist,
                           const nlohmann::json& stack, double seconds);
 

@@ -39,6 +39,7 @@ void add_run(const store::RunData& run, const std::string& glob, Group* g) {
   }
   s.last_run_id = run.id;
   s.last_started_at = run.started_at;
+  s.failed_runs += run.status == "fail";
   for (const auto& r : run.results) {
     if (!suite::glob_match(glob, r.case_id) && !suite::glob_match(glob, r.check_id)) continue;
     if (r.status != "skip") {
@@ -270,6 +271,7 @@ nlohmann::json HistoryReport::to_json() const {
                            {"backend", s.backend},
                            {"platform", s.platform},
                            {"runs", s.runs},
+                           {"failed_runs", s.failed_runs},
                            {"first_run_id", s.first_run_id},
                            {"last_run_id", s.last_run_id},
                            {"first_started_at", s.first_started_at},
@@ -316,7 +318,10 @@ std::string HistoryReport::to_text(bool color) const {
            (s.backend.empty() ? "" : " (" + s.backend + ")") + "  platform " + s.platform + "\n";
     out += "  " + std::to_string(s.runs) + (s.runs == 1 ? " run" : " runs") + " (run " +
            std::to_string(s.first_run_id) + " " + s.first_started_at + " .. run " +
-           std::to_string(s.last_run_id) + " " + s.last_started_at + ")\n";
+           std::to_string(s.last_run_id) + " " + s.last_started_at + ")" +
+           (s.failed_runs > 0 ? ", " + paint(std::to_string(s.failed_runs) + " failed", "31", color)
+                              : "") +
+           "\n";
     if (s.results > 0) {
       const bool all = s.passed == s.results;
       out += "  pass rate " +

@@ -37,6 +37,7 @@ struct StackHistory {
   std::string stack;  // fingerprint, first 12 characters
   std::string backend, platform;
   int runs = 0;
+  int failed_runs = 0;  // runs whose own status is fail (a day0 run not established among them)
   int64_t first_run_id = 0, last_run_id = 0;
   std::string first_started_at, last_started_at;
   // Results of the matching cases over all runs: the good ones (pass, xfail, xpass) count as

@@ -101,9 +101,12 @@ TEST(Checklist, ANotApplicableStageIsCountedApartAndGatesNothing) {
   EXPECT_TRUE(c.ready());
   EXPECT_EQ(std::string(stage_status_name(StageStatus::kNotApplicable)), "not_applicable");
   const run::RunReport r = run_record(f.ctx, c, {}, 1);
-  ASSERT_EQ(r.cases.size(), 3u);
+  ASSERT_EQ(r.cases.size(), 4u);  // three stages and the verdict
   EXPECT_EQ(r.cases[1].result.status, Status::kSkip);
   EXPECT_EQ(r.cases[1].result.details["stage_status"], "not_applicable");
+  EXPECT_EQ(r.cases[3].result.status, Status::kPass);
+  EXPECT_EQ(r.cases[3].result.message,
+            "Day-0 readiness established: 2 of 2 applicable stages passed");
 
   const Checklist none = run_checklist(f.ctx, {{"image", "image", &not_applicable, {}, {}, false}});
   EXPECT_FALSE(none.ready());
@@ -132,7 +135,14 @@ TEST(Checklist, TheRunRecordHoldsEveryCheckAndEveryStage) {
   EXPECT_EQ(r.suite_file, "day0:models/m");
   std::vector<std::string> ids;
   for (const auto& o : r.cases) ids.push_back(o.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"ops/m/a", "ops/m/b", "stage/01-ops", "stage/02-x"}));
+  EXPECT_EQ(ids,
+            (std::vector<std::string>{"ops/m/a", "ops/m/b", "stage/ops", "stage/x", "verdict"}));
+  EXPECT_EQ(r.cases[4].result.status, Status::kFail);
+  EXPECT_EQ(r.cases[4].kind, "day0_verdict");
+  EXPECT_EQ(r.cases[4].result.message,
+            "Day-0 readiness NOT established: 1 of 2 applicable stages passed; not passed: x "
+            "(fail)");
+  EXPECT_EQ(r.cases[3].result.details["number"], 2);
   EXPECT_EQ(r.cases[2].result.status, Status::kPass);
   EXPECT_EQ(r.cases[3].result.status, Status::kFail);
   EXPECT_EQ(r.cases[3].kind, "day0_stage");

@@ -97,7 +97,7 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
   }
   EXPECT_EQ(eval_items, 60 + 147 + 120 + 98);
   // JSON, JUnit and the dashboard from that record.
-  EXPECT_NE(test::read_file(dir.file("out/day0.json")).find("\"stage/18-performance\""),
+  EXPECT_NE(test::read_file(dir.file("out/day0.json")).find("\"stage/performance\""),
             std::string::npos);
   EXPECT_NE(test::read_file(dir.file("out/day0.xml")).find("<testsuite"), std::string::npos);
   const std::string index = test::read_file(dir.file("out/site/index.html"));
@@ -109,7 +109,7 @@ TEST(Day0, EveryStagePassesOnTinyLlamaIntoOneRunRecord) {
             std::string::npos);
   // JUnit: a stage that does not apply is skipped, never passed.
   const std::string junit = test::read_file(dir.file("out/day0.xml"));
-  const size_t image = junit.find("name=\"stage/08-image\"");
+  const size_t image = junit.find("name=\"stage/image\"");
   ASSERT_NE(image, std::string::npos) << junit;
   EXPECT_LT(junit.find("<skipped", image), junit.find("</testcase>", image)) << junit;
 }
@@ -251,13 +251,31 @@ TEST(Day0, AModelWithoutShippedGoldensUsesTheGoldenDirectory) {
         dir.file(std::string("goldens/") + task + ".json"));
   const std::string base = "day0 --json --no-db --no-report --model " + dir.file("my-llama");
   const std::string eval = " --eval suites/tasks/facts.jsonl --eval suites/tasks/format.jsonl";
-  auto r = run_harness("day0 --json --no-report --db " + dir.file("r.db") + " --model " +
-                       dir.file("my-llama") + " --golden " + dir.file("goldens") + eval);
+  auto r =
+      run_harness("day0 --json --out " + dir.file("out") + " --db " + dir.file("r.db") +
+                  " --model " + dir.file("my-llama") + " --golden " + dir.file("goldens") + eval);
   EXPECT_EQ(r.code, 1) << r.out << r.err;  // the accuracy stage could not decide (below)
-  // No case failed, yet readiness is not established: the stored run is a failed run (issue 49:
-  // the dashboard showed such a run as a green pass).
+  // No check failed, yet readiness is not established: the stored run is a failed run and its
+  // verdict a failed case, red everywhere (issue 49: the dashboard showed it as a green pass).
   EXPECT_EQ(test::run_shell("sqlite3 " + dir.file("r.db") + " \"select status from runs\"").out,
             "fail\n");
+  const std::string junit = test::read_file(dir.file("out/day0.xml"));
+  const size_t verdict = junit.find("<testcase classname=\"verdict\" name=\"verdict\"");
+  ASSERT_NE(verdict, std::string::npos) << junit;
+  EXPECT_LT(
+      junit.find("<failure type=\"fail\" message=\"Day-0 readiness NOT established: ", verdict),
+      junit.find("</testcase>", verdict));
+  EXPECT_NE(junit.find("<testsuite name=\"day0\" tests=\""), std::string::npos);
+  EXPECT_NE(junit.find("failures=\"1\""), std::string::npos) << junit.substr(0, 400);
+  const auto report = nlohmann::json::parse(test::read_file(dir.file("out/day0.json")));
+  EXPECT_EQ(report["run"]["status"], "fail");
+  const auto history = run_harness("history --json --db " + dir.file("r.db"));
+  ASSERT_EQ(history.code, 0) << history.err;
+  EXPECT_EQ(nlohmann::json::parse(history.out)["stacks"][0]["failed_runs"], 1);
+  EXPECT_NE(run_harness("history --db " + dir.file("r.db")).out.find(", 1 failed\n"),
+            std::string::npos);
+  const std::string index = test::read_file(dir.file("out/site/index.html"));
+  EXPECT_NE(index.find("verdict-not_established"), std::string::npos);
   auto stages = stages_of(r.out);
   EXPECT_EQ(stages.size(), 18u);
   EXPECT_EQ(stages["layer_accuracy"]["summary"],
