@@ -91,13 +91,44 @@ std::map<std::string, std::string> regression_reasons(const SiteModel& model, co
   return why;
 }
 
+// A platform's name, marked when it is a fault injector.
+std::string platform_cell(const SiteColumn& col) {
+  return html_escape(col.platform) +
+         (col.fault_injector
+              ? " <span class=\"badge injector\" title=\"its backend injects the faults its "
+                "options ask for: failures are expected\">fault injector</span>"
+              : "");
+}
+
+// The overview's row of run `i` (the latest of its column).
+std::string overview_row(const SiteModel& model, int i, bool compare) {
+  const SiteRun& r = model.runs[static_cast<size_t>(i)];
+  const SiteColumn& c = model.columns[static_cast<size_t>(r.column)];
+  std::vector<std::string> cells = {
+      platform_cell(c),
+      "<span title=\"" + html_escape(c.fingerprint) + "\">" + html_escape(c.label) + "</span>",
+      html_link(r.page, run_ref(r.run.id)),
+      html_escape(r.run.suite),
+      html_escape(r.run.started_at),
+      status_badge(r.run.status),
+      count_of(r, "pass"),
+      count_of(r, "fail"),
+      count_of(r, "skip"),
+      std::to_string(other_count(r)),
+      regression_cell(model, r)};
+  if (compare) cells.push_back(reference_cell(model, r));
+  return html_row(cells, "td");
+}
+
 // What is wrong in the latest run of each stack and platform, worst first: the checks that
 // regressed (against the platform's previous run of the suite, and against the reference
-// platform's), each with what flagged it, then the checks that fail as they failed before.
+// platform's), each with what flagged it, then the checks that fail as they failed before, those
+// of a fault injector (its stack_info's fault_injector: the faults it was asked for) last.
 std::string whats_wrong(const SiteModel& model) {
   constexpr size_t kMaxRows = 200;
   struct Row {
     bool regression;
+    bool injected;  // on a fault injector: failures it was asked for, listed last
     std::string html;
   };
   std::vector<Row> rows;
@@ -116,11 +147,11 @@ std::string whats_wrong(const SiteModel& model) {
       const auto d = digest.find(case_index);
       const std::string status_name = status_of_code(d == digest.end() ? '?' : d->second->status);
       const std::string message = d == digest.end() ? "" : d->second->message.substr(0, 300);
-      rows.push_back(
-          {regression, html_row({html_escape(col.platform), html_escape(col.label),
-                                 html_link(r.page, run_ref(r.run.id)), html_link(c.page, c.case_id),
-                                 status_badge(status_name), html_escape(flagged),
-                                 "<span class=\"message\">" + html_escape(message) + "</span>"})});
+      rows.push_back({regression, col.fault_injector,
+                      html_row({platform_cell(col), html_escape(col.label),
+                                html_link(r.page, run_ref(r.run.id)), html_link(c.page, c.case_id),
+                                status_badge(status_name), html_escape(flagged),
+                                "<span class=\"message\">" + html_escape(message) + "</span>"})});
     };
     for (const auto& [id, reason] : why) {
       if (const auto it = model.case_index.find(id); it != model.case_index.end())
@@ -133,18 +164,27 @@ std::string whats_wrong(const SiteModel& model) {
         add(d.case_index, "failing", false);
     }
   }
+  // Regressions first; of the checks failing as before, a fault injector's last.
+  const auto rank = [](const Row& r) { return r.regression ? 0 : r.injected ? 2 : 1; };
   std::stable_sort(rows.begin(), rows.end(),
-                   [](const Row& a, const Row& b) { return a.regression && !b.regression; });
-  size_t regressions = 0;
-  for (const auto& r : rows) regressions += r.regression;
+                   [&](const Row& a, const Row& b) { return rank(a) < rank(b); });
+  size_t regressions = 0, injected = 0;
+  for (const auto& r : rows) {
+    regressions += r.regression;
+    injected += !r.regression && r.injected;
+  }
   std::string html = "<section id=\"wrong\"><h2>What is wrong</h2>\n";
   if (rows.empty())
     return html +
            "<p class=\"good\">Nothing: no check fails or regressed in the latest run of any "
            "stack.</p></section>\n";
   html += "<p>" + std::to_string(regressions) + " regressed, " +
-          std::to_string(rows.size() - regressions) +
-          " failing as before, in the latest run of each stack and platform" +
+          std::to_string(rows.size() - regressions) + " failing as before" +
+          (injected > 0 ? " (" + std::to_string(injected) +
+                              " of them on fault injectors, listed last: the faults they were "
+                              "asked to inject)"
+                        : std::string()) +
+          ", in the latest run of each stack and platform" +
           (rows.size() > kMaxRows ? " (the first " + std::to_string(kMaxRows) + " listed)"
                                   : std::string()) +
           ".</p>\n<table class=\"grid wrong\">\n" +
@@ -153,7 +193,8 @@ std::string whats_wrong(const SiteModel& model) {
   return html + "</table></section>\n";
 }
 
-// One row per matrix column (stack version on a platform): its latest run, newest first.
+// One row per matrix column (stack version on a platform): its latest run, newest first; the
+// columns of a `harness ab` comparison under a row of their own, after the others.
 std::string overview(const SiteModel& model) {
   const bool compare = !model.compare_platform.empty();
   std::string html =
@@ -172,23 +213,27 @@ std::string overview(const SiteModel& model) {
                                    "regressions vs previous"};
   if (compare) head.push_back("regressions vs " + html_escape(model.compare_platform));
   html += html_row(head, "th");
+  std::vector<int> plain;
+  std::map<std::string, std::vector<int>> ab;  // tag -> its columns' latest runs, newest first
+  std::vector<std::string> ab_order;
   for (const int i : latest_runs(model)) {
-    const SiteRun& r = model.runs[static_cast<size_t>(i)];
-    const SiteColumn& c = model.columns[static_cast<size_t>(r.column)];
-    std::vector<std::string> cells = {
-        html_escape(c.platform),
-        "<span title=\"" + html_escape(c.fingerprint) + "\">" + html_escape(c.label) + "</span>",
-        html_link(r.page, run_ref(r.run.id)),
-        html_escape(r.run.suite),
-        html_escape(r.run.started_at),
-        status_badge(r.run.status),
-        count_of(r, "pass"),
-        count_of(r, "fail"),
-        count_of(r, "skip"),
-        std::to_string(other_count(r)),
-        regression_cell(model, r)};
-    if (compare) cells.push_back(reference_cell(model, r));
-    html += html_row(cells, "td");
+    const std::string& tag = model.columns[size_t(model.runs[size_t(i)].column)].ab;
+    if (tag.empty()) {
+      plain.push_back(i);
+      continue;
+    }
+    if (!ab.count(tag)) ab_order.push_back(tag);
+    ab[tag].push_back(i);
+  }
+  std::vector<std::pair<std::string, std::vector<int>>> groups = {{"", plain}};
+  for (const auto& tag : ab_order) groups.emplace_back(tag, ab[tag]);
+  for (const auto& [tag, runs] : groups) {
+    if (!tag.empty())
+      html += "<tr class=\"group\"><th colspan=\"" + std::to_string(head.size()) +
+              "\">A/B comparison " + html_escape(tag) +
+              " <span class=\"muted\">(harness ab: base and head interleaved; each side's "
+              "latest round)</span></th></tr>\n";
+    for (const int i : runs) html += overview_row(model, i, compare);
   }
   return html + "</table></section>\n";
 }

@@ -251,10 +251,19 @@ class Gatherer {
     const auto [it, added] = columns_.emplace(key, static_cast<int>(model_->columns.size()));
     if (added) {
       const auto label = run.labels.find("stack");
-      model_->columns.push_back(
-          {run.platform, run.stack.fingerprint, run.stack.backend,
-           label != run.labels.end() ? label->second : run.stack.fingerprint.substr(0, 12),
-           run.started_at});
+      SiteColumn c{run.platform, run.stack.fingerprint, run.stack.backend,
+                   label != run.labels.end() ? label->second : run.stack.fingerprint.substr(0, 12),
+                   run.started_at};
+      const nlohmann::json versions = base::parse_json_or_discarded(run.stack.versions_json);
+      c.fault_injector = versions.is_object() && versions.contains("backend") &&
+                         versions["backend"].is_object() &&
+                         versions["backend"].value("fault_injector", false);
+      if (const auto ab = run.labels.find("ab"); ab != run.labels.end()) {
+        c.ab = ab->second;
+        if (const auto side = run.labels.find("ab_side"); side != run.labels.end())
+          c.label += " (" + side->second + ")";
+      }
+      model_->columns.push_back(std::move(c));
     }
     return it->second;
   }

@@ -78,6 +78,9 @@ struct SiteColumn {
   std::string platform, fingerprint, backend;
   std::string label;          // the run's `stack` label, else the fingerprint's first 12 digits
   std::string first_started;  // the first run's start: columns are in this order
+  // Its backend's stack_info says `fault_injector: true` (the faulty plugin): failures expected.
+  bool fault_injector = false;
+  std::string ab;  // the `harness ab` comparison (label ab) its runs belong to; "" for none
 };
 
 // An eval check's result on one stack version: its status and metrics (score, score_lo/hi,

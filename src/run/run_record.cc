@@ -5,7 +5,11 @@
 namespace h0::run {
 
 nlohmann::json stack_versions(const nlohmann::json& stack_info,
-                              const std::map<std::string, std::string>& labels) {
+                              std::map<std::string, std::string> labels) {
+  // An A/B comparison's bookkeeping says which comparison and round a run was, not what stack it
+  // ran: each round's labels made a stack of their own (eight for four rounds). Its side stays.
+  labels.erase("ab");
+  labels.erase("ab_round");
   return {{"backend", stack_info},
           {"harness",
            {{"version", base::kHarnessVersion},

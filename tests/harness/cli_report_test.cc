@@ -334,6 +334,10 @@ TEST_F(CliReport, WhatIsWrongLeadsTheIndex) {
   ASSERT_NE(failing, std::string::npos) << section;
   EXPECT_LT(regression, failing) << "regressions are listed first";
   EXPECT_NE(section.find("1 regressed, "), std::string::npos) << section;
+  // The fixture's stacks are the faulty plugin's: a fault injector, and the page says so.
+  EXPECT_NE(section.find("faulty <span class=\"badge injector\""), std::string::npos) << section;
+  EXPECT_NE(index.find("fault injector</span>", index.find("<section id=\"overview\">")),
+            std::string::npos);
   EXPECT_NE(index.find("id=\"matrix-bad\""), std::string::npos);
   const std::string dom = dump_dom("index.html");
   expect_clean_render(dom, "index.html");
@@ -373,7 +377,9 @@ TEST(CliReportCompare, AnotherPlatformIsComparedWithTheReferencePlatform) {
   r = run_harness("report --db " + db + " --out " + dir.file("plain"));
   const std::string plain = test::read_file(dir.file("plain/index.html"));
   EXPECT_EQ(plain.find("vs gpu-ref"), std::string::npos);
-  EXPECT_NE(plain.find("0 regressed, 1 failing as before"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("0 regressed, 1 failing as before, in the latest"), std::string::npos)
+      << plain;
+  EXPECT_EQ(plain.find("fault injector"), std::string::npos);  // npu's failure is its own
 }
 
 }  // namespace

@@ -204,6 +204,24 @@ TEST(CliStore, AbInterleavesTheRoundsAndFindsTheSlowdown) {
   EXPECT_EQ(third->labels.at("ab_round"), "2");
   EXPECT_EQ(third->labels.at("stack"), "v2");
   EXPECT_EQ(third->labels.at("ab"), j["ab"]["tag"]);
+  // Two stacks, base and head, not one per round; the dashboard groups them under the tag.
+  EXPECT_EQ(test::run_shell("sqlite3 " + dir.file("r.db") +
+                            " \"select count(distinct stack_id) from runs\"")
+                .out,
+            "2\n");
+  ASSERT_EQ(run_harness("report --db " + dir.file("r.db") + " --out " + dir.file("site")).code, 0);
+  const std::string index = test::read_file(dir.file("site/index.html"));
+  const std::string tag = j["ab"]["tag"];
+  const size_t group = index.find("<tr class=\"group\"><th colspan=\"11\">A/B comparison " + tag);
+  ASSERT_NE(group, std::string::npos) << index;
+  const std::string rows = index.substr(group, index.find("</table>", group) - group);
+  EXPECT_NE(rows.find("v2 (head)"), std::string::npos) << rows;
+  EXPECT_NE(rows.find(" (base)"), std::string::npos) << rows;
+  size_t n = 0;
+  for (size_t at = rows.find("<tr><td>"); at != std::string::npos;
+       at = rows.find("<tr><td>", at + 1))
+    ++n;
+  EXPECT_EQ(n, 2u) << rows;
   // Bad input is exit 2 before anything runs.
   EXPECT_EQ(run_harness("ab --rounds 1 --suite " + dir.file("timed.yaml") + " --base " + good +
                         " --head " + slow)

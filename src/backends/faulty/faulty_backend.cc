@@ -606,7 +606,8 @@ hb_status init(void* self, const hb_host_api* host, const char* options_json) {
 }
 
 const char* stack_info_json(void*) {
-  return R"({"device":"host","driver":"none","runtime":"faulty plugin","op_library":"h0 host reference + fault injection","compiler":")" __VERSION__
+  // fault_injector: the dashboard says its failures are the ones it was asked to inject.
+  return R"({"device":"host","driver":"none","runtime":"faulty plugin","op_library":"h0 host reference + fault injection","fault_injector":true,"compiler":")" __VERSION__
          R"("})";
 }
 
