@@ -174,7 +174,7 @@ int64_t activation_bytes(const Architecture& arch, const ParallelPlan& plan, con
                 c = tensor::dtype_size(compute_dtype(o.weights));
   const int64_t heads = a.num_heads / plan.tp;
   // q and o of this rank's heads, k and v of its kv heads (MLA: expanded per head from the latent).
-  const int64_t kv_rows = a.kv_split_by_heads() ? r.kv_heads : heads;
+  const int64_t kv_rows = model::kv_split_by_heads(t) ? r.kv_heads : heads;
   const int64_t attn = T * c * (heads + kv_rows) * (a.qk_head_dim() + a.value_head_dim());
   int64_t peak = attn;
   if (stage_has_dense(arch, r.layers))
@@ -245,11 +245,6 @@ std::vector<std::string> plan_notes(const Architecture& arch, const ParallelPlan
     notes.push_back("kv heads replicated x" + std::to_string(x) + " (" +
                     std::to_string(t.attn.num_kv_heads) + " kv heads over tp " +
                     std::to_string(plan.tp) + ")");
-  }
-  if (!t.attn.kv_split_by_heads() && plan.tp > 1) {
-    notes.push_back("MLA: the latent KV (kv_lora_rank " + std::to_string(t.attn.kv_lora_rank) +
-                    " + qk_rope_head_dim " + std::to_string(t.attn.qk_rope_head_dim) +
-                    ") is held whole by each of the " + std::to_string(plan.tp) + " tp ranks");
   }
   if (plan.pp > 1)
     notes.push_back("layers " + std::to_string(t.num_layers) + " over pp " +

@@ -184,13 +184,13 @@ int64_t stage_of(const WeightInfo& w, const model::Architecture& arch, const Par
 
 int64_t kv_head_replication(const model::Architecture& arch, const ParallelPlan& plan) {
   const int64_t kv = arch.text.attn.num_kv_heads;
-  if (!arch.text.attn.kv_split_by_heads() || kv >= plan.tp || kv < 1) return 1;
+  if (!model::kv_split_by_heads(arch.text) || kv >= plan.tp || kv < 1) return 1;
   return plan.tp / kv;
 }
 
 int64_t kv_heads_per_rank(const model::Architecture& arch, const ParallelPlan& plan) {
   const int64_t kv = arch.text.attn.num_kv_heads;
-  if (!arch.text.attn.kv_split_by_heads()) return 1;  // one latent, held whole by every rank
+  if (!model::kv_split_by_heads(arch.text)) return 1;  // one latent, held whole by every rank
   return kv >= plan.tp ? kv / plan.tp : 1;
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "model/blocks/lightning_indexer.h"
 #include "model/exec/host_glue.h"
 
 namespace h0::model {
@@ -116,6 +117,15 @@ DeviceTensor run_gqa(LayerRun& r, const DeviceTensor& h, bool sliding) {
     o = r.run1(r.ops().at("output_mul"), {&o, &s});
   }
   return r.row_parallel(TensorRole::kAttnO, o);
+}
+
+void gqa_bind_context(const Architecture& arch, const ops::Json& context, TextModel::LayerKind kind,
+                      BlockOps* ops) {
+  ops::Json attrs = context;
+  if (kind == TextModel::LayerKind::kSliding && arch.text.attn.sliding_window > 0)
+    attrs["sliding_window"] = arch.text.attn.sliding_window;
+  ops->add("attention", bind_op("paged_attention", attrs));
+  bind_indexer_context(arch, context, ops);
 }
 
 std::string describe_gqa(const TextModel& t, bool sliding) {

@@ -15,6 +15,10 @@ void gqa_weights(InventoryBuilder& b);
 // replicated over the same number of ranks). "" when they do.
 std::string gqa_tp_issue(const TextModel& t, int64_t tp);
 void bind_gqa(const Architecture& arch, tensor::DType dtype, BlockOps* ops);
+// Per sequence and step: paged_attention at the sequence's context ("attention"), with the window
+// on a layer of kind kSliding, and an indexer's ops where the config has one.
+void gqa_bind_context(const Architecture& arch, const ops::Json& context, TextModel::LayerKind kind,
+                      BlockOps* ops);
 // `sliding`: the layer's keys are the last sliding_window (the KV cache's op for a sliding
 // layer) and its RoPE is the sliding layers' own when the config gives one.
 backend::DeviceTensor run_gqa(LayerRun& r, const backend::DeviceTensor& h, bool sliding);
@@ -39,6 +43,10 @@ class GqaBlock : public Block {
   void weights(InventoryBuilder& b) const override { gqa_weights(b); }
   void bind(const Architecture& arch, tensor::DType dtype, BlockOps* ops) const override {
     bind_gqa(arch, dtype, ops);
+  }
+  void bind_context(const Architecture& arch, const ops::Json& context,
+                    BlockOps* ops) const override {
+    gqa_bind_context(arch, context, kind_, ops);
   }
   backend::DeviceTensor run(LayerRun& r, const backend::DeviceTensor& h) const override {
     return run_gqa(r, h, sliding());

@@ -25,9 +25,18 @@ void indexer_weights(InventoryBuilder& b) {
       TensorRole::kIdxWeights;
 }
 
+namespace {
+
+// The selection's attrs: its topk and scale. HF scores Σ_h (w_h · H^-0.5) · ReLU(D^-0.5 · q_h·k):
+// ReLU(c·y) = c·ReLU(y) for c > 0, so the weights' H^-0.5 goes into the op's scale.
+ops::Json selection(const Indexer& x) {
+  return {{"topk", x.topk}, {"scale", 1.0 / std::sqrt(double(x.head_dim) * double(x.n_heads))}};
+}
+
+}  // namespace
+
 // Its key norm (LayerNorm), its half-split RoPE over the first qk_rope_head_dim dims, and the
-// selection's topk and scale (the executor adds each step's context: the per-sequence
-// lightning_indexer and sparse_attention are bound then, like paged_attention).
+// selection (bind_indexer_context binds it again per sequence with the sequence's context).
 void bind_indexer(const Architecture& arch, BlockOps* ops) {
   const TextModel& t = arch.text;
   const Indexer& x = t.indexer;
@@ -37,12 +46,17 @@ void bind_indexer(const Architecture& arch, BlockOps* ops) {
                                           {"style", "neox"},
                                           {"scaling", t.rope_scaling_json},
                                           {"rotary_dim", t.attn.qk_rope_head_dim}}));
-  // HF scores Σ_h (w_h · H^-0.5) · ReLU(D^-0.5 · q_h·k): ReLU(c·y) = c·ReLU(y) for c > 0, so the
-  // weights' H^-0.5 goes into the op's scale.
-  ops->add("index_select",
-           bind_op("lightning_indexer",
-                   {{"topk", x.topk},
-                    {"scale", 1.0 / std::sqrt(double(x.head_dim) * double(x.n_heads))}}));
+  ops->add("index_select", bind_op("lightning_indexer", selection(x)));
+}
+
+void bind_indexer_context(const Architecture& arch, const ops::Json& context, BlockOps* ops) {
+  const Indexer& x = arch.text.indexer;
+  if (x.n_heads <= 0) return;
+  ops->add("sparse_attention", bind_op("sparse_attention", context));
+  ops::Json attrs = context;
+  const ops::Json chosen = selection(x);
+  for (const auto& [key, value] : chosen.items()) attrs[key] = value;
+  ops->add("indexer", bind_op("lightning_indexer", attrs));
 }
 
 void indexer_plan_notes(const TextModel& t, std::vector<std::string>* notes) {

@@ -10,6 +10,9 @@ namespace h0::model {
 // Its weights after the MLA layer's, and its ops (nothing without an indexer: Indexer::n_heads 0).
 void indexer_weights(InventoryBuilder& b);
 void bind_indexer(const Architecture& arch, BlockOps* ops);
+// Per sequence and step (Block::bind_context): lightning_indexer ("indexer") and sparse_attention
+// at the sequence's context (nothing without an indexer).
+void bind_indexer_context(const Architecture& arch, const ops::Json& context, BlockOps* ops);
 // Its inputs of the step: queries from the MLA layer's q latent, one key per token, and the heads'
 // weights; LayerRun::cached_attention caches the keys and attends over the keys they pick.
 // The memory plan's note on its keys (nothing without an indexer).

@@ -58,6 +58,12 @@ class Mla : public Block {
     bind_indexer(arch, ops);
   }
 
+  void bind_context(const Architecture& arch, const ops::Json& context,
+                    BlockOps* ops) const override {
+    if (arch.text.indexer.n_heads <= 0) ops->add("attention", bind_op("paged_attention", context));
+    bind_indexer_context(arch, context, ops);
+  }
+
   DeviceTensor run(LayerRun& r, const DeviceTensor& h) const override {
     const TextModel& t = r.arch().text;
     const Attention& at = t.attn;
@@ -124,8 +130,14 @@ class Mla : public Block {
     return {t.attn.kv_cache_width(kv_heads) + t.indexer.head_dim, t.indexer.head_dim,
             sliding ? t.attn.sliding_window : 0, "MLA latent"};
   }
-  void plan_notes(const TextModel& t, const PlanFacts&,
+  bool cache_split_by_heads() const override { return false; }
+  void plan_notes(const TextModel& t, const PlanFacts& p,
                   std::vector<std::string>* notes) const override {
+    if (p.tp > 1) {
+      notes->push_back("MLA: the latent KV (kv_lora_rank " + std::to_string(t.attn.kv_lora_rank) +
+                       " + qk_rope_head_dim " + std::to_string(t.attn.qk_rope_head_dim) +
+                       ") is held whole by each of the " + std::to_string(p.tp) + " tp ranks");
+    }
     indexer_plan_notes(t, notes);
   }
 };

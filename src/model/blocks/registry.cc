@@ -58,6 +58,14 @@ int64_t layers_running(const TextModel& t, const Block& b) {
   return n;
 }
 
+bool kv_split_by_heads(const TextModel& t) {
+  for (int64_t l = 0; l < t.num_layers; ++l) {
+    const Block* b = block_at(t, l, BlockSlot::kMixer);
+    if (b != nullptr && !b->cache_split_by_heads()) return false;
+  }
+  return true;
+}
+
 const Block& block_of(const TextModel& t, int64_t layer, BlockSlot slot) {
   const Block* b = block_at(t, layer, slot);
   H0_CHECK(b != nullptr) << "no block runs layer " << layer << "'s "

@@ -62,9 +62,6 @@ struct Attention {
   int64_t kv_cache_width(int64_t kv_heads) const {
     return mla ? kv_lora_rank + qk_rope_head_dim : 2 * kv_heads * head_dim;
   }
-  // Whether tensor parallelism splits the cached KV by kv heads (false: MLA's latent is held
-  // whole by every rank, so kv-head divisibility and replication do not apply).
-  bool kv_split_by_heads() const { return !mla; }
 };
 
 // Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5: the layers whose layer_types entry is

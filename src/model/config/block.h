@@ -92,6 +92,12 @@ class Block {
   // Binds the catalogue ops it runs at `arch` in `dtype`. Throws InputError for a config the
   // ops cannot express (naming the field).
   virtual void bind(const Architecture& arch, tensor::DType dtype, BlockOps* ops) const = 0;
+  // Binds the ops it runs once per sequence and step, whose attrs hold that sequence's context
+  // (`context`: context_len, q_offset, causal — paged_attention's attrs), under the labels its
+  // step asks LayerRun::cached_attention for: "attention", or with an indexer "indexer" and
+  // "sparse_attention". None by default (a block that attends over no cache).
+  virtual void bind_context(const Architecture& arch, const nlohmann::json& context,
+                            BlockOps* ops) const {}
   // Its state for an executor that runs `arch` on `tp` tensor-parallel ranks (null: none).
   virtual std::unique_ptr<BlockState> state(const Architecture& arch, int64_t tp) const {
     return nullptr;
@@ -111,6 +117,9 @@ class Block {
   // Its cache per token in layer `layer` on a rank holding `kv_heads` of the kv heads (none by
   // default).
   virtual BlockCache cache(const TextModel& t, int64_t layer, int64_t kv_heads) const { return {}; }
+  // Whether tensor parallelism splits its cache by kv heads (false: MLA's latent, held whole by
+  // every rank, so kv-head divisibility and replication do not apply).
+  virtual bool cache_split_by_heads() const { return true; }
   // Whether it keeps a fixed state per sequence instead (a linear attention), and its bytes on
   // one of `tp` ranks (`act_bytes` an activation element; 0 where the config does not say).
   virtual bool keeps_state() const { return false; }
@@ -141,5 +150,8 @@ const Block* block_at(const TextModel& t, int64_t layer, BlockSlot slot);
 const Block& block_of(const TextModel& t, int64_t layer, BlockSlot slot);
 // How many of `t`'s layers run `b` (0: the model does not use it).
 int64_t layers_running(const TextModel& t, const Block& b);
+// Whether tensor parallelism splits `t`'s KV cache by kv heads: every mixer block some layer runs
+// does (Block::cache_split_by_heads).
+bool kv_split_by_heads(const TextModel& t);
 
 }  // namespace h0::model

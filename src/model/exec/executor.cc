@@ -33,16 +33,6 @@ KvGeometry kv_geometry(const Architecture& a, const ExecutorOptions& o) {
           k.index_dim};
 }
 
-// The softmax scale of the model's attention (Block::attention_scale of its first attention
-// layer).
-double attention_scale(const TextModel& t) {
-  for (int64_t l = 0; l < t.num_layers; ++l) {
-    const double scale = block_of(t, l, BlockSlot::kMixer).attention_scale(t);
-    if (scale > 0) return scale;
-  }
-  return 0;
-}
-
 // options.expert_bytes, or HARNESS_EXPERT_BYTES when set (an integer; anything else is an
 // InputError naming it).
 int64_t expert_bytes(const ExecutorOptions& o) {
@@ -86,7 +76,6 @@ Executor::Executor(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
           expert_bytes_, options.only_layer)),
       cache_(backend, kv_geometry(arch, options), options.dtype),
       prefix_(arch.has_vision ? "model.language_model." : "model."),
-      attention_scale_(attention_scale(arch.text)),
       op_(model_ops(arch, options.dtype, options.act_quant, checkpoint_dtype(arch, ckpt))) {
   const int64_t tp =
       options.sharding != nullptr && options.sharding->tp ? options.sharding->tp->size() : 1;
@@ -322,19 +311,12 @@ void Executor::begin_step(Step* step) {
     step->tokens += s.tokens;
     for (int64_t i = 0; i < s.tokens; ++i) pos.push_back(s.start + i);
     s.table = cache_.block_table(s.seq);
-    ops::Json attrs = {{"context_len", s.start + s.tokens},
-                       {"scale", attention_scale_},
-                       {"causal", true},
-                       {"q_offset", s.start}};
-    s.paged_attention = bind_op("paged_attention", attrs);
-    if (arch_.text.attn.sliding_window > 0) {  // the sliding layers' (TextModel::layer_kinds)
-      attrs["sliding_window"] = arch_.text.attn.sliding_window;
-      s.sliding_attention = bind_op("paged_attention", attrs);
-    }
-    if (const BoundOp* select = op_.find("index_select")) {  // DeepSeek-V3.2's indexer
-      s.sparse_attention = bind_op("sparse_attention", attrs);
-      for (const char* key : {"topk", "scale"}) attrs[key] = select->attrs.at(key);
-      s.indexer = bind_op("lightning_indexer", attrs);
+    for (const auto& [block, bound] : op_.blocks) {
+      const ops::Json context = {{"context_len", s.start + s.tokens},
+                                 {"scale", block->attention_scale(arch_.text)},
+                                 {"causal", true},
+                                 {"q_offset", s.start}};
+      block->bind_context(arch_, context, &s.context[block]);
     }
   }
   if (arch_.text.mrope_section.empty()) {
@@ -438,8 +420,9 @@ DeviceTensor Executor::run_block(const Block& block, int64_t layer, const Device
 
 // k and v rows of every segment go to its sequence's blocks (and the indexer keys to theirs), the
 // layer is uploaded once, then attention runs per segment (one sequence per call) on its rows of
-// q [T, H, Dh]: paged_attention, or lightning_indexer and sparse_attention over the keys it picks.
-DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q,
+// q [T, H, Dh]: the block's paged_attention, or its lightning_indexer and sparse_attention over
+// the keys it picks.
+DeviceTensor Executor::cached_attention(int64_t layer, const Block& block, const DeviceTensor& q,
                                         const tensor::Tensor& k, const tensor::Tensor& v,
                                         Step& step, const IndexerInputs* index) {
   for (const Segment& s : step.segments) {
@@ -450,10 +433,8 @@ DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q,
   }
   cache_.upload(layer);
   const DeviceTensor &k_cache = cache_.k(layer), &v_cache = cache_.v(layer);
-  const bool sliding = arch_.text.layer_kind(layer) == TextModel::LayerKind::kSliding &&
-                       arch_.text.attn.sliding_window > 0;
-  const auto op = [sliding](const Segment& s) -> const BoundOp& {
-    return sliding ? s.sliding_attention : s.paged_attention;
+  const auto op = [&block](const Segment& s, const char* label) -> const BoundOp& {
+    return s.context.at(&block).at(label);
   };
   const DeviceTensor* sinks = weights_->find(layer, TensorRole::kAttnSinks);  // GPT-OSS
   const bool one = step.segments.size() == 1;
@@ -468,12 +449,13 @@ DeviceTensor Executor::cached_attention(int64_t layer, const DeviceTensor& q,
         w_rows = backend_.upload(w_host.slice_rows(s.row, s.row + s.tokens));
       }
       const DeviceTensor picked =
-          ops_.run1(s.indexer, {one ? &index->q : &iq_rows, &cache_.index_k(layer),
-                                one ? &index->weights : &w_rows, &s.table});
-      return ops_.run1(s.sparse_attention, {&q_rows, &k_cache, &v_cache, &s.table, &picked});
+          ops_.run1(op(s, "indexer"), {one ? &index->q : &iq_rows, &cache_.index_k(layer),
+                                       one ? &index->weights : &w_rows, &s.table});
+      return ops_.run1(op(s, "sparse_attention"), {&q_rows, &k_cache, &v_cache, &s.table, &picked});
     }
-    return sinks != nullptr ? ops_.run1(op(s), {&q_rows, &k_cache, &v_cache, &s.table, sinks})
-                            : ops_.run1(op(s), {&q_rows, &k_cache, &v_cache, &s.table});
+    const BoundOp& attention = op(s, "attention");
+    return sinks != nullptr ? ops_.run1(attention, {&q_rows, &k_cache, &v_cache, &s.table, sinks})
+                            : ops_.run1(attention, {&q_rows, &k_cache, &v_cache, &s.table});
   };
   if (one) return run(step.segments[0], q);
   const tensor::Tensor q_host = backend_.download(q);

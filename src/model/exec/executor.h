@@ -142,10 +142,9 @@ class Executor {
     int64_t row = 0, tokens = 0,
             start = 0;  // rows [row, row + tokens) hold positions [start, start + tokens)
     backend::DeviceTensor table;
-    BoundOp paged_attention;    // attrs of this segment's context (bound once, used by every layer)
-    BoundOp sliding_attention;  // the same with the sliding window: the sliding layers
-    BoundOp indexer,
-        sparse_attention;  // DeepSeek-V3.2: lightning_indexer and the attention over its picks
+    // Each block's ops at this segment's context (Block::bind_context: bound once per step, used
+    // by every layer that runs the block).
+    std::map<const Block*, BlockOps> context;
   };
   struct Step {  // one forward pass over one or more sequences
     std::vector<Segment> segments;
@@ -157,17 +156,19 @@ class Executor {
     std::optional<backend::DeviceTensor> gelu_up, gelu_down;
   };
   // Reserves cache room for each segment (seq, tokens set) and fills rows, positions, block
-  // tables and paged-attention attrs.
+  // tables and each block's ops at the segment's context.
   void begin_step(Step* step);
   backend::DeviceTensor decoder_layer(int64_t layer, backend::DeviceTensor x, Step& step);
   // A block's step (config/block.h) on the layer's normed input, through a LayerRun.
   backend::DeviceTensor run_block(const Block& block, int64_t layer, const backend::DeviceTensor& h,
                                   Step& step);
-  // Caches k and v (and `index`'s keys), then attends: paged_attention, or with `index`
-  // sparse_attention over the keys lightning_indexer picks.
-  backend::DeviceTensor cached_attention(int64_t layer, const backend::DeviceTensor& q,
-                                         const tensor::Tensor& k, const tensor::Tensor& v,
-                                         Step& step, const IndexerInputs* index = nullptr);
+  // Caches k and v (and `index`'s keys), then attends with the ops `block` bound at each
+  // segment's context: its "attention", or with `index` its "sparse_attention" over the keys its
+  // "indexer" picks.
+  backend::DeviceTensor cached_attention(int64_t layer, const Block& block,
+                                         const backend::DeviceTensor& q, const tensor::Tensor& k,
+                                         const tensor::Tensor& v, Step& step,
+                                         const IndexerInputs* index = nullptr);
   // x·wᵀ (+ bias). `with_bias` false leaves a replicated bias out (a row-parallel rank other
   // than tp rank 0, whose partial sums are all-reduced).
   backend::DeviceTensor linear(int64_t layer, TensorRole role, const backend::DeviceTensor& x,
@@ -201,7 +202,6 @@ class Executor {
   std::unique_ptr<ModelWeights> weights_;
   PagedKvCache cache_;
   std::string prefix_;
-  double attention_scale_ = 0;
   ModelOps op_;  // the model's ops, bound once (model_ops.h)
   std::map<const Block*, std::unique_ptr<BlockState>> block_states_;  // Block::state's
   std::map<int, int64_t> mrope_next_;  // M-RoPE: a sequence's next position id (past its images)

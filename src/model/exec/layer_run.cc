@@ -49,7 +49,7 @@ const backend::DeviceTensor* LayerRun::find(TensorRole role, TensorPiece piece) 
 backend::DeviceTensor LayerRun::cached_attention(const backend::DeviceTensor& q,
                                                  const tensor::Tensor& k, const tensor::Tensor& v,
                                                  const IndexerInputs* index) {
-  return executor_.cached_attention(layer_, q, k, v, step_, index);
+  return executor_.cached_attention(layer_, block_, q, k, v, step_, index);
 }
 
 const backend::DeviceTensor& LayerRun::weight(TensorRole role, TensorPiece piece) const {

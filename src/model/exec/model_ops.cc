@@ -54,7 +54,14 @@ ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant
           ? bind_op("embedding", {{"scale", rounded_to(std::sqrt(double(t.hidden_size)), dtype)}})
           : bind_op("embedding");
   for (const Block* b : blocks()) {  // the blocks some layer runs bind their own ops
-    if (layers_running(t, *b) > 0) b->bind(arch, dtype, &o.blocks[b]);
+    if (layers_running(t, *b) == 0) continue;
+    b->bind(arch, dtype, &o.blocks[b]);
+    BlockOps per_step;  // at a sample context: which ops each step binds
+    b->bind_context(
+        arch,
+        {{"context_len", 1}, {"scale", b->attention_scale(t)}, {"causal", true}, {"q_offset", 0}},
+        &per_step);
+    for (const auto& [label, op] : per_step.ops) o.context.insert(op.def->name);
   }
   o.argmax = bind_op("argmax");
   if (arch.vision && arch.vision->tower == "qwen2_5_vl") {
@@ -88,12 +95,8 @@ ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant
 }
 
 std::set<std::string> ModelOps::names() const {
-  std::set<std::string> out = {"sample"};
-  if (find("index_select") != nullptr) {  // DeepSeek-V3.2's lightning indexer
-    out.insert("sparse_attention");
-  } else {
-    out.insert("paged_attention");
-  }
+  std::set<std::string> out = context;
+  out.insert("sample");
   // With linear_widen every projection runs by it (ModelWeights keeps them all as stored); a
   // tensor a checkpoint stores otherwise (an f32 router in a bf16 checkpoint) still runs by linear.
   if (linear_widen.def != nullptr) out.insert("linear_widen");

@@ -48,11 +48,14 @@ struct ModelOps {
   BoundOp layernorm, mul, silu, gelu, swiglu, patch_embed, vision_attention;
   BoundOp vision_norm, vision_rope;
 
+  // The ops the blocks bind per sequence and step at its context (Block::bind_context:
+  // paged_attention, or with an indexer lightning_indexer and sparse_attention).
+  std::set<std::string> context;
+
   // The op a block bound under `label` (the first block's, in the registry's order), or null.
   const BoundOp* find(const std::string& label) const;
-  // Every op the model runs: the bound ones, paged_attention — or with an indexer,
-  // lightning_indexer and sparse_attention — (bound per forward pass: its context length) and
-  // sample (bound per request: its sampling parameters).
+  // Every op the model runs: the bound ones, `context`'s and sample (bound per request: its
+  // sampling parameters).
   std::set<std::string> names() const;
 };
 
