@@ -61,7 +61,11 @@ class CollectiveCase : public PreparedCase {
       std::unique_ptr<mesh::Communicator> nccl;
       std::unique_ptr<coll::Memory> memory = coll::host_memory();
       if (s_.engine == "nccl") {
-        const double timeout = timeout_s > 0 ? timeout_s : ctx.platform().case_timeout_s;
+        // Each wait bounded as the world's (--mesh-timeout) and within the case's time.
+        const double case_s = timeout_s > 0 ? timeout_s : ctx.platform().case_timeout_s;
+        const double timeout = world.timeout_s() > 0 && (case_s <= 0 || world.timeout_s() < case_s)
+                                   ? world.timeout_s()
+                                   : case_s;
         nccl = mesh::make_nccl_communicator(world, mesh::detect_rank_env().local_rank, timeout);
         memory = coll::device_memory();
       }

@@ -43,6 +43,9 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual std::string engine() const = 0;  // "mpi", "nccl", "single"
+  // How long one collective waits for its peers before it throws MeshTimeout (--mesh-timeout;
+  // 0: no bound, a single process).
+  virtual double timeout_s() const { return 0; }
 
   // Element counts are per buffer; `send == recv` is in place. Buffers are host memory for the
   // MPI and single engines, device memory for NCCL. Floating dtypes f64/f32/f16/bf16 and

@@ -115,6 +115,7 @@ class FaultyCommunicator final : public Communicator {
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   std::string engine() const override { return inner_->engine(); }
+  double timeout_s() const override { return inner_->timeout_s(); }
 
   void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) override {
     run("all_reduce", recv, count, dtype, send,

@@ -42,6 +42,7 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string engine() const override { return "mpi"; }
+  double timeout_s() const override { return timeout_s_; }
 
   void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) override {
     const int n = enter("all_reduce", count);

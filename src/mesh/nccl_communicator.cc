@@ -102,6 +102,7 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string engine() const override { return "nccl"; }
+  double timeout_s() const override { return timeout_s_; }
 
   void all_reduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) override {
     check_reducible("all_reduce", dtype);

@@ -233,6 +233,7 @@ TEST(Mpi, SlowPeerTimesOut) {
   auto c = make_faulty_communicator(
       make_mpi_communicator(1),
       {{"op", "barrier"}, {"rank", 1}, {"fault", "delay"}, {"seconds", 3}});
+  EXPECT_EQ(c->timeout_s(), 1);  // what an NCCL communicator made from it waits at most
   const auto t0 = std::chrono::steady_clock::now();
   if (c->rank() != 1) {
     EXPECT_THROW(c->barrier(), MeshTimeout);
