@@ -1,7 +1,5 @@
 #include "mesh/mpi_runtime.h"
 
-#include <sched.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -65,10 +63,6 @@ bool wait_all(MPI_Request* requests, int n, double timeout_s, int* error) {
     if (*error != MPI_SUCCESS) return false;
     if (done) return true;
     if (timeout_s > 0 && polls % 64 == 0 && Clock::now() > deadline) return false;
-    // Past the first polls (a small message's latency), give the core away between polls: with
-    // more ranks than cores (mpirun --oversubscribe) a spinning rank starved the peer it waited
-    // for, and four all_reduce cases took 82 s.
-    if (polls > 256) sched_yield();
   }
 }
 
