@@ -13,13 +13,13 @@ decoding with a KV cache, in f32 on the CPU with as many threads as cores:
             forward per token with past_key_values; best of R, after one unmeasured warm-up
 Prints tokens/s of each and the harness/pytorch ratios (target >= 1).
 
-A real-width checkpoint (README "Models at the width they ship"): `--checkpoint DIR` runs on an
+A real-width checkpoint (docs/day0.md "Models at the width they ship"): `--checkpoint DIR` runs on an
 existing checkpoint (tests/bench/synth_rss.sh --keep writes one from a real config cut to 2 layers)
 instead of synthesizing, `--torch-dtype bf16` runs PyTorch in the checkpoint's bf16 (eager, as a
 user would), and `--baseline-harness OLD` runs a second harness binary (an earlier commit) in the
 same run; each harness run's peak RSS is reported (/usr/bin/time).
 
-Long context (README "Long context"): `--prompt 4096,16384,32768 --decode 1 --repeats 1
+Long context (docs/serving.md "Long context"): `--prompt 4096,16384,32768 --decode 1 --repeats 1
 --attn sdpa` measures prefill at each length. PyTorch's eager attention materializes [heads, T, T]
 scores (16 GiB per layer at 32K for tiny-llama's 4 heads in f32), which a 24 GiB machine cannot
 hold; `--attn sdpa` is PyTorch's fused scaled_dot_product_attention, still eager (not compiled).

@@ -3,7 +3,7 @@
 // within `logprob_atol`), a guard that proves the engine used the feature (its own evidence:
 // usage fields, /metrics counters, the overlap of streamed tokens), else the case says "not
 // exercised: <why>" (a skip, never a pass), and a fault of the fake engine it catches
-// (tests/service/fake_openai_server.cc). README "Serving features" has the table.
+// (tests/service/fake_openai_server.cc). docs/serving.md "Serving features" has the table.
 //   prefix_cache     a long prompt cold, then warm: equal; guard cached_tokens or a hit counter
 //   decode_prefill   the logprobs a request decoded vs the same tokens sent back as a prompt
 //                    (echo): mean and max KL over the top-k (SGLang's rule); no golden needed

@@ -7,8 +7,8 @@
 //     character) comes out with the first output token, before the output's own text;
 //   - the end: an incomplete character at the end of the output — with the tokens since the text
 //     last decoded to whole characters — is never emitted.
-// Seen on vLLM 0.32 (README "Real engines"). The ids decide; these differences are reported as
-// notes with their bytes, never silently, and any other difference is one.
+// Seen on vLLM 0.32 (docs/engines.md "Real engines"). The ids decide; these differences are
+// reported as notes with their bytes, never silently, and any other difference is one.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Where a loglikelihood request's continuation lies among the tokens an engine echoes, located by
 // tokens, not by characters: vLLM 0.32 lists the BOS token with its text at text_offset 0 and
 // counts its characters in every later offset while its echoed text omits it, so a continuation
-// found by character offset sums the wrong tokens (README "Real engines").
+// found by character offset sums the wrong tokens (docs/engines.md "Real engines").
 #pragma once
 
 #include <cstdint>

@@ -316,7 +316,7 @@ TEST_F(EvalCli, AMalformedTaskFileFailsAtItsLine) {
 namespace h0::test {
 namespace {
 
-// The fake engine in vLLM 0.32's two modes that once failed a right model (README "Real
+// The fake engine in vLLM 0.32's two modes that once failed a right model (docs/engines.md "Real
 // engines"). Each would fail here under the old rules: text compared byte for byte, the
 // continuation located by character offsets.
 class VllmFake : public EvalCli {

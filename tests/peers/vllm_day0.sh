@@ -18,7 +18,7 @@
 #      same way: its e2e cases must fail, naming the first differing token.
 # Then it prints a table, one row per model: loads or not (vLLM's words), each day0 stage's status
 # (P pass, F fail, - blocked / not run, n/a not applicable, nm not modelled), the e2e and eval
-# suites' pass/fail counts, and the summary of every failing stage. README "Real engines" holds the
+# suites' pass/fail counts, and the summary of every failing stage. docs/engines.md "Real engines" holds the
 # table as measured, with whose fault each failure is.
 #
 # Usage (from anywhere):

@@ -9,7 +9,7 @@
 # vllm:cache_config_info (kind kv_capacity, kv_dtype f32: vllm_cpu.sh serves in float32 and
 # VLLM_CPU_KVCACHE_SPACE=1 GiB). Config-only models (configs/models/) are synthesized with
 # `harness model synth --seed 0`; tests/data/models/ checkpoints are served as committed.
-# The models vLLM's CPU build serves among those with long goldens (README, the vLLM table):
+# The models vLLM's CPU build serves among those with long goldens (docs/engines.md, the vLLM table):
 #   tiny-llama tiny-qwen3-moe tiny-gemma3 tiny-glm4-moe
 # (tiny-mistral, tiny-qwen2-moe, tiny-gpt-oss: heads of 16, which vLLM's CPU attention refuses;
 # tiny-deepseek-v3: MLA head dim 40; tiny-qwen3-next: bf16 only; tiny-qwen3-5: its conv dies.)

@@ -4,7 +4,7 @@
 // kFamilies (declared there, next to its row). This header holds what family files share. A family
 // that the existing blocks express (attention: GQA or MLA, with or without biases and QK-norm,
 // sliding-window layers; MLP: dense, MoE with shared experts; a CLIP tower) needs nothing else:
-// README "Adding a model family".
+// docs/extending.md "Adding a model family".
 #pragma once
 
 #include "model/config/architecture.h"
