@@ -114,6 +114,7 @@ int run_info(const ModelOptions& opt) {
                         {"tensors", inv.weights.size()},
                         {"modelled", a.modelled},
                         {"counted", counted}};
+    if (!a.derived.empty()) j["derived"] = a.derived;
     if (opt.tensors) {
       j["inventory"] = nlohmann::json::array();
       for (const auto& w : inv.weights) {
@@ -135,6 +136,7 @@ int run_info(const ModelOptions& opt) {
                     ? "the counts are the checkpoint's tensors, by the name-pattern rule table"
                     : "the parameter counts need the checkpoint (config.json and *.safetensors)");
   }
+  for (const std::string& d : a.derived) std::printf("derived: %s\n", d.c_str());
   if (a.is_moe() && !a.modelled) {  // only the counts the shared config fields give
     std::printf("MoE: %lld routed experts (top %lld)\n", (long long)t.moe.num_experts,
                 (long long)t.moe.experts_per_token);

@@ -203,6 +203,10 @@ StageResult unmodelled_config_stage(Context& ctx) {
       {"family", a.family},          {"architecture", a.architecture},
       {"modelled", false},           {"modelled_families", model::known_architectures()},
       {"layers", a.text.num_layers}, {"hidden_size", a.text.hidden_size}};
+  if (!a.derived.empty()) {  // fields under another name, or derived as transformers does
+    details["derived"] = a.derived;
+    for (const std::string& d : a.derived) summary += d + "; ";
+  }
   if (!model::has_checkpoint(ctx.options.model)) {
     summary += "exact parameter counts need the checkpoint (this directory holds the config only)";
     details["needs"] = "checkpoint";

@@ -115,6 +115,12 @@ std::optional<PlanIssue> check_plan(const model::Architecture& arch, const Paral
     if (model::layers_running(t, *b) == 0) continue;
     if (std::string issue = b->tp_issue(t, tp); !issue.empty()) return PlanIssue{"tp", issue};
   }
+  if (plan.pp > 1 && t.layers_per_stored_layer > 1) {  // stages would split the wrong index
+    return PlanIssue{"pp", "the config's layer count is derived (" + str(t.num_layers) + " = " +
+                               str(t.layers_per_stored_layer) +
+                               " x the checkpoint's layers): pipeline stages are not planned "
+                               "for it (pp must be 1)"};
+  }
   if (plan.pp > t.num_layers) {
     return PlanIssue{
         "pp", "pp " + str(plan.pp) + " is more than the model's " + str(t.num_layers) + " layers"};

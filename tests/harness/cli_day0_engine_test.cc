@@ -229,6 +229,25 @@ TEST(Day0Engine, ConfigOnlyDryRunOfAnUnmodelledFamily) {
   EXPECT_EQ(stages["coverage"]["status"], "not_modelled");
 }
 
+// LongCat-Flash as transformers 5.24 saves its default config (num_layers, no num_hidden_layers):
+// stage 1 reads it as transformers does and says so; it was refused ("num_hidden_layers:
+// missing"), and every later stage blocked (issue 50).
+TEST(Day0Engine, ALayerCountTransformersDerivesIsReadAndSaid) {
+  test::TempDir dir;
+  const auto r = run_harness(
+      "day0 --json --no-db --no-report --dry-run --model " +
+      test::config_only_model(dir, "tests/data/configs/transformers5-fields/longcat_flash.json",
+                              "longcat-flash"));
+  EXPECT_EQ(r.code, 1) << r.err;  // a dry run establishes nothing
+  auto stages = stages_of(r.out);
+  EXPECT_EQ(stages["config"]["status"], "pass") << stages["config"]["summary"];
+  EXPECT_NE(stages["config"]["summary"].get<std::string>().find(
+                "num_hidden_layers 56 = 2 x num_layers (transformers 5.24's longcat_flash)"),
+            std::string::npos)
+      << stages["config"]["summary"];
+  EXPECT_EQ(stages["config"]["details"]["layers"], 56);
+}
+
 // The platform names the dialect: no probe, and the same verdict.
 TEST(Day0Engine, AStatedDialectIsUsedAsIs) {
   test::TempDir dir;

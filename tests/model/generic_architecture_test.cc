@@ -146,3 +146,71 @@ TEST(GenericArchitecture, ADeeplyNestedConfigIsRefusedNotACrash) {
 
 }  // namespace
 }  // namespace h0::model
+
+namespace h0::model {
+namespace {
+
+std::string tf5(const std::string& type) {
+  return std::string(H0_SOURCE_DIR) + "/tests/data/configs/transformers5-fields/" + type + ".json";
+}
+
+// Config shapes transformers 5.24 accepts whose fields are saved under other names
+// (golden/tools/gen_tf5_config_fields.py: the table and the configs, saved by save_pretrained).
+// LongCat-Flash saves num_layers 28 and derives num_hidden_layers = 2 x 28 (two attention
+// sublayers a layer): read as transformers does, said, and never split into pipeline stages over
+// the wrong index. It was refused: "num_hidden_layers: missing".
+TEST(GenericArchitecture, DerivedAndAliasedFieldsAreReadAsTransformersDoes) {
+  const Architecture lc = load_any_architecture(tf5("longcat_flash"));
+  EXPECT_EQ(lc.text.num_layers, 56);
+  EXPECT_EQ(lc.text.layers_per_stored_layer, 2);
+  EXPECT_TRUE(lc.text.attn.mla);
+  ASSERT_EQ(lc.derived.size(), 1u);
+  EXPECT_EQ(lc.derived[0],
+            "num_hidden_layers 56 = 2 x num_layers (transformers 5.24's longcat_flash)");
+  EXPECT_FALSE(plan::check_plan(lc, {8, 1, 1, 1}).has_value());
+  const auto pp = plan::check_plan(lc, {1, 2, 1, 1});
+  ASSERT_TRUE(pp.has_value());
+  EXPECT_NE(pp->message.find("the config's layer count is derived (56 = 2 x the checkpoint's"),
+            std::string::npos)
+      << pp->message;
+
+  const Architecture gpt2 = load_any_architecture(tf5("gpt2"));  // n_layer, n_embd, n_head
+  EXPECT_EQ(gpt2.text.num_layers, 12);
+  EXPECT_EQ(gpt2.text.hidden_size, 768);
+  EXPECT_EQ(gpt2.text.attn.num_heads, 12);
+  EXPECT_EQ(gpt2.text.layers_per_stored_layer, 1);
+  EXPECT_EQ(gpt2.derived, (std::vector<std::string>{
+                              "hidden_size 768 = n_embd (transformers 5.24's gpt2)",
+                              "num_hidden_layers 12 = n_layer (transformers 5.24's gpt2)",
+                              "num_attention_heads 12 = n_head (transformers 5.24's gpt2)"}));
+
+  const Architecture nh = load_any_architecture(tf5("nemotron_h"));  // a per-layer list's length
+  EXPECT_EQ(nh.text.num_layers, 4);
+  EXPECT_EQ(
+      nh.derived.at(0),
+      "num_hidden_layers 4 = the length of layers_block_type (transformers 5.24's nemotron_h)");
+
+  // A family transformers 5.24 does not have: a name other families use, said to be assumed; a
+  // field under no name at all is still refused, naming it.
+  nlohmann::json c = {{"model_type", "next_year_lm"},
+                      {"n_layer", 6},
+                      {"hidden_size", 64},
+                      {"num_attention_heads", 4},
+                      {"vocab_size", 100}};
+  const Architecture next = describe_architecture(c, "config.json");
+  EXPECT_EQ(next.text.num_layers, 6);
+  EXPECT_EQ(next.derived.at(0),
+            "num_hidden_layers 6 = n_layer (its name in other families; transformers 5.24 has no "
+            "rule for next_year_lm)");
+  c.erase("n_layer");
+  try {
+    describe_architecture(c, "config.json");
+    ADD_FAILURE() << "a config without a layer count was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("num_hidden_layers: missing"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace h0::model

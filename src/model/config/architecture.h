@@ -135,6 +135,9 @@ struct TextModel {
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;  // dense MLP
   int64_t num_layers = 0;
+  // Decoder layers per layer of the checkpoint (its model.layers.<n>), where the config derives
+  // num_layers from a count of its own: LongCat-Flash's two attention sublayers a layer (2).
+  int64_t layers_per_stored_layer = 1;
   int64_t vocab_size = 0;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000;
@@ -250,6 +253,9 @@ struct Architecture {
   // build_inventory.
   bool modelled = true;
   bool has_vision = false;  // a vision_config (also set when the tower itself is not modelled)
+  // What was read under another name or derived (a family the executor does not model):
+  // "num_hidden_layers 56 = 2 x num_layers (transformers 5.24's longcat_flash)".
+  std::vector<std::string> derived;
   TextModel text;
   std::optional<Vision> vision;
   Quantization quantization;

@@ -21,6 +21,65 @@ int64_t first_int(const ConfigFields& f, std::initializer_list<const char*> keys
   return def;
 }
 
+// How transformers 5 derives a field the planner needs for a family whose config.json saves it
+// under another name (golden/tools/gen_tf5_config_fields.py; the evidence in
+// golden/models/transformers5-fields.json).
+struct DerivedField {
+  const char* model_type;
+  const char* field;
+  const char* saved_key;  // "text_config.<key>" for a nested language model's
+  int64_t factor;         // 0: the length of the saved list or string
+};
+constexpr DerivedField kTransformers5Fields[] = {
+#include "model/config/transformers5_fields.inc"
+};
+
+bool has_rule(const std::string& family, const char* field) {
+  for (const DerivedField& d : kTransformers5Fields) {
+    if (family == d.model_type && std::string(field) == d.field) return true;
+  }
+  return false;
+}
+
+// `field` as the config spells it: under its own name; else as transformers 5 derives it for
+// `family` (LongCat-Flash's num_hidden_layers = 2 x num_layers: two attention sublayers a layer);
+// else under a name other families use for it (`aliases`, said to be an assumption); else
+// refused, naming `field`. What was derived goes to a->derived.
+int64_t derived_int(const ConfigFields& f, const std::string& family, const char* field,
+                    std::initializer_list<const char*> aliases, Architecture* a) {
+  if (f.find(field) != nullptr) return f.req_int(field);
+  for (const DerivedField& d : kTransformers5Fields) {
+    if (family != d.model_type || std::string(field) != d.field) continue;
+    std::string key = d.saved_key;
+    if (key.rfind("text_config.", 0) == 0) key = key.substr(12);
+    const nlohmann::json* saved = f.find(key);
+    if (saved == nullptr) break;
+    int64_t v = 0;
+    std::string how;
+    if (d.factor == 0) {  // a per-layer list (or pattern string): its length
+      if (!saved->is_array() && !saved->is_string())
+        throw InputError(f.where(key), "expected a list of the layers' kinds");
+      v = saved->is_array() ? int64_t(saved->size()) : int64_t(saved->get<std::string>().size());
+      how = "the length of " + key;
+    } else {
+      v = f.req_int(key) * d.factor;
+      how = (d.factor > 1 ? std::to_string(d.factor) + " x " : "") + key;
+    }
+    a->derived.push_back(std::string(field) + " " + std::to_string(v) + " = " + how +
+                         " (transformers 5.24's " + family + ")");
+    return v;
+  }
+  for (const char* alias : aliases) {
+    if (f.find(alias) == nullptr) continue;
+    const int64_t v = f.req_int(alias);
+    a->derived.push_back(std::string(field) + " " + std::to_string(v) + " = " + alias +
+                         " (its name in other families; transformers 5.24 has no rule for " +
+                         family + ")");
+    return v;
+  }
+  return f.req_int(field);
+}
+
 int64_t positive(const ConfigFields& f, const char* key, int64_t value) {
   if (value < 1)
     throw InputError(f.where(key), "must be a positive integer, got " + std::to_string(value));
@@ -43,17 +102,30 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
   a.has_vision = config.contains("vision_config");
   TextModel& t = a.text;
   t.model_type = f.opt_string("model_type", a.family);
-  t.hidden_size = positive(f, "hidden_size", f.req_int("hidden_size"));
-  t.num_layers = positive(f, "num_hidden_layers", f.req_int("num_hidden_layers"));
+  t.hidden_size = positive(f, "hidden_size",
+                           derived_int(f, a.family, "hidden_size", {"n_embd", "d_model"}, &a));
+  t.num_layers = positive(
+      f, "num_hidden_layers",
+      derived_int(f, a.family, "num_hidden_layers", {"num_layers", "n_layer", "n_layers"}, &a));
+  for (const DerivedField& d : kTransformers5Fields) {  // LongCat-Flash: 2 decoder layers a layer
+    if (a.family == d.model_type && std::string("num_hidden_layers") == d.field && d.factor > 1 &&
+        f.find("num_hidden_layers") == nullptr)
+      t.layers_per_stored_layer = d.factor;
+  }
   if (t.num_layers > kMaxDecoderLayers) {
     throw InputError(f.where("num_hidden_layers"), std::to_string(t.num_layers) +
                                                        " is not a plausible layer count (at most " +
                                                        std::to_string(kMaxDecoderLayers) + ")");
   }
   Attention& at = t.attn;
-  at.num_heads = positive(f, "num_attention_heads", f.req_int("num_attention_heads"));
-  at.num_kv_heads =
-      positive(f, "num_key_value_heads", f.opt_int("num_key_value_heads", at.num_heads));
+  at.num_heads =
+      positive(f, "num_attention_heads",
+               derived_int(f, a.family, "num_attention_heads", {"n_head", "num_heads"}, &a));
+  at.num_kv_heads = positive(
+      f, "num_key_value_heads",
+      f.find("num_key_value_heads") != nullptr || !has_rule(a.family, "num_key_value_heads")
+          ? f.opt_int("num_key_value_heads", at.num_heads)
+          : derived_int(f, a.family, "num_key_value_heads", {}, &a));
   at.head_dim = positive(f, "head_dim", f.opt_int("head_dim", t.hidden_size / at.num_heads));
   if (at.num_heads % at.num_kv_heads != 0) {
     throw InputError(f.where("num_key_value_heads"),
@@ -71,7 +143,9 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
   at.sliding_window = f.opt_int("sliding_window", 0);
   t.layer_kinds = read_layer_kinds(f, t.num_layers, at.sliding_window);
   t.intermediate_size = f.opt_int("intermediate_size", 0);
-  t.vocab_size = first_int(f, {"vocab_size"}, top.opt_int("vocab_size", 0));
+  t.vocab_size = f.find("vocab_size") != nullptr || !has_rule(a.family, "vocab_size")
+                     ? first_int(f, {"vocab_size"}, top.opt_int("vocab_size", 0))
+                     : derived_int(f, a.family, "vocab_size", {}, &a);
   t.max_position_embeddings = f.opt_int("max_position_embeddings", 0);
   t.tie_word_embeddings =
       top.opt_bool("tie_word_embeddings", f.opt_bool("tie_word_embeddings", false));
