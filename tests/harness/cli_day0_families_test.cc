@@ -37,14 +37,14 @@ struct NewFamily {
 
 void PrintTo(const NewFamily& f, std::ostream* os) { *os << f.name; }
 
-class Day0NewFamily : public ::testing::TestWithParam<std::tuple<NewFamily, const char*>> {};
+class Day0NewFamily : public ::testing::TestWithParam<std::tuple<NewFamily, std::string>> {};
 
 // On the reference kernels and PoCL the op stage runs this model's own shapes only
 // (--op-cases model): the op suite's generic cases run on each once (ops_suite_reference,
 // ops_suite_opencl), not again for every family.
 TEST_P(Day0NewFamily, EveryStagePasses) {
   const auto& [f, platform] = GetParam();
-  const bool model_ops_only = std::string(platform) != "cpu";
+  const bool model_ops_only = platform != "cpu";
   test::TempDir dir;
   const auto r = run_harness("day0 --json --no-db --model " + model_dir(f.name) +
                              " --platform configs/platforms/" + platform + ".yaml --out " +
@@ -78,7 +78,8 @@ INSTANTIATE_TEST_SUITE_P(
                           NewFamily{"tiny-glm4-moe-lite", 306256, "rmsnorm/16"},
                           // the QK-norm over the whole q projection (4 heads of 32)
                           NewFamily{"tiny-minimax-m2", 230592, "rmsnorm/128"}),
-        ::testing::Values("cpu", "reference", "opencl-pocl")),
+        ::testing::Values(std::string("cpu"), std::string("reference"),
+                          std::string("opencl-pocl"))),
     [](const auto& param_info) {
       std::string n =
           std::string(std::get<0>(param_info.param).name) + "_" + std::get<1>(param_info.param);
@@ -211,7 +212,7 @@ struct OldFault {
 
 void PrintTo(const OldFault& f, std::ostream* os) { *os << f.options; }
 
-class Day0OldFaults : public ::testing::TestWithParam<std::tuple<const char*, OldFault>> {};
+class Day0OldFaults : public ::testing::TestWithParam<std::tuple<std::string, OldFault>> {};
 
 TEST_P(Day0OldFaults, AreCaughtAndLocalized) {
   const auto& [name, fault] = GetParam();
@@ -231,7 +232,7 @@ TEST_P(Day0OldFaults, AreCaughtAndLocalized) {
 
 // "tiny_mistral_rmsnorm": the model and the fault's op.
 std::string old_fault_name(
-    const ::testing::TestParamInfo<std::tuple<const char*, OldFault>>& info) {
+    const ::testing::TestParamInfo<std::tuple<std::string, OldFault>>& info) {
   const std::string options = std::get<1>(info.param).options;
   const size_t op = options.find("op: ") + 4;
   std::string n =
@@ -243,8 +244,9 @@ std::string old_fault_name(
 INSTANTIATE_TEST_SUITE_P(
     NewModels, Day0OldFaults,
     ::testing::Combine(
-        ::testing::Values("tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe", "tiny-gemma3",
-                          "tiny-gpt-oss", "tiny-glm4-moe-lite", "tiny-minimax-m2"),
+        ::testing::Values<std::string>("tiny-mistral", "tiny-qwen2-moe", "tiny-glm4-moe",
+                                       "tiny-gemma3", "tiny-gpt-oss", "tiny-glm4-moe-lite",
+                                       "tiny-minimax-m2"),
         ::testing::Values(OldFault{"{op: rmsnorm, fault: scale, magnitude: 0.01}",
                                    "model.layers.0.input_layernorm"},
                           OldFault{"{op: paged_attention, fault: scale, magnitude: 0.01}",
@@ -252,10 +254,10 @@ INSTANTIATE_TEST_SUITE_P(
     old_fault_name);
 INSTANTIATE_TEST_SUITE_P(
     NewMoeModels, Day0OldFaults,
-    ::testing::Combine(::testing::Values("tiny-qwen2-moe", "tiny-glm4-moe", "tiny-gpt-oss",
-                                         "tiny-glm4-moe-lite", "tiny-minimax-m2"),
-                       ::testing::Values(OldFault{"{op: moe_experts, fault: nan}",
-                                                  "model.layers.0.mlp"})),
+    ::testing::Combine(
+        ::testing::Values<std::string>("tiny-qwen2-moe", "tiny-glm4-moe", "tiny-gpt-oss",
+                                       "tiny-glm4-moe-lite", "tiny-minimax-m2"),
+        ::testing::Values(OldFault{"{op: moe_experts, fault: nan}", "model.layers.0.mlp"})),
     old_fault_name);
 
 // day0 on `name` with the fault `options`: caught at the op stage, the layer stage fails with
