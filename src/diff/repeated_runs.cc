@@ -34,7 +34,10 @@ std::map<Key, std::vector<std::optional<RunValue>>> run_values(
     for (const auto& r : runs[i].results) {
       if (!seen.insert(r.case_id).second || !is_good(r.status)) continue;
       for (const auto& p : r.profiles) {
-        if (!p.phase.starts_with("steady") || p.name == "(step)") continue;
+        // An engine phase's step time (its "(step)" row) is judged too: it is how a stack slower
+        // for every kernel alike shows, which the kernels' own calibration takes out.
+        if (!p.phase.starts_with("steady") || (p.name == "(step)" && !is_engine_phase(p.phase)))
+          continue;
         auto& slots = out[{r.case_id, p.phase, p.name}];
         slots.resize(runs.size());
         if (!slots[i]) slots[i] = RunValue{row_median(p), calibration_median(r, p.phase, 1)};
@@ -47,12 +50,14 @@ std::map<Key, std::vector<std::optional<RunValue>>> run_values(
 // An engine's kernels (steady/engine* rows) have no host loop beside them: each run's calibration
 // is the engine's own — the time-weighted median, over the kernels of that case and phase, of the
 // run's median against the kernel's median over all the runs of both sides — so a run on a slower
-// machine moves no kernel, as in a pairwise diff (diff_engine_kernels).
+// machine moves no kernel, as in a pairwise diff (diff_engine_kernels). The phase's "(step)" row
+// is left as measured: a stack slower for every kernel alike is a slower step, judged over the
+// runs like any timing (a change beyond the base side's run-to-run spread).
 void calibrate_engine_rows(std::map<Key, std::vector<std::optional<RunValue>>>* base,
                            std::map<Key, std::vector<std::optional<RunValue>>>* head) {
   std::map<std::pair<std::string, std::string>, std::vector<Key>> groups;
   for (const auto& [key, slots] : *base) {
-    if (is_engine_phase(std::get<1>(key)) && head->count(key))
+    if (is_engine_phase(std::get<1>(key)) && std::get<2>(key) != "(step)" && head->count(key))
       groups[{std::get<0>(key), std::get<1>(key)}].push_back(key);
   }
   for (const auto& [group, keys] : groups) {
@@ -183,14 +188,16 @@ DiffReport diff_repeated_runs(const std::vector<store::RunData>& base,
     std::map<std::string, double> phase_ns = engine_phase_ns(res.profiles);
     for (const auto& p : res.profiles) {
       const Key key{res.case_id, p.phase, p.name};
-      if (!p.phase.starts_with("steady") || p.name == "(step)" || !done.insert(key).second)
+      const bool step = p.name == "(step)";
+      if (!p.phase.starts_with("steady") || (step && !is_engine_phase(p.phase)) ||
+          !done.insert(key).second)
         continue;
       const auto b = base_values.find(key), h = head_values.find(key);
       if (b == base_values.end() || h == head_values.end()) continue;
       PerfChange c = compare(key, b->second, h->second, threshold, options, paired);
       // An engine kernel's change is named where it moves its step by kernel_share, as in a
       // pairwise diff (diff_engine_kernels).
-      if (is_engine_phase(p.phase) && phase_ns[p.phase] > 0) {
+      if (is_engine_phase(p.phase) && !step && phase_ns[p.phase] > 0) {
         c.share = p.total_ns / phase_ns[p.phase];
         if ((c.verdict == "regression" || c.verdict == "improvement") &&
             std::abs(c.change) * c.share < options.kernel_share)
@@ -198,6 +205,17 @@ DiffReport diff_repeated_runs(const std::vector<store::RunData>& base,
       }
       r.perf.push_back(std::move(c));
     }
+  }
+  // A step slower because a kernel named in its phase is slower says nothing more: the step is
+  // named only when no kernel of its phase is (a stack slower for every kernel alike).
+  std::set<std::pair<std::string, std::string>> named;
+  for (const auto& p : r.perf) {
+    if (is_engine_phase(p.phase) && p.name != "(step)" &&
+        (p.verdict == "regression" || p.verdict == "improvement"))
+      named.insert({p.case_id, p.phase});
+  }
+  for (auto& p : r.perf) {
+    if (p.name == "(step)" && named.count({p.case_id, p.phase})) p.verdict = "unchanged";
   }
   const int compared = r.summary.compared;
   r.summary = summarize(r);

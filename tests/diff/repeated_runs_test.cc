@@ -135,3 +135,81 @@ TEST(RepeatedRuns, StatusesComeFromTheNewestRunOfEachSide) {
 
 }  // namespace
 }  // namespace h0::diff
+
+namespace h0::diff {
+namespace {
+
+// A run whose served load has an engine profile: phase steady/engine-decode with kernels "mm"
+// (40 % of the step), "attn" (20 %), "norm", "act" (15 % each) and "copy" (10 %), every kernel
+// `scale` times the base's and "mm" `mm_scale` times more (each within ±0.8 % of that, run by
+// run), and the step's "(step)" row.
+store::RunData engine_run(int64_t id, double scale, double mm_scale = 1) {
+  store::RunData r;
+  r.id = id;
+  r.platform = "vllm";
+  r.status = "pass";
+  store::ResultData load;
+  load.case_id = load.check_id = "tiny-llama/load";
+  load.status = "pass";
+  const auto row = [](const char* name, double median_ns) {
+    store::ProfileData p;
+    p.phase = "steady/engine-decode";
+    p.name = name;
+    p.median_ns = median_ns;
+    p.count = 100;
+    p.total_ns = median_ns * 100;
+    for (int i = 0; i < 8; ++i) p.samples_ns.push_back(median_ns * (1 + 0.001 * i));
+    return p;
+  };
+  double step = 0;
+  int k = 0;
+  for (const auto& [name, ns] : std::vector<std::pair<const char*, double>>{
+           {"mm", 400 * mm_scale}, {"attn", 200}, {"norm", 150}, {"act", 150}, {"copy", 100}}) {
+    const double jitter = 1 + 0.004 * double((id * 7 + ++k * 3) % 5 - 2);  // each kernel its own
+    load.profiles.push_back(row(name, ns * scale * jitter));
+    step += ns * scale * jitter;
+  }
+  load.profiles.push_back(row("(step)", step));
+  r.results = {load};
+  return r;
+}
+
+const PerfChange* find(const DiffReport& r, const std::string& name) {
+  for (const auto& p : r.perf)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+// Three runs a side. A stack 1.3x slower for every kernel alike moves no kernel against the
+// engine's own calibration, but its step is 1.3x slower beyond the runs' spread: named as the
+// phase's (step). Runs of one stack whose steps spread 2.5x (this VM's vLLM: 1.5 to 4.1 ms a
+// decode step) bound what can be seen: nothing is named. One kernel 1.3x slower is named, and
+// only it: its step moved by its share, which the kernel explains.
+TEST(RepeatedRuns, AnEngineSlowerForEveryKernelIsASlowerStep) {
+  const std::vector<store::RunData> base = {engine_run(1, 1), engine_run(2, 1.01),
+                                            engine_run(3, 0.99)};
+  const DiffReport uniform = diff_repeated_runs(
+      base, {engine_run(4, 1.3), engine_run(5, 1.31), engine_run(6, 1.29)}, {}, false);
+  ASSERT_NE(find(uniform, "(step)"), nullptr);
+  EXPECT_EQ(find(uniform, "(step)")->verdict, "regression");
+  EXPECT_NEAR(find(uniform, "(step)")->change, 0.30, 0.01);
+  for (const char* k : {"mm", "attn", "norm", "act", "copy"})
+    EXPECT_EQ(find(uniform, k)->verdict, "unchanged") << k;
+
+  const DiffReport noisy =
+      diff_repeated_runs({engine_run(1, 1), engine_run(2, 2.5), engine_run(3, 1.1)},
+                         {engine_run(4, 2.4), engine_run(5, 1.05), engine_run(6, 2.6)}, {}, false);
+  EXPECT_FALSE(noisy.has_regression()) << noisy.to_text(false);
+
+  const DiffReport one = diff_repeated_runs(
+      base, {engine_run(4, 1, 1.3), engine_run(5, 1.01, 1.3), engine_run(6, 0.99, 1.3)}, {}, false);
+  EXPECT_EQ(find(one, "mm")->verdict, "regression") << one.to_text(false);
+  for (const char* k : {"attn", "norm", "act", "copy"})
+    EXPECT_EQ(find(one, k)->verdict, "unchanged") << k;
+  // 40 % of the step, 30 % slower: the step moved, but by the kernel named, so it is not named.
+  EXPECT_NEAR(find(one, "(step)")->change, 0.12, 0.01);
+  EXPECT_EQ(find(one, "(step)")->verdict, "unchanged");
+}
+
+}  // namespace
+}  // namespace h0::diff

@@ -117,6 +117,8 @@ struct EnginePair {
   std::string kernel;  // the one slowed 1.3x
 };
 
+void PrintTo(const EnginePair& e, std::ostream* os) { *os << e.name << " (" << e.kernel << ")"; }
+
 class CliProfileDiff : public ::testing::TestWithParam<EnginePair> {};
 
 // Two profiles of one stack (two runs of the same engine on this machine): no kernel moved. The
