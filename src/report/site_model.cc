@@ -251,9 +251,12 @@ class Gatherer {
     const auto [it, added] = columns_.emplace(key, static_cast<int>(model_->columns.size()));
     if (added) {
       const auto label = run.labels.find("stack");
-      SiteColumn c{run.platform, run.stack.fingerprint, run.stack.backend,
-                   label != run.labels.end() ? label->second : run.stack.fingerprint.substr(0, 12),
-                   run.started_at};
+      SiteColumn c;
+      c.platform = run.platform;
+      c.fingerprint = run.stack.fingerprint;
+      c.backend = run.stack.backend;
+      c.label = label != run.labels.end() ? label->second : run.stack.fingerprint.substr(0, 12);
+      c.first_started = run.started_at;
       const nlohmann::json versions = base::parse_json_or_discarded(run.stack.versions_json);
       c.fault_injector = versions.is_object() && versions.contains("backend") &&
                          versions["backend"].is_object() &&

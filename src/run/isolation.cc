@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "base/text_format.h"
 
 namespace h0::run {
 namespace {
@@ -157,7 +158,7 @@ Worker::Reply Worker::call(const std::string& request, double timeout_s, std::st
     return Reply::kCrashed;
   }
   if (!wait_readable(from_child_, deadline)) {
-    *why = "no answer within " + std::to_string(timeout_s) + " s; killed";
+    *why = "no answer within " + printf_string("%g", timeout_s) + " s; killed";
     reap(nullptr, true);
     return Reply::kTimedOut;
   }

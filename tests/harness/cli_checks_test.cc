@@ -49,6 +49,21 @@ TEST(CliChecks, RunWritesJsonAndFailsOnAFault) {
   }
 }
 
+// A platform that never returns costs its case only, killed at --timeout, said in seconds as
+// given ("within 1 s", not "within 1.000000 s").
+TEST(CliChecks, AHangingOpIsKilledAtTheTimeout) {
+  test::TempDir dir;
+  std::ofstream(dir.file("hang.yaml")) << "platform: faulty\nbackend: {lib: " << H0_FAULTY_PLUGIN
+                                       << ", options: {op: softmax, fault: hang}}\n";
+  const auto r = run_harness(
+      "run suites/ops.yaml --filter 'softmax[dtype=f32,shape=4x32x64]' "
+      "--no-db --timeout 1 --platform " +
+      dir.file("hang.yaml"));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("TIMEOUT softmax[dtype=f32,shape=4x32x64]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no answer within 1 s; killed"), std::string::npos) << r.out;
+}
+
 TEST(CliChecks, RunRejectsAMalformedSuiteBeforeRunning) {
   test::TempDir dir;
   std::ofstream(dir.file("s.yaml"))
