@@ -10,17 +10,27 @@
 namespace h0::diff {
 namespace {
 
+// A passed run `id` on `platform`, and a passed result `case_id` for it.
+store::RunData passed_run(int64_t id, const char* platform) {
+  store::RunData r;
+  r.id = id;
+  r.platform = platform;
+  r.status = "pass";
+  return r;
+}
+store::ResultData passed_result(const char* case_id) {
+  store::ResultData res;
+  res.case_id = res.check_id = case_id;
+  res.status = "pass";
+  return res;
+}
+
 // A run with one timed case "matmul" (steady median `median_ns`, and a calibration row of
 // `calibration_ns` when > 0) and a plain case "softmax" with `status`.
 store::RunData run(int64_t id, double median_ns, double calibration_ns = 0,
                    const std::string& status = "pass") {
-  store::RunData r;
-  r.id = id;
-  r.platform = "cpu";
-  r.status = "pass";
-  store::ResultData timed;
-  timed.case_id = timed.check_id = "matmul";
-  timed.status = "pass";
+  store::RunData r = passed_run(id, "cpu");
+  store::ResultData timed = passed_result("matmul");
   store::ProfileData p;
   p.phase = "steady";
   p.name = "matmul";
@@ -144,13 +154,8 @@ namespace {
 // `scale` times the base's and "mm" `mm_scale` times more (each within ±0.8 % of that, run by
 // run), and the step's "(step)" row.
 store::RunData engine_run(int64_t id, double scale, double mm_scale = 1) {
-  store::RunData r;
-  r.id = id;
-  r.platform = "vllm";
-  r.status = "pass";
-  store::ResultData load;
-  load.case_id = load.check_id = "tiny-llama/load";
-  load.status = "pass";
+  store::RunData r = passed_run(id, "vllm");
+  store::ResultData load = passed_result("tiny-llama/load");
   const auto row = [](const char* name, double median_ns) {
     store::ProfileData p;
     p.phase = "steady/engine-decode";
