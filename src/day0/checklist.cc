@@ -105,6 +105,13 @@ bool Checklist::service_level() const {
   return !ready() && not_modelled > 0 && passed + not_modelled == applicable();
 }
 
+std::string Checklist::passed_text() const {
+  std::string text = std::to_string(passed) + " of " + std::to_string(applicable()) +
+                     (not_applicable > 0 ? " applicable" : "") + " stages passed";
+  if (not_applicable > 0) text += "; " + std::to_string(not_applicable) + " not applicable";
+  return text;
+}
+
 const char* Checklist::verdict() const {
   return ready() ? "established" : service_level() ? "service_level" : "not_established";
 }
@@ -141,8 +148,7 @@ run::CaseOutcome verdict_case(const Checklist& checklist) {
                      std::string(verdict == "established"     ? "established"
                                  : verdict == "service_level" ? "established at the service level"
                                                               : "NOT established") +
-                     ": " + std::to_string(checklist.passed) + " of " +
-                     std::to_string(checklist.applicable()) + " applicable stages passed" +
+                     ": " + checklist.passed_text() +
                      (missing.empty() ? "" : "; not passed: " + missing);
   c.result.details = {{"verdict", verdict},
                       {"passed", checklist.passed},

@@ -43,6 +43,9 @@ struct Checklist {
   bool service_level() const;
   // "established", "service_level" or "not_established".
   const char* verdict() const;
+  // "12 of 12 stages passed", or with stages that do not apply "12 of 12 applicable stages
+  // passed; 3 not applicable": a stage that does not apply is never counted as passed.
+  std::string passed_text() const;
 };
 
 // Runs `table`'s stages in order. A stage whose needs did not pass is blocked; one whose `after`

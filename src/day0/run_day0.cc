@@ -143,13 +143,7 @@ void print_json(const Context& ctx, const Preflight& pre, const Checklist& check
 // The verdict's line, then where the run was stored and the dashboard.
 void print_verdict(const Context& ctx, const Checklist& checklist, double seconds,
                    const Recorded& recorded) {
-  // "12 of 12 stages passed", or with stages that do not apply "12 of 12 applicable stages
-  // passed; 3 not applicable": a stage that does not apply is never counted as passed.
-  std::string count = std::to_string(checklist.passed) + " of " +
-                      std::to_string(checklist.applicable()) +
-                      (checklist.not_applicable > 0 ? " applicable" : "") + " stages passed";
-  if (checklist.not_applicable > 0)
-    count += "; " + std::to_string(checklist.not_applicable) + " not applicable";
+  const std::string count = checklist.passed_text();
   if (checklist.service_level()) {
     const model::Architecture& a = *ctx.arch;
     const std::string why = "family " + a.family + " is not modelled";

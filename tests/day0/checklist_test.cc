@@ -106,7 +106,7 @@ TEST(Checklist, ANotApplicableStageIsCountedApartAndGatesNothing) {
   EXPECT_EQ(r.cases[1].result.details["stage_status"], "not_applicable");
   EXPECT_EQ(r.cases[3].result.status, Status::kPass);
   EXPECT_EQ(r.cases[3].result.message,
-            "Day-0 readiness established: 2 of 2 applicable stages passed");
+            "Day-0 readiness established: 2 of 2 applicable stages passed; 1 not applicable");
 
   const Checklist none = run_checklist(f.ctx, {{"image", "image", &not_applicable, {}, {}, false}});
   EXPECT_FALSE(none.ready());
@@ -140,8 +140,7 @@ TEST(Checklist, TheRunRecordHoldsEveryCheckAndEveryStage) {
   EXPECT_EQ(r.cases[4].result.status, Status::kFail);
   EXPECT_EQ(r.cases[4].kind, "day0_verdict");
   EXPECT_EQ(r.cases[4].result.message,
-            "Day-0 readiness NOT established: 1 of 2 applicable stages passed; not passed: x "
-            "(fail)");
+            "Day-0 readiness NOT established: 1 of 2 stages passed; not passed: x (fail)");
   EXPECT_EQ(r.cases[3].result.details["number"], 2);
   EXPECT_EQ(r.cases[2].result.status, Status::kPass);
   EXPECT_EQ(r.cases[3].result.status, Status::kFail);

@@ -34,11 +34,12 @@ constexpr DerivedField kTransformers5Fields[] = {
 #include "model/config/transformers5_fields.inc"
 };
 
-bool has_rule(const std::string& family, const char* field) {
+// transformers 5's rule for `field` of `family`, or null.
+const DerivedField* rule_for(const std::string& family, const char* field) {
   for (const DerivedField& d : kTransformers5Fields) {
-    if (family == d.model_type && std::string(field) == d.field) return true;
+    if (family == d.model_type && std::string(field) == d.field) return &d;
   }
-  return false;
+  return nullptr;
 }
 
 // `field` as the config spells it: under its own name; else as transformers 5 derives it for
@@ -48,22 +49,20 @@ bool has_rule(const std::string& family, const char* field) {
 int64_t derived_int(const ConfigFields& f, const std::string& family, const char* field,
                     std::initializer_list<const char*> aliases, Architecture* a) {
   if (f.find(field) != nullptr) return f.req_int(field);
-  for (const DerivedField& d : kTransformers5Fields) {
-    if (family != d.model_type || std::string(field) != d.field) continue;
-    std::string key = d.saved_key;
-    if (key.rfind("text_config.", 0) == 0) key = key.substr(12);
-    const nlohmann::json* saved = f.find(key);
-    if (saved == nullptr) break;
+  const DerivedField* d = rule_for(family, field);
+  std::string key = d != nullptr ? d->saved_key : "";
+  if (key.rfind("text_config.", 0) == 0) key = key.substr(12);
+  if (const nlohmann::json* saved = d != nullptr ? f.find(key) : nullptr) {
     int64_t v = 0;
     std::string how;
-    if (d.factor == 0) {  // a per-layer list (or pattern string): its length
+    if (d->factor == 0) {  // a per-layer list (or pattern string): its length
       if (!saved->is_array() && !saved->is_string())
         throw InputError(f.where(key), "expected a list of the layers' kinds");
       v = saved->is_array() ? int64_t(saved->size()) : int64_t(saved->get<std::string>().size());
       how = "the length of " + key;
     } else {
-      v = f.req_int(key) * d.factor;
-      how = (d.factor > 1 ? std::to_string(d.factor) + " x " : "") + key;
+      v = f.req_int(key) * d->factor;
+      how = (d->factor > 1 ? std::to_string(d->factor) + " x " : "") + key;
     }
     a->derived.push_back(std::string(field) + " " + std::to_string(v) + " = " + how +
                          " (transformers 5.24's " + family + ")");
@@ -78,6 +77,14 @@ int64_t derived_int(const ConfigFields& f, const std::string& family, const char
     return v;
   }
   return f.req_int(field);
+}
+
+// An optional field: derived_int where the config has it or transformers derives it, else `def`.
+int64_t optional_derived_int(const ConfigFields& f, const std::string& family, const char* field,
+                             int64_t def, Architecture* a) {
+  return f.find(field) != nullptr || rule_for(family, field) != nullptr
+             ? derived_int(f, family, field, {}, a)
+             : def;
 }
 
 int64_t positive(const ConfigFields& f, const char* key, int64_t value) {
@@ -107,11 +114,9 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
   t.num_layers = positive(
       f, "num_hidden_layers",
       derived_int(f, a.family, "num_hidden_layers", {"num_layers", "n_layer", "n_layers"}, &a));
-  for (const DerivedField& d : kTransformers5Fields) {  // LongCat-Flash: 2 decoder layers a layer
-    if (a.family == d.model_type && std::string("num_hidden_layers") == d.field && d.factor > 1 &&
-        f.find("num_hidden_layers") == nullptr)
-      t.layers_per_stored_layer = d.factor;
-  }
+  if (const DerivedField* d = rule_for(a.family, "num_hidden_layers");
+      d != nullptr && d->factor > 1 && f.find("num_hidden_layers") == nullptr)
+    t.layers_per_stored_layer = d->factor;  // LongCat-Flash: 2 decoder layers a stored layer
   if (t.num_layers > kMaxDecoderLayers) {
     throw InputError(f.where("num_hidden_layers"), std::to_string(t.num_layers) +
                                                        " is not a plausible layer count (at most " +
@@ -121,11 +126,9 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
   at.num_heads =
       positive(f, "num_attention_heads",
                derived_int(f, a.family, "num_attention_heads", {"n_head", "num_heads"}, &a));
-  at.num_kv_heads = positive(
-      f, "num_key_value_heads",
-      f.find("num_key_value_heads") != nullptr || !has_rule(a.family, "num_key_value_heads")
-          ? f.opt_int("num_key_value_heads", at.num_heads)
-          : derived_int(f, a.family, "num_key_value_heads", {}, &a));
+  at.num_kv_heads =
+      positive(f, "num_key_value_heads",
+               optional_derived_int(f, a.family, "num_key_value_heads", at.num_heads, &a));
   at.head_dim = positive(f, "head_dim", f.opt_int("head_dim", t.hidden_size / at.num_heads));
   if (at.num_heads % at.num_kv_heads != 0) {
     throw InputError(f.where("num_key_value_heads"),
@@ -143,9 +146,7 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
   at.sliding_window = f.opt_int("sliding_window", 0);
   t.layer_kinds = read_layer_kinds(f, t.num_layers, at.sliding_window);
   t.intermediate_size = f.opt_int("intermediate_size", 0);
-  t.vocab_size = f.find("vocab_size") != nullptr || !has_rule(a.family, "vocab_size")
-                     ? first_int(f, {"vocab_size"}, top.opt_int("vocab_size", 0))
-                     : derived_int(f, a.family, "vocab_size", {}, &a);
+  t.vocab_size = optional_derived_int(f, a.family, "vocab_size", top.opt_int("vocab_size", 0), &a);
   t.max_position_embeddings = f.opt_int("max_position_embeddings", 0);
   t.tie_word_embeddings =
       top.opt_bool("tie_word_embeddings", f.opt_bool("tie_word_embeddings", false));
