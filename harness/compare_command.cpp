@@ -144,21 +144,23 @@ int run_compare(const CompareOptions& opt) {
   const auto actual = io::ShardedCheckpoint::open(opt.actual);
   const auto expected = io::ShardedCheckpoint::open(opt.expected);
 
-  // Pairs by the expected file's names; `renamed` holds the actual name where the map differs.
+  // Pairs by the expected file's names, each with its actual name through the map.
   const compare::NameMap map = name_map(opt);
   std::vector<std::string> names, only_actual, only_expected;
   std::set<std::string> paired;
   if (!opt.tensors.empty()) {
     for (const auto& n : opt.tensors) {
       if (!expected.find(n)) throw InputError(opt.expected, "no tensor '" + n + "'");
-      if (!actual.find(map.map(n))) throw InputError(opt.actual, "no tensor '" + map.map(n) + "'");
+      if (const std::string a = map.map(n); !actual.find(a))
+        throw InputError(opt.actual, "no tensor '" + a + "'");
       names.push_back(n);
     }
   } else {
     for (const auto& n : expected.names()) {
-      const bool found = actual.find(map.map(n)) != nullptr;
+      const std::string a = map.map(n);
+      const bool found = actual.find(a) != nullptr;
       (found ? names : only_expected).push_back(n);
-      if (found) paired.insert(map.map(n));
+      if (found) paired.insert(a);
     }
     for (const auto& n : actual.names()) {
       if (!paired.count(n)) only_actual.push_back(n);
@@ -179,11 +181,12 @@ int run_compare(const CompareOptions& opt) {
   nlohmann::json results = nlohmann::json::array();
   int failed = 0;
   for (const auto& n : names) {
-    const tensor::Tensor a = actual.get(map.map(n)), e = expected.get(n);
+    const std::string actual_name = map.map(n);
+    const tensor::Tensor a = actual.get(actual_name), e = expected.get(n);
     const auto c = compare::compare_tensors(a, e, tolerance);
     failed += c.pass ? 0 : 1;
     results.push_back(comparison_json(n, a, e, c));
-    if (map.map(n) != n) results.back()["actual_name"] = map.map(n);
+    if (actual_name != n) results.back()["actual_name"] = actual_name;
   }
   const bool pass = failed == 0 && only_expected.empty();
 

@@ -35,7 +35,7 @@ struct ModelOptions {
 };
 
 // Rows of `model info --tensors` a user's terminal gets before the rest is summarized: Kimi K2's
-// 139,587 tensors scroll by uselessly; a pipe or a file gets them all.
+// 139,583 tensors scroll by uselessly; a pipe or a file gets them all.
 constexpr size_t kTerminalRows = 40;
 
 nlohmann::json counts_json(const model::ParamCounts& c) {
