@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/error.h"
 #include "cli_output.h"
@@ -90,10 +91,15 @@ int run_info(const ModelOptions& opt) {
   const model::Architecture a = model::load_any_architecture(opt.model);
   // A family the executor does not model: the checkpoint's own tensors, when it is there.
   const bool counted = a.modelled || model::has_checkpoint(opt.model);
-  const model::Inventory inv =
-      a.modelled ? model::build_inventory(a)
-      : counted  ? model::inventory_from_checkpoint(a, io::ShardedCheckpoint::open(opt.model))
-                 : model::Inventory{};
+  model::Inventory inv;
+  std::optional<model::CheckpointTally> tally;  // the classes of the saved tensors
+  if (a.modelled) {
+    inv = model::build_inventory(a);
+  } else if (counted) {
+    const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(opt.model);
+    inv = model::inventory_from_checkpoint(a, ckpt);
+    tally = model::tally_checkpoint(a, ckpt);
+  }
   const model::TextModel& t = a.text;
   int64_t bytes = 0;
   for (const auto& w : inv.weights) bytes += w.bytes();
@@ -115,6 +121,7 @@ int run_info(const ModelOptions& opt) {
                         {"modelled", a.modelled},
                         {"counted", counted}};
     if (!a.derived.empty()) j["derived"] = a.derived;
+    if (tally) j["classes"] = model::class_json(*tally);
     if (opt.tensors) {
       j["inventory"] = nlohmann::json::array();
       for (const auto& w : inv.weights) {
@@ -133,7 +140,8 @@ int run_info(const ModelOptions& opt) {
   if (!a.modelled) {
     std::printf("not modelled by the executor: %s\n",
                 counted
-                    ? "the counts are the checkpoint's tensors, by the name-pattern rule table"
+                    ? "the counts are the checkpoint's tensors: parameters apart from buffers and "
+                      "quantization companions"
                     : "the parameter counts need the checkpoint (config.json and *.safetensors)");
   }
   for (const std::string& d : a.derived) std::printf("derived: %s\n", d.c_str());
@@ -162,6 +170,9 @@ int run_info(const ModelOptions& opt) {
   }
   std::printf("checkpoint: %zu tensors, %s\n", inv.weights.size(),
               human_bytes(uint64_t(bytes)).c_str());
+  if (tally) {
+    for (const std::string& line : model::class_lines(*tally)) std::printf("  %s\n", line.c_str());
+  }
   if (opt.tensors) print_tensors(inv, opt.tensor_glob);
   return kExitOk;
 }

@@ -214,7 +214,7 @@ StageResult unmodelled_config_stage(Context& ctx) {
   }
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(ctx.options.model);
   ctx.stored = model::inventory_from_checkpoint(a, ckpt);
-  const model::CheckpointTally t = model::tally_checkpoint(ckpt);
+  const model::CheckpointTally t = model::tally_checkpoint(a, ckpt);
   std::string dtypes;
   nlohmann::json by = nlohmann::json::object();
   for (const auto& [dtype, d] : t.by_dtype) {
@@ -223,10 +223,14 @@ StageResult unmodelled_config_stage(Context& ctx) {
   }
   summary += plan::with_commas(t.parameters) + " parameters in " + std::to_string(t.tensors) +
              " tensors from the checkpoint (" + dtypes + ")";
+  // The saved state that is no parameter, apart, so the count is transformers' num_parameters().
+  const std::vector<std::string> lines = model::class_lines(t);
+  for (size_t i = 1; i < lines.size(); ++i) summary += "; " + lines[i];
   details["parameters"] = t.parameters;
   details["tensors"] = t.tensors;
   details["checkpoint_bytes"] = t.bytes;
   details["by_dtype"] = by;
+  details["classes"] = model::class_json(t);
   return {StageStatus::kPass, summary, {}, details};
 }
 

@@ -121,6 +121,9 @@ struct Moe {
   bool router_bias = false;
   bool fused_experts = false;
   double swiglu_alpha = 0, swiglu_limit = 0;  // > 0: clamped_swiglu
+  // LongCat-Flash's zero-computation experts (zero_expert_num): routed to, identity, numbered after
+  // the num_experts real ones; transformers 5.24 still saves their gate/up rows.
+  int64_t identity_experts = 0;
 
   // The width of the shared experts' MLP (DeepSeek: num_shared_experts · expert_intermediate_size).
   int64_t shared_inter() const {

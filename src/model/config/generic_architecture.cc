@@ -3,6 +3,8 @@
 // fields that every decoder config of transformers spells the same way, enough for the memory
 // planner's KV-cache and activation terms. The weights themselves come from the checkpoint's
 // headers (model/weights/checkpoint_inventory.h).
+#include <algorithm>
+
 #include "base/error.h"
 #include "model/config/architecture.h"
 #include "model/config/config_fields.h"
@@ -87,6 +89,21 @@ int64_t optional_derived_int(const ConfigFields& f, const std::string& family, c
              : def;
 }
 
+// A size that may be given per layer (Gemma 3n's intermediate_size: one value a layer): the
+// largest, said in a->derived; a single integer as it is.
+int64_t largest_per_layer(const ConfigFields& f, const char* key, Architecture* a) {
+  const nlohmann::json* v = f.find(key);
+  if (v == nullptr || !v->is_array()) return f.opt_int(key, 0);
+  int64_t most = 0;
+  for (const nlohmann::json& x : *v) {
+    if (!x.is_number_integer()) throw InputError(f.where(key), "expected integers, one a layer");
+    most = std::max(most, x.get<int64_t>());
+  }
+  a->derived.push_back(std::string(key) + " " + std::to_string(most) + " = the largest of its " +
+                       std::to_string(v->size()) + " per-layer values");
+  return most;
+}
+
 int64_t positive(const ConfigFields& f, const char* key, int64_t value) {
   if (value < 1)
     throw InputError(f.where(key), "must be a positive integer, got " + std::to_string(value));
@@ -145,7 +162,7 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
   }
   at.sliding_window = f.opt_int("sliding_window", 0);
   t.layer_kinds = read_layer_kinds(f, t.num_layers, at.sliding_window);
-  t.intermediate_size = f.opt_int("intermediate_size", 0);
+  t.intermediate_size = largest_per_layer(f, "intermediate_size", &a);
   t.vocab_size = optional_derived_int(f, a.family, "vocab_size", top.opt_int("vocab_size", 0), &a);
   t.max_position_embeddings = f.opt_int("max_position_embeddings", 0);
   t.tie_word_embeddings =
@@ -164,6 +181,7 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
     m.layer_freq = first_int(f, {"moe_layer_freq", "decoder_sparse_step"}, 1);
     if (m.layer_freq < 1) m.layer_freq = 1;
     m.dense_layers = f.opt_int_list("mlp_only_layers");
+    m.identity_experts = f.opt_int("zero_expert_num", 0);
   }
   if (config.contains("quantization_config") && config["quantization_config"].is_object()) {
     const ConfigFields q(config["quantization_config"], where + ": quantization_config");

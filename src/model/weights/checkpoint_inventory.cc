@@ -3,8 +3,10 @@
 #include <cctype>
 #include <filesystem>
 #include <string_view>
+#include <unordered_set>
 
 #include "base/error.h"
+#include "base/text_format.h"
 
 namespace h0::model {
 namespace {
@@ -138,6 +140,89 @@ TpSplit split_of(const NameParts& p) {
   return r->split;
 }
 
+// The buffers transformers 5.24 saves, by family (gen_tf5_inventories.py).
+struct BufferRow {
+  const char* model_type;
+  const char* tail;  // the name from its first layer index; "": the family saves none
+};
+constexpr BufferRow kTransformers5Buffers[] = {
+#include "model/weights/transformers5_buffers.inc"
+};
+
+// The weight a quantization companion `name` belongs to, for each form it may take (or none).
+std::vector<std::string> companion_owners(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  const std::string last = dot == std::string::npos ? name : name.substr(dot + 1);
+  const std::string before = dot == std::string::npos ? "" : name.substr(0, dot + 1);
+  if (last.rfind("weight_", 0) == 0 || last.rfind("input_", 0) == 0) return {before + "weight"};
+  if (last == "qzeros" || last == "g_idx" || last == "scales") return {before + "qweight"};
+  for (const char* suffix : {"_scale_inv", "_scales", "_scale", "_zero_point"}) {
+    if (!ends_with(name, suffix)) continue;
+    const std::string stem = name.substr(0, name.size() - std::string_view(suffix).size());
+    return {stem, stem + "_blocks", stem + ".weight"};
+  }
+  return {};
+}
+
+bool is_fp8(DType d) { return d == DType::kF8E4M3 || d == DType::kF8E5M2; }
+
+// The class of each saved tensor (the rules of the header's CheckpointTally).
+class Classifier {
+ public:
+  Classifier(const Architecture& a, const std::vector<SavedTensor>& all) {
+    quantized_ = !a.quantization.method.empty();
+    for (const SavedTensor& t : all) {
+      names_.insert(t.name);
+      quantized_ = quantized_ || is_fp8(t.dtype) ||
+                   (ends_with(t.name, "_blocks") && !tensor::is_float(t.dtype));
+    }
+    for (const BufferRow& r : kTransformers5Buffers) {
+      if (a.family != r.model_type) continue;
+      known_ = true;
+      if (*r.tail != '\0') tails_.push_back(r.tail);
+    }
+    if (known_) {
+      rule_ = tails_.empty() ? "transformers 5.24's " + a.family + " saves no buffer"
+                             : "the buffers transformers 5.24's " + a.family + " saves";
+      return;
+    }
+    for (const BufferRow& r : kTransformers5Buffers) {
+      if (std::string_view(r.model_type) == "*") leaves_.push_back(r.tail);
+    }
+    rule_ = a.family +
+            " is not in transformers 5.24: buffers by dtype and by the names most "
+            "families save as buffers (";
+    for (size_t i = 0; i < leaves_.size(); ++i) rule_ += (i ? ", " : "") + leaves_[i];
+    rule_ += ")";
+  }
+
+  WeightRole role(const SavedTensor& t, const NameParts& p) const {
+    if (quantized_) {
+      for (const std::string& owner : companion_owners(t.name)) {
+        if (names_.count(owner)) return WeightRole::kQuantScale;
+      }
+    }
+    const bool quantized_weight =
+        quantized_ && (p.packed || ends_with(t.name, ".weight") || ends_with(t.name, ".qweight"));
+    if (!tensor::is_float(t.dtype) && !quantized_weight) return WeightRole::kBuffer;
+    const std::string folded = fold_indices(t.name);
+    for (const std::string& tail : tails_) {
+      if (folded == tail || ends_with(folded, "." + tail)) return WeightRole::kBuffer;
+    }
+    for (const std::string& leaf : leaves_) {
+      if (ends_with(folded, "." + leaf)) return WeightRole::kBuffer;
+    }
+    return WeightRole::kParameter;
+  }
+  const std::string& rule() const { return rule_; }
+
+ private:
+  std::unordered_set<std::string> names_;
+  bool quantized_ = false, known_ = false;
+  std::vector<std::string> tails_, leaves_;
+  std::string rule_;
+};
+
 }  // namespace
 
 bool has_checkpoint(const std::string& path) {
@@ -152,24 +237,30 @@ TpSplit tp_rule(const std::string& name) { return split_of(read_name(name)); }
 
 Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt) {
   const TextModel& t = arch.text;
+  const std::vector<SavedTensor> saved = saved_tensors(ckpt);
+  const Classifier classes(arch, saved);
   Inventory inv;
-  for (const std::string& name : ckpt.names()) {
-    const io::TensorEntry* e = ckpt.find(name);
+  for (const SavedTensor& st : saved) {
+    const std::string& name = st.name;
     const NameParts p = read_name(name);
     WeightInfo w;
     w.name = name;
-    w.shape = std::vector<int64_t>(e->shape.begin(), e->shape.end());
-    w.dtype = e->dtype;
-    w.role = p.scale ? WeightRole::kQuantScale : WeightRole::kParameter;
+    w.shape = st.shape;
+    w.dtype = st.dtype;
+    w.role = classes.role(st, p);
     w.layer = p.vision ? -1 : p.layer;
     w.expert = p.expert;
     w.mtp = t.num_layers > 0 && w.layer >= t.num_layers;
     w.tp = split_of(p);
-    if (w.expert >= 0 && w.expert >= t.moe.num_experts) {
-      throw InputError(ckpt.path() + ": " + name,
-                       "routed expert " + std::to_string(w.expert) + ", but the config has " +
-                           std::to_string(t.moe.num_experts) +
-                           " experts (num_experts / num_local_experts / n_routed_experts)");
+    if (w.expert >= 0 && w.expert >= t.moe.num_experts + t.moe.identity_experts) {
+      throw InputError(
+          ckpt.path() + ": " + name,
+          "routed expert " + std::to_string(w.expert) + ", but the config has " +
+              std::to_string(t.moe.num_experts) +
+              " experts (num_experts / num_local_experts / n_routed_experts)" +
+              (t.moe.identity_experts > 0 ? " and " + std::to_string(t.moe.identity_experts) +
+                                                " zero-computation experts (zero_expert_num)"
+                                          : ""));
     }
     if (p.fused_experts && w.expert < 0 && w.shape.size() >= 2 && rule_of(p.leaf) != nullptr) {
       w.tp = TpSplit::kColumn;  // the expert axis first: each rank holds whole experts
@@ -188,34 +279,113 @@ Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedC
     }
     inv.weights.push_back(std::move(w));
   }
-  const CheckpointTally tally = tally_checkpoint(ckpt);
+  const CheckpointTally tally = tally_tensors(arch, saved);
   inv.counts.total = tally.parameters;
   inv.counts.active = tally.parameters;
   return inv;
 }
 
-CheckpointTally tally_checkpoint(const io::ShardedCheckpoint& ckpt) {
-  CheckpointTally out;
+std::vector<SavedTensor> saved_tensors(const io::ShardedCheckpoint& ckpt) {
+  std::vector<SavedTensor> out;
   for (const std::string& name : ckpt.names()) {
     const io::TensorEntry* e = ckpt.find(name);
-    int64_t n = 1;
-    for (int64_t d : e->shape) n *= d;
-    DtypeTally& d = out.by_dtype[tensor::dtype_name(e->dtype)];
-    ++d.tensors;
-    d.elements += n;
-    d.bytes += static_cast<int64_t>(e->nbytes());
-    ++out.tensors;
-    out.bytes += static_cast<int64_t>(e->nbytes());
-    const NameParts p = read_name(name);
-    if (p.scale) {
-      out.scale_elements += n;
-    } else if (p.packed && !tensor::is_float(e->dtype)) {
-      out.parameters += 2 * n;
-    } else {
-      out.parameters += n;
-    }
+    out.push_back({name, e->dtype, std::vector<int64_t>(e->shape.begin(), e->shape.end()), 1});
   }
   return out;
+}
+
+std::string fold_indices(const std::string& name) {
+  std::string out;
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t end = name.find('.', start);
+    if (end == std::string::npos) end = name.size();
+    const std::string_view part(name.data() + start, end - start);
+    const bool number = !part.empty() && part.find_first_not_of("0123456789") == part.npos;
+    out += number ? std::string_view("*") : part;
+    if (end == name.size()) break;
+    out += '.';
+    start = end + 1;
+  }
+  return out;
+}
+
+CheckpointTally tally_tensors(const Architecture& arch, const std::vector<SavedTensor>& tensors) {
+  const Classifier classes(arch, tensors);
+  CheckpointTally out;
+  out.buffer_rule = classes.rule();
+  for (const SavedTensor& t : tensors) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    const int64_t bytes = n * static_cast<int64_t>(tensor::dtype_size(t.dtype));
+    DtypeTally& d = out.by_dtype[tensor::dtype_name(t.dtype)];
+    d.tensors += t.copies;
+    d.elements += n * t.copies;
+    d.bytes += bytes * t.copies;
+    out.tensors += t.copies;
+    out.bytes += bytes * t.copies;
+    const NameParts p = read_name(t.name);
+    const WeightRole role = classes.role(t, p);
+    ClassTally& c = role == WeightRole::kQuantScale ? out.companions
+                    : role == WeightRole::kBuffer   ? out.buffers
+                                                    : out.params;
+    c.tensors += t.copies;
+    c.elements += n * t.copies;
+    c.bytes += bytes * t.copies;
+    if (role != WeightRole::kParameter) c.names[fold_indices(t.name)] += t.copies;
+    if (role == WeightRole::kParameter)
+      out.parameters += (p.packed && !tensor::is_float(t.dtype) ? 2 : 1) * n * t.copies;
+  }
+  return out;
+}
+
+namespace {
+
+std::string class_line(const char* what, const ClassTally& c, const std::string& why) {
+  std::string line = std::string(what) + ": " + with_commas(c.elements) + " elements in " +
+                     with_commas(c.tensors) + (c.tensors == 1 ? " tensor, " : " tensors, ") +
+                     human_bytes(uint64_t(c.bytes));
+  std::string names;
+  size_t shown = 0;
+  for (const auto& [name, n] : c.names) {
+    if (++shown > 4) {
+      names += ", ... " + std::to_string(c.names.size() - 4) + " more";
+      break;
+    }
+    names += (names.empty() ? "" : ", ") + name + (n > 1 ? " x" + with_commas(n) : "");
+  }
+  if (!names.empty()) line += " (" + names + ")";
+  return why.empty() ? line : line + "; " + why;
+}
+
+nlohmann::json class_entry(const ClassTally& c) {
+  nlohmann::json j = {{"tensors", c.tensors}, {"elements", c.elements}, {"bytes", c.bytes}};
+  if (!c.names.empty()) j["names"] = c.names;
+  return j;
+}
+
+}  // namespace
+
+std::vector<std::string> class_lines(const CheckpointTally& t) {
+  std::vector<std::string> out = {class_line("parameters", t.params, "")};
+  if (t.parameters != t.params.elements) {
+    out[0] += "; " + with_commas(t.parameters) + " parameters (a packed 4-bit byte holds two)";
+  }
+  if (t.buffers.tensors > 0) out.push_back(class_line("buffers", t.buffers, t.buffer_rule));
+  if (t.companions.tensors > 0)
+    out.push_back(class_line("quantization companions", t.companions, ""));
+  return out;
+}
+
+nlohmann::json class_json(const CheckpointTally& t) {
+  return {{"parameters", class_entry(t.params)},
+          {"buffers", class_entry(t.buffers)},
+          {"quant_companions", class_entry(t.companions)},
+          {"buffer_rule", t.buffer_rule}};
+}
+
+CheckpointTally tally_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt) {
+  return tally_tensors(arch, saved_tensors(ckpt));
 }
 
 }  // namespace h0::model

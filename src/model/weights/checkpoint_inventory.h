@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -44,15 +45,61 @@ bool has_checkpoint(const std::string& path);
 struct DtypeTally {
   int64_t tensors = 0, elements = 0, bytes = 0;
 };
+
+// One saved tensor as its header describes it; `copies` stands for that many tensors alike (a
+// folded inventory: golden/models/transformers5-inventories.json.gz).
+struct SavedTensor {
+  std::string name;
+  tensor::DType dtype = tensor::DType::kBF16;
+  std::vector<int64_t> shape;
+  int64_t copies = 1;
+};
+
+// What a saved tensor is. Stage 1 counts each class apart, so that parameters equal transformers'
+// num_parameters():
+//   quantization companion  a scale, zero point or group index ("*_scale_inv", "*_scales",
+//                           "weight_scale", "input_scale", "*zero_point", "qzeros", "g_idx") of a
+//                           quantized checkpoint: one whose config has a quantization_config or
+//                           whose headers hold fp8 weights or packed 4-bit "*_blocks". In a
+//                           checkpoint that is not quantized such a name is a parameter
+//                           (DeepSeek-V4's hc_attn_scale).
+//   buffer                  saved state the model does not train: an integer or bool tensor that
+//                           is no (packed) quantized weight (DeepSeek-V4's tid2eid lookup table),
+//                           and the float buffers transformers 5.24 saves for the config's
+//                           model_type (transformers5_buffers.inc: routing biases such as
+//                           e_score_correction_bias / expert_bias, Gemma 4's layer_scalar). For a
+//                           model_type transformers 5.24 does not have, a leaf that is a buffer in
+//                           most families holding it (e_score_correction_bias, expert_bias,
+//                           layer_scalar) — a rule said as such in `buffer_rule`.
+//   parameter               everything else; a packed 4-bit "*_blocks" in u8 counts two per byte.
+struct ClassTally {
+  int64_t tensors = 0, elements = 0, bytes = 0;
+  std::map<std::string, int64_t>
+      names;  // folded name ("model.layers.*.ffn.gate.tid2eid") -> tensors
+};
 struct CheckpointTally {
   std::map<std::string, DtypeTally> by_dtype;  // "bf16" -> ...
   int64_t tensors = 0, bytes = 0;
-  // Parameters: elements of every tensor except quantization scales; a packed 4-bit tensor
-  // ("*_blocks" in u8, MXFP4) counts two parameters per byte.
-  int64_t parameters = 0;
-  int64_t scale_elements = 0;
+  int64_t parameters = 0;  // elements of the parameter class (4-bit blocks two per byte)
+  ClassTally params, buffers, companions;
+  std::string buffer_rule;  // which rule told the buffers ("transformers 5.24's table for hy_v3")
 };
-CheckpointTally tally_checkpoint(const io::ShardedCheckpoint& ckpt);
+CheckpointTally tally_tensors(const Architecture& arch, const std::vector<SavedTensor>& tensors);
+CheckpointTally tally_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt);
+
+// One line for each class that is not empty: "buffers: 2,088 elements in 3 tensors, 16.3 KiB
+// (model.layers.*.ffn.gate.tid2eid x2, ...); the buffers transformers 5.24's deepseek_v4 saves".
+std::vector<std::string> class_lines(const CheckpointTally& t);
+// {"parameters": {tensors, elements, bytes}, "buffers": {..., names}, "quant_companions": ...,
+//  "buffer_rule"}.
+nlohmann::json class_json(const CheckpointTally& t);
+
+// The saved tensors of `ckpt`, from its headers.
+std::vector<SavedTensor> saved_tensors(const io::ShardedCheckpoint& ckpt);
+
+// `name` with every numeric component made "*": "model.layers.3.mlp.experts.7.w1.weight" ->
+// "model.layers.*.mlp.experts.*.w1.weight".
+std::string fold_indices(const std::string& name);
 
 // The split the rule table gives `name` (for tests and `harness model info`).
 TpSplit tp_rule(const std::string& name);
