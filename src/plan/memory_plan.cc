@@ -280,6 +280,12 @@ std::vector<std::string> plan_notes(const Architecture& arch, const ParallelPlan
                                  int64_t(tensor::dtype_size(compute_dtype(o.weights)))};
     if (facts.layers > 0) b->plan_notes(t, facts, &notes);
   }
+  if (!arch.kv_basis.empty()) {  // a family the executor does not model: what the KV rests on
+    std::string basis;
+    for (const std::string& b : arch.kv_basis) basis += (basis.empty() ? "" : "; ") + b;
+    notes.push_back("KV cache from the config's " + basis);
+  }
+  for (const std::string& n : arch.not_understood) notes.push_back("not understood: " + n);
   if (o.checkpoint != nullptr)
     notes.push_back("weights as the checkpoint stores them (" +
                     std::to_string(o.checkpoint->weights.size()) +

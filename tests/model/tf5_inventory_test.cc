@@ -16,6 +16,8 @@
 #include "model/config/architecture.h"
 #include "model/weights/checkpoint_inventory.h"
 #include "model/weights/inventory.h"
+#include "plan/memory_plan.h"
+#include "plan/rank_loader.h"
 #include "tensor/dtype.h"
 #include "tensor/tensor.h"
 #include "test_util.h"
@@ -191,12 +193,67 @@ TEST_P(Transformers5TinyCheckpoint, Stage1CountsAsTransformers) {
   }
   EXPECT_EQ(t.buffers.elements, rec["buffer_elements"].get<int64_t>());
   EXPECT_EQ(t.companions.tensors, 0);
+  // Day-0's load stage on one rank: every tensor held (LongCat-Flash's rows of its
+  // zero-computation experts, numbered past its routed experts, included).
+  const Inventory inv =
+      a.modelled ? plan::checkpoint_inventory(a, ckpt) : inventory_from_checkpoint(a, ckpt);
+  const plan::RankLoad r = plan::load_rank(a, inv, ckpt, plan::ParallelPlan{}, 0, {});
+  const plan::ShardVerification v = plan::verify_rank_shards(inv, ckpt, {r});
+  EXPECT_TRUE(v.problems.empty()) << v.problems.at(0);
+  EXPECT_EQ(v.tensors, int64_t(rec["tensors"].size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, Transformers5TinyCheckpoint,
                          ::testing::Values("deepseek_v4", "gemma4_text", "glm_moe_dsa", "hy_v3",
                                            "kimi_linear", "longcat_flash", "mimo_v2_flash",
                                            "minimax_m2"));
+
+bool has(const std::vector<std::string>& lines, const std::string& text) {
+  for (const std::string& l : lines) {
+    if (l.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The memory plan of a family the executor does not model says what its KV estimate rests on
+// and which per-layer kinds it did not understand (the default configs, as transformers saves
+// them).
+TEST(Transformers5Inventories, TheKvEstimateSaysWhatItUsedAndWhatItDidNotUnderstand) {
+  const auto arch = [](const char* type) {
+    return describe_architecture(golden()["families"][type]["config"], "config.json");
+  };
+  const Architecture v4 = arch("deepseek_v4");
+  EXPECT_EQ(v4.kv_basis.at(0), "num_key_value_heads 1 x head_dim 512, keys and values");
+  EXPECT_EQ(v4.not_understood,
+            (std::vector<std::string>{
+                "mlp_layer_types 'hash_moe' on 3 layers: counted as routed experts",
+                "layer_types 'compressed_sparse_attention' on 20 layers: counted as full attention",
+                "layer_types 'heavily_compressed_attention' on 23 layers: counted as full "
+                "attention"}));
+  plan::MemoryOptions o;
+  o.device_memory = int64_t(80) << 30;
+  const std::vector<std::string> notes = plan::plan_memory(v4, plan::ParallelPlan{}, o).notes;
+  EXPECT_TRUE(has(notes, "KV cache from the config's num_key_value_heads 1 x head_dim 512"));
+  EXPECT_TRUE(has(notes, "not understood: layer_types 'compressed_sparse_attention'"));
+
+  const Architecture mimo = arch("mimo_v2_flash");  // understood: 39 sliding, 9 full
+  EXPECT_EQ(mimo.kv_basis,
+            (std::vector<std::string>{"num_key_value_heads 4 x head_dim 192, keys and values",
+                                      "sliding_window 129 on 39 of 48 layers"}));
+  EXPECT_TRUE(mimo.not_understood.empty());
+  EXPECT_FALSE(mimo.text.is_moe_layer(0));  // mlp_layer_types: the first layer dense
+  EXPECT_TRUE(mimo.text.is_moe_layer(1));
+
+  const Architecture kimi = arch("kimi_linear");  // MLA on its 6 full layers, 21 linear
+  EXPECT_EQ(kimi.kv_basis, (std::vector<std::string>{
+                               "kv_lora_rank 512 + qk_rope_head_dim 64 a token and layer (MLA's "
+                               "latent)",
+                               "21 linear-attention layers: no KV"}));
+  const Architecture dsa = arch("glm_moe_dsa");  // attention with an indexer: its keys not counted
+  EXPECT_TRUE(has(dsa.not_understood,
+                  "layer_types 'indexed_attention' on 78 layers: counted as full attention"));
+  EXPECT_TRUE(has(dsa.not_understood, "indexer_types not read"));
+}
 
 TEST(FoldIndices, EveryNumericComponent) {
   EXPECT_EQ(fold_indices("model.layers.12.mlp.experts.7.w1.weight"),

@@ -15,7 +15,9 @@
 #
 # Usage (from anywhere):
 #   tests/peers/e2e_transformers_serve.sh [--dtype auto|float32|bfloat16] [--no-harness] [--no-probe]
-#                                         [--out DIR] [MODEL_DIR ...]
+#                                         [--out DIR] [--golden-root DIR] [MODEL_DIR ...]
+#   --golden-root DIR: the goldens are DIR/<name> (default golden/e2e), e.g. gen_e2e.py --model's of a
+#   checkpoint made by hand (tests/peers/tf5_new_families.py --tokenizer)
 # Environment: PYTHON (default python3), TRANSFORMERS (the CLI, default: transformers next to PYTHON,
 #   else on PATH), HARNESS (default build/bin/harness), STARTUP_TIMEOUT (s, default 180),
 #   SERVE_TIMEOUT (s, the server's whole life per model, default 1800).
@@ -33,6 +35,7 @@ HARNESS="${HARNESS:-build/bin/harness}"
 STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-180}"
 SERVE_TIMEOUT="${SERVE_TIMEOUT:-1800}"
 DTYPE="auto"
+GOLDEN_ROOT="golden/e2e"
 RUN_HARNESS=1
 RUN_PROBE=1
 OUT="${TMPDIR:-/tmp}/e2e_transformers_serve.$$"
@@ -43,6 +46,7 @@ while [[ $# -gt 0 ]]; do
     --no-harness) RUN_HARNESS=0; shift ;;
     --no-probe) RUN_PROBE=0; shift ;;
     --out) OUT="$2"; shift 2 ;;
+    --golden-root) GOLDEN_ROOT="$2"; shift 2 ;;
     -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) MODELS+=("${1%/}"); shift ;;
@@ -127,8 +131,8 @@ print(f"  chat stream: 200, {len(ev)} events, text {text!r}, finish {fin[-1]}, [
   else fail "$NAME: streamed chat completion: HTTP $CODE ${BODY:0:300}"; fi
 
   # The golden requests, and what the server accepts.
-  if [[ $RUN_PROBE -eq 1 && -d "golden/e2e/$NAME" ]]; then
-    "$PYTHON" tests/peers/probe_openai_server.py --url "$URL" --model "$MODEL" --golden "golden/e2e/$NAME" \
+  if [[ $RUN_PROBE -eq 1 && -d "$GOLDEN_ROOT/$NAME" ]]; then
+    "$PYTHON" tests/peers/probe_openai_server.py --url "$URL" --model "$MODEL" --golden "$GOLDEN_ROOT/$NAME" \
       --json "$OUT/$NAME.probe.json" | sed 's/^/  /' || echo "  (probe: some golden texts differ; see $OUT/$NAME.probe.json)"
   fi
 
@@ -146,7 +150,7 @@ print(f"  chat stream: 200, {len(ev)} events, text {text!r}, finish {fin[-1]}, [
       echo "  dialect: openai"
     } >"$PLATFORM"
     GOLDEN=()
-    [[ -d "golden/e2e/$NAME" ]] && GOLDEN=(--golden "golden/e2e/$NAME")
+    [[ -d "$GOLDEN_ROOT/$NAME" ]] && GOLDEN=(--golden "$GOLDEN_ROOT/$NAME")
     echo "  $HARNESS day0 --model $MODEL ${GOLDEN[*]} --platform $PLATFORM --out $OUT/$NAME.day0 --db $OUT/results.db"
     if "$HARNESS" day0 --model "$MODEL" "${GOLDEN[@]}" --platform "$PLATFORM" --out "$OUT/$NAME.day0" \
         --db "$OUT/results.db" \

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -60,10 +61,10 @@ TINY = {
 }
 
 
-def tiny_config(model_type: str):
+def tiny_config(model_type: str, extra: dict):
     base = AutoConfig.for_model(model_type).to_dict()
     layers = base.get("num_hidden_layers") or base.get("num_layers")
-    kw = dict(SMALL, **TINY[model_type])
+    kw = dict(SMALL, **TINY[model_type], **extra)
     n = kw.get("num_hidden_layers") or kw.get("num_layers")
     for key, value in base.items():  # per-layer lists cut to n layers, the last kept
         if isinstance(value, list) and len(value) == layers and key not in kw:
@@ -97,14 +98,26 @@ def main() -> int:
     ap.add_argument("--harness", default="build/bin/harness")
     ap.add_argument("--out", default="/tmp/tf5-tiny")
     ap.add_argument("--record", help="write each family's config, tensor headers and counts here")
+    ap.add_argument("--tokenizer", help="a model directory whose tokenizer the checkpoints get (its vocab_size "
+                    "and special ids too), so that an engine can serve them: tests/data/models/tiny-minimax-m2")
+    ap.add_argument("--initializer-range", type=float,
+                    help="wider initial weights, so greedy decoding has margins an engine reproduces (0.3)")
     ap.add_argument("types", nargs="*", default=sorted(TINY))
     args = ap.parse_args()
     bad = 0
+    extra = {}
+    if args.tokenizer:
+        tok = json.loads((Path(args.tokenizer) / "config.json").read_text())
+        extra = {k: tok[k] for k in ("vocab_size", "bos_token_id", "eos_token_id", "pad_token_id") if k in tok}
+    if args.initializer_range:
+        extra["initializer_range"] = args.initializer_range
     for model_type in args.types:
         torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(tiny_config(model_type))
+        model = AutoModelForCausalLM.from_config(tiny_config(model_type, extra))
         out = Path(args.out) / model_type
         model.save_pretrained(out)
+        for name in ("tokenizer.json", "tokenizer_config.json") if args.tokenizer else ():
+            shutil.copy(Path(args.tokenizer) / name, out / name)
         want_params = model.num_parameters()
         params = {n for n, _ in model.named_parameters(remove_duplicate=False)}
         want_buffers = sum(b.numel() for n, b in model.state_dict().items() if n not in params)

@@ -259,6 +259,11 @@ struct Architecture {
   // What was read under another name or derived (a family the executor does not model):
   // "num_hidden_layers 56 = 2 x num_layers (transformers 5.24's longcat_flash)".
   std::vector<std::string> derived;
+  // What the memory plan's KV estimate rests on (a family the executor does not model): the
+  // attention fields it used ("num_key_value_heads 8 x head_dim 128 ..."), and the per-layer
+  // kinds it did not understand ("layer_types 'compressed_sparse_attention' on 21 layers: counted
+  // as full attention").
+  std::vector<std::string> kv_basis, not_understood;
   TextModel text;
   std::optional<Vision> vision;
   Quantization quantization;

@@ -4,6 +4,7 @@
 // planner's KV-cache and activation terms. The weights themselves come from the checkpoint's
 // headers (model/weights/checkpoint_inventory.h).
 #include <algorithm>
+#include <map>
 
 #include "base/error.h"
 #include "model/config/architecture.h"
@@ -110,6 +111,87 @@ int64_t positive(const ConfigFields& f, const char* key, int64_t value) {
   return value;
 }
 
+// The per-layer kinds read_layer_kinds understands; any other is counted as full attention.
+bool understood_layer_type(const std::string& kind) {
+  for (const char* k : {"full_attention", "attention", "sliding_attention", "chunked_attention",
+                        "linear_attention", "mamba"}) {
+    if (kind == k) return true;
+  }
+  return false;
+}
+
+// "name" on N layers, for each distinct value of the string list `key` that `known` rejects.
+void unknown_values(const ConfigFields& f, const char* key, bool (*known)(const std::string&),
+                    const std::string& then, Architecture* a) {
+  const nlohmann::json* list = f.find(key);
+  if (list == nullptr || !list->is_array()) return;
+  std::map<std::string, int64_t> unknown;
+  for (const nlohmann::json& v : *list) {
+    const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+    if (!known(s)) ++unknown[s];
+  }
+  for (const auto& [kind, n] : unknown) {
+    a->not_understood.push_back(std::string(key) + " '" + kind + "' on " + std::to_string(n) +
+                                (n == 1 ? " layer: " : " layers: ") + then);
+  }
+}
+
+// mlp_layer_types (DeepSeek-V4, GLM-5's DSA, MiMo-V2-Flash, ...): which layers are dense.
+void read_mlp_layer_types(const ConfigFields& f, int64_t layers, Architecture* a) {
+  const nlohmann::json* list = f.find("mlp_layer_types");
+  Moe& m = a->text.moe;
+  if (list == nullptr || !list->is_array() || m.num_experts == 0) return;
+  if (int64_t(list->size()) != layers) {
+    throw InputError(f.where("mlp_layer_types"), "has " + std::to_string(list->size()) +
+                                                     " entries for " + std::to_string(layers) +
+                                                     " layers");
+  }
+  m.first_k_dense = 0;
+  m.layer_freq = 1;
+  m.dense_layers.clear();
+  for (size_t l = 0; l < list->size(); ++l) {
+    if ((*list)[l] == "dense") m.dense_layers.push_back(int64_t(l));
+  }
+  unknown_values(
+      f, "mlp_layer_types",
+      [](const std::string& s) { return s == "dense" || s == "sparse" || s == "moe"; },
+      "counted as routed experts", a);
+}
+
+// What the KV estimate will rest on, in words (Architecture::kv_basis).
+void explain_kv(const ConfigFields& f, Architecture* a) {
+  const TextModel& t = a->text;
+  const Attention& at = t.attn;
+  if (at.mla) {
+    a->kv_basis.push_back("kv_lora_rank " + std::to_string(at.kv_lora_rank) +
+                          " + qk_rope_head_dim " + std::to_string(at.qk_rope_head_dim) +
+                          " a token and layer (MLA's latent)");
+  } else {
+    a->kv_basis.push_back(
+        "num_key_value_heads " + std::to_string(at.num_kv_heads) +
+        (f.find("num_key_value_heads") ? "" : " (none given: num_attention_heads)") +
+        " x head_dim " + std::to_string(at.head_dim) +
+        (f.find("head_dim") ? "" : " (none given: hidden_size / num_attention_heads)") +
+        ", keys and values");
+  }
+  int64_t sliding = 0, linear = 0;
+  for (TextModel::LayerKind k : t.layer_kinds) {
+    sliding += k == TextModel::LayerKind::kSliding;
+    linear += k == TextModel::LayerKind::kLinear;
+  }
+  if (sliding > 0)
+    a->kv_basis.push_back("sliding_window " + std::to_string(at.sliding_window) + " on " +
+                          std::to_string(sliding) + " of " + std::to_string(t.num_layers) +
+                          " layers");
+  if (linear > 0) a->kv_basis.push_back(std::to_string(linear) + " linear-attention layers: no KV");
+  unknown_values(f, "layer_types", understood_layer_type, "counted as full attention", a);
+  for (const char* key : {"layers_block_type", "block_types", "indexer_types"}) {
+    if (f.find(key) != nullptr)
+      a->not_understood.push_back(std::string(key) + " not read: its layers' KV as layer_types" +
+                                  " and the attention fields say");
+  }
+}
+
 Architecture generic_architecture(const nlohmann::json& config, const std::string& where) {
   if (!config.is_object()) throw InputError(where, "not a JSON object");
   const ConfigFields top(config, where);
@@ -182,7 +264,9 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
     if (m.layer_freq < 1) m.layer_freq = 1;
     m.dense_layers = f.opt_int_list("mlp_only_layers");
     m.identity_experts = f.opt_int("zero_expert_num", 0);
+    read_mlp_layer_types(f, t.num_layers, &a);
   }
+  explain_kv(f, &a);
   if (config.contains("quantization_config") && config["quantization_config"].is_object()) {
     const ConfigFields q(config["quantization_config"], where + ": quantization_config");
     a.quantization.method = q.opt_string("quant_method", "");

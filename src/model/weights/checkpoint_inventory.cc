@@ -262,6 +262,9 @@ Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedC
                                                 " zero-computation experts (zero_expert_num)"
                                           : ""));
     }
+    // LongCat-Flash's zero-computation experts: identity, but transformers 5.24 saves rows for
+    // them; held by every expert-parallel rank (they are no routed expert's weights to place).
+    if (w.expert >= t.moe.num_experts) w.expert = -1;
     if (p.fused_experts && w.expert < 0 && w.shape.size() >= 2 && rule_of(p.leaf) != nullptr) {
       w.tp = TpSplit::kColumn;  // the expert axis first: each rank holds whole experts
     }
