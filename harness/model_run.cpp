@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "cli_output.h"
 #include "io/sharded_checkpoint.h"
+#include "model/config/tower.h"
 #include "model/exec/dump_file.h"
 #include "model/exec/executor.h"
 #include "model/exec/generation.h"
@@ -47,16 +48,20 @@ int run_model(RunOptions opt) {
   model::Executor ex(arch, ckpt, *be, {*dtype, backend::FallbackMode::kHost, 16, tokens, true});
   tensor::Tensor features;
   model::ProbeRecorder probes;
+  std::vector<model::ImageGrid> grids;  // where the tower places the image by its grid (M-RoPE)
   if (!opt.image.empty()) {
-    const model::ClipProcessor p = model::load_clip_processor(opt.model);
-    features = ex.image_features(model::clip_rescaled_pixels(model::decode_image(opt.image), p),
-                                 p.mean, p.std, &probes);
+    const model::Tower* tower = model::tower_of(arch);
+    if (tower == nullptr) throw InputError("--image", "the model has no vision tower");
+    const std::unique_ptr<model::ImageProcessor> p = tower->processor(opt.model);
+    const model::TowerPixels px = p->pixels(model::decode_image(opt.image));
+    if (px.has_grid()) grids.push_back(px.grid);
+    features = tower->features(ex, *p, px, &probes);
   }
   model::Generation best;
   for (int r = 0; r < std::max(1, opt.repeats); ++r) {
     model::ProbeRecorder* rec = r == 0 ? &probes : nullptr;
     model::Generation g = model::generate_greedy(ex, opt.prompt, opt.greedy, rec,
-                                                 opt.image.empty() ? nullptr : &features);
+                                                 opt.image.empty() ? nullptr : &features, grids);
     if (r == 0) best = g;
     best.prefill_s = std::min(best.prefill_s, g.prefill_s);
     best.decode_s = std::min(best.decode_s, g.decode_s);

@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "io/sharded_checkpoint.h"
 #include "model/config/architecture.h"
+#include "model/config/tower.h"
 #include "model/vision/image.h"
 #include "model/weights/checkpoint_inventory.h"
 #include "plan/memory_plan.h"
@@ -156,9 +157,9 @@ int run_plan(const PlanOptions& opt) {
     o.checkpoint = &*stored;
     source = "as stored in the checkpoint; " + arch.family + " is not modelled";
   }
-  if (arch.vision && arch.vision->tower == "qwen2_5_vl") {
+  if (const model::Tower* tower = model::tower_of(arch)) {
     o.max_image_pixels =
-        opt.max_image_pixels > 0 ? opt.max_image_pixels : model::qwen_vl_max_pixels(opt.model);
+        opt.max_image_pixels > 0 ? opt.max_image_pixels : tower->max_image_pixels(opt.model);
   }
   plan::MemoryPlan p = plan::plan_memory(arch, parallel, o);
   if (!dp_note.empty()) p.notes.insert(p.notes.begin(), dp_note);

@@ -25,6 +25,7 @@
 #include "cli_output.h"
 #include "commands.h"
 #include "io/sharded_checkpoint.h"
+#include "model/config/tower.h"
 #include "model/exec/executor.h"
 #include "model/weights/model_source.h"
 #include "service/server.h"
@@ -141,15 +142,10 @@ int run_serve(const ServeOptions& opt) {
   served.image = service::image_tokens_of(src.dir);
   service::EngineOptions engine_options;
   engine_options.max_batch = opt.max_batch;
-  if (arch.vision && arch.vision->tower == "qwen2_5_vl") {
+  if (const model::Tower* tower = model::tower_of(arch)) {
     const std::string pre = find_in(dirs, "preprocessor_config.json");
-    served.qwen_vl = model::load_qwen_vl_processor(pre.empty() ? opt.model : pre);
-  } else if (arch.vision) {
-    served.clip = model::load_clip_processor(find_in(dirs, "preprocessor_config.json").empty()
-                                                 ? opt.model
-                                                 : find_in(dirs, "preprocessor_config.json"));
-    engine_options.image_mean = served.clip->mean;
-    engine_options.image_std = served.clip->std;
+    served.images = tower->processor(pre.empty() ? opt.model : pre);
+    engine_options.images = served.images.get();
   }
   engine_options.eos_ids = eos_ids(tokenizer, dirs);
 

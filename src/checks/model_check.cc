@@ -21,6 +21,7 @@
 #include "compare/model_compare.h"
 #include "io/sharded_checkpoint.h"
 #include "mesh/communicator.h"
+#include "model/config/tower.h"
 #include "model/exec/executor.h"
 #include "model/exec/generation.h"
 #include "model/exec/host_glue.h"
@@ -473,15 +474,14 @@ class ModelCase : public PreparedCase {
     const std::vector<int64_t> prompt = model::glue::ids_of(golden.get("input_ids"));
     tensor::Tensor features;
     std::vector<model::ImageGrid> grids;
-    if (s_.kind == "image" && ex.arch().vision && ex.arch().vision->tower == "qwen2_5_vl") {
-      const model::QwenVlPixels px = model::qwen_vl_pixels(model::decode_image(s_.image),
-                                                           model::load_qwen_vl_processor(s_.model));
-      grids.push_back({px.grid_t, px.grid_h, px.grid_w});
-      features = ex.qwen_image_features(px.pixel_values, grids[0], probes);
-    } else if (s_.kind == "image") {
-      const model::ClipProcessor p = model::load_clip_processor(s_.model);
-      features = ex.image_features(model::clip_rescaled_pixels(model::decode_image(s_.image), p),
-                                   p.mean, p.std, probes);
+    if (s_.kind == "image") {
+      const model::Tower* tower = model::tower_of(ex.arch());
+      if (tower == nullptr)
+        throw InputError(s_.model, "an image case for a model without a vision tower");
+      const std::unique_ptr<model::ImageProcessor> p = tower->processor(s_.model);
+      const model::TowerPixels px = p->pixels(model::decode_image(s_.image));
+      if (px.has_grid()) grids.push_back(px.grid);  // M-RoPE places the image by its grid
+      features = tower->features(ex, *p, px, probes);
     }
     const bool has_greedy = golden.find("greedy_ids") != nullptr;
     const int steps = s_.greedy >= 0 ? s_.greedy

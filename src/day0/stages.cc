@@ -18,8 +18,8 @@
 #include "day0/day0.h"
 #include "day0/stage_runs.h"
 #include "io/sharded_checkpoint.h"
+#include "model/config/tower.h"
 #include "model/exec/executor.h"
-#include "model/vision/image.h"
 #include "model/weights/checkpoint_inventory.h"
 #include "model/weights/inventory.h"
 #include "model/weights/model_source.h"
@@ -343,8 +343,8 @@ StageResult run_memory_plan_stage(Context& ctx) {
         tensor::dtype_size(*ctx.arch->text.dtype) <= 2)
       o.kv_dtype = *ctx.arch->text.dtype;
   }
-  if (ctx.arch->vision && ctx.arch->vision->tower == "qwen2_5_vl")
-    o.max_image_pixels = model::qwen_vl_max_pixels(ctx.options.model);
+  if (const model::Tower* tower = model::tower_of(*ctx.arch))
+    o.max_image_pixels = tower->max_image_pixels(ctx.options.model);
   const plan::MemoryPlan p = plan::plan_memory(*ctx.arch, ctx.parallel, o);
   const std::string on = ctx.parallel.world() == 1
                              ? "one device"

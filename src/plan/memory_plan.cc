@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "model/config/block.h"
+#include "model/config/tower.h"
 #include "model/weights/inventory.h"
 
 namespace h0::plan {
@@ -19,8 +20,7 @@ using tensor::DType;
 
 constexpr int64_t kQuantBlock = 128;  // fp8 block edge, int4 group size
 constexpr double kActivationSlack = 1.25;
-constexpr int64_t kSamplerRows = 256;                 // vLLM's default max_num_seqs
-constexpr int64_t kQwenVlMaxPixels = 28 * 28 * 1280;  // Qwen2VLImageProcessor's class default
+constexpr int64_t kSamplerRows = 256;  // vLLM's default max_num_seqs
 
 struct FormatRow {
   WeightFormat format;
@@ -193,24 +193,15 @@ int64_t activation_bytes(const Architecture& arch, const ParallelPlan& plan, con
       std::ceil(kActivationSlack * static_cast<double>(2 * T * D * c + peak)));
 }
 
-// The largest image the plan sizes the tower for: the option, else the processor class default.
-int64_t image_pixels(const MemoryOptions& o) {
-  return o.max_image_pixels > 0 ? o.max_image_pixels : kQwenVlMaxPixels;
-}
-
-// The vision tower's activations at the largest image (memory_plan.h); 0 without a Qwen tower.
+// The vision tower's activations at the largest image (memory_plan.h); 0 without a tower that
+// sizes them (Tower::activation_bytes).
 int64_t vision_activation_bytes(const Architecture& arch, const MemoryOptions& o) {
-  if (!arch.vision || arch.vision->tower != "qwen2_5_vl") return 0;
-  const model::Vision& v = *arch.vision;
-  const int64_t c = tensor::dtype_size(compute_dtype(o.weights)),
-                mu = v.spatial_merge_size * v.spatial_merge_size;
-  const int64_t P = image_pixels(o) / (v.patch_size * v.patch_size);
-  const int64_t K = v.num_channels * v.temporal_patch_size * v.patch_size * v.patch_size,
-                Dv = v.hidden_size;
-  const int64_t merger = P * Dv * c + (P / mu) * (mu * Dv + arch.text.hidden_size) * c;
-  const int64_t peak = std::max({4 * P * Dv * c, 3 * P * v.intermediate_size * c, merger});
-  return static_cast<int64_t>(
-      std::ceil(kActivationSlack * static_cast<double>(P * K * 4 + 2 * P * Dv * c + peak)));
+  const model::Tower* tower = model::tower_of(arch);
+  const int64_t bytes =
+      tower ? tower->activation_bytes(arch, o.max_image_pixels,
+                                      int64_t(tensor::dtype_size(compute_dtype(o.weights))))
+            : 0;
+  return static_cast<int64_t>(std::ceil(kActivationSlack * static_cast<double>(bytes)));
 }
 
 int64_t comm_bytes(const Architecture& arch, const ParallelPlan& plan, const MemoryOptions& o,
@@ -257,15 +248,8 @@ std::vector<std::string> plan_notes(const Architecture& arch, const ParallelPlan
   if (plan.tp > 1)
     notes.push_back("vocab " + std::to_string(t.vocab_size) + " over tp " +
                     std::to_string(plan.tp) + ": " + sizes_of(t.vocab_size, plan.tp));
-  if (arch.vision && arch.vision->tower == "qwen2_5_vl") {
-    const int64_t pixels = image_pixels(o);
-    notes.push_back(
-        "vision tower on stage 0 sized for an image of " + std::to_string(pixels) + " pixels (" +
-        std::to_string(pixels / (arch.vision->patch_size * arch.vision->patch_size)) + " patches" +
-        (o.max_image_pixels > 0
-             ? ", the processor's max_pixels)"
-             : ": the processor class default; harness plan --max-image-pixels sets it)"));
-  }
+  if (const model::Tower* tower = model::tower_of(arch))
+    tower->plan_notes(arch, o.max_image_pixels, &notes);
   if (t.tie_word_embeddings && plan.pp > 1)
     notes.push_back("tied embedding: held by the first stage and, as the LM head, by the last");
   if (t.num_nextn_predict_layers > 0 && !o.include_mtp)

@@ -32,9 +32,10 @@
 //                 256))))
 //   The 1.25 covers allocator fragmentation; CUDA graphs, the runtime and workspaces are in the
 //   reserve.
-// A Qwen2.5-VL vision tower runs on stage 0 before the prefill, whole on every rank (as the
-// executor runs it), for the largest image: P = max_image_pixels / patch² patches of
-// K = channels·temporal·patch² values, width Dv, MLP width Iv:
+// A vision tower runs on stage 0 before the prefill, whole on every rank (as the executor runs
+// it); its activations are its own (Tower::activation_bytes) at the largest image. Qwen2.5-VL's: P
+// = max_image_pixels / patch² patches of K = channels·temporal·patch² values, width Dv, MLP width
+// Iv:
 //   vision = 1.25 · (P·K·4 [f32 pixel values] + 2·P·Dv·c
 //                    + max(4·P·Dv·c [q, k, v, o], 3·P·Iv·c [gate, up, activation],
 //                          P·Dv·c + (P/m²)·(m²·Dv + D)·c [the merger]))

@@ -17,7 +17,8 @@ struct BatchEngine::Active {
   int seq = -1;
   bool prefilled = false;
   int64_t generated = 0, last = -1;
-  tensor::Tensor features;  // LLaVA: every image's features, in prompt order
+  tensor::Tensor features;              // every image's features, in prompt order
+  std::vector<model::ImageGrid> grids;  // the images' grids, where the tower has them (M-RoPE)
 };
 
 namespace {
@@ -170,17 +171,13 @@ bool BatchEngine::prepare(Active& a) {
     const int64_t marked =
         image_token < 0 ? 0
                         : std::count(a.request.prompt.begin(), a.request.prompt.end(), image_token);
-    if (!a.request.images.empty() && !arch.vision)
+    const model::Tower* tower = model::tower_of(arch);
+    if (!a.request.images.empty() && (tower == nullptr || options_.images == nullptr))
       throw InputError("messages", "the model has no vision tower: images are not supported");
-    const bool qwen = arch.vision && arch.vision->tower == "qwen2_5_vl";
-    for (size_t i = 0; i < a.request.images.size(); ++i) {
-      const tensor::Tensor& pixels = a.request.images[i];
-      if (qwen && i >= a.request.image_grids.size())
-        throw InputError("messages", "an image without its grid");
-      const tensor::Tensor f =
-          qwen ? ex_.qwen_image_features(pixels, a.request.image_grids[i])
-               : ex_.image_features(pixels, options_.image_mean, options_.image_std);
+    for (const model::TowerPixels& px : a.request.images) {
+      const tensor::Tensor f = tower->features(ex_, *options_.images, px);
       a.features = a.features.numel() == 0 ? f : model::glue::concat_rows(a.features, f);
+      if (px.has_grid()) a.grids.push_back(px.grid);
     }
     const int64_t rows = a.request.images.empty() ? 0 : a.features.dim(0);
     if (marked != rows) {
@@ -221,7 +218,7 @@ void BatchEngine::step(std::vector<std::unique_ptr<Active>>& running) {
       items.push_back({a->seq, {a->last}, nullptr});
     } else {
       items.push_back({a->seq, a->request.prompt,
-                       a->request.images.empty() ? nullptr : &a->features, a->request.image_grids});
+                       a->request.images.empty() ? nullptr : &a->features, a->grids});
       prompt_tokens += int64_t(a->request.prompt.size());
     }
   }

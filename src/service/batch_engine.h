@@ -19,7 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include "model/config/tower.h"
 #include "model/exec/executor.h"
+#include "model/vision/image.h"
 #include "tensor/tensor.h"
 
 namespace h0::service {
@@ -40,11 +42,9 @@ struct SamplingParams {
 struct GenerationRequest {
   std::vector<int64_t> prompt;
   SamplingParams sampling;
-  // LLaVA: one rescaled image [3, H, W] (clip_rescaled_pixels) per image in the prompt, in order;
-  // Qwen2.5-VL: the processor's pixel_values [patches, K] (qwen_vl_pixels) per image and its grid
-  // in `image_grids`. Features are computed on the scheduler thread.
-  std::vector<tensor::Tensor> images;
-  std::vector<model::ImageGrid> image_grids;
+  // Each image of the prompt, in order, as the model's tower takes it (its ImageProcessor's
+  // pixels). Features are computed on the scheduler thread.
+  std::vector<model::TowerPixels> images;
 };
 
 struct TokenEvent {
@@ -92,7 +92,8 @@ struct EngineOptions {
   int max_batch = 16;                 // sequences per forward pass
   int64_t max_prefill_tokens = 4096;  // prompt tokens admitted per step (one prompt always fits)
   std::vector<int64_t> eos_ids;       // tokens that end a sequence (unless ignore_eos)
-  std::array<double, 3> image_mean{}, image_std{};  // the CLIP processor's normalization
+  // The model's image processor (config/tower.h; null for a text-only model). Not owned.
+  const model::ImageProcessor* images = nullptr;
 };
 
 // Counters since start, for /metrics and the benchmark.

@@ -8,6 +8,7 @@
 #include "base/input_file.h"
 #include "base/json_read.h"
 #include "model/config/architecture.h"
+#include "model/config/tower.h"
 
 namespace h0::service {
 namespace {
@@ -227,18 +228,11 @@ std::vector<int64_t> chat_prompt_ids(const tokenizer::Tokenizer& tokenizer, cons
 
 ImageTokens image_tokens_of(const std::string& model_dir) {
   const model::Architecture arch = model::load_architecture(model_dir);
-  if (!arch.vision) return {};
-  if (arch.vision->tower == "qwen2_5_vl")
-    return {arch.vision->image_token_index, 0};  // a count per image: its grid
-  const std::string path = model::config_path(model_dir);
-  const nlohmann::json config = base::parse_json_or_discarded(read_text(path));
-  int64_t count =
-      arch.vision->num_patches() + (arch.vision->feature_select_strategy == "default" ? 0 : 1);
-  if (config.is_object() && config.contains("image_seq_length") &&
-      config["image_seq_length"].is_number_integer()) {
-    count = config["image_seq_length"].get<int64_t>();
-  }
-  return {arch.vision->image_token_index, count};
+  const model::Tower* tower = model::tower_of(arch);
+  if (tower == nullptr) return {};
+  const nlohmann::json config =
+      base::parse_json_or_discarded(read_text(model::config_path(model_dir)));
+  return {arch.vision->image_token_index, tower->image_tokens(arch, config)};
 }
 
 }  // namespace h0::service

@@ -27,10 +27,10 @@ struct ServedModel {
   const tokenizer::Tokenizer* tokenizer = nullptr;
   std::optional<ChatTemplate> chat;  // absent: chat requests are 400 with chat_error
   std::string chat_error;
-  ImageTokens
-      image;  // the image token; LLaVA's count per image (Qwen2.5-VL's comes from each grid)
-  std::optional<model::ClipProcessor> clip;       // LLaVA's CLIP tower: its processor
-  std::optional<model::QwenVlProcessor> qwen_vl;  // Qwen2.5-VL's tower: its processor
+  // The image token and the count per image (0: each image's own, TowerPixels::tokens).
+  ImageTokens image;
+  // The vision tower's image processor (config/tower.h); null for a text-only model.
+  std::shared_ptr<const model::ImageProcessor> images;
 };
 
 struct ServerOptions {

@@ -75,7 +75,7 @@ ContentPart parse_part(const json& part, const std::string& where, const ServedM
   const json* url = image == nullptr ? nullptr : image->is_string() ? image : member(*image, "url");
   if (url == nullptr || !url->is_string())
     throw bad(where + ".image_url.url", "a string is required");
-  if (!model.clip && !model.qwen_vl)
+  if (!model.images)
     throw bad(where,
               "the model '" + model.name + "' has no vision tower: image input is not supported");
   const std::string& u = url->get_ref<const std::string&>();
@@ -92,13 +92,7 @@ ContentPart parse_part(const json& part, const std::string& where, const ServedM
   try {
     const model::Image img =
         model::decode_image_memory(bytes->data(), bytes->size(), where + ".image_url.url");
-    if (model.qwen_vl) {
-      model::QwenVlPixels px = model::qwen_vl_pixels(img, *model.qwen_vl);
-      r->generation.image_grids.push_back({px.grid_t, px.grid_h, px.grid_w});
-      r->generation.images.push_back(std::move(px.pixel_values));
-    } else {
-      r->generation.images.push_back(model::clip_rescaled_pixels(img, *model.clip));
-    }
+    r->generation.images.push_back(model.images->pixels(img));
   } catch (const InputError& e) {
     throw bad(where + ".image_url.url", std::string("the image cannot be decoded: ") + e.what());
   }
@@ -244,10 +238,9 @@ ApiRequest parse_request(const std::string& body_text, bool chat, const ServedMo
       throw bad("chat_template_kwargs",
                 "harness serve renders its template families without template switches");
     const std::string text = model.chat->render(parse_messages(body, model, &r));
-    std::vector<int64_t> counts;  // Qwen2.5-VL: each image's tokens, from its grid
-    if (model.qwen_vl) {
-      for (const model::ImageGrid& g : r.generation.image_grids)
-        counts.push_back(g.tokens(model.qwen_vl->merge_size));
+    std::vector<int64_t> counts;  // each image's tokens, where they follow its size
+    if (model.image.count == 0) {
+      for (const model::TowerPixels& px : r.generation.images) counts.push_back(px.tokens);
     }
     r.generation.prompt = chat_prompt_ids(*model.tokenizer, text, model.image, counts);
   } else {

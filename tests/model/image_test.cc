@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "compare/metrics.h"
 #include "io/safetensors_reader.h"
+#include "model/config/tower.h"
 #include "model/exec/executor.h"
 #include "model/exec/generation.h"
 #include "model/weights/synth.h"
@@ -81,10 +82,10 @@ TEST(Image, LlavaImagePromptMatchesTransformers) {
   Executor ex(arch, ckpt, *be, {});
   const io::SafetensorsFile g =
       io::SafetensorsFile::open(h0::test::golden_path("models/tiny-llava/p13_image.safetensors"));
-  const ClipProcessor p = load_clip_processor(dir.path());
+  const Tower& tower = *tower_of(arch);
+  const std::unique_ptr<ImageProcessor> p = tower.processor(dir.path());
   ProbeRecorder probes;
-  const tensor::Tensor features =
-      ex.image_features(clip_rescaled_pixels(image("checker.png"), p), p.mean, p.std, &probes);
+  const tensor::Tensor features = tower.features(ex, *p, p->pixels(image("checker.png")), &probes);
   const tensor::Tensor ids_t = g.get("input_ids");
   const std::vector<int64_t> ids(ids_t.data_as<int64_t>(),
                                  ids_t.data_as<int64_t>() + ids_t.numel());

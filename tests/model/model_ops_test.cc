@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "io/sharded_checkpoint.h"
+#include "model/config/tower.h"
 #include "model/exec/executor.h"
 #include "model/vision/image.h"
 #include "model/weights/synth.h"
@@ -38,11 +39,10 @@ TEST_P(RanOps, AreTheDerivedSet) {
   auto be = backend::Backend::open({"cpu", "", nlohmann::json::object()});
   Executor ex(arch, ckpt, *be, {});
   tensor::Tensor features;
-  if (arch.vision) {
-    const ClipProcessor p = load_clip_processor(model);
-    features = ex.image_features(
-        clip_rescaled_pixels(decode_image(h0::test::golden_path("models/images/checker.png")), p),
-        p.mean, p.std);
+  if (const Tower* tower = tower_of(arch)) {
+    const std::unique_ptr<ImageProcessor> p = tower->processor(model);
+    features = tower->features(
+        ex, *p, p->pixels(decode_image(h0::test::golden_path("models/images/checker.png"))));
   }
   std::vector<int64_t> prompt = {1000, 17, 256, 3, 999, 42, 511};
   if (arch.vision)

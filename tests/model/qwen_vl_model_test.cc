@@ -11,6 +11,7 @@
 #include "compare/model_compare.h"
 #include "io/safetensors_reader.h"
 #include "io/sharded_checkpoint.h"
+#include "model/config/tower.h"
 #include "model/exec/executor.h"
 #include "model/exec/generation.h"
 #include "model/exec/host_glue.h"
@@ -82,7 +83,9 @@ ImageRun run_image(const std::string& stem, const std::string& file, const QwenV
       qwen_vl_pixels(decode_image(h0::test::golden_path("models/images/" + file)), p);
   ProbeRecorder probes;
   const ImageGrid grid{px.grid_t, px.grid_h, px.grid_w};
-  const tensor::Tensor features = ex.qwen_image_features(px.pixel_values, grid, &probes);
+  const Tower& tower = *tower_of(arch);
+  const tensor::Tensor features =
+      tower.features(ex, *tower.processor(dir), {px.pixel_values, grid, grid.tokens(2)}, &probes);
   ImageRun r;
   r.gen = generate_greedy(ex, glue::ids_of(g.get("input_ids")), 8, &probes, &features, {grid});
   r.probes = probes.probes();

@@ -1,10 +1,11 @@
-// The registry of blocks (config/block.h): one row per block file under blocks/. A layer runs, in
-// each slot, the first block here whose `runs` says so: a block a family turns on (use_block)
-// comes before the one it stands in for; their ops are bound in this order.
+// The registry of blocks (config/block.h) and towers (config/tower.h): one row per file under
+// blocks/. A layer runs, in each slot, the first block here whose `runs` says so: a block a family
+// turns on (use_block) comes before the one it stands in for; their ops are bound in this order.
 #include <cstring>
 
 #include "base/check.h"
 #include "model/config/block.h"
+#include "model/config/tower.h"
 
 namespace h0::model {
 
@@ -17,6 +18,24 @@ const Block& mla_block();
 const Block& gated_deltanet_block();
 const Block& dense_mlp_block();
 const Block& routed_experts_block();
+
+// Each tower's file under blocks/ defines its <name>_tower().
+const Tower& clip_tower();
+const Tower& qwen_vl_tower();
+
+const std::vector<const Tower*>& towers() {
+  static const std::vector<const Tower*> all = {&clip_tower(), &qwen_vl_tower()};
+  return all;
+}
+
+const Tower* tower_of(const Architecture& arch) {
+  if (!arch.vision) return nullptr;
+  for (const Tower* t : towers()) {
+    if (arch.vision->tower == t->name()) return t;
+  }
+  H0_CHECK(false) << "no tower is named " << arch.vision->tower;
+  return nullptr;
+}
 
 const std::vector<const Block*>& blocks() {
   // One row per block.

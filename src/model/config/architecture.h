@@ -198,7 +198,8 @@ struct TextModel {
 // "qwen2_5_vl": a Conv3d patch embedding over temporal_patch_size frames, blocks of RMSNorm,
 // fused-qkv attention with 2D RoPE, in windows of window_size pixels except the
 // fullatt_blocks, and SwiGLU MLPs; then the PatchMerger of spatial_merge_size² patches into the
-// language model's width, out_hidden_size).
+// language model's width, out_hidden_size). What runs it is the tower's file (config/tower.h:
+// blocks/clip_tower.cc, blocks/qwen_vl_tower.cc); these are the config's fields.
 struct Vision {
   std::string tower = "clip";
   int64_t hidden_size = 0, intermediate_size = 0, num_layers = 0, num_heads = 0;
@@ -236,7 +237,6 @@ struct Vision {
   }
 
   int64_t num_patches() const { return (image_size / patch_size) * (image_size / patch_size); }
-  bool qwen() const { return tower == "qwen2_5_vl"; }
 };
 
 // Quantization the released checkpoint uses (config's quantization_config), for the planner.

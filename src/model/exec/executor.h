@@ -108,17 +108,6 @@ class Executor {
   // step's rows (a ProbeRecorder with append_rows).
   tensor::Tensor run_layer(int64_t layer, const tensor::Tensor& hidden,
                            ProbeRecorder* probes = nullptr, int64_t prefill = 0);
-  // LLaVA: image features [N, D] for the language model from rescaled pixels [3, H, W]
-  // (clip_rescaled_pixels): normalization, patch embedding, the CLIP encoder up to the
-  // feature layer, feature selection and the projector (clip_tower.cc).
-  tensor::Tensor image_features(const tensor::Tensor& rescaled_pixels,
-                                const std::array<double, 3>& mean, const std::array<double, 3>& std,
-                                ProbeRecorder* probes = nullptr);
-  // Qwen2.5-VL: the image features [grid tokens, D] from the processor's pixel_values
-  // [patches, C·temporal·P·P] (qwen_vl_pixels) and its grid (qwen_vl_tower.cc). Both towers return
-  // an empty tensor on a pipeline stage after the first (only the first embeds).
-  tensor::Tensor qwen_image_features(const tensor::Tensor& pixel_values, const ImageGrid& grid,
-                                     ProbeRecorder* probes = nullptr);
   // The next token of each row of logits [T, V] by argmax (ties: lowest id), on the backend.
   std::vector<int64_t> greedy(const tensor::Tensor& logits);
   // Seeded sampling with the `sample` op (Philox keyed by seed, step and row).
@@ -135,6 +124,7 @@ class Executor {
 
  private:
   friend class LayerRun;  // a block's view of the executor (layer_run.h)
+  friend class TowerRun;  // a vision tower's (tower_run.h)
 
   struct Segment {  // one sequence's rows of a forward pass
     int seq = 0;
@@ -151,9 +141,6 @@ class Executor {
     int64_t tokens = 0;  // rows over all segments
     backend::DeviceTensor positions;
     ProbeRecorder* probes = nullptr;
-    // The vision tower's quick_gelu constants 1.702 and 1/1.702 ([S, I]: the same for every
-    // layer), uploaded at the first layer that needs them.
-    std::optional<backend::DeviceTensor> gelu_up, gelu_down;
   };
   // Reserves cache room for each segment (seq, tokens set) and fills rows, positions, block
   // tables and each block's ops at the segment's context.
@@ -181,16 +168,6 @@ class Executor {
   backend::DeviceTensor embed(const std::vector<int64_t>& ids);
   tensor::Tensor lm_head(const backend::DeviceTensor& x);
   bool first_tp_rank() const;
-  // Vision encoder layer `layer` (its weights by vision role), probed under `probe`.
-  // Qwen2.5-VL's vision block `layer` over the patches in window order; attention within each of
-  // `segments` (consecutive row counts: the windows, or the frames of a full-attention block).
-  backend::DeviceTensor qwen_vision_block(int64_t layer, backend::DeviceTensor x,
-                                          const backend::DeviceTensor& positions,
-                                          const std::vector<int64_t>& segments, Step& step);
-  backend::DeviceTensor vision_layer(int64_t layer, const std::string& probe,
-                                     backend::DeviceTensor x, Step& step);
-  backend::DeviceTensor constant_like(const backend::DeviceTensor& like,
-                                      const std::vector<double>& per_channel, int64_t inner);
   void probe(Step& step, const std::string& name, const backend::DeviceTensor& t);
   tensor::Tensor to_host_f32(const backend::DeviceTensor& t);
 

@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "base/error.h"
+#include "model/config/tower.h"
 #include "tensor/convert.h"
 
 namespace h0::model {
@@ -64,33 +65,7 @@ ModelOps model_ops(const Architecture& arch, tensor::DType dtype, bool act_quant
     for (const auto& [label, op] : per_step.ops) o.context.insert(op.def->name);
   }
   o.argmax = bind_op("argmax");
-  if (arch.vision && arch.vision->tower == "qwen2_5_vl") {
-    const Vision& v = *arch.vision;
-    const int64_t hd = v.hidden_size / v.num_heads;
-    if (v.hidden_act != "silu") {
-      throw InputError("config.json: vision_config.hidden_act",
-                       "'" + v.hidden_act + "': the tower's MLP runs swiglu (silu)");
-    }
-    o.vision_norm = bind_op("rmsnorm", {{"eps", v.layer_norm_eps}});
-    o.vision_rope =
-        bind_op("rope", {{"theta", v.rope_theta},
-                         {"style", "neox"},
-                         {"mrope", {{"section", {hd / 4, hd / 4}}, {"layout", "per_axis"}}}});
-    o.vision_attention =
-        bind_op("attention", {{"causal", false}, {"scale", 1.0 / std::sqrt(double(hd))}});
-    o.swiglu = bind_op("swiglu");
-    o.gelu = bind_op("gelu", {{"approximate", "none"}});
-  } else if (arch.vision) {
-    const Vision& v = *arch.vision;
-    o.layernorm = bind_op("layernorm", {{"eps", v.layer_norm_eps}});
-    o.mul = bind_op("mul");
-    o.silu = bind_op("silu");
-    o.gelu = bind_op("gelu", {{"approximate", "none"}});
-    o.patch_embed = bind_op("patch_embed", {{"patch", v.patch_size}});
-    o.vision_attention = bind_op(
-        "attention",
-        {{"causal", false}, {"scale", 1.0 / std::sqrt(double(v.hidden_size / v.num_heads))}});
-  }
+  if (const Tower* tower = tower_of(arch)) tower->bind(arch, &o);
   return o;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "model/vision/qwen_vision.h"
 #include "tensor/tensor.h"
 
 namespace h0::model {
@@ -19,6 +20,17 @@ namespace h0::model {
 struct Image {
   int64_t height = 0, width = 0;
   std::vector<uint8_t> rgb;  // height·width·3, row-major
+};
+
+// One image as its tower takes it (config/tower.h ImageProcessor::pixels).
+struct TowerPixels {
+  // CLIP: rescaled [3, H, W] (clip_rescaled_pixels); Qwen2.5-VL: pixel_values [patches, K].
+  tensor::Tensor pixels;
+  ImageGrid grid;  // Qwen2.5-VL's image_grid_thw (M-RoPE places the image by it); CLIP: none
+  // The feature rows it gives where that depends on the image (Qwen2.5-VL: its grid's tokens);
+  // 0: the tower's fixed count (Tower::image_tokens).
+  int64_t tokens = 0;
+  bool has_grid() const { return grid.h > 0; }
 };
 
 // Throws InputError naming the file when it cannot be read or decoded.

@@ -1,7 +1,7 @@
 // The index arithmetic of Qwen2.5-VL's image path, as transformers computes it
 // (Qwen2_5_VisionTransformerPretrainedModel.rot_pos_emb / get_window_index and
 // Qwen2_5_VLModel.get_rope_index): pure functions, unit-tested on their own; the tower that uses
-// them is Executor::qwen_image_features (model/exec/qwen_vl_tower.cc).
+// them is Qwen2.5-VL's tower (model/blocks/qwen_vl_tower.cc).
 #pragma once
 
 #include <cstdint>

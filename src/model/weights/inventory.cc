@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "model/config/block.h"
+#include "model/config/tower.h"
 #include "model/weights/inventory_builder.h"
 
 namespace h0::model {
@@ -61,60 +62,14 @@ void InventoryBuilder::mtp_layer(int64_t layer) {
   mtp_ = false;
 }
 
-// In checkpoint order; every weight by its vision role (Vision::names), replicated.
-void InventoryBuilder::vision_tower(const Vision& v) {
+void InventoryBuilder::vision_weight(TensorRole role, TensorPiece piece, std::vector<int64_t> shape,
+                                     int64_t layer) {
   layer_ = -1;
-  const auto vis = [&](TensorRole role, TensorPiece piece, std::vector<int64_t> shape,
-                       int64_t layer) {
-    WeightInfo& w = add(v.name(role, piece, layer), std::move(shape), TpSplit::kReplicated);
-    w.tensor = role;
-    w.piece = piece;
-    w.vision_layer = layer;
-  };
-  const auto layer_norm = [&](TensorRole role, int64_t layer) {
-    vis(role, TensorPiece::kWeight, {v.hidden_size}, layer);
-    vis(role, TensorPiece::kBias, {v.hidden_size}, layer);
-  };
-  const auto linear = [&](TensorRole role, int64_t out, int64_t in, bool bias, int64_t layer) {
-    vis(role, TensorPiece::kWeight, {out, in}, layer);
-    if (bias) vis(role, TensorPiece::kBias, {out}, layer);
-  };
-  if (v.qwen()) {  // Qwen2.5-VL: Conv3d patch embedding (no bias), RMSNorm blocks, the merger
-    const int64_t D = v.hidden_size, merged = D * v.spatial_merge_size * v.spatial_merge_size;
-    vis(TensorRole::kVisPatchEmbed, TensorPiece::kWeight,
-        {D, v.num_channels, v.temporal_patch_size, v.patch_size, v.patch_size}, -1);
-    for (int64_t i = 0; i < v.num_layers; ++i) {
-      vis(TensorRole::kVisNorm1, TensorPiece::kWeight, {D}, i);
-      vis(TensorRole::kVisNorm2, TensorPiece::kWeight, {D}, i);
-      linear(TensorRole::kVisAttnQKV, 3 * D, D, true, i);
-      linear(TensorRole::kVisAttnO, D, D, true, i);
-      linear(TensorRole::kVisFfnGate, v.intermediate_size, D, true, i);
-      linear(TensorRole::kVisFfnUp, v.intermediate_size, D, true, i);
-      linear(TensorRole::kVisFfnDown, D, v.intermediate_size, true, i);
-    }
-    vis(TensorRole::kVisMergerNorm, TensorPiece::kWeight, {D}, -1);
-    linear(TensorRole::kVisMerger1, merged, merged, true, -1);
-    linear(TensorRole::kVisMerger2, v.out_hidden_size, merged, true, -1);
-    return;
-  }
-  vis(TensorRole::kVisClassEmbed, TensorPiece::kWeight, {v.hidden_size}, -1);
-  vis(TensorRole::kVisPatchEmbed, TensorPiece::kWeight,
-      {v.hidden_size, v.num_channels, v.patch_size, v.patch_size}, -1);
-  vis(TensorRole::kVisPosEmbed, TensorPiece::kWeight, {v.num_patches() + 1, v.hidden_size}, -1);
-  layer_norm(TensorRole::kVisPreNorm, -1);
-  for (int64_t i = 0; i < v.num_layers; ++i) {
-    for (const TensorRole proj : {TensorRole::kVisAttnK, TensorRole::kVisAttnV,
-                                  TensorRole::kVisAttnQ, TensorRole::kVisAttnO}) {
-      linear(proj, v.hidden_size, v.hidden_size, true, i);
-    }
-    layer_norm(TensorRole::kVisNorm1, i);
-    linear(TensorRole::kVisFc1, v.intermediate_size, v.hidden_size, true, i);
-    linear(TensorRole::kVisFc2, v.hidden_size, v.intermediate_size, true, i);
-    layer_norm(TensorRole::kVisNorm2, i);
-  }
-  layer_norm(TensorRole::kVisPostNorm, -1);
-  linear(TensorRole::kProjector1, t_.hidden_size, v.hidden_size, v.projector_bias, -1);
-  linear(TensorRole::kProjector2, t_.hidden_size, t_.hidden_size, v.projector_bias, -1);
+  WeightInfo& w =
+      add(arch_.vision->name(role, piece, layer), std::move(shape), TpSplit::kReplicated);
+  w.tensor = role;
+  w.piece = piece;
+  w.vision_layer = layer;
 }
 
 WeightInfo& InventoryBuilder::add(const std::string& name, std::vector<int64_t> shape, TpSplit tp,
@@ -254,7 +209,7 @@ void require_whole_blocks(const std::string& name, int64_t parts, int64_t begin,
 Inventory build_inventory(const Architecture& arch, const InventoryOptions& options) {
   InventoryBuilder b(arch, options);
   const TextModel& t = arch.text;
-  if (arch.vision) b.vision_tower(*arch.vision);
+  if (const Tower* tower = tower_of(arch)) tower->weights(arch, b);
   b.embedding(t.prefix);
   for (int64_t i = 0; i < t.num_layers; ++i)
     b.decoder_layer(i, t.prefix + "layers." + std::to_string(i) + ".");

@@ -26,8 +26,10 @@ class InventoryBuilder {
   void decoder_layer(int64_t layer, const std::string& p);
   // DeepSeek-V3's multi-token-prediction layer as released checkpoints hold it.
   void mtp_layer(int64_t layer);
-  // In checkpoint order; every weight by its vision role (Vision::names), replicated.
-  void vision_tower(const Vision& v);
+  // A vision tower's weight (config/tower.h, Tower::weights) by its vision role (Vision::names),
+  // of encoder layer `layer` (-1: outside the encoder layers), replicated.
+  void vision_weight(TensorRole role, TensorPiece piece, std::vector<int64_t> shape,
+                     int64_t layer = -1);
 
   // --- for a block's weights (config/block.h): the current decoder layer's.
   const Architecture& arch() const { return arch_; }
