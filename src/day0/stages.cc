@@ -224,6 +224,7 @@ StageResult unmodelled_config_stage(Context& ctx) {
   summary += plan::with_commas(t.parameters) + " parameters in " + std::to_string(t.tensors) +
              " tensors from the checkpoint (" + dtypes + ")";
   // The saved state that is no parameter, apart, so the count is transformers' num_parameters().
+  if (!t.count_note.empty()) summary += "; " + t.count_note;
   const std::vector<std::string> lines = model::class_lines(t);
   for (size_t i = 1; i < lines.size(); ++i) summary += "; " + lines[i];
   details["parameters"] = t.parameters;

@@ -102,10 +102,12 @@ TEST(Transformers5Inventories, EveryFamilyParsesAndCountsExactly) {
     const Expected want = folded(family);
     const CheckpointTally t = tally_tensors(a, want.tensors);
     const int64_t num_parameters = family["num_parameters"].get<int64_t>();
-    if (converted_on_load(type)) {
+    if (converted_on_load(type)) {  // said, not silent
       EXPECT_NE(want.parameters, num_parameters) << type << " is no longer converted on load";
+      EXPECT_NE(t.count_note.find("converts " + type + "'s saved tensors"), std::string::npos);
     } else {
       EXPECT_EQ(want.parameters, num_parameters) << type << ": the golden itself";
+      EXPECT_EQ(t.count_note, "") << type;
     }
     EXPECT_EQ(t.parameters, want.parameters) << type;
     EXPECT_EQ(t.buffers.elements, want.buffers) << type;

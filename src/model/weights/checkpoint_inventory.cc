@@ -149,6 +149,12 @@ constexpr BufferRow kTransformers5Buffers[] = {
 #include "model/weights/transformers5_buffers.inc"
 };
 
+// The model types whose saved parameters are not num_parameters(): transformers 5.24 converts
+// them on load (gen_tf5_inventories.py).
+constexpr const char* kTransformers5Converted[] = {
+#include "model/weights/transformers5_converted.inc"
+};
+
 // The weight a quantization companion `name` belongs to, for each form it may take (or none).
 std::vector<std::string> companion_owners(const std::string& name) {
   const size_t dot = name.rfind('.');
@@ -317,6 +323,11 @@ CheckpointTally tally_tensors(const Architecture& arch, const std::vector<SavedT
   const Classifier classes(arch, tensors);
   CheckpointTally out;
   out.buffer_rule = classes.rule();
+  for (const char* type : kTransformers5Converted) {
+    if (arch.family == type)
+      out.count_note = "transformers 5.24 converts " + arch.family +
+                       "'s saved tensors on load: its num_parameters() is not this count";
+  }
   for (const SavedTensor& t : tensors) {
     int64_t n = 1;
     for (int64_t d : t.shape) n *= d;
@@ -374,6 +385,7 @@ std::vector<std::string> class_lines(const CheckpointTally& t) {
   if (t.parameters != t.params.elements) {
     out[0] += "; " + with_commas(t.parameters) + " parameters (a packed 4-bit byte holds two)";
   }
+  if (!t.count_note.empty()) out[0] += "; " + t.count_note;
   if (t.buffers.tensors > 0) out.push_back(class_line("buffers", t.buffers, t.buffer_rule));
   if (t.companions.tensors > 0)
     out.push_back(class_line("quantization companions", t.companions, ""));
@@ -384,7 +396,8 @@ nlohmann::json class_json(const CheckpointTally& t) {
   return {{"parameters", class_entry(t.params)},
           {"buffers", class_entry(t.buffers)},
           {"quant_companions", class_entry(t.companions)},
-          {"buffer_rule", t.buffer_rule}};
+          {"buffer_rule", t.buffer_rule},
+          {"count_note", t.count_note}};
 }
 
 CheckpointTally tally_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt) {

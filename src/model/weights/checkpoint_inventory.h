@@ -83,6 +83,9 @@ struct CheckpointTally {
   int64_t parameters = 0;  // elements of the parameter class (4-bit blocks two per byte)
   ClassTally params, buffers, companions;
   std::string buffer_rule;  // which rule told the buffers ("transformers 5.24's table for hy_v3")
+  // Where the count cannot be transformers' num_parameters(): a family whose saved tensors it
+  // converts on load (Inkling 2). Empty otherwise.
+  std::string count_note;
 };
 CheckpointTally tally_tensors(const Architecture& arch, const std::vector<SavedTensor>& tensors);
 CheckpointTally tally_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt);
