@@ -192,6 +192,24 @@ void explain_kv(const ConfigFields& f, Architecture* a) {
   }
 }
 
+// A config with no attention heads under any name that describes a recurrent state instead
+// (Mamba's state_size, RWKV's attention_hidden_size): refused at num_attention_heads, saying what
+// the model is, not only that a field is missing.
+void refuse_attention_free(const ConfigFields& f, const std::string& family) {
+  for (const char* heads : {"num_attention_heads", "n_head", "num_heads"}) {
+    if (f.find(heads) != nullptr) return;
+  }
+  if (rule_for(family, "num_attention_heads") != nullptr) return;
+  for (const char* k :
+       {"state_size", "ssm_state_size", "attention_hidden_size", "time_step_rank"}) {
+    if (f.find(k) == nullptr) continue;
+    throw InputError(f.where("num_attention_heads"),
+                     "missing: " + family + " has no attention heads (its " + k +
+                         " describes a recurrent state); stage 1 and the memory plan size "
+                         "attention models only");
+  }
+}
+
 Architecture generic_architecture(const nlohmann::json& config, const std::string& where) {
   if (!config.is_object()) throw InputError(where, "not a JSON object");
   const ConfigFields top(config, where);
@@ -222,6 +240,7 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
                                                        std::to_string(kMaxDecoderLayers) + ")");
   }
   Attention& at = t.attn;
+  refuse_attention_free(f, a.family);
   at.num_heads =
       positive(f, "num_attention_heads",
                derived_int(f, a.family, "num_attention_heads", {"n_head", "num_heads"}, &a));
