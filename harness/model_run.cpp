@@ -125,8 +125,10 @@ void add_model_run(CLI::App* model, Run* run) {
                   "Platform config (default configs/platforms/cpu.yaml)");
   sub->add_option("--dtype", opt->dtype, "Run dtype: f32, bf16 or f16 (weights converted on load)");
   sub->add_option("--prompt-ids", opt->prompt, "Prompt token ids, comma separated")->delimiter(',');
-  sub->add_option("--image", opt->image,
-                  "An image for a LLaVA model (the prompt must hold its image tokens)");
+  sub->add_option(
+      "--image", opt->image,
+      "An image for a model with a vision tower (LLaVA, Qwen2.5-VL); the prompt must hold "
+      "its image tokens");
   sub->add_option("--greedy", opt->greedy, "Tokens to generate (default 8)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--repeats", opt->repeats, "Runs; tokens/s is the best (default 1)")
