@@ -124,6 +124,25 @@ TEST(CliModel, AFailingCheckReportsItsEvidence) {
 namespace h0 {
 namespace {
 
+// `model run --image` runs the image through the model's own tower: Qwen2.5-VL's (it took only
+// LLaVA's CLIP before); a prompt without the image's tokens is an input error naming the counts.
+TEST(CliModelRun, AnImageRunsThroughTheModelsOwnTower) {
+  test::TempDir dir;
+  const std::string run =
+      "model run --model tests/data/models/tiny-qwen2-5-vl --image "
+      "golden/models/images/checker.png --greedy 2 --prompt-ids ";
+  const auto ok = run_harness(run + "5,7,1026,1026,1026,1026,1026,1026,9 --dump " + dir.path());
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  const io::SafetensorsFile dump = io::SafetensorsFile::open(dir.file("prompt.safetensors"));
+  ASSERT_NE(dump.find("model.visual"), nullptr);
+  EXPECT_EQ(dump.get("model.visual").dim(0), 6);  // the image's 6 merged tokens
+  const auto short_prompt = run_harness(run + "5,7,1026,9");
+  EXPECT_EQ(short_prompt.code, 2);
+  EXPECT_NE(short_prompt.err.find("image 1 (grid 1x6x4) needs 6 image tokens, position 2 holds 1"),
+            std::string::npos)
+      << short_prompt.err;
+}
+
 // A dump from the platform vs the golden dump: identical on a faithful backend, the first
 // divergence named on a faulty one, and names reconciled by a map.
 TEST(CliCompareDumps, MatchDivergeAndMap) {
