@@ -96,9 +96,8 @@ int run_info(const ModelOptions& opt) {
   if (a.modelled) {
     inv = model::build_inventory(a);
   } else if (counted) {
-    const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(opt.model);
-    inv = model::inventory_from_checkpoint(a, ckpt);
-    tally = model::tally_checkpoint(a, ckpt);
+    tally.emplace();
+    inv = model::inventory_from_checkpoint(a, io::ShardedCheckpoint::open(opt.model), &*tally);
   }
   const model::TextModel& t = a.text;
   int64_t bytes = 0;

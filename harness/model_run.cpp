@@ -16,11 +16,9 @@
 #include "base/error.h"
 #include "cli_output.h"
 #include "io/sharded_checkpoint.h"
-#include "model/config/tower.h"
 #include "model/exec/dump_file.h"
 #include "model/exec/executor.h"
 #include "model/exec/generation.h"
-#include "model/vision/image.h"
 #include "model/weights/model_source.h"
 #include "suite/platform.h"
 
@@ -48,14 +46,11 @@ int run_model(RunOptions opt) {
   model::Executor ex(arch, ckpt, *be, {*dtype, backend::FallbackMode::kHost, 16, tokens, true});
   tensor::Tensor features;
   model::ProbeRecorder probes;
-  std::vector<model::ImageGrid> grids;  // where the tower places the image by its grid (M-RoPE)
+  std::vector<model::ImageGrid> grids;  // where M-RoPE places the image
   if (!opt.image.empty()) {
-    const model::Tower* tower = model::tower_of(arch);
-    if (tower == nullptr) throw InputError("--image", "the model has no vision tower");
-    const std::unique_ptr<model::ImageProcessor> p = tower->processor(opt.model);
-    const model::TowerPixels px = p->pixels(model::decode_image(opt.image));
-    if (px.has_grid()) grids.push_back(px.grid);
-    features = tower->features(ex, *p, px, &probes);
+    model::ImageInput in = model::image_input(ex, opt.model, opt.image, &probes);
+    features = std::move(in.features);
+    grids = std::move(in.grids);
   }
   model::Generation best;
   for (int r = 0; r < std::max(1, opt.repeats); ++r) {

@@ -21,11 +21,9 @@
 #include "compare/model_compare.h"
 #include "io/sharded_checkpoint.h"
 #include "mesh/communicator.h"
-#include "model/config/tower.h"
 #include "model/exec/executor.h"
 #include "model/exec/generation.h"
 #include "model/exec/host_glue.h"
-#include "model/vision/image.h"
 #include "model/weights/model_source.h"
 #include "plan/execution_sharding.h"
 #include "suite/location.h"
@@ -475,13 +473,9 @@ class ModelCase : public PreparedCase {
     tensor::Tensor features;
     std::vector<model::ImageGrid> grids;
     if (s_.kind == "image") {
-      const model::Tower* tower = model::tower_of(ex.arch());
-      if (tower == nullptr)
-        throw InputError(s_.model, "an image case for a model without a vision tower");
-      const std::unique_ptr<model::ImageProcessor> p = tower->processor(s_.model);
-      const model::TowerPixels px = p->pixels(model::decode_image(s_.image));
-      if (px.has_grid()) grids.push_back(px.grid);  // M-RoPE places the image by its grid
-      features = tower->features(ex, *p, px, probes);
+      model::ImageInput in = model::image_input(ex, s_.model, s_.image, probes);
+      features = std::move(in.features);
+      grids = std::move(in.grids);
     }
     const bool has_greedy = golden.find("greedy_ids") != nullptr;
     const int steps = s_.greedy >= 0 ? s_.greedy

@@ -213,8 +213,8 @@ StageResult unmodelled_config_stage(Context& ctx) {
     return {StageStatus::kPass, summary, {}, details};
   }
   const io::ShardedCheckpoint ckpt = io::ShardedCheckpoint::open(ctx.options.model);
-  ctx.stored = model::inventory_from_checkpoint(a, ckpt);
-  const model::CheckpointTally t = model::tally_checkpoint(a, ckpt);
+  model::CheckpointTally t;
+  ctx.stored = model::inventory_from_checkpoint(a, ckpt, &t);
   std::string dtypes;
   nlohmann::json by = nlohmann::json::object();
   for (const auto& [dtype, d] : t.by_dtype) {

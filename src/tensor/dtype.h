@@ -42,6 +42,8 @@ const DTypeInfo& info(DType dtype);
 inline size_t dtype_size(DType dtype) { return info(dtype).size; }
 inline const char* dtype_name(DType dtype) { return info(dtype).name; }
 inline bool is_float(DType dtype) { return info(dtype).is_float; }
+// An 8-bit float (an fp8 checkpoint's weights).
+inline bool is_fp8(DType dtype) { return dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2; }
 // The exponent of a float dtype's smallest normal value (f32 and bf16 -126, f16 -14, f8_e4m3
 // -6, f64 -1022): below it the ULP stays 2^(that - mantissa_bits). 0 for other dtypes.
 int min_normal_exponent(DType dtype);

@@ -3,7 +3,6 @@
 // `harness diff` of such runs: the same stack diffs clean; one kernel made 1.3x slower is named,
 // and only it; a kernel replaced by another is named as appeared and vanished.
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/cli_util.h"
+#include "test_gunzip.h"
 
 namespace h0::test {
 namespace {
@@ -22,14 +22,7 @@ using nlohmann::json;
 const std::string kRun1 = "tests/data/traces/torch_cpu_tiny_mistral_run1.json.gz";
 const std::string kRun2 = "tests/data/traces/torch_cpu_tiny_mistral_run2.json.gz";
 
-json read_trace(const std::string& path) {
-  gzFile f = gzopen(source_path(path).c_str(), "rb");
-  std::string text;
-  char buf[1 << 16];
-  for (int n; (n = gzread(f, buf, sizeof buf)) > 0;) text.append(buf, size_t(n));
-  gzclose(f);
-  return json::parse(text);
-}
+json read_trace(const std::string& path) { return json::parse(test::gunzip(source_path(path))); }
 
 // `t` as if every call of `kernel` had taken `factor` times as long: its duration grows by d, the
 // calls and the step around it by d too, and what follows it on its thread starts d later.

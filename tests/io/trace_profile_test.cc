@@ -5,7 +5,6 @@
 #include "io/trace_profile.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <fstream>
 #include <map>
@@ -14,6 +13,7 @@
 
 #include "base/error.h"
 #include "io/trace_events.h"
+#include "test_gunzip.h"
 #include "test_util.h"
 
 namespace h0::io {
@@ -25,14 +25,7 @@ const std::string kRun1 = "tests/data/traces/torch_cpu_tiny_mistral_run1.json.gz
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
-std::string gunzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  std::string out;
-  char buf[1 << 16];
-  for (int n; (n = gzread(f, buf, sizeof buf)) > 0;) out.append(buf, size_t(n));
-  gzclose(f);
-  return out;
-}
+using test::gunzip;
 
 std::map<std::pair<std::string, std::string>, store::ProfileData> by_key(const TraceProfile& p) {
   std::map<std::pair<std::string, std::string>, store::ProfileData> out;

@@ -111,55 +111,19 @@ int64_t positive(const ConfigFields& f, const char* key, int64_t value) {
   return value;
 }
 
-// The per-layer kinds read_layer_kinds understands; any other is counted as full attention.
-bool understood_layer_type(const std::string& kind) {
-  for (const char* k : {"full_attention", "attention", "sliding_attention", "chunked_attention",
-                        "linear_attention", "mamba"}) {
-    if (kind == k) return true;
-  }
-  return false;
-}
-
-// "name" on N layers, for each distinct value of the string list `key` that `known` rejects.
-void unknown_values(const ConfigFields& f, const char* key, bool (*known)(const std::string&),
-                    const std::string& then, Architecture* a) {
-  const nlohmann::json* list = f.find(key);
-  if (list == nullptr || !list->is_array()) return;
-  std::map<std::string, int64_t> unknown;
-  for (const nlohmann::json& v : *list) {
-    const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-    if (!known(s)) ++unknown[s];
-  }
+// "key 'value' on N layers: then" for each value of a per-layer list the harness has no rule for.
+void say_not_understood(const char* key, const std::map<std::string, int64_t>& unknown,
+                        const std::string& then, Architecture* a) {
   for (const auto& [kind, n] : unknown) {
     a->not_understood.push_back(std::string(key) + " '" + kind + "' on " + std::to_string(n) +
                                 (n == 1 ? " layer: " : " layers: ") + then);
   }
 }
 
-// mlp_layer_types (DeepSeek-V4, GLM-5's DSA, MiMo-V2-Flash, ...): which layers are dense.
-void read_mlp_layer_types(const ConfigFields& f, int64_t layers, Architecture* a) {
-  const nlohmann::json* list = f.find("mlp_layer_types");
-  Moe& m = a->text.moe;
-  if (list == nullptr || !list->is_array() || m.num_experts == 0) return;
-  if (int64_t(list->size()) != layers) {
-    throw InputError(f.where("mlp_layer_types"), "has " + std::to_string(list->size()) +
-                                                     " entries for " + std::to_string(layers) +
-                                                     " layers");
-  }
-  m.first_k_dense = 0;
-  m.layer_freq = 1;
-  m.dense_layers.clear();
-  for (size_t l = 0; l < list->size(); ++l) {
-    if ((*list)[l] == "dense") m.dense_layers.push_back(int64_t(l));
-  }
-  unknown_values(
-      f, "mlp_layer_types",
-      [](const std::string& s) { return s == "dense" || s == "sparse" || s == "moe"; },
-      "counted as routed experts", a);
-}
-
-// What the KV estimate will rest on, in words (Architecture::kv_basis).
-void explain_kv(const ConfigFields& f, Architecture* a) {
+// What the KV estimate will rest on, in words (Architecture::kv_basis); `unknown_kinds` the
+// layer_types values read_layer_kinds had no rule for.
+void explain_kv(const ConfigFields& f, const std::map<std::string, int64_t>& unknown_kinds,
+                Architecture* a) {
   const TextModel& t = a->text;
   const Attention& at = t.attn;
   if (at.mla) {
@@ -184,7 +148,7 @@ void explain_kv(const ConfigFields& f, Architecture* a) {
                           std::to_string(sliding) + " of " + std::to_string(t.num_layers) +
                           " layers");
   if (linear > 0) a->kv_basis.push_back(std::to_string(linear) + " linear-attention layers: no KV");
-  unknown_values(f, "layer_types", understood_layer_type, "counted as full attention", a);
+  say_not_understood("layer_types", unknown_kinds, "counted as full attention", a);
   for (const char* key : {"layers_block_type", "block_types", "indexer_types"}) {
     if (f.find(key) != nullptr)
       a->not_understood.push_back(std::string(key) + " not read: its layers' KV as layer_types" +
@@ -262,7 +226,8 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
     at.num_kv_heads = at.num_heads;
   }
   at.sliding_window = f.opt_int("sliding_window", 0);
-  t.layer_kinds = read_layer_kinds(f, t.num_layers, at.sliding_window);
+  std::map<std::string, int64_t> unknown_kinds;  // layer_types values it has no rule for
+  t.layer_kinds = read_layer_kinds(f, t.num_layers, at.sliding_window, 0, &unknown_kinds);
   t.intermediate_size = largest_per_layer(f, "intermediate_size", &a);
   t.vocab_size = optional_derived_int(f, a.family, "vocab_size", top.opt_int("vocab_size", 0), &a);
   t.max_position_embeddings = f.opt_int("max_position_embeddings", 0);
@@ -283,9 +248,11 @@ Architecture generic_architecture(const nlohmann::json& config, const std::strin
     if (m.layer_freq < 1) m.layer_freq = 1;
     m.dense_layers = f.opt_int_list("mlp_only_layers");
     m.identity_experts = f.opt_int("zero_expert_num", 0);
-    read_mlp_layer_types(f, t.num_layers, &a);
+    std::map<std::string, int64_t> unknown_mlp;  // DeepSeek-V4's "hash_moe"
+    read_mlp_layer_types(f, &t, &unknown_mlp);
+    say_not_understood("mlp_layer_types", unknown_mlp, "counted as routed experts", &a);
   }
-  explain_kv(f, &a);
+  explain_kv(f, unknown_kinds, &a);
   if (config.contains("quantization_config") && config["quantization_config"].is_object()) {
     const ConfigFields q(config["quantization_config"], where + ": quantization_config");
     a.quantization.method = q.opt_string("quant_method", "");

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "model/config/tower.h"
+#include "model/vision/image.h"
 
 namespace h0::model {
 namespace {
@@ -86,6 +88,18 @@ std::vector<int64_t> synthetic_prompt(const Architecture& a, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     ids.push_back((i * 37 + 11) % std::min<int64_t>(a.text.vocab_size, 1000));
   return ids;
+}
+
+ImageInput image_input(Executor& ex, const std::string& model_dir, const std::string& image_path,
+                       ProbeRecorder* probes) {
+  const Tower* tower = tower_of(ex.arch());
+  if (tower == nullptr) throw InputError(image_path, "the model has no vision tower to read it");
+  const std::unique_ptr<ImageProcessor> p = tower->processor(model_dir);
+  const TowerPixels px = p->pixels(decode_image(image_path));
+  ImageInput in;
+  if (px.has_grid()) in.grids.push_back(px.grid);
+  in.features = tower->features(ex, *p, px, probes);
+  return in;
 }
 
 }  // namespace h0::model

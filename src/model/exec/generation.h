@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model/exec/executor.h"
@@ -41,6 +42,16 @@ Generation generate_greedy(Executor& ex, const std::vector<int64_t>& prompt, int
                            ProbeRecorder* probes = nullptr,
                            const tensor::Tensor* image_features = nullptr,
                            const std::vector<ImageGrid>& image_grids = {}, int64_t chunk = 0);
+
+// An image file run through the vision tower of `ex`'s model (config/tower.h) with the processor
+// of `model_dir`: its features [N, D] for generate_greedy, and its grid where M-RoPE places the
+// image by one. InputError naming `image_path` for a model without a tower.
+struct ImageInput {
+  tensor::Tensor features;
+  std::vector<ImageGrid> grids;
+};
+ImageInput image_input(Executor& ex, const std::string& model_dir, const std::string& image_path,
+                       ProbeRecorder* probes = nullptr);
 
 // A prompt of `n` token ids below min(vocabulary, 1000) (spread, deterministic): what `model run`
 // and the Day-0 performance snapshot time.

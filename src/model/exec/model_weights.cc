@@ -169,8 +169,6 @@ bool stored_as_mxfp4(const io::ShardedCheckpoint& ckpt, const WeightInfo& w) {
          ckpt.find(w.name + "_blocks") != nullptr;
 }
 
-bool is_fp8(tensor::DType d) { return d == tensor::DType::kF8E4M3 || d == tensor::DType::kF8E5M2; }
-
 // The roles the executor runs by linear (Executor::linear): their weights may stay as stored.
 bool runs_by_linear(TensorRole role) {
   switch (role) {
@@ -260,7 +258,7 @@ Fp8Weight read_fp8(const io::ShardedCheckpoint& ckpt, const Architecture& arch,
 // block scales (moe_experts takes float weights), a float one as stored.
 tensor::Tensor read_expert_weight(const io::ShardedCheckpoint& ckpt, const Architecture& arch,
                                   const WeightInfo& w) {
-  if (!is_fp8(ckpt.find(w.name)->dtype)) return ckpt.get(w.name);
+  if (!tensor::is_fp8(ckpt.find(w.name)->dtype)) return ckpt.get(w.name);
   const Fp8Weight f = read_fp8(ckpt, arch, w);
   return dequantize_blocks(f.q, f.scale, f.block_rows, f.block_cols);
 }
@@ -407,7 +405,7 @@ bool ModelWeights::keep_stored_expert(const Architecture& arch, const io::Sharde
   StoredExperts& e = it->second;
   if (stored_as_mxfp4(ckpt, w)) {
     check_mxfp4(ckpt, w, arch);
-  } else if (is_fp8(ckpt.find(w.name)->dtype)) {
+  } else if (tensor::is_fp8(ckpt.find(w.name)->dtype)) {
     check_fp8(ckpt, arch, w);
   }
   if (w.all_experts) {
@@ -450,10 +448,10 @@ void ModelWeights::load(Loading& l, const WeightInfo& w, const WeightSlice& part
   tensor::Tensor stored;
   if (stored_as_mxfp4(ckpt, w)) {  // GPT-OSS's experts as released: this rank's part, out-major
     stored = dequantize_mxfp4(ckpt, w, l.arch, part);
-  } else if (w.expert >= 0 && is_fp8(ckpt.find(w.name)->dtype)) {
+  } else if (w.expert >= 0 && tensor::is_fp8(ckpt.find(w.name)->dtype)) {
     const tensor::Tensor full = read_expert_weight(ckpt, l.arch, w);
     stored = part.axis < 0 ? full : full.slice(part.axis, part.begin, part.end);
-  } else if (is_fp8(ckpt.find(w.name)->dtype)) {  // run quantized by scaled_linear
+  } else if (tensor::is_fp8(ckpt.find(w.name)->dtype)) {  // run quantized by scaled_linear
     load_fp8(l, w, part);
     return;
   } else {

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/text_format.h"
+#include "tensor/tensor.h"
 
 namespace h0::model {
 namespace {
@@ -170,8 +171,6 @@ std::vector<std::string> companion_owners(const std::string& name) {
   return {};
 }
 
-bool is_fp8(DType d) { return d == DType::kF8E4M3 || d == DType::kF8E5M2; }
-
 // The class of each saved tensor (the rules of the header's CheckpointTally).
 class Classifier {
  public:
@@ -179,7 +178,7 @@ class Classifier {
     quantized_ = !a.quantization.method.empty();
     for (const SavedTensor& t : all) {
       names_.insert(t.name);
-      quantized_ = quantized_ || is_fp8(t.dtype) ||
+      quantized_ = quantized_ || tensor::is_fp8(t.dtype) ||
                    (ends_with(t.name, "_blocks") && !tensor::is_float(t.dtype));
     }
     for (const BufferRow& r : kTransformers5Buffers) {
@@ -241,19 +240,62 @@ bool has_checkpoint(const std::string& path) {
 
 TpSplit tp_rule(const std::string& name) { return split_of(read_name(name)); }
 
-Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt) {
+namespace {
+
+// The class of each of `tensors` (into `roles`, when given) and their tally, in one pass.
+CheckpointTally classify(const Architecture& arch, const std::vector<SavedTensor>& tensors,
+                         std::vector<WeightRole>* roles) {
+  const Classifier classes(arch, tensors);
+  CheckpointTally out;
+  out.buffer_rule = classes.rule();
+  for (const char* type : kTransformers5Converted) {
+    if (arch.family == type)
+      out.count_note = "transformers 5.24 converts " + arch.family +
+                       "'s saved tensors on load: its num_parameters() is not this count";
+  }
+  for (const SavedTensor& t : tensors) {
+    const int64_t n = tensor::numel(t.shape);
+    const int64_t bytes = n * static_cast<int64_t>(tensor::dtype_size(t.dtype));
+    DtypeTally& d = out.by_dtype[tensor::dtype_name(t.dtype)];
+    d.tensors += t.copies;
+    d.elements += n * t.copies;
+    d.bytes += bytes * t.copies;
+    out.tensors += t.copies;
+    out.bytes += bytes * t.copies;
+    const NameParts p = read_name(t.name);
+    const WeightRole role = classes.role(t, p);
+    if (roles != nullptr) roles->push_back(role);
+    ClassTally& c = role == WeightRole::kQuantScale ? out.companions
+                    : role == WeightRole::kBuffer   ? out.buffers
+                                                    : out.params;
+    c.tensors += t.copies;
+    c.elements += n * t.copies;
+    c.bytes += bytes * t.copies;
+    if (role != WeightRole::kParameter) c.names[fold_indices(t.name)] += t.copies;
+    if (role == WeightRole::kParameter)
+      out.parameters += (p.packed && !tensor::is_float(t.dtype) ? 2 : 1) * n * t.copies;
+  }
+  return out;
+}
+
+}  // namespace
+
+Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
+                                    CheckpointTally* tally) {
   const TextModel& t = arch.text;
   const std::vector<SavedTensor> saved = saved_tensors(ckpt);
-  const Classifier classes(arch, saved);
+  std::vector<WeightRole> roles;
+  const CheckpointTally counted = classify(arch, saved, &roles);
   Inventory inv;
-  for (const SavedTensor& st : saved) {
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const SavedTensor& st = saved[i];
     const std::string& name = st.name;
     const NameParts p = read_name(name);
     WeightInfo w;
     w.name = name;
     w.shape = st.shape;
     w.dtype = st.dtype;
-    w.role = classes.role(st, p);
+    w.role = roles[i];
     w.layer = p.vision ? -1 : p.layer;
     w.expert = p.expert;
     w.mtp = t.num_layers > 0 && w.layer >= t.num_layers;
@@ -288,9 +330,9 @@ Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedC
     }
     inv.weights.push_back(std::move(w));
   }
-  const CheckpointTally tally = tally_tensors(arch, saved);
-  inv.counts.total = tally.parameters;
-  inv.counts.active = tally.parameters;
+  inv.counts.total = counted.parameters;
+  inv.counts.active = counted.parameters;
+  if (tally != nullptr) *tally = counted;
   return inv;
 }
 
@@ -320,37 +362,7 @@ std::string fold_indices(const std::string& name) {
 }
 
 CheckpointTally tally_tensors(const Architecture& arch, const std::vector<SavedTensor>& tensors) {
-  const Classifier classes(arch, tensors);
-  CheckpointTally out;
-  out.buffer_rule = classes.rule();
-  for (const char* type : kTransformers5Converted) {
-    if (arch.family == type)
-      out.count_note = "transformers 5.24 converts " + arch.family +
-                       "'s saved tensors on load: its num_parameters() is not this count";
-  }
-  for (const SavedTensor& t : tensors) {
-    int64_t n = 1;
-    for (int64_t d : t.shape) n *= d;
-    const int64_t bytes = n * static_cast<int64_t>(tensor::dtype_size(t.dtype));
-    DtypeTally& d = out.by_dtype[tensor::dtype_name(t.dtype)];
-    d.tensors += t.copies;
-    d.elements += n * t.copies;
-    d.bytes += bytes * t.copies;
-    out.tensors += t.copies;
-    out.bytes += bytes * t.copies;
-    const NameParts p = read_name(t.name);
-    const WeightRole role = classes.role(t, p);
-    ClassTally& c = role == WeightRole::kQuantScale ? out.companions
-                    : role == WeightRole::kBuffer   ? out.buffers
-                                                    : out.params;
-    c.tensors += t.copies;
-    c.elements += n * t.copies;
-    c.bytes += bytes * t.copies;
-    if (role != WeightRole::kParameter) c.names[fold_indices(t.name)] += t.copies;
-    if (role == WeightRole::kParameter)
-      out.parameters += (p.packed && !tensor::is_float(t.dtype) ? 2 : 1) * n * t.copies;
-  }
-  return out;
+  return classify(arch, tensors, nullptr);
 }
 
 namespace {

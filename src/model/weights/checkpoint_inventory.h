@@ -34,9 +34,12 @@
 
 namespace h0::model {
 
-// The inventory of `ckpt` for `arch` (any architecture; meant for modelled == false). Throws
-// InputError for a tensor naming an expert at or past the config's expert count.
-Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt);
+// The inventory of `ckpt` for `arch` (any architecture; meant for modelled == false), and with
+// `tally` its tensors counted by class (tally_checkpoint's, from the same pass). Throws InputError
+// for a tensor naming an expert at or past the config's expert count.
+struct CheckpointTally;
+Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
+                                    CheckpointTally* tally = nullptr);
 
 // Whether `path` is a directory holding a checkpoint (model.safetensors or its sharded index).
 bool has_checkpoint(const std::string& path);

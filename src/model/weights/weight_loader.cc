@@ -103,11 +103,8 @@ std::vector<std::string> verify_checkpoint(const io::ShardedCheckpoint& ckpt,
   std::vector<std::string> missing, unexpected, misshapen, converted;
   std::map<std::string, const WeightInfo*, std::less<>> expected;
   for (const WeightInfo& w : inventory.weights) expected[w.name] = &w;
-  const auto is_fp8 = [](tensor::DType d) {
-    return d == tensor::DType::kF8E4M3 || d == tensor::DType::kF8E5M2;
-  };
-  const auto is_wide = [&](tensor::DType d) {
-    return tensor::is_float(d) && !is_fp8(d);
+  const auto is_wide = [](tensor::DType d) {
+    return tensor::is_float(d) && !tensor::is_fp8(d);
   };  // computes as stored
   const auto scale_of = [](const std::string& weight) { return weight + "_scale_inv"; };
   std::set<std::string> extra_scales;  // of weights quantized where the reference layout has none
@@ -128,7 +125,8 @@ std::vector<std::string> verify_checkpoint(const io::ShardedCheckpoint& ckpt,
       converted.push_back(name + ": " + tensor::dtype_name(e->dtype) +
                           ", not quantized (the config's layout stores it fp8)");
     } else if (e->shape == w->shape && !w->quantized && w->role == WeightRole::kParameter &&
-               w->shape.size() == 2 && is_fp8(e->dtype) && ckpt.find(scale_of(name)) != nullptr) {
+               w->shape.size() == 2 && tensor::is_fp8(e->dtype) &&
+               ckpt.find(scale_of(name)) != nullptr) {
       const io::TensorEntry* s = ckpt.find(scale_of(name));
       const int64_t br = inventory.block_rows, bc = inventory.block_cols;
       const tensor::Shape want = {br > 0 ? (e->shape[0] + br - 1) / br : 0,

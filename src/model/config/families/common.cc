@@ -72,7 +72,8 @@ int64_t read_layer_freq(const ConfigFields& f, const char* key) {
   return n;
 }
 
-void read_mlp_layer_types(const ConfigFields& f, TextModel* t) {
+void read_mlp_layer_types(const ConfigFields& f, TextModel* t,
+                          std::map<std::string, int64_t>* unknown) {
   if (f.find("mlp_layer_types") == nullptr) return;
   const nlohmann::json& types = f.json()["mlp_layer_types"];
   if (!types.is_array() || static_cast<int64_t>(types.size()) != t->num_layers) {
@@ -86,9 +87,14 @@ void read_mlp_layer_types(const ConfigFields& f, TextModel* t) {
   m.dense_layers.clear();
   for (int64_t i = 0; i < t->num_layers; ++i) {
     const nlohmann::json& v = types[static_cast<size_t>(i)];
-    if (v != "dense" && v != "sparse") {
-      throw InputError(f.where("mlp_layer_types") + "[" + std::to_string(i) + "]",
-                       "must be \"dense\" or \"sparse\", got " + v.dump());
+    // "moe" is read for a family the executor does not model (DeepSeek-V4); a modelled one's
+    // list holds dense and sparse only.
+    if (v != "dense" && v != "sparse" && !(unknown != nullptr && v == "moe")) {
+      if (unknown == nullptr) {
+        throw InputError(f.where("mlp_layer_types") + "[" + std::to_string(i) + "]",
+                         "must be \"dense\" or \"sparse\", got " + v.dump());
+      }
+      ++(*unknown)[v.is_string() ? v.get<std::string>() : v.dump()];
     }
     if (v == "dense") m.dense_layers.push_back(i);
   }
@@ -135,7 +141,8 @@ void read_decoder(const ConfigFields& f, TextModel* t, bool defaults, double def
 }
 
 std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers,
-                                                   int64_t window, int64_t default_pattern) {
+                                                   int64_t window, int64_t default_pattern,
+                                                   std::map<std::string, int64_t>* unknown) {
   std::vector<TextModel::LayerKind> kinds;
   const nlohmann::json& j = f.json();
   if (j.contains("layer_types") && j["layer_types"].is_array()) {
@@ -146,10 +153,14 @@ std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_
                                                    " num_hidden_layers");
     }
     for (const auto& t : types) {
-      const std::string s = t.is_string() ? t.get<std::string>() : "";
-      kinds.push_back(s == "sliding_attention" || s == "chunked_attention" ? LayerKind::kSliding
-                      : s == "linear_attention" || s == "mamba"            ? LayerKind::kLinear
-                                                                           : LayerKind::kFull);
+      const std::string s = t.is_string() ? t.get<std::string>() : t.dump();
+      const bool sliding = s == "sliding_attention" || s == "chunked_attention",
+                 linear = s == "linear_attention" || s == "mamba";
+      kinds.push_back(sliding  ? LayerKind::kSliding
+                      : linear ? LayerKind::kLinear
+                               : LayerKind::kFull);
+      if (unknown != nullptr && !sliding && !linear && s != "full_attention" && s != "attention")
+        ++(*unknown)[s];
     }
     return kinds;
   }

@@ -32,16 +32,21 @@ std::string read_activation(const ConfigFields& f, const char* key,
 // Per layer: full, sliding or linear attention. layer_types (transformers' current spelling),
 // else Gemma 3's sliding_window_pattern (every n-th layer full; `default_pattern` when absent,
 // Gemma3TextConfig's 6), else every layer sliding when a window is set and use_sliding_window is
-// not false (Mistral); empty: every layer full.
-std::vector<TextModel::LayerKind> read_layer_kinds(const ConfigFields& f, int64_t layers,
-                                                   int64_t window, int64_t default_pattern = 0);
+// not false (Mistral); empty: every layer full. A layer_types value it does not know is counted
+// as full attention, and into `unknown` (value -> layers) when given.
+std::vector<TextModel::LayerKind> read_layer_kinds(
+    const ConfigFields& f, int64_t layers, int64_t window, int64_t default_pattern = 0,
+    std::map<std::string, int64_t>* unknown = nullptr);
 // Every n-th layer is MoE (DeepSeek's moe_layer_freq, Qwen's decoder_sparse_step), default 1.
 // n < 1 is refused at the field (the layer rule divides by it).
 int64_t read_layer_freq(const ConfigFields& f, const char* key);
 // mlp_layer_types (transformers 5: DeepSeek-V3.2, GLM-4.7-Flash), when written: "dense" or
 // "sparse" for each layer, the dense ones set as Moe::dense_layers (and the list the only rule).
-// Throws InputError naming the field or the entry.
-void read_mlp_layer_types(const ConfigFields& f, TextModel* t);
+// Throws InputError naming the field, or an entry of another value — unless `unknown` is given (a
+// family the executor does not model): "moe" is then read as "sparse", and any other value
+// (DeepSeek-V4's "hash_moe") counted as routed experts and into `unknown` (value -> layers).
+void read_mlp_layer_types(const ConfigFields& f, TextModel* t,
+                          std::map<std::string, int64_t>* unknown = nullptr);
 // DeepSeek-V3's routing fields, which GLM-4.5 shares (num_experts set first): experts per token,
 // their width, norm_topk_prob (default true), n_group / topk_group (must divide the experts),
 // routed_scaling_factor.
