@@ -113,6 +113,11 @@ std::string platform_file(const test::TempDir& dir, const std::string& name,
   return dir.file(name);
 }
 
+// One run a side: a slowdown must stand above what one run's timings move by. A clean-clone CI
+// run here once measured its first (base) run's patch_embed and linear 15-30% slower than the
+// second run's throughout (steal time no calibration saw), which hid a 1.3x kernel. So this test
+// runs a warm-up first, as the runs-a-side test does, and slows the kernel 2x; finding 1.3x
+// despite such noise is the job of `ab` and `--runs` (the two tests after this one).
 TEST(CliStore, DiffFindsExactlyTheInjectedRegressions) {
   test::TempDir dir;
   std::ofstream(dir.file("timed.yaml")) << kDiffSuite;
@@ -120,7 +125,9 @@ TEST(CliStore, DiffFindsExactlyTheInjectedRegressions) {
   const std::string good = platform_file(dir, "good.yaml", "{fault: none}");
   const std::string bad = platform_file(
       dir, "bad.yaml",
-      R"({faults: [{op: matmul, fault: scale, magnitude: 0.01}, {op: patch_embed, fault: slow, factor: 1.3}]})");
+      R"({faults: [{op: matmul, fault: scale, magnitude: 0.01}, {op: patch_embed, fault: slow, factor: 2}]})");
+  ASSERT_EQ(run_harness("run " + dir.file("timed.yaml") + " -q --no-db --platform " + good).code,
+            0);
   ASSERT_EQ(
       run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v1 --platform " + good + db)
           .code,
@@ -140,8 +147,7 @@ TEST(CliStore, DiffFindsExactlyTheInjectedRegressions) {
     if (p["verdict"] == "regression") {
       perf.push_back(p["case_id"]);
       EXPECT_LT(p["p_value"].get<double>(), 0.05);
-      EXPECT_GT(p["change"].get<double>(),
-                0.05);  // the kernel is 1.3x; harness overhead dilutes it
+      EXPECT_GT(p["change"].get<double>(), 0.10);  // the kernel is 2x; harness overhead dilutes it
     }
   }
   EXPECT_EQ(flips, std::vector<std::string>{"matmul"}) << r.out;
@@ -150,7 +156,7 @@ TEST(CliStore, DiffFindsExactlyTheInjectedRegressions) {
   // --no-timing-exit (the nightly job's diff): a slowdown alone is listed, not failed on; a status
   // flip still fails.
   const std::string slow =
-      platform_file(dir, "slow.yaml", "{op: patch_embed, fault: slow, factor: 1.3}");
+      platform_file(dir, "slow.yaml", "{op: patch_embed, fault: slow, factor: 2}");
   ASSERT_EQ(
       run_harness("run " + dir.file("timed.yaml") + " -q --label stack=v3 --platform " + slow + db)
           .code,
