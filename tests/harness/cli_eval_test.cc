@@ -105,7 +105,9 @@ TEST_F(EvalCli, AFaultyPlatformIsCaughtAndTheFlippedItemsNamed) {
             std::string::npos)
       << a["message"];
   for (const auto& item : a["items"]) {  // each flipped item's two answers are in the result
-    if (item["id"] == first) EXPECT_NE(item["answer"], item["ref_answer"]);
+    if (item["id"] == first) {
+      EXPECT_NE(item["answer"], item["ref_answer"]);
+    }
   }
   const auto& f = cases["tiny-llama/facts"];
   EXPECT_EQ(f["status"], "fail");

@@ -46,8 +46,8 @@ TEST_P(Truncation, IsCaughtAtTheOpStageAndNamed) {
 INSTANTIATE_TEST_SUITE_P(ShippedModels, Truncation,
                          ::testing::Values("tiny-llama", "tiny-llava", "tiny-qwen3-moe",
                                            "tiny-deepseek-v3", "tiny-deepseek-v3-fp8"),
-                         [](const auto& info) {
-                           std::string name = info.param;
+                         [](const auto& p) {
+                           std::string name = p.param;
                            for (char& c : name) c = std::isalnum(c) ? c : '_';
                            return name;
                          });

@@ -132,8 +132,9 @@ TEST_P(LongFaults, FailTheLongSuiteWhereTheyStartAndPassTheShortOne) {
     const std::string message = c["message"];
     EXPECT_EQ(message.rfind("first divergence at model.", 0), 0u) << id << ": " << message;
     EXPECT_NE(message.find(f.where), std::string::npos) << id << ": " << message;
-    if (id == f.own_case)
+    if (id == f.own_case) {
       EXPECT_NE(message.find(f.own_where), std::string::npos) << id << ": " << message;
+    }
   }
 }
 

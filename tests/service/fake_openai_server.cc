@@ -766,6 +766,7 @@ void think(const json& body, Generation* g) {
   const auto end = g_tokenizer ? g_tokenizer->token_to_id("</think>") : std::nullopt;
   const auto start = g_tokenizer ? g_tokenizer->token_to_id("<think>") : std::nullopt;
   if (!end || g->tokens.empty()) return;
+  const int end_id = *end;
   const json kwargs = body.value("chat_template_kwargs", json::object());
   const bool thinking = !(kwargs.is_object() && kwargs.value("enable_thinking", true) == false);
   int64_t split = int64_t(g->tokens.size());  // the end marker's position; size: none
@@ -773,9 +774,9 @@ void think(const json& body, Generation* g) {
     split = std::min<int64_t>(split, body["thinking_token_budget"].get<int64_t>());
   for (size_t i = 0; i < g->tokens.size(); ++i) {
     Token& t = g->tokens[i];
-    if (t.id == *end || (start && t.id == *start)) t.id = 17;  // no marker but the one placed
+    if (t.id == end_id || (start && t.id == *start)) t.id = 17;  // no marker but the one placed
     t.part = !thinking ? 0 : int64_t(i) < split ? 1 : int64_t(i) == split ? 2 : 0;
-    if (t.part == 2) t.id = *end;
+    if (t.part == 2) t.id = end_id;
   }
   if (g_flags.mode == "reasoning_off_by_one" && thinking && split + 1 < int64_t(g->tokens.size()))
     g->tokens[size_t(split + 1)].part = 1;
