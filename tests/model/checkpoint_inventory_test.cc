@@ -88,7 +88,7 @@ class GptOssLike : public ::testing::Test {
 
 TEST_F(GptOssLike, CountsByDtypeWithPackedBlocksAndScales) {
   const auto ckpt = io::ShardedCheckpoint::open(dir_.path());
-  const CheckpointTally t = tally_checkpoint(arch_, ckpt);
+  const CheckpointTally t = tally_tensors(arch_, saved_tensors(ckpt));
   EXPECT_EQ(t.tensors, 3 + 2 * 11);
   const int64_t bf16 = 2 * 64 * 32 + 32 + 2 * (32 + 32 * 32 + 2 * 16 * 32 + 32 * 32 + 4 + 4 * 32);
   const int64_t blocks = 2 * (4 * 128 * 16 + 4 * 32 * 2 * 16), scales = 2 * (4 * 128 + 4 * 32 * 2);
@@ -122,7 +122,7 @@ TEST_F(GptOssLike, InventoryPlacesLayersHeadsAndFusedExperts) {
 TEST_F(GptOssLike, MemoryPlanFromTheStoredBytes) {
   const auto ckpt = io::ShardedCheckpoint::open(dir_.path());
   const Inventory inv = inventory_from_checkpoint(arch_, ckpt);
-  const int64_t stored = tally_checkpoint(arch_, ckpt).bytes;
+  const int64_t stored = tally_tensors(arch_, saved_tensors(ckpt)).bytes;
   plan::MemoryOptions o;
   o.device_memory = 1 << 30;
   o.reserve = 0;

@@ -271,9 +271,11 @@ CheckpointTally classify(const Architecture& arch, const std::vector<SavedTensor
     c.tensors += t.copies;
     c.elements += n * t.copies;
     c.bytes += bytes * t.copies;
-    if (role != WeightRole::kParameter) c.names[fold_indices(t.name)] += t.copies;
-    if (role == WeightRole::kParameter)
+    if (role == WeightRole::kParameter) {
       out.parameters += (p.packed && !tensor::is_float(t.dtype) ? 2 : 1) * n * t.copies;
+    } else {
+      c.names[fold_indices(t.name)] += t.copies;
+    }
   }
   return out;
 }
@@ -410,10 +412,6 @@ nlohmann::json class_json(const CheckpointTally& t) {
           {"quant_companions", class_entry(t.companions)},
           {"buffer_rule", t.buffer_rule},
           {"count_note", t.count_note}};
-}
-
-CheckpointTally tally_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt) {
-  return tally_tensors(arch, saved_tensors(ckpt));
 }
 
 }  // namespace h0::model

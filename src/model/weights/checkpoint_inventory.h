@@ -35,7 +35,7 @@
 namespace h0::model {
 
 // The inventory of `ckpt` for `arch` (any architecture; meant for modelled == false), and with
-// `tally` its tensors counted by class (tally_checkpoint's, from the same pass). Throws InputError
+// `tally` its tensors counted by class (tally_tensors's, from the same pass). Throws InputError
 // for a tensor naming an expert at or past the config's expert count.
 struct CheckpointTally;
 Inventory inventory_from_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt,
@@ -90,14 +90,14 @@ struct CheckpointTally {
   // converts on load (Inkling 2). Empty otherwise.
   std::string count_note;
 };
+// The tally of `tensors` (a checkpoint's: saved_tensors; inventory_from_checkpoint gives it too).
 CheckpointTally tally_tensors(const Architecture& arch, const std::vector<SavedTensor>& tensors);
-CheckpointTally tally_checkpoint(const Architecture& arch, const io::ShardedCheckpoint& ckpt);
 
 // One line for each class that is not empty: "buffers: 2,088 elements in 3 tensors, 16.3 KiB
 // (model.layers.*.ffn.gate.tid2eid x2, ...); the buffers transformers 5.24's deepseek_v4 saves".
 std::vector<std::string> class_lines(const CheckpointTally& t);
 // {"parameters": {tensors, elements, bytes}, "buffers": {..., names}, "quant_companions": ...,
-//  "buffer_rule"}.
+//  "buffer_rule", "count_note"}.
 nlohmann::json class_json(const CheckpointTally& t);
 
 // The saved tensors of `ckpt`, from its headers.
